@@ -1,0 +1,192 @@
+"""What every rule may ask about the file being analysed, computed once per file and shared.
+
+Names are resolved with an alias table built from the module's import statements, not with
+libcst's scope or qualified-name providers (those cost 4-7 parses per file; see
+../shared/reference/performance.md). ``import torch as T``, ``from torch import cuda`` and
+``from torch.cuda.amp import autocast`` are all understood; a name nobody imported (a local
+variable called ``cuda``) resolves to nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+
+import libcst as cst
+
+from neuronize.transform import Evidence, ImportRequest, Replacement, Report, Safety
+
+if TYPE_CHECKING:
+    from neuronize.transform import Transform
+
+TARGETS = ("neuron", "accelerator", "cpu")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-run choices that change what rules do. Part of the cache key of a result."""
+
+    target: str = "neuron"
+    unsafe_fixes: bool = False
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+class ImportTable:
+    """Local name -> fully qualified name, from every import statement in the module."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self.modules: set[str] = set()  # every module imported, fully qualified
+
+    def add(self, stmt: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(stmt, cst.Import):
+            for alias in stmt.names:
+                full = dotted_name(alias.name)
+                if full is None:
+                    continue
+                self.modules.add(full)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self._names[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    self._names[head] = head
+            return
+        if stmt.relative or stmt.module is None:
+            return
+        base = dotted_name(stmt.module)
+        if base is None:
+            return
+        self.modules.add(base)
+        if isinstance(stmt.names, cst.ImportStar):
+            return
+        for alias in stmt.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self._names[local] = f"{base}.{alias.name.value}"
+            self.modules.add(f"{base}.{alias.name.value}")
+
+    def qualify(self, node: cst.CSTNode) -> str | None:
+        """The fully qualified name an expression refers to, if it starts at an import."""
+        name = dotted_name(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = self._names.get(head)
+        if full is None:
+            return None
+        return f"{full}.{rest}" if rest else full
+
+    def local_names_for(self, qualified: str) -> list[str]:
+        """Local spellings bound to ``qualified`` (``["T"]`` after ``import torch as T``)."""
+        return [local for local, full in self._names.items() if full == qualified]
+
+    def imports_module(self, prefix: str) -> bool:
+        return any(m == prefix or m.startswith(prefix + ".") for m in self.modules)
+
+
+def collect_imports(module: cst.Module) -> ImportTable:
+    """Build the alias table by walking statements only (never expressions: that is the cheap part)."""
+    table = ImportTable()
+    for stmt in _iter_statements(module.body):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    table.add(small)
+    return table
+
+
+def _iter_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    for stmt in body:
+        yield stmt
+        for block in _blocks_of(stmt):
+            yield from _iter_statements(block)
+
+
+def _blocks_of(stmt: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
+    for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+        part = getattr(stmt, attr, None)
+        if part is None or isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        if isinstance(part, cst.BaseSuite):
+            if isinstance(part, cst.IndentedBlock):
+                yield part.body
+        elif isinstance(part, (cst.Else, cst.If, cst.Finally)):
+            yield from _blocks_of_clause(part)
+        elif isinstance(part, Sequence):
+            for clause in part:
+                yield from _blocks_of_clause(clause)
+
+
+def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
+    if isinstance(clause, cst.If):
+        yield [clause]
+        return
+    body = getattr(clause, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+
+
+@dataclass
+class FileContext:
+    """Shared, per-file facts. Rules read it; only the engine and the base class write it."""
+
+    module: cst.Module
+    names: ImportTable
+    options: Options = field(default_factory=Options)
+    path: str = "<string>"
+    #: the nodes from the module down to the node being visited (inclusive)
+    stack: list[cst.CSTNode] = field(default_factory=list)
+    reports: list[Report] = field(default_factory=list)
+
+    # -- tree navigation -----------------------------------------------------------------
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        """The parent of the node being visited."""
+        return self.stack[-2] if len(self.stack) > 1 else None
+
+    def ancestors(self) -> Iterator[cst.CSTNode]:
+        """Ancestors of the node being visited, innermost first."""
+        return reversed(self.stack[:-1])
+
+    def qualify(self, node: cst.CSTNode) -> str | None:
+        return self.names.qualify(node)
+
+    def statement_to_remove(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The node to delete so that ``node`` (a small or whole statement) disappears."""
+        if isinstance(node, cst.BaseSmallStatement):
+            for anc in self.ancestors():
+                if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                    if len(anc.body) == 1 and isinstance(anc, cst.SimpleStatementLine):
+                        return anc
+                    return node
+        return node
+
+    # -- reporting (through Transform.fix/report) -------------------------------------------
+    def add_report(
+        self,
+        rule: Transform,
+        node: cst.CSTNode,
+        message: str,
+        safety: Safety,
+        evidence: Evidence,
+        replacement: Replacement | None,
+        imports: tuple[ImportRequest, ...] = (),
+    ) -> None:
+        ancestors = frozenset(id(n) for n in self.stack if n is not node)
+        self.reports.append(
+            Report(type(rule), node, message, safety, evidence, replacement, ancestors, imports)
+        )

@@ -1,0 +1,323 @@
+"""The pipeline for one file's bytes: pre-filter -> parse -> analyse -> filter -> apply -> imports -> emit.
+
+Pure: bytes in, a :class:`SourceResult` value out; no filesystem, no printing, never raises for
+bad input (a bad file is an error value, the run goes on).
+
+- **Pre-filter**: a regex over the raw bytes, built from the tokens every enabled rule declares.
+  A file with none of them is never parsed.
+- **Parse** once with libcst. No metadata wrapper on the way in: names come from an import alias
+  table, parents from the walk's own stack.
+- **Analyse**: one walk; every enabled rule's ``visit_*`` / ``leave_*`` runs on the same tree.
+- **Positions** are resolved only for files that have findings.
+- **Apply** the accepted fixes in one transformer pass. A fix inside another fix is deferred and
+  the rules run again on the new tree (at most three rounds).
+- **Imports** requested by applied fixes are added or removed once, at the end.
+- **Emit** bytes; the output must parse, or the file is an error and is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from neuronize.context import FileContext, Options, collect_imports
+from neuronize.transform import Finding, ImportRequest, Report, Safety, Transform
+
+MAX_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class FileError:
+    """Why a file could not be processed. ``line`` is 1-based where known."""
+
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def to_json(self, path: str) -> dict[str, object]:
+        data: dict[str, object] = {"path": path, "message": self.message}
+        if self.line is not None:
+            data["line"] = self.line
+        if self.column is not None:
+            data["column"] = self.column
+        return data
+
+
+@dataclass(frozen=True)
+class SourceResult:
+    """The outcome for one source text. ``output`` is None when nothing changes."""
+
+    findings: tuple[Finding, ...] = ()
+    output: bytes | None = None
+    error: FileError | None = None
+    skipped: bool = False  # the pre-filter ruled the file out
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.output is not None
+
+
+# -- pre-filter ----------------------------------------------------------------------------
+def prefilter_for(rules: Iterable[type[Transform]]) -> re.Pattern[bytes]:
+    """One regex matching any token of any of ``rules``."""
+    tokens = sorted({tok for rule in rules for tok in rule.tokens}, key=lambda t: (-len(t), t))
+    if not tokens:
+        return re.compile(rb"(?!)")
+    return re.compile(b"|".join(re.escape(t) for t in tokens))
+
+
+# -- analysis ------------------------------------------------------------------------------
+class _Walker(cst.CSTVisitor):
+    """Dispatches each node to every rule's ``visit_<Type>`` / ``leave_<Type>`` (Fixit-style)."""
+
+    def __init__(self, rules: Sequence[Transform], ctx: FileContext) -> None:
+        super().__init__()
+        self._ctx = ctx
+        self._visit: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
+        self._leave: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self._visit[attr[6:]].append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self._leave[attr[6:]].append(getattr(rule, attr))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._ctx.stack.append(node)
+        for method in self._visit.get(type(node).__name__, ()):
+            method(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for method in self._leave.get(type(original_node).__name__, ()):
+            method(original_node)
+        self._ctx.stack.pop()
+
+
+def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
+             path: str) -> list[Report]:
+    ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path)
+    instances = [rule(ctx) for rule in rules]
+    module.visit(_Walker(instances, ctx))
+    return ctx.reports
+
+
+# -- applying fixes ------------------------------------------------------------------------
+def _comment_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The comments that must survive when ``stmt`` is deleted."""
+    lines = list(getattr(stmt, "leading_lines", ()))
+    keep = lines if any(line.comment for line in lines) else []
+    trailing = getattr(stmt, "trailing_whitespace", None)
+    if isinstance(trailing, cst.TrailingWhitespace) and trailing.comment is not None:
+        keep.append(cst.EmptyLine(indent=True, comment=trailing.comment))
+    return keep
+
+
+class _Applier(cst.CSTTransformer):
+    """Replaces reported nodes (by identity) with their fixes; keeps blocks valid on deletion."""
+
+    def __init__(self, fixes: dict[int, Report]) -> None:
+        super().__init__()
+        self._fixes = fixes
+        self._removed: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+        report = self._fixes.get(id(original_node))
+        if report is not None:
+            replacement = report.replacement
+            if isinstance(replacement, cst.RemovalSentinel) and isinstance(
+                original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+            ):
+                marker = cst.SimpleStatementLine(body=[cst.Pass()])
+                self._removed[id(marker)] = (marker, original_node)
+                return marker
+            return replacement
+        if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
+            return self._drop_removed(updated_node)
+        if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and not updated_node.body:
+            return updated_node.with_changes(body=[cst.Pass()])
+        return updated_node
+
+    def _drop_removed(self, block: cst.IndentedBlock | cst.Module) -> cst.CSTNode:
+        if not any(id(stmt) in self._removed for stmt in block.body):
+            return block
+        body: list[cst.BaseStatement] = []
+        carry: list[cst.EmptyLine] = []
+        for stmt in block.body:
+            removed = self._removed.get(id(stmt))
+            if removed is not None:
+                carry.extend(_comment_lines(removed[1]))
+                continue
+            if carry:
+                stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
+                carry = []
+            body.append(stmt)
+        if isinstance(block, cst.IndentedBlock) and not body:
+            body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)]
+            carry = []
+        return block.with_changes(body=body, footer=[*carry, *block.footer])
+
+
+def _apply(module: cst.Module, reports: Sequence[Report]) -> cst.Module:
+    fixes = {id(r.node): r for r in reports}
+    result = module.visit(_Applier(fixes))
+    assert isinstance(result, cst.Module)
+    return result
+
+
+def _outermost(reports: Sequence[Report]) -> list[Report]:
+    """Fixes not nested inside another fix of this round (and one fix per node)."""
+    ids = {id(r.node) for r in reports}
+    seen: set[int] = set()
+    chosen = []
+    for r in reports:
+        if r.ancestor_ids & ids or id(r.node) in seen:
+            continue
+        seen.add(id(r.node))
+        chosen.append(r)
+    return chosen
+
+
+def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst.Module:
+    requests = list(dict.fromkeys(requests))
+    if not requests:
+        return module
+    context = CodemodContext()
+    adds = [r for r in requests if not r.remove]
+    removes = [r for r in requests if r.remove]
+    if adds:
+        for r in adds:
+            AddImportsVisitor.add_needed_import(context, r.module, r.obj, r.asname)
+        module = AddImportsVisitor(context).transform_module(module)
+    if removes:
+        context = CodemodContext()
+        for r in removes:
+            RemoveImportsVisitor.remove_unused_import(context, r.module, r.obj, r.asname)
+        module = RemoveImportsVisitor(context).transform_module(module)
+    return module
+
+
+# -- positions -----------------------------------------------------------------------------
+def _findings(module: cst.Module, reports: Sequence[Report], accepted: Callable[[Report], bool],
+              applied: bool) -> tuple[Finding, ...]:
+    if not reports:
+        return ()
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out = []
+    for r in reports:
+        pos = positions[r.node]
+        message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
+        out.append(
+            Finding(
+                line=pos.start.line,
+                column=pos.start.column + 1,
+                end_line=pos.end.line,
+                end_column=pos.end.column + 1,
+                rule=r.rule.id,
+                name=r.rule.name,
+                safety=r.safety,
+                message=message,
+                fixable=r.fixable,
+                applied=applied and r.fixable and accepted(r),
+            )
+        )
+    return tuple(sorted(set(out)))
+
+
+# -- the pipeline --------------------------------------------------------------------------
+def _error_for(exc: BaseException, source: bytes) -> FileError:
+    if isinstance(exc, cst.ParserSyntaxError):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
+        return FileError(f"syntax error: {first}", exc.raw_line, exc.raw_column + 1)
+    if isinstance(exc, UnicodeDecodeError):
+        line = source[: exc.start].count(b"\n") + 1
+        return FileError(f"cannot decode: {exc.reason} (byte 0x{source[exc.start]:02x})", line)
+    if isinstance(exc, SyntaxError):
+        # The encoding cookie names an unknown codec, or the source is otherwise undecodable.
+        return FileError(f"cannot read: {exc.msg}", exc.lineno)
+    if isinstance(exc, LookupError):
+        return FileError(f"cannot decode: {exc}", 1)
+    if isinstance(exc, RecursionError):
+        return FileError("too deeply nested for the parser (RecursionError); left alone")
+    return FileError(f"internal error ({type(exc).__name__}: {exc}); please report it")
+
+
+def run_source(
+    source: bytes,
+    rules: Sequence[type[Transform]],
+    options: Options = Options(),
+    path: str = "<string>",
+    prefilter: re.Pattern[bytes] | None = None,
+) -> SourceResult:
+    """Analyse (and, if fixes are accepted, rewrite) one file's bytes. Never raises on bad input."""
+    if b"\x00" in source:
+        return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
+    pattern = prefilter or prefilter_for(rules)
+    if not pattern.search(source):
+        return SourceResult(skipped=True)
+    try:
+        return _run_parsed(source, rules, options, path)
+    except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
+        return SourceResult(error=_error_for(exc, source))
+
+
+def accepts(options: Options) -> Callable[[Report], bool]:
+    def accepted(report: Report) -> bool:
+        return report.fixable and (
+            report.safety is Safety.SAFE or (report.safety is Safety.UNSAFE and options.unsafe_fixes)
+        )
+
+    return accepted
+
+
+def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
+                path: str) -> SourceResult:
+    module = cst.parse_module(source)
+    reports = _analyse(module, rules, options, path)
+    accepted = accepts(options)
+    pending = [r for r in reports if accepted(r)]
+    if not pending:
+        return SourceResult(findings=_findings(module, reports, accepted, False))
+    if module.bytes != source:
+        findings = _findings(module, reports, accepted, False)
+        return SourceResult(
+            findings=findings,
+            error=FileError("libcst cannot reproduce this file byte for byte; not rewritten"),
+        )
+    findings = _findings(module, reports, accepted, True)
+    warnings: list[str] = []
+    new = module
+    imports: list[ImportRequest] = []
+    for round_no in range(MAX_ROUNDS):
+        batch = _outermost(pending)
+        new = _apply(new, batch)
+        imports.extend(req for r in batch for req in r.imports)
+        if len(batch) == len(pending):
+            break
+        pending = [r for r in _analyse(new, rules, options, path) if accepted(r)]
+        if not pending:
+            break
+        if round_no == MAX_ROUNDS - 1:
+            warnings.append(f"{len(pending)} overlapping fix(es) left after {MAX_ROUNDS} rounds")
+    new = _apply_imports(new, imports)
+    output = new.bytes
+    if output == source:
+        return SourceResult(findings=findings, warnings=tuple(warnings))
+    try:
+        ast.parse(output)
+    except SyntaxError as exc:
+        return SourceResult(
+            findings=_findings(module, reports, accepted, False),
+            error=FileError(f"internal error: the rewritten file would not parse ({exc.msg}); left alone",
+                            exc.lineno),
+        )
+    return SourceResult(findings=findings, output=output, warnings=tuple(warnings))

@@ -1,0 +1,75 @@
+"""Rule discovery: every ``Transform`` subclass in a module of ``neuronize.transforms`` is a rule.
+
+Adding a rule is adding one module; there is no central list to edit.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+import re
+from typing import Iterable
+
+from neuronize.transform import Transform
+
+
+class SelectionError(ValueError):
+    """A --select / --ignore entry that matches no rule."""
+
+
+@functools.lru_cache(maxsize=None)
+def all_rules() -> tuple[type[Transform], ...]:
+    """Every rule, sorted by id. Raises if two rules share an id or a name."""
+    import neuronize.transforms as package
+
+    found: dict[str, type[Transform]] = {}
+    names: dict[str, str] = {}
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if not (isinstance(obj, type) and issubclass(obj, Transform) and obj is not Transform):
+                continue
+            if obj.__module__ != module.__name__ or "id" not in obj.__dict__:
+                continue
+            if obj.id in found and found[obj.id] is not obj:
+                raise TypeError(f"rule id {obj.id} is used by {found[obj.id].__name__} and {obj.__name__}")
+            if obj.name in names and names[obj.name] != obj.id:
+                raise TypeError(f"rule name {obj.name} is used by {names[obj.name]} and {obj.id}")
+            found[obj.id] = obj
+            names[obj.name] = obj.id
+    return tuple(found[k] for k in sorted(found))
+
+
+def rule_by_code(code: str) -> type[Transform] | None:
+    """A rule by exact id or name (case-insensitive for ids)."""
+    for rule in all_rules():
+        if rule.id == code.upper() or rule.name == code:
+            return rule
+    return None
+
+
+def _matches(rule: type[Transform], code: str) -> bool:
+    code = code.strip()
+    if re.fullmatch(r"(?i)NRN\d{0,3}", code):
+        return rule.id.startswith(code.upper())
+    return rule.name == code
+
+
+def select_rules(
+    select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> tuple[type[Transform], ...]:
+    """Rules chosen by id, id prefix (``NRN1``) or name; ``ignore`` wins over ``select``."""
+    rules = all_rules()
+    chosen = list(rules)
+    for option, codes in (("select", select), ("ignore", ignore)):
+        for code in codes or ():
+            if not any(_matches(r, code) for r in rules):
+                raise SelectionError(f"--{option} {code}: no rule has that id, id prefix or name")
+    if select:
+        chosen = [r for r in rules if any(_matches(r, c) for c in select)]
+    if ignore:
+        chosen = [r for r in chosen if not any(_matches(r, c) for c in ignore)]
+    return tuple(chosen)

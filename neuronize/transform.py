@@ -1,0 +1,254 @@
+"""The rule abstraction: a rule looks at one parsed file and reports findings, some with a fix.
+
+A rule subclasses :class:`Transform`, declares its id, name, safety, evidence and the byte tokens
+that can reveal it, and defines libcst-style ``visit_<Node>`` / ``leave_<Node>`` methods. All the
+enabled rules share one walk of one tree (see :mod:`neuronize.engine`); a rule calls
+:meth:`Transform.fix`, :meth:`Transform.remove` or :meth:`Transform.report` and never edits,
+prints or touches files itself. A new instance is made for every file, so nothing leaks between
+files.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Union
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from neuronize.context import FileContext
+
+DOC_HEADINGS = ("What it does", "Why on TorchNeuron", "Example", "Use instead", "Fix safety", "Evidence")
+RULE_ID = re.compile(r"^NRN[1-9]\d\d$")
+RULE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+class Safety(str, enum.Enum):
+    """How much a fix can be trusted, ruff-style."""
+
+    SAFE = "safe"  # same behaviour on Neuron by the documentation
+    UNSAFE = "unsafe"  # right in the usual case; applied only when asked for
+    REPORT_ONLY = "report-only"  # cannot be migrated mechanically
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Evidence(str, enum.Enum):
+    """How sure the reference is of a fact (../shared/reference/torchneuron.md section 0.1)."""
+
+    DOC = "DOC"
+    DOC_OLD = "DOC-old"
+    SRC = "SRC"
+    THIRD_PARTY = "3P"
+    INF = "INF"
+
+    @property
+    def weak(self) -> bool:
+        """Evidence a fix may not be applied silently on."""
+        return self in (Evidence.SRC, Evidence.THIRD_PARTY, Evidence.INF)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Example:
+    """A tiny before/after pair: documentation and a test at once.
+
+    ``after=None`` means the rule reports on ``before`` and leaves it as it is.
+    """
+
+    before: str
+    after: str | None = None
+    unsafe_fixes: bool = True
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """An import a fix needs (``import module`` / ``from module import obj``), or no longer needs.
+
+    The engine adds or removes imports once, after all fixes are applied, and only for fixes that
+    were applied. A removal is skipped while the name is still used.
+    """
+
+    module: str
+    obj: str | None = None
+    asname: str | None = None
+    remove: bool = False
+
+
+Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+
+
+@dataclass(eq=False)
+class Report:
+    """What a rule said about one node during the walk; the engine turns it into a Finding."""
+
+    rule: type[Transform]
+    node: cst.CSTNode
+    message: str
+    safety: Safety
+    evidence: Evidence
+    replacement: Replacement | None = None
+    #: ids of the nodes enclosing ``node`` when it was reported, to spot overlapping fixes
+    ancestor_ids: frozenset[int] = field(default_factory=frozenset)
+    imports: tuple[ImportRequest, ...] = ()
+
+    @property
+    def fixable(self) -> bool:
+        return self.replacement is not None
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One thing neuronize found, as users and other tools see it. Positions are 1-based."""
+
+    line: int
+    column: int
+    rule: str
+    name: str
+    safety: Safety
+    message: str
+    fixable: bool
+    end_line: int = 0
+    end_column: int = 0
+    applied: bool = False
+
+    def to_json(self, path: str) -> dict[str, object]:
+        return {
+            "path": path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "rule": self.rule,
+            "name": self.name,
+            "safety": self.safety.value,
+            "fixable": self.fixable,
+            "applied": self.applied,
+            "message": self.message,
+        }
+
+
+class Transform:
+    """Base class of every rule. See the module docstring and ``transforms/`` for examples.
+
+    Class attributes every rule sets:
+
+    - ``id``: ``NRN`` and three digits (1xx device and ``torch.cuda`` runtime, 2xx mixed precision,
+      3xx compile, static shapes and CUDA-only flags, 4xx distributed, 5xx Hugging Face,
+      9xx cannot migrate);
+    - ``name``: kebab-case name of the pattern found;
+    - ``safety``: the class of its fixes (a finding may override it);
+    - ``evidence``: the strongest mark the rule rests on (a finding may override it);
+    - ``tokens``: byte strings, at least one of which is in every file the rule can fire on
+      (the pre-filter skips files with none of any enabled rule's tokens);
+    - ``examples``: :class:`Example` pairs, run by the test suite.
+    """
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    safety: ClassVar[Safety]
+    evidence: ClassVar[Evidence]
+    tokens: ClassVar[tuple[bytes, ...]]
+    examples: ClassVar[tuple[Example, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__name__.startswith("_") or cls.__dict__.get("abstract", False):
+            return
+        _validate_rule(cls)
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    # -- what a rule calls -------------------------------------------------------------------
+    def fix(
+        self,
+        node: cst.CSTNode,
+        replacement: Replacement,
+        message: str,
+        *,
+        safety: Safety | None = None,
+        evidence: Evidence | None = None,
+        imports: tuple[ImportRequest, ...] = (),
+    ) -> None:
+        """Report ``node`` and propose ``replacement`` for it (a node, or a libcst sentinel).
+
+        ``imports`` are added (or removed) only if this fix is applied.
+        """
+        safety = safety or self.safety
+        evidence = evidence or self.evidence
+        if safety is Safety.REPORT_ONLY:
+            raise ValueError(f"{self.id}: a report-only finding cannot carry a fix")
+        if evidence.weak and safety is Safety.SAFE:
+            # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
+            safety = Safety.UNSAFE
+        self.ctx.add_report(self, node, message, safety, evidence, replacement, imports)
+
+    def remove(
+        self,
+        statement: cst.CSTNode,
+        message: str,
+        *,
+        safety: Safety | None = None,
+        evidence: Evidence | None = None,
+        imports: tuple[ImportRequest, ...] = (),
+    ) -> None:
+        """Delete a statement, keeping its comments and the enclosing block valid (``pass``).
+
+        ``statement`` is a small statement (``Expr``, ``Assign``...) or a whole statement.
+        """
+        self.fix(self.ctx.statement_to_remove(statement), cst.RemoveFromParent(), message,
+                 safety=safety, evidence=evidence, imports=imports)
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        evidence: Evidence | None = None,
+        safety: Safety = Safety.REPORT_ONLY,
+    ) -> None:
+        """Report ``node`` without a fix (``safety`` may say what a manual fix would risk)."""
+        self.ctx.add_report(self, node, message, safety, evidence or self.evidence, None)
+
+    # -- documentation -------------------------------------------------------------------------
+    @classmethod
+    def documentation(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the docstring: one sentence saying what the rule finds."""
+        return cls.documentation().splitlines()[0].strip()
+
+
+def _validate_rule(cls: type[Transform]) -> None:
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    for attr in ("id", "name", "safety", "evidence", "tokens"):
+        if attr not in cls.__dict__ and not hasattr(cls, attr):
+            raise TypeError(f"{where}: a rule must set {attr!r}")
+    if not RULE_ID.match(cls.id):
+        raise TypeError(f"{where}: id {cls.id!r} must look like NRN123")
+    if not RULE_NAME.match(cls.name):
+        raise TypeError(f"{where}: name {cls.name!r} must be kebab-case")
+    if not isinstance(cls.safety, Safety) or not isinstance(cls.evidence, Evidence):
+        raise TypeError(f"{where}: safety and evidence must be Safety / Evidence members")
+    if cls.evidence.weak and cls.safety is Safety.SAFE:
+        raise TypeError(f"{where}: a rule resting on {cls.evidence} evidence cannot be safe")
+    if not cls.tokens or not all(isinstance(t, bytes) and t for t in cls.tokens):
+        raise TypeError(f"{where}: tokens must be a non-empty tuple of bytes")
+    doc = cls.__doc__ or ""
+    missing = [h for h in DOC_HEADINGS if f"{h}:" not in doc and f"{h}\n" not in doc]
+    if missing:
+        raise TypeError(f"{where}: docstring lacks the heading(s) {', '.join(missing)}")
+    if not cls.examples:
+        raise TypeError(f"{where}: a rule needs at least one Example")
+    if cls.safety is Safety.REPORT_ONLY and any(e.after not in (None, e.before) for e in cls.examples):
+        raise TypeError(f"{where}: a report-only rule's examples cannot change the code")

@@ -1,0 +1,75 @@
+"""Discovery and running of fixture cases (fixtures/<ID>_<name>/<case>.before.py ...).
+
+Case names choose options: a name ending in ``_safe`` runs without ``--unsafe-fixes`` (every other
+case runs with them, to show all a rule can do); ``_target-cpu`` / ``_target-accelerator`` pick a
+target. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronize.context import Options
+from neuronize.engine import SourceResult, run_source
+from neuronize.registry import all_rules, rule_by_code
+from neuronize.transform import Transform
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SUFFIXES = (".before.py", ".before.ipynb")
+
+
+@dataclass(frozen=True)
+class Case:
+    folder: Path
+    name: str
+    before: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.folder.name}/{self.name}"
+
+    @property
+    def after(self) -> Path:
+        return self.folder / f"{self.name}.after.py"
+
+    @property
+    def findings(self) -> Path:
+        return self.folder / f"{self.name}.findings.txt"
+
+    @property
+    def rules(self) -> tuple[type[Transform], ...]:
+        if self.folder.name == "pipeline":
+            return all_rules()
+        rule = rule_by_code(self.folder.name.split("_", 1)[0])
+        assert rule is not None, f"fixture folder {self.folder.name} names no rule"
+        return (rule,)
+
+    @property
+    def options(self) -> Options:
+        target = "neuron"
+        for candidate in ("cpu", "accelerator"):
+            if f"_target-{candidate}" in self.name:
+                target = candidate
+        return Options(target=target, unsafe_fixes=not self.name.endswith("_safe"))
+
+    def run(self, source: bytes | None = None) -> SourceResult:
+        data = self.before.read_bytes() if source is None else source
+        return run_source(data, self.rules, self.options, path=self.before.name)
+
+
+def all_cases() -> list[Case]:
+    cases = []
+    for before in sorted(FIXTURES.glob("*/*.before.py")):
+        name = before.name[: -len(".before.py")]
+        cases.append(Case(before.parent, name, before))
+    return cases
+
+
+def findings_text(result: SourceResult) -> str:
+    lines = [
+        f"{f.line}:{f.column} {f.rule} {f.safety.value} {f.message}" for f in result.findings
+    ]
+    if result.error is not None:
+        lines.append(f"error: {result.error.line}: {result.error.message}")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,44 @@
+"""Rule metadata and every rule's embedded examples."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from neuronize.context import Options
+from neuronize.engine import run_source
+from neuronize.registry import all_rules
+from neuronize.transform import DOC_HEADINGS, Safety
+
+RULES = all_rules()
+EXAMPLES = [(rule, i, ex) for rule in RULES for i, ex in enumerate(rule.examples)]
+
+
+@pytest.mark.parametrize(
+    "rule,index,example", EXAMPLES, ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES]
+)
+def test_example(rule, index, example):
+    before = textwrap.dedent(example.before).lstrip("\n")
+    result = run_source(before.encode(), (rule,), Options(unsafe_fixes=example.unsafe_fixes))
+    assert result.error is None, result.error
+    assert any(f.rule == rule.id for f in result.findings), f"{rule.id} example {index}: no finding"
+    if example.after is None or textwrap.dedent(example.after).lstrip("\n") == before:
+        assert result.output is None, result.output.decode()
+        return
+    after = textwrap.dedent(example.after).lstrip("\n")
+    assert result.output is not None, f"{rule.id} example {index}: nothing changed"
+    assert result.output.decode() == after
+    ast.parse(result.output)
+    assert run_source(result.output, (rule,), Options(unsafe_fixes=True)).output is None
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_documentation(rule):
+    doc = rule.documentation()
+    for heading in DOC_HEADINGS:
+        assert heading in doc
+    assert rule.summary()
+    if rule.evidence.weak:
+        assert rule.safety is not Safety.SAFE
