@@ -242,7 +242,15 @@ def _error_for(exc: BaseException, source: bytes) -> FileError:
         line = source[: exc.start].count(b"\n") + 1
         return FileError(f"cannot decode: {exc.reason} (byte 0x{source[exc.start]:02x})", line)
     if isinstance(exc, SyntaxError):
-        # The encoding cookie names an unknown codec, or the source is otherwise undecodable.
+        # The encoding cookie names an unknown codec, or the bytes do not decode: find where.
+        if exc.lineno is None:
+            try:
+                source.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                line = source[: bad.start].count(b"\n") + 1
+                return FileError(
+                    f"cannot decode as UTF-8 (byte 0x{source[bad.start]:02x}) and no encoding "
+                    "declaration says otherwise", line)
         return FileError(f"cannot read: {exc.msg}", exc.lineno)
     if isinstance(exc, LookupError):
         return FileError(f"cannot decode: {exc}", 1)

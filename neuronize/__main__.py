@@ -1,0 +1,3 @@
+from neuronize.cli import main
+
+main()

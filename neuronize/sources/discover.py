@@ -1,0 +1,130 @@
+"""Which files a run looks at: the paths given, directories walked with .gitignore honoured."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pathspec
+
+SOURCE_SUFFIXES = (".py",)
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "site-packages",
+        "build", "dist", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+        ".neuronize_cache", ".eggs", ".ipynb_checkpoints",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """A file to process. ``display`` is the path as the user gave it or relative to it."""
+
+    path: Path
+    display: str
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class Skipped:
+    display: str
+    reason: str
+
+
+def _is_venv(path: Path) -> bool:
+    return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
+
+
+def _load_gitignore(directory: Path) -> pathspec.PathSpec | None:
+    ignore = directory / ".gitignore"
+    try:
+        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _ignored(specs: list[tuple[Path, pathspec.PathSpec]], path: Path, is_dir: bool) -> bool:
+    ignored = False
+    for base, spec in specs:
+        rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+        result = spec.check_file(rel)
+        if result.include is not None:
+            ignored = result.include
+    return ignored
+
+
+def _inside(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def discover(paths: Iterable[str]) -> tuple[list[Discovered], list[Skipped]]:
+    """Files to process, in a stable order, each once; and what was passed over and why.
+
+    Files named explicitly are always processed. In directories: ``*.py`` files not ignored by a
+    ``.gitignore``, outside VCS folders, virtual environments, ``site-packages``, ``build`` and
+    ``dist``. Symlinked directories are not followed; a symlinked file is processed only if its
+    target lies inside the given paths (nothing outside them is ever written).
+    """
+    given = list(paths) or ["."]
+    roots = [Path(os.path.realpath(p)) for p in given]
+    found: list[Discovered] = []
+    skipped: list[Skipped] = []
+    seen: set[Path] = set()
+
+    def add(path: Path, display: str, explicit: bool) -> None:
+        real = Path(os.path.realpath(path))
+        if path.is_symlink() and not _inside(real, roots):
+            skipped.append(Skipped(display, "symlink to a file outside the given paths; not processed"))
+            return
+        if real in seen:
+            return
+        seen.add(real)
+        found.append(Discovered(path, display, explicit))
+
+    for raw in given:
+        path = Path(raw)
+        if path.is_dir():
+            for file in _walk(path):
+                add(file, _display(raw, file, path), False)
+        elif path.exists() or path.is_symlink():
+            add(path, raw, True)
+        else:
+            skipped.append(Skipped(raw, "no such file or directory"))
+    return found, skipped
+
+
+def _display(raw: str, file: Path, root: Path) -> str:
+    rel = file.relative_to(root).as_posix()
+    if raw in (".", "./"):
+        return rel
+    return f"{raw.rstrip('/')}/{rel}"
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    specs: list[tuple[Path, pathspec.PathSpec]] = []
+    top = _load_gitignore(root)
+    if top is not None:
+        specs.append((root, top))
+    yield from _walk_dir(root, specs)
+
+
+def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]]) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name in SKIP_DIRS or _is_venv(path) or _ignored(specs, path, True):
+                continue
+            nested = _load_gitignore(path)
+            yield from _walk_dir(path, specs + [(path, nested)] if nested else specs)
+        elif entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(specs, path, False):
+            if entry.is_symlink() and entry.is_dir():
+                continue
+            yield path

@@ -1,0 +1,159 @@
+"""The command line as people and other tools use it: exit codes, output contracts, options."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import neuronize
+
+CUDA_SCRIPT = b'import torch\nmodel = Net().cuda()\nbatch = batch.cuda(3)\n'
+CLEAN_SCRIPT = b'import torch\nprint("no device code here")\n'
+
+
+@pytest.fixture
+def repo(tmp_path):
+    (tmp_path / "train.py").write_bytes(CUDA_SCRIPT)
+    (tmp_path / "clean.py").write_bytes(CLEAN_SCRIPT)
+    return tmp_path
+
+
+def test_check_reports_and_exits_1_without_writing(repo):
+    proc = neuronize("check", ".", cwd=repo)
+    assert proc.returncode == 1
+    out = proc.stdout.decode()
+    assert "train.py:2:9 NRN102" in out
+    assert "train.py:3:9 NRN102" in out
+    assert (repo / "train.py").read_bytes() == CUDA_SCRIPT
+    assert "2 file(s) checked" in proc.stderr.decode()
+
+
+def test_check_clean_tree_exits_0(tmp_path):
+    (tmp_path / "clean.py").write_bytes(CLEAN_SCRIPT)
+    proc = neuronize("check", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+
+
+def test_no_path_means_current_directory(repo):
+    proc = neuronize("check", cwd=repo)
+    assert proc.returncode == 1
+    assert b"train.py:2:9" in proc.stdout
+
+
+def test_json_contract(repo):
+    proc = neuronize("check", "--output-format", "json", "train.py", "missing.py", cwd=repo)
+    assert proc.returncode == 2
+    data = json.loads(proc.stdout)
+    assert {"findings", "errors"} <= set(data)
+    first = data["findings"][0]
+    for key, kind in [("path", str), ("line", int), ("column", int), ("rule", str), ("name", str),
+                      ("safety", str), ("fixable", bool), ("message", str)]:
+        assert isinstance(first[key], kind), key
+    assert first["path"] == "train.py"
+    assert (first["line"], first["column"]) == (2, 9)
+    assert {f["safety"] for f in data["findings"]} <= {"safe", "unsafe", "report-only"}
+    assert data["errors"] == [{"path": "missing.py", "message": "no such file or directory"}]
+
+
+def test_fix_applies_safe_fixes_only_and_exits_1_while_findings_remain(repo):
+    proc = neuronize("fix", ".", cwd=repo)
+    assert proc.returncode == 1
+    assert (repo / "train.py").read_bytes() == b'import torch\nmodel = Net().to("neuron")\nbatch = batch.cuda(3)\n'
+    assert b"NRN102 [unsafe fix]" in proc.stdout
+
+
+def test_fix_with_unsafe_fixes_leaves_nothing_and_exits_0(repo):
+    proc = neuronize("fix", "--unsafe-fixes", ".", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert b"cuda" not in (repo / "train.py").read_bytes()
+    assert neuronize("check", ".", cwd=repo).returncode == 0
+
+
+def test_fix_diff_writes_nothing_and_git_applies(repo):
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    proc = neuronize("fix", "--diff", "--unsafe-fixes", ".", cwd=repo)
+    assert proc.returncode == 1
+    assert (repo / "train.py").read_bytes() == CUDA_SCRIPT
+    assert proc.stdout.startswith(b"--- a/train.py\n+++ b/train.py\n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "apply", "--check", "-"], cwd=repo, input=proc.stdout, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=repo, input=proc.stdout, check=True)
+    assert neuronize("check", ".", cwd=repo).returncode == 0
+
+
+def test_fix_diff_of_clean_tree_exits_0(tmp_path):
+    (tmp_path / "clean.py").write_bytes(CLEAN_SCRIPT)
+    proc = neuronize("fix", "--diff", str(tmp_path))
+    assert proc.returncode == 0
+    assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("option", [("--select", "NRN9"), ("--ignore", "cuda-method"), ("--ignore", "NRN102")])
+def test_select_and_ignore(repo, option):
+    proc = neuronize("check", *option, ".", cwd=repo)
+    assert b"NRN102" not in proc.stdout
+
+
+def test_select_by_name_and_prefix(repo):
+    for code in ("cuda-method", "NRN1", "nrn102"):
+        assert b"NRN102" in neuronize("check", "--select", code, ".", cwd=repo).stdout
+
+
+def test_unknown_rule_is_an_error(repo):
+    proc = neuronize("check", "--select", "NRN999x", ".", cwd=repo)
+    assert proc.returncode == 2
+    assert b"NRN999x" in proc.stderr
+
+
+def test_bad_option_exits_2(repo):
+    assert neuronize("check", "--no-such-option", cwd=repo).returncode == 2
+
+
+def test_syntax_error_is_one_line_and_other_files_still_processed(repo):
+    (repo / "broken.py").write_bytes(b"import torch\nx = torch.zeros(3).cuda(\n")
+    proc = neuronize("fix", ".", cwd=repo)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    [line] = [l for l in err.splitlines() if "broken.py" in l]
+    assert line.startswith("error: broken.py:")
+    assert "Traceback" not in err
+    assert b'.to("neuron")' in (repo / "train.py").read_bytes()
+
+
+def test_binary_and_undecodable_files(repo):
+    (repo / "blob.py").write_bytes(b"cuda\x00\x01\x02")
+    (repo / "latin.py").write_bytes(b"x = '\xe9'.cuda()\n")
+    proc = neuronize("check", ".", cwd=repo)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "error: blob.py: binary file" in err
+    assert "error: latin.py:1" in err
+    assert "Traceback" not in err
+    assert b"train.py:2:9" in proc.stdout
+
+
+def test_stdin_fix_writes_result_to_stdout(repo):
+    proc = neuronize("fix", "-", "--stdin-filename", "x.py", stdin=CUDA_SCRIPT)
+    assert proc.stdout == b'import torch\nmodel = Net().to("neuron")\nbatch = batch.cuda(3)\n'
+    assert b"x.py:3:9 NRN102" in proc.stderr
+    assert proc.returncode == 1
+
+
+def test_rules_and_explain():
+    listing = neuronize("rules").stdout.decode()
+    assert "NRN102" in listing and "cuda-method" in listing
+    doc = neuronize("explain", "NRN102").stdout.decode()
+    for heading in ("What it does", "Why on TorchNeuron", "Fix safety", "Evidence"):
+        assert heading in doc
+    assert neuronize("explain", "NRN000").returncode == 2
+
+
+def test_version():
+    proc = neuronize("--version")
+    assert proc.returncode == 0
+    assert b"0.1.0" in proc.stdout
