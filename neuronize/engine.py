@@ -287,8 +287,21 @@ def accepts(options: Options) -> Callable[[Report], bool]:
     return accepted
 
 
+_BLANK_TAIL = re.compile(rb"(?<=\n)[ \t\f\r\n]*\Z")
+
+
+def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
+    """Split off trailing whitespace-only lines, which libcst does not reproduce byte for byte
+    (``x\n\n  \n`` comes back as ``x\n  \n``); they are re-attached untouched."""
+    match = _BLANK_TAIL.search(source)
+    if match is None or match.start() == 0:
+        return source, b""
+    return source[: match.start()], source[match.start():]
+
+
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
                 path: str) -> SourceResult:
+    source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
     reports = _analyse(module, rules, options, path)
     accepted = accepts(options)
@@ -317,7 +330,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} overlapping fix(es) left after {MAX_ROUNDS} rounds")
     new = _apply_imports(new, imports)
-    output = new.bytes
+    output = new.bytes + tail
+    source += tail
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
     try:

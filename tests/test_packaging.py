@@ -1,0 +1,40 @@
+"""The wheel ships the rules as neuronize.transforms and never a top-level `transforms`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_wheel_maps_transforms_under_neuronize(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True,
+    )
+    [wheel] = tmp_path.glob("neuronize-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert not any(n.startswith("transforms/") for n in names), "a top-level transforms package leaked"
+    for module in (ROOT / "transforms").glob("*.py"):
+        assert f"neuronize/transforms/{module.name}" in names, module.name
+    assert "neuronize/engine.py" in names
+
+
+def test_transforms_refuses_a_top_level_import():
+    proc = subprocess.run(
+        [sys.executable, "-c", "import transforms"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode != 0
+    assert "neuronize.transforms" in proc.stderr
+
+
+def test_rules_import_as_neuronize_transforms():
+    import neuronize.transforms
+
+    assert Path(neuronize.transforms.__file__).parent == ROOT / "transforms"
