@@ -39,3 +39,17 @@ def rules_json() -> str:
 def explain_rule(rule: type[Transform]) -> str:
     header = f"{rule.id} {rule.name} (fix: {rule.safety.value}; evidence: {rule.evidence.value})"
     return f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n"
+
+
+def update_readme(path: str = "README.md") -> None:
+    """Regenerate the rule table between the markers in the README."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    start = text.index(README_BEGIN) + len(README_BEGIN)
+    end = text.index(README_END)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"{text[:start]}\n{rules_markdown()}\n{text[end:]}")
+
+
+if __name__ == "__main__":
+    update_readme()

@@ -7,8 +7,10 @@ bad input (a bad file is an error value, the run goes on).
   A file with none of them is never parsed.
 - **Parse** once with libcst. No metadata wrapper on the way in: names come from an import alias
   table, parents from the walk's own stack.
-- **Analyse**: one walk; every enabled rule's ``visit_*`` / ``leave_*`` runs on the same tree.
-- **Positions** are resolved only for files that have findings.
+- **Analyse**: one walk (:mod:`neuronize.walk`: syntax nodes only, no node rebuilt); every
+  enabled rule's ``visit_*`` / ``leave_*`` runs on the same tree.
+- **Positions** are resolved only for files that have findings, and only for reported nodes
+  (:mod:`neuronize.positions`).
 - **Apply** the accepted fixes in one transformer pass. A fix inside another fix is deferred and
   the rules run again on the new tree (at most three rounds).
 - **Imports** requested by applied fixes are added or removed once, at the end.
@@ -26,9 +28,10 @@ from typing import Callable, Iterable, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from neuronize.context import FileContext, Options, collect_imports
+from neuronize.positions import locate
+from neuronize.walk import walk
 from neuronize.transform import Finding, ImportRequest, Report, Safety, Transform
 
 MAX_ROUNDS = 3
@@ -76,38 +79,44 @@ def prefilter_for(rules: Iterable[type[Transform]]) -> re.Pattern[bytes]:
 
 
 # -- analysis ------------------------------------------------------------------------------
-class _Walker(cst.CSTVisitor):
-    """Dispatches each node to every rule's ``visit_<Type>`` / ``leave_<Type>`` (Fixit-style)."""
+class _Dispatch:
+    """Sends each node to every rule's ``visit_<Type>`` / ``leave_<Type>`` (Fixit-style batching)."""
 
     def __init__(self, rules: Sequence[Transform], ctx: FileContext) -> None:
-        super().__init__()
-        self._ctx = ctx
-        self._visit: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
-        self._leave: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
+        self._stack = ctx.stack
+        self._visit: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
+        self._leave: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
+        self._methods: dict[str, tuple[list[Callable[[cst.CSTNode], object]], ...]] = defaultdict(lambda: ([], []))
         for rule in rules:
             for attr in dir(type(rule)):
                 if attr.startswith("visit_"):
-                    self._visit[attr[6:]].append(getattr(rule, attr))
+                    self._methods[attr[6:]][0].append(getattr(rule, attr))
                 elif attr.startswith("leave_"):
-                    self._leave[attr[6:]].append(getattr(rule, attr))
+                    self._methods[attr[6:]][1].append(getattr(rule, attr))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self._ctx.stack.append(node)
-        for method in self._visit.get(type(node).__name__, ()):
+    def _lookup(self, kind: type) -> None:
+        visit, leave = self._methods.get(kind.__name__, ((), ()))
+        self._visit[kind], self._leave[kind] = list(visit), list(leave)
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self._stack.append(node)
+        kind = type(node)
+        if kind not in self._visit:
+            self._lookup(kind)
+        for method in self._visit[kind]:
             method(node)
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        for method in self._leave.get(type(original_node).__name__, ()):
-            method(original_node)
-        self._ctx.stack.pop()
+    def leave(self, node: cst.CSTNode) -> None:
+        for method in self._leave[type(node)]:
+            method(node)
+        self._stack.pop()
 
 
 def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
              path: str) -> list[Report]:
     ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path)
-    instances = [rule(ctx) for rule in rules]
-    module.visit(_Walker(instances, ctx))
+    dispatch = _Dispatch([rule(ctx) for rule in rules], ctx)
+    walk(module, dispatch.enter, dispatch.leave)
     return ctx.reports
 
 
@@ -211,17 +220,17 @@ def _findings(module: cst.Module, reports: Sequence[Report], accepted: Callable[
               applied: bool) -> tuple[Finding, ...]:
     if not reports:
         return ()
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    spans = locate(module, (r.node for r in reports))
     out = []
     for r in reports:
-        pos = positions[r.node]
+        span = spans[id(r.node)]
         message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
         out.append(
             Finding(
-                line=pos.start.line,
-                column=pos.start.column + 1,
-                end_line=pos.end.line,
-                end_column=pos.end.column + 1,
+                line=span.line,
+                column=span.column,
+                end_line=span.end_line,
+                end_column=span.end_column,
                 rule=r.rule.id,
                 name=r.rule.name,
                 safety=r.safety,
@@ -265,15 +274,20 @@ def run_source(
     options: Options = Options(),
     path: str = "<string>",
     prefilter: re.Pattern[bytes] | None = None,
+    fix: bool = True,
 ) -> SourceResult:
-    """Analyse (and, if fixes are accepted, rewrite) one file's bytes. Never raises on bad input."""
+    """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
+
+    Never raises on bad input. With ``fix=False`` (``check``) no fix is applied and ``output``
+    stays None; findings still say which fixes would apply.
+    """
     if b"\x00" in source:
         return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
     pattern = prefilter or prefilter_for(rules)
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return _run_parsed(source, rules, options, path)
+        return _run_parsed(source, rules, options, path, fix)
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=_error_for(exc, source))
 
@@ -300,13 +314,13 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
 
 
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
-                path: str) -> SourceResult:
+                path: str, fix: bool) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
     reports = _analyse(module, rules, options, path)
     accepted = accepts(options)
     pending = [r for r in reports if accepted(r)]
-    if not pending:
+    if not pending or not fix:
         return SourceResult(findings=_findings(module, reports, accepted, False))
     if module.bytes != source:
         findings = _findings(module, reports, accepted, False)

@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
+from neuronize.transforms._helpers import string_value
 
 # Exception names whose handler catches a failed import.
 _IMPORT_ERRORS = frozenset({
@@ -32,10 +33,10 @@ class Dependency:
     @property
     def label(self) -> str:
         kind = "HARD dependency" if self.hard else "OPTIONAL dependency"
-        return f"{kind} ({self.reason})"
+        return f"{kind}, {self.reason}"
 
 
-HARD = Dependency(True, "top-level import")
+HARD = Dependency(True, "unguarded import")
 
 
 def _handler_catches_import_error(handler: cst.ExceptHandler) -> bool:
@@ -55,7 +56,7 @@ def _handler_catches_import_error(handler: cst.ExceptHandler) -> bool:
 
 
 def _short(ctx: FileContext, node: cst.CSTNode, limit: int = 50) -> str:
-    text = " ".join(ctx.module.code_for_node(node).split())
+    text = " ".join(ctx.module.code_for_node(node).split()).replace("( ", "(").replace(" )", ")")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -89,11 +90,12 @@ def classify_import(ctx: FileContext) -> Dependency:
     child: cst.CSTNode = ctx.stack[-1]
     for anc in ctx.ancestors():
         if isinstance(anc, cst.Try):
-            guarded = any(_handler_catches_import_error(h) for h in anc.handlers)
-            if guarded and child is anc.body:
-                return Dependency(False, "inside `try/except ImportError`")
-            if guarded and child is anc.orelse:
-                return Dependency(False, "in the `else` of a `try/except ImportError`")
+            catching = [h for h in anc.handlers if _handler_catches_import_error(h)]
+            if catching and (child is anc.body or child is anc.orelse):
+                kind = catching[0].type
+                clause = f"try/except {_short(ctx, kind)}" if kind is not None else "try/except"
+                where = "inside" if child is anc.body else "in the `else` of"
+                return Dependency(False, f"{where} `{clause}`")
         elif isinstance(anc, cst.ExceptHandler):
             return Dependency(False, "in an `except` fallback")
         elif isinstance(anc, cst.If) and not _is_main_guard(anc.test):
@@ -155,3 +157,27 @@ def inside_call(ctx: FileContext, qualified: frozenset[str]) -> bool:
 def code(ctx: FileContext, node: cst.CSTNode, limit: int = 60) -> str:
     """The node's source on one line, shortened for a message."""
     return _short(ctx, node, limit)
+
+
+#: The path forward for a hand-written CUDA/Triton kernel (reference F1, F2).
+NKI_PATH = "port it to an NKI kernel registered with `torch_neuronx.nki_op` (check aws-neuron/nki-library first)"
+NKI_PATH_KERNELS = NKI_PATH.replace("port it to an NKI kernel", "port the kernels to NKI kernels")
+
+
+def string_values(node: cst.BaseExpression) -> list[str] | None:
+    """The strings of a literal string, or of a list/tuple/set of literal strings, else None."""
+    single = string_value(node)
+    if single is not None:
+        return [single]
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        values = [string_value(el.value) for el in node.elements]
+        if all(v is not None for v in values):
+            return [v for v in values if v is not None]
+    return None
+
+
+def is_false_literal(node: cst.BaseExpression) -> bool:
+    """``False``, ``None`` or ``0``: a keyword that switches a feature off."""
+    if isinstance(node, cst.Name):
+        return node.value in ("False", "None")
+    return isinstance(node, cst.Integer) and node.value == "0"

@@ -1,0 +1,114 @@
+"""Inline suppressions: ``# neuronize: ignore`` and ``# neuronize: ignore[NRN101, cuda-method]``.
+
+A suppression covers its own line and, when the comment stands alone on its line, the next line,
+so a reviewed call can be marked either at its end or just above it (which is the only place a
+comment fits on a multi-line call without reformatting it). Comments are found with
+:mod:`tokenize`, so the same text inside a string never counts. A malformed directive
+(``ignore[`` without ``]``, or ``ignore[]``) suppresses nothing: a typo must never turn into
+"ignore every rule".
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from neuronize.transform import Finding
+
+_DIRECTIVE = re.compile(
+    r"#\s*neuronize:\s*ignore(?![\w-])(?:\s*\[(?P<codes>[^\]#]*)(?P<close>\])?)?"
+)
+_SKIP = frozenset({tokenize.ENCODING, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                   tokenize.DEDENT, tokenize.COMMENT})
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """One ``# neuronize: ignore`` comment. ``codes`` is ``None`` for "every rule"."""
+
+    line: int
+    codes: frozenset[str] | None
+    applies_to: frozenset[int]
+
+    def matches(self, finding: Finding) -> bool:
+        """Whether this names the finding's rule (ids in any case, names as ``rule_by_code``)."""
+        if self.codes is None:
+            return True
+        return any(code.upper() == finding.rule or code == finding.name for code in self.codes)
+
+
+def parse_suppressions(source: bytes) -> list[Suppression]:
+    """Every suppression comment in ``source``, in line order.
+
+    Source that cannot be tokenized (a bad encoding, an unclosed bracket) yields the
+    suppressions found before the point of failure; those after it are not seen.
+    """
+    if b"neuronize:" not in source:
+        return []
+    found: list[Suppression] = []
+    for line, comment, alone in _comments(source):
+        codes = _codes(comment)
+        if codes is False:
+            continue
+        covers = {line, line + 1} if alone else {line}
+        found.append(Suppression(line, codes, frozenset(covers)))
+    return found
+
+
+def filter_findings(
+    findings: Sequence[Finding], suppressions: Sequence[Suppression]
+) -> tuple[list[Finding], list[Suppression]]:
+    """``(findings not suppressed, suppressions that suppressed nothing)``, orders kept.
+
+    A finding is suppressed by a suppression covering any line it spans. Every suppression that
+    matches is counted as used, so redundant ones are not reported as unused.
+    """
+    by_line: dict[int, list[Suppression]] = {}
+    for suppression in suppressions:
+        for line in suppression.applies_to:
+            by_line.setdefault(line, []).append(suppression)
+    used: set[int] = set()
+    kept: list[Finding] = []
+    for finding in findings:
+        last = max(finding.end_line, finding.line)
+        hits = [s for line in range(finding.line, last + 1) for s in by_line.get(line, ())
+                if s.matches(finding)]
+        used.update(id(s) for s in hits)
+        if not hits:
+            kept.append(finding)
+    return kept, [s for s in suppressions if id(s) not in used]
+
+
+def _comments(source: bytes) -> Iterator[tuple[int, str, bool]]:
+    """``(line, comment text, alone on its line)`` for each comment mentioning neuronize."""
+    last_code_row = 0
+    try:  # tokenize() reads the encoding eagerly, so it too belongs inside the try
+        for tok in tokenize.tokenize(io.BytesIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                if "neuronize:" in tok.string:
+                    yield tok.start[0], tok.string, last_code_row < tok.start[0]
+            elif tok.type not in _SKIP:
+                last_code_row = tok.end[0]
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):
+        return
+
+
+def _codes(comment: str) -> frozenset[str] | None | bool:
+    """The codes a comment names, ``None`` for all rules, ``False`` when it is no suppression.
+
+    Several directives in one comment are merged; a bare one wins.
+    """
+    codes: set[str] = set()
+    seen = False
+    for match in _DIRECTIVE.finditer(comment):
+        if match.group("codes") is None:
+            return None
+        names = [c for c in re.split(r"[\s,]+", match.group("codes")) if c]
+        if match.group("close") is None or not names:
+            continue  # malformed: suppress nothing rather than everything
+        seen = True
+        codes.update(names)
+    return frozenset(codes) if seen else False

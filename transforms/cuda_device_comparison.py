@@ -1,0 +1,170 @@
+"""NRN103: comparisons of a device with ``"cuda"``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._device import (
+    short,
+    cuda_literal,
+    cuda_membership_list,
+    device_named,
+    idiom_branch,
+    is_torch_device_call,
+    neuron_literal,
+    rewrite_condition,
+    rewrite_cuda_comparison,
+    selection_if,
+    selection_ifexp,
+    target_name,
+)
+
+GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
+                "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
+
+
+class CudaDeviceComparison(Transform):
+    """Finds comparisons of a device with `"cuda"` (`device == "cuda"`, `"cuda" in device`).
+
+    What it does:
+        Looks at `d == "cuda"`, `d != "cuda:0"`, `d.type == "cuda"`, `"cuda" in d`,
+        `str(d).startswith("cuda")` and membership tests such as `d in ("cuda", "mps")`.
+        When the comparison chooses a device or a device type, it is rewritten together with
+        the CUDA branches it chooses between:
+        `device_type = "cuda" if "cuda" in device else "cpu"` becomes
+        `device_type = "neuron" if "neuron" in device else "cpu"`, and
+        `if device == "cuda": device_type = "cuda"` (a block that only assigns device settings)
+        becomes `if device == "neuron": device_type = "neuron"`.
+        Every other comparison is reported and left as it is: on Neuron it is False.
+
+    Why on TorchNeuron:
+        Once the device is `"neuron"`, every comparison with `"cuda"` is False. Where the
+        comparison picks the device type this silently falls back to the CPU path (autocast
+        turns into `nullcontext()`, tensors go to the CPU). But comparisons just as often guard
+        CUDA-only features (fused AdamW, `DataParallel`, pinned-memory copies, 8-bit optimisers)
+        that must stay off on Neuron, so those are only reported.
+
+    Example:
+        device_type = "cuda" if "cuda" in device else "cpu"
+        use_fused = fused_available and device_type == "cuda"
+
+    Use instead:
+        device_type = "neuron" if "neuron" in device else "cpu"
+        use_fused = fused_available and device_type == "cuda"  # reported: review by hand
+
+    Fix safety:
+        Unsafe: the rewrite assumes the compared value now holds `"neuron"` (it does once the
+        device setting is migrated by NRN101) and that nothing downstream needs `"cuda"`.
+
+    Evidence:
+        INF: follows from the device name `"neuron"` (DOC: reference D1, D2) and from what the
+        guarded code does on another device; reference "Where context decides".
+    """
+
+    id = "NRN103"
+    name = "cuda-device-comparison"
+    safety = Safety.UNSAFE
+    evidence = Evidence.INF
+    tokens = (b"cuda",)
+    examples = (
+        Example('device_type = "cuda" if "cuda" in device else "cpu"\n',
+                'device_type = "neuron" if "neuron" in device else "cpu"\n'),
+        Example('if device.type == "cuda":\n    model = nn.DataParallel(model)\n', None),
+        Example('if args.device == "cuda":\n    device_type = "cuda"\nelse:\n    device_type = "cpu"\n',
+                'if args.device == "neuron":\n    device_type = "neuron"\nelse:\n    device_type = "cpu"\n'),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._covered: set[int] = set()  # IfExp / If nodes rewritten as a unit
+
+    # -- device choices: rewritten -----------------------------------------------------------
+    def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:
+        self._covered.add(id(node))
+        return node.with_changes(test=rewrite_condition(node.test),
+                                 body=self._rewrite_branch(node.body),
+                                 orelse=self._rewrite_branch(node.orelse))
+
+    def _rewrite_branch(self, branch: cst.BaseExpression) -> cst.BaseExpression:
+        if cuda_literal(branch) is not None:
+            return neuron_literal(branch)
+        if is_torch_device_call(self.ctx, branch):
+            assert isinstance(branch, cst.Call)
+            args = branch.args
+            if len(args) == 1 and args[0].keyword is None and cuda_literal(args[0].value) is not None:
+                return branch.with_changes(args=[args[0].with_changes(value=neuron_literal(args[0].value))])
+        if isinstance(branch, cst.IfExp) and idiom_branch(self.ctx, branch) is None:
+            return self._rewrite_choice(branch)
+        return branch
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if any(id(a) in self._covered for a in self.ctx.ancestors()):
+            return
+        if not selection_ifexp(self.ctx, node):
+            return
+        replacement = self._rewrite_choice(node)
+        old = short(self.ctx, node.test)
+        new = short(self.ctx, replacement.test)
+        self.fix(node, replacement,
+                 f'device choice `... if {old} else ...` -> `... if {new} else ...` with its CUDA '
+                 "branches on Neuron: otherwise the Neuron device falls back to the CPU path")
+
+    def visit_If(self, node: cst.If) -> None:
+        if not selection_if(node):
+            return
+        self._covered.add(id(node))
+        new_test = rewrite_condition(node.test)
+        self.fix(node.test, new_test,
+                 f"device choice `if {short(self.ctx, node.test)}:` -> "
+                 f"`if {short(self.ctx, new_test)}:`: otherwise the Neuron device "
+                 "falls back to the CPU path")
+        for block in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
+            self._fix_block(block)
+
+    def _fix_block(self, block: cst.BaseSuite | None) -> None:
+        if block is None:
+            return
+        lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+        for line in lines:
+            for small in getattr(line, "body", ()):
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                    value = small.value
+                    if cuda_literal(value) is not None:
+                        target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
+                        if device_named(target_name(target)):
+                            self.fix(value, neuron_literal(value),
+                                     f'`{short(self.ctx, target)}` chosen by a CUDA '
+                                     f'comparison: `{short(self.ctx, value)}` -> `"neuron"`')
+
+    # -- everything else: reported -------------------------------------------------------------
+    def _owner_covered(self) -> bool:
+        """Whether the comparison being visited is (part of) the test of a rewritten choice."""
+        child = self.ctx.stack[-1]
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, cst.BooleanOperation) or (
+                    isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not)):
+                child = anc
+                continue
+            return isinstance(anc, (cst.IfExp, cst.If)) and anc.test is child and id(anc) in self._covered
+        return False
+
+    def _check(self, node: cst.BaseExpression) -> None:
+        rewritten = rewrite_cuda_comparison(node)
+        if rewritten is None and not cuda_membership_list(node):
+            return
+        if rewritten is not None and self._owner_covered():
+            return
+        code = short(self.ctx, node)
+        if rewritten is None:
+            self.report(node, f"`{code}` lists CUDA but not Neuron: {GUARD_ADVICE}")
+        else:
+            self.report(node, f"`{code}` is False on Neuron: {GUARD_ADVICE}")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "startswith":
+            self._check(node)

@@ -1,0 +1,333 @@
+"""NRN101: CUDA device strings where a device is meant -> ``"neuron"``."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from neuronize.context import dotted_name
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._device import (
+    short,
+    EXCLUDED_DEVICE_CALLS,
+    Kind,
+    cuda_literal,
+    device_named,
+    branches_mention_cuda,
+    has_is_available,
+    idiom_branch,
+    import_removal,
+    is_available_calls,
+    is_torch_device_call,
+    last_name,
+    neuron_literal,
+    replace_is_available,
+    selection_if,
+    selection_ifexp,
+    target_name,
+)
+from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, string_value
+
+INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
+              "one device (review single-process multi-device code)")
+GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
+OPTION_CALLS = frozenset({"add_argument", "option"})
+
+
+class CudaDeviceString(Transform):
+    """Finds CUDA device strings (`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`) where a device is meant.
+
+    What it does:
+        Rewrites the device string to `"neuron"` where the code uses it as a device:
+        `torch.device("cuda")` and `torch.device("cuda", i)`, the `device=` keyword of any call
+        (and `map_location=` of `torch.load`), `.to("cuda")`, `torch.set_default_device("cuda")`,
+        assignments to a name, attribute or key containing "device" (`device = "cuda"`,
+        `self.device = "cuda:0"`, `cfg["device"] = ...`, dataclass fields such as
+        `device: str = "cuda"` or `field(default="cuda")`), `{"device": "cuda"}`, defaults of
+        parameters named like a device (`def f(device="cuda")`), `.get("device", "cuda")`
+        defaults, and argparse / click `--device` options (`default="cuda"`; `"neuron"` is added
+        to a `choices=[...]` list next to `"cuda"`). Branches of a conditional expression in
+        those places are rewritten too (`"cuda" if args.gpu else "cpu"`).
+        The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
+        `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`) is rewritten
+        as one unit to `"neuron" if torch.accelerator.is_available() else "cpu"`.
+        Strings that are not a device are never touched: messages, docstrings, dict keys,
+        capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
+        `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of
+        `GradScaler`, `custom_fwd/bwd`, `init_device_mesh`, `DeviceMesh`, HF `device_map=`, and
+        `torch.Generator(device=...)` (NRN106). Code on `"neuron"`, `torch.accelerator` or a
+        device variable (`.to(device)`) is left alone.
+
+    Why on TorchNeuron:
+        Trainium has no CUDA device; TorchNeuron registers the device `"neuron"`. Most code
+        chooses its device once (a setting, an argparse default, the is_available idiom) and
+        passes a variable around, so rewriting where the string is chosen migrates the placement
+        of the whole program. `torch.accelerator.is_available()` detects the Neuron device and
+        keeps the CPU fallback of the idiom.
+
+    Example:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        parser.add_argument("--device", default="cuda:0", choices=["cpu", "cuda"])
+        x = torch.zeros(4, device=f"cuda:{rank}")
+
+    Use instead:
+        device = "neuron" if torch.accelerator.is_available() else "cpu"
+        parser.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])
+        x = torch.zeros(4, device="neuron")
+
+    Fix safety:
+        Safe for `"cuda"`, `"cuda:0"` and `torch.device("cuda", 0)`. Unsafe when a non-zero or
+        computed device index is dropped (`"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", i)`):
+        under a `"neuron"` process group each process sees exactly one device, so dropping it is
+        right for torchrun code, but single-process code that spreads work over several devices
+        must be reviewed. `choices=` keeps `"cuda"` so existing launch commands still parse.
+
+    Evidence:
+        DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
+        detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`)
+        (reference D1, D2, D3, D6, D7). The index policy is INF (reference D2, D8).
+    """
+
+    id = "NRN101"
+    name = "cuda-device-string"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    tokens = (b"cuda",)
+    examples = (
+        Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
+                'import torch\ndevice = "neuron" if torch.accelerator.is_available() else "cpu"\n'),
+        Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
+        Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
+        Example('import torch\ndev = torch.device("cuda", local_rank)\n',
+                'import torch\ndev = torch.device("neuron")\n'),
+        Example('def run(device: str = "cuda"):\n    pass\n',
+                'def run(device: str = "neuron"):\n    pass\n'),
+        Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
+                'p.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])\n'),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str) -> None:
+        if id(node) in self._done:
+            return
+        self._done.add(id(node))
+        old = short(self.ctx, node)
+        new = neuron_literal(node)
+        message = f"{where}: `{old}` -> `{new.value}`"
+        if kind.drops_index:
+            self.fix(node, new, message + INDEX_NOTE, safety=Safety.UNSAFE, evidence=Evidence.INF)
+        else:
+            self.fix(node, new, message)
+
+    def _literals(self, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
+        """The CUDA device literals an expression in a device position evaluates to."""
+        kind = cuda_literal(expr)
+        if kind is not None:
+            yield expr, kind
+            return
+        if isinstance(expr, cst.IfExp):
+            if idiom_branch(self.ctx, expr) is not None or selection_ifexp(self.ctx, expr):
+                return  # the idiom (visit_IfExp) / a "cuda" comparison choosing a device (NRN103)
+            yield from self._literals(expr.body)
+            yield from self._literals(expr.orelse)
+            return
+        if isinstance(expr, cst.Call):
+            name = last_name(expr.func)
+            if name in GETTERS and isinstance(expr.func, cst.Attribute):
+                default = argument(expr, "default", 1)
+                if default is not None:
+                    yield from self._literals(default.value)
+            elif name == "getattr" and isinstance(expr.func, cst.Name):
+                default = argument(expr, "default", 2)
+                if default is not None:
+                    yield from self._literals(default.value)
+
+    def _fix_all(self, expr: cst.BaseExpression | None, where: str) -> None:
+        if expr is None:
+            return
+        for node, kind in self._literals(expr):
+            self._fix_literal(node, kind, where)
+
+    # -- the idiom -----------------------------------------------------------------------------
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        found = idiom_branch(self.ctx, node)
+        if found is None:
+            if has_is_available(self.ctx, node.test) and branches_mention_cuda(node):
+                # NRN11x leaves every `torch.cuda.is_available()` choosing a CUDA device to us.
+                self.report(node, f"device choice `{short(self.ctx, node)}`: choose `\"neuron\"` with "
+                            "`torch.accelerator.is_available()` by hand (shape too unusual to rewrite)")
+            return
+        stack = list(self.ctx.ancestors())
+        if len(stack) > 1 and isinstance(stack[0], cst.Arg) and isinstance(stack[1], cst.Call) \
+                and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS:
+            return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
+        side, literal, kind = found
+        func, imports = qualified_expr(self.ctx, "torch.accelerator.is_available")
+        branch = getattr(node, side)
+        if branch is literal:
+            new_branch: cst.BaseExpression = neuron_literal(literal)
+        else:
+            assert isinstance(branch, cst.Call)
+            new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=neuron_literal(literal))])
+        self._done.add(id(literal))
+        self._done.add(id(branch))
+        replacement = node.with_changes(test=replace_is_available(self.ctx, node.test, func),
+                                        **{side: new_branch})
+        code = lambda n: short(self.ctx, n)  # noqa: E731
+        new_test = replacement.test
+        if side == "body":
+            old_text = f"{code(branch)} if {code(node.test)} else ..."
+            new_text = f"{code(new_branch)} if {code(new_test)} else ..."
+        else:
+            old_text = f"... if {code(node.test)} else {code(branch)}"
+            new_text = f"... if {code(new_test)} else {code(new_branch)}"
+        message = (f"`{old_text}` -> `{new_text}`: same CPU fallback, and the accelerator check "
+                   "detects the Neuron device")
+        for call in is_available_calls(self.ctx, node.test):
+            head = (dotted_name(call.func) or "").split(".")[0]
+            if self.ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
+                removal = import_removal(self.ctx, head)  # `from torch import cuda` / `... import is_available`
+                if removal is not None:
+                    imports = (*imports, removal)
+        if kind.drops_index:
+            self.fix(node, replacement, message + INDEX_NOTE, safety=Safety.UNSAFE,
+                     evidence=Evidence.INF, imports=imports)
+        else:
+            self.fix(node, replacement, message, imports=imports)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        name = last_name(node.func)
+        if name is None:
+            return
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
+                if name in EXCLUDED_DEVICE_CALLS:
+                    break
+                self._fix_all(arg.value, f"`{arg.keyword.value}=` argument")
+        if name == "device":
+            if is_torch_device_call(self.ctx, node) and id(node) not in self._done:
+                parent = self.ctx.parent
+                if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
+                    return  # `torch.device("cuda") if d == "cuda" else ...`: NRN103 rewrites it whole
+                self._torch_device(node)
+        elif name == "to":
+            if isinstance(node.func, cst.Attribute) and node.args and node.args[0].keyword is None \
+                    and not node.args[0].star:
+                self._fix_all(node.args[0].value, "`.to()`")
+        elif name == "set_default_device":
+            if self.ctx.qualify(node.func) == "torch.set_default_device":
+                first = argument(node, "device", 0)
+                if first is not None:
+                    self._fix_all(first.value, "`torch.set_default_device`")
+        elif name in OPTION_CALLS:
+            self._option(node)
+        elif name in GETTERS or name == "getattr":
+            key = argument(node, "key", 1 if name == "getattr" else 0)
+            if key is not None and device_named(string_value(key.value)):
+                self._fix_all(node, f"default of `{string_value(key.value)}`")
+
+    def _torch_device(self, node: cst.Call) -> None:
+        first = argument(node, "type", 0)
+        if first is None:
+            return
+        index = argument(node, "index", 1)
+        if index is None or cuda_literal(first.value) is None:
+            self._fix_all(first.value, "`torch.device`")
+            return
+        if string_value(first.value) != "cuda":
+            return  # torch.device("cuda:0", 1) is an error; leave it for the user
+        self._done.add(id(first.value))
+        args = [first.with_changes(value=neuron_literal(first.value)) if a is first else a
+                for a in node.args if a is not index]
+        args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
+        replacement = node.with_changes(args=args)
+        old = short(self.ctx, node)
+        new = short(self.ctx, replacement)
+        index_zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
+        if index_zero:
+            self.fix(node, replacement, f"`{old}` -> `{new}`")
+        else:
+            self.fix(node, replacement, f"`{old}` -> `{new}`" + INDEX_NOTE,
+                     safety=Safety.UNSAFE, evidence=Evidence.INF)
+
+    def _option(self, node: cst.Call) -> None:
+        """argparse ``add_argument("--device", default="cuda", choices=[...])`` / click options."""
+        names = [string_value(a.value) for a in node.args if a.keyword is None and not a.star]
+        dest = keyword(node, "dest")
+        if dest is not None:
+            names.append(string_value(dest.value))
+        option = next((n for n in names if device_named(n)), None)
+        if option is None:
+            return
+        default = keyword(node, "default")
+        if default is not None:
+            self._fix_all(default.value, f"`{option}` default")
+        choices = keyword(node, "choices")
+        if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)):
+            self._add_choice(choices.value, option)
+
+    def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
+        elements = list(container.elements)
+        values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
+        if "neuron" in values or any(isinstance(e, cst.StarredElement) for e in elements):
+            return
+        cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
+                   and string_value(e.value) is not None]
+        if not cuda_at:
+            return
+        i = cuda_at[-1]
+        el = elements[i]
+        new = cst.Element(value=make_string("neuron", el.value))
+        if isinstance(el.comma, cst.Comma):
+            new = new.with_changes(comma=el.comma)
+        else:
+            elements[i] = el.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        elements.insert(i + 1, new)
+        self.fix(container, container.with_changes(elements=elements),
+                 f'`{option}` choices: added `"neuron"` next to `"cuda"` so the migrated default is accepted')
+
+    # -- settings: assignments, parameters, dict entries --------------------------------------
+    def _in_selection_if(self) -> bool:
+        """Inside a block of ``if device == "cuda": ...`` that NRN103 rewrites as a whole."""
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock, cst.Else)):
+                continue
+            return isinstance(anc, cst.If) and selection_if(anc)
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if device_named(target_name(t.target)):
+                if self._in_selection_if():
+                    return
+                self._fix_all(node.value, f"`{short(self.ctx, t.target)}` setting")
+                return
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is None or not device_named(target_name(node.target)):
+            return
+        if self._in_selection_if():
+            return
+        where = f"`{short(self.ctx, node.target)}` setting"
+        value = node.value
+        if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
+            default = argument(value, "default", 0 if last_name(value.func) == "Field" else None)
+            if default is not None:
+                self._fix_all(default.value, where)
+            return
+        self._fix_all(value, where)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None and device_named(node.name.value):
+            self._fix_all(node.default, f"default of parameter `{node.name.value}`")
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        key = string_value(node.key)
+        if device_named(key):
+            self._fix_all(node.value, f'`"{key}"` entry')

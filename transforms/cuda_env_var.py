@@ -1,0 +1,211 @@
+"""NRN911: CUDA/NCCL environment variables read or set through ``os.environ`` / ``os.getenv``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.context import dotted_name
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers import argument, string_value
+
+NO_MEANING = "a CUDA setting with no Neuron meaning; drop it"
+
+
+def advice_for(key: str) -> tuple[str, Evidence] | None:
+    """What to do about an environment variable, and how sure the reference is; None: not ours."""
+    if key == "CUDA_VISIBLE_DEVICES":
+        return ("use `NEURON_RT_VISIBLE_CORES` (e.g. `0-3`; under torchrun with the `\"neuron\"` "
+                "process group each rank gets its own core automatically)", Evidence.DOC)
+    if key == "NVIDIA_VISIBLE_DEVICES":
+        return "container GPU selection; use `NEURON_RT_VISIBLE_CORES` for NeuronCores", Evidence.DOC
+    if key == "CUDA_LAUNCH_BLOCKING":
+        return ("has no effect on Neuron; `NEURON_LAUNCH_BLOCKING=1` is the candidate synchronous-mode "
+                "analogue", Evidence.INF)
+    if key == "PYTORCH_CUDA_ALLOC_CONF":
+        return "no Neuron allocator setting is documented; drop it", Evidence.INF
+    if key.startswith(("NCCL_", "TORCH_NCCL_")):
+        return ("the `\"neuron\"` process group documents no NCCL mapping; drop it (multi-node needs "
+                "EFA on every node)", Evidence.DOC)
+    if key in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        return "only used to build CUDA code; there is no CUDA toolkit on Trainium", Evidence.INF
+    if key == "CUBLAS_WORKSPACE_CONFIG":
+        return ("cuBLAS determinism setting with no Neuron meaning; `torch.use_deterministic_algorithms` "
+                "alone is honoured", Evidence.INF)
+    if key.startswith("CUDA_") or key in ("TORCH_USE_CUDA_DSA", "PYTORCH_NVML_BASED_CUDA_CHECK"):
+        return NO_MEANING, Evidence.INF
+    return None
+
+
+SET_METHODS = {"setdefault": "sets", "update": "sets", "pop": "removes", "get": "reads",
+               "__getitem__": "reads", "__contains__": "checks"}
+OS_FUNCTIONS = {"os.getenv": "reads", "os.putenv": "sets", "os.unsetenv": "removes",
+                "os.environ.get": "reads", "os.environ.setdefault": "sets", "os.environ.pop": "removes",
+                "os.environ.update": "sets", "os.environ.__getitem__": "reads"}
+
+
+class CudaEnvVar(Transform):
+    """Finds CUDA, NCCL and CUDA-allocator environment variables read or set by the code.
+
+    What it does:
+        Reports string keys such as `CUDA_VISIBLE_DEVICES`, `CUDA_LAUNCH_BLOCKING`,
+        `PYTORCH_CUDA_ALLOC_CONF`, `NCCL_*` / `TORCH_NCCL_*`, `TORCH_CUDA_ARCH_LIST`, `CUDA_HOME`,
+        `CUBLAS_WORKSPACE_CONFIG` and other `CUDA_*` names when they are used with
+        `os.environ[...]` (set, read, `del`), `os.environ.get/setdefault/pop/update`,
+        `"KEY" in os.environ`, `os.getenv`, `os.putenv`, `os.unsetenv`, a copy of the environment
+        (`env = os.environ.copy()` then `env["KEY"] = ...`, `dict(os.environ, KEY=...)`,
+        `{**os.environ, "KEY": ...}`) or a dict passed as `env=`. Each finding gives the Neuron
+        equivalent where one exists. Other strings (messages, docs) are never looked at.
+
+    Why on TorchNeuron:
+        The Neuron runtime reads its own variables: `NEURON_RT_VISIBLE_CORES` selects NeuronCores
+        like `CUDA_VISIBLE_DEVICES` selects GPUs, and the `"neuron"` process group ignores NCCL
+        settings. CUDA variables are silently ignored, so code that relies on them (to pick a
+        device, to count GPUs, to tune the allocator) behaves differently.
+
+    Example:
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"
+        os.environ.setdefault("NCCL_DEBUG", "INFO")
+
+    Use instead:
+        os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"
+        (delete the NCCL setting; multi-node training needs EFA on every node)
+
+    Fix safety:
+        Report only: core numbering differs from GPU numbering (logical NeuronCores, several per
+        chip), and under torchrun the `"neuron"` process group sets the variable per rank.
+
+    Evidence:
+        DOC: reference D16 (`NEURON_RT_VISIBLE_CORES`) and P7 (no NCCL mapping; EFA); INF: §3.4
+        (`NEURON_LAUNCH_BLOCKING`) and M3 (no `PYTORCH_CUDA_ALLOC_CONF` analogue).
+    """
+
+    id = "NRN911"
+    name = "cuda-env-var"
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.DOC
+    tokens = (b"CUDA_", b"NCCL_", b"CUBLAS_", b"NVIDIA_VISIBLE_DEVICES")
+    examples = (
+        Example('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', None),
+        Example('from os import getenv\ndebug = getenv("NCCL_DEBUG", "WARN")\n', None),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._env_names: set[str] = set()  # local copies of the environment
+        self._seen_dicts: set[int] = set()
+        self._active = ctx.names.imports_module("os")  # every lookup goes through `os`
+
+    def _is_environ(self, node: cst.BaseExpression) -> bool:
+        if self.ctx.qualify(node) == "os.environ":
+            return True
+        return isinstance(node, cst.Name) and node.value in self._env_names
+
+    # -- environment copies -------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self._active:
+            return
+        if not self._is_env_copy(node.value):
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._env_names.add(target.target.value)
+
+    def _is_env_copy(self, value: cst.BaseExpression) -> bool:
+        if self._is_environ(value):
+            return True
+        if isinstance(value, cst.Call):
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "copy" and self._is_environ(func.value):
+                return True
+            qualified = self.ctx.qualify(func) or dotted_name(func)
+            if qualified in ("dict", "copy.copy", "copy.deepcopy") and value.args:
+                return self._is_environ(value.args[0].value)
+        if isinstance(value, cst.Dict):
+            return any(isinstance(el, cst.StarredDictElement) and self._is_environ(el.value)
+                       for el in value.elements)
+        return False
+
+    # -- uses -----------------------------------------------------------------------------------
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self._active:
+            return
+        if len(node.slice) != 1 or not self._is_environ(node.value):
+            return
+        index = node.slice[0].slice
+        if not isinstance(index, cst.Index):
+            return
+        key = string_value(index.value)
+        if key is None:
+            return
+        verb = "reads"
+        parent = self.ctx.parent
+        if isinstance(parent, (cst.AssignTarget, cst.AugAssign)) or (
+                isinstance(parent, cst.AnnAssign) and parent.target is node):
+            verb = "sets"
+        elif isinstance(parent, (cst.Del,)) or isinstance(parent, cst.Element) and any(
+                isinstance(a, cst.Del) for a in list(self.ctx.ancestors())[:3]):
+            verb = "removes"
+        self._report_key(node, key, verb)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        func = node.func
+        verb = OS_FUNCTIONS.get(self.ctx.qualify(func) or "")
+        if verb is None and isinstance(func, cst.Attribute) and self._is_environ(func.value):
+            verb = SET_METHODS.get(func.attr.value)
+        if verb is not None:
+            if isinstance(func, cst.Attribute) and func.attr.value == "update":
+                self._check_update(node)
+                return
+            arg = argument(node, "key", 0)
+            key = string_value(arg.value) if arg is not None else None
+            if key is not None:
+                self._report_key(node, key, verb)
+            return
+        # dict(os.environ, CUDA_VISIBLE_DEVICES="0")
+        if isinstance(func, cst.Name) and func.value == "dict" and node.args and self._is_environ(node.args[0].value):
+            for arg in node.args[1:]:
+                if arg.keyword is not None:
+                    self._report_key(arg, arg.keyword.value, "sets")
+
+    def _check_update(self, node: cst.Call) -> None:
+        for arg in node.args:
+            if arg.keyword is not None:
+                self._report_key(arg, arg.keyword.value, "sets")
+            elif isinstance(arg.value, cst.Dict):
+                self._check_dict(arg.value)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        if not self._active:
+            return
+        parent = self.ctx.parent
+        passed_as_env = isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "env"
+        if passed_as_env or self._is_env_copy(node):
+            self._check_dict(node)
+
+    def _check_dict(self, node: cst.Dict) -> None:
+        if id(node) in self._seen_dicts:
+            return
+        self._seen_dicts.add(id(node))
+        for el in node.elements:
+            if isinstance(el, cst.DictElement):
+                key = string_value(el.key)
+                if key is not None:
+                    self._report_key(el, key, "sets")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if not self._active:
+            return
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and self._is_environ(target.comparator):
+                key = string_value(node.left)
+                if key is not None:
+                    self._report_key(node, key, "checks")
+
+    def _report_key(self, node: cst.CSTNode, key: str, verb: str) -> None:
+        found = advice_for(key)
+        if found is None:
+            return
+        advice, evidence = found
+        self.report(node, f"{verb} `{key}`: {advice}", evidence=evidence)

@@ -1,0 +1,75 @@
+"""NRN905: CUDA graph capture and replay (``torch.cuda.CUDAGraph``, ``torch.cuda.graph``...)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+
+INSTEAD = ("no CUDA graphs on TorchNeuron; remove the capture/replay and call the model directly "
+           "(`torch.compile(backend=\"neuron\")` already runs a compiled graph)")
+
+GRAPH_APIS = {
+    "torch.cuda.CUDAGraph": "`torch.cuda.CUDAGraph()`",
+    "torch.cuda.graphs.CUDAGraph": "`torch.cuda.CUDAGraph()`",
+    "torch.cuda.graph": "`torch.cuda.graph(...)` capture",
+    "torch.cuda.graphs.graph": "`torch.cuda.graph(...)` capture",
+    "torch.cuda.make_graphed_callables": "`torch.cuda.make_graphed_callables(...)`",
+    "torch.cuda.graphs.make_graphed_callables": "`torch.cuda.make_graphed_callables(...)`",
+    "torch.cuda.graph_pool_handle": "`torch.cuda.graph_pool_handle()`",
+    "torch.cuda.graphs.graph_pool_handle": "`torch.cuda.graph_pool_handle()`",
+    "torch.compiler.cudagraph_mark_step_begin": "`torch.compiler.cudagraph_mark_step_begin()`",
+}
+
+
+class CudaGraphs(Transform):
+    """Finds CUDA graph capture and replay, which has no TorchNeuron equivalent.
+
+    What it does:
+        Reports calls of `torch.cuda.CUDAGraph()`, `torch.cuda.graph(...)` (usually a `with`
+        block), `torch.cuda.make_graphed_callables(...)`, `torch.cuda.graph_pool_handle()` and
+        `torch.compiler.cudagraph_mark_step_begin()`, in any import spelling
+        (`from torch.cuda import CUDAGraph`, `import torch as T`).
+
+    Why on TorchNeuron:
+        CUDA graphs record CUDA kernel launches for cheap replay. TorchNeuron has no such
+        mechanism; the documented way to cut launch overhead is `torch.compile(backend="neuron")`,
+        which compiles the model into one Neuron executable (NEFF) reused for the same shapes.
+
+    Example:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            static_out = model(static_in)
+        g.replay()
+
+    Use instead:
+        Call the model directly (`out = model(x)`), compiled with `torch.compile(backend="neuron")`;
+        drop the static input/output buffers and `g.replay()` calls, and
+        `torch.compiler.cudagraph_mark_step_begin()`.
+
+    Fix safety:
+        Report only: the capture code also sets up static buffers and warm-up streams whose
+        removal needs a human.
+
+    Evidence:
+        DOC: reference C7 and F4 (no CUDA graphs; "remove CUDA-only settings such as CUDA graphs").
+    """
+
+    id = "NRN905"
+    name = "cuda-graphs"
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.DOC
+    tokens = (b"CUDAGraph", b"graph(", b"graphed_callables", b"cudagraph_mark_step_begin",
+              b"graph_pool_handle")
+    examples = (
+        Example("import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = m(x)\n", None),
+        Example("from torch import compiler\ncompiler.cudagraph_mark_step_begin()\n", None),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return
+        what = GRAPH_APIS.get(self.ctx.qualify(func) or "")
+        if what is not None:
+            self.report(node, f"{what}: {INSTEAD}")

@@ -1,0 +1,134 @@
+"""NRN904: ``torch.library`` custom ops registered for CUDA only."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.context import dotted_name
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._cannot_migrate import code, string_values
+from neuronize.transforms._helpers import argument, string_value
+
+CUSTOM_OP = "torch.library.custom_op"
+REGISTER_KERNEL = "torch.library.register_kernel"
+IMPL = "torch.library.impl"
+LIBRARY = "torch.library.Library"
+OP_MAKERS = frozenset({CUSTOM_OP, "torch.library.triton_op"})
+
+
+def _names_cuda(node: cst.BaseExpression | None) -> bool:
+    if node is None:
+        return False
+    values = string_values(node)
+    return bool(values) and any("cuda" in v.lower() for v in values or ())
+
+
+class CustomOpCuda(Transform):
+    """Finds `torch.library` custom ops whose kernel is registered for CUDA only.
+
+    What it does:
+        Reports `torch.library.custom_op(..., device_types="cuda")` (call or decorator),
+        `torch.library.register_kernel(op, "cuda")`, `torch.library.impl(op, "CUDA")`, and, on
+        objects defined in the same file (a name bound to `torch.library.Library(...)`, a
+        function decorated with `custom_op`), `lib.impl("op", fn, "CUDA")` and
+        `@my_op.register_kernel("cuda")`. A device list that names CUDA among others counts
+        (`("cpu", "cuda")`); so do dispatch keys such as `"AutogradCUDA"`.
+
+    Why on TorchNeuron:
+        The kernel is registered for the CUDA dispatch key only, so the op has no implementation
+        for `neuron` tensors. Its body is usually a CUDA/Triton kernel launch.
+
+    Example:
+        @torch.library.custom_op("mylib::fused_gelu", mutates_args=(), device_types="cuda")
+        def fused_gelu(x: torch.Tensor) -> torch.Tensor:
+            ...
+
+    Use instead:
+        Register a Neuron implementation: an NKI kernel with
+        `torch_neuronx.nki_op("mylib::fused_gelu", mutates_args=...)` (typed signature; backward
+        through `register_autograd()`), checking aws-neuron/nki-library first. If the body is plain
+        PyTorch, registering it without `device_types` (or for `"neuron"`) may be enough (INF).
+
+    Fix safety:
+        Report only: the kernel behind the registration must be ported by hand.
+
+    Evidence:
+        DOC: reference F1 (`torch.ops` backed by CUDA kernels; NKI registration); real-world
+        patterns (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel).
+    """
+
+    id = "NRN904"
+    name = "custom-op-cuda"
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.DOC
+    tokens = (b"custom_op", b"register_kernel", b".impl(", b"impl(")
+    examples = (
+        Example(
+            "import torch\n\n"
+            "@torch.library.custom_op('mylib::gelu', mutates_args=(), device_types='cuda')\n"
+            "def gelu(x: torch.Tensor) -> torch.Tensor:\n"
+            "    return x\n",
+            None,
+        ),
+        Example("import torch\nlib = torch.library.Library('mylib', 'IMPL')\nlib.impl('gelu', gelu_cuda, 'CUDA')\n",
+                None),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._libraries: set[str] = set()  # names bound to `torch.library.Library(...)`
+        self._ops: set[str] = set()  # names bound to custom ops (decorated functions)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if not isinstance(value, cst.Call):
+            return
+        qualified = self.ctx.qualify(value.func)
+        names = self._libraries if qualified == LIBRARY else self._ops if qualified in OP_MAKERS else None
+        if names is None:
+            return
+        for target in node.targets:
+            name = dotted_name(target.target)
+            if name is not None:
+                names.add(name)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            if self.ctx.qualify(target) in OP_MAKERS:
+                self._ops.add(node.name.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.qualify(func)
+        if qualified == CUSTOM_OP:
+            arg = argument(node, "device_types")
+            if arg is not None and _names_cuda(arg.value):
+                self._report(node, f"`torch.library.custom_op(..., device_types={code(self.ctx, arg.value)})`")
+        elif qualified in (REGISTER_KERNEL, IMPL):
+            arg = argument(node, "device_types" if qualified == REGISTER_KERNEL else "types", 1)
+            if arg is not None and _names_cuda(arg.value):
+                short = qualified.rsplit(".", 1)[-1]
+                self._report(node, f"`torch.library.{short}(..., {code(self.ctx, arg.value)})`")
+        elif qualified is None and isinstance(func, cst.Attribute) and func.attr.value in ("impl", "register_kernel"):
+            owner = dotted_name(func.value)
+            if func.attr.value == "impl" and owner in self._libraries:
+                arg = argument(node, "dispatch_key", 2)
+            elif func.attr.value == "register_kernel" and owner in self._ops:
+                arg = argument(node, "device_types", 0)
+            else:
+                return
+            if arg is not None and _names_cuda(arg.value):
+                spelled = f"{owner}.{func.attr.value}"
+                self._report(node, f"`{spelled}(..., {code(self.ctx, arg.value)})`", op=func.attr.value == "impl")
+
+    def _report(self, node: cst.Call, what: str, op: bool = True) -> None:
+        first = argument(node, "qualname", 0) or argument(node, "name", 0) or argument(node, "op_name", 0)
+        name = string_value(first.value) if first is not None and op else None
+        label = f" for `{name}`" if name else ""
+        self.report(
+            node,
+            f"{what}{label} registers a CUDA-only kernel: the op has no Neuron implementation; "
+            "register an NKI kernel with `torch_neuronx.nki_op` (check aws-neuron/nki-library first)",
+        )

@@ -1,0 +1,134 @@
+"""NRN104: ``x.is_cuda`` -> ``x.device.type == "neuron"``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.context import dotted_name
+from neuronize.transforms._device import short
+from neuronize.transform import Evidence, Example, Safety, Transform
+
+# Parents under which a comparison needs no parentheses (it binds tighter than these).
+NO_PARENS = (
+    cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.If, cst.While, cst.IfExp,
+    cst.BooleanOperation, cst.Assert, cst.Return, cst.Expr, cst.Element, cst.DictElement,
+    cst.Lambda, cst.CompIf, cst.Yield, cst.Index, cst.ListComp, cst.SetComp, cst.GeneratorExp,
+)
+
+
+class _AssignedIsCuda(cst.CSTVisitor):
+    """Receivers whose ``.is_cuda`` the file defines itself (``self.is_cuda = ...``, ``def is_cuda``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.receivers: set[str] = set()
+
+    def _target(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+            name = dotted_name(node.value)
+            if name:
+                self.receivers.add(name)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for el in node.elements:
+                self._target(el.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "is_cuda":
+            self.receivers.update(("self", "cls"))
+
+
+class IsCudaAttribute(Transform):
+    """Finds `x.is_cuda` checks, which are always False on a Neuron tensor.
+
+    What it does:
+        Rewrites the tensor attribute `x.is_cuda` to `x.device.type == "neuron"`, adding
+        parentheses where the comparison needs them (`(x.device.type == "neuron") == flag`).
+        Assignments to `.is_cuda` and classes that define their own `is_cuda` (an attribute
+        set on `self` or a method) are left alone; so are f-string fields (reported).
+
+    Why on TorchNeuron:
+        A tensor on the Neuron device is not a CUDA tensor, so `is_cuda` is False there and code
+        such as `if not x.is_cuda: x = x.cuda()` or `assert x.is_cuda` takes the wrong path.
+        Comparing the device type is portable.
+
+    Example:
+        if not batch.is_cuda:
+            batch = batch.to(device)
+
+    Use instead:
+        if not batch.device.type == "neuron":
+            batch = batch.to(device)
+
+    Fix safety:
+        Unsafe: the check becomes "is on Neuron"; code that used `is_cuda` to mean "is on an
+        accelerator" or "is on CUDA specifically" (to pick a CUDA kernel) must be reviewed.
+        `x.is_neuron` (added by PyTorch's PrivateUse1 method generator) also works but is not
+        documented.
+
+    Evidence:
+        INF: the Neuron device is a PrivateUse1 backend named "neuron" (reference D5).
+    """
+
+    id = "NRN104"
+    name = "is-cuda-attribute"
+    safety = Safety.UNSAFE
+    evidence = Evidence.INF
+    tokens = (b"is_cuda",)
+    examples = (
+        Example("assert x.is_cuda\n", 'assert x.device.type == "neuron"\n'),
+        Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type == "neuron") == expected\n'),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._user_receivers: set[str] | None = None
+
+    def _user_defined(self, receiver: cst.BaseExpression) -> bool:
+        name = dotted_name(receiver)
+        if name is None:
+            return False
+        if self._user_receivers is None:
+            scan = _AssignedIsCuda()
+            self.ctx.module.visit(scan)
+            self._user_receivers = scan.receivers
+        return name in self._user_receivers
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "is_cuda":
+            return
+        if self.ctx.qualify(node) is not None:
+            return  # `torch.cuda.is_cuda`-like module attributes are not tensor attributes
+        parent = self.ctx.parent
+        if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del)) or (
+                isinstance(parent, cst.AnnAssign) and parent.target is node):
+            return
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return  # `obj.is_cuda()`: a method of the user's own class
+        if self._user_defined(node.value):
+            return
+        if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
+            self.report(node, '`.is_cuda` is False on Neuron tensors: use `x.device.type == "neuron"`')
+            return
+        comparison = cst.Comparison(
+            left=cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")),
+                               attr=cst.Name("type")),
+            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=cst.SimpleString('"neuron"'))],
+        )
+        if node.lpar:
+            comparison = comparison.with_changes(lpar=node.lpar, rpar=node.rpar)
+        elif not isinstance(parent, NO_PARENS) and not (
+                isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
+            comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        code = short(self.ctx, node)
+        self.fix(node, comparison,
+                 f'`{code}` -> `{short(self.ctx, node.value)}.device.type == "neuron"`: '
+                 "a Neuron tensor is not a CUDA tensor")
