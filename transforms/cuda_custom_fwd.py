@@ -1,0 +1,169 @@
+"""NRN203: ``torch.cuda.amp.custom_fwd`` / ``custom_bwd`` -> ``torch.amp.custom_fwd(device_type="neuron")``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.context import FileContext
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._amp import (
+    CUDA_CUSTOM,
+    CUSTOM,
+    cuda_import_removals,
+    insert_args,
+    is_reference,
+    last_name,
+    local_aliases,
+    new_keyword,
+    replace_value,
+)
+from neuronize.transforms._helpers import keyword, make_string, qualified_expr, replace_device_string, string_value
+
+NAMES = ("custom_fwd", "custom_bwd")
+
+
+class CudaCustomFwd(Transform):
+    """Finds autograd functions whose forward/backward are tied to CUDA autocast.
+
+    What it does:
+        Rewrites the decorators `@torch.cuda.amp.custom_fwd`, `@torch.cuda.amp.custom_fwd(cast_inputs=...)`
+        and `@torch.cuda.amp.custom_bwd` (any spelling: `from torch.cuda.amp import custom_fwd`,
+        `amp.custom_fwd` after `from torch.cuda import amp`), and their use as plain functions,
+        to `torch.amp.custom_fwd(device_type="neuron", ...)` / `torch.amp.custom_bwd(device_type="neuron")`,
+        keeping `cast_inputs=`, and `torch.amp.custom_fwd(device_type="cuda")` to `"neuron"`.
+        The `torch.cuda.amp` import is dropped once nothing uses it. A `torch.cuda.amp.custom_fwd`
+        passed on as a value is reported.
+
+    Why on TorchNeuron:
+        `custom_fwd` records the autocast state of one device type when the forward runs and
+        restores it in the backward; `cast_inputs=` casts the inputs and turns autocast off
+        inside the forward. The CUDA variants look at CUDA autocast only, so under Neuron
+        autocast they neither cast nor disable anything.
+
+    Example:
+        class ScaledGelu(torch.autograd.Function):
+            @staticmethod
+            @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+            def forward(ctx, x): ...
+
+            @staticmethod
+            @torch.cuda.amp.custom_bwd
+            def backward(ctx, grad): ...
+
+    Use instead:
+        class ScaledGelu(torch.autograd.Function):
+            @staticmethod
+            @torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)
+            def forward(ctx, x): ...
+
+            @staticmethod
+            @torch.amp.custom_bwd(device_type="neuron")
+            def backward(ctx, grad): ...
+
+    Fix safety:
+        Unsafe: that `torch.amp.custom_fwd(device_type="neuron")` and
+        `torch.is_autocast_enabled("neuron")` work is seen only in torch-neuronx tests, not in
+        the documentation.
+
+    Evidence:
+        SRC: reference A3 (torch-neuronx autocast tests).
+    """
+
+    id = "NRN203"
+    name = "cuda-custom-fwd"
+    safety = Safety.UNSAFE
+    evidence = Evidence.SRC
+    tokens = (b"custom_fwd", b"custom_bwd")
+    examples = (
+        Example(
+            "import torch\n\n@torch.cuda.amp.custom_bwd\ndef backward(ctx, g):\n    return g\n",
+            'import torch\n\n@torch.amp.custom_bwd(device_type="neuron")\ndef backward(ctx, g):\n    return g\n',
+        ),
+        Example(
+            "from torch.cuda.amp import custom_fwd\n\n@custom_fwd(cast_inputs=torch.float32)\ndef forward(ctx, x):\n    return x\n",
+            'import torch\n\n@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)\n'
+            "def forward(ctx, x):\n    return x\n",
+        ),
+        Example(
+            "import torch\n\n@torch.amp.custom_fwd(device_type='cuda')\ndef forward(ctx, x):\n    return x\n",
+            "import torch\n\n@torch.amp.custom_fwd(device_type='neuron')\ndef forward(ctx, x):\n    return x\n",
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._callable_names: frozenset[str] | None = None
+        self._cuda_names: frozenset[str] | None = None
+
+    def _names(self) -> frozenset[str]:
+        if self._callable_names is None:
+            self._callable_names = local_aliases(self.ctx, CUSTOM | set(CUDA_CUSTOM)) | set(NAMES)
+        return self._callable_names
+
+    def _cuda_locals(self) -> frozenset[str]:
+        if self._cuda_names is None:
+            self._cuda_names = local_aliases(self.ctx, CUDA_CUSTOM)
+        return self._cuda_names
+
+    def _message(self, qualified: str) -> str:
+        target = CUDA_CUSTOM.get(qualified, qualified).rsplit(".", 1)[-1]
+        return (f'`{target}` for CUDA autocast -> `torch.amp.{target}(device_type="neuron")`, so the '
+                "autograd function follows Neuron autocast")
+
+    def _device_keyword(self) -> cst.Arg:
+        return new_keyword("device_type", make_string("neuron"))
+
+    # -- bare decorators: @torch.cuda.amp.custom_fwd ---------------------------------------------
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        expr = node.decorator
+        name = last_name(expr)
+        if name is None or name not in self._names():
+            return
+        qualified = self.ctx.qualify(expr)
+        if qualified not in CUDA_CUSTOM:
+            return
+        func, imports = qualified_expr(self.ctx, CUDA_CUSTOM[qualified])
+        new = cst.Call(func=func, args=[self._device_keyword()])
+        self.fix(expr, new, self._message(qualified), imports=imports + cuda_import_removals(self.ctx, expr))
+
+    # -- calls: @custom_fwd(cast_inputs=...), custom_fwd(fn), torch.amp.custom_fwd(device_type="cuda")
+    def visit_Call(self, node: cst.Call) -> None:
+        name = last_name(node.func)
+        if name is None or name not in self._names():
+            return
+        qualified = self.ctx.qualify(node.func)
+        if qualified is None:
+            return
+        device = keyword(node, "device_type")
+        if qualified in CUSTOM or (qualified in CUDA_CUSTOM and device is not None):
+            # (the second case: `torch.amp.custom_fwd` behind a fallback import of the CUDA one)
+            if device is not None and string_value(device.value) == "cuda":
+                new = replace_value(node, device, replace_device_string(device.value, "neuron"))
+                self.fix(node, new, self._message(qualified))
+            return
+        if qualified not in CUDA_CUSTOM:
+            return
+        if any(a.star == "**" for a in node.args):
+            self.report(node, f"`{name}(**kwargs)` for CUDA autocast: add `device_type=\"neuron\"` and use "
+                              f"`{CUDA_CUSTOM[qualified]}` by hand")
+            return
+        func, imports = qualified_expr(self.ctx, CUDA_CUSTOM[qualified])
+        # device_type is keyword-only: it goes after the positional argument (the function), if any.
+        at = sum(1 for a in node.args if a.keyword is None)
+        new = insert_args(node.with_changes(func=func), at, [self._device_keyword()])
+        self.fix(node, new, self._message(qualified), imports=imports + cuda_import_removals(self.ctx, node.func))
+
+    # -- references that are not calls or decorators ------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in NAMES:
+            self._reference(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self._cuda_locals():
+            self._reference(node)
+
+    def _reference(self, node: cst.CSTNode) -> None:
+        qualified = self.ctx.qualify(node)
+        if qualified in CUDA_CUSTOM and is_reference(self.ctx, node):
+            self.report(node, f"`{qualified}` is used as a value here: replace it by hand with "
+                              f'`functools.partial({CUDA_CUSTOM[qualified]}, device_type="neuron")`')

@@ -1,0 +1,77 @@
+"""NRN402: ``init_device_mesh("cuda", ...)`` / ``DeviceMesh("cuda", ...)`` -> ``"neuron"``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._distributed import neuron_string
+from neuronize.transforms._helpers import argument, string_value
+
+_MESH_CALLS = ("init_device_mesh", "DeviceMesh")
+
+
+class CudaDeviceMesh(Transform):
+    """Finds device meshes built over CUDA devices.
+
+    What it does:
+        Rewrites the device type of `init_device_mesh("cuda", ...)` and `DeviceMesh("cuda", ...)`
+        (positional or `device_type="cuda"`) to `"neuron"`, under any import spelling
+        (`torch.distributed.device_mesh`, `torch.distributed.tensor`, `torch.distributed._tensor`).
+        A device type held in a variable is left to the rules that rewrite device strings.
+
+    Why on TorchNeuron:
+        TorchNeuron registers a `neuron` device and a `neuron` process-group backend that
+        implement DeviceMesh, DTensor and `fully_shard`; TorchTitan on Trainium builds its meshes
+        with the `"neuron"` device type. Mesh sizes count NeuronCores, not GPUs.
+
+    Example:
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cuda", (world_size,), mesh_dim_names=("dp",))
+
+    Use instead:
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("neuron", (world_size,), mesh_dim_names=("dp",))
+
+    Fix safety:
+        Safe: the device type is the only change.
+
+    Evidence:
+        DOC: reference P2 (about-torchtitan-neuron; the exact call spelling is also widespread in
+        third-party code).
+    """
+
+    id = "NRN402"
+    name = "cuda-device-mesh"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    tokens = (b"device_mesh", b"DeviceMesh")
+    examples = (
+        Example(
+            'from torch.distributed.device_mesh import init_device_mesh\n'
+            'mesh = init_device_mesh("cuda", (8,), mesh_dim_names=("dp",))\n',
+            'from torch.distributed.device_mesh import init_device_mesh\n'
+            'mesh = init_device_mesh("neuron", (8,), mesh_dim_names=("dp",))\n',
+        ),
+        Example(
+            "import torch.distributed as dist\nmesh = dist.device_mesh.DeviceMesh(device_type='cuda', mesh=[0, 1])\n",
+            "import torch.distributed as dist\nmesh = dist.device_mesh.DeviceMesh(device_type='neuron', mesh=[0, 1])\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if last not in _MESH_CALLS:
+            return
+        qualified = self.ctx.qualify(func)
+        if not qualified or not qualified.startswith("torch.distributed."):
+            return
+        arg = argument(node, "device_type", 0)
+        if arg is None:
+            return
+        value = string_value(arg.value)
+        if value is None or not (value == "cuda" or value.startswith("cuda:")):
+            return
+        self.fix(arg.value, neuron_string(arg.value),
+                 f'`{last}("{value}", ...)` -> `"neuron"`: meshes on Trainium span NeuronCores')

@@ -1,0 +1,334 @@
+"""NRN401: the NCCL process-group backend -> ``"neuron"``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
+from neuronize.transforms._distributed import (
+    dist_function,
+    insert_after,
+    nccl_backend,
+    neuron_string,
+    request_torch_neuronx,
+)
+from neuronize.transforms._helpers import argument, keyword, make_string, string_value
+
+_Scope = cst.CSTNode  # a FunctionDef, a ClassDef or the Module
+_ENV_GETTERS = ("os.environ.get", "os.getenv", "os.environ.setdefault")
+
+
+@dataclass
+class _Found:
+    """What an expression that may carry a backend holds."""
+
+    literals: list[cst.BaseExpression] = field(default_factory=list)  # "nccl"-like literals
+    opaque: bool = False  # parts that cannot be read statically
+
+
+@dataclass
+class _Pending:
+    """A backend argument that is a name or an attribute, resolved at the end of the file."""
+
+    expr: cst.BaseExpression
+    scope: _Scope
+
+
+class NcclBackend(Transform):
+    """Finds process groups created with the NCCL backend, which does not exist on Trainium.
+
+    What it does:
+        Rewrites the backend of `dist.init_process_group(...)` and `dist.new_group(...)` from
+        `"nccl"` / `"cuda:nccl"` / `dist.Backend.NCCL` to `"neuron"`, under any import spelling.
+        When the backend is a variable it follows it within the file: an assignment of a literal
+        in the same function or at module level, a parameter default, an `os.environ.get(..., "nccl")`
+        default, or an argparse `default="nccl"` (and adds `"neuron"` to that option's `choices`).
+        Adds `"neuron": "neuron"` next to `"cuda": "nccl"` in device-to-backend tables and inserts
+        `import torch_neuronx  # noqa: F401`. Reports comparisons with `"nccl"`,
+        `dist.is_nccl_available()` (always false on Trainium), backends it cannot follow, and
+        transformers' `ddp_backend="nccl"`. Strings in messages and logs are
+        left alone.
+
+    Why on TorchNeuron:
+        TorchNeuron registers its own process-group backend, `"neuron"`; NCCL is NVIDIA's
+        library. The official distributed guide also imports `torch_neuronx` explicitly, to
+        register the device and the backend.
+
+    Example:
+        import torch.distributed as dist
+        dist.init_process_group(backend="nccl")
+
+    Use instead:
+        import torch.distributed as dist
+        import torch_neuronx  # noqa: F401
+        dist.init_process_group(backend="neuron")
+
+    Fix safety:
+        Safe for `"nccl"`, `"cuda:nccl"` and a backend followed to its literal. Unsafe for a mixed
+        `"cpu:gloo,cuda:nccl"` (collectives on CPU tensors lose gloo), for the added table entry
+        (the table's other uses are unknown).
+
+    Evidence:
+        DOC: reference P1 and section 4 (backend name), 0.3 (`import torch_neuronx`);
+        INF for the table entry and the reports on comparisons and `is_nccl_available()`.
+    """
+
+    id = "NRN401"
+    name = "nccl-backend"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    tokens = (b"nccl", b"NCCL", b"init_process_group")
+    examples = (
+        Example(
+            'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
+            'import torch.distributed as dist\nimport torch_neuronx  # noqa: F401\n'
+            'dist.init_process_group(backend="neuron")\n',
+        ),
+        Example(
+            "from torch.distributed import init_process_group\nBACKEND = 'nccl'\n\n\n"
+            "def setup():\n    init_process_group(BACKEND)\n",
+            "from torch.distributed import init_process_group\nimport torch_neuronx  # noqa: F401\n"
+            "BACKEND = 'neuron'\n\n\ndef setup():\n    init_process_group(BACKEND)\n",
+        ),
+        Example('import logging\nlogging.info("using nccl for collectives")\n'
+                'import torch.distributed as dist\nif dist.get_backend() == "nccl":\n    pass\n'),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._assigns: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._argparse: dict[str, list[cst.Call]] = {}
+        self._pending: list[_Pending] = []
+        self._backend_literals: list[cst.BaseExpression] = []
+        self._choices: list[tuple[cst.BaseExpression, int]] = []
+        self._others: list[tuple[cst.CSTNode, cst.CSTNode, str, Safety, Evidence]] = []
+
+    # -- where are we ----------------------------------------------------------------------
+    def _scope(self) -> _Scope:
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+                return anc
+        return self.ctx.module
+
+    # -- reading expressions -----------------------------------------------------------------
+    def _carried(self, expr: cst.BaseExpression) -> _Found:
+        found = _Found()
+        value = string_value(expr)
+        if value is not None:
+            if nccl_backend(value):
+                found.literals.append(expr)
+            return found
+        if self.ctx.qualify(expr) == "torch.distributed.Backend.NCCL":
+            found.literals.append(expr)
+            return found
+        if isinstance(expr, cst.IfExp):
+            for part in (expr.body, expr.orelse):
+                sub = self._carried(part)
+                found.literals += sub.literals
+                found.opaque |= sub.opaque
+            return found
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+            for part in (expr.left, expr.right):
+                sub = self._carried(part)
+                found.literals += sub.literals
+                found.opaque |= sub.opaque
+            return found
+        if isinstance(expr, cst.Call) and self.ctx.qualify(expr.func) in _ENV_GETTERS:
+            default = argument(expr, "default", 1)
+            found.opaque = True
+            if default is not None:
+                found.literals += self._carried(default.value).literals
+            return found
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+            return found  # {"cuda": "nccl", ...}[device]: the table itself gets an entry
+        found.opaque = True
+        return found
+
+    # -- the walk ----------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "add_argument":
+            self._record_argparse(node)
+            return
+        if keyword(node, "ddp_backend") is not None:
+            arg = keyword(node, "ddp_backend")
+            value = string_value(arg.value) if arg is not None else None
+            if arg is not None and value is not None and nccl_backend(value):
+                self.report(arg, 'transformers\' `ddp_backend="nccl"`: remove it on Trainium and let the '
+                            "Trainer pick the backend (its Neuron device branch)", evidence=Evidence.THIRD_PARTY)
+            return
+        name = dist_function(self.ctx.qualify(func))
+        if name == "is_nccl_available":
+            self.report(node, "`is_nccl_available()` is always false on Trainium: test "
+                        '`torch.distributed.is_backend_available("neuron")` where the guarded code picks '
+                        "the backend", evidence=Evidence.INF)
+            return
+        if name not in ("init_process_group", "new_group"):
+            return
+        arg = argument(node, "backend", 0 if name == "init_process_group" else 2)
+        if arg is None:
+            return
+        found = self._carried(arg.value)
+        self._backend_literals += found.literals
+        if found.literals:
+            return
+        if isinstance(arg.value, (cst.Name, cst.Attribute)) and self.ctx.qualify(arg.value) is None:
+            self._pending.append(_Pending(arg.value, self._scope()))
+        elif found.opaque:
+            self._report_unresolved(arg.value)
+
+    def _record_argparse(self, node: cst.Call) -> None:
+        dest_arg = keyword(node, "dest")
+        dest = string_value(dest_arg.value) if dest_arg is not None else None
+        if dest is None:
+            options = [string_value(a.value) for a in node.args if a.keyword is None]
+            options = [o for o in options if o]
+            longs = [o for o in options if o.startswith("--")]
+            chosen = longs[0] if longs else (options[0] if options else None)
+            if chosen is None:
+                return
+            dest = chosen.lstrip("-").replace("-", "_")
+        self._argparse.setdefault(dest, []).append(node)
+
+    def _record_assign(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if value is None or not isinstance(target, cst.Name):
+            return
+        scope = self._scope()
+        self._assigns.setdefault(id(scope), {}).setdefault(target.value, []).append(value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._record_assign(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._record_assign(node.target, node.value)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
+        if "cuda" not in keys or "neuron" in keys:
+            return
+        index = keys.index("cuda")
+        element = node.elements[index]
+        assert isinstance(element, cst.DictElement)
+        value = string_value(element.value)
+        if value is None or not nccl_backend(value):
+            return
+        new = cst.DictElement(
+            key=make_string("neuron", element.key), value=make_string("neuron", element.value),
+            whitespace_before_colon=element.whitespace_before_colon,
+            whitespace_after_colon=element.whitespace_after_colon,
+        )
+        replacement = node.with_changes(elements=insert_after(node.elements, index, new))
+        self._others.append((node, replacement,
+                             'adds `"neuron": "neuron"` to this device-to-backend table (the `"cuda"` '
+                             "entry stays for GPU runs)", Safety.UNSAFE, Evidence.INF))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        parts = [node.left, *(t.comparator for t in node.comparisons)]
+        for part in parts:
+            candidates = [part]
+            if isinstance(part, (cst.Tuple, cst.List, cst.Set)):
+                candidates = [e.value for e in part.elements]
+            for cand in candidates:
+                value = string_value(cand)
+                if value is not None and nccl_backend(value):
+                    self.report(node, 'compares a backend with `"nccl"`: false under the `"neuron"` backend; '
+                                "check what the guarded code does on Trainium", evidence=Evidence.INF)
+                    return
+
+    # -- the end of the file -----------------------------------------------------------------
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for pending in self._pending:
+            self._resolve(pending)
+        literals = list({id(n): n for n in self._backend_literals}.values())
+        safeties = []
+        plans = []
+        for lit in literals:
+            value = string_value(lit)
+            mixed = value is not None and nccl_backend(value) == "mixed"
+            if mixed:
+                msg = (f'backend `"{value}"` -> `"neuron"`: the documented Neuron backend; collectives '
+                       "on CPU tensors no longer go through gloo, review them")
+                safety = Safety.UNSAFE
+            elif value is None:
+                msg = '`dist.Backend.NCCL` -> `"neuron"`: the Neuron process-group backend'
+                safety = Safety.SAFE
+            else:
+                msg = f'backend `"{value}"` -> `"neuron"`: the Neuron process-group backend'
+                safety = Safety.SAFE
+            safeties.append(safety)
+            plans.append((lit, neuron_string(lit), msg, safety))
+        imports: tuple[ImportRequest, ...] = ()
+        if plans:
+            imports = request_torch_neuronx(self, Safety.SAFE if Safety.SAFE in safeties else Safety.UNSAFE)
+        for lit, replacement, msg, safety in plans:
+            self.fix(lit, replacement, msg, safety=safety, imports=imports)
+        seen_choices: set[int] = set()
+        for seq, index in self._choices:
+            if id(seq) in seen_choices:
+                continue
+            seen_choices.add(id(seq))
+            anchor = seq.elements[index]  # type: ignore[attr-defined]
+            new = cst.Element(make_string("neuron", anchor.value))
+            replacement = seq.with_changes(elements=insert_after(seq.elements, index, new))  # type: ignore[attr-defined]
+            self.fix(seq, replacement, 'adds `"neuron"` to the backend option\'s `choices`')
+        for node, replacement, msg, safety, evidence in self._others:
+            self.fix(node, replacement, msg, safety=safety, evidence=evidence)
+
+    def _report_unresolved(self, expr: cst.BaseExpression) -> None:
+        code = cst.Module([]).code_for_node(expr)
+        self.report(expr, f'the backend comes from `{code}`, which neuronize cannot follow: make it '
+                    '`"neuron"` on Trainium')
+
+    def _resolve(self, pending: _Pending) -> None:
+        expr, scope = pending.expr, pending.scope
+        if isinstance(expr, cst.Attribute):
+            calls = self._argparse.get(expr.attr.value, [])
+            if not calls:
+                self._report_unresolved(expr)
+                return
+            for call in calls:
+                default = keyword(call, "default")
+                if default is not None:
+                    self._backend_literals += self._carried(default.value).literals
+                choices = keyword(call, "choices")
+                if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)):
+                    values = [string_value(e.value) for e in choices.value.elements]
+                    nccl = [i for i, v in enumerate(values) if v is not None and nccl_backend(v) == "plain"]
+                    if nccl and "neuron" not in values:
+                        self._choices.append((choices.value, nccl[0]))
+            return
+        assert isinstance(expr, cst.Name)
+        name = expr.value
+        values: list[cst.BaseExpression] = []
+        local = False
+        if isinstance(scope, cst.FunctionDef):
+            local_values = self._assigns.get(id(scope), {}).get(name, [])
+            params = [*scope.params.params, *scope.params.posonly_params, *scope.params.kwonly_params]
+            param = next((p for p in params if p.name.value == name), None)
+            if local_values or param is not None:
+                local = True
+                values = list(local_values)
+                if param is not None:
+                    if param.default is None:
+                        self._report_unresolved(expr)
+                        # the literals assigned in the body are still followed below
+                    else:
+                        values.append(param.default)
+        if not local:
+            values = self._assigns.get(id(self.ctx.module), {}).get(name, [])
+        if not values:
+            if not local:
+                self._report_unresolved(expr)
+            return
+        literals: list[cst.BaseExpression] = []
+        opaque = False
+        for value in values:
+            found = self._carried(value)
+            literals += found.literals
+            opaque |= found.opaque
+        self._backend_literals += literals
+        if not literals and opaque:
+            self._report_unresolved(expr)

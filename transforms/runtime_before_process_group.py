@@ -1,0 +1,175 @@
+"""NRN404: device work that runs before ``init_process_group`` in the same body."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from neuronize.context import FileContext
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._distributed import dist_function
+from neuronize.transforms._helpers import argument, is_cuda_device_string, keyword, string_value
+
+# torch.cuda / torch.neuron calls that do not touch a device (or that other rules delete)
+_HARMLESS = {"is_available", "device_count", "set_device", "manual_seed", "manual_seed_all", "seed",
+             "is_initialized", "is_bf16_supported", "get_device_name", "get_device_capability"}
+
+
+def _is_device_expr(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """A device string, ``torch.device(...)``, or a variable whose name says it is a device."""
+    if is_cuda_device_string(node):
+        return True
+    value = string_value(node)
+    if value is not None:
+        return value == "neuron" or value.startswith("neuron:")
+    if isinstance(node, cst.Call):
+        return ctx.qualify(node.func) == "torch.device"
+    if isinstance(node, cst.Name):
+        return "device" in node.value.lower() and ctx.qualify(node) is None
+    if isinstance(node, cst.Attribute):
+        return "device" in node.attr.value.lower() and ctx.qualify(node) is None
+    return False
+
+
+def _placement(ctx: FileContext, node: cst.Call) -> str | None:
+    """What kind of device work ``node`` is, if any."""
+    func = node.func
+    qualified = ctx.qualify(func)
+    if qualified is not None:
+        for prefix in ("torch.cuda.", "torch.neuron."):
+            if qualified.startswith(prefix):
+                rest = qualified[len(prefix):]
+                if rest.split(".")[0] in _HARMLESS or rest.startswith("amp"):
+                    return None
+                return f"`{qualified}(...)`"
+        if qualified == "torch.cuda":
+            return None
+    if isinstance(func, cst.Attribute) and qualified is None:
+        if func.attr.value == "cuda":
+            return "`.cuda()`"
+        if func.attr.value == "to":
+            target = argument(node, "device", 0)
+            if target is not None and _is_device_expr(ctx, target.value):
+                return "`.to(<device>)`"
+    device = keyword(node, "device")
+    if device is not None and _is_device_expr(ctx, device.value) and qualified != "torch.device":
+        return "a tensor created with `device=`"
+    return None
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.found: list[tuple[cst.Call, str]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        what = _placement(self.ctx, node)
+        if what is not None:
+            self.found.append((node, what))
+            return False
+        return True
+
+
+class RuntimeBeforeProcessGroup(Transform):
+    """Finds device placement that runs before the process group is created.
+
+    What it does:
+        In the function (or module body) that calls `dist.init_process_group(...)`, reports
+        every statement before that call which places a model or tensor on a device
+        (`.cuda()`, `.to(device)`, `device=...` in a factory) or calls a `torch.cuda.*` /
+        `torch.neuron.*` runtime function (seeding, `set_device`, `is_available` and
+        `device_count` are not counted). Only statement order in one body is checked; work done in
+        other functions is not followed. Report only.
+
+    Why on TorchNeuron:
+        The `"neuron"` process group pins each process to its NeuronCore
+        (`NEURON_RT_VISIBLE_CORES`) and asserts that the Neuron runtime was not initialised before
+        `init_process_group`; placing anything on the device first initialises it.
+
+    Example:
+        model = Net().cuda()
+        dist.init_process_group("nccl")
+
+    Use instead:
+        dist.init_process_group("neuron")
+        model = Net().to("neuron")
+
+    Fix safety:
+        Report only: moving statements can change what the code means.
+
+    Evidence:
+        SRC: reference 3.5.1 and P4 (the process-group setup of a pre-release torch-neuronx drop).
+    """
+
+    id = "NRN404"
+    name = "runtime-before-process-group"
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.SRC
+    tokens = (b"init_process_group",)
+    examples = (
+        Example(
+            "import torch.distributed as dist\n\n\ndef main(model):\n    model = model.cuda()\n"
+            "    dist.init_process_group(\"nccl\")\n"
+        ),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._done: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dist_function(self.ctx.qualify(node.func)) != "init_process_group":
+            return
+        backend = argument(node, "backend", 0)
+        if backend is not None and string_value(backend.value) in ("gloo", "mpi"):
+            return  # a CPU-only group: the device runtime is not involved
+        body, statement = self._enclosing_body()
+        if body is None or statement is None:
+            return
+        for earlier in body:
+            if earlier is statement:
+                break
+            for call, what in self._placements(earlier):
+                if id(call) in self._done:
+                    continue
+                self._done.add(id(call))
+                self.report(call, f"{what} runs before `init_process_group` in this body: the Neuron "
+                            "process group requires the device runtime to be untouched until it is "
+                            "created; move this after `init_process_group`")
+
+    def _enclosing_body(self) -> tuple[list[cst.CSTNode] | None, cst.CSTNode | None]:
+        seen: list[cst.CSTNode] = []
+        for anc in self.ctx.ancestors():
+            body: list[cst.CSTNode] | None = None
+            if isinstance(anc, cst.FunctionDef):
+                if not isinstance(anc.body, cst.IndentedBlock):
+                    return None, None
+                body = list(anc.body.body)
+            elif isinstance(anc, cst.Module):
+                body = list(anc.body)
+            elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
+                return None, None
+            if body is not None:
+                ids = {id(s) for s in body}
+                statement = next((s for s in seen if id(s) in ids), None)
+                return body, statement
+            seen.append(anc)
+        return None, None
+
+    def _placements(self, statement: cst.CSTNode) -> Iterator[tuple[cst.Call, str]]:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            return iter(())
+        finder = _Finder(self.ctx)
+        statement.visit(finder)
+        return iter(finder.found)
