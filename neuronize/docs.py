@@ -47,8 +47,9 @@ def update_readme(path: str = "README.md") -> None:
         text = handle.read()
     start = text.index(README_BEGIN) + len(README_BEGIN)
     end = text.index(README_END)
+    updated = f"{text[:start]}\n{rules_markdown()}\n{text[end:]}"
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(f"{text[:start]}\n{rules_markdown()}\n{text[end:]}")
+        handle.write(updated)
 
 
 if __name__ == "__main__":
