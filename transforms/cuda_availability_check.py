@@ -1,0 +1,162 @@
+"""NRN110: ``torch.cuda.is_available()`` / ``device_count()`` / ``current_device()`` -> ``torch.accelerator``."""
+
+from __future__ import annotations
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_runtime import (
+    Context,
+    CudaRef,
+    Verdict,
+    _CudaApiRule,
+    classify,
+    flag_targets,
+    flag_uses,
+    guarded_after,
+    guarded_code,
+    ifexp_selects_cuda_device,
+    scan,
+    spelled,
+)
+
+_TARGETS = {
+    "is_available": "torch.accelerator.is_available",
+    "device_count": "torch.accelerator.device_count",
+    "current_device": "torch.accelerator.current_device_index",
+}
+
+
+class CudaAvailabilityCheck(_CudaApiRule):
+    """Finds CUDA availability and device-count queries (`torch.cuda.is_available()` and friends).
+
+    What it does:
+        Rewrites `torch.cuda.is_available()` to `torch.accelerator.is_available()`,
+        `torch.cuda.device_count()` to `torch.accelerator.device_count()` and
+        `torch.cuda.current_device()` to `torch.accelerator.current_device_index()`, in every
+        spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
+        is_available`, a function reference that is not called).
+
+        Where the check decides something, the rule looks at what it decides first:
+
+        - the guarded code (the `if` body and `else`, both branches of a conditional expression,
+          the code after `if not ...: raise/return`, every use of a flag the result is stored
+          in) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton, DeepSpeed,
+          cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16 (`.half()`,
+          `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
+          reported, because a Neuron-aware check would switch that path on;
+        - a test skip marker (`pytest.mark.skipif(not torch.cuda.is_available(), ...)`,
+          `unittest.skipUnless`, `if not ...: pytest.skip()`): kept and reported. A CUDA test
+          usually exercises CUDA behaviour; mark the device-agnostic ones for Neuron by hand;
+        - `"cuda" if torch.cuda.is_available() else "cpu"`: left to the device-placement rules
+          (NRN101-109), which rewrite the idiom as one unit.
+
+    Why on TorchNeuron:
+        On Trainium `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0, so
+        every "use the GPU if there is one" branch silently falls back to the CPU. The
+        `torch.accelerator` API sees the Neuron device and still works on CUDA machines.
+
+    Example:
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+        n_dev = torch.cuda.device_count()
+
+    Use instead:
+        if torch.accelerator.is_available():
+            torch.cuda.manual_seed_all(seed)  # NRN112 migrates this line
+        n_dev = torch.accelerator.device_count()
+
+    Fix safety:
+        `is_available()` is safe where the guarded code only selects the device or is otherwise
+        transparent (placement, seeding, synchronisation, logging); unsafe where it calls code the
+        rule cannot judge, where the result is stored in a flag, returned or passed on. The
+        CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
+        `current_device()` are always unsafe: Neuron counts logical NeuronCores, and under
+        `torchrun` with the `neuron` process group each process sees exactly one.
+
+    Evidence:
+        DOC: reference D6 and D7 (`torch.accelerator` code needs no change on Neuron). SRC: D10,
+        D11 (what the count and index mean). INF: F19 (which guarded code is device-agnostic).
+    """
+
+    id = "NRN110"
+    name = "cuda-availability-check"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    tokens = (b"is_available", b"device_count", b"current_device")
+    FUNCTIONS = frozenset(_TARGETS)
+    examples = (
+        Example(
+            "import torch\nif torch.cuda.is_available():\n    model = model.cuda()\n",
+            "import torch\nif torch.accelerator.is_available():\n    model = model.cuda()\n",
+        ),
+        Example(
+            "import torch\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n",
+            None,
+        ),
+        Example(
+            "import pytest\nimport torch\n\n"
+            "@pytest.mark.skipif(not torch.cuda.is_available(), reason=\"needs a GPU\")\n"
+            "def test_kernel():\n    pass\n",
+            None,
+        ),
+        Example(
+            "from torch import cuda\nn = cuda.device_count()\n",
+            "import torch\n\nn = torch.accelerator.device_count()\n",
+        ),
+    )
+
+    def target_for(self, ref: CudaRef) -> str | None:
+        return _TARGETS[ref.fn] + ("()" if ref.call is not None else "")
+
+    def on_ref(self, ref: CudaRef) -> None:
+        target = _TARGETS[ref.fn]
+        shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+        head = f"{spelled(ref)} -> {shown}"
+        if ref.fn == "current_device":
+            self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",
+                         safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            return
+        kind, where = classify(self.ctx, ref)
+        if kind is Context.SKIP:
+            self.report(ref.outer, f"test skip marker on {spelled(ref)}: kept (CUDA tests usually test "
+                                   "CUDA behaviour); enable device-agnostic tests on Neuron by hand",
+                        evidence=Evidence.INF)
+            return
+        flag = ""
+        if kind is Context.IFEXP:
+            assert where is not None
+            if ref.fn == "is_available" and ifexp_selects_cuda_device(where):  # type: ignore[arg-type]
+                return  # `"cuda" if torch.cuda.is_available() else "cpu"`: NRN101-109 rewrite the idiom
+            verdict = scan(self.ctx, [where])
+        elif kind is Context.IF:
+            verdict = scan(self.ctx, guarded_code(self.ctx, where))  # type: ignore[arg-type]
+        elif kind is Context.FLAG:
+            names = flag_targets(where)  # type: ignore[arg-type]
+            flag = ", ".join(f"`{n}`" for n in names) or "the stored value"
+            verdict = scan(self.ctx, [where, *flag_uses(self.ctx, names, where)])  # type: ignore[arg-type]
+        elif kind is Context.ASSERT:
+            verdict = scan(self.ctx, guarded_after(self.ctx, where))  # type: ignore[arg-type]
+            verdict.opaque = verdict.opaque or "the code after the assert"
+        else:
+            verdict = Verdict(opaque="the value is used elsewhere")
+        if verdict.marker is not None:
+            self.report(ref.outer, f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a "
+                                   f"Neuron-aware check would switch it on; migrate that path first",
+                        evidence=Evidence.INF)
+            return
+        if ref.fn == "device_count":
+            detail = "counts visible NeuronCores (1 per process under torchrun)"
+            if flag:
+                detail += f"; check what {flag} decides"
+            elif verdict.opaque:
+                detail += f"; check what it decides ({verdict.opaque})"
+            self.rewrite(ref, target, f"{head}: {detail}", safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            return
+        if flag:
+            now = "is now true on Neuron" if ref.call is not None else "now checks for any accelerator"
+            self.rewrite(ref, target, f"{head}: {flag} {now}; check what it switches on",
+                         safety=Safety.UNSAFE, evidence=Evidence.INF)
+        elif verdict.opaque is not None:
+            self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
+                         safety=Safety.UNSAFE, evidence=Evidence.INF)
+        else:
+            self.rewrite(ref, target, f"{head}: the guarded code selects the device or is device-agnostic")

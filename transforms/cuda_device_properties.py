@@ -1,0 +1,142 @@
+"""NRN115: ``torch.cuda.get_device_name`` / ``get_device_properties`` / ``is_bf16_supported`` / ``get_device_capability``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
+from neuronize.transforms._helpers import qualified_expr
+
+PROPERTIES = "torch_neuronx.get_device_properties"
+#: attributes of the Neuron device-properties object (reference D12)
+KNOWN_ATTRIBUTES = frozenset({"name", "total_memory"})
+
+
+class CudaDeviceProperties(_CudaApiRule):
+    """Finds CUDA device introspection (`torch.cuda.get_device_name`, `get_device_properties`, `is_bf16_supported`, `get_device_capability`).
+
+    What it does:
+        - `torch.cuda.get_device_properties(i)` -> `torch_neuronx.get_device_properties(i)`
+          (adds `import torch_neuronx`); reported instead when an attribute other than `.name`
+          or `.total_memory` is read from the result (`.major`, `.multi_processor_count`).
+        - `torch.cuda.get_device_name(i)` -> `torch_neuronx.get_device_properties(i).name`.
+        - Without a device argument, `torch.accelerator.current_device_index()` is passed.
+        - `torch.cuda.is_bf16_supported()` -> `torch.neuron.is_bf16_supported()`.
+        - `torch.cuda.get_device_capability()` is reported: Neuron has no compute capability.
+          (What the capability gates - FlashAttention, FP8, Triton - is reported by NRN9xx.)
+
+    Why on TorchNeuron:
+        Without CUDA these calls raise, and `is_bf16_supported()` returns False, which turns a
+        bf16 run into an fp32 or fp16 one. TorchNeuron exposes device properties (name, total
+        memory) from `torch_neuronx` and a bf16 check on `torch.neuron`; Trainium computes in
+        bf16 natively.
+
+    Example:
+        print(torch.cuda.get_device_name(0))
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+    Use instead:
+        import torch_neuronx
+        print(torch_neuronx.get_device_properties(0).name)
+        dtype = torch.bfloat16 if torch.neuron.is_bf16_supported() else torch.float16
+
+    Fix safety:
+        Unsafe: `torch_neuronx.get_device_properties` is known from a pre-release source drop
+        (whether `torch.neuron` re-exports it is unconfirmed) and `torch.neuron.is_bf16_supported`
+        from Hugging Face's code, not from AWS documentation.
+
+    Evidence:
+        SRC: reference D12. 3P: D13 (no capability), D14 (`is_bf16_supported`).
+    """
+
+    id = "NRN115"
+    name = "cuda-device-properties"
+    safety = Safety.UNSAFE
+    evidence = Evidence.SRC
+    tokens = (b"get_device_name", b"get_device_properties", b"is_bf16_supported", b"get_device_capability")
+    FUNCTIONS = frozenset({"get_device_name", "get_device_properties", "is_bf16_supported", "get_device_capability"})
+    examples = (
+        Example(
+            "import torch\nprint(torch.cuda.get_device_name(0))\n",
+            "import torch\nimport torch_neuronx\n\nprint(torch_neuronx.get_device_properties(0).name)\n",
+        ),
+        Example(
+            "import torch\nok = torch.cuda.is_bf16_supported()\n",
+            "import torch\nok = torch.neuron.is_bf16_supported()\n",
+        ),
+        Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),
+        Example("import torch\nsms = torch.cuda.get_device_properties(0).multi_processor_count\n", None),
+    )
+
+    def target_for(self, ref: CudaRef) -> str | None:
+        return {
+            "get_device_properties": PROPERTIES,
+            "is_bf16_supported": "torch.neuron.is_bf16_supported",
+        }.get(ref.fn)
+
+    def on_ref(self, ref: CudaRef) -> None:
+        if ref.fn == "get_device_capability":
+            self.report(ref.outer, f"{spelled(ref)}: Neuron has no compute capability; decide by hand what the "
+                                   "code it feeds should do on Trainium", evidence=Evidence.THIRD_PARTY)
+        elif ref.fn == "is_bf16_supported":
+            self._bf16(ref)
+        else:
+            self._properties(ref)
+
+    def _bf16(self, ref: CudaRef) -> None:
+        target = "torch.neuron.is_bf16_supported"
+        if ref.call is not None and ref.call.args:
+            self.report(ref.outer, f"{spelled(ref)} with arguments: `{target}()` is not known to take any; "
+                                   "migrate by hand", evidence=Evidence.THIRD_PARTY)
+            return
+        shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}", evidence=Evidence.THIRD_PARTY)
+
+    def _read_attribute(self, ref: CudaRef) -> str | None:
+        """The attribute read directly from the call's result (``get_device_properties(0).major``)."""
+        assert ref.call is not None
+        for anc in self.ctx.ancestors():
+            if anc is ref.call:
+                continue
+            if isinstance(anc, cst.Attribute) and anc.value is ref.call:
+                return anc.attr.value
+            return None
+        return None
+
+    def _properties(self, ref: CudaRef) -> None:
+        call = ref.call
+        if call is None:
+            if ref.fn == "get_device_name":
+                self.report(ref.outer, f"{spelled(ref)} used as a function: use "
+                                       f"`lambda i: {PROPERTIES}(i).name`")
+            else:
+                self.rewrite(ref, PROPERTIES, f"{spelled(ref)} -> `{PROPERTIES}`")
+            return
+        if any(a.star for a in call.args) or len(call.args) > 1:
+            self.report(ref.outer, f"{spelled(ref)} with unusual arguments: migrate to `{PROPERTIES}` by hand")
+            return
+        if ref.fn == "get_device_properties":
+            attr = self._read_attribute(ref)
+            if attr is not None and attr not in KNOWN_ATTRIBUTES:
+                self.report(ref.outer, f"`torch.cuda.{ref.fn}(...).{attr}`: the Neuron device properties have only `.name` and "
+                                       "`.total_memory`; decide by hand what this should be on Trainium")
+                return
+        func, imports = replacement_for(self.ctx, ref, PROPERTIES)
+        args = list(call.args)
+        note = ""
+        if not args:
+            index, more = qualified_expr(self.ctx, "torch.accelerator.current_device_index")
+            args = [cst.Arg(value=cst.Call(func=index))]
+            imports += more
+            note = " (current device passed explicitly)"
+        elif args[0].keyword is not None:
+            args[0] = args[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+        new: cst.BaseExpression = call.with_changes(func=func, args=args)
+        if ref.fn == "get_device_name":
+            new = cst.Attribute(value=new.with_changes(lpar=(), rpar=()), attr=cst.Name("name"),
+                                lpar=call.lpar, rpar=call.rpar)
+            message = f"{spelled(ref)} -> `{PROPERTIES}(...).name`{note}"
+        else:
+            message = f"{spelled(ref)} -> `{PROPERTIES}()`{note}; only `.name` and `.total_memory` are known"
+        self.fix(call, new, message, imports=imports)

@@ -1,0 +1,110 @@
+"""NRN113: ``torch.cuda`` memory statistics and cache control -> ``torch_neuronx`` / ``torch.neuron``."""
+
+from __future__ import annotations
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
+
+#: torch.cuda name -> TorchNeuron name (reference M1, M2); deprecated CUDA aliases included
+MAPPED = {
+    "memory_allocated": "torch_neuronx.memory_allocated",
+    "max_memory_allocated": "torch_neuronx.max_memory_allocated",
+    "memory_reserved": "torch_neuronx.memory_reserved",
+    "max_memory_reserved": "torch_neuronx.max_memory_reserved",
+    "memory_cached": "torch_neuronx.memory_reserved",
+    "max_memory_cached": "torch_neuronx.max_memory_reserved",
+    "memory_stats": "torch_neuronx.memory_stats",
+    "memory_summary": "torch_neuronx.memory_summary",
+    "reset_peak_memory_stats": "torch_neuronx.reset_peak_memory_stats",
+    "reset_max_memory_allocated": "torch_neuronx.reset_peak_memory_stats",
+    "reset_max_memory_cached": "torch_neuronx.reset_peak_memory_stats",
+    "reset_accumulated_memory_stats": "torch_neuronx.reset_accumulated_memory_stats",
+    "empty_cache": "torch.neuron.empty_cache",
+}
+#: no TorchNeuron counterpart known (reference M3, M4)
+UNMAPPED = {
+    "mem_get_info": "no TorchNeuron equivalent known; compute free memory another way "
+                    "(`torch_neuronx.get_device_properties(i).total_memory` minus "
+                    "`torch_neuronx.memory_reserved()`) or drop the check",
+    "OutOfMemoryError": "Neuron's out-of-memory exception type is unknown, so this will not catch a "
+                        "Neuron OOM; catch `RuntimeError` too, and test it",
+    "set_per_process_memory_fraction": "no TorchNeuron equivalent known; NeuronCores on a chip "
+                                       "share its HBM, limit memory another way or remove it",
+}
+
+
+class CudaMemoryApi(_CudaApiRule):
+    """Finds CUDA memory statistics, cache control and out-of-memory handling (`torch.cuda.memory_allocated` ...).
+
+    What it does:
+        Rewrites the caching-allocator statistics (`memory_allocated`, `max_memory_allocated`,
+        `memory_reserved`, `max_memory_reserved`, `memory_stats`, `memory_summary`,
+        `reset_peak_memory_stats`, `reset_accumulated_memory_stats`, and the deprecated
+        `memory_cached` / `max_memory_cached` / `reset_max_memory_*` aliases) to the same function
+        of `torch_neuronx`, adding `import torch_neuronx`; and `torch.cuda.empty_cache()` to
+        `torch.neuron.empty_cache()`. Arguments are kept; references that are not calls are
+        rewritten too (a table of per-backend cache cleaners keyed by `"cuda"` is reported
+        instead). Reports `torch.cuda.mem_get_info()`, `torch.cuda.OutOfMemoryError` handlers
+        and `torch.cuda.set_per_process_memory_fraction()`, which have no known counterpart.
+
+    Why on TorchNeuron:
+        Without CUDA these functions return zeros or raise, so memory logging lies and
+        out-of-memory handling never triggers. TorchNeuron's caching allocator exposes the same
+        statistics from the `torch_neuronx` package (the memory-profiling guide). Its allocator
+        is asynchronous: call `torch.accelerator.synchronize()` before reading a statistic.
+
+    Example:
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        torch.cuda.empty_cache()
+
+    Use instead:
+        import torch_neuronx
+        peak = torch_neuronx.max_memory_allocated() / 2**30
+        torch.neuron.empty_cache()
+
+    Fix safety:
+        Unsafe: the statistics functions are documented in the memory-profiling guide but their
+        location in `torch_neuronx` and `torch.neuron.empty_cache` come from a pre-release source
+        drop; the keys of `memory_stats()` may differ from CUDA's.
+
+    Evidence:
+        DOC + SRC: reference M1 (memory-profiling guide, `torch_neuronx` import list); SRC: M2.
+        M3, M4: no source found (reported).
+    """
+
+    id = "NRN113"
+    name = "cuda-memory-api"
+    safety = Safety.UNSAFE
+    evidence = Evidence.SRC
+    tokens = (b"memory_", b"empty_cache", b"mem_get_info", b"OutOfMemoryError")
+    FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
+    examples = (
+        Example(
+            "import torch\nused = torch.cuda.memory_allocated(0)\n",
+            "import torch\nimport torch_neuronx\n\nused = torch_neuronx.memory_allocated(0)\n",
+        ),
+        Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntorch.neuron.empty_cache()\n"),
+        Example(
+            "import torch\ntry:\n    step()\nexcept torch.cuda.OutOfMemoryError:\n    shrink()\n",
+            None,
+        ),
+    )
+
+    def target_for(self, ref: CudaRef) -> str | None:
+        return MAPPED.get(ref.fn)
+
+    def on_ref(self, ref: CudaRef) -> None:
+        if ref.fn in UNMAPPED:
+            what = "`torch.cuda.OutOfMemoryError`" if ref.fn == "OutOfMemoryError" else spelled(ref)
+            self.report(ref.outer, f"{what}: {UNMAPPED[ref.fn]}", evidence=Evidence.INF)
+            return
+        target = MAPPED[ref.fn]
+        shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+        if target.startswith("torch_neuronx."):
+            # qualified_expr asks for `import torch_neuronx` unless the file already has one
+            note = "; synchronize first, the allocator is asynchronous"
+            if ref.fn in ("memory_stats",):
+                note += "; check the keys you read"
+            self.rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+            return
+        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")

@@ -1,0 +1,88 @@
+"""NRN112: ``torch.cuda.manual_seed(_all)`` / ``get_rng_state`` / ``set_rng_state`` -> ``torch.neuron``."""
+
+from __future__ import annotations
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
+
+#: torch.cuda name -> torch.neuron name (reference R1, R2)
+MAPPED = {
+    "manual_seed": "manual_seed",
+    "manual_seed_all": "manual_seed_all",
+    "seed": "seed",
+    "initial_seed": "initial_seed",
+    "get_rng_state": "get_rng_state",
+    "set_rng_state": "set_rng_state",
+}
+#: seen on CUDA, not in any TorchNeuron source read: reported
+UNMAPPED = {
+    "seed_all": "use `torch.neuron.seed()` (one device per process)",
+    "get_rng_state_all": "use `torch.neuron.get_rng_state()` (one device per process)",
+    "set_rng_state_all": "use `torch.neuron.set_rng_state(state)` (one device per process)",
+}
+
+
+class CudaRngApi(_CudaApiRule):
+    """Finds CUDA random-number-generator calls (`torch.cuda.manual_seed_all`, RNG state save/restore).
+
+    What it does:
+        Rewrites `torch.cuda.manual_seed`, `manual_seed_all`, `seed`, `initial_seed`,
+        `get_rng_state` and `set_rng_state` to the same function of `torch.neuron`, arguments
+        kept, called or referenced, in every import spelling. `seed_all`,
+        `get_rng_state_all` and `set_rng_state_all` have no known Neuron counterpart and are
+        reported with the single-device replacement.
+
+    Why on TorchNeuron:
+        On a machine without CUDA the `torch.cuda` seeding calls do nothing (they are queued
+        until CUDA initialises) and the state functions raise, so a checkpoint that saves the
+        CUDA RNG state breaks and seeding silently stops covering the device. TorchNeuron
+        registers a `torch.neuron` device module with the same RNG functions (Philox state,
+        16 bytes). `torch.manual_seed(s)` already seeds the Neuron generator too.
+
+    Example:
+        torch.manual_seed(seed)
+        torch.cuda.manual_seed_all(seed)
+        ckpt["cuda_rng"] = torch.cuda.get_rng_state()
+
+    Use instead:
+        torch.manual_seed(seed)
+        torch.neuron.manual_seed_all(seed)
+        ckpt["cuda_rng"] = torch.neuron.get_rng_state()
+
+    Fix safety:
+        Unsafe: the functions are known from TorchNeuron's tests, not its documentation, and a
+        CUDA RNG state stored in an old checkpoint is not a Neuron state (restore it only into
+        runs started on Neuron). Dictionary keys such as `"cuda_rng"` are left as they are.
+
+    Evidence:
+        SRC: reference R1 and R2 (torch-neuronx RNG tests).
+    """
+
+    id = "NRN112"
+    name = "cuda-rng-api"
+    safety = Safety.UNSAFE
+    evidence = Evidence.SRC
+    tokens = (b"seed", b"rng_state")
+    FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
+    examples = (
+        Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntorch.neuron.manual_seed_all(0)\n"),
+        Example(
+            "from torch.cuda import get_rng_state as cuda_state\nstate = cuda_state()\n",
+            "import torch\n\nstate = torch.neuron.get_rng_state()\n",
+        ),
+        Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),
+    )
+
+    def target_for(self, ref: CudaRef) -> str | None:
+        return f"torch.neuron.{MAPPED[ref.fn]}" if ref.fn in MAPPED else None
+
+    def on_ref(self, ref: CudaRef) -> None:
+        if ref.fn in UNMAPPED:
+            self.report(ref.outer, f"{spelled(ref)} has no known TorchNeuron counterpart: {UNMAPPED[ref.fn]}")
+            return
+        target = f"torch.neuron.{MAPPED[ref.fn]}"
+        shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+        note = ""
+        if ref.fn == "set_rng_state":
+            note = ": a CUDA RNG state from an old checkpoint does not carry over to Neuron"
+        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")

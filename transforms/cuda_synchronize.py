@@ -1,0 +1,72 @@
+"""NRN111: ``torch.cuda.synchronize()`` -> ``torch.accelerator.synchronize()``."""
+
+from __future__ import annotations
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
+
+TARGET = "torch.accelerator.synchronize"
+
+
+class CudaSynchronize(_CudaApiRule):
+    """Finds `torch.cuda.synchronize`, called or used as a function reference.
+
+    What it does:
+        Rewrites `torch.cuda.synchronize(...)` to `torch.accelerator.synchronize(...)` (arguments
+        kept), in every spelling: `T.cuda.synchronize()`, `cuda.synchronize()` after
+        `from torch import cuda`, `synchronize()` after `from torch.cuda import synchronize`,
+        and references that are not calls (`sync = torch.cuda.synchronize if timed else noop`).
+        An import of `torch.cuda` left unused by the fix is removed. The value of a
+        `{"cuda": torch.cuda.synchronize}` table entry is reported instead: add a `"neuron"`
+        entry beside it.
+
+    Why on TorchNeuron:
+        Neuron execution is asynchronous like CUDA's: timers and memory statistics need a
+        synchronisation point, and `torch.cuda.synchronize()` raises on a machine without CUDA.
+        `torch.accelerator.synchronize()` waits for the Neuron device (and still works on CUDA).
+        It is preferred over the equally documented `torch.neuron.synchronize()` because it keeps
+        the script device-agnostic and matches the `torch.accelerator` spelling NRN110 uses.
+
+    Example:
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - t0
+
+    Use instead:
+        torch.accelerator.synchronize()
+        elapsed = time.perf_counter() - t0
+
+    Fix safety:
+        Safe: both functions block until queued work on the current device is done and take the
+        same optional device argument. A device argument that names CUDA (`"cuda:0"`) is left
+        to the device-placement rules.
+
+    Evidence:
+        DOC: reference S1 (the memory-profiling guide's `torch.neuron.synchronize()`) and D6
+        (`torch.accelerator.synchronize()` works unchanged on Neuron).
+    """
+
+    id = "NRN111"
+    name = "cuda-synchronize"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    tokens = (b"synchronize",)
+    FUNCTIONS = frozenset({"synchronize"})
+    examples = (
+        Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntorch.accelerator.synchronize()\n"),
+        Example(
+            "import torch as T\nsync = T.cuda.synchronize if timed else (lambda: None)\n",
+            "import torch as T\nsync = T.accelerator.synchronize if timed else (lambda: None)\n",
+        ),
+        Example(
+            "from torch.cuda import synchronize\nsynchronize()\n",
+            "import torch\n\ntorch.accelerator.synchronize()\n",
+        ),
+        Example("import torch\nSYNC = {\"cuda\": torch.cuda.synchronize}\n", None),
+    )
+
+    def target_for(self, ref: CudaRef) -> str | None:
+        return TARGET
+
+    def on_ref(self, ref: CudaRef) -> None:
+        shown = f"`{TARGET}()`" if ref.call is not None else f"`{TARGET}`"
+        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}")
