@@ -28,6 +28,7 @@ class Options:
 
     target: str = "neuron"
     unsafe_fixes: bool = False
+    report_unused_suppressions: bool = False
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:

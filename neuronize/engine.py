@@ -20,10 +20,11 @@ bad input (a bad file is an error value, the run goes on).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -31,6 +32,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from neuronize.context import FileContext, Options, collect_imports
 from neuronize.positions import locate
+from neuronize.suppressions import parse_suppressions
 from neuronize.walk import walk
 from neuronize.transform import Finding, ImportRequest, Report, Safety, Transform
 
@@ -215,31 +217,57 @@ def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst
     return module
 
 
-# -- positions -----------------------------------------------------------------------------
-def _findings(module: cst.Module, reports: Sequence[Report], accepted: Callable[[Report], bool],
-              applied: bool) -> tuple[Finding, ...]:
+# -- positions and suppressions ------------------------------------------------------------
+Located = List[Tuple[Report, Finding]]
+
+UNUSED_SUPPRESSION = ("NRN000", "unused-suppression")
+
+
+def _locate(module: cst.Module, reports: Sequence[Report]) -> Located:
     if not reports:
-        return ()
+        return []
     spans = locate(module, (r.node for r in reports))
-    out = []
+    located = []
     for r in reports:
         span = spans[id(r.node)]
         message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
-        out.append(
-            Finding(
-                line=span.line,
-                column=span.column,
-                end_line=span.end_line,
-                end_column=span.end_column,
-                rule=r.rule.id,
-                name=r.rule.name,
-                safety=r.safety,
-                message=message,
-                fixable=r.fixable,
-                applied=applied and r.fixable and accepted(r),
-            )
-        )
-    return tuple(sorted(set(out)))
+        located.append((r, Finding(
+            line=span.line, column=span.column, end_line=span.end_line, end_column=span.end_column,
+            rule=r.rule.id, name=r.rule.name, safety=r.safety, message=message, fixable=r.fixable,
+        )))
+    return located
+
+
+def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
+              options: Options) -> tuple[Located, list[Finding]]:
+    """Drop what ``# neuronize: ignore`` comments silence (findings and their fixes alike)."""
+    suppressions = parse_suppressions(source)
+    if not suppressions:
+        return located, []
+    kept = [(r, f) for r, f in located if not any(s.matches(f) and _covers(s, f) for s in suppressions)]
+    unused: list[Finding] = []
+    if options.report_unused_suppressions:
+        used = {id(s) for _, f in located for s in suppressions if s.matches(f) and _covers(s, f)}
+        enabled = {r.id for r in rules} | {r.name for r in rules}
+        for s in suppressions:
+            relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)
+            if id(s) not in used and relevant:
+                what = "every rule" if s.codes is None else ", ".join(sorted(s.codes))
+                unused.append(Finding(s.line, 1, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
+                                      f"unused suppression ({what}): nothing is reported here any more",
+                                      False, s.line, 1))
+    return kept, unused
+
+
+def _covers(suppression: object, finding: Finding) -> bool:
+    lines = range(finding.line, max(finding.line, finding.end_line) + 1)
+    return any(line in suppression.applies_to for line in lines)  # type: ignore[attr-defined]
+
+
+def _findings(located: Located, applied: Callable[[Report], bool], extra: Sequence[Finding] = ()
+              ) -> tuple[Finding, ...]:
+    out = {dataclasses.replace(f, applied=True) if applied(r) else f for r, f in located}
+    return tuple(sorted(out | set(extra)))
 
 
 # -- the pipeline --------------------------------------------------------------------------
@@ -317,18 +345,17 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                 path: str, fix: bool) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
-    reports = _analyse(module, rules, options, path)
+    located, unused = _suppress(source, _locate(module, _analyse(module, rules, options, path)),
+                                rules, options)
     accepted = accepts(options)
-    pending = [r for r in reports if accepted(r)]
+    pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
-        return SourceResult(findings=_findings(module, reports, accepted, False))
+        return SourceResult(findings=_findings(located, _never, unused))
     if module.bytes != source:
-        findings = _findings(module, reports, accepted, False)
         return SourceResult(
-            findings=findings,
+            findings=_findings(located, _never, unused),
             error=FileError("libcst cannot reproduce this file byte for byte; not rewritten"),
         )
-    findings = _findings(module, reports, accepted, True)
     warnings: list[str] = []
     new = module
     imports: list[ImportRequest] = []
@@ -338,7 +365,9 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         imports.extend(req for r in batch for req in r.imports)
         if len(batch) == len(pending):
             break
-        pending = [r for r in _analyse(new, rules, options, path) if accepted(r)]
+        # Fixes nested in an applied fix are found again on the new tree (suppressions too).
+        again, _ = _suppress(new.bytes, _locate(new, _analyse(new, rules, options, path)), rules, options)
+        pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
         if round_no == MAX_ROUNDS - 1:
@@ -346,14 +375,19 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     new = _apply_imports(new, imports)
     output = new.bytes + tail
     source += tail
+    findings = _findings(located, accepted, unused)
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
     try:
         ast.parse(output)
     except SyntaxError as exc:
         return SourceResult(
-            findings=_findings(module, reports, accepted, False),
+            findings=_findings(located, _never, unused),
             error=FileError(f"internal error: the rewritten file would not parse ({exc.msg}); left alone",
                             exc.lineno),
         )
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+
+
+def _never(report: Report) -> bool:
+    return False

@@ -116,10 +116,13 @@ class Finding:
     end_line: int = 0
     end_column: int = 0
     applied: bool = False
+    #: 1-based cell number for a finding in a notebook (lines then count within the cell)
+    cell: int | None = None
 
     def to_json(self, path: str) -> dict[str, object]:
         return {
             "path": path,
+            **({"cell": self.cell} if self.cell is not None else {}),
             "line": self.line,
             "column": self.column,
             "end_line": self.end_line,

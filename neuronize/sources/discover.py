@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Iterable, Iterator
 
 import pathspec
 
-SOURCE_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIP_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "site-packages",
@@ -17,6 +18,37 @@ SKIP_DIRS = frozenset(
         ".neuronize_cache", ".eggs", ".ipynb_checkpoints",
     }
 )
+
+
+@dataclass(frozen=True)
+class Excludes:
+    """Project exclusions: gitignore-style patterns relative to ``root`` (the config's folder).
+
+    ``replace_defaults`` (the config set ``exclude``) drops the built-in folder names; ``.git``
+    and virtual environments are always skipped.
+    """
+
+    root: Path | None = None
+    patterns: tuple[str, ...] = ()
+    replace_defaults: bool = False
+
+    @functools.cached_property
+    def _spec(self) -> pathspec.PathSpec | None:
+        return pathspec.GitIgnoreSpec.from_lines(self.patterns) if self.patterns else None
+
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        if not self.replace_defaults and path.name in SKIP_DIRS and is_dir:
+            return True
+        if self._spec is None or self.root is None:
+            return False
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(self.root))).as_posix()
+        except ValueError:
+            return False
+        return self._spec.match_file(rel + ("/" if is_dir else ""))
+
+
+NO_EXCLUDES = Excludes()
 
 
 @dataclass(frozen=True)
@@ -61,12 +93,14 @@ def _inside(path: Path, roots: Iterable[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def discover(paths: Iterable[str]) -> tuple[list[Discovered], list[Skipped]]:
+def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
+             force_exclude: bool = False) -> tuple[list[Discovered], list[Skipped]]:
     """Files to process, in a stable order, each once; and what was passed over and why.
 
-    Files named explicitly are always processed. In directories: ``*.py`` files not ignored by a
-    ``.gitignore``, outside VCS folders, virtual environments, ``site-packages``, ``build`` and
-    ``dist``. Symlinked directories are not followed; a symlinked file is processed only if its
+    Files named explicitly are processed even if excluded, unless ``force_exclude`` (pre-commit
+    passes every staged file). In directories: ``*.py`` and ``*.ipynb`` files not ignored by a
+    ``.gitignore`` or the project's excludes, outside VCS folders, virtual environments,
+    ``site-packages``, ``build`` and ``dist``. Symlinked directories are not followed; a symlinked file is processed only if its
     target lies inside the given paths (nothing outside them is ever written).
     """
     given = list(paths) or ["."]
@@ -88,9 +122,11 @@ def discover(paths: Iterable[str]) -> tuple[list[Discovered], list[Skipped]]:
     for raw in given:
         path = Path(raw)
         if path.is_dir():
-            for file in _walk(path):
+            for file in _walk(path, excludes):
                 add(file, _display(raw, file, path), False)
         elif path.exists() or path.is_symlink():
+            if force_exclude and _force_excluded(path, excludes):
+                continue
             add(path, raw, True)
         else:
             skipped.append(Skipped(raw, "no such file or directory"))
@@ -104,15 +140,24 @@ def _display(raw: str, file: Path, root: Path) -> str:
     return f"{raw.rstrip('/')}/{rel}"
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _force_excluded(path: Path, excludes: Excludes) -> bool:
+    absolute = Path(os.path.abspath(path))
+    if excludes.excluded(absolute, False):
+        return True
+    return any(excludes.excluded(parent, True) or _is_venv(parent) or parent.name == ".git"
+               for parent in absolute.parents)
+
+
+def _walk(root: Path, excludes: Excludes) -> Iterator[Path]:
     specs: list[tuple[Path, pathspec.PathSpec]] = []
     top = _load_gitignore(root)
     if top is not None:
         specs.append((root, top))
-    yield from _walk_dir(root, specs)
+    yield from _walk_dir(root, specs, excludes)
 
 
-def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]]) -> Iterator[Path]:
+def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]],
+              excludes: Excludes) -> Iterator[Path]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -120,11 +165,13 @@ def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]]) -> I
     for entry in entries:
         path = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):
-            if entry.name in SKIP_DIRS or _is_venv(path) or _ignored(specs, path, True):
+            if (entry.name == ".git" or excludes.excluded(path, True) or _is_venv(path)
+                    or _ignored(specs, path, True)):
                 continue
             nested = _load_gitignore(path)
-            yield from _walk_dir(path, specs + [(path, nested)] if nested else specs)
-        elif entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(specs, path, False):
+            yield from _walk_dir(path, specs + [(path, nested)] if nested else specs, excludes)
+        elif (entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(specs, path, False)
+              and not excludes.excluded(path, False)):
             if entry.is_symlink() and entry.is_dir():
                 continue
             yield path

@@ -1,0 +1,145 @@
+"""NRN302: dynamic shapes asked of torch.compile (``dynamic=True``, ``mark_dynamic``, Dynamo config)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._compile_flags import (
+    assign_targets,
+    call_name,
+    compile_aliases,
+    compile_kind,
+    import_removals,
+    is_expression_statement,
+    is_false,
+    is_true,
+    short,
+)
+from neuronize.transforms._helpers import keyword
+
+MARKERS = frozenset({"mark_dynamic", "maybe_mark_dynamic", "mark_unbacked"})
+#: Dynamo settings that ask for symbolic shapes, with the value that keeps shapes static
+DYNAMO_SETTINGS = {
+    "torch._dynamo.config.automatic_dynamic_shapes": "False",
+    "torch._dynamo.config.assume_static_by_default": "True",
+    "torch._dynamo.config.dynamic_shapes": "False",
+}
+
+
+class CompileDynamicShapes(Transform):
+    """Finds requests for dynamic (symbolic) shapes in compiled code, which Neuron does not support.
+
+    What it does:
+        Rewrites `dynamic=True` in `torch.compile(...)`, `@torch.compile(...)` and
+        `model.compile(...)` to `dynamic=False`. Removes `torch._dynamo.mark_dynamic(...)`,
+        `maybe_mark_dynamic(...)` and `mark_unbacked(...)` statements (and their imports once
+        unused). Reports a `dynamic=` chosen at run time, those calls used as values, and Dynamo
+        settings that turn symbolic shapes on (`torch._dynamo.config.automatic_dynamic_shapes =
+        True`, `assume_static_by_default = False`). A missing `dynamic=` is left alone (the
+        documentation allows omitting it).
+
+    Why on TorchNeuron:
+        The Neuron backend compiles static shapes only: `dynamic=True` is rejected at compile time,
+        and every new input shape compiles a new graph (minutes for a large model).
+
+    Example:
+        model = torch.compile(model, backend="neuron", dynamic=True)
+        torch._dynamo.mark_dynamic(batch, 0)
+
+    Use instead:
+        model = torch.compile(model, backend="neuron", dynamic=False)
+        # pad inputs to a fixed length, or to a few buckets
+
+    Fix safety:
+        Unsafe: the code then compiles once per distinct input shape. Inputs whose shapes vary
+        (variable sequence lengths, last partial batch) must be padded or bucketed, or compile
+        time dominates. Removing `mark_dynamic` rests on an inference (INF).
+
+    Evidence:
+        DOC: reference C3 (`dynamic=True` rejected), F5, §3.1 (`dynamic=False` or omit), §3.2;
+        INF: C8 (`mark_dynamic` calls), §3.2 (Dynamo config settings).
+    """
+
+    id = "NRN302"
+    name = "compile-dynamic-shapes"
+    safety = Safety.UNSAFE
+    evidence = Evidence.DOC
+    tokens = (b"dynamic", b"assume_static_by_default")
+    examples = (
+        Example(
+            'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=True)\n',
+            'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=False)\n',
+        ),
+        Example(
+            "import torch\ntorch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n",
+            "import torch\ny = model(x)\n",
+        ),
+        Example("import torch\ntorch._dynamo.config.automatic_dynamic_shapes = True\n"),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._aliases = compile_aliases(ctx)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = call_name(node.func, self._aliases)
+        if name == "compile":
+            self._compile(node)
+        elif name in MARKERS:
+            self._marker(node, name)
+
+    def _compile(self, node: cst.Call) -> None:
+        arg = keyword(node, "dynamic")
+        if arg is None or is_false(arg.value):
+            return
+        if isinstance(arg.value, cst.Name) and arg.value.value == "None":
+            return
+        kind = compile_kind(self.ctx, node)
+        if kind is None:
+            return
+        what = "`torch.compile`" if kind == "torch" else f"`{short(node.func)}`"
+        if is_true(arg.value):
+            self.fix(arg.value, cst.Name("False"),
+                     f"{what}: `dynamic=True` -> `dynamic=False`: Neuron rejects dynamic shapes; each new "
+                     "input shape now compiles a new graph, so pad inputs to fixed sizes or buckets",
+                     evidence=Evidence.DOC if kind == "torch" else Evidence.INF)
+        else:
+            self.report(arg.value, f"{what}: `dynamic={short(arg.value)}` is chosen at run time: Neuron "
+                        "rejects `dynamic=True`; use `False` (or omit it) and pad inputs to fixed sizes")
+
+    def _marker(self, node: cst.Call, name: str) -> None:
+        qualified = self.ctx.qualify(node.func)
+        if qualified is None or not qualified.startswith("torch._dynamo."):
+            return
+        if is_expression_statement(self.ctx):
+            self.remove(self.ctx.parent, f"`{short(node.func)}(...)` removed: Neuron compiles static shapes "
+                        "only; pad this input to a fixed size (or a few buckets) instead",
+                        evidence=Evidence.INF, imports=import_removals(self.ctx, [qualified]))
+        else:
+            self.report(node, f"`{short(node.func)}(...)` asks for a dynamic dimension, which Neuron does not "
+                        "support: remove it and pad the input to a fixed size", evidence=Evidence.INF)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._setting(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._setting(node)
+
+    def _setting(self, node: cst.Assign | cst.AugAssign) -> None:
+        for target in assign_targets(node):
+            if not isinstance(target, cst.Attribute) or target.attr.value not in (
+                "automatic_dynamic_shapes", "assume_static_by_default", "dynamic_shapes"
+            ):
+                continue
+            qualified = self.ctx.qualify(target)
+            static = DYNAMO_SETTINGS.get(qualified or "")
+            if static is None:
+                continue
+            value = node.value
+            if isinstance(value, cst.Name) and value.value == static:
+                continue
+            self.report(node, f"`{short(target)} = {short(value)}` lets Dynamo trace symbolic shapes, which "
+                        f"the Neuron backend does not compile: set it to `{static}` (or remove it)",
+                        evidence=Evidence.INF)
+            return

@@ -1,0 +1,115 @@
+"""NRN303: ``torch._inductor.config.<knob> = value`` settings, which Neuron never reads."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._compile_flags import assign_targets, has_call, import_removals, short, unwrap_with
+
+PREFIX = "torch._inductor.config"
+
+
+class InductorConfig(Transform):
+    """Finds TorchInductor settings (`torch._inductor.config.*`), which the Neuron backend does not use.
+
+    What it does:
+        Deletes assignments to `torch._inductor.config.<knob>` (also through
+        `import torch._inductor.config as inductor_config` or `from torch._inductor import config`),
+        keeping comments and inserting `pass` where a block would be empty, and drops the import
+        once nothing uses it. Unwraps `with torch._inductor.config.patch(...):` blocks.
+        Reported, not changed: an assignment that also sets something else, a value computed
+        by a call, and `@torch._inductor.config.patch(...)` decorators. Reading a setting is left.
+
+    Why on TorchNeuron:
+        The Neuron backend lowers Dynamo graphs through AOTAutograd and StableHLO to neuronx-cc;
+        TorchInductor (and its Triton, CUDA-graph and autotuning settings) is not involved.
+
+    Example:
+        torch._inductor.config.coordinate_descent_tuning = True
+        torch._inductor.config.triton.unique_kernel_names = True
+        model = torch.compile(model, backend="neuron")
+
+    Use instead:
+        model = torch.compile(model, backend="neuron")
+
+    Fix safety:
+        Safe when the assigned value is a plain expression. Unsafe when it contains a call (the
+        call no longer runs).
+
+    Evidence:
+        DOC: reference C6 (the Neuron backend does not use TorchInductor).
+    """
+
+    id = "NRN303"
+    name = "inductor-config"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    tokens = (b"_inductor",)
+    examples = (
+        Example(
+            "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\nmodel = build()\n",
+            "import torch\nmodel = build()\n",
+        ),
+        Example(
+            "import torch\nfrom torch._inductor import config\n\nif fast:\n    config.max_autotune = True\n",
+            "import torch\n\nif fast:\n    pass\n",
+        ),
+    )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._assign(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._assign(node)
+
+    def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
+        targets = assign_targets(node)
+        knobs = [t for t in targets if isinstance(t, cst.Attribute) and self._is_knob(t)]
+        if not knobs:
+            return
+        names = ", ".join(f"`{short(t)}`" for t in knobs)
+        if len(knobs) != len(targets):
+            self.report(node, f"{names}: Inductor setting, unused by the Neuron backend; this assignment also "
+                        "sets something else, so remove the Inductor part by hand")
+            return
+        side_effects = has_call(node.value)
+        message = f"Inductor setting {names} removed: the Neuron backend does not use TorchInductor"
+        if side_effects:
+            message += f" (the value `{short(node.value)}` is no longer computed)"
+        self.remove(node, message, safety=Safety.UNSAFE if side_effects else None,
+                    imports=import_removals(self.ctx, [PREFIX]))
+
+    def _is_knob(self, target: cst.Attribute) -> bool:
+        qualified = self.ctx.qualify(target)
+        return qualified is not None and qualified.startswith(PREFIX + ".")
+
+    def visit_With(self, node: cst.With) -> None:
+        drop = [item for item in node.items if self._is_patch(item.item)]
+        if not drop:
+            return
+        result = unwrap_with(node, drop)
+        if isinstance(result, str):
+            self.report(node, "`torch._inductor.config.patch(...)` has no effect on Neuron: unwrap it by hand: "
+                        f"{result}")
+            return
+        inner = ", ".join(short(item.item) for item in drop)
+        shown = ", ".join(f"`{short(item.item)}`" for item in drop)
+        if isinstance(result, cst.FlattenSentinel):
+            message = f"`with {inner}:` removed, its body kept"
+        else:
+            message = f"{shown} removed from the `with` statement"
+        self.fix(node, result, f"{message}: the Neuron backend does not use TorchInductor",
+                 imports=import_removals(self.ctx, [PREFIX]))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if self._is_patch(node.decorator):
+            self.report(node, "`@torch._inductor.config.patch(...)` has no effect on Neuron: remove the decorator")
+
+    def _is_patch(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "patch":
+            return False
+        return self.ctx.qualify(func) == PREFIX + ".patch"

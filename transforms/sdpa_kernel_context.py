@@ -1,0 +1,64 @@
+"""NRN352: ``with sdpa_kernel(...)`` / ``with torch.backends.cuda.sdp_kernel(...)`` attention-kernel contexts."""
+
+from __future__ import annotations
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._compile_flags import _CudaOnlySettings
+
+_WHAT = "it picks which CUDA attention kernel (flash, memory-efficient, math, cuDNN) SDPA may use"
+
+
+class SdpaKernelContext(_CudaOnlySettings):
+    """Finds `with sdpa_kernel(...)` blocks that choose CUDA attention kernels for `scaled_dot_product_attention`.
+
+    What it does:
+        Unwraps `with torch.nn.attention.sdpa_kernel(...):` and the older
+        `with torch.backends.cuda.sdp_kernel(...):` blocks: the body stays (dedented), the context
+        goes, comments on the `with` line move above the body. In a multi-item `with` only that
+        item is dropped. The `sdpa_kernel` / `SDPBackend` imports go once unused.
+        Reported, not changed: a bound context value (`as ctx`), `async with`, comments the
+        unwrapping would lose, and the context manager used as a decorator or value.
+
+    Why on TorchNeuron:
+        `F.scaled_dot_product_attention` dispatches to a Neuron kernel; the CUDA backend choice
+        (`SDPBackend.FLASH_ATTENTION`, `EFFICIENT_ATTENTION`, `CUDNN_ATTENTION`) does not apply.
+
+    Example:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    Use instead:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    Fix safety:
+        Unsafe: that the Neuron dispatch ignores the selection is an inference; code that forced
+        the math kernel for exactness (double backward, tests) should be checked.
+
+    Evidence:
+        INF: reference B2.
+    """
+
+    id = "NRN352"
+    name = "sdpa-kernel-context"
+    safety = Safety.UNSAFE
+    evidence = Evidence.INF
+    tokens = (b"sdpa_kernel", b"sdp_kernel")
+    examples = (
+        Example(
+            "from torch.nn.attention import SDPBackend, sdpa_kernel\n"
+            "import torch.nn.functional as F\n\n"
+            "def attend(q, k, v):\n"
+            "    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):\n"
+            "        return F.scaled_dot_product_attention(q, k, v)\n",
+            "import torch.nn.functional as F\n\n"
+            "def attend(q, k, v):\n"
+            "    return F.scaled_dot_product_attention(q, k, v)\n",
+        ),
+    )
+
+    contexts = {
+        "torch.nn.attention.sdpa_kernel": _WHAT,
+        "torch.backends.cuda.sdp_kernel": _WHAT,
+    }
+    modules = ("torch.nn.attention.SDPBackend",)
+    why = "on Neuron SDPA lowers to a Neuron kernel"
