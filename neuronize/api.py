@@ -6,17 +6,22 @@ Workers get paths and return small values; only the parent process writes files.
 from __future__ import annotations
 
 import os
+import dataclasses
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from neuronize.baseline import BaselineEntry, entries_for, new_findings
+from neuronize.config import Config, ignored_codes_for
 from neuronize.context import Options
 from neuronize.engine import FileError, SourceResult, prefilter_for, run_source
-from neuronize.registry import all_rules
-from neuronize.sources.discover import Discovered, Skipped, discover
+from neuronize.registry import all_rules, matches
+from neuronize.sources.discover import Discovered, Excludes, Skipped, discover
+from neuronize.sources.notebook import NotebookError, read_cells, write_cells
 from neuronize.sources.write import WriteRefused, read_source, write_atomic
-from neuronize.transform import Transform
+from neuronize.transform import Finding, Transform
 
 #: below this many bytes in all, worker processes cost more than they save
 PARALLEL_THRESHOLD = 2_000_000
@@ -51,21 +56,72 @@ class RunResult:
         return [f for f in self.files if f.result.changed]
 
 
-def _analyse_file(job: tuple[str, Sequence[str], Options]) -> tuple[SourceResult, bytes | None]:
-    path, rule_ids, options = job
-    rules = _rules_by_id(tuple(rule_ids))
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs for one file: small and picklable (paths, not trees)."""
+
+    path: str
+    rule_ids: tuple[str, ...]
+    options: Options
+    fix: bool
+
+
+def _analyse_file(job: Job) -> tuple[SourceResult, bytes | None]:
+    rules = _rules_by_id(job.rule_ids)
     try:
-        source = read_source(Path(path))
+        source = read_source(Path(job.path))
     except IsADirectoryError:
         return SourceResult(error=FileError("is a directory")), None
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
-    result = run_source(source, rules, options, path=path, prefilter=_prefilter(tuple(rule_ids)))
+    prefilter = _prefilter(job.rule_ids)
+    if job.path.endswith(".ipynb"):
+        result = _analyse_notebook(source, rules, job, prefilter)
+    else:
+        result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter, fix=job.fix)
     return result, (source if result.changed else None)
 
 
+def _analyse_notebook(source: bytes, rules: Sequence[type[Transform]], job: Job,
+                      prefilter: re.Pattern[bytes]) -> SourceResult:
+    """Each code cell is a module of its own; findings name their cell; the JSON is rewritten
+    (cells only) when a cell changed."""
+    if not prefilter.search(source):
+        return SourceResult(skipped=True)
+    try:
+        cells = read_cells(source)
+    except NotebookError as exc:
+        return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
+    findings: list[Finding] = []
+    changed: dict[int, bytes] = {}
+    errors: list[str] = []
+    would_change = False
+    for cell in cells:
+        result = run_source(cell.source, rules, job.options, path=f"{job.path}:cell {cell.index}",
+                            prefilter=prefilter, fix=job.fix)
+        findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
+        would_change = would_change or result.would_change
+        if result.error is not None:
+            where = f"cell {cell.index}" + (f", line {result.error.line}" if result.error.line else "")
+            errors.append(f"{where}: {result.error.message}")
+        elif result.output is not None:
+            changed[cell.index] = result.output
+    error = FileError("; ".join(errors)) if errors else None
+    output = None
+    if changed:
+        try:
+            output = write_cells(source, changed)
+        except NotebookError as exc:
+            return SourceResult(findings=tuple(findings), error=FileError(f"notebook not rewritten: {exc.message}"))
+    ordered = tuple(sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column, f.rule)))
+    if output is not None and error is None:
+        return SourceResult(findings=ordered, output=output)
+    return SourceResult(findings=ordered, output=output if error is None else None, error=error,
+                        would_change=would_change)
+
+
 _RULE_CACHE: dict[tuple[str, ...], tuple[type[Transform], ...]] = {}
-_FILTER_CACHE: dict[tuple[str, ...], object] = {}
+_FILTER_CACHE: dict[tuple[str, ...], re.Pattern[bytes]] = {}
 
 
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
@@ -75,7 +131,7 @@ def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
     return _RULE_CACHE[ids]
 
 
-def _prefilter(ids: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _prefilter(ids: tuple[str, ...]) -> re.Pattern[bytes]:
     if ids not in _FILTER_CACHE:
         _FILTER_CACHE[ids] = prefilter_for(_rules_by_id(ids))
     return _FILTER_CACHE[ids]
@@ -96,13 +152,28 @@ def analyse_paths(
     rules: Sequence[type[Transform]],
     options: Options = Options(),
     jobs: int | None = None,
+    *,
+    fix: bool = True,
+    config: Config | None = None,
+    force_exclude: bool = False,
 ) -> RunResult:
-    """Analyse every discovered file (in worker processes when it pays) and return the results."""
-    files, skipped = discover(paths)
+    """Analyse every discovered file (in worker processes when it pays) and return the results.
+
+    ``config`` supplies the project's excludes and per-file ignores; ``fix=False`` analyses
+    without computing rewritten files (``check``).
+    """
+    config = config or Config()
+    excludes = Excludes(
+        root=config.root,
+        patterns=(*(config.exclude or ()), *config.extend_exclude),
+        replace_defaults=config.exclude is not None,
+    )
+    files, skipped = discover(paths, excludes, force_exclude)
     rule_ids = tuple(r.id for r in rules)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
-    job_list = [(str(files[i].path), rule_ids, options) for i in order]
+    job_list = [Job(str(files[i].path), _rules_for(files[i].path, rules, rule_ids, config), options, fix)
+                for i in order]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     outcomes: list[tuple[SourceResult, bytes | None]]
     if workers > 1 and len(files) > 1 and sum(sizes) >= PARALLEL_THRESHOLD:
@@ -117,6 +188,21 @@ def analyse_paths(
         result, source = by_index[i]
         run.files.append(FileResult(f.display, f.path, result, source))
     return run
+
+
+def _rules_for(path: Path, rules: Sequence[type[Transform]], rule_ids: tuple[str, ...],
+               config: Config) -> tuple[str, ...]:
+    """The enabled rules minus the project's ``per-file-ignores`` for this file."""
+    if not config.per_file_ignores or config.root is None:
+        return rule_ids
+    try:
+        relative = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(config.root)))
+    except ValueError:
+        return rule_ids
+    ignored = ignored_codes_for(config, relative.as_posix())
+    if not ignored:
+        return rule_ids
+    return tuple(r.id for r in rules if not any(matches(r, code) for code in ignored))
 
 
 def write_changes(run: RunResult) -> RunResult:
@@ -142,6 +228,55 @@ def write_changes(run: RunResult) -> RunResult:
 
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
-                  options: Options) -> RunResult:
-    result = run_source(source, rules, options, path=display)
+                  options: Options, *, fix: bool = True) -> RunResult:
+    result = run_source(source, rules, options, path=display, fix=fix)
     return RunResult(files=[FileResult(display, None, result, source)])
+
+
+# -- baseline --------------------------------------------------------------------------------
+def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes, list[Finding]]]:
+    """(baseline path, source the lines refer to, findings) for one file; cells for notebooks."""
+    if not f.result.findings or f.path is None:
+        return []
+    key = os.path.relpath(os.path.abspath(f.path), os.path.abspath(baseline_dir))
+    try:
+        source = f.source if f.source is not None else read_source(f.path)
+    except OSError:
+        return []
+    if not f.display.endswith(".ipynb"):
+        return [(key, source, list(f.result.findings))]
+    try:
+        cells = {cell.index: cell.source for cell in read_cells(source)}
+    except NotebookError:
+        return []
+    groups = []
+    for index, cell_source in cells.items():
+        found = [x for x in f.result.findings if x.cell == index]
+        if found:
+            groups.append((key, cell_source, found))
+    return groups
+
+
+def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]:
+    """Baseline entries for every finding of the run, paths relative to the baseline's folder."""
+    folder = Path(baseline_file).absolute().parent
+    return [entry for f in run.files for key, source, found in _baseline_groups(f, folder)
+            for entry in entries_for(key, source, found)]
+
+
+def apply_baseline(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path
+                   ) -> tuple[RunResult, int]:
+    """The run with baselined findings dropped, and how many were dropped."""
+    folder = Path(baseline_file).absolute().parent
+    out = RunResult(skipped=run.skipped)
+    dropped = 0
+    for f in run.files:
+        groups = _baseline_groups(f, folder)
+        if not groups:
+            out.files.append(f)
+            continue
+        kept = [x for key, source, found in groups for x in new_findings(key, source, found, baseline)]
+        dropped += len(f.result.findings) - len(kept)
+        result = dataclasses.replace(f.result, findings=tuple(kept))
+        out.files.append(dataclasses.replace(f, result=result))
+    return out, dropped

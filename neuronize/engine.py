@@ -65,6 +65,8 @@ class SourceResult:
     error: FileError | None = None
     skipped: bool = False  # the pre-filter ruled the file out
     warnings: tuple[str, ...] = ()
+    #: fixes would apply, but the caller asked for analysis only (``fix=False``)
+    would_change: bool = False
 
     @property
     def changed(self) -> bool:
@@ -350,7 +352,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
-        return SourceResult(findings=_findings(located, _never, unused))
+        return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending))
     if module.bytes != source:
         return SourceResult(
             findings=_findings(located, _never, unused),

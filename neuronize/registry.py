@@ -51,7 +51,8 @@ def rule_by_code(code: str) -> type[Transform] | None:
     return None
 
 
-def _matches(rule: type[Transform], code: str) -> bool:
+def matches(rule: type[Transform], code: str) -> bool:
+    """Whether ``code`` (an id, an id prefix such as ``NRN1``, or a name) names ``rule``."""
     code = code.strip()
     if re.fullmatch(r"(?i)NRN\d{0,3}", code):
         return rule.id.startswith(code.upper())
@@ -66,10 +67,10 @@ def select_rules(
     chosen = list(rules)
     for option, codes in (("select", select), ("ignore", ignore)):
         for code in codes or ():
-            if not any(_matches(r, code) for r in rules):
+            if not any(matches(r, code) for r in rules):
                 raise SelectionError(f"--{option} {code}: no rule has that id, id prefix or name")
     if select:
-        chosen = [r for r in rules if any(_matches(r, c) for c in select)]
+        chosen = [r for r in rules if any(matches(r, c) for c in select)]
     if ignore:
-        chosen = [r for r in chosen if not any(_matches(r, c) for c in ignore)]
+        chosen = [r for r in chosen if not any(matches(r, c) for c in ignore)]
     return tuple(chosen)

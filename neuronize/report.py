@@ -1,13 +1,15 @@
-"""Renderers of one result model: text lines, the JSON contract, and the stderr summary."""
+"""Renderers of one result model: text lines, the JSON contract, the stderr summary, and the
+migration report formats (Markdown, SARIF 2.1.0, GitHub workflow annotations)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.api import RunResult
-from neuronize.transform import Safety
+from neuronize.transform import Finding, Safety
 
 
 def _pending(run: RunResult, include_applied: bool):  # type: ignore[no-untyped-def]
@@ -15,6 +17,12 @@ def _pending(run: RunResult, include_applied: bool):  # type: ignore[no-untyped-
         for finding in f.result.findings:
             if include_applied or not (finding.applied and f.result.changed):
                 yield f, finding
+
+
+def location(display: str, finding: Finding) -> str:
+    """``path:line:col``, or ``path:cell N:line:col`` inside a notebook."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{display}:{cell}{finding.line}:{finding.column}"
 
 
 def text_findings(run: RunResult, include_applied: bool = True) -> list[str]:
@@ -25,7 +33,7 @@ def text_findings(run: RunResult, include_applied: bool = True) -> list[str]:
         if finding.applied and f.written:
             tag = "fixed"
         lines.append(
-            f"{f.display}:{finding.line}:{finding.column} {finding.rule} [{tag}] {finding.message}"
+            f"{location(f.display, finding)} {finding.rule} [{tag}] {finding.message}"
         )
     return lines
 
@@ -68,7 +76,7 @@ def summary_counts(run: RunResult) -> dict[str, object]:
             else:
                 left[finding.rule] += 1
     errors = len(run.errors)
-    changed = sum(1 for f in run.files if f.result.changed and f.error is None)
+    changed = sum(1 for f in run.files if (f.result.changed or f.result.would_change) and f.error is None)
     return {
         "files": len(run.files),
         "changed": changed,
@@ -105,3 +113,314 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
     if unsafe_left:
         parts.append("unsafe fixes are applied with --unsafe-fixes")
     return "; ".join(parts)
+
+
+# -- migration report: kinds, effort, dependencies ---------------------------------------------
+#: Where a finding left over goes in the report, by rule id (exact) or family (id prefix).
+KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("kernels", "Custom kernels", ("NRN901", "NRN902", "NRN904")),
+    ("libraries", "CUDA-only libraries", ("NRN903",)),
+    ("unsupported", "Unsupported features", ("NRN905", "NRN906", "NRN907", "NRN908", "NRN910",
+                                             "NRN911")),
+    ("distributed", "Distributed", ("NRN4", "NRN909")),
+    ("review", "Review-needed comparisons and checks", ("NRN103", "NRN104", "NRN110")),
+    ("device", "Device placement and the torch.cuda runtime", ("NRN1",)),
+    ("precision", "Mixed precision", ("NRN2",)),
+    ("compile", "Compilation, static shapes and CUDA-only flags", ("NRN3",)),
+    ("hf", "Hugging Face", ("NRN5",)),
+    ("other", "Other", ("NRN",)),
+)
+
+#: Effort to finish a report-only finding by hand, rule by rule (``none`` / ``low`` / ``medium`` /
+#: ``high``). A rule class may override it with an ``effort`` attribute. Fixable findings: ``none``
+#: for a safe fix, ``low`` for an unsafe one (review the diff).
+REPORT_ONLY_EFFORT: dict[str, str] = {
+    "NRN103": "low",      # decide per comparison whether Neuron takes the branch
+    "NRN104": "low",
+    "NRN110": "low",
+    "NRN115": "low",      # compute-capability and device-name probes
+    "NRN119": "low",      # other torch.cuda runtime calls: drop or replace one by one
+    "NRN305": "low",      # pad to a fixed length or buckets
+    "NRN404": "medium",   # reorder start-up around init_process_group
+    "NRN405": "medium",   # DataParallel -> DDP under torchrun
+    "NRN503": "medium",   # device_map="auto" -> explicit placement / tp_plan
+    "NRN901": "high",     # CUDA C++ extension -> NKI kernel or stock ops
+    "NRN902": "high",     # Triton kernel -> NKI kernel or stock ops
+    "NRN903": "medium",   # CUDA-only library -> stock PyTorch equivalent
+    "NRN904": "high",     # CUDA-only custom op -> NKI kernel
+    "NRN905": "medium",   # remove CUDA graph capture/replay
+    "NRN906": "high",     # sparse tensors: redesign or densify
+    "NRN907": "high",     # FP8: move to bf16
+    "NRN908": "low",      # drop channels_last
+    "NRN909": "medium",   # point-to-point ops -> collectives
+    "NRN910": "low",      # capability probes: pick the Neuron branch
+    "NRN911": "low",      # CUDA/NCCL environment variables
+}
+EFFORT_ORDER = ("none", "low", "medium", "high")
+_DEPENDENCY = re.compile(r"\((HARD|OPTIONAL) dependency", re.IGNORECASE)
+
+
+def kind_of(rule_id: str) -> tuple[str, str]:
+    """``(key, title)`` of the report section a rule's leftover findings go in."""
+    for key, title, prefixes in KINDS:
+        if any(rule_id == p or (len(p) < 6 and rule_id.startswith(p)) for p in prefixes):
+            return key, title
+    return "other", "Other"
+
+
+def effort(finding: Finding) -> str:
+    """How much work a finding still needs once neuronize is done (see REPORT_ONLY_EFFORT)."""
+    if finding.applied:
+        return "none" if finding.safety is Safety.SAFE else "low"
+    if finding.fixable:
+        return "none" if finding.safety is Safety.SAFE else "low"
+    from neuronize.registry import rule_by_code
+
+    rule = rule_by_code(finding.rule)
+    override = getattr(rule, "effort", None) if rule is not None else None
+    if isinstance(override, str) and override in EFFORT_ORDER:
+        return override
+    return REPORT_ONLY_EFFORT.get(finding.rule, "medium")
+
+
+def dependency(finding: Finding) -> str:
+    """``hard`` / ``optional`` for a CUDA-only import (from the NRN90x message), else ``""``."""
+    match = _DEPENDENCY.search(finding.message)
+    return match.group(1).lower() if match else ""
+
+
+def _done(f, finding: Finding) -> bool:  # type: ignore[no-untyped-def]
+    """The edit is made (written) or would be made by `fix` (computed, not written)."""
+    return finding.applied and (f.written or f.result.changed)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _link(display: str, finding: Finding) -> str:
+    where = location(display, finding).rsplit(":", 1)[0]  # path[:cell N]:line
+    target = display.replace(" ", "%20")
+    anchor = f"#L{finding.line}" if getattr(finding, "cell", None) is None else ""
+    return f"[{where}]({target}{anchor})"
+
+
+def to_markdown(run: RunResult, command: str = "neuronize report") -> str:
+    """One Markdown document for a pull request or the repository (see README, "Reports")."""
+    from neuronize.registry import rule_by_code
+
+    wrote = any(f.written for f in run.files)
+    counts = summary_counts(run)
+    edits = [(f, x) for f in run.files for x in f.result.findings if _done(f, x)]
+    left = [(f, x) for f in run.files for x in f.result.findings if not _done(f, x)]
+    failed = [f for f in run.errors]
+    missing = [s for s in run.skipped if "no such" in s.reason]
+    out = ["# TorchNeuron migration report", ""]
+    out.append(f"Generated by neuronize {__version__} with rules targeting {TORCHNEURON_TARGET}. "
+               f"Regenerate with `{command}` and compare after upgrading neuronize or TorchNeuron.")
+    out += ["", "## Summary", "", "| | count |", "|---|---:|"]
+    out.append(f"| files scanned | {counts['files']} |")
+    out.append(f"| files {'edited' if wrote else 'needing edits'} | {counts['changed']} |")
+    out.append(f"| files unchanged | {counts['unchanged']} |")
+    out.append(f"| files failed | {counts['failed'] + len(missing)} |")
+    by_safety = Counter(x.safety.value for _, x in edits)
+    detail = ", ".join(f"{n} {s}" for s, n in sorted(by_safety.items()))
+    out.append(f"| edits {'made' if wrote else 'that `neuronize fix` makes'} | {len(edits)}"
+               + (f" ({detail})" if detail else "") + " |")
+    unsafe_left = sum(1 for _, x in left if x.fixable)
+    out.append(f"| fixes not applied (unsafe: review, then `--unsafe-fixes` or `fix -i`) | {unsafe_left} |")
+    out.append(f"| findings for a person | {len(left) - unsafe_left} |")
+
+    out += ["", "## Edits", ""]
+    if not edits:
+        out.append("None.")
+    else:
+        out += ["| rule | name | safety | count | effort | what it changes |", "|---|---|---|---:|---|---|"]
+        rows: dict[tuple[str, str], list] = {}
+        for f, x in edits:
+            rows.setdefault((x.rule, x.safety.value), []).append((f, x))
+        for (rule_id, safety), items in sorted(rows.items()):
+            rule = rule_by_code(rule_id)
+            summary = _cell(rule.summary()) if rule is not None else ""
+            out.append(f"| {rule_id} | `{items[0][1].name}` | {safety} | {len(items)} | "
+                       f"{effort(items[0][1])} | {summary} |")
+        out += ["", "Every edit:", ""]
+        for f, x in edits:
+            out.append(f"- {_link(f.display, x)} {x.rule} ({x.safety.value}): {_cell(x.message)}")
+
+    out += ["", "## Left to do", ""]
+    if not left:
+        out.append("Nothing: every finding is migrated.")
+    groups: dict[str, list] = {}
+    titles: dict[str, str] = {}
+    for f, x in left:
+        key, title = kind_of(x.rule)
+        groups.setdefault(key, []).append((f, x))
+        titles[key] = title
+    for key, _, _ in KINDS:
+        if key not in groups:
+            continue
+        items = groups[key]
+        rules_here = ", ".join(sorted({x.rule for _, x in items}))
+        out += [f"### {titles[key]} ({len(items)}: {rules_here})", "",
+                "| where | rule | status | dependency | effort | path forward |",
+                "|---|---|---|---|---|---|"]
+        for f, x in items:
+            status = f"{x.safety.value} fix not applied" if x.fixable else "report-only"
+            out.append(f"| {_link(f.display, x)} | {x.rule} `{x.name}` | {status} | "
+                       f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.message)} |")
+        out.append("")
+    if left:
+        out += ["### Effort by rule", "", "| rule | name | left | effort |", "|---|---|---:|---|"]
+        per_rule: dict[str, list[Finding]] = {}
+        for _, x in left:
+            per_rule.setdefault(x.rule, []).append(x)
+        for rule_id, xs in sorted(per_rule.items()):
+            worst = max((effort(x) for x in xs), key=EFFORT_ORDER.index)
+            out.append(f"| {rule_id} | `{xs[0].name}` | {len(xs)} | {worst} |")
+
+    if failed or missing:
+        out += ["", "## Files that failed", ""]
+        for f in failed:
+            assert f.error is not None
+            where = f.display if f.error.line is None else f"{f.display}:{f.error.line}"
+            out.append(f"- {where}: {_cell(f.error.message)}")
+        for s in missing:
+            out.append(f"- {s.display}: {s.reason}")
+
+    out += ["", "## Files", "", "| file | edits | left | status |", "|---|---:|---:|---|"]
+    for f in run.files:
+        if f.result.skipped and not f.result.findings:
+            continue
+        n_edits = sum(1 for x in f.result.findings if _done(f, x))
+        n_left = len(f.result.findings) - n_edits
+        status = ("failed" if f.error is not None else "edited" if f.written
+                  else "needs edits" if (f.result.changed or getattr(f.result, "would_change", False))
+                  else "report-only findings" if n_left else "clean")
+        out.append(f"| {f.display.replace('|', '%7C')} | {n_edits} | {n_left} | {status} |")
+    skipped_clean = sum(1 for f in run.files if f.result.skipped and not f.result.findings)
+    if skipped_clean:
+        out += ["", f"{skipped_clean} more file(s) contain no CUDA-specific code."]
+    return "\n".join(out) + "\n"
+
+
+# -- SARIF 2.1.0 and GitHub annotations ---------------------------------------------------------
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _level(finding: Finding) -> str:
+    """SARIF level: cannot migrate (NRN9xx) ``error``; other report-only and unsafe ``warning``;
+    a safe fix ``note``."""
+    if not finding.fixable and finding.rule.startswith("NRN9"):
+        return "error"
+    if finding.safety is Safety.SAFE and finding.fixable:
+        return "note"
+    return "warning"
+
+
+def _uri(display: str) -> str:
+    from urllib.parse import quote
+
+    return quote(display.replace("\\", "/"))
+
+
+def to_sarif(run: RunResult, include_applied: bool = True) -> str:
+    """SARIF 2.1.0, as GitHub code scanning loads it (``upload-sarif``)."""
+    from neuronize.docs import explain_rule
+    from neuronize.registry import rule_by_code
+
+    pending = list(_pending(run, include_applied))
+    rule_ids = sorted({x.rule for _, x in pending})
+    index = {r: i for i, r in enumerate(rule_ids)}
+    rules = []
+    for rule_id in rule_ids:
+        rule = rule_by_code(rule_id)
+        name = rule.name if rule is not None else rule_id
+        summary = rule.summary() if rule is not None else rule_id
+        entry: dict[str, object] = {
+            "id": rule_id,
+            "name": name,
+            "shortDescription": {"text": summary},
+            "fullDescription": {"text": summary},
+            "defaultConfiguration": {"level": "warning" if rule is None or rule.safety is not Safety.SAFE
+                                     else "note"},
+            "properties": {"tags": ["torchneuron", "migration"],
+                           "safety": rule.safety.value if rule is not None else "",
+                           "evidence": rule.evidence.value if rule is not None else ""},
+        }
+        if rule is not None:
+            entry["help"] = {"text": explain_rule(rule)}
+        rules.append(entry)
+    results = []
+    for f, x in pending:
+        region: dict[str, int] = {"startLine": max(1, x.line), "startColumn": max(1, x.column)}
+        if x.end_line >= x.line and x.end_line > 0:
+            region["endLine"] = x.end_line
+            if x.end_column > 0 and (x.end_line > x.line or x.end_column > x.column):
+                region["endColumn"] = x.end_column
+        results.append({
+            "ruleId": x.rule,
+            "ruleIndex": index[x.rule],
+            "level": _level(x),
+            "message": {"text": x.message},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.display)},
+                                                "region": region}}],
+            "properties": {"safety": x.safety.value, "fixable": x.fixable, "applied": x.applied,
+                           "effort": effort(x), "kind": kind_of(x.rule)[1]},
+        })
+    notifications = []
+    for f in run.errors:
+        assert f.error is not None
+        loc: dict[str, object] = {"artifactLocation": {"uri": _uri(f.display)}}
+        if f.error.line is not None:
+            loc["region"] = {"startLine": f.error.line}
+        notifications.append({"level": "error", "message": {"text": f.error.message},
+                              "locations": [{"physicalLocation": loc}]})
+    for s in run.skipped:
+        if "no such" in s.reason:
+            notifications.append({"level": "error", "message": {"text": f"{s.display}: {s.reason}"}})
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "neuronize", "version": __version__,
+                                "semanticVersion": __version__, "rules": rules,
+                                "properties": {"torchneuronTarget": TORCHNEURON_TARGET}}},
+            "invocations": [{"executionSuccessful": not notifications,
+                             "toolExecutionNotifications": notifications}],
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(run: RunResult, include_applied: bool = True) -> list[str]:
+    """GitHub Actions workflow commands (``::warning file=...,line=...::message``), one a line."""
+    levels = {"error": "error", "warning": "warning", "note": "notice"}
+    lines = []
+    for f, x in _pending(run, include_applied):
+        props = [f"file={_escape_property(f.display)}", f"line={x.line}", f"col={x.column}"]
+        if x.end_line >= x.line > 0:
+            props.append(f"endLine={x.end_line}")
+            if x.end_line == x.line and x.end_column > x.column:
+                props.append(f"endColumn={x.end_column}")
+        props.append(f"title={_escape_property(f'{x.rule} {x.name} ({x.safety.value})')}")
+        lines.append(f"::{levels[_level(x)]} {','.join(props)}::{_escape_data(x.message)}")
+    for f in run.errors:
+        assert f.error is not None
+        props = [f"file={_escape_property(f.display)}"]
+        if f.error.line is not None:
+            props.append(f"line={f.error.line}")
+        lines.append(f"::error {','.join(props)}::{_escape_data(f.error.message)}")
+    for s in run.skipped:
+        if "no such" in s.reason:
+            lines.append(f"::error file={_escape_property(s.display)}::{_escape_data(s.reason)}")
+    return lines

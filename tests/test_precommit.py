@@ -1,0 +1,86 @@
+"""The published hooks, run for real by pre-commit in a temporary git repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    if shutil.which("git") is None or shutil.which("pre-commit") is None:
+        pytest.skip("git and pre-commit are needed")
+    try:
+        rev = _git("rev-parse", "HEAD", cwd=ROOT).strip()
+    except subprocess.CalledProcessError:
+        pytest.skip("neuronize is not a git checkout")
+    if "neuronize-check" not in _git("show", f"{rev}:.pre-commit-hooks.yaml", cwd=ROOT):
+        pytest.skip("the hooks file is not committed yet")
+    repo = tmp_path_factory.mktemp("repo")
+    _git("init", "-q", cwd=repo)
+    _git("config", "user.email", "dev@example.com", cwd=repo)
+    _git("config", "user.name", "Dev", cwd=repo)
+    (repo / ".pre-commit-config.yaml").write_text(
+        "repos:\n"
+        f"  - repo: {ROOT}\n"
+        f"    rev: {rev}\n"
+        "    hooks:\n"
+        "      - id: neuronize-check\n"
+        "        args: [--baseline, .neuronize-baseline.json]\n"
+    )
+    (repo / "legacy.py").write_text("import torch\nmodel = Net().cuda()  # accepted on day one\n")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("pre-commit-home"))}
+    subprocess.run(["neuronize", "check", "--write-baseline", ".neuronize-baseline.json", "."],
+                   cwd=repo, check=True, capture_output=True)
+    _git("add", ".", cwd=repo)
+    return repo, env
+
+
+def _run_hook(project, *files: str) -> subprocess.CompletedProcess[str]:
+    repo, env = project
+    _git("add", ".", cwd=repo)
+    return subprocess.run(["pre-commit", "run", "--files", *files], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_clean_file_passes(project):
+    repo, _ = project
+    (repo / "clean.py").write_text("import torch\nx = torch.zeros(3, device='neuron')\n")
+    proc = _run_hook(project, "clean.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout
+
+
+def test_baselined_findings_pass(project):
+    proc = _run_hook(project, "legacy.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_new_cuda_call_is_blocked_and_a_suppressed_one_passes(project):
+    repo, _ = project
+    (repo / "new.py").write_text("import torch\nbatch = batch.cuda()\n")
+    proc = _run_hook(project, "new.py", "legacy.py")
+    assert proc.returncode == 1
+    assert "new.py:2:9 NRN102" in proc.stdout
+    (repo / "new.py").write_text("import torch\nbatch = batch.cuda()  # neuronize: ignore[NRN102]\n")
+    proc = _run_hook(project, "new.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_no_python_files_is_skipped(project):
+    repo, _ = project
+    (repo / "notes.md").write_text("cuda everywhere\n")
+    proc = _run_hook(project, "notes.md")
+    assert proc.returncode == 0
+    assert "no files to check" in proc.stdout.lower()

@@ -1,0 +1,125 @@
+"""A project adopting neuronize: [tool.neuronize], suppressions, baselines and notebooks."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import neuronize
+
+CUDA = b"import torch\nmodel = Net().cuda()\n"
+
+
+def _pyproject(tmp_path, body: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nname = 'demo'\n\n[tool.neuronize]\n{body}")
+
+
+def test_config_select_ignore_and_per_file_ignores(tmp_path):
+    _pyproject(tmp_path, 'ignore = ["NRN9"]\n[tool.neuronize.per-file-ignores]\n"tests/*" = ["cuda-method"]\n')
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_model.py").write_bytes(CUDA)
+    (tmp_path / "train.py").write_bytes(CUDA + b"import triton\n")
+    proc = neuronize("check", ".", cwd=tmp_path)
+    out = proc.stdout.decode()
+    assert "train.py:2:9 NRN102" in out
+    assert "NRN902" not in out  # ignored for the project
+    assert "tests/test_model.py" not in out  # NRN102 ignored under tests/
+    assert proc.returncode == 1
+
+
+def test_config_unsafe_fixes_and_command_line_override(tmp_path):
+    _pyproject(tmp_path, "unsafe-fixes = true\n")
+    (tmp_path / "a.py").write_bytes(b"x = x.cuda(3)\n")
+    assert neuronize("fix", "--no-unsafe-fixes", "a.py", cwd=tmp_path).returncode == 1
+    assert (tmp_path / "a.py").read_bytes() == b"x = x.cuda(3)\n"
+    assert neuronize("fix", "a.py", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "a.py").read_bytes() == b'x = x.to("neuron")\n'
+
+
+def test_config_exclude(tmp_path):
+    _pyproject(tmp_path, 'extend-exclude = ["legacy/"]\n')
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.py").write_bytes(CUDA)
+    assert neuronize("check", ".", cwd=tmp_path).returncode == 0
+    # named explicitly it is checked, unless --force-exclude (what the pre-commit hook passes)
+    assert neuronize("check", "legacy/old.py", cwd=tmp_path).returncode == 1
+    assert neuronize("check", "--force-exclude", "legacy/old.py", cwd=tmp_path).returncode == 0
+
+
+def test_bad_config_is_a_clear_error(tmp_path):
+    _pyproject(tmp_path, 'selekt = ["NRN1"]\n')
+    (tmp_path / "a.py").write_bytes(CUDA)
+    proc = neuronize("check", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    [line] = proc.stderr.decode().splitlines()
+    assert "selekt" in line and "pyproject.toml" in line
+
+
+def test_suppressions_silence_findings_and_their_fixes(tmp_path):
+    source = (b"import torch\n"
+              b"a = Net().cuda()  # neuronize: ignore[NRN102]\n"
+              b"# neuronize: ignore[cuda-method]\n"
+              b"b = Net().cuda()\n"
+              b"c = Net().cuda()\n"
+              b"d = 1  # neuronize: ignore\n")
+    (tmp_path / "a.py").write_bytes(source)
+    proc = neuronize("fix", "--unused-suppressions", "a.py", cwd=tmp_path)
+    lines = proc.stdout.decode().splitlines()
+    assert (tmp_path / "a.py").read_bytes() == source.replace(b'c = Net().cuda()', b'c = Net().to("neuron")')
+    assert [line.split()[1] for line in lines] == ["NRN000"]
+    assert lines[0].startswith("a.py:6:1 NRN000")
+
+
+def test_baseline_ratchet(tmp_path):
+    (tmp_path / "old.py").write_bytes(b"import triton\nx = Net().cuda()\n")
+    proc = neuronize("check", "--write-baseline", "baseline.json", ".", cwd=tmp_path)
+    assert proc.returncode == 0
+    data = json.loads((tmp_path / "baseline.json").read_text())
+    assert set(data["files"]) == {"old.py"}
+    assert neuronize("check", "--baseline", "baseline.json", ".", cwd=tmp_path).returncode == 0
+    # unrelated lines above shift the findings: still baselined
+    (tmp_path / "old.py").write_bytes(b"# a new header\n\nimport triton\nx = Net().cuda()\n")
+    assert neuronize("check", "--baseline", "baseline.json", ".", cwd=tmp_path).returncode == 0
+    # a new finding fails
+    (tmp_path / "new.py").write_bytes(b"y = Net().cuda()\n")
+    proc = neuronize("check", "--baseline", "baseline.json", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.decode().splitlines()[0].startswith("new.py:1:5 NRN102")
+    assert b"2 baselined finding(s) not shown" in proc.stderr
+
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Train on `cuda`\n", "Notes."]},
+        {"cell_type": "code", "execution_count": 3, "metadata": {"tags": ["setup"]},
+         "outputs": [{"name": "stdout", "output_type": "stream", "text": ["cuda\n"]}],
+         "source": ["%matplotlib inline\n", "import torch\n", "!nvidia-smi\n",
+                    "model = Net().cuda()\n", "model?"]},
+        {"cell_type": "code", "execution_count": 4, "metadata": {}, "outputs": [],
+         "source": ["print('nothing to change')"]},
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+def test_notebook_code_cells_are_fixed_and_everything_else_kept(tmp_path):
+    text = json.dumps(NOTEBOOK, indent=1, ensure_ascii=False) + "\n"
+    path = tmp_path / "train.ipynb"
+    path.write_text(text)
+    proc = neuronize("check", "train.ipynb", cwd=tmp_path)
+    assert proc.stdout.decode().startswith("train.ipynb:cell 2:4:9 NRN102")
+    assert neuronize("fix", "train.ipynb", cwd=tmp_path).returncode == 0
+    after = path.read_text()
+    expected = NOTEBOOK["cells"][1]["source"][:]
+    expected[3] = 'model = Net().to("neuron")\n'
+    assert json.loads(after)["cells"][1]["source"] == expected
+    assert after == text.replace("model = Net().cuda()", 'model = Net().to(\\"neuron\\")')
+
+
+def test_invalid_notebook_is_an_error_for_that_file_only(tmp_path):
+    (tmp_path / "bad.ipynb").write_text('{"cells": [ cuda')
+    (tmp_path / "a.py").write_bytes(CUDA)
+    proc = neuronize("fix", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "error: bad.ipynb" in proc.stderr.decode()
+    assert (tmp_path / "a.py").read_bytes() == b'import torch\nmodel = Net().to("neuron")\n'
