@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
+from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config, ignored_codes_for
 from neuronize.context import Options
+from neuronize.progress import Progress
 from neuronize.engine import FileError, SourceResult, prefilter_for, run_source
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, Skipped, discover
@@ -64,6 +66,7 @@ class Job:
     rule_ids: tuple[str, ...]
     options: Options
     fix: bool
+    cache_dir: str | None = None  # None: no cache
 
 
 def _analyse_file(job: Job) -> tuple[SourceResult, bytes | None]:
@@ -75,11 +78,32 @@ def _analyse_file(job: Job) -> tuple[SourceResult, bytes | None]:
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
     prefilter = _prefilter(job.rule_ids)
-    if job.path.endswith(".ipynb"):
-        result = _analyse_notebook(source, rules, job, prefilter)
-    else:
-        result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter, fix=job.fix)
+    if not prefilter.search(source):
+        return SourceResult(skipped=True), None  # cheaper than a cache lookup
+    cache = _cache(job.cache_dir)
+    key = cache.key(source, job.rule_ids, job.options, job.fix) if cache is not None else ""
+    result = cache.get(key) if cache is not None else None
+    if result is None:
+        if job.path.endswith(".ipynb"):
+            result = _analyse_notebook(source, rules, job, prefilter)
+        else:
+            result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
+                                fix=job.fix)
+        if cache is not None:
+            cache.put(key, result)
     return result, (source if result.changed else None)
+
+
+_CACHES: dict[str, ResultCache] = {}
+
+
+def _cache(directory: str | None) -> ResultCache | None:
+    """One cache object per directory and process (it memoises the key prefix)."""
+    if directory is None:
+        return None
+    if directory not in _CACHES:
+        _CACHES[directory] = ResultCache(Path(directory))
+    return _CACHES[directory]
 
 
 def _analyse_notebook(source: bytes, rules: Sequence[type[Transform]], job: Job,
@@ -156,11 +180,14 @@ def analyse_paths(
     fix: bool = True,
     config: Config | None = None,
     force_exclude: bool = False,
+    cache: bool = True,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Analyse every discovered file (in worker processes when it pays) and return the results.
 
     ``config`` supplies the project's excludes and per-file ignores; ``fix=False`` analyses
-    without computing rewritten files (``check``).
+    without computing rewritten files (``check``); results are cached by content unless
+    ``cache=False``; ``progress`` is told the number of files, then each one as it finishes.
     """
     config = config or Config()
     excludes = Excludes(
@@ -172,16 +199,25 @@ def analyse_paths(
     rule_ids = tuple(r.id for r in rules)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
-    job_list = [Job(str(files[i].path), _rules_for(files[i].path, rules, rule_ids, config), options, fix)
-                for i in order]
+    cache_dir = str(default_directory()) if cache else None
+    job_list = [Job(str(files[i].path), _rules_for(files[i].path, rules, rule_ids, config), options,
+                    fix, cache_dir) for i in order]
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    outcomes: list[tuple[SourceResult, bytes | None]]
+    outcomes: list[tuple[SourceResult, bytes | None]] = []
+    if progress is not None:
+        progress.start(len(job_list))
     if workers > 1 and len(files) > 1 and sum(sizes) >= PARALLEL_THRESHOLD:
         chunk = max(1, min(32, len(job_list) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(_analyse_file, job_list, chunksize=chunk))
+            for outcome in pool.map(_analyse_file, job_list, chunksize=chunk):
+                outcomes.append(outcome)
+                if progress is not None:
+                    progress.advance()
     else:
-        outcomes = [_analyse_file(job) for job in job_list]
+        for job in job_list:
+            outcomes.append(_analyse_file(job))
+            if progress is not None:
+                progress.advance()
     by_index = dict(zip(order, outcomes))
     run = RunResult(skipped=skipped)
     for i, f in enumerate(files):

@@ -35,6 +35,10 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
                      help="Also apply fixes that can change behaviour (default: the config's "
                           "unsafe-fixes, else no)."),
+        click.option("--target", type=click.Choice(["neuron", "accelerator", "cpu"]), default=None,
+                     help="What the rewritten code runs on: neuron (Trainium), accelerator "
+                          "(torch.accelerator: CPU, CUDA or Neuron unchanged) or cpu (validate a "
+                          "migration locally). Default: the config's target, else neuron."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
                      help="A pyproject.toml to read [tool.neuronize] from (default: the nearest "
                           "one above the first path)."),
@@ -47,7 +51,10 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--stdin-filename", metavar="NAME", help="Name to show for code read from '-'."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
                      help="Worker processes (default: all cores)."),
-        click.option("--quiet", "-q", is_flag=True, help="No summary on stderr."),
+        click.option("--quiet", "-q", is_flag=True, help="No summary or progress bar on stderr."),
+        click.option("--no-cache", is_flag=True,
+                     help="Do not read or write the result cache ($NEURONIZE_CACHE_DIR, else "
+                          "~/.cache/neuronize)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -133,7 +140,9 @@ def _load_settings(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     ignore = [*config.ignore, *_split_codes(kw["ignore"])]
     rules = select_rules(select, ignore)
     unsafe = kw["unsafe_fixes"] if kw["unsafe_fixes"] is not None else bool(config.unsafe_fixes)
-    options = Options(unsafe_fixes=unsafe, report_unused_suppressions=kw["unused_suppressions"])
+    target = kw.get("target") or config.target or "neuron"
+    options = Options(target=target, unsafe_fixes=unsafe,
+                      report_unused_suppressions=kw["unused_suppressions"])
     return rules, options, config
 
 
@@ -163,8 +172,12 @@ def _run_inner(mode: str, **kw: Any) -> int:
         run = api.analyse_stdin(sys.stdin.buffer.read(), kw["stdin_filename"] or "-", rules, options,
                                 fix=mode != "check")
     else:
-        run = api.analyse_paths(paths, rules, options, jobs=kw["jobs"], fix=mode != "check",
-                                config=config, force_exclude=kw["force_exclude"])
+        from neuronize.progress import Progress
+
+        with Progress(0, enabled=not kw["quiet"]) as bar:
+            run = api.analyse_paths(paths, rules, options, jobs=kw["jobs"], fix=mode != "check",
+                                    config=config, force_exclude=kw["force_exclude"],
+                                    cache=not kw["no_cache"], progress=bar)
 
     if writing and from_stdin:
         entry = run.files[0]

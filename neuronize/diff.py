@@ -190,6 +190,8 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
         if not line.endswith(("\n", "\r")):
             out.append("\n" + NO_NEWLINE)
 
+    # a notebook finding's line counts within its cell: it cannot be matched to a hunk by line
+    findings = [f for f in findings if getattr(f, "cell", None) is None]
     matcher = difflib.SequenceMatcher(None, old, new)
     for group in matcher.get_grouped_opcodes(context):
         first, last = group[0], group[-1]

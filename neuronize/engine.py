@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Sequence, Tuple
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from neuronize.context import FileContext, Options, collect_imports
 from neuronize.positions import locate
@@ -204,6 +202,11 @@ def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst
     requests = list(dict.fromkeys(requests))
     if not requests:
         return module
+    # Imported here: libcst.codemod pulls in libcst.matchers (~0.2 s), needed only by files
+    # whose fixes add or remove imports.
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
     context = CodemodContext()
     adds = [r for r in requests if not r.remove]
     removes = [r for r in requests if r.remove]

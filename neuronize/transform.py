@@ -158,6 +158,9 @@ class Transform:
     evidence: ClassVar[Evidence]
     tokens: ClassVar[tuple[bytes, ...]]
     examples: ClassVar[tuple[Example, ...]] = ()
+    #: the ``--target`` values whose fixes this rule writes itself (transforms/_target.py); under
+    #: any other target its fixes are reported, not applied (their code would be Neuron-only)
+    targets: ClassVar[tuple[str, ...]] = ("neuron",)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -187,6 +190,12 @@ class Transform:
         evidence = evidence or self.evidence
         if safety is Safety.REPORT_ONLY:
             raise ValueError(f"{self.id}: a report-only finding cannot carry a fix")
+        target = self.ctx.options.target
+        if target not in self.targets:
+            # This rule's fix is Neuron-specific: under another target it is advice, not an edit.
+            self.report(node, f"{message} (that is the `--target neuron` fix; no automatic "
+                        f"`--target {target}` fix: migrate by hand)", evidence=evidence)
+            return
         if evidence.weak and safety is Safety.SAFE:
             # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
             safety = Safety.UNSAFE

@@ -44,17 +44,29 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
+#: type -> whether its instances are syntax nodes to visit. libcst's base classes are ABCs,
+#: whose isinstance checks are slow; the answer per concrete type never changes.
+_SYNTAX: dict[type, bool] = {}
+
+
+def _is_syntax(kind: type) -> bool:
+    answer = _SYNTAX.get(kind)
+    if answer is None:
+        answer = _SYNTAX[kind] = issubclass(kind, cst.CSTNode) and not issubclass(kind, _PUNCTUATION)
+    return answer
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The syntax children of ``node``, in source order."""
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _PUNCTUATION):
-                yield value
-        elif isinstance(value, (list, tuple)):
+        kind = type(value)
+        if kind is list or kind is tuple:
             for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _PUNCTUATION):
+                if _is_syntax(type(item)):
                     yield item
+        elif _is_syntax(kind):
+            yield value
 
 
 _PUNCTUATION = (

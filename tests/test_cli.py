@@ -157,3 +157,22 @@ def test_version():
     proc = neuronize("--version")
     assert proc.returncode == 0
     assert b"0.1.0" in proc.stdout
+
+
+def test_result_cache_is_used_and_bypassed(repo, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    env = {"NEURONIZE_CACHE_DIR": str(cache)}
+    assert neuronize("check", "--no-cache", ".", cwd=repo, env=env).returncode == 1
+    assert not any(cache.iterdir())
+    first = neuronize("check", ".", cwd=repo, env=env)
+    entries = list(cache.rglob("*.json"))
+    assert len(entries) == 1  # train.py; clean.py has no candidate token and is never cached
+    again = neuronize("check", ".", cwd=repo, env=env)
+    assert again.stdout == first.stdout and again.returncode == first.returncode == 1
+    # another rule selection, other options or other bytes: other entries, never a stale answer
+    neuronize("check", "--select", "NRN102", ".", cwd=repo, env=env)
+    neuronize("check", "--unsafe-fixes", ".", cwd=repo, env=env)
+    (repo / "train.py").write_bytes(CLEAN_SCRIPT + b"x.cuda()\n")
+    changed = neuronize("check", ".", cwd=repo, env=env)
+    assert len(list(cache.rglob("*.json"))) == 4
+    assert b"train.py:3:1 NRN102" in changed.stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -232,6 +232,33 @@ class _CudaOnlySettings(Transform):
             cls._last_names = frozenset(
                 q.rsplit(".", 1)[-1] for q in (*cls.removable_calls, *cls.contexts, *cls.report_calls)
             )
+
+    #: every target: the settings are deleted (neuron, cpu) or kept for CUDA (accelerator)
+    targets: ClassVar[tuple[str, ...]] = ("neuron", "accelerator", "cpu")
+
+    def remove(self, statement: cst.CSTNode, message: str, **kw: Any) -> None:  # type: ignore[override]
+        """Under ``--target accelerator`` a CUDA-only setting stays for CUDA, guarded by
+        ``if torch.cuda.is_available():``; the other targets delete it."""
+        from neuronize.transforms import _target
+
+        if _target.in_cuda_only_block(self.ctx):
+            return  # already kept for CUDA under `if torch.cuda.is_available():`
+        if _target.target(self.ctx) != _target.ACCELERATOR:
+            if _target.target(self.ctx) == _target.CPU:
+                message = message.replace("meaningless on Neuron", "meaningless on the CPU")
+            super().remove(statement, message, **kw)
+            return
+        line = self.ctx.statement_to_remove(statement)
+        if not isinstance(line, cst.SimpleStatementLine):
+            self.report(statement, message.split(" removed: ")[-1] + ": guard it with "
+                        "`if torch.cuda.is_available():` by hand")
+            return
+        new, imports = _target.guarded(self.ctx, line)
+        why = message.split(" removed: ", 1)[-1]
+        head = message.split(" removed: ", 1)[0] if " removed: " in message else "this setting"
+        self.fix(line, new, f"{head} kept for CUDA under `if torch.cuda.is_available():`: "
+                 f"{why.replace('meaningless on Neuron', 'meaningless on the CPU and Neuron')}",
+                 safety=kw.get("safety"), evidence=kw.get("evidence"), imports=imports)
 
     # -- hooks ----------------------------------------------------------------------------------
     def extra_note(self, qualified: str, node: cst.CSTNode) -> str:

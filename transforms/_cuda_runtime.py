@@ -313,7 +313,7 @@ CUDA_ONLY_PACKAGES = frozenset({
 })
 #: Qualified-name prefixes that mean a CUDA-only path.
 CUDA_ONLY_PREFIXES = (
-    "torch.backends.cudnn", "torch.backends.cuda", "torch.cuda.amp", "torch.cuda.nvtx",
+    "torch.backends.cudnn", "torch.backends.cuda", "torch.cuda.nvtx",
     "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
     "torch.cuda.get_device_capability", "torch.cuda.mem_get_info", "torch.cuda.utilization",
     "torch.utils.cpp_extension", "torch.float16", "torch.half", "torch.nn.DataParallel",
@@ -334,6 +334,20 @@ TRANSPARENT_CALLS = frozenset({
     "empty_cache", "device_count", "current_device", "is_available", "append", "update",
     "RuntimeError", "ValueError", "SystemExit", "exit",
 })
+
+#: Flags whose setting is harmless on a Neuron host and which NRN350/NRN351 delete: setting them
+#: does not make guarded code CUDA-only (reading them does).
+BACKEND_SETTING_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
+BACKEND_SETTING_CALLS = frozenset({
+    "torch.backends.cuda.enable_flash_sdp", "torch.backends.cuda.enable_mem_efficient_sdp",
+    "torch.backends.cuda.enable_math_sdp", "torch.backends.cuda.enable_cudnn_sdp",
+    "torch.backends.cuda.preferred_linalg_library", "torch.backends.cuda.preferred_blas_library",
+    # flag-setting contexts, unwrapped by NRN350/NRN352
+    "torch.backends.cudnn.flags", "torch.backends.cuda.sdp_kernel",
+})
+# A check kept for a marker that a fix of the same run then migrates away would be migrated by
+# the next run. So `torch.cuda.amp` is no marker: NRN201/NRN203 migrate autocast and custom_fwd
+# (`GradScaler` is a marker by name).
 
 
 @dataclass
@@ -371,8 +385,33 @@ class _GuardScan(cst.CSTVisitor):
             self._mark(f"`{raw}`")
         elif qualified.startswith(PREFIX):
             fn = qualified[len(PREFIX):].split(".")[0]
-            if fn not in OWNED and fn not in SUBMODULES:
+            if fn not in OWNED and fn not in SUBMODULES and fn != "amp":  # see BACKEND_SETTING_CALLS
                 self._mark(f"`{qualified}`")
+
+    def _is_backend_setting(self, node: cst.CSTNode) -> bool:
+        return (self.ctx.qualify(node) or "").startswith(BACKEND_SETTING_PREFIXES)
+
+    def _visit_assignment(self, targets: Sequence[cst.CSTNode], value: cst.CSTNode | None) -> bool:
+        """Setting a cuDNN / CUDA-backend flag is not a CUDA-only path: the flag is a plain
+        attribute on a Neuron host, and NRN350/NRN351 delete the assignment (a check kept for it
+        would be migrated by the next run). The assigned value is still looked at."""
+        if not any(self._is_backend_setting(t) for t in targets):
+            return True
+        for target in targets:
+            if not self._is_backend_setting(target):
+                target.visit(self)
+        if value is not None:
+            value.visit(self)
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return self._visit_assignment([t.target for t in node.targets], node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        return self._visit_assignment([node.target], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        return self._visit_assignment([node.target], node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         if dotted_name(node) is None:
@@ -423,11 +462,15 @@ class _GuardScan(cst.CSTVisitor):
             return
         self.v.opaque = f"returns `{dotted_name(value)}`"
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: cst.Call) -> bool | None:
         last = _last(node.func)
         if last in TRANSPARENT_CALLS:
-            return
+            return None
         qualified = self.ctx.qualify(node.func) or ""
+        if qualified in BACKEND_SETTING_CALLS:
+            for arg in node.args:  # a flag setter, like an assignment (see _visit_assignment)
+                arg.visit(self)
+            return False
         if qualified.startswith(PREFIX):
             return  # judged by _check_name (owned: migrated by this family; others: markers)
         if self.v.opaque is None:
@@ -614,6 +657,10 @@ class _CudaApiRule(Transform):
         ref = match(self.ctx, node)
         if ref is None or ref.extra or ref.fn not in self.FUNCTIONS:
             return
+        from neuronize.transforms import _target
+
+        if _target.in_cuda_only_block(self.ctx):
+            return  # `if torch.cuda.is_available(): <CUDA-only code>` runs anywhere already
         if cuda_keyed_entry(self.ctx, ref):
             target = self.target_for(ref)
             hint = f" (`{target}`)" if target else ""
@@ -630,6 +677,27 @@ class _CudaApiRule(Transform):
         raise NotImplementedError
 
     # -- helpers for subclasses --
+    def portable(self, ref: CudaRef, message: str, *, keep_on_cuda: bool = True) -> None:
+        """``--target cpu`` / ``accelerator`` for a CUDA-only call with no portable equivalent: a
+        statement of its own is deleted (cpu, or ``keep_on_cuda=False``) or kept for CUDA
+        inside ``if torch.cuda.is_available():`` (accelerator); any other use is reported."""
+        from neuronize.transforms import _target
+
+        statement = enclosing_small_statement(self.ctx, ref)
+        line = self.ctx.statement_to_remove(statement) if statement is not None else None
+        if statement is None:
+            self.report(ref.outer, f"{spelled(ref)}: {message}; no automatic `--target "
+                                   f"{_target.target(self.ctx)}` fix for this use: migrate by hand")
+        elif _target.target(self.ctx) == _target.CPU or not keep_on_cuda:
+            self.remove(statement, f"{spelled(ref)} deleted: {message}")
+        elif isinstance(line, cst.SimpleStatementLine):
+            new, imports = _target.guarded(self.ctx, line)
+            self.fix(line, new, f"{spelled(ref)} kept for CUDA under `if torch.cuda.is_available():`: "
+                     f"{message}", imports=imports)
+        else:
+            self.report(ref.outer, f"{spelled(ref)}: {message}; guard it with "
+                                   "`if torch.cuda.is_available():` by hand")
+
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = ()) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched)."""

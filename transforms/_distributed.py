@@ -115,8 +115,8 @@ def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportReques
     top-level torch import to put the line after (the engine then adds a plain import).
     """
     ctx = rule.ctx
-    if ctx.names.imports_module("torch_neuronx"):
-        return ()
+    if ctx.options.target != "neuron" or ctx.names.imports_module("torch_neuronx"):
+        return ()  # --target cpu / accelerator: the output must run without torch_neuronx
     anchor = import_anchor(ctx.module)
     if anchor is None:
         return (ImportRequest("torch_neuronx"),)

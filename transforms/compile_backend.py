@@ -78,7 +78,7 @@ class CompileBackend(Transform):
     name = "compile-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
-    tokens = (b"compile", b"optimize")
+    tokens = (b"torch.compile", b".compile(", b"_dynamo")
     examples = (
         Example("import torch\nmodel = torch.compile(model)\n",
                 'import torch\nmodel = torch.compile(model, backend="neuron")\n'),

@@ -65,7 +65,7 @@ class CompileDynamicShapes(Transform):
     name = "compile-dynamic-shapes"
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
-    tokens = (b"dynamic", b"assume_static_by_default")
+    tokens = (b"dynamic=", b"dynamic =", b"mark_dynamic", b"mark_unbacked", b"automatic_dynamic", b"assume_static_by_default")
     examples = (
         Example(
             'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=True)\n',

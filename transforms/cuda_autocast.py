@@ -6,6 +6,7 @@ import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms import _target
 from neuronize.transforms._amp import (
     AUTOCAST,
     CUDA_AUTOCAST,
@@ -96,6 +97,7 @@ class CudaAutocast(Transform):
     """
 
     id = "NRN201"
+    targets = _target.ALL
     name = "cuda-autocast"
     safety = Safety.SAFE
     evidence = Evidence.DOC
@@ -168,6 +170,19 @@ class CudaAutocast(Transform):
         enabled = argument(node, "enabled", 2)
         swapped = replace_value(node, device, replace_device_string(device.value, "neuron"))
         done = 'autocast on `"cuda"` -> `"neuron"`'
+        if not _target.is_neuron(self.ctx):
+            new_device, device_imports = _target.device(self.ctx, device.value)
+            swapped = replace_value(node, device, new_device)
+            done = f'autocast on `"cuda"` -> {_target.device_text(self.ctx)}'
+            if dtype is None and not is_false(enabled) and not has_star(node):
+                bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
+                full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
+                self.fix(node, full, f"{done} with `dtype=torch.bfloat16` (CUDA's default fp16 is not the "
+                         "CPU autocast default)", safety=Safety.UNSAFE, evidence=Evidence.SRC,
+                         imports=(*imports, *device_imports))
+                return
+            self.fix(node, swapped, done, imports=device_imports)
+            return
         if dtype is None and not is_false(enabled) and not has_star(node):
             bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
@@ -201,6 +216,11 @@ class CudaAutocast(Transform):
         dtype = keyword(converted, "dtype")
         device = new_keyword("device_type", make_string("neuron"))
         done = '`torch.cuda.amp.autocast` -> `torch.autocast(device_type="neuron")`'
+        if not _target.is_neuron(self.ctx):
+            new_device, device_imports = _target.device(self.ctx)
+            device = new_keyword("device_type", new_device)
+            imports = (*imports, *device_imports)
+            done = f"`torch.cuda.amp.autocast` -> `torch.autocast` on {_target.device_text(self.ctx)}"
         if dtype is None and not is_false(keyword(converted, "enabled")):
             bf16, bf16_imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(converted, 0, [device, new_keyword("dtype", bf16)])

@@ -78,10 +78,11 @@ class CudaAvailabilityCheck(_CudaApiRule):
     """
 
     id = "NRN110"
+    targets = ("neuron", "accelerator", "cpu")  # torch.accelerator.* runs on every target
     name = "cuda-availability-check"
     safety = Safety.SAFE
     evidence = Evidence.DOC
-    tokens = (b"is_available", b"device_count", b"current_device")
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset(_TARGETS)
     examples = (
         Example(

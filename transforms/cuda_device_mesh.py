@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms import _target
 from neuronize.transforms._distributed import neuron_string
 from neuronize.transforms._helpers import argument, string_value
 
@@ -42,6 +43,7 @@ class CudaDeviceMesh(Transform):
     """
 
     id = "NRN402"
+    targets = _target.ALL
     name = "cuda-device-mesh"
     safety = Safety.SAFE
     evidence = Evidence.DOC
@@ -72,6 +74,11 @@ class CudaDeviceMesh(Transform):
             return
         value = string_value(arg.value)
         if value is None or not (value == "cuda" or value.startswith("cuda:")):
+            return
+        if not _target.is_neuron(self.ctx):
+            new, imports = _target.device(self.ctx, arg.value)
+            self.fix(arg.value, new, f'`{last}("{value}", ...)` -> {_target.device_text(self.ctx)}: the mesh '
+                     "spans the devices the process group runs on", imports=imports)
             return
         self.fix(arg.value, neuron_string(arg.value),
                  f'`{last}("{value}", ...)` -> `"neuron"`: meshes on Trainium span NeuronCores')

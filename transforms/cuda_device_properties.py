@@ -54,7 +54,7 @@ class CudaDeviceProperties(_CudaApiRule):
     name = "cuda-device-properties"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
-    tokens = (b"get_device_name", b"get_device_properties", b"is_bf16_supported", b"get_device_capability")
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset({"get_device_name", "get_device_properties", "is_bf16_supported", "get_device_capability"})
     examples = (
         Example(

@@ -28,9 +28,16 @@ from neuronize.transforms._device import (
     target_name,
 )
 from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, string_value
+from neuronize.transforms import _target
 
 INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
               "one device (review single-process multi-device code)")
+PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
+                       "`torch.cuda.set_device`; review single-process multi-device code)")
+
+
+def index_note(ctx) -> str:  # type: ignore[no-untyped-def]
+    return INDEX_NOTE if _target.is_neuron(ctx) else PORTABLE_INDEX_NOTE
 GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
 OPTION_CALLS = frozenset({"add_argument", "option"})
 
@@ -94,6 +101,7 @@ class CudaDeviceString(Transform):
     safety = Safety.SAFE
     evidence = Evidence.DOC
     tokens = (b"cuda",)
+    targets = _target.ALL
     examples = (
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
                 'import torch\ndevice = "neuron" if torch.accelerator.is_available() else "cpu"\n'),
@@ -112,17 +120,23 @@ class CudaDeviceString(Transform):
         self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
 
     # -- reporting ---------------------------------------------------------------------------
-    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str) -> None:
+    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False) -> None:
         if id(node) in self._done:
             return
         self._done.add(id(node))
         old = short(self.ctx, node)
-        new = neuron_literal(node)
-        message = f"{where}: `{old}` -> `{new.value}`"
-        if kind.drops_index:
-            self.fix(node, new, message + INDEX_NOTE, safety=Safety.UNSAFE, evidence=Evidence.INF)
+        if _target.is_neuron(self.ctx):
+            new: cst.BaseExpression = neuron_literal(node)
+            imports: tuple = ()
         else:
-            self.fix(node, new, message)
+            new, imports = _target.device(self.ctx, _quote_like(node), parens=nested)
+            new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+        message = f"{where}: `{old}` -> `{short(self.ctx, new)}`"
+        if kind.drops_index:
+            self.fix(node, new, message + index_note(self.ctx), safety=Safety.UNSAFE,
+                     evidence=Evidence.INF, imports=imports)
+        else:
+            self.fix(node, new, message, imports=imports)
 
     def _literals(self, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
         """The CUDA device literals an expression in a device position evaluates to."""
@@ -151,7 +165,7 @@ class CudaDeviceString(Transform):
         if expr is None:
             return
         for node, kind in self._literals(expr):
-            self._fix_literal(node, kind, where)
+            self._fix_literal(node, kind, where, nested=node is not expr)
 
     # -- the idiom -----------------------------------------------------------------------------
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -169,15 +183,26 @@ class CudaDeviceString(Transform):
         side, literal, kind = found
         func, imports = qualified_expr(self.ctx, "torch.accelerator.is_available")
         branch = getattr(node, side)
+        new_literal: cst.BaseExpression = neuron_literal(literal)
+        if _target.target(self.ctx) == _target.ACCELERATOR:
+            # the test already checks for an accelerator: no fallback needed inside the branch
+            t = short(self.ctx, func).split(".")[0]
+            new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
+        elif _target.target(self.ctx) == _target.CPU:
+            new_literal = make_string("cpu", _quote_like(literal))
         if branch is literal:
-            new_branch: cst.BaseExpression = neuron_literal(literal)
+            new_branch: cst.BaseExpression = new_literal.with_changes(
+                lpar=getattr(literal, "lpar", ()), rpar=getattr(literal, "rpar", ()))
         else:
             assert isinstance(branch, cst.Call)
-            new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=neuron_literal(literal))])
+            new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
         self._done.add(id(literal))
         self._done.add(id(branch))
         replacement = node.with_changes(test=replace_is_available(self.ctx, node.test, func),
                                         **{side: new_branch})
+        other = node.orelse if side == "body" else node.body
+        collapse = (_target.target(self.ctx) == _target.CPU
+                    and short(self.ctx, other) == short(self.ctx, new_branch))
         code = lambda n: short(self.ctx, n)  # noqa: E731
         new_test = replacement.test
         if side == "body":
@@ -188,6 +213,15 @@ class CudaDeviceString(Transform):
             new_text = f"... if {code(new_test)} else {code(new_branch)}"
         message = (f"`{old_text}` -> `{new_text}`: same CPU fallback, and the accelerator check "
                    "detects the Neuron device")
+        if _target.target(self.ctx) == _target.ACCELERATOR:
+            message = (f"`{old_text}` -> `{new_text}`: same CPU fallback; the current accelerator "
+                       "(CUDA, Neuron...) is detected")
+        elif _target.target(self.ctx) == _target.CPU:
+            if collapse:
+                # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
+                imports = ()
+                replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
+            message = f"device choice `{short(self.ctx, node)}` -> `{short(self.ctx, replacement)}`: runs on the CPU"
         for call in is_available_calls(self.ctx, node.test):
             head = (dotted_name(call.func) or "").split(".")[0]
             if self.ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
@@ -195,7 +229,7 @@ class CudaDeviceString(Transform):
                 if removal is not None:
                     imports = (*imports, removal)
         if kind.drops_index:
-            self.fix(node, replacement, message + INDEX_NOTE, safety=Safety.UNSAFE,
+            self.fix(node, replacement, message + index_note(self.ctx), safety=Safety.UNSAFE,
                      evidence=Evidence.INF, imports=imports)
         else:
             self.fix(node, replacement, message, imports=imports)
@@ -243,7 +277,9 @@ class CudaDeviceString(Transform):
         if string_value(first.value) != "cuda":
             return  # torch.device("cuda:0", 1) is an error; leave it for the user
         self._done.add(id(first.value))
-        args = [first.with_changes(value=neuron_literal(first.value)) if a is first else a
+        new_first, dev_imports = ((neuron_literal(first.value), ()) if _target.is_neuron(self.ctx)
+                                  else _target.device(self.ctx, first.value))
+        args = [first.with_changes(value=new_first) if a is first else a
                 for a in node.args if a is not index]
         args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
         replacement = node.with_changes(args=args)
@@ -251,10 +287,10 @@ class CudaDeviceString(Transform):
         new = short(self.ctx, replacement)
         index_zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
         if index_zero:
-            self.fix(node, replacement, f"`{old}` -> `{new}`")
+            self.fix(node, replacement, f"`{old}` -> `{new}`", imports=dev_imports)
         else:
-            self.fix(node, replacement, f"`{old}` -> `{new}`" + INDEX_NOTE,
-                     safety=Safety.UNSAFE, evidence=Evidence.INF)
+            self.fix(node, replacement, f"`{old}` -> `{new}`" + index_note(self.ctx),
+                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=dev_imports)
 
     def _option(self, node: cst.Call) -> None:
         """argparse ``add_argument("--device", default="cuda", choices=[...])`` / click options."""
@@ -275,7 +311,8 @@ class CudaDeviceString(Transform):
     def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
         elements = list(container.elements)
         values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
-        if "neuron" in values or any(isinstance(e, cst.StarredElement) for e in elements):
+        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
+        if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
             return
         cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
                    and string_value(e.value) is not None]
@@ -283,14 +320,14 @@ class CudaDeviceString(Transform):
             return
         i = cuda_at[-1]
         el = elements[i]
-        new = cst.Element(value=make_string("neuron", el.value))
+        new = cst.Element(value=make_string(added, el.value))
         if isinstance(el.comma, cst.Comma):
             new = new.with_changes(comma=el.comma)
         else:
             elements[i] = el.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         elements.insert(i + 1, new)
         self.fix(container, container.with_changes(elements=elements),
-                 f'`{option}` choices: added `"neuron"` next to `"cuda"` so the migrated default is accepted')
+                 f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated default is accepted')
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
     def _in_selection_if(self) -> bool:
@@ -331,3 +368,8 @@ class CudaDeviceString(Transform):
         key = string_value(node.key)
         if device_named(key):
             self._fix_all(node.value, f'`"{key}"` entry')
+
+
+def _quote_like(node: cst.CSTNode) -> cst.SimpleString | None:
+    """A string literal in the quote style of ``node`` (for the replacement to follow)."""
+    return neuron_literal(node)

@@ -60,7 +60,7 @@ class CudaGenerator(Transform):
     name = "cuda-generator"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
-    tokens = (b"Generator",)
+    tokens = (b"cuda", b"Generator")
     examples = (
         Example('import torch\ng = torch.Generator(device="cuda").manual_seed(0)\n',
                 'import torch\ng = torch.Generator(device="cpu").manual_seed(0)\n'),

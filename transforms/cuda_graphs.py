@@ -59,8 +59,7 @@ class CudaGraphs(Transform):
     name = "cuda-graphs"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
-    tokens = (b"CUDAGraph", b"graph(", b"graphed_callables", b"cudagraph_mark_step_begin",
-              b"graph_pool_handle")
+    tokens = (b"CUDAGraph", b"cuda", b"cudagraph")
     examples = (
         Example("import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = m(x)\n", None),
         Example("from torch import compiler\ncompiler.cudagraph_mark_step_begin()\n", None),

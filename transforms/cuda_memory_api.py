@@ -22,6 +22,11 @@ MAPPED = {
     "empty_cache": "torch.neuron.empty_cache",
 }
 #: no TorchNeuron counterpart known (reference M3, M4)
+#: memory functions ``torch.accelerator`` has under the same name (PyTorch >= 2.9)
+ACCELERATOR_MEMORY = frozenset({
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "memory_stats", "reset_peak_memory_stats", "reset_accumulated_memory_stats", "empty_cache",
+})
 UNMAPPED = {
     "mem_get_info": "no TorchNeuron equivalent known; compute free memory another way "
                     "(`torch_neuronx.get_device_properties(i).total_memory` minus "
@@ -73,10 +78,11 @@ class CudaMemoryApi(_CudaApiRule):
     """
 
     id = "NRN113"
+    targets = ("neuron", "accelerator", "cpu")
     name = "cuda-memory-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
-    tokens = (b"memory_", b"empty_cache", b"mem_get_info", b"OutOfMemoryError")
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
         Example(
@@ -97,6 +103,19 @@ class CudaMemoryApi(_CudaApiRule):
         if ref.fn in UNMAPPED:
             what = "`torch.cuda.OutOfMemoryError`" if ref.fn == "OutOfMemoryError" else spelled(ref)
             self.report(ref.outer, f"{what}: {UNMAPPED[ref.fn]}", evidence=Evidence.INF)
+            return
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            name = MAPPED[ref.fn].split(".")[-1]
+            if _target.target(self.ctx) == _target.ACCELERATOR and name in ACCELERATOR_MEMORY:
+                portable = f"torch.accelerator.{name}"
+                shown = f"`{portable}()`" if ref.call is not None else f"`{portable}`"
+                self.rewrite(ref, portable, f"{spelled(ref)} -> {shown} (raises without an accelerator: "
+                                            "keep it on the accelerator path)")
+            else:
+                self.report(ref.outer, f"{spelled(ref)}: the CPU has no caching-allocator statistics; keep "
+                                       "this on the CUDA path or drop it")
             return
         target = MAPPED[ref.fn]
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"

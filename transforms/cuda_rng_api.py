@@ -59,10 +59,11 @@ class CudaRngApi(_CudaApiRule):
     """
 
     id = "NRN112"
+    targets = ("neuron", "accelerator", "cpu")
     name = "cuda-rng-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
-    tokens = (b"seed", b"rng_state")
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntorch.neuron.manual_seed_all(0)\n"),
@@ -79,6 +80,12 @@ class CudaRngApi(_CudaApiRule):
     def on_ref(self, ref: CudaRef) -> None:
         if ref.fn in UNMAPPED:
             self.report(ref.outer, f"{spelled(ref)} has no known TorchNeuron counterpart: {UNMAPPED[ref.fn]}")
+            return
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            self.portable(ref, "the CUDA generator exists only on CUDA (`torch.manual_seed` seeds the CPU "
+                               "and every accelerator)")
             return
         target = f"torch.neuron.{MAPPED[ref.fn]}"
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"

@@ -55,10 +55,11 @@ class CudaSetDevice(_CudaApiRule):
     """
 
     id = "NRN116"
+    targets = ("neuron", "accelerator", "cpu")
     name = "cuda-set-device"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
-    tokens = (b"set_device", b"cuda")
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset({"set_device", "device"})
     examples = (
         Example(
@@ -85,6 +86,16 @@ class CudaSetDevice(_CudaApiRule):
         return self._torchrun
 
     def on_ref(self, ref: CudaRef) -> None:
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            if ref.fn == "device":
+                self.report(ref.outer, f"{spelled(ref)}: CUDA only; use `torch.accelerator.device_index(i)` "
+                                       "on an accelerator, or remove it for the CPU")
+            else:
+                self.portable(ref, "CUDA selects its device per process; the CPU and the Neuron process group "
+                                   "need no selection")
+            return
         target = f"torch.neuron.{ref.fn}"
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
         torchrun = self._is_torchrun_file()

@@ -57,7 +57,7 @@ class CudaStreamEvent(_CudaApiRule):
     name = "cuda-stream-event"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
-    tokens = (b"Stream", b"stream", b"Event")
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset(FUNCTIONS)
     examples = (
         Example(

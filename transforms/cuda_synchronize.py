@@ -46,10 +46,11 @@ class CudaSynchronize(_CudaApiRule):
     """
 
     id = "NRN111"
+    targets = ("neuron", "accelerator", "cpu")
     name = "cuda-synchronize"
     safety = Safety.SAFE
     evidence = Evidence.DOC
-    tokens = (b"synchronize",)
+    tokens = (b"cuda",)
     FUNCTIONS = frozenset({"synchronize"})
     examples = (
         Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntorch.accelerator.synchronize()\n"),
@@ -68,5 +69,15 @@ class CudaSynchronize(_CudaApiRule):
         return TARGET
 
     def on_ref(self, ref: CudaRef) -> None:
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            # torch.accelerator.synchronize() raises without an accelerator: use the device module
+            # (torch.cuda / torch.neuron, or torch.cpu on a CPU-only machine)
+            portable = ("torch.cpu.synchronize" if _target.target(self.ctx) == _target.CPU
+                        else "torch.get_device_module().synchronize")
+            shown = f"`{portable}()`" if ref.call is not None else f"`{portable}`"
+            self.rewrite(ref, portable, f"{spelled(ref)} -> {shown}: works with or without an accelerator")
+            return
         shown = f"`{TARGET}()`" if ref.call is not None else f"`{TARGET}`"
         self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}")

@@ -61,7 +61,7 @@ class CustomOpCuda(Transform):
     name = "custom-op-cuda"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
-    tokens = (b"custom_op", b"register_kernel", b".impl(", b"impl(")
+    tokens = (b"custom_op", b"register_kernel", b".impl(", b"library")
     examples = (
         Example(
             "import torch\n\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms import _target
 from neuronize.transforms._distributed import dist_function
 from neuronize.transforms._helpers import keyword, without_args
 
@@ -51,6 +52,7 @@ class DdpDeviceIds(Transform):
     """
 
     id = "NRN403"
+    targets = _target.ALL
     name = "ddp-device-ids"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
@@ -81,6 +83,10 @@ class DdpDeviceIds(Transform):
         elif dist_function(qualified) == "barrier":
             ids = keyword(node, "device_ids")
             if ids is not None and not _is_none(ids.value):
+                if not _target.is_neuron(self.ctx):
+                    self.fix(node, without_args(node, ids), "drops `device_ids=` from `dist.barrier`: an "
+                             "NCCL-only argument (gloo rejects it); the barrier itself is kept")
+                    return
                 self.fix(node, without_args(node, ids),
                          "drops `device_ids=` from `dist.barrier`: each process has one NeuronCore; "
                          "the pre-beta backend supported barriers on the default group only")
@@ -98,6 +104,11 @@ class DdpDeviceIds(Transform):
         if not drop:
             return
         names = " and ".join(f"`{a.keyword.value}=`" for a in drop if a.keyword is not None)
+        if not _target.is_neuron(self.ctx):
+            self.fix(node, without_args(node, *drop),
+                     f"drops {names} from `DistributedDataParallel`: DDP then uses the module's device "
+                     "(device ids are rejected for a CPU module; on CUDA the current device is used)")
+            return
         self.fix(node, without_args(node, *drop),
                  f"drops {names} from `DistributedDataParallel`: each process sees one NeuronCore "
                  "and DDP uses the module's device")

@@ -48,7 +48,7 @@ class DynamicPadding(Transform):
     name = "dynamic-padding"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
-    tokens = (b"padding", b"Padding")
+    tokens = (b"padding=True", b"padding = True", b"longest", b"WithPadding")
     examples = (
         Example(
             "import torch\nmodel = torch.compile(model)\n"

@@ -69,7 +69,7 @@ class GenerateStaticCache(Transform):
     name = "generate-static-cache"
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
-    tokens = (b"generate",)
+    tokens = (b".generate(",)
     examples = (
         Example(
             "from transformers import AutoModelForCausalLM\n"

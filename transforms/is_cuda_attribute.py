@@ -5,6 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.context import dotted_name
+from neuronize.transforms._cuda_runtime import (
+    Context,
+    CudaRef,
+    classify,
+    flag_targets,
+    flag_uses,
+    guarded_code,
+    scan,
+)
 from neuronize.transforms._device import short
 from neuronize.transform import Evidence, Example, Safety, Transform
 
@@ -53,7 +62,11 @@ class IsCudaAttribute(Transform):
         Rewrites the tensor attribute `x.is_cuda` to `x.device.type == "neuron"`, adding
         parentheses where the comparison needs them (`(x.device.type == "neuron") == flag`).
         Assignments to `.is_cuda` and classes that define their own `is_cuda` (an attribute
-        set on `self` or a method) are left alone; so are f-string fields (reported).
+        set on `self` or a method) are left alone; so are f-string fields (reported). A check
+        that decides which code runs (an `if` or conditional-expression test, a stored flag) is
+        rewritten only when that code just places data or is device-agnostic; when it calls a
+        kernel wrapper, imports, or reaches a CUDA-only path (`DataParallel`, fp16, Triton...),
+        it is kept and reported: `if x.is_cuda: return fused_cuda_op(x)` must stay off on Neuron.
 
     Why on TorchNeuron:
         A tensor on the Neuron device is not a CUDA tensor, so `is_cuda` is False there and code
@@ -118,6 +131,12 @@ class IsCudaAttribute(Transform):
         if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
             self.report(node, '`.is_cuda` is False on Neuron tensors: use `x.device.type == "neuron"`')
             return
+        kept = self._guards_cuda_only_code(node)
+        if kept is not None:
+            self.report(node, f"`{short(self.ctx, node)}` guards code that may be CUDA-only ({kept}): kept, "
+                              "False on Neuron keeps that path off; if the path is device-agnostic, "
+                              'use `x.device.type == "neuron"` by hand')
+            return
         comparison = cst.Comparison(
             left=cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")),
                                attr=cst.Name("type")),
@@ -132,3 +151,24 @@ class IsCudaAttribute(Transform):
         self.fix(node, comparison,
                  f'`{code}` -> `{short(self.ctx, node.value)}.device.type == "neuron"`: '
                  "a Neuron tensor is not a CUDA tensor")
+
+    def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
+        """What the check switches on, when it is a test (``if``, conditional expression, a stored
+        flag) of code that is CUDA-only or that the rule cannot judge (a call into a kernel
+        wrapper, an import, ``DataParallel``): such a check is kept, as NRN103 keeps comparisons
+        that guard CUDA-only features. None when the guarded code only places data."""
+        kind, where = classify(self.ctx, CudaRef(node=node, fn="is_cuda", extra=(), call=None, head=""))
+        if where is None:
+            return None
+        if kind is Context.IF:
+            verdict = scan(self.ctx, guarded_code(self.ctx, where)[1:])  # type: ignore[arg-type]
+        elif kind is Context.IFEXP:
+            assert isinstance(where, cst.IfExp)
+            verdict = scan(self.ctx, [where.body, where.orelse])
+        elif kind is Context.FLAG:
+            verdict = scan(self.ctx, flag_uses(self.ctx, flag_targets(where), where))
+        elif kind is Context.SKIP:
+            return "a test skip marker"
+        else:
+            return None
+        return verdict.marker or verdict.opaque

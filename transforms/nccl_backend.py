@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
+from neuronize.transforms import _target
 from neuronize.transforms._distributed import (
     dist_function,
     insert_after,
@@ -76,6 +77,7 @@ class NcclBackend(Transform):
     """
 
     id = "NRN401"
+    targets = ("neuron", "accelerator", "cpu")
     name = "nccl-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
@@ -259,14 +261,23 @@ class NcclBackend(Transform):
                 msg = f'backend `"{value}"` -> `"neuron"`: the Neuron process-group backend'
                 safety = Safety.SAFE
             safeties.append(safety)
-            plans.append((lit, neuron_string(lit), msg, safety))
+            replacement = neuron_string(lit)
+            more: tuple[ImportRequest, ...] = ()
+            if not _target.is_neuron(self.ctx):
+                replacement, more = _target.process_group_backend(self.ctx, lit)
+                msg = (f"backend `{cst.Module([]).code_for_node(lit)}` -> {_target.backend_text(self.ctx)}: "
+                       + ("the CPU process-group backend" if _target.target(self.ctx) == _target.CPU
+                          else "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)"))
+                safety = Safety.UNSAFE if mixed else Safety.SAFE
+                safeties[-1] = safety
+            plans.append((lit, replacement, msg, safety, more))
         imports: tuple[ImportRequest, ...] = ()
         if plans:
             imports = request_torch_neuronx(self, Safety.SAFE if Safety.SAFE in safeties else Safety.UNSAFE)
-        for lit, replacement, msg, safety in plans:
-            self.fix(lit, replacement, msg, safety=safety, imports=imports)
+        for lit, replacement, msg, safety, more in plans:
+            self.fix(lit, replacement, msg, safety=safety, imports=(*imports, *more))
         seen_choices: set[int] = set()
-        for seq, index in self._choices:
+        for seq, index in self._choices if _target.is_neuron(self.ctx) else ():
             if id(seq) in seen_choices:
                 continue
             seen_choices.add(id(seq))
@@ -275,6 +286,11 @@ class NcclBackend(Transform):
             replacement = seq.with_changes(elements=insert_after(seq.elements, index, new))  # type: ignore[attr-defined]
             self.fix(seq, replacement, 'adds `"neuron"` to the backend option\'s `choices`')
         for node, replacement, msg, safety, evidence in self._others:
+            if not _target.is_neuron(self.ctx):
+                self.report(node, "device-to-backend table: the `\"cuda\"` entry stays for GPU runs; "
+                            "`dist.get_default_backend_for_device(device)` gives the backend of any device",
+                            evidence=evidence)
+                continue
             self.fix(node, replacement, msg, safety=safety, evidence=evidence)
 
     def _report_unresolved(self, expr: cst.BaseExpression) -> None:

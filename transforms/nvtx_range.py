@@ -46,7 +46,7 @@ class NvtxRange(_CudaOnlySettings):
     name = "nvtx-range"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
-    tokens = (b"nvtx", b"profiler")
+    tokens = (b"nvtx", b"cuda")
     examples = (
         Example(
             'import torch\ntorch.cuda.nvtx.range_push("fwd")\ny = model(x)\ntorch.cuda.nvtx.range_pop()\n',

@@ -53,7 +53,7 @@ class PointToPoint(Transform):
     name = "point-to-point"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
-    tokens = (b"send", b"recv", b"P2POp")
+    tokens = (b"send(", b"recv(", b"isend", b"irecv", b"P2POp", b"_object_list")
     examples = (
         Example("import torch.distributed as dist\ndist.send(t, dst=1)\n", None),
         Example("from torch import distributed as D\nreqs = D.batch_isend_irecv(ops)\n", None),

@@ -1,0 +1,513 @@
+"""Reviewing edits hunk by hunk: ``neuronize fix -i``.
+
+Two parts:
+
+- **Pure** (no terminal, no filesystem): :func:`split_hunks` cuts one file's before/after bytes
+  into hunks, each carrying the findings whose original lines it touches (several change blocks
+  that one finding spans are one hunk, so a fix is never half-applied); a hunk with no finding
+  (imports the engine adds or removes) is linked, by name, to the hunks that need it.
+  :func:`rebuild` makes the file's bytes from a set of accepted hunks, byte for byte (CRLF, a
+  BOM, a missing final newline all survive: hunks are made of the file's own byte lines).
+  :func:`check_rebuilt` parses the result and looks for names it leaves undefined that neither
+  the original nor the fully fixed file leaves undefined (an import removed while a use remains,
+  a new name whose import was rejected).
+- **The prompt loop** (:func:`review_file`, :func:`review_run`): the ``git add -p`` / Bowler keys,
+  with the input and output functions injected so it is tested without a terminal. Only the
+  parent process calls it, and it writes each file (atomically, through
+  :func:`neuronize.api.write_changes`) right after that file's review, so ``q`` keeps the files
+  already reviewed.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import difflib
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from neuronize.diff import Style, finding_label, findings_touching, import_names
+from neuronize.transform import Finding, Safety
+
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """The byte lines of ``data``, each with its own ending (``\\r\\n``, ``\\n`` or ``\\r``)."""
+    return _LINE.findall(data)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One reviewable change. Indices are 0-based into the old/new byte lines."""
+
+    index: int
+    old_start: int
+    old_end: int
+    new_start: int
+    new_end: int
+    #: the difflib opcodes inside the hunk (equal stretches between two blocks of one finding)
+    ops: tuple[tuple[str, int, int, int, int], ...]
+    findings: tuple[Finding, ...] = ()
+    #: explanations of an edit no finding covers (imports), and the hunks it goes with
+    notes: tuple[str, ...] = ()
+    serves: tuple[int, ...] = ()
+    safety: Safety = Safety.SAFE
+
+    @property
+    def first_line(self) -> int:
+        """1-based first old line the hunk touches (for a pure insertion: the line after it)."""
+        return self.old_start + 1
+
+
+def _blocks(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[str, int, int, int, int]]:
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [op for op in matcher.get_opcodes() if op[0] != "equal"]
+
+
+def _encoding(source: bytes) -> str:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError:
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+def _text(lines: Iterable[bytes], encoding: str) -> str:
+    return b"".join(lines).decode(encoding, errors="replace").lstrip("\ufeff")
+
+
+def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), whole: bool = False
+                ) -> list[Hunk]:
+    """Cut the change from ``before`` to ``after`` into reviewable hunks (see the module doc).
+
+    ``whole``: one hunk for the whole change (notebooks, whose finding lines count within a cell).
+    """
+    old, new = split_lines(before), split_lines(after)
+    blocks = _blocks(old, new)
+    applied = [f for f in findings if f.applied]
+    if whole:
+        if not blocks:
+            return []
+        first, last = blocks[0], blocks[-1]
+        ops = tuple(op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+                    if first[1] <= op[1] and op[2] <= last[2] and not (op[0] == "equal" and op[1] == op[2]))
+        safety = Safety.UNSAFE if any(f.safety is Safety.UNSAFE for f in applied) else Safety.SAFE
+        return [Hunk(0, first[1], last[2], first[3], last[4], ops, tuple(sorted(applied)), safety=safety)]
+    # union-find over blocks: a finding spanning several blocks joins them into one hunk
+    parent = list(range(len(blocks)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owners: dict[int, list[Finding]] = {}
+    for finding in applied:
+        touched = [i for i, (_, i1, i2, _, _) in enumerate(blocks) if findings_touching([finding], i1, i2)]
+        for i in touched[1:]:
+            parent[find(i)] = find(touched[0])
+        if touched:
+            owners.setdefault(find(touched[0]), []).append(finding)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(blocks)):
+        groups.setdefault(find(i), []).append(i)
+    grouped = sorted(groups.values(), key=lambda members: members[0])
+    # Merged groups may interleave with other blocks: absorb anything lying between their ends.
+    merged: list[list[int]] = []
+    for members in grouped:
+        if merged and members[0] <= merged[-1][-1]:
+            merged[-1] = sorted(set(merged[-1]) | set(members))
+            merged[-1] = list(range(merged[-1][0], merged[-1][-1] + 1))
+        else:
+            merged.append(list(range(members[0], members[-1] + 1)))
+    encoding = _encoding(before)
+    hunks: list[Hunk] = []
+    for index, members in enumerate(merged):
+        first, last = blocks[members[0]], blocks[members[-1]]
+        ops: list[tuple[str, int, int, int, int]] = []
+        for k in members:
+            if ops:
+                _, _, pi2, _, pj2 = ops[-1]
+                if pi2 < blocks[k][1]:
+                    ops.append(("equal", pi2, blocks[k][1], pj2, blocks[k][3]))
+            ops.append(blocks[k])
+        inside = sorted({f for k in members for f in applied
+                         if findings_touching([f], blocks[k][1], blocks[k][2])})
+        safety = Safety.UNSAFE if any(f.safety is Safety.UNSAFE for f in inside) else Safety.SAFE
+        hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(ops), tuple(inside),
+                          safety=safety))
+    return _link_imports(hunks, old, new, encoding)
+
+
+def _uses(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
+
+
+def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes], encoding: str) -> list[Hunk]:
+    """Explain the hunks no finding covers: imports the engine added or removed for other hunks."""
+    out = list(hunks)
+    for h in hunks:
+        if h.findings:
+            continue
+        old_text = _text(old[h.old_start:h.old_end], encoding)
+        new_text = _text(new[h.new_start:h.new_end], encoding)
+        old_names, new_names = import_names(old_text), import_names(new_text)
+        added = [n for n in new_names if n not in old_names]
+        removed = [n for n in old_names if n not in new_names]
+        notes: list[str] = []
+        serves: set[int] = set()
+        for name in added:
+            users = [o.index for o in hunks if o is not h
+                     and _uses(_strip_imports(_text(new[o.new_start:o.new_end], encoding)), name)]
+            serves.update(users)
+            notes.append(f"adds the import of `{name}`" + _for(users, hunks))
+        for name in removed:
+            users = [o.index for o in hunks if o is not h
+                     and _uses(_strip_imports(_text(old[o.old_start:o.old_end], encoding)), name)]
+            serves.update(users)
+            notes.append(f"removes the import of `{name}`, unused once the edits are made" + _for(users, hunks))
+        if not notes:
+            notes.append("no rule: a side effect of the edits in this file")
+        safety = Safety.UNSAFE if any(hunks[i].safety is Safety.UNSAFE for i in serves) else Safety.SAFE
+        out[h.index] = dataclasses.replace(h, notes=tuple(notes), serves=tuple(sorted(serves)), safety=safety)
+    return out
+
+
+def _strip_imports(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not re.match(r"\s*(import|from)\s", line))
+
+
+def _for(users: Sequence[int], hunks: Sequence[Hunk]) -> str:
+    if not users:
+        return ""
+    parts = []
+    for i in users:
+        rules = ", ".join(dict.fromkeys(f.rule for f in hunks[i].findings)) or "imports"
+        parts.append(f"hunk {i + 1} ({rules})")
+    return " (goes with " + ", ".join(parts) + ")"
+
+
+def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterable[int]) -> bytes:
+    """``before`` with the accepted hunks applied (all: ``after``; none: ``before``), byte-exact."""
+    old, new = split_lines(before), split_lines(after)
+    chosen = set(accepted)
+    out: list[bytes] = []
+    pos = 0
+    for h in hunks:
+        out.extend(old[pos:h.old_start])
+        out.extend(new[h.new_start:h.new_end] if h.index in chosen else old[h.old_start:h.old_end])
+        pos = h.old_end
+    out.extend(old[pos:])
+    return b"".join(out)
+
+
+def line_map(before: bytes, after: bytes) -> Callable[[int], int]:
+    """Map a 1-based line of ``before`` to the line holding it (or its replacement) in ``after``."""
+    old, new = split_lines(before), split_lines(after)
+    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+
+    def mapped(line: int) -> int:
+        i = line - 1
+        for tag, i1, i2, j1, j2 in ops:
+            if i1 <= i < i2:
+                if tag == "equal":
+                    return j1 + (i - i1) + 1
+                return j1 + min(i - i1, max(j2 - j1 - 1, 0)) + 1
+        return line
+
+    return mapped
+
+
+# -- checking a rebuilt file -------------------------------------------------------------------
+_BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__builtins__", "__spec__",
+                                         "__loader__", "__package__", "__path__", "__annotations__",
+                                         "__dict__", "__class__", "__qualname__", "__module__"}
+
+
+@dataclass
+class _Names:
+    used: dict[str, int] = field(default_factory=dict)  # name -> first line used
+    bound: set[str] = field(default_factory=set)
+    imported: set[str] = field(default_factory=set)
+    star: bool = False
+
+
+def _names(tree: ast.AST) -> _Names:
+    names = _Names()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                names.used.setdefault(node.id, node.lineno)
+            else:
+                names.bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    names.star = True
+                    continue
+                bound = alias.asname or alias.name.split(".")[0]
+                names.bound.add(bound)
+                names.imported.add(bound)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.bound.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.bound.add(node.rest)
+    return names
+
+
+def _undefined(names: _Names) -> dict[str, int]:
+    if names.star:
+        return {}
+    return {n: line for n, line in names.used.items() if n not in names.bound and n not in _BUILTINS}
+
+
+def _parse(data: bytes) -> ast.AST | None:
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
+                  hunks: Sequence[Hunk] = (), accepted: Iterable[int] = ()) -> list[str]:
+    """Problems with ``rebuilt`` (one line each); empty when it is safe to write."""
+    if rebuilt in (before, after):
+        return []
+    if rebuilt.lstrip().startswith(b"{"):  # a notebook: must stay valid JSON
+        import json
+
+        try:
+            json.loads(rebuilt)
+        except ValueError as exc:
+            return [f"the notebook would not be valid JSON ({exc})"]
+        return []
+    try:
+        tree = ast.parse(rebuilt)
+    except (SyntaxError, ValueError) as exc:
+        where = f"line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        return [f"{where}the file would not parse ({getattr(exc, 'msg', exc)})"]
+    chosen = set(accepted)
+    now = _undefined(_names(tree))
+    known: set[str] = set()
+    for data in (before, after):
+        other = _parse(data)
+        if other is not None:
+            known |= set(_undefined(_names(other)))
+    encoding = _encoding(before)
+    old, new = split_lines(before), split_lines(after)
+    problems = []
+    for name, line in sorted(now.items(), key=lambda item: item[1]):
+        if name in known:
+            continue
+        culprit = ""
+        for h in hunks:
+            new_names = import_names(_text(new[h.new_start:h.new_end], encoding))
+            old_names = import_names(_text(old[h.old_start:h.old_end], encoding))
+            if name in new_names and name not in old_names and h.index not in chosen:
+                culprit = f": hunk {h.index + 1}, which adds its import, was rejected"
+                break
+            if name in old_names and name not in new_names and h.index in chosen:
+                culprit = f": hunk {h.index + 1}, which removes its import, was accepted"
+                break
+        problems.append(f"line {line}: `{name}` would be used but not defined{culprit}")
+    return problems
+
+
+# -- the prompt loop ---------------------------------------------------------------------------
+HELP = """\
+y - apply this hunk
+n - do not apply this hunk
+a - apply this hunk and all later hunks in this file
+d - do not apply this hunk or any later hunk in this file
+q - quit; do not apply this hunk or any other one (hunks already accepted in this file are kept)
+? - print help"""
+
+KEYS = "y,n,a,d,q,?"
+
+
+def render_hunk(display: str, before: bytes, after: bytes, hunk: Hunk, total: int,
+                style: Style, context: int = 3) -> str:
+    """A hunk as the reviewer sees it: where, why (rules, classes, reasons), then the lines."""
+    old, new = split_lines(before), split_lines(after)
+    encoding = _encoding(before)
+    lines_label = (f"line {hunk.first_line}" if hunk.old_end - hunk.old_start <= 1
+                   else f"lines {hunk.first_line}-{hunk.old_end}")
+    out = [style.header(f"{display}: hunk {hunk.index + 1}/{total}, {lines_label} [{hunk.safety.value}]")]
+    for finding in hunk.findings:
+        out.append(style.note(f"  {finding.line}:{finding.column} " + finding_label(finding)))
+    for note in hunk.notes:
+        out.append(style.note(f"  {note}"))
+
+    def show(prefix: str, lines: Sequence[bytes]) -> None:
+        for raw in lines:
+            text = raw.decode(encoding, errors="replace").lstrip("\ufeff").rstrip("\r\n")
+            out.append(style.line(prefix, text))
+            if not raw.endswith((b"\n", b"\r")):
+                out.append("\\ No newline at end of file")
+
+    show(" ", old[max(0, hunk.old_start - context):hunk.old_start])
+    for tag, i1, i2, j1, j2 in hunk.ops:
+        if tag == "equal":
+            show(" ", old[i1:i2])
+        else:
+            show("-", old[i1:i2])
+            show("+", new[j1:j2])
+    show(" ", old[hunk.old_end:hunk.old_end + context])
+    return "\n".join(out)
+
+
+@dataclass
+class FileOutcome:
+    """What the reviewer decided for one file."""
+
+    accepted: set[int]
+    hunks: list[Hunk]
+    output: bytes | None  # None: write nothing
+    quit: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+Ask = Callable[[str], str]
+Say = Callable[[str], None]
+
+
+def review_file(display: str, before: bytes, after: bytes, findings: Sequence[Finding], *,
+                ask: Ask, say: Say, style: Style, prompt_for: Callable[[Hunk], bool] = lambda h: True
+                ) -> FileOutcome:
+    """Ask about every hunk of one file; rebuild and re-check the file from the answers.
+
+    ``prompt_for(hunk)`` False means "apply without asking" (``--review unsafe`` for safe hunks).
+    ``ask`` returns the answer line (raising EOFError counts as ``q``).
+    """
+    hunks = split_hunks(before, after, findings, whole=display.endswith(".ipynb"))
+    while True:
+        accepted, quit_ = _ask_hunks(display, before, after, hunks, ask=ask, say=say, style=style,
+                                     prompt_for=prompt_for)
+        output = rebuild(before, after, hunks, accepted)
+        if output == before:
+            return FileOutcome(accepted, hunks, None, quit_)
+        problems = check_rebuilt(before, after, output, hunks, accepted)
+        if not problems:
+            return FileOutcome(accepted, hunks, output, quit_)
+        say(style.error(f"{display}: the accepted hunks do not make a valid file:"))
+        for problem in problems:
+            say(style.error(f"  {display}: {problem}"))
+        if quit_:
+            say(f"{display}: nothing written")
+            return FileOutcome(set(), hunks, None, True, problems)
+        answer = _answer(ask, f"Review {display} again (r) or leave it unchanged (s) [r,s]? ", "rs")
+        if answer != "r":
+            say(f"{display}: nothing written")
+            return FileOutcome(set(), hunks, None, answer == "q", problems)
+
+
+def _answer(ask: Ask, prompt: str, allowed: str) -> str:
+    while True:
+        try:
+            answer = ask(prompt).strip().lower()
+        except EOFError:
+            return "q"
+        if len(answer) == 1 and answer in allowed:
+            return answer
+
+
+def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk], *, ask: Ask, say: Say,
+               style: Style, prompt_for: Callable[[Hunk], bool]) -> tuple[set[int], bool]:
+    accepted: set[int] = set()
+    rest: str | None = None  # "a" or "d" once chosen for the rest of the file
+    for hunk in hunks:
+        if not prompt_for(hunk):
+            accepted.add(hunk.index)
+            rules = ", ".join(dict.fromkeys(f.rule for f in hunk.findings)) or "imports"
+            say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} ({rules}, safe) applied without asking"))
+            continue
+        if rest == "a":
+            accepted.add(hunk.index)
+            continue
+        if rest == "d":
+            continue
+        say(render_hunk(display, before, after, hunk, len(hunks), style))
+        while True:
+            try:
+                answer = ask(f"({hunk.index + 1}/{len(hunks)}) Apply this hunk to {display} [{KEYS}]? ").strip().lower()
+            except EOFError:
+                answer = "q"
+            if answer in ("y", "n", "a", "d", "q"):
+                break
+            say(style.note(HELP))
+        if answer == "q":
+            return accepted, True
+        if answer in ("y", "a"):
+            accepted.add(hunk.index)
+        if answer in ("a", "d"):
+            rest = answer
+    return accepted, False
+
+
+def mark_applied(findings: Iterable[Finding], hunks: Sequence[Hunk], accepted: set[int],
+                 complete: bool) -> tuple[Finding, ...]:
+    """The findings with ``applied`` true only for those in accepted hunks.
+
+    ``complete``: every hunk was accepted (an applied finding that touches no hunk counts then).
+    """
+    in_hunk = {f: h.index for h in hunks for f in h.findings}
+    out = []
+    for f in findings:
+        if f.applied:
+            keep = in_hunk[f] in accepted if f in in_hunk else complete
+            f = dataclasses.replace(f, applied=keep)
+        out.append(f)
+    return tuple(out)
+
+
+def review_run(run, *, ask: Ask, say: Say, style: Style,  # type: ignore[no-untyped-def]
+               prompt_for: Callable[[Hunk], bool] = lambda h: True):
+    """Review every changed file of ``run`` (an :class:`neuronize.api.RunResult`), file by file,
+    writing each file right after its review. Returns the new RunResult: only the accepted edits
+    count as applied; files not written have ``output`` None."""
+    from neuronize import api
+
+    out = api.RunResult(skipped=run.skipped)
+    stop = False
+    for f in run.files:
+        if stop or not f.result.changed or f.source is None or f.path is None or f.error is not None:
+            if stop and f.result.changed:
+                f = _unchanged(f)
+            out.files.append(f)
+            continue
+        assert f.result.output is not None
+        outcome = review_file(f.display, f.source, f.result.output, f.result.findings, ask=ask, say=say,
+                              style=style, prompt_for=prompt_for)
+        stop = outcome.quit
+        if outcome.output is None:
+            out.files.append(_unchanged(f))
+            continue
+        complete = outcome.output == f.result.output
+        findings = mark_applied(f.result.findings, outcome.hunks, outcome.accepted, complete)
+        pending = dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings,
+                                                                    output=outcome.output))
+        written = api.write_changes(api.RunResult(files=[pending])).files[0]
+        if written.written:
+            say(f"{f.display}: wrote {len(outcome.accepted)} of {len(outcome.hunks)} hunk(s)")
+        out.files.append(written)
+    return out
+
+
+def _unchanged(f):  # type: ignore[no-untyped-def]
+    """``f`` as left alone: nothing applied, nothing to write."""
+    findings = tuple(dataclasses.replace(x, applied=False) for x in f.result.findings)
+    return dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings, output=None))

@@ -1,0 +1,166 @@
+"""The result cache: keys miss on every change that can change a result; entries round-trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import neuronize
+from neuronize.cache import ResultCache, code_fingerprint, default_directory
+from neuronize.context import Options
+from neuronize.engine import FileError, SourceResult, run_source
+from neuronize.registry import all_rules
+from neuronize.transform import Finding, Safety
+
+SOURCE = b'import torch\nmodel = Net().cuda()\ndevice = "cuda"\n'
+IDS = [r.id for r in all_rules()]
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> ResultCache:
+    return ResultCache(tmp_path / "cache")
+
+
+def test_same_inputs_same_key(cache):
+    k1 = cache.key(SOURCE, IDS, Options(), fix=False)
+    k2 = cache.key(SOURCE, list(reversed(IDS)), Options(), fix=False)
+    assert k1 == k2 and len(k1) == 64
+    assert ResultCache(cache.directory).key(SOURCE, IDS, Options(), False) == k1
+
+
+def test_content_change_misses(cache):
+    result = run_source(SOURCE, all_rules(), Options(), fix=False)
+    cache.put(cache.key(SOURCE, IDS, Options(), False), result)
+    assert cache.get(cache.key(SOURCE + b"\n", IDS, Options(), False)) is None
+    assert cache.get(cache.key(SOURCE.replace(b"cuda", b"cudb"), IDS, Options(), False)) is None
+    assert cache.get(cache.key(SOURCE, IDS, Options(), False)) == result
+
+
+def test_rule_selection_misses(cache):
+    key = cache.key(SOURCE, IDS, Options(), False)
+    cache.put(key, SourceResult())
+    assert cache.key(SOURCE, IDS[1:], Options(), False) != key
+    assert cache.key(SOURCE, ["NRN102"], Options(), False) != key
+    assert cache.get(cache.key(SOURCE, IDS[:-1], Options(), False)) is None
+
+
+def test_options_and_mode_miss(cache):
+    key = cache.key(SOURCE, IDS, Options(), False)
+    cache.put(key, SourceResult())
+    others = {
+        cache.key(SOURCE, IDS, Options(unsafe_fixes=True), False),
+        cache.key(SOURCE, IDS, Options(target="cpu"), False),
+        cache.key(SOURCE, IDS, Options(), True),
+    }
+    assert key not in others and len(others) == 3
+    for other in others:
+        assert cache.get(other) is None
+
+
+def test_version_change_misses(cache, monkeypatch):
+    key = cache.key(SOURCE, IDS, Options(), False)
+    cache.put(key, SourceResult())
+    monkeypatch.setattr(neuronize, "__version__", neuronize.__version__ + ".post1")
+    new_key = cache.key(SOURCE, IDS, Options(), False)
+    assert new_key != key
+    assert cache.get(new_key) is None
+
+
+def test_rule_source_change_misses(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    rule = rules / "my_rule.py"
+    rule.write_text("TOKENS = ('cuda',)\n")
+    before = code_fingerprint([rule])
+    rule.write_text("TOKENS = ('cuda', 'nccl')\n")
+    after = code_fingerprint([rule])
+    assert before != after
+    a = ResultCache(tmp_path / "c", fingerprint=before)
+    b = ResultCache(tmp_path / "c", fingerprint=after)
+    a.put(a.key(SOURCE, IDS, Options(), False), SourceResult())
+    assert b.get(b.key(SOURCE, IDS, Options(), False)) is None
+    assert a.get(a.key(SOURCE, IDS, Options(), False)) == SourceResult()
+
+
+def test_default_fingerprint_covers_rule_modules():
+    import neuronize.transforms as transforms
+
+    files = [p for folder in transforms.__path__ for p in Path(folder).glob("*.py")]
+    assert files
+    assert code_fingerprint() == code_fingerprint()
+    assert code_fingerprint() != code_fingerprint(files[:-1])
+
+
+@pytest.mark.parametrize("fix", [False, True])
+def test_hit_returns_equal_result(cache, fix):
+    result = run_source(SOURCE, all_rules(), Options(unsafe_fixes=True), fix=fix)
+    assert result.findings
+    if fix:
+        assert result.output is not None
+    key = cache.key(SOURCE, IDS, Options(unsafe_fixes=True), fix)
+    assert cache.put(key, result)
+    again = ResultCache(cache.directory).get(key)
+    assert again == result
+    assert all(isinstance(f.safety, Safety) for f in again.findings)
+
+
+def test_error_skipped_warnings_round_trip(cache):
+    results = [
+        SourceResult(error=FileError("syntax error: bad", 3, 7)),
+        SourceResult(error=FileError("binary file")),
+        SourceResult(skipped=True),
+        SourceResult(
+            findings=(Finding(line=1, column=1, rule="NRN102", name="cuda-method", safety=Safety.SAFE,
+                              message="m", fixable=True, end_line=1, end_column=9, applied=True),),
+            output=b"\xef\xbb\xbfx = 1\r\n\xe9\x00", warnings=("w1", "w2")),
+    ]
+    for i, result in enumerate(results):
+        key = cache.key(bytes([i]), IDS, Options(), True)
+        cache.put(key, result)
+        assert cache.get(key) == result
+
+
+def test_corrupt_entry_misses(cache):
+    key = cache.key(SOURCE, IDS, Options(), False)
+    result = run_source(SOURCE, all_rules(), Options(), fix=False)
+    cache.put(key, result)
+    path = next((cache.directory).rglob(f"{key}.json"))
+    good = path.read_bytes()
+    bad_entries = [
+        b"", b"{", b"\x00\xff", b"[]", b'{"key": "x"}',
+        good.replace(b'"safety":"', b'"safety":"nonsense', 1),
+        json.dumps({"key": key, "result": {"findings": [1]}}).encode(),
+        good[: len(good) // 2],
+    ]
+    for bad in bad_entries:
+        path.write_bytes(bad)
+        assert cache.get(key) is None, bad
+    path.unlink()
+    path.mkdir()  # even a directory where the entry should be
+    assert cache.get(key) is None
+
+
+def test_unwritable_directory_does_not_raise(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    cache = ResultCache(blocker / "cache")
+    key = cache.key(SOURCE, IDS, Options(), False)
+    assert cache.put(key, SourceResult()) is False
+    assert cache.get(key) is None
+
+
+def test_directory_is_git_ignored(cache):
+    cache.put(cache.key(SOURCE, IDS, Options(), False), SourceResult())
+    assert (cache.directory / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert not list(cache.directory.rglob(".tmp-*"))
+
+
+def test_default_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("NEURONIZE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_directory() == tmp_path / "xdg" / "neuronize"
+    monkeypatch.setenv("NEURONIZE_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_directory() == tmp_path / "mine"
+    assert ResultCache().directory == tmp_path / "mine"

@@ -1,0 +1,94 @@
+"""The byte pre-filter is derived from the tokens every rule declares, and covers every rule.
+
+A rule whose example does not contain one of its own tokens would be silently filtered out of
+real files: these tests fail as soon as a rule (new or edited) is in that state.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from neuronize.context import Options
+from neuronize.engine import prefilter_for, run_source
+from neuronize.registry import all_rules
+
+RULES = all_rules()
+COMBINED = prefilter_for(RULES)
+EXAMPLES = [(rule, i, ex) for rule in RULES for i, ex in enumerate(rule.examples)]
+
+
+def _before(example) -> bytes:  # type: ignore[no-untyped-def]
+    return textwrap.dedent(example.before).lstrip("\n").encode()
+
+
+@pytest.mark.parametrize("rule,index,example", EXAMPLES,
+                         ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES])
+def test_every_example_passes_its_rules_filter(rule, index, example):
+    source = _before(example)
+    assert prefilter_for([rule]).search(source), (
+        f"{rule.id} example {index} contains none of the rule's tokens {rule.tokens}: "
+        "the pre-filter would skip it")
+    assert COMBINED.search(source)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_tokens_are_in_the_combined_filter(rule):
+    for token in rule.tokens:
+        assert COMBINED.search(token), token
+        assert prefilter_for([rule]).search(token), token
+
+
+@pytest.mark.parametrize("rule,index,example", EXAMPLES,
+                         ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES])
+def test_examples_still_fire_through_the_filter(rule, index, example):
+    """With the whole rule set and its derived filter, the example is parsed and found."""
+    result = run_source(_before(example), RULES, Options(unsafe_fixes=example.unsafe_fixes),
+                        prefilter=COMBINED, fix=False)
+    assert not result.skipped
+    assert any(f.rule == rule.id for f in result.findings)
+
+
+def _tokenless(text: str) -> bytes:
+    source = textwrap.dedent(text).encode()
+    assert not COMBINED.search(source), COMBINED.search(source)
+    return source
+
+
+def test_file_without_tokens_is_skipped_unparsed():
+    source = _tokenless('''\
+        import torch
+        from torch import nn
+
+
+        class Classifier(nn.Module):
+            def __init__(self, width: int) -> None:
+                super().__init__()
+                self.head = nn.Linear(width, 10)
+
+            def forward(self, x):
+                return self.head(x).relu()
+        ''')
+    result = run_source(source, RULES, Options())
+    assert result.skipped
+    assert result.findings == () and result.output is None and result.error is None
+
+
+def test_tokenless_syntax_error_is_not_even_parsed():
+    source = _tokenless("def broken(:\n    return 1\n")
+    result = run_source(source, RULES, Options())
+    assert result.skipped and result.error is None
+
+
+def test_empty_rule_set_filters_everything():
+    pattern = prefilter_for([])
+    assert not pattern.search(b"x.cuda()\n")
+    assert run_source(b"x.cuda()\n", (), Options()).skipped
+
+
+def test_filter_is_derived_from_declared_tokens():
+    """Every token of every rule, and nothing else, is an alternative of the combined filter."""
+    declared = {tok for rule in RULES for tok in rule.tokens}
+    for token in declared:
+        assert COMBINED.fullmatch(token), token

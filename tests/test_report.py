@@ -1,0 +1,209 @@
+"""Migration report (Markdown), SARIF 2.1.0, GitHub annotations, and the stderr summary.
+
+Update the Markdown snapshot with ``pytest tests/test_report.py --snapshot-update`` and read the
+``git diff`` of tests/snapshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from helpers import neuronize
+from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.registry import all_rules
+from neuronize.report import KINDS, REPORT_ONLY_EFFORT, dependency, effort, kind_of
+from neuronize.transform import Finding, Safety
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+#: a fixed part of fixtures/pipeline (new pipeline cases do not churn the snapshot)
+PIPELINE_FILES = ("custom_kernels", "fsdp_worker", "gpt_trainer", "hf_finetune", "hf_generate")
+
+
+def _pipeline_repo(tmp_path: Path) -> Path:
+    """The pipeline fixture as a repository: its ``*.before.py`` files under their real names."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in PIPELINE_FILES:
+        shutil.copyfile(ROOT / "fixtures" / "pipeline" / f"{name}.before.py", repo / f"{name}.py")
+    return repo
+
+
+def test_markdown_report_of_the_pipeline_fixture(tmp_path, snapshot):
+    repo = _pipeline_repo(tmp_path)
+    proc = neuronize("report", ".", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    snapshot.snapshot_dir = SNAPSHOTS
+    snapshot.assert_match(text, "pipeline_report.md")
+    assert __version__ in text and TORCHNEURON_TARGET in text
+    for heading in ("## Summary", "## Edits", "## Left to do", "### Custom kernels", "### CUDA-only libraries",
+                    "### Review-needed comparisons and checks", "### Effort by rule", "## Files"):
+        assert heading in text, heading
+    # every finding is either an edit or a leftover, each with a file:line link and its message
+    check = json.loads(neuronize("check", "--output-format", "json", ".", cwd=repo).stdout)
+    assert check["findings"]
+    for f in check["findings"]:
+        link = f"[{f['path']}:{f['line']}]({f['path']}#L{f['line']})"
+        assert link in text, link
+        assert " ".join(f["message"].split()).replace("|", "\\|") in text
+    assert "| hard |" in text and "| optional |" in text
+
+
+def test_report_writes_a_file_and_never_touches_sources(tmp_path):
+    source = b"import torch\nimport flash_attn\nm = Net().cuda()\n"
+    (tmp_path / "t.py").write_bytes(source)
+    proc = neuronize("report", "-o", "REPORT.md", ".", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    assert (tmp_path / "t.py").read_bytes() == source
+    text = (tmp_path / "REPORT.md").read_text()
+    assert text.startswith("# TorchNeuron migration report\n")
+    assert "| NRN102 | `cuda-method` | safe | 1 | none |" in text
+    assert "### CUDA-only libraries (1: NRN903)" in text
+    assert "[t.py:2](t.py#L2) | NRN903 `cuda-only-library` | report-only | hard | medium |" in text
+    assert "Regenerate with `neuronize report .`" in text
+
+
+def test_report_exits_2_when_a_file_fails(tmp_path):
+    (tmp_path / "bad.py").write_bytes(b"x = torch.zeros(3).cuda(\n")
+    proc = neuronize("report", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "## Files that failed" in proc.stdout.decode()
+
+
+def test_check_markdown_and_fix_report_file(tmp_path):
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nimport triton\n")
+    proc = neuronize("check", "--output-format", "markdown", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "safe fix not applied" in proc.stdout.decode()  # check never applies
+    proc = neuronize("fix", "--report", "r.md", "t.py", cwd=tmp_path)
+    text = (tmp_path / "r.md").read_text()
+    assert "| files edited | 1 |" in text and "| edits made | 1 (1 safe) |" in text
+    assert "[t.py:1](t.py#L1) NRN102 (safe)" in text
+    assert "[t.py:2](t.py#L2) | NRN902 `triton-kernel` | report-only | hard | high |" in text
+
+
+def _required_sarif_structure(log: dict) -> None:
+    """What SARIF 2.1.0 requires (sarif-schema-2.1.0.json) and GitHub code scanning reads."""
+    assert log["version"] == "2.1.0"
+    assert log["$schema"].endswith("sarif-2.1.0.json")
+    assert isinstance(log["runs"], list) and log["runs"]
+    for run in log["runs"]:
+        driver = run["tool"]["driver"]
+        assert isinstance(driver["name"], str) and driver["name"]
+        rules = driver.get("rules", [])
+        ids = [r["id"] for r in rules]
+        assert len(ids) == len(set(ids))
+        for rule in rules:
+            assert isinstance(rule["shortDescription"]["text"], str)
+            assert rule["defaultConfiguration"]["level"] in ("none", "note", "warning", "error")
+        for result in run["results"]:
+            assert isinstance(result["message"]["text"], str) and result["message"]["text"]
+            assert result["level"] in ("none", "note", "warning", "error")
+            assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+            for location in result["locations"]:
+                physical = location["physicalLocation"]
+                uri = physical["artifactLocation"]["uri"]
+                assert uri and not uri.startswith("/") and "\\" not in uri and " " not in uri
+                region = physical["region"]
+                assert region["startLine"] >= 1 and region.get("startColumn", 1) >= 1
+                assert region.get("endLine", region["startLine"]) >= region["startLine"]
+                if region.get("endLine", region["startLine"]) == region["startLine"] and "endColumn" in region:
+                    assert region["endColumn"] > region.get("startColumn", 1)
+        for invocation in run.get("invocations", []):
+            assert isinstance(invocation["executionSuccessful"], bool)
+
+
+def test_sarif_has_the_required_structure(tmp_path):
+    repo = _pipeline_repo(tmp_path)
+    proc = neuronize("check", "--output-format", "sarif", ".", cwd=repo)
+    assert proc.returncode == 1
+    log = json.loads(proc.stdout)
+    _required_sarif_structure(log)
+    results = log["runs"][0]["results"]
+    assert len(results) == len(json.loads(
+        neuronize("check", "--output-format", "json", ".", cwd=repo).stdout)["findings"])
+    levels = {r["ruleId"]: r["level"] for r in results}
+    assert levels["NRN902"] == "error" and levels["NRN101"] == "note" and levels["NRN103"] == "warning"
+    # a failed file is a notification, not a crash
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "my file.py").write_bytes(b"m = Net().cuda()\n")
+    (other / "bad.py").write_bytes(b"x = y.cuda(\n")
+    proc = neuronize("report", "--output-format", "sarif", ".", cwd=other)
+    assert proc.returncode == 2
+    log = json.loads(proc.stdout)
+    _required_sarif_structure(log)
+    assert log["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    assert log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
+        "my%20file.py"
+
+
+def test_sarif_validates_against_the_schema_when_available():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_file = SNAPSHOTS / "sarif-schema-2.1.0.json"
+    if not schema_file.exists():
+        pytest.skip("SARIF schema not vendored")
+    proc = neuronize("check", "--output-format", "sarif", "fixtures/pipeline/gpt_trainer.before.py", cwd=ROOT)
+    jsonschema.validate(json.loads(proc.stdout), json.loads(schema_file.read_text()))
+
+
+def test_github_annotations(tmp_path):
+    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport triton\nx.cuda(1)\n")
+    proc = neuronize("check", "--output-format", "github", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0].startswith("::notice file=a%2Cb.py,line=1,col=5,endLine=1,endColumn=17,")
+    assert ",title=NRN102 cuda-method (safe)::" in lines[0]
+    assert lines[1].startswith("::error file=a%2Cb.py,line=2,col=1,")
+    assert lines[2].startswith("::warning ") and "title=NRN102 cuda-method (unsafe)" in lines[2]
+    for line in lines:
+        assert re.fullmatch(r"::(notice|warning|error) [^:]+::.+", line), line
+
+
+def test_every_rule_has_a_kind_and_an_effort():
+    keys = {k for k, _, _ in KINDS}
+    for rule in all_rules():
+        key, title = kind_of(rule.id)
+        assert key in keys and key != "other", rule.id
+        finding = Finding(1, 1, rule.id, rule.name, rule.safety, "m", rule.safety is not Safety.REPORT_ONLY)
+        assert effort(finding) in ("none", "low", "medium", "high")
+    assert kind_of("NRN103")[0] == "review" and kind_of("NRN909")[0] == "distributed"
+    assert kind_of("NRN901")[0] == "kernels" and kind_of("NRN903")[0] == "libraries"
+    assert set(REPORT_ONLY_EFFORT) <= {r.id for r in all_rules()}
+
+
+def test_dependency_from_message():
+    def f(message: str) -> Finding:
+        return Finding(1, 1, "NRN903", "cuda-only-library", Safety.REPORT_ONLY, message, False)
+
+    assert dependency(f("`import apex` (HARD dependency, unguarded import): ...")) == "hard"
+    assert dependency(f("`from x import y` (OPTIONAL dependency, inside `try/except ImportError`)")) == "optional"
+    assert dependency(f("no dependency named")) == ""
+
+
+@pytest.mark.parametrize("command", [("check",), ("fix",), ("fix", "--diff")])
+def test_summary_after_every_run(tmp_path, command):
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport triton\n")
+    (tmp_path / "clean.py").write_bytes(b"print(1)\n")
+    (tmp_path / "bad.py").write_bytes(b"y = x.cuda(\n")
+    proc = neuronize(*command, ".", cwd=tmp_path)
+    summary = proc.stderr.decode().splitlines()[-1]
+    verb = "changed" if command == ("fix",) else "would change"
+    assert summary.startswith(f"3 file(s) checked: 1 {verb}"), summary
+    assert "1 unchanged, 1 failed" in summary
+    if command == ("fix",):
+        assert "fixes applied: 1 safe" in summary
+    if command == ("check",):
+        assert "fixable: 1 safe, 1 unsafe; 3 finding(s) left (NRN102: 2, NRN902: 1)" in summary
+    else:
+        assert "2 finding(s) left (NRN102: 1, NRN902: 1)" in summary
+    assert neuronize(*command, "--quiet", ".", cwd=tmp_path).stderr.decode().count("file(s) checked") == 0

@@ -1,0 +1,387 @@
+"""Interactive review (``neuronize fix -i``): the pure hunk logic, the prompt loop with injected
+input/output, and the real command driven in a pseudo-terminal the way a person uses it."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from helpers import neuronize
+from neuronize import api
+from neuronize.context import Options
+from neuronize.diff import Style
+from neuronize.registry import all_rules
+from neuronize.review import (
+    Hunk,
+    check_rebuilt,
+    line_map,
+    rebuild,
+    review_file,
+    split_hunks,
+    split_lines,
+)
+
+pexpect = pytest.importorskip("pexpect")
+
+#: one import hunk serving two edits: `autocast` is no longer imported, `torch_neuronx` is
+AMP = b"""import torch
+from torch.cuda.amp import autocast, GradScaler
+
+
+def train(model, batch):
+    with autocast():
+        loss = model(batch)
+    print(torch.cuda.max_memory_allocated())
+    return loss
+"""
+AMP_HUNKS = 3  # the imports, the autocast edit, the memory call
+
+#: two safe edits and one unsafe one, far apart
+MIXED = (b"import torch\n" + b"model = Net().cuda()\n" + b"".join(b"a%d = %d\n" % (i, i) for i in range(10))
+         + b"batch = batch.cuda(3)\n" + b"".join(b"b%d = %d\n" % (i, i) for i in range(10))
+         + b"torch.cuda.synchronize()\n")
+
+PROMPT = re.compile(r"\((\d+)/(\d+)\) Apply this hunk to (\S+) \[y,n,a,d,q,\?\]\? ")
+AGAIN = re.compile(r"Review (\S+) again \(r\) or leave it unchanged \(s\) \[r,s\]\? ")
+
+
+def _analyse(path: Path, unsafe: bool = True):  # type: ignore[no-untyped-def]
+    run = api.analyse_paths([str(path)], all_rules(), Options(unsafe_fixes=unsafe), jobs=1)
+    [f] = run.files
+    return f.source, f.result.output, f.result.findings
+
+
+# -- the pure part -----------------------------------------------------------------------------
+def test_split_lines_keeps_every_byte():
+    for data in (b"", b"a", b"a\n", b"a\r\nb", b"a\rb\r\n\r\nc\n", b"\xef\xbb\xbfx\n"):
+        assert b"".join(split_lines(data)) == data
+    assert split_lines(b"a\r\nb\rc\nd") == [b"a\r\n", b"b\r", b"c\n", b"d"]
+
+
+def test_hunks_carry_their_findings_and_imports_are_linked(tmp_path):
+    (tmp_path / "a.py").write_bytes(AMP)
+    before, after, findings = _analyse(tmp_path / "a.py")
+    hunks = split_hunks(before, after, findings)
+    assert len(hunks) == AMP_HUNKS
+    imports, autocast, memory = hunks
+    assert imports.findings == () and imports.serves == (1, 2)
+    assert any("`torch_neuronx`" in n and "hunk 3 (NRN113)" in n for n in imports.notes)
+    assert any("`autocast`" in n and "hunk 2 (NRN201)" in n for n in imports.notes)
+    assert {f.rule for f in autocast.findings} == {"NRN201"}
+    assert [f.rule for f in memory.findings] == ["NRN113"]
+    assert imports.safety.value == "unsafe"  # it goes with unsafe edits
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("final_newline", [True, False], ids=["final-newline", "no-final-newline"])
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["no-bom", "bom"])
+def test_rebuild_is_byte_exact_for_every_subset(tmp_path, newline, final_newline, bom):
+    source = bom + MIXED.replace(b"\n", newline)
+    if not final_newline:
+        source = source[: -len(newline)]
+    (tmp_path / "m.py").write_bytes(source)
+    before, after, findings = _analyse(tmp_path / "m.py")
+    hunks = split_hunks(before, after, findings)
+    assert len(hunks) == 3
+    assert rebuild(before, after, hunks, {h.index for h in hunks}) == after
+    assert rebuild(before, after, hunks, ()) == before
+    for size in range(len(hunks) + 1):
+        for accepted in itertools.combinations(range(len(hunks)), size):
+            out = rebuild(before, after, hunks, accepted)
+            assert out.startswith(bom) and out.endswith(newline) == final_newline
+            assert (b"\r\n" in out) == (newline == b"\r\n")
+            assert check_rebuilt(before, after, out, hunks, accepted) == []
+            ast.parse(out)
+            assert (b'Net().to("neuron")' in out) == (0 in accepted)
+            assert (b"batch.to(\"neuron\")" in out) == (1 in accepted)
+
+
+def test_check_finds_a_use_whose_import_was_removed_and_a_dangling_name(tmp_path):
+    (tmp_path / "a.py").write_bytes(AMP)
+    before, after, findings = _analyse(tmp_path / "a.py")
+    hunks = split_hunks(before, after, findings)
+    problems = check_rebuilt(before, after, rebuild(before, after, hunks, {0, 2}), hunks, {0, 2})
+    assert problems == ["line 7: `autocast` would be used but not defined: hunk 1, which removes its "
+                        "import, was accepted"]
+    problems = check_rebuilt(before, after, rebuild(before, after, hunks, {1, 2}), hunks, {1, 2})
+    assert problems == ["line 8: `torch_neuronx` would be used but not defined: hunk 1, which adds its "
+                        "import, was rejected"]
+    assert check_rebuilt(before, after, rebuild(before, after, hunks, {0, 1}), hunks, {0, 1}) == []
+    assert check_rebuilt(before, after, b"def f(:\n") == ["line 1: the file would not parse (invalid syntax)"]
+
+
+def test_line_map():
+    before = b"a\nb\nc\nd\n"
+    after = b"a\nnew\nb\nC1\nC2\nd\n"
+    assert [line_map(before, after)(n) for n in (1, 2, 3, 4)] == [1, 3, 4, 6]
+
+
+def test_names_undefined_before_are_not_blamed_on_the_review():
+    before = b"x = undefined_thing\ny = 1\n"
+    after = b"x = undefined_thing\ny = 2\n"
+    hunks = split_hunks(before, after)
+    assert check_rebuilt(before, after, rebuild(before, after, hunks, {0}), hunks, {0}) == []
+
+
+def _script(*answers: str):  # type: ignore[no-untyped-def]
+    queue = list(answers)
+    prompts: list[str] = []
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        if not queue:
+            raise EOFError
+        return queue.pop(0)
+
+    return ask, prompts
+
+
+def test_prompt_loop_keys(tmp_path):
+    (tmp_path / "m.py").write_bytes(MIXED)
+    before, after, findings = _analyse(tmp_path / "m.py")
+    said: list[str] = []
+    outcomes = {}
+    for answers in (("y", "n", "y"), ("?", "x", "n", "a"), ("d",), ("y", "q"), ()):
+        ask, prompts = _script(*answers)
+        outcomes[answers] = review_file("m.py", before, after, findings, ask=ask, say=said.append, style=Style())
+    assert outcomes[("y", "n", "y")].accepted == {0, 2}
+    assert outcomes[("?", "x", "n", "a")].accepted == {1, 2}  # ? and an unknown key print help, ask again
+    assert any("a - apply this hunk and all later hunks in this file" in s for s in said)
+    assert outcomes[("d",)].accepted == set() and outcomes[("d",)].output is None
+    quit_ = outcomes[("y", "q")]
+    assert quit_.quit and quit_.accepted == {0}
+    assert quit_.output == rebuild(before, after, quit_.hunks, {0})
+    assert outcomes[()].quit and outcomes[()].output is None  # end of input is q
+
+
+def test_prompt_loop_asks_only_for_the_chosen_class(tmp_path):
+    (tmp_path / "m.py").write_bytes(MIXED)
+    before, after, findings = _analyse(tmp_path / "m.py")
+    ask, prompts = _script("n")
+    said: list[str] = []
+    outcome = review_file("m.py", before, after, findings, ask=ask, say=said.append, style=Style(),
+                          prompt_for=lambda h: h.safety.value != "safe")
+    assert len(prompts) == 1 and outcome.accepted == {0, 2}
+    assert sum("applied without asking" in s for s in said) == 2
+
+
+def test_a_broken_choice_is_explained_and_never_returned(tmp_path):
+    (tmp_path / "a.py").write_bytes(AMP)
+    before, after, findings = _analyse(tmp_path / "a.py")
+    said: list[str] = []
+    ask, prompts = _script("y", "n", "y", "r", "a")
+    outcome = review_file("a.py", before, after, findings, ask=ask, say=said.append, style=Style())
+    assert any("`autocast` would be used but not defined" in s for s in said)
+    assert outcome.output == after and outcome.accepted == {0, 1, 2}
+    ask, prompts = _script("y", "n", "y", "s")
+    outcome = review_file("a.py", before, after, findings, ask=ask, say=said.append, style=Style())
+    assert outcome.output is None and outcome.problems
+
+
+# -- the real command in a pseudo-terminal ------------------------------------------------------
+def _spawn(args: list[str], cwd: Path, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return pexpect.spawn(sys.executable, ["-m", "neuronize", *args], cwd=str(cwd), env=full_env,
+                         encoding="utf-8", timeout=60, dimensions=(200, 500))
+
+
+def _drive(child, answer):  # type: ignore[no-untyped-def]
+    """Answer every prompt with ``answer(file, index, total, shown)``; returns the answers given."""
+    given: list[tuple[str, int, str]] = []
+    while True:
+        which = child.expect([PROMPT, AGAIN, pexpect.EOF])
+        if which == 2:
+            break
+        shown = child.before
+        if which == 0:
+            index, total, name = int(child.match.group(1)), int(child.match.group(2)), child.match.group(3)
+            key = answer(name, index, total, shown)
+            given.append((name, index, key))
+        else:
+            key = answer(child.match.group(1), 0, 0, shown)
+            given.append((child.match.group(1), 0, key))
+        child.sendline(key)
+    child.close()
+    return given
+
+
+def test_pty_reject_the_edit_keep_its_import_removal_is_detected(tmp_path):
+    (tmp_path / "a.py").write_bytes(AMP)
+    answers = iter(["y", "n", "y", "s"])
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
+    transcript: list[str] = []
+
+    def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
+        transcript.append(shown)
+        return next(answers)
+
+    given = _drive(child, answer)
+    assert [g[2] for g in given] == ["y", "n", "y", "s"]
+    text = "".join(transcript)
+    assert "a.py: hunk 1/3, line 2 [unsafe]" in text
+    assert "removes the import of `autocast`" in text and "[NRN113 unsafe]" in text
+    assert "`autocast` would be used but not defined: hunk 1, which removes its import, was accepted" in text
+    assert (tmp_path / "a.py").read_bytes() == AMP  # nothing invalid written
+    assert child.exitstatus == 1
+
+
+def test_pty_reject_the_import_keep_the_edit_then_review_again(tmp_path):
+    (tmp_path / "a.py").write_bytes(AMP)
+    answers = iter(["n", "y", "y", "r", "n", "y", "n"])
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
+    seen: list[str] = []
+
+    def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
+        seen.append(shown)
+        return next(answers)
+
+    _drive(child, answer)
+    assert "`torch_neuronx` would be used but not defined: hunk 1, which adds its import, was rejected" in \
+        "".join(seen)
+    (tmp_path / "orig.py").write_bytes(AMP)
+    before, after, findings = _analyse(tmp_path / "orig.py")
+    hunks = split_hunks(before, after, findings)
+    on_disk = (tmp_path / "a.py").read_bytes()
+    assert on_disk == rebuild(before, after, hunks, {1})
+    ast.parse(on_disk)
+    assert b"import torch_neuronx" not in on_disk and b"with torch.autocast(" in on_disk
+    assert b"from torch.cuda.amp import autocast, GradScaler" in on_disk
+    assert b"torch.cuda.max_memory_allocated()" in on_disk
+
+
+def test_pty_quit_keeps_accepted_hunks_and_touches_nothing_else(tmp_path):
+    (tmp_path / "a_first.py").write_bytes(MIXED)
+    (tmp_path / "b_second.py").write_bytes(MIXED)
+    answers = iter(["y", "q"])
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "."], tmp_path)
+    given = _drive(child, lambda *a: next(answers))
+    assert [(g[0], g[2]) for g in given] == [("a_first.py", "y"), ("a_first.py", "q")]
+    (tmp_path / "orig.py").write_bytes(MIXED)
+    before, after, findings = _analyse(tmp_path / "orig.py")
+    hunks = split_hunks(before, after, findings)
+    assert (tmp_path / "a_first.py").read_bytes() == rebuild(before, after, hunks, {0})
+    assert (tmp_path / "b_second.py").read_bytes() == MIXED
+    assert child.exitstatus == 1
+
+
+def test_pty_review_unsafe_asks_only_for_unsafe_hunks(tmp_path):
+    (tmp_path / "m.py").write_bytes(MIXED)
+    child = _spawn(["fix", "--review", "unsafe", "m.py"], tmp_path)
+    given = _drive(child, lambda *a: "n")
+    assert len(given) == 1  # the .cuda(3) edit; the two safe ones are applied without asking
+    out = (tmp_path / "m.py").read_bytes()
+    assert b'model = Net().to("neuron")' in out and b"batch = batch.cuda(3)" in out
+    assert b"torch.accelerator.synchronize()" in out
+
+
+def test_pty_colour_on_a_terminal_unless_no_color(tmp_path):
+    (tmp_path / "m.py").write_bytes(MIXED)
+    for env, args, coloured in (({"NO_COLOR": ""}, [], True), ({"NO_COLOR": "1"}, [], False),
+                                ({"NO_COLOR": ""}, ["--no-color"], False)):
+        child = _spawn(["fix", "-i", *args, "m.py"], tmp_path, env=env)
+        shown: list[str] = []
+        _drive(child, lambda name, i, t, s: shown.append(s) or "q")
+        assert ("\x1b[" in "".join(shown)) == coloured, (env, args)
+        assert (tmp_path / "m.py").read_bytes() == MIXED
+
+
+def test_interactive_without_a_terminal_exits_2(tmp_path):
+    (tmp_path / "m.py").write_bytes(MIXED)
+    proc = neuronize("fix", "-i", "m.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert b"needs a terminal" in proc.stderr
+    assert (tmp_path / "m.py").read_bytes() == MIXED
+    assert neuronize("fix", "-i", "--diff", "m.py", cwd=tmp_path).returncode == 2
+    assert neuronize("fix", "--review", "unsafe", "-", stdin=MIXED).returncode == 2
+
+
+# -- done when: a whole repository through fix -i, then its report -------------------------------
+#: a fixed part of fixtures/pipeline (new pipeline cases do not churn the snapshot)
+PIPELINE_FILES = ("custom_kernels", "fsdp_worker", "gpt_trainer", "hf_finetune", "hf_generate")
+
+
+def _pipeline_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in PIPELINE_FILES:
+        shutil.copyfile(ROOT / "fixtures" / "pipeline" / f"{name}.before.py", repo / f"{name}.py")
+    return repo
+
+
+def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
+    repo = _pipeline_repo(tmp_path)
+    originals = {p.name: p.read_bytes() for p in repo.glob("*.py")}
+    expected = {name: _analyse(repo / name) for name in originals}
+    counter = itertools.count()
+
+    again: set[str] = set()
+
+    def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
+        if index == 0:  # "review again?": yes, and this time accept every hunk of the file
+            again.add(name)
+            return "r"
+        if name in again:
+            return "y"
+        return "n" if next(counter) % 3 == 2 else "y"
+
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "--report", "MIGRATION.md", "."], repo)
+    given = _drive(child, answer)
+    assert given, "no prompt"
+    assert child.exitstatus in (0, 1)
+    # the last pass over each file decides: the accepted hunks are exactly what is on disk
+    final: dict[str, dict[int, str]] = {}
+    for name, index, key in given:
+        if index == 0:
+            final[name] = {}
+        else:
+            final.setdefault(name, {})[index - 1] = key
+    report = (repo / "MIGRATION.md").read_text()
+    for name, original in originals.items():
+        before, after, findings = expected[name]
+        on_disk = (repo / name).read_bytes()
+        ast.parse(on_disk)
+        if after is None:
+            assert on_disk == original
+            continue
+        hunks: list[Hunk] = split_hunks(before, after, findings)
+        accepted = {i for i, key in final.get(name, {}).items() if key == "y"}
+        rebuilt = rebuild(before, after, hunks, accepted)
+        if check_rebuilt(before, after, rebuilt, hunks, accepted):
+            assert on_disk == original
+            accepted = set()
+        else:
+            assert on_disk == rebuilt, name
+        # the report lists every applied edit and every leftover, with its path forward, at the
+        # line where it is in the file as written
+        now = line_map(before, on_disk)
+        for hunk in hunks:
+            for f in hunk.findings:
+                link = f"[{name}:{now(f.line)}]({name}#L{now(f.line)})"
+                if hunk.index in accepted:
+                    assert f"- {link} {f.rule} ({f.safety.value}): " in report, (name, f)
+                else:
+                    assert f"| {link} | {f.rule} `{f.name}` | {f.safety.value} fix not applied |" in report
+        for f in findings:
+            if not f.fixable:
+                assert f"| {f'[{name}:{now(f.line)}]({name}#L{now(f.line)})'} | {f.rule} `{f.name}` | report-only |" \
+                    in report, (name, f)
+        for f in findings:
+            assert " ".join(f.message.split()).replace("|", "\\|") in report
+    assert "| files edited |" in report
+
+
+def test_a_notebook_is_one_hunk_and_must_stay_json():
+    before = b'{\n "cells": [\n  "x = y.cuda()\\n",\n  "z = 1\\n",\n  "w = v.cuda()\\n"\n ]\n}\n'
+    after = before.replace(b".cuda()", b'.to(\\"neuron\\")')
+    ask, prompts = _script("y")
+    outcome = review_file("nb.ipynb", before, after, (), ask=ask, say=lambda s: None, style=Style())
+    assert len(outcome.hunks) == 1 and len(prompts) == 1 and outcome.output == after
+    assert check_rebuilt(before, after, b'{"cells": [') != []
