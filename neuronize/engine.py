@@ -185,13 +185,14 @@ def _apply(module: cst.Module, reports: Sequence[Report]) -> cst.Module:
     return result
 
 
-def _outermost(reports: Sequence[Report]) -> list[Report]:
-    """Fixes not nested inside another fix of this round (and one fix per node)."""
+def _outermost(reports: Sequence[Report], nested: bool = False) -> list[Report]:
+    """Fixes not nested inside another fix of this round (``nested=True``: nested ones too),
+    and one fix per node: the first reported."""
     ids = {id(r.node) for r in reports}
     seen: set[int] = set()
     chosen = []
     for r in reports:
-        if r.ancestor_ids & ids or id(r.node) in seen:
+        if (not nested and r.ancestor_ids & ids) or id(r.node) in seen:
             continue
         seen.add(id(r.node))
         chosen.append(r)
@@ -380,7 +381,9 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     new = _apply_imports(new, imports)
     output = new.bytes + tail
     source += tail
-    findings = _findings(located, accepted, unused)
+    # Of several accepted fixes for one node only the first is applied (see _outermost).
+    first_per_node = {id(r) for r in _outermost([r for r, _ in located if accepted(r)], nested=True)}
+    findings = _findings(located, lambda r: id(r) in first_per_node, unused)
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
     try:
