@@ -193,3 +193,108 @@ def in_cuda_only_block(ctx: FileContext) -> bool:
     if ctx.options.target != ACCELERATOR:
         return False
     return any(isinstance(anc, cst.If) and cuda_only_block(ctx, anc) for anc in ctx.ancestors())
+
+
+# -- device indexes, device types, backends (second pass of issue 8) ---------------------------------
+def kept_cuda_index(ctx: FileContext, cuda_device: cst.BaseExpression, *, parens: bool = False) -> Built:
+    """``--target accelerator`` for a CUDA device with an index (``f"cuda:{rank}"``, ``"cuda:1"``):
+    ``<the original> if torch.cuda.is_available() else <accelerator device>``.
+
+    On CUDA the index stays (torchrun code passes this device to ``torch.cuda.set_device``, which
+    the accelerator target keeps for CUDA: without the index every rank would pick GPU 0). On
+    Neuron the index is dropped: the ``neuron`` process group pins each process to one core,
+    which is device 0 (reference D8), so ``f"neuron:{rank}"`` would fail; the CPU ignores it.
+    """
+    test, imports = guard(ctx)
+    dev, more = device(ctx)
+    body = cuda_device.with_changes(lpar=(), rpar=())
+    lpar = getattr(cuda_device, "lpar", ())
+    rpar = getattr(cuda_device, "rpar", ())
+    if not lpar and parens:
+        lpar, rpar = (cst.LeftParen(),), (cst.RightParen(),)
+    expr = cst.IfExp(test=test, body=body, orelse=dev, lpar=lpar, rpar=rpar)
+    return expr, (*imports, *more)
+
+
+def is_kept_cuda_index(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``<CUDA device> if torch.cuda.is_available() else <accelerator device>``, as
+    :func:`kept_cuda_index` writes it: portable already, never rewritten again."""
+    return (ctx.options.target == ACCELERATOR and isinstance(node, cst.IfExp)
+            and _is_cuda_check(ctx, node.test)
+            and "accelerator" in ctx.module.code_for_node(node.orelse))
+
+
+def in_kept_cuda_index(ctx: FileContext) -> bool:
+    """The node being visited sits inside a :func:`kept_cuda_index` expression."""
+    if ctx.options.target != ACCELERATOR:
+        return False
+    return any(is_kept_cuda_index(ctx, anc) for anc in ctx.ancestors())
+
+
+def device_type_arg(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
+    """A ``device_type`` argument (``GradScaler``, ``custom_fwd``, autocast): ``"neuron"``,
+    ``"cpu"``, or the accelerator's type with its CPU fallback."""
+    return device(ctx, like)
+
+
+def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CSTNode,
+                      *, parens: bool = True, value=None) -> Built:  # type: ignore[no-untyped-def]
+    """``rewritten`` (a Neuron rewrite of ``original``) with each ``"neuron"`` string it introduced
+    replaced by the target's device (strings already in ``original`` are kept).
+
+    Lets a rule build its Neuron replacement once and derive the other targets from it."""
+    if ctx.options.target == NEURON:
+        return rewritten, ()
+    old: set[int] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            old.add(id(node))
+
+    original.visit(_Collect())
+    imports: list[ImportRequest] = []
+
+    class _Swap(cst.CSTTransformer):
+        def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
+            if id(before) in old or before.evaluated_value != NEURON:
+                return after
+            if value is not None:  # another value than the device (a compile backend...)
+                new, more = value(before)
+            else:
+                new, more = device(ctx, before, parens=parens and before is not rewritten)
+            imports.extend(more)
+            return new
+
+        def leave_Arg(self, before: cst.Arg, after: cst.Arg) -> cst.Arg:
+            # a call argument needs no parentheses around the conditional expression
+            value = after.value
+            if isinstance(value, cst.IfExp) and value.lpar and not isinstance(before.value, cst.IfExp):
+                return after.with_changes(value=value.with_changes(lpar=(), rpar=()))
+            return after
+
+    result = rewritten.visit(_Swap())
+    return result, tuple(imports)  # type: ignore[return-value]
+
+
+def compile_backend_expr(ctx: FileContext) -> Built | None:
+    """The ``backend=`` value ``torch.compile`` gets (None: keep PyTorch's default, Inductor).
+
+    ``neuron``: ``"neuron"``. ``cpu``: none (Inductor compiles for the CPU). ``accelerator``:
+    ``"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
+    == "neuron" else "inductor"``: the reference (C1) says TorchNeuron also selects its backend by
+    itself for a model on the Neuron device but recommends writing it explicitly, so the choice is
+    spelled out, from the detected device; Inductor everywhere else (the default on CPU and CUDA).
+    """
+    if ctx.options.target == NEURON:
+        return make_string(NEURON), ()
+    if ctx.options.target == CPU:
+        return None
+    t, imports = _torch(ctx)
+    return cst.parse_expression(
+        f'"neuron" if {t}.accelerator.is_available() and '
+        f'{t}.accelerator.current_accelerator().type == "neuron" else "inductor"'), imports
+
+
+def compile_backend_text(ctx: FileContext) -> str:
+    return {NEURON: '`backend="neuron"`', CPU: "no `backend=` (Inductor compiles for the CPU)"}.get(
+        ctx.options.target, '`backend="neuron"` on a Neuron device, else `"inductor"`')

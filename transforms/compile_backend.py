@@ -15,6 +15,7 @@ from neuronize.transforms._compile_flags import (
     short,
 )
 from neuronize.transforms._helpers import keyword, make_string, string_value
+from neuronize.transforms import _target
 
 #: backends whose code runs only on NVIDIA GPUs (or only under Inductor): replaced
 REPLACED_BACKENDS = frozenset({"inductor", "cudagraphs"})
@@ -43,6 +44,10 @@ class CompileBackend(Transform):
         A call that already says `backend="neuron"` is left exactly as it is.
         `fullgraph=True` is not inserted: with graph breaks in the model it turns a working
         compile into an error. The message suggests it instead. `dynamic=` is NRN302's.
+        `--target accelerator` writes the backend chosen from the detected device
+        (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
+        == "neuron" else "inductor"`); `--target cpu` sets no backend (Inductor compiles for the
+        CPU) and keeps `backend="inductor"`. Both drop the CUDA modes and Inductor options too.
 
     Why on TorchNeuron:
         The Neuron backend lowers Dynamo graphs through StableHLO to neuronx-cc; TorchInductor and
@@ -79,6 +84,7 @@ class CompileBackend(Transform):
     safety = Safety.SAFE
     evidence = Evidence.DOC
     tokens = (b"torch.compile", b".compile(", b"_dynamo")
+    targets = _target.ALL
     examples = (
         Example("import torch\nmodel = torch.compile(model)\n",
                 'import torch\nmodel = torch.compile(model, backend="neuron")\n'),
@@ -124,17 +130,26 @@ class CompileBackend(Transform):
         remove: list[cst.Arg] = []
         dropped_comments = 0
         backend_known = True  # the backend is (or becomes) a literal we understand
+        target_backend = _target.compile_backend_expr(self.ctx)  # None: keep the default
+        backend_new, backend_imports = target_backend if target_backend is not None else (None, ())
         if backend_arg is None:
             if stars is not None:
                 self.report(node, f"{what} takes its settings from `{short(stars)}`: make sure they "
                             'say `backend="neuron"` and no CUDA `mode=` or Inductor `options=`',
                             evidence=extra.get("evidence"))
                 return
-            edits.append('`backend="neuron"` added (the default backend, Inductor, emits CUDA/Triton kernels)')
+            if backend_new is not None:
+                edits.append(f"{_target.compile_backend_text(self.ctx)} added (the default backend, "
+                             "Inductor, emits CUDA/Triton kernels on CUDA and does not compile for Neuron)"
+                             if not _target.is_neuron(self.ctx) else
+                             '`backend="neuron"` added (the default backend, Inductor, emits CUDA/Triton kernels)')
         else:
             value = string_value(backend_arg.value)
             if value == "neuron":
                 return
+            if value is None and not _target.is_neuron(self.ctx) \
+                    and "current_accelerator" in self.ctx.module.code_for_node(backend_arg.value):
+                return  # chosen from the detected device already (`--target accelerator`)
             if value is None:
                 also = [k for k in ("mode", "options") if keyword(node, k) is not None]
                 tail = " with no CUDA `mode=` or Inductor `options=`" if also else ""
@@ -149,8 +164,16 @@ class CompileBackend(Transform):
                 self.report(backend_arg.value, f'{what} uses the backend `"{value}"`, which is not '
                             'available on Trainium: use `backend="neuron"`')
                 return
+            elif backend_new is None:
+                if value == "cudagraphs":
+                    remove.append(backend_arg)
+                    edits.append('`backend="cudagraphs"` removed (CUDA graphs); the default backend, '
+                                 "Inductor, compiles for the CPU")
+                backend_known = False  # `backend="inductor"` is the CPU's backend: kept
             else:
-                edits.append(f'`backend="{value}"` -> `backend="neuron"`')
+                edits.append(f'`backend="{value}"` -> ' + (
+                    '`backend="neuron"`' if _target.is_neuron(self.ctx)
+                    else f"{_target.compile_backend_text(self.ctx)}"))
 
         mode_arg = keyword(node, "mode")
         if mode_arg is not None:
@@ -206,23 +229,29 @@ class CompileBackend(Transform):
                 a.with_changes(value=new_options) if a.keyword is not None and a.keyword.value == "options" else a
                 for a in new.args
             ])
-        if backend_known:
+        if backend_known and backend_new is not None:
             like = backend_arg.value if backend_arg is not None else None
-            new = add_keyword(new, "backend", make_string("neuron", like))
-        message = f"{what} for Neuron: " + "; ".join(edits)
+            if isinstance(backend_new, cst.SimpleString):
+                backend_new = make_string("neuron", like)
+            new = add_keyword(new, "backend", backend_new)
+        where = {_target.CPU: "the CPU", _target.ACCELERATOR: "any device"}.get(_target.target(self.ctx), "Neuron")
+        message = f"{what} for {where}: " + "; ".join(edits)
         if dropped_comments:
             message += f"; {dropped_comments} comment(s) on the removed settings dropped"
         if keyword(node, "fullgraph") is None:
             message += "; consider `fullgraph=True` (recommended: graph breaks then raise)"
         if unsafe:
             message += "; assumes the receiver is an `nn.Module`"
-        self.fix(node, new, message, **extra)
+        self.fix(node, new, message, imports=backend_imports, **extra)
 
     def _optimize(self, node: cst.Call) -> None:
         arg = keyword(node, "backend")
         if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
             arg = node.args[0]
         note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile(..., backend=\"neuron\")`"
+        if not _target.is_neuron(self.ctx):
+            self._optimize_portable(node, arg)
+            return
         if arg is None:
             if has_double_star(node) is not None:
                 self.report(node, f"`torch._dynamo.optimize(...)`: make sure the backend is `\"neuron\"`; {note}")
@@ -241,10 +270,47 @@ class CompileBackend(Transform):
             self.report(arg.value, f"`torch._dynamo.optimize({short(arg.value)})`: use the `\"neuron\"` "
                         f"backend on Trainium; {note}")
 
+    def _optimize_portable(self, node: cst.Call, arg: cst.Arg | None) -> None:
+        """``--target cpu``: Inductor is the CPU's backend (kept). ``accelerator``: the backend
+        chosen from the detected device."""
+        note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile`"
+        value = string_value(arg.value) if arg is not None else None
+        chosen = _target.compile_backend_expr(self.ctx)
+        if arg is not None and value is None and "current_accelerator" in self.ctx.module.code_for_node(arg.value):
+            return
+        if chosen is None or (arg is not None and value not in REPLACED_BACKENDS):
+            if value == "cudagraphs" or (arg is not None and value is None):
+                self.report(arg.value if arg is not None else node,
+                            f"`torch._dynamo.optimize({short(arg.value) if arg is not None else ''})`: make sure "
+                            f"the backend compiles for the CPU (Inductor); {note}")
+            return
+        expr, imports = chosen
+        if arg is None:
+            if has_double_star(node) is not None:
+                return
+            self.fix(node, add_keyword(node, "backend", expr),
+                     f"`torch._dynamo.optimize(...)`: {_target.compile_backend_text(self.ctx)}; {note}",
+                     imports=imports)
+        else:
+            self.fix(arg.value, expr.with_changes(lpar=getattr(arg.value, "lpar", ()),
+                                                  rpar=getattr(arg.value, "rpar", ())),
+                     f'`torch._dynamo.optimize("{value}")` -> {_target.compile_backend_text(self.ctx)}; {note}',
+                     imports=imports)
+
     # -- bare decorator and references ------------------------------------------------------------
     def visit_Decorator(self, node: cst.Decorator) -> None:
         dec = node.decorator
         if isinstance(dec, (cst.Name, cst.Attribute)) and self.ctx.qualify(dec) == "torch.compile":
+            chosen = _target.compile_backend_expr(self.ctx)
+            if chosen is None:
+                return  # --target cpu: Inductor, the default, compiles for the CPU
+            if not _target.is_neuron(self.ctx):
+                arg = cst.Arg(keyword=cst.Name("backend"), value=chosen[0],
+                              equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+                self.fix(dec, cst.Call(func=dec, args=[arg]),
+                         f"`@torch.compile` -> `@torch.compile(backend=...)`: "
+                         f"{_target.compile_backend_text(self.ctx)}", imports=chosen[1])
+                return
             arg = cst.Arg(keyword=cst.Name("backend"), value=make_string("neuron"),
                           equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
             self.fix(dec, cst.Call(func=dec, args=[arg]),

@@ -66,6 +66,8 @@ class CompileDynamicShapes(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
     tokens = (b"dynamic=", b"dynamic =", b"mark_dynamic", b"mark_unbacked", b"automatic_dynamic", b"assume_static_by_default")
+    #: the same edit on every `--target` (it names no device)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example(
             'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=True)\n',

@@ -74,6 +74,7 @@ class CudaCustomFwd(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
     tokens = (b"custom_fwd", b"custom_bwd")
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example(
             "import torch\n\n@torch.cuda.amp.custom_bwd\ndef backward(ctx, g):\n    return g\n",
@@ -109,6 +110,18 @@ class CudaCustomFwd(Transform):
         target = CUDA_CUSTOM.get(qualified, qualified).rsplit(".", 1)[-1]
         return (f'`{target}` for CUDA autocast -> `torch.amp.{target}(device_type="neuron")`, so the '
                 "autograd function follows Neuron autocast")
+
+    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """``--target cpu`` / ``accelerator``: the same fix with the target's device type."""
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
+            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
+            shown = ('"cpu"' if _target.target(self.ctx) == _target.CPU
+                     else "<the accelerator's type, else \"cpu\">")
+            message = message.replace('"neuron"', shown).replace("Neuron autocast", "autocast on the target device")
+        super().fix(node, replacement, message, **kwargs)
 
     def _device_keyword(self) -> cst.Arg:
         return new_keyword("device_type", make_string("neuron"))

@@ -67,6 +67,7 @@ class CudaDeviceComparison(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b"cuda",)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example('device_type = "cuda" if "cuda" in device else "cpu"\n',
                 'device_type = "neuron" if "neuron" in device else "cpu"\n'),
@@ -78,6 +79,22 @@ class CudaDeviceComparison(Transform):
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._covered: set[int] = set()  # IfExp / If nodes rewritten as a unit
+
+    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """``--target cpu`` / ``accelerator``: the Neuron rewrite with the target's device in place
+        of each ``"neuron"`` it writes (``(<accelerator type, else "cpu">) in device``)."""
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            replacement, more = _target.retarget_literals(self.ctx, node, replacement)
+            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
+            word = '`"cpu"`' if _target.target(self.ctx) == _target.CPU else "the accelerator's type"
+            message = (message.replace("`\"neuron\"`", word).replace("`... if \"neuron\"", "`... if <device>")
+                       .replace('"neuron"', "<device>")
+                       .replace("on Neuron: otherwise the Neuron device falls back to the CPU path",
+                                f"on {word}: otherwise the target device falls back to the CPU path")
+                       .replace("otherwise the Neuron device falls back", "otherwise the target device falls back"))
+        super().fix(node, replacement, message, **kwargs)
 
     # -- device choices: rewritten -----------------------------------------------------------
     def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:

@@ -55,6 +55,9 @@ class CudaDeviceProperties(_CudaApiRule):
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
     tokens = (b"cuda",)
+    #: cpu / accelerator: `is_bf16_supported` behind an availability check is rewritten, the
+    #: rest is reported (`torch.cpu` has no device properties)
+    targets = ("neuron", "accelerator", "cpu")
     FUNCTIONS = frozenset({"get_device_name", "get_device_properties", "is_bf16_supported", "get_device_capability"})
     examples = (
         Example(
@@ -84,7 +87,37 @@ class CudaDeviceProperties(_CudaApiRule):
         else:
             self._properties(ref)
 
+    def _guarded_by_availability(self, ref: CudaRef) -> bool:
+        """``torch.accelerator.is_available() and torch.cuda.is_bf16_supported()``: the check only
+        runs where an accelerator (or CUDA) is present."""
+        child: cst.CSTNode = ref.outer
+        for anc in self.ctx.ancestors():
+            if anc is ref.outer or anc is ref.call or anc is ref.node:
+                continue
+            if isinstance(anc, cst.BooleanOperation) and isinstance(anc.operator, cst.And):
+                if anc.right is child or any(n is child for n in (anc.right,)):
+                    code = self.ctx.module.code_for_node(anc.left)
+                    if ".is_available()" in code and (".accelerator." in code or ".cuda." in code):
+                        return True
+                child = anc
+                continue
+            return False
+        return False
+
     def _bf16(self, ref: CudaRef) -> None:
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            portable = "torch.get_device_module().is_bf16_supported"
+            if ref.call is None or ref.call.args or not self._guarded_by_availability(ref):
+                self.report(ref.outer, f"{spelled(ref)}: `torch.cpu` has no `is_bf16_supported`; call "
+                                       f"`{portable}()` only where an accelerator is present "
+                                       "(`torch.accelerator.is_available() and ...`), by hand")
+                return
+            self.rewrite(ref, portable, f"{spelled(ref)} -> `{portable}()`: the current accelerator's "
+                                        "check (the availability check before it keeps it off a CPU-only machine)",
+                         evidence=Evidence.THIRD_PARTY)
+            return
         target = "torch.neuron.is_bf16_supported"
         if ref.call is not None and ref.call.args:
             self.report(ref.outer, f"{spelled(ref)} with arguments: `{target}()` is not known to take any; "
@@ -105,6 +138,13 @@ class CudaDeviceProperties(_CudaApiRule):
         return None
 
     def _properties(self, ref: CudaRef) -> None:
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            self.report(ref.outer, f"{spelled(ref)}: no device-generic equivalent (`torch.cpu` has none; "
+                                   f"on Neuron it is `{PROPERTIES}`): guard it with "
+                                   "`if torch.cuda.is_available():` or migrate by hand")
+            return
         call = ref.call
         if call is None:
             if ref.fn == "get_device_name":

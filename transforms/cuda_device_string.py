@@ -128,6 +128,14 @@ class CudaDeviceString(Transform):
         if _target.is_neuron(self.ctx):
             new: cst.BaseExpression = neuron_literal(node)
             imports: tuple = ()
+        elif kind.drops_index and _target.target(self.ctx) == _target.ACCELERATOR:
+            # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
+            new, imports = _target.kept_cuda_index(self.ctx, node, parens=nested)
+            self.fix(node, new, f"{where}: `{old}` -> `{short(self.ctx, new)}`: the CUDA device (with its "
+                     "index) where CUDA is present, else the current accelerator (a Neuron process "
+                     "sees one device) or the CPU", safety=Safety.UNSAFE, evidence=Evidence.INF,
+                     imports=imports)
+            return
         else:
             new, imports = _target.device(self.ctx, _quote_like(node), parens=nested)
             new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
@@ -145,6 +153,8 @@ class CudaDeviceString(Transform):
             yield expr, kind
             return
         if isinstance(expr, cst.IfExp):
+            if _target.is_kept_cuda_index(self.ctx, expr):
+                return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
             if idiom_branch(self.ctx, expr) is not None or selection_ifexp(self.ctx, expr):
                 return  # the idiom (visit_IfExp) / a "cuda" comparison choosing a device (NRN103)
             yield from self._literals(expr.body)
@@ -169,6 +179,8 @@ class CudaDeviceString(Transform):
 
     # -- the idiom -----------------------------------------------------------------------------
     def visit_IfExp(self, node: cst.IfExp) -> None:
+        if _target.is_kept_cuda_index(self.ctx, node) or _target.in_kept_cuda_index(self.ctx):
+            return
         found = idiom_branch(self.ctx, node)
         if found is None:
             if has_is_available(self.ctx, node.test) and branches_mention_cuda(node):

@@ -61,6 +61,8 @@ class CudaGenerator(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
     tokens = (b"cuda", b"Generator")
+    #: the same edit on every `--target` (it names no device)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example('import torch\ng = torch.Generator(device="cuda").manual_seed(0)\n',
                 'import torch\ng = torch.Generator(device="cpu").manual_seed(0)\n'),

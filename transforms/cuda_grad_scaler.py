@@ -18,9 +18,13 @@ from neuronize.transforms._amp import (
     replace_value,
 )
 from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, replace_device_string, string_value
+from neuronize.transforms import _target
 
 WHY = ("no Neuron GradScaler is documented and bf16 autocast needs no loss scaling: prefer "
        "dropping the scaler and its `scale`/`step`/`update` calls; move fp16 training to bf16 by hand")
+#: ``--target cpu`` / ``accelerator``: the scaler exists on every device; the advice stays
+WHY_PORTABLE = ("the device-generic scaler on the target device; bf16 autocast needs no loss scaling: "
+                "prefer dropping the scaler on Neuron, where no GradScaler is documented")
 
 
 class CudaGradScaler(Transform):
@@ -71,6 +75,7 @@ class CudaGradScaler(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b"GradScaler",)
+    targets = _target.ALL
     examples = (
         Example(
             "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=use_amp)\n",
@@ -113,8 +118,8 @@ class CudaGradScaler(Transform):
                 return
             func, imports = qualified_expr(self.ctx, "torch.amp.GradScaler")
             new = insert_args(node.with_changes(func=func), 0, [cst.Arg(value=make_string("neuron"))])
-            self.fix(node, new, f'`torch.cuda.amp.GradScaler` -> `torch.amp.GradScaler("neuron")`: {WHY}',
-                     imports=imports + cuda_import_removals(self.ctx, node.func))
+            self._fix(node, new, f'`torch.cuda.amp.GradScaler` -> `torch.amp.GradScaler("neuron")`: {WHY}',
+                      imports=imports + cuda_import_removals(self.ctx, node.func))
 
     def _device_call(self, node: cst.Call) -> None:
         device = argument(node, "device", 0)
@@ -122,12 +127,25 @@ class CudaGradScaler(Transform):
             if any(a.star for a in node.args):
                 return  # the device may be in *args / **kwargs
             new = insert_args(node, 0, [cst.Arg(value=make_string("neuron"))])
-            self.fix(node, new, f'`GradScaler()` (device `"cuda"` by default) -> `GradScaler("neuron")`: {WHY}')
+            self._fix(node, new, f'`GradScaler()` (device `"cuda"` by default) -> `GradScaler("neuron")`: {WHY}')
             return
         if string_value(device.value) != "cuda":
             return
         new = replace_value(node, device, replace_device_string(device.value, "neuron"))
-        self.fix(node, new, f'`GradScaler("cuda")` -> `GradScaler("neuron")`: {WHY}')
+        self._fix(node, new, f'`GradScaler("cuda")` -> `GradScaler("neuron")`: {WHY}')
+
+    def _fix(self, node: cst.Call, new: cst.CSTNode, message: str, imports: tuple = ()) -> None:
+        """The Neuron fix, or under another ``--target`` the same fix on that target's device."""
+        if not _target.is_neuron(self.ctx):
+            new, more = _target.retarget_literals(self.ctx, node, new, parens=False)
+            imports = (*imports, *more)
+            message = message.replace(WHY, WHY_PORTABLE).replace('"neuron"', _target.device_word(self.ctx)
+                                                                  if _target.target(self.ctx) == _target.CPU
+                                                                  else "<device>")
+            if _target.target(self.ctx) == _target.ACCELERATOR:
+                message = message.replace(": " + WHY_PORTABLE, f" (<device>: {_target.device_text(self.ctx)}): "
+                                          + WHY_PORTABLE, 1)
+        self.fix(node, new, message, imports=imports)
 
     # -- references that are not calls ----------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

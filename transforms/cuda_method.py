@@ -42,11 +42,28 @@ class CudaMethod(Transform):
     safety = Safety.SAFE
     evidence = Evidence.DOC
     tokens = (b".cuda(",)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example("model = Net().cuda()\n", 'model = Net().to("neuron")\n'),
         Example("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
         Example("x = x.cuda(rank)\n", 'x = x.to("neuron")\n'),
     )
+
+    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """``--target cpu`` / ``accelerator``: the same fix with the target's device."""
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
+            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
+            message = message.replace('`.to("neuron")`', f"`.to(<device>)` on {_target.device_text(self.ctx)}")
+            message = message.replace("each process sees one Neuron device; review single-process multi-device code",
+                                      "the index is dropped (the CPU is one device)"
+                                      if _target.target(self.ctx) == _target.CPU else
+                                      "the index is dropped (torchrun code selects its GPU with "
+                                      "`torch.cuda.set_device`, kept for CUDA); review single-process "
+                                      "multi-device code")
+        super().fix(node, replacement, message, **kwargs)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -58,6 +58,7 @@ class CudaStreamEvent(_CudaApiRule):
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
     tokens = (b"cuda",)
+    targets = ("neuron", "accelerator", "cpu")
     FUNCTIONS = frozenset(FUNCTIONS)
     examples = (
         Example(
@@ -75,6 +76,11 @@ class CudaStreamEvent(_CudaApiRule):
         return f"torch.neuron.{ref.fn}"
 
     def on_ref(self, ref: CudaRef) -> None:
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            self._portable(ref)
+            return
         target = f"torch.neuron.{ref.fn}"
         known = KNOWN_KEYWORDS.get(ref.fn)
         if ref.call is not None and known is not None:
@@ -92,3 +98,30 @@ class CudaStreamEvent(_CudaApiRule):
         if ref.fn in ("Stream", "stream"):
             note = ": overlap across streams depends on Neuron runtime support"
         self.rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+
+    def _portable(self, ref: CudaRef) -> None:
+        """``--target cpu`` / ``accelerator``: the device-generic ``torch.Stream`` / ``torch.Event``
+        (they take the current accelerator, else the CPU: PyTorch 2.5+), and ``stream`` /
+        ``current_stream`` from the device module (``torch.cpu`` has both)."""
+        from neuronize.transforms import _target
+
+        if ref.fn in ("Stream", "Event"):
+            target = f"torch.{ref.fn}"
+            if ref.call is not None and (any(a.keyword is None or a.star for a in ref.call.args)
+                                         or (ref.fn == "Stream" and ref.call.args)):
+                self.report(ref.outer, f"{spelled(ref)} with a device or positional arguments: `{target}` "
+                                       "takes the device first; migrate by hand")
+                return
+            shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+            self.rewrite(ref, target, f"{spelled(ref)} -> {shown}: the device-generic class, on the "
+                                      "current accelerator or the CPU", evidence=Evidence.DOC)
+            return
+        module = "torch.cpu" if _target.target(self.ctx) == _target.CPU else "torch.get_device_module()"
+        if ref.fn in _target.CPU_MODULE:
+            target = f"{module}.{ref.fn}"
+            shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+            self.rewrite(ref, target, f"{spelled(ref)} -> {shown}: works with or without an accelerator",
+                         evidence=Evidence.DOC)
+            return
+        self.report(ref.outer, f"{spelled(ref)}: `torch.cpu` has no `{ref.fn}`; use "
+                               "`torch.accelerator.current_stream()` where an accelerator is present, by hand")

@@ -70,6 +70,8 @@ class GenerateStaticCache(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
     tokens = (b".generate(",)
+    #: the same edit on every `--target` (it names no device)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example(
             "from transformers import AutoModelForCausalLM\n"

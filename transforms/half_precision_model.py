@@ -44,6 +44,8 @@ class HalfPrecisionModel(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b".half(",)
+    #: the same edit on every `--target` (it names no device)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example("import torch\nmodel = Net().half()\n", "import torch\nmodel = Net().to(torch.bfloat16)\n"),
         Example("import torch as T\nx = x.half()\n", "import torch as T\nx = x.to(T.bfloat16)\n"),

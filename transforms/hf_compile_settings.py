@@ -48,6 +48,7 @@ class HfCompileSettings(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
     tokens = (b"torch_compile",)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example(
             "from transformers import TrainingArguments\n"
@@ -78,7 +79,11 @@ class HfCompileSettings(Transform):
         changes: list[str] = []
         if backend is not None:
             value = string_value(backend.value)
-            if value is None:
+            if value is None and "current_accelerator" in cst.Module([]).code_for_node(backend.value):
+                pass  # chosen from the detected device (`--target accelerator`)
+            elif value == "inductor" and self.ctx.options.target == "cpu":
+                pass  # Inductor compiles for the CPU
+            elif value is None:
                 code = cst.Module([]).code_for_node(backend.value)
                 self.report(backend, f"`torch_compile_backend={code}` in `{cls}`: make it `\"neuron\"` on "
                             "Trainium", evidence=Evidence.THIRD_PARTY)
@@ -110,4 +115,28 @@ class HfCompileSettings(Transform):
                             '`torch_compile_backend="neuron"` (the Trainer defaults to Inductor)',
                             evidence=Evidence.THIRD_PARTY)
         if changes:
-            self.fix(node, new, f"{cls}: {'; '.join(changes)}")
+            self._fix(node, new, f"{cls}: {'; '.join(changes)}")
+
+    def _fix(self, node: cst.Call, new: cst.Call, message: str) -> None:
+        """``--target cpu``: `"inductor"` (the CPU's compiler) where Neuron gets `"neuron"`;
+        ``accelerator``: `"neuron"` on a Neuron device, else `"inductor"`."""
+        from neuronize.transforms import _target
+
+        imports: tuple = ()
+        if not _target.is_neuron(self.ctx):
+            def value(like):  # type: ignore[no-untyped-def]
+                chosen = _target.compile_backend_expr(self.ctx)
+                if chosen is None:
+                    return make_string("inductor", like), ()
+                return chosen
+
+            new, imports = _target.retarget_literals(self.ctx, node, new, value=value)
+            if _target.target(self.ctx) == _target.CPU and cst.Module([]).code_for_node(new) == \
+                    cst.Module([]).code_for_node(node):
+                return
+            message = message.replace('`"neuron"`', _target.compile_backend_text(self.ctx)).replace(
+                '`torch_compile_backend="neuron"`', f"`torch_compile_backend` {_target.compile_backend_text(self.ctx)}"
+                if _target.target(self.ctx) == _target.ACCELERATOR else '`torch_compile_backend="inductor"`')
+            message = message.replace("the Neuron backend honours only the default", "as on Neuron, which "
+                                      "honours only the default")
+        self.fix(node, new, message, imports=imports)

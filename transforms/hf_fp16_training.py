@@ -46,6 +46,8 @@ class HfFp16Training(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
     tokens = (b"fp16",)
+    #: the same edit on every `--target` (it names no device)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example(
             "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",

@@ -20,6 +20,8 @@ class InductorConfig(Transform):
         once nothing uses it. Unwraps `with torch._inductor.config.patch(...):` blocks.
         Reported, not changed: an assignment that also sets something else, a value computed
         by a call, and `@torch._inductor.config.patch(...)` decorators. Reading a setting is left.
+        `--target cpu` and `--target accelerator` keep every setting and report nothing: Inductor
+        compiles there (CPU, CUDA), and the Neuron backend ignores the settings.
 
     Why on TorchNeuron:
         The Neuron backend lowers Dynamo graphs through AOTAutograd and StableHLO to neuronx-cc;
@@ -46,6 +48,9 @@ class InductorConfig(Transform):
     safety = Safety.SAFE
     evidence = Evidence.DOC
     tokens = (b"_inductor",)
+    #: ``--target cpu`` / ``accelerator`` keep the settings (Inductor compiles there; the Neuron
+    #: backend ignores them): nothing is reported
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example(
             "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\nmodel = build()\n",
@@ -63,7 +68,12 @@ class InductorConfig(Transform):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._assign(node)
 
+    def _neuron(self) -> bool:
+        return self.ctx.options.target == "neuron"
+
     def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
+        if not self._neuron():
+            return
         targets = assign_targets(node)
         knobs = [t for t in targets if isinstance(t, cst.Attribute) and self._is_knob(t)]
         if not knobs:
@@ -85,6 +95,8 @@ class InductorConfig(Transform):
         return qualified is not None and qualified.startswith(PREFIX + ".")
 
     def visit_With(self, node: cst.With) -> None:
+        if not self._neuron():
+            return
         drop = [item for item in node.items if self._is_patch(item.item)]
         if not drop:
             return
@@ -103,7 +115,7 @@ class InductorConfig(Transform):
                  imports=import_removals(self.ctx, [PREFIX]))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
-        if self._is_patch(node.decorator):
+        if self._neuron() and self._is_patch(node.decorator):
             self.report(node, "`@torch._inductor.config.patch(...)` has no effect on Neuron: remove the decorator")
 
     def _is_patch(self, expr: cst.BaseExpression) -> bool:

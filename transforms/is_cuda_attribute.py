@@ -96,6 +96,7 @@ class IsCudaAttribute(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b"is_cuda",)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example("assert x.is_cuda\n", 'assert x.device.type == "neuron"\n'),
         Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type == "neuron") == expected\n'),
@@ -114,6 +115,19 @@ class IsCudaAttribute(Transform):
             self.ctx.module.visit(scan)
             self._user_receivers = scan.receivers
         return name in self._user_receivers
+
+    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """``--target cpu`` / ``accelerator``: "is on the target device" (``x.device.type == "cpu"``
+        or the accelerator's type with its CPU fallback), as ``"neuron"`` is on Neuron."""
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            replacement, more = _target.retarget_literals(self.ctx, node, replacement)
+            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
+            message = message.replace('"neuron"`: a Neuron tensor is not a CUDA tensor',
+                                      f'<device>` (<device>: {_target.device_text(self.ctx)}): a tensor on the '
+                                      "target device is not a CUDA tensor")
+        super().fix(node, replacement, message, **kwargs)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "is_cuda":

@@ -77,6 +77,7 @@ class LegacyCudaTensorType(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b"cuda",)
+    targets = ("neuron", "accelerator", "cpu")
     examples = (
         Example("import torch\nbuf = torch.cuda.FloatTensor(4, 16)\n",
                 'import torch\nbuf = torch.empty(4, 16, dtype=torch.float32, device="neuron")\n'),
@@ -89,6 +90,16 @@ class LegacyCudaTensorType(Transform):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in DTYPES:
             self._reference(node)
+
+    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """``--target cpu`` / ``accelerator``: the same tensor on the target's device."""
+        from neuronize.transforms import _target
+
+        if not _target.is_neuron(self.ctx):
+            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
+            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
+            message = message.replace('"neuron"', "<device>") + f" (<device>: {_target.device_text(self.ctx)})"
+        super().fix(node, replacement, message, **kwargs)
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)

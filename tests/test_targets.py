@@ -1,0 +1,190 @@
+"""Issue 8: ``--target neuron`` output differs from the ``cpu`` and ``accelerator`` outputs only in
+the device choices.
+
+For every whole-script fixture of fixtures/pipeline/, the three rewritten versions (all rules,
+unsafe fixes on, as ``neuronize fix --unsafe-fixes --target T`` writes them) are compared line by
+line after one normalisation, :func:`normalise`, applied alike to both sides. What it erases is the
+exact criterion of "a device choice":
+
+1. device values: ``"neuron"``, ``"cpu"``, the accelerator device
+   (``torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"``,
+   with or without parentheses, or just ``...current_accelerator().type``), and the accelerator's
+   index-keeping form ``<CUDA device> if torch.cuda.is_available() else <device>``;
+2. process-group and compile backends: ``"gloo"``, ``"inductor"``,
+   ``torch.distributed.get_default_backend_for_device(<device>)`` and the compile-backend choice
+   ``"neuron" if ... current_accelerator().type == "neuron" else "inductor"``; a ``backend=``
+   argument of ``torch.compile`` may be absent (``--target cpu`` keeps PyTorch's default);
+3. a conditional whose branches are both device values (``"cpu" if "cpu" in device else "cpu"``)
+   is one device value;
+4. runtime namespaces: ``torch.neuron.``, ``torch_neuronx.``, ``torch.accelerator.``,
+   ``torch.get_device_module().``, ``torch.cpu.``, ``torch.cuda.`` name the same call;
+5. the ``import torch_neuronx`` line (Neuron only: it registers the device and backend).
+
+Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
+CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
+while the other targets delete them (the guard is unwrapped, and the statements below reduce to
+their trailing comment, which every target keeps).
+
+After that the two outputs must be identical, line for line. The test prints the first line pair
+that is not.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from neuronize.context import Options
+from neuronize.engine import run_source
+from neuronize.registry import all_rules
+
+PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"
+SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
+                 if "_target-" not in p.name)
+OTHER_TARGETS = ("cpu", "accelerator")
+
+D = "<D>"  # a device or backend value
+RT = "<RT>"  # a runtime namespace
+
+_ACC = (r'torch\.accelerator\.current_accelerator\(\)\.type if torch\.accelerator\.is_available\(\) '
+        r'else "cpu"')
+#: (pattern, replacement), applied in order, the last group until nothing changes
+_DEVICE_SUBS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r'"neuron" if torch\.accelerator\.is_available\(\) and torch\.accelerator\.current_accelerator\(\)'
+                r'\.type == "neuron" else "inductor"'), D),
+    (re.compile(r"(?<![\w)\]])\(" + _ACC + r"\)|" + _ACC), D),
+    (re.compile(r"torch\.accelerator\.current_accelerator\(\)\.type"), D),
+    (re.compile(r"""(?:f?"cuda:\{[^}]*\}"|"cuda:\d+") if torch\.cuda\.is_available\(\) else """ + re.escape(D)), D),
+    (re.compile(r"""(["'])(?:neuron|cpu|gloo|inductor)\1"""), D),
+    (re.compile(r"torch\.distributed\.get_default_backend_for_device\(" + re.escape(D) + r"\)"), D),
+]
+_FOLD = [
+    (re.compile(re.escape(D) + r" if (?:[^,()]|\(\))*? else " + re.escape(D)), D),
+    (re.compile(r"(?<![\w)\]])\(" + re.escape(D) + r"\)"), D),
+]
+_RUNTIME = re.compile(r"\b(?:torch\.neuron|torch_neuronx|torch\.accelerator|torch\.get_device_module\(\)|torch\.cpu|"
+                      r"torch\.cuda)\.|\btorch\.(?=(?:Stream|Event)\b)")
+_COMPILE_BACKEND = re.compile(r",\s*(?<!\w)backend=" + re.escape(D) + r"|(?<!\w)backend=" + re.escape(D) + r",\s*")
+_NEURONX_IMPORT = re.compile(r"^\s*import torch_neuronx\b.*$")
+_GUARD = re.compile(r"^(\s*)if " + re.escape(RT) + r"is_available\(\):\s*$")
+
+#: statements that are CUDA-only, with why they may be on one side only
+EXCEPTIONS: dict[str, re.Pattern[str]] = {
+    # NRN350/NRN351: cuDNN / CUDA backend settings: deleted (neuron, cpu), kept for CUDA (accelerator)
+    "CUDA backend setting": re.compile(r"^torch\.backends\.(?:cuda|cudnn)\.[\w.]+\s*=.*$"),
+    # NRN116 (reference D8): under the neuron process group the backend pins each process to its core,
+    # so neuron deletes set_device; cpu has one device; accelerator keeps it for CUDA (multi-GPU DDP)
+    "set_device": re.compile(r"^" + re.escape(RT) + r"set_device\(.*\)$"),
+    # NRN112: torch.manual_seed already seeds the CPU: cpu deletes the CUDA seeding, neuron translates
+    # it, accelerator keeps it for CUDA
+    "CUDA seeding": re.compile(r"^" + re.escape(RT) + r"manual_seed(?:_all)?\(.*\)$"),
+}
+#: other justified differences, erased by a rewrite of the line: (pattern, replacement, reason)
+REWRITES: list[tuple[re.Pattern[str], str, str]] = [
+    # NRN115: `torch.cuda.get_device_name(i)` is `torch_neuronx.get_device_properties(i).name` on Neuron;
+    # torch.cpu has no device properties, so cpu / accelerator report the call and leave it
+    (re.compile(re.escape(RT) + r"get_device_properties\(([^()]*)\)\.name"), RT + r"get_device_name(\1)",
+     "device name: no device-generic equivalent, reported under cpu / accelerator"),
+]
+
+
+def _code_and_comment(line: str) -> tuple[str, str]:
+    m = re.match(r"^(\s*)(.*?)(\s*#.*)?$", line)
+    assert m is not None
+    return m.group(2), (m.group(3) or "").strip()
+
+
+def normalise(text: str) -> list[str]:
+    """The lines of ``text`` with every device choice erased (see the module docstring)."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if _NEURONX_IMPORT.match(line):
+            continue
+        for pattern, repl in _DEVICE_SUBS:
+            line = pattern.sub(repl, line)
+        line = _RUNTIME.sub(RT, line)
+        before = None
+        while before != line:
+            before = line
+            for pattern, repl in _FOLD:
+                line = pattern.sub(repl, line)
+        line = _COMPILE_BACKEND.sub("", line)
+        for pattern, repl, _reason in REWRITES:
+            line = pattern.sub(repl, line)
+        lines.append(line)
+    # accelerator's CUDA-only guards: `if <RT>is_available():` over one statement -> the statement
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _GUARD.match(lines[i])
+        if m:
+            # a guard block emptied by a deletion (only comments and `pass` left): its comments
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and \
+                    len(lines[j]) - len(lines[j].lstrip()) > len(m.group(1)):
+                j += 1
+            body = [b.strip() for b in lines[i + 1:j]]
+            if body and body.count("pass") == 1 and all(b == "pass" or b.startswith("#") for b in body):
+                out.extend(m.group(1) + b for b in body if b != "pass")
+                i = j
+                continue
+        if m and i + 1 < len(lines):
+            indent = m.group(1)
+            body = lines[i + 1]
+            deeper = len(body) - len(body.lstrip()) > len(indent)
+            single = i + 2 >= len(lines) or len(lines[i + 2]) - len(lines[i + 2].lstrip()) <= len(indent) \
+                or not lines[i + 2].strip()
+            if deeper and single:
+                out.append(indent + body.lstrip())
+                i += 2
+                continue
+        out.append(lines[i])
+        i += 1
+    # the exceptions: a CUDA-only statement reduces to its comment (or nothing)
+    result: list[str] = []
+    for line in out:
+        code, comment = _code_and_comment(line)
+        if any(p.match(code) for p in EXCEPTIONS.values()):
+            if comment:
+                result.append(line[: len(line) - len(line.lstrip())] + comment)
+            continue
+        if not line.strip() and result and not result[-1].strip():
+            continue  # blank lines: a deleted statement may leave one more or less
+        result.append(line)
+    return result
+
+
+def rewrite(name: str, target: str) -> str:
+    source = (PIPELINE / f"{name}.before.py").read_bytes()
+    result = run_source(source, all_rules(), Options(target=target, unsafe_fixes=True), path=f"{name}.py")
+    assert result.error is None, result.error
+    return (result.output if result.output is not None else source).decode()
+
+
+def test_every_pipeline_script_is_compared():
+    assert {"gpt_trainer", "tiny_inference", "fsdp_worker", "hf_generate", "hf_finetune",
+            "custom_kernels"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("target", OTHER_TARGETS)
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_only_device_choices_differ(name, target):
+    neuron = normalise(rewrite(name, "neuron"))
+    other = normalise(rewrite(name, target))
+    for i, (a, b) in enumerate(zip(neuron, other), 1):
+        assert a == b, f"{name}: normalised line {i} differs:\n  neuron:  {a}\n  {target}: {b}"
+    assert len(neuron) == len(other), f"{name}: {len(neuron)} vs {len(other)} normalised lines"
+
+
+def test_normalise_erases_device_choices_only():
+    neuron = 'device = "neuron" if torch.accelerator.is_available() else "cpu"\nx = 1\n'
+    cpu = 'device = "cpu"\nx = 1\n'
+    assert normalise(neuron) == normalise(cpu)
+    assert normalise("x = 1\n") != normalise("x = 2\n")
+    assert normalise('model = torch.compile(model, backend="neuron")\n') == normalise(
+        "model = torch.compile(model)\n")
+    # a model or a learning rate is no device choice
+    assert normalise("lr = 1e-3\n") != normalise("lr = 1e-4\n")
+    assert normalise('m = Net("a")\n') != normalise('m = Net("b")\n')
