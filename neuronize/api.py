@@ -60,38 +60,50 @@ class RunResult:
 
 @dataclass(frozen=True)
 class Job:
-    """What a worker needs for one file: small and picklable (paths, not trees)."""
+    """What a worker needs for one file that must really be analysed: small and picklable."""
 
     path: str
+    source: bytes
     rule_ids: tuple[str, ...]
     options: Options
     fix: bool
     cache_dir: str | None = None  # None: no cache
+    cache_key: str = ""
 
 
-def _analyse_file(job: Job) -> tuple[SourceResult, bytes | None]:
-    rules = _rules_by_id(job.rule_ids)
+def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix: bool,
+                   cache: ResultCache | None) -> tuple[SourceResult, bytes | None] | Job:
+    """What the parent can answer without parsing (unreadable, no candidate token, cached),
+    with the bytes it read; otherwise the job for a worker."""
     try:
-        source = read_source(Path(job.path))
+        source = read_source(path)
     except IsADirectoryError:
         return SourceResult(error=FileError("is a directory")), None
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
+    if not _prefilter(rule_ids).search(source):
+        return SourceResult(skipped=True), None
+    if cache is None:
+        return Job(str(path), source, rule_ids, options, fix)
+    key = cache.key(source, rule_ids, options, fix)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit, source
+    return Job(str(path), source, rule_ids, options, fix, str(cache.directory), key)
+
+
+def _analyse_job(job: Job) -> SourceResult:
+    rules = _rules_by_id(job.rule_ids)
     prefilter = _prefilter(job.rule_ids)
-    if not prefilter.search(source):
-        return SourceResult(skipped=True), None  # cheaper than a cache lookup
+    if job.path.endswith(".ipynb"):
+        result = _analyse_notebook(job.source, rules, job, prefilter)
+    else:
+        result = run_source(job.source, rules, job.options, path=job.path, prefilter=prefilter,
+                            fix=job.fix)
     cache = _cache(job.cache_dir)
-    key = cache.key(source, job.rule_ids, job.options, job.fix) if cache is not None else ""
-    result = cache.get(key) if cache is not None else None
-    if result is None:
-        if job.path.endswith(".ipynb"):
-            result = _analyse_notebook(source, rules, job, prefilter)
-        else:
-            result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
-                                fix=job.fix)
-        if cache is not None:
-            cache.put(key, result)
-    return result, (source if result.changed else None)
+    if cache is not None:
+        cache.put(job.cache_key, result)
+    return result
 
 
 _CACHES: dict[str, ResultCache] = {}
@@ -199,30 +211,44 @@ def analyse_paths(
     rule_ids = tuple(r.id for r in rules)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
-    cache_dir = str(default_directory()) if cache else None
-    job_list = [Job(str(files[i].path), _rules_for(files[i].path, rules, rule_ids, config), options,
-                    fix, cache_dir) for i in order]
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    outcomes: list[tuple[SourceResult, bytes | None]] = []
+    store = _cache(str(default_directory())) if cache else None
     if progress is not None:
-        progress.start(len(job_list))
-    if workers > 1 and len(files) > 1 and sum(sizes) >= PARALLEL_THRESHOLD:
-        chunk = max(1, min(32, len(job_list) // (workers * 8)))
+        progress.start(len(files))
+    results: dict[int, SourceResult] = {}
+    sources: dict[int, bytes | None] = {}
+    pending: list[tuple[int, Job]] = []
+    for i in order:
+        outcome = _cheap_outcome(files[i].path, _rules_for(files[i].path, rules, rule_ids, config),
+                                 options, fix, store)
+        if isinstance(outcome, Job):
+            pending.append((i, outcome))
+            sources[i] = outcome.source
+            continue
+        results[i], source = outcome
+        sources[i] = source if results[i].changed else None  # kept only for diffs and writes
+        if progress is not None:
+            progress.advance()
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    work = [job for _, job in pending]
+    if workers > 1 and len(work) > 1 and sum(len(job.source) for job in work) >= PARALLEL_THRESHOLD:
+        chunk = max(1, min(16, len(work) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for outcome in pool.map(_analyse_file, job_list, chunksize=chunk):
-                outcomes.append(outcome)
+            analysed = pool.map(_analyse_job, work, chunksize=chunk)
+            for (i, _), result in zip(pending, analysed):
+                results[i] = result
                 if progress is not None:
                     progress.advance()
     else:
-        for job in job_list:
-            outcomes.append(_analyse_file(job))
+        for i, job in pending:
+            results[i] = _analyse_job(job)
+            if not results[i].changed:
+                sources[i] = None
             if progress is not None:
                 progress.advance()
-    by_index = dict(zip(order, outcomes))
     run = RunResult(skipped=skipped)
     for i, f in enumerate(files):
-        result, source = by_index[i]
-        run.files.append(FileResult(f.display, f.path, result, source))
+        result = results[i]
+        run.files.append(FileResult(f.display, f.path, result, sources[i] if result.changed else None))
     return run
 
 

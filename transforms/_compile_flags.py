@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterable, Sequence
 
 import libcst as cst
-import libcst.matchers as m
 
 from neuronize.context import FileContext, _iter_statements, dotted_name
 from neuronize.transform import ImportRequest, Transform
-from neuronize.transforms._helpers import keyword, string_value
+from neuronize.transforms._helpers import count_nodes, keyword, string_value
 
 #: keyword arguments of ``torch.compile`` (all keyword-only after the model)
 COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
@@ -102,11 +101,11 @@ def assign_targets(node: cst.Assign | cst.AugAssign) -> list[cst.BaseExpression]
 
 def has_call(node: cst.CSTNode) -> bool:
     """Whether evaluating ``node`` may run code (a call, an await, a yield or a walrus)."""
-    return bool(m.findall(node, m.Call() | m.Await() | m.Yield() | m.NamedExpr()))
+    return bool(count_nodes(node, cst.Call, cst.Await, cst.Yield, cst.NamedExpr))
 
 
 def has_comment(node: cst.CSTNode) -> bool:
-    return bool(m.findall(node, m.Comment()))
+    return bool(count_nodes(node, cst.Comment))
 
 
 # -- with blocks -----------------------------------------------------------------------------
@@ -457,7 +456,7 @@ def _argument_indent(call: cst.Call) -> str | None:
 
 # -- removing arguments / dict entries -----------------------------------------------------------
 def count_comments(node: cst.CSTNode | None) -> int:
-    return 0 if not isinstance(node, cst.CSTNode) else len(m.findall(node, m.Comment()))
+    return 0 if not isinstance(node, cst.CSTNode) else count_nodes(node, cst.Comment)
 
 
 def drop_elements(elements: Sequence, remove: Sequence, closing: object = None) -> tuple[list, int, object]:

@@ -144,3 +144,26 @@ def qualified_expr(ctx: FileContext, qualified: str) -> tuple[cst.BaseExpression
     imports: tuple[ImportRequest, ...] = () if local else (ImportRequest(package),)
     expr = cst.parse_expression(f"{head}.{rest}" if rest else head)
     return expr, imports
+
+
+# -- subtrees ------------------------------------------------------------------------------
+class _Counter(cst.CSTVisitor):
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        super().__init__()
+        self.kinds = kinds
+        self.count = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.count += 1
+        return True
+
+
+def count_nodes(node: cst.CSTNode, *kinds: type) -> int:
+    """How many nodes of ``kinds`` the subtree holds (whitespace and comments included).
+
+    A plain visitor, not ``libcst.matchers``: importing that costs ~0.13 s at every start-up.
+    """
+    counter = _Counter(kinds)
+    node.visit(counter)
+    return counter.count
