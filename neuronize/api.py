@@ -22,7 +22,7 @@ from neuronize.engine import FileError, SourceResult, prefilter_for, run_source
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, Skipped, discover
 from neuronize.sources.notebook import NotebookError, read_cells, write_cells
-from neuronize.sources.write import WriteRefused, read_source, write_atomic
+from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
 from neuronize.transform import Finding, Transform
 
 #: below this many bytes in all, worker processes cost more than they save
@@ -48,6 +48,8 @@ class FileResult:
 class RunResult:
     files: list[FileResult] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    #: temp files of an interrupted earlier run, removed before writing
+    stale_removed: list[Path] = field(default_factory=list)
 
     @property
     def errors(self) -> list[FileResult]:
@@ -60,15 +62,14 @@ class RunResult:
 
 @dataclass(frozen=True)
 class Job:
-    """What a worker needs for one file that must really be analysed: small and picklable."""
+    """What a worker needs for one file that must really be analysed: small and picklable
+    (a path, not its bytes: the parent holds no corpus in memory while workers run)."""
 
     path: str
-    source: bytes
     rule_ids: tuple[str, ...]
     options: Options
     fix: bool
     cache_dir: str | None = None  # None: no cache
-    cache_key: str = ""
 
 
 def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix: bool,
@@ -83,27 +84,30 @@ def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
     if not _prefilter(rule_ids).search(source):
         return SourceResult(skipped=True), None
-    if cache is None:
-        return Job(str(path), source, rule_ids, options, fix)
-    key = cache.key(source, rule_ids, options, fix)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit, source
-    return Job(str(path), source, rule_ids, options, fix, str(cache.directory), key)
+    if cache is not None:
+        hit = cache.get(cache.key(source, rule_ids, options, fix))
+        if hit is not None:
+            return hit, source
+    return Job(str(path), rule_ids, options, fix, None if cache is None else str(cache.directory))
 
 
-def _analyse_job(job: Job) -> SourceResult:
+def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
+    """Analyse one file in a worker; the bytes come back only if the file would change."""
+    try:
+        source = read_source(Path(job.path))
+    except OSError as exc:
+        return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
     rules = _rules_by_id(job.rule_ids)
     prefilter = _prefilter(job.rule_ids)
     if job.path.endswith(".ipynb"):
-        result = _analyse_notebook(job.source, rules, job, prefilter)
+        result = _analyse_notebook(source, rules, job, prefilter)
     else:
-        result = run_source(job.source, rules, job.options, path=job.path, prefilter=prefilter,
+        result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
                             fix=job.fix)
     cache = _cache(job.cache_dir)
     if cache is not None:
-        cache.put(job.cache_key, result)
-    return result
+        cache.put(cache.key(source, job.rule_ids, job.options, job.fix), result)
+    return result, (source if result.changed else None)
 
 
 _CACHES: dict[str, ResultCache] = {}
@@ -217,12 +221,13 @@ def analyse_paths(
     results: dict[int, SourceResult] = {}
     sources: dict[int, bytes | None] = {}
     pending: list[tuple[int, Job]] = []
+    pending_bytes = 0
     for i in order:
         outcome = _cheap_outcome(files[i].path, _rules_for(files[i].path, rules, rule_ids, config),
                                  options, fix, store)
         if isinstance(outcome, Job):
             pending.append((i, outcome))
-            sources[i] = outcome.source
+            pending_bytes += sizes[i]
             continue
         results[i], source = outcome
         sources[i] = source if results[i].changed else None  # kept only for diffs and writes
@@ -230,19 +235,16 @@ def analyse_paths(
             progress.advance()
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     work = [job for _, job in pending]
-    if workers > 1 and len(work) > 1 and sum(len(job.source) for job in work) >= PARALLEL_THRESHOLD:
+    if workers > 1 and len(work) > 1 and pending_bytes >= PARALLEL_THRESHOLD:
         chunk = max(1, min(16, len(work) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            analysed = pool.map(_analyse_job, work, chunksize=chunk)
-            for (i, _), result in zip(pending, analysed):
-                results[i] = result
+            for (i, _), (result, source) in zip(pending, pool.map(_analyse_job, work, chunksize=chunk)):
+                results[i], sources[i] = result, source
                 if progress is not None:
                     progress.advance()
     else:
         for i, job in pending:
-            results[i] = _analyse_job(job)
-            if not results[i].changed:
-                sources[i] = None
+            results[i], sources[i] = _analyse_job(job)
             if progress is not None:
                 progress.advance()
     run = RunResult(skipped=skipped)
@@ -268,8 +270,12 @@ def _rules_for(path: Path, rules: Sequence[type[Transform]], rule_ids: tuple[str
 
 
 def write_changes(run: RunResult) -> RunResult:
-    """Write every changed file atomically; a refused write becomes that file's error."""
-    out = RunResult(skipped=run.skipped)
+    """Write every changed file atomically; a refused write becomes that file's error.
+
+    Temp files a killed earlier run left beside the files of this run are removed first.
+    """
+    folders = {f.path.absolute().parent for f in run.files if f.path is not None}
+    out = RunResult(skipped=run.skipped, stale_removed=remove_stale_temp_files(sorted(folders)))
     for f in run.files:
         if not f.result.changed or f.path is None or f.source is None:
             out.files.append(f)

@@ -7,6 +7,7 @@ file is still processed when one fails.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -187,6 +188,9 @@ def _run_inner(mode: str, **kw: Any) -> int:
         run = _review(run, kw)
     elif writing:
         run = api.write_changes(run)
+        if run.stale_removed:
+            click.echo(f"neuronize: removed {len(run.stale_removed)} temp file(s) left by an "
+                       "interrupted run", err=True)
     baselined = 0
     if kw.get("write_baseline"):
         target = Path(kw["write_baseline"])
@@ -346,9 +350,10 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_ERROR)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("neuronize: interrupted", err=True)
         sys.exit(EXIT_ERROR)
-    except KeyboardInterrupt:
-        click.echo("neuronize: interrupted", err=True)
-        sys.exit(EXIT_ERROR)
+    finally:
+        # The work is done and reported: a Ctrl-C arriving during interpreter shutdown must not
+        # turn a finished run into a death by signal with no message.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Sequence, Tuple
@@ -321,9 +323,29 @@ def run_source(
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return _run_parsed(source, rules, options, path, fix)
+        return _on_deep_stack(_run_parsed, source, rules, options, path, fix)
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=_error_for(exc, source))
+
+
+#: libcst's native parser recurses on the C stack: ~2000 nested brackets overflow a default
+#: 8 MB thread stack and kill the process (a segfault cannot be caught). Parsing runs on a
+#: thread with a large stack instead; Python-level recursion limits then fail cleanly, as an
+#: error for that one file.
+_DEEP_STACK = 512 * 1024 * 1024
+_deep_executor: ThreadPoolExecutor | None = None
+
+
+def _on_deep_stack(func: Callable[..., SourceResult], *args: object) -> SourceResult:
+    global _deep_executor
+    if _deep_executor is None:
+        previous = threading.stack_size(_DEEP_STACK)
+        try:
+            _deep_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neuronize-parse")
+            _deep_executor.submit(lambda: None).result()  # the thread is created now, on this stack size
+        finally:
+            threading.stack_size(previous)
+    return _deep_executor.submit(func, *args).result()
 
 
 def accepts(options: Options) -> Callable[[Report], bool]:
@@ -364,36 +386,41 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         )
     warnings: list[str] = []
     new = module
-    imports: list[ImportRequest] = []
+    later: list[Finding] = []
+    seen = {(f.rule, f.message) for r, f in located if accepted(r)}
     for round_no in range(MAX_ROUNDS):
         batch = _outermost(pending)
-        new = _apply(new, batch)
-        imports.extend(req for r in batch for req in r.imports)
-        if len(batch) == len(pending):
-            break
-        # Fixes nested in an applied fix are found again on the new tree (suppressions too).
-        again, _ = _suppress(new.bytes, _locate(new, _analyse(new, rules, options, path)), rules, options)
+        new = _apply_imports(_apply(new, batch), [req for r in batch for req in r.imports])
+        # Applied fixes can reveal more: a fix nested in another, a name an added import now
+        # resolves, a guard whose CUDA-only body another rule removed. Run to a fixed point, so
+        # that a second run of neuronize changes nothing.
+        marker_free = b"neuronize:" not in source
+        reports = _analyse(new, rules, options, path)
+        again, _ = _suppress(source if marker_free else new.bytes, _locate(new, reports), rules, options)
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
+        later.extend(dataclasses.replace(f, applied=True) for r, f in again
+                     if accepted(r) and (f.rule, f.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
-            warnings.append(f"{len(pending)} overlapping fix(es) left after {MAX_ROUNDS} rounds")
-    new = _apply_imports(new, imports)
+            warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
     output = new.bytes + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see _outermost).
     first_per_node = {id(r) for r in _outermost([r for r, _ in located if accepted(r)], nested=True)}
-    findings = _findings(located, lambda r: id(r) in first_per_node, unused)
+    findings = _findings(located, lambda r: id(r) in first_per_node, [*unused, *later])
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
     try:
         ast.parse(output)
     except SyntaxError as exc:
-        return SourceResult(
-            findings=_findings(located, _never, unused),
-            error=FileError(f"internal error: the rewritten file would not parse ({exc.msg}); left alone",
-                            exc.lineno),
-        )
+        try:
+            ast.parse(source)
+            problem = f"internal error: the rewritten file would not parse ({exc.msg}); please report it"
+        except SyntaxError:  # libcst accepts what CPython refuses (e.g. >200 nested brackets)
+            problem = f"Python cannot compile this file ({exc.msg})"
+        return SourceResult(findings=_findings(located, _never, unused),
+                            error=FileError(f"{problem}; left alone", exc.lineno))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
 
 

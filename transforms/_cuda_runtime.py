@@ -331,7 +331,7 @@ TRANSPARENT_CALLS = frozenset({
     "to", "cuda", "cpu", "device", "print", "info", "warning", "warn", "debug", "error", "format",
     "get", "getenv", "int", "str", "float", "bool", "len", "range", "min", "max", "isinstance",
     "manual_seed", "manual_seed_all", "seed", "Generator", "set_device", "synchronize",
-    "empty_cache", "device_count", "current_device", "is_available", "append", "update",
+    "empty_cache", "device_count", "current_device", "get_device", "is_available", "append", "update",
     "RuntimeError", "ValueError", "SystemExit", "exit",
 })
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 TEMP_SUFFIX = ".neuronize-tmp"
 
@@ -35,18 +37,76 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
         raise WriteRefused("file is read-only; not rewritten")
     if read_source(target) != original:
         raise WriteRefused("file changed on disk since it was read; not rewritten (run again)")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
+    tmp_name = _write_temp(target, new, stat.S_IMODE(info.st_mode))
     try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(new)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp_name, stat.S_IMODE(info.st_mode))
         os.replace(tmp_name, target)
         _fsync_dir(target.parent)
     finally:
         if os.path.exists(tmp_name):
             os.unlink(tmp_name)
+
+
+def _write_temp(target: Path, data: bytes, mode: int) -> str:
+    """A complete, fsynced copy of ``data`` beside ``target``, under a temporary name that
+    carries this process's id, so a later run can tell a stale one (see
+    :func:`remove_stale_temp_files`)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMP_SUFFIX,
+                                dir=target.parent)
+    try:
+        _write_all(fd, data, mode)
+    except BaseException:
+        os.close(fd)
+        os.unlink(name)
+        raise
+    os.close(fd)
+    return name
+
+
+def remove_stale_temp_files(directories: Iterable[Path]) -> list[Path]:
+    """Delete temp files that a killed neuronize left beside its targets; return them.
+
+    Only names of our own pattern (``.<file>.<pid>.<random>.neuronize-tmp``) whose process is
+    gone are touched, and only in ``directories`` (the folders of the files being fixed).
+    """
+    removed = []
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _TEMP_NAME.match(entry.name)
+            if match is None or _alive(int(match.group(1))):
+                continue
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                continue
+            removed.append(Path(entry.path))
+    return removed
+
+
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(TEMP_SUFFIX) + "$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_all(fd: int, data: bytes, mode: int) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fchmod(fd, mode)
+    os.fsync(fd)
 
 
 def _fsync_dir(directory: Path) -> None:

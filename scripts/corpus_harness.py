@@ -1,0 +1,294 @@
+#!/usr/bin/env python
+"""Run neuronize over real repositories and check its guarantees on each of them.
+
+Usage::
+
+    python scripts/corpus_harness.py CORPUS_DIR [--diffs OUT_DIR] [--only NAME] [--jobs N]
+
+CORPUS_DIR holds one checkout per sub-directory (e.g. ``/tmp/corpus/karpathy+nanoGPT``). The
+repositories are public code fetched by you and kept outside this project; they are never
+modified: each one is copied to a temporary directory, and on the copy the harness runs
+
+1. ``python -m neuronize check --unsafe-fixes --output-format json .`` (findings),
+2. ``python -m neuronize fix --diff --unsafe-fixes --output-format json .`` (which findings the
+   edits come from: ``check`` applies nothing, so only here is ``applied`` set),
+3. ``python -m neuronize fix --unsafe-fixes --output-format json .``,
+4. the same ``fix`` a second time,
+
+then prints one Markdown table row per repository:
+
+- **commit**: ``git rev-parse HEAD`` of the original checkout (``-`` if it is not one);
+- **scanned / changed / failed**: files neuronize looked at, files whose bytes changed, files it
+  reported as errors;
+- **crashes**: a traceback on stderr, an exit code other than 0/1/2, an exit code 2 with no
+  reported error, or an error that says "internal error";
+- **unparseable**: a changed file that ``ast.parse`` (this interpreter) rejects although the
+  original parsed;
+- **second run**: files the second ``fix`` changes again;
+- **unexplained**: changed files for which ``fix --diff`` reported no applied finding;
+- **no token**: modified files that contain none of the pre-filter tokens (must be zero);
+- **stray**: files other than the changed ``*.py`` files that were created, modified or deleted
+  (temporary files left behind, writes to other files).
+
+Every column from *crashes* on must be zero; the exit code is 1 otherwise (0 when clean).
+``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
+when a second run changes something). The result cache goes to a temporary directory
+(``NEURONIZE_CACHE_DIR``) so that every run really analyses the files. Changed files are parsed
+with this interpreter's ``ast``: run the harness with the Python the project targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neuronize.engine import prefilter_for
+from neuronize.registry import all_rules
+from neuronize.sources.notebook import read_cells
+
+SOURCES = (".py", ".ipynb")
+
+INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray")
+
+
+@dataclass
+class Row:
+    repo: str
+    commit: str = "-"
+    scanned: int = 0
+    changed: int = 0
+    failed: int = 0
+    findings: int = 0
+    applied: int = 0
+    crashes: int = 0
+    unparseable: int = 0
+    second_run: int = 0
+    unexplained: int = 0
+    no_token: int = 0
+    stray: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def bad(self) -> bool:
+        return any(getattr(self, name) for name in INVARIANTS)
+
+
+def _commit(repo: Path) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "-"
+    return proc.stdout.strip()[:12] if proc.returncode == 0 else "-"
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Relative path -> content hash of every regular file (symlinks: their target text)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+                continue
+            try:
+                out[rel] = hashlib.sha1(path.read_bytes()).hexdigest()
+            except OSError:
+                out[rel] = "unreadable"
+    return out
+
+
+def _json_in(text: str) -> dict:
+    """The JSON report in ``text`` (alone on stdout, or among other lines on stderr)."""
+    start = 0 if text.startswith("{") else text.find("\n{") + 1
+    if text.startswith("{") or start > 0:
+        try:
+            payload, _ = json.JSONDecoder().raw_decode(text, start)
+        except ValueError:
+            return {}
+        return payload if isinstance(payload, dict) else {}
+    return {}
+
+
+def _neuronize(python: str, cwd: Path, cache: Path, *args: str) -> tuple[int, dict, str]:
+    """Run the real command line on ``.`` in ``cwd``; the JSON report, wherever it is printed."""
+    env = {**os.environ, "NO_COLOR": "1", "NEURONIZE_CACHE_DIR": str(cache)}
+    proc = subprocess.run([python, "-m", "neuronize", *args, "--output-format", "json", "."],
+                          cwd=cwd, capture_output=True, env=env, timeout=3600)
+    stderr = proc.stderr.decode("utf-8", "replace")
+    # With --diff the diff owns stdout and the report goes to stderr.
+    payload = _json_in(stderr if "--diff" in args else proc.stdout.decode("utf-8", "replace"))
+    return proc.returncode, payload, stderr
+
+
+def _crash_reasons(step: str, code: int, payload: dict, stderr: str) -> list[str]:
+    reasons = []
+    if "Traceback (most recent call last)" in stderr:
+        tail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+        reasons.append(f"{step}: traceback on stderr ({tail})")
+    if code not in (0, 1, 2):
+        reasons.append(f"{step}: exit code {code}")
+    if not payload:
+        reasons.append(f"{step}: stdout is not a JSON report")
+    errors = payload.get("errors", [])
+    if code == 2 and not errors:
+        reasons.append(f"{step}: exit code 2 without a reported error")
+    for err in errors:
+        if "internal error" in err.get("message", ""):
+            reasons.append(f"{step}: {err['path']}: {err['message']}")
+    return reasons
+
+
+def _parses(data: bytes, notebook: bool = False) -> bool:
+    """``ast.parse`` accepts it (a notebook: every Python code cell, magics masked)."""
+    try:
+        if notebook:
+            sources = [cell.source for cell in read_cells(data)]
+        else:
+            sources = [data]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for source in sources:
+                ast.parse(source)
+    except (SyntaxError, ValueError):  # NotebookError is a ValueError
+        return False
+    return True
+
+
+def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
+    row = Row(repo=repo.name, commit=_commit(repo))
+    token = prefilter_for(all_rules())
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="neuronize-corpus-") as tmp:
+        work = Path(tmp) / repo.name
+        shutil.copytree(repo, work, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        cache = Path(tmp) / "cache"
+        before = _snapshot(work)
+
+        code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes")
+        row.problems += _crash_reasons("check", code, check, stderr)
+        row.findings = len(check.get("findings", []))
+        # `check` applies nothing; `fix --diff` says which findings the edits come from.
+        code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", "--unsafe-fixes")
+        row.problems += _crash_reasons("fix --diff", code, planned, stderr)
+        applied_paths = {f["path"] for f in planned.get("findings", []) if f.get("applied")}
+        row.applied = sum(1 for f in planned.get("findings", []) if f.get("applied"))
+
+        code, fixed, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes")
+        row.problems += _crash_reasons("fix", code, fixed, stderr)
+        summary = fixed.get("summary", {})
+        row.scanned = int(summary.get("files", 0))
+        row.failed = len(fixed.get("errors", []))
+        after = _snapshot(work)
+
+        diff_chunks: list[str] = []
+        for rel in sorted(set(before) | set(after)):
+            if before.get(rel) == after.get(rel):
+                continue
+            if rel not in before or rel not in after or not rel.endswith(SOURCES):
+                row.stray += 1
+                row.problems.append(f"stray: {rel} ({'created' if rel not in before else 'deleted' if rel not in after else 'modified'})")
+                continue
+            row.changed += 1
+            old = (repo / rel).read_bytes()
+            new = (work / rel).read_bytes()
+            notebook = rel.endswith(".ipynb")
+            if _parses(old, notebook) and not _parses(new, notebook):
+                row.unparseable += 1
+                row.problems.append(f"unparseable: {rel}")
+            if rel not in applied_paths:
+                row.unexplained += 1
+                row.problems.append(f"unexplained change: {rel}")
+            if not token.search(old):
+                row.no_token += 1
+                row.problems.append(f"modified without a pre-filter token: {rel}")
+            if diffs is not None:
+                diff_chunks.extend(difflib.unified_diff(
+                    old.decode("utf-8", "replace").splitlines(keepends=True),
+                    new.decode("utf-8", "replace").splitlines(keepends=True),
+                    f"a/{rel}", f"b/{rel}"))
+
+        once = {rel: (work / rel).read_bytes() for rel in applied_paths if (work / rel).is_file()}
+        code, again, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes")
+        row.problems += _crash_reasons("second fix", code, again, stderr)
+        third = _snapshot(work)
+        second_chunks: list[str] = []
+        for rel in sorted(set(after) | set(third)):
+            if after.get(rel) != third.get(rel):
+                row.second_run += 1
+                row.problems.append(f"second run changed: {rel}")
+                if diffs is not None and rel in once and (work / rel).is_file():
+                    second_chunks.extend(difflib.unified_diff(
+                        once[rel].decode("utf-8", "replace").splitlines(keepends=True),
+                        (work / rel).read_bytes().decode("utf-8", "replace").splitlines(keepends=True),
+                        f"a/{rel}", f"b/{rel}"))
+        row.crashes = sum(1 for p in row.problems if p.split(":")[0] in ("check", "fix --diff", "fix", "second fix"))
+        if diffs is not None:
+            diffs.mkdir(parents=True, exist_ok=True)
+            (diffs / f"{repo.name}.diff").write_text("".join(diff_chunks), encoding="utf-8")
+            if second_chunks:
+                (diffs / f"{repo.name}.second-run.diff").write_text("".join(second_chunks), encoding="utf-8")
+    row.seconds = time.monotonic() - started
+    return row
+
+
+def table(rows: list[Row]) -> str:
+    head = ("| repository | commit | scanned | changed | failed | findings | applied | crashes | "
+            "unparseable | second run | unexplained | no token | stray | seconds |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r.repo} | `{r.commit}` | {r.scanned} | {r.changed} | {r.failed} | {r.findings} | "
+            f"{r.applied} | {r.crashes} | {r.unparseable} | {r.second_run} | {r.unexplained} | "
+            f"{r.no_token} | {r.stray} | {r.seconds:.1f} |")
+    total = Row(repo="**total**", commit="")
+    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "seconds"):
+        setattr(total, name, sum(getattr(r, name) for r in rows))
+    lines.append(
+        f"| {total.repo} | | {total.scanned} | {total.changed} | {total.failed} | {total.findings} | "
+        f"{total.applied} | {total.crashes} | {total.unparseable} | {total.second_run} | "
+        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.seconds:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path, help="directory with one repository per sub-directory")
+    parser.add_argument("--only", action="append", default=[], help="run only these repositories")
+    parser.add_argument("--diffs", type=Path, help="write one unified diff per repository here")
+    parser.add_argument("--python", default=sys.executable, help="interpreter that runs neuronize")
+    args = parser.parse_args(argv)
+
+    repos = sorted(p for p in args.corpus.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if args.only:
+        repos = [p for p in repos if p.name in args.only]
+    if not repos:
+        print(f"no repositories under {args.corpus}", file=sys.stderr)
+        return 2
+    rows = []
+    for repo in repos:
+        print(f"running {repo.name} ...", file=sys.stderr, flush=True)
+        row = run_repo(repo, args.python, args.diffs)
+        for problem in row.problems:
+            print(f"  {repo.name}: {problem}", file=sys.stderr)
+        rows.append(row)
+    print(table(rows))
+    return 1 if any(r.bad() for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
