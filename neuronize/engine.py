@@ -25,7 +25,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, List, Sequence, Tuple
 
 import libcst as cst

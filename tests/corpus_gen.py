@@ -520,7 +520,7 @@ def _s_compile(w: _Writer, rng: random.Random, c: _Ctx) -> None:
         w.add(f"model = {t}.compile(model, dynamic=True)")
     elif kind == 4:
         w.add("if args.compile:")
-        w.add(f"    print('compiling the model... (takes a ~minute)')")
+        w.add("    print('compiling the model... (takes a ~minute)')")
         w.add(f"    model = {t}.compile(model, backend=args.backend)")
     else:
         w.block(f'''
@@ -578,9 +578,9 @@ def _s_misc_runtime(w: _Writer, rng: random.Random, c: _Ctx) -> None:
         f"{c.cuda}.empty_cache()",
         f"start = {c.cuda}.Event(enable_timing=True)",
         f"free, total = {c.cuda}.mem_get_info()",
-        f"os.environ[\"CUDA_VISIBLE_DEVICES\"] = \"0\"",
-        f"model = model.half()",
-        f"model = nn.DataParallel(model)",
+        "os.environ[\"CUDA_VISIBLE_DEVICES\"] = \"0\"",
+        "model = model.half()",
+        "model = nn.DataParallel(model)",
         f"buf = {t}.cuda.FloatTensor(16).zero_()",
         f"gen = {t}.Generator(device=\"cuda\")",
         f"if {c.cuda}.get_device_capability()[0] >= 8:\n    use_flash = True",
@@ -647,7 +647,7 @@ try:
 except ImportError:
     flash_attn_func = None
 ''')
-    w.block(f'''
+    w.block('''
 def attend(q, k, v, causal=True):
     if flash_attn_func is not None and q.is_cuda:
         return flash_attn_func(q, k, v, causal=causal)

@@ -21,7 +21,7 @@ import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
-from neuronize.transforms._helpers import is_cuda_device_string, qualified_expr, string_value
+from neuronize.transforms._helpers import qualified_expr, string_value
 
 PREFIX = "torch.cuda."
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.
@@ -277,30 +277,6 @@ def flag_targets(assign: cst.CSTNode) -> list[str]:
     else:
         names = []
     return [n for n in names if n]
-
-
-def ifexp_selects_cuda_device(node: cst.IfExp) -> bool:
-    """``"cuda" if ... else "cpu"`` (or with ``torch.device("cuda")`` branches): NRN101-109 own it."""
-    finder = _CudaDeviceFinder()
-    node.body.visit(finder)
-    node.orelse.visit(finder)
-    return finder.found
-
-
-class _CudaDeviceFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found = False
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> bool:
-        if is_cuda_device_string(node):
-            self.found = True
-        return False
-
-    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        if is_cuda_device_string(node):
-            self.found = True
-        return False
 
 
 # -- what guarded code does ----------------------------------------------------------------

@@ -14,7 +14,7 @@ import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
-from neuronize.transforms._helpers import is_cuda_device_string, make_string, string_value
+from neuronize.transforms._helpers import make_string, string_value
 
 CUDA_INDEXED = re.compile(r"^cuda:(\d+)$")
 # Strings that name a device type; a conditional expression choosing between them picks a device.
@@ -371,23 +371,3 @@ def short(ctx: FileContext, node: cst.CSTNode, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class _CudaStringFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found = False
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> bool:
-        self.found = self.found or is_cuda_device_string(node)
-        return False
-
-    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        self.found = self.found or is_cuda_device_string(node)
-        return False
-
-
-def branches_mention_cuda(node: cst.IfExp) -> bool:
-    """A CUDA device string anywhere in either branch (the test NRN11x uses to leave an IfExp to us)."""
-    finder = _CudaStringFinder()
-    node.body.visit(finder)
-    node.orelse.visit(finder)
-    return finder.found

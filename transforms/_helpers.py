@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
 
 import libcst as cst
 
@@ -44,6 +43,32 @@ def is_cuda_device_string(node: cst.CSTNode) -> bool:
     return False
 
 
+class _CudaStringFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> bool:
+        self.found = self.found or is_cuda_device_string(node)
+        return False
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        self.found = self.found or is_cuda_device_string(node)
+        return False
+
+
+def branches_mention_cuda(node: cst.IfExp) -> bool:
+    """A CUDA device string anywhere in either branch of ``... if ... else ...``.
+
+    Such a conditional chooses a device: the device-placement rules (NRN101) rewrite it as one
+    unit, and the runtime rules (NRN110) leave its ``torch.cuda.is_available()`` test alone.
+    """
+    finder = _CudaStringFinder()
+    node.body.visit(finder)
+    node.orelse.visit(finder)
+    return finder.found
+
+
 def make_string(value: str, like: cst.CSTNode | None = None) -> cst.SimpleString:
     """A string literal for ``value`` in the quote style of ``like`` (double quotes by default)."""
     quote = '"'
@@ -81,13 +106,6 @@ def argument(call: cst.Call, name: str, position: int | None = None) -> cst.Arg 
     return None
 
 
-def _comma_like(args: Sequence[cst.Arg]) -> cst.Comma:
-    for arg in args:
-        if isinstance(arg.comma, cst.Comma):
-            return arg.comma
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
 def without_args(call: cst.Call, *remove: cst.Arg) -> cst.Call:
     """``call`` without the given arguments, commas and a trailing comma handled."""
     keep = [a for a in call.args if not any(a is r for r in remove)]
@@ -99,12 +117,16 @@ def without_args(call: cst.Call, *remove: cst.Arg) -> cst.Call:
 
 
 def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """``call`` with ``name=value`` set: replaced in place if present, else appended."""
+    """``call`` with ``name=value`` set: replaced in place if present, else appended in the
+    call's own layout.
+
+    In a multi-line call the new argument gets a line of its own at the arguments' indentation,
+    the closing parenthesis keeps its place, and a comment ending the previous last line stays
+    on that line.
+    """
     existing = keyword(call, name)
     if existing is not None:
-        return call.with_changes(
-            args=[a.with_changes(value=value) if a is existing else a for a in call.args]
-        )
+        return call.with_changes(args=[a.with_changes(value=value) if a is existing else a for a in call.args])
     new_arg = cst.Arg(
         keyword=cst.Name(name),
         value=value,
@@ -114,21 +136,49 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     if not args:
         return call.with_changes(args=[new_arg])
     last = args[-1]
-    comma = _comma_like(args[:-1]) if len(args) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if isinstance(last.comma, cst.Comma):
-        # A trailing comma (often in a multi-line call): keep the layout, add after it.
-        new_arg = new_arg.with_changes(comma=last.comma)
-        args[-1] = last.with_changes(comma=_multiline_comma(last.comma, comma))
+    indent = _argument_indent(call)
+    comma = last.comma
+    if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace) \
+            and indent is not None:
+        # `    last,  # note\n)` -> `    last,  # note\n    name=value,\n)`
+        closing = comma.whitespace_after
+        args[-1] = last.with_changes(comma=comma.with_changes(
+            whitespace_after=closing.with_changes(last_line=cst.SimpleWhitespace(indent))))
+        new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), empty_lines=[], indent=closing.indent,
+            last_line=closing.last_line)))
+    elif isinstance(comma, cst.Comma):
+        # a one-line call with a trailing comma: `f(a,)` -> `f(a, name=value,)`
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        new_arg = new_arg.with_changes(comma=comma)
+    elif isinstance(last.whitespace_after_arg, cst.ParenthesizedWhitespace) and indent is not None:
+        # `    last  # note\n)` -> `    last,  # note\n    name=value\n)`
+        closing = last.whitespace_after_arg
+        args[-1] = last.with_changes(
+            whitespace_after_arg=cst.SimpleWhitespace(""),
+            comma=cst.Comma(whitespace_after=closing.with_changes(last_line=cst.SimpleWhitespace(indent))))
+        new_arg = new_arg.with_changes(whitespace_after_arg=cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), empty_lines=[], indent=closing.indent,
+            last_line=closing.last_line))
     else:
-        args[-1] = last.with_changes(comma=comma.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+        # `f(a\n)`: the whitespace before the closing parenthesis moves after the new argument
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
     args.append(new_arg)
     return call.with_changes(args=args)
 
 
-def _multiline_comma(trailing: cst.Comma, fallback: cst.Comma) -> cst.Comma:
-    if isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace):
-        return trailing
-    return fallback.with_changes(whitespace_before=cst.SimpleWhitespace(""))
+def _argument_indent(call: cst.Call) -> str | None:
+    """The indentation of the arguments of a multi-line call, if they sit on lines of their own."""
+    for arg in reversed(call.args[:-1]):
+        ws = arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            return ws.last_line.value
+    ws = call.whitespace_before_args
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        return ws.last_line.value
+    return None
 
 
 # -- names ---------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._compile_flags import (
-    add_keyword,
     call_name,
     compile_aliases,
     compile_kind,
@@ -14,7 +13,7 @@ from neuronize.transforms._compile_flags import (
     has_double_star,
     short,
 )
-from neuronize.transforms._helpers import keyword, make_string, string_value
+from neuronize.transforms._helpers import keyword, make_string, string_value, with_keyword
 from neuronize.transforms import _target
 
 #: backends whose code runs only on NVIDIA GPUs (or only under Inductor): replaced
@@ -233,7 +232,7 @@ class CompileBackend(Transform):
             like = backend_arg.value if backend_arg is not None else None
             if isinstance(backend_new, cst.SimpleString):
                 backend_new = make_string("neuron", like)
-            new = add_keyword(new, "backend", backend_new)
+            new = with_keyword(new, "backend", backend_new)
         where = {_target.CPU: "the CPU", _target.ACCELERATOR: "any device"}.get(_target.target(self.ctx), "Neuron")
         message = f"{what} for {where}: " + "; ".join(edits)
         if dropped_comments:
@@ -256,7 +255,7 @@ class CompileBackend(Transform):
             if has_double_star(node) is not None:
                 self.report(node, f"`torch._dynamo.optimize(...)`: make sure the backend is `\"neuron\"`; {note}")
                 return
-            self.fix(node, add_keyword(node, "backend", make_string("neuron")),
+            self.fix(node, with_keyword(node, "backend", make_string("neuron")),
                      f'`torch._dynamo.optimize(...)`: `backend="neuron"` added (the default is Inductor); {note}')
             return
         value = string_value(arg.value)
@@ -288,7 +287,7 @@ class CompileBackend(Transform):
         if arg is None:
             if has_double_star(node) is not None:
                 return
-            self.fix(node, add_keyword(node, "backend", expr),
+            self.fix(node, with_keyword(node, "backend", expr),
                      f"`torch._dynamo.optimize(...)`: {_target.compile_backend_text(self.ctx)}; {note}",
                      imports=imports)
         else:

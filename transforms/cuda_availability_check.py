@@ -13,10 +13,10 @@ from neuronize.transforms._cuda_runtime import (
     flag_uses,
     guarded_after,
     guarded_code,
-    ifexp_selects_cuda_device,
     scan,
     spelled,
 )
+from neuronize.transforms._helpers import branches_mention_cuda
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -125,7 +125,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         flag = ""
         if kind is Context.IFEXP:
             assert where is not None
-            if ref.fn == "is_available" and ifexp_selects_cuda_device(where):  # type: ignore[arg-type]
+            if ref.fn == "is_available" and branches_mention_cuda(where):  # type: ignore[arg-type]
                 return  # `"cuda" if torch.cuda.is_available() else "cpu"`: NRN101-109 rewrite the idiom
             verdict = scan(self.ctx, [where])
         elif kind is Context.IF:

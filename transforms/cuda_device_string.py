@@ -14,7 +14,6 @@ from neuronize.transforms._device import (
     Kind,
     cuda_literal,
     device_named,
-    branches_mention_cuda,
     has_is_available,
     idiom_branch,
     import_removal,
@@ -27,7 +26,9 @@ from neuronize.transforms._device import (
     selection_ifexp,
     target_name,
 )
-from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, string_value
+from neuronize.transforms._helpers import (
+    argument, branches_mention_cuda, keyword, make_string, qualified_expr, string_value,
+)
 from neuronize.transforms import _target
 
 INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "

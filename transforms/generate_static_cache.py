@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import add_keyword, short
-from neuronize.transforms._helpers import keyword, make_string
+from neuronize.transforms._compile_flags import short
+from neuronize.transforms._helpers import keyword, make_string, with_keyword
 
 #: keywords only Hugging Face's `generate` takes (a custom `generate` rarely does)
 HF_KEYWORDS = frozenset({
@@ -148,7 +148,7 @@ class GenerateStaticCache(Transform):
             return
         limit = keyword(node, "max_new_tokens") or keyword(node, "max_length")
         note = "" if limit is not None else "; pass `max_new_tokens=` to size it"
-        self.fix(node, add_keyword(node, "cache_implementation", make_string("static")),
+        self.fix(node, with_keyword(node, "cache_implementation", make_string("static")),
                  f'{what}: `cache_implementation="static"` added: a fixed-size KV cache gives the decoding step '
                  f"one shape, so Neuron compiles it once; the cache is allocated up front for the full length{note}")
 
