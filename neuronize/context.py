@@ -172,6 +172,16 @@ class FileContext:
     def qualify(self, node: cst.CSTNode) -> str | None:
         return self.names.qualify(node)
 
+    def is_name_reference(self, node: cst.Name) -> bool:
+        """Whether ``node`` (the Name being visited) stands for a value, rather than naming an
+        attribute, an import or a keyword argument."""
+        parent = self.parent
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return False
+        if isinstance(parent, (cst.ImportAlias, cst.AsName)):
+            return False
+        return not (isinstance(parent, cst.Arg) and parent.keyword is node)
+
     def statement_to_remove(self, node: cst.CSTNode) -> cst.CSTNode:
         """The node to delete so that ``node`` (a small or whole statement) disappears."""
         if isinstance(node, cst.BaseSmallStatement):

@@ -10,12 +10,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import functools
+from typing import ClassVar, Iterable, Sequence
 
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
-from neuronize.transform import ImportRequest
+from neuronize.transform import ImportRequest, Transform
 
 # -- names ---------------------------------------------------------------------------------
 #: ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``
@@ -215,3 +216,23 @@ def is_reference(ctx: FileContext, node: cst.CSTNode) -> bool:
     if isinstance(parent, cst.Lambda):
         return parent.body is node
     return False
+
+
+class AmpRule(Transform):
+    """Base of the mixed-precision rules: the file's local spellings of the family's callables,
+    worked out once per file, so most nodes are turned away by a set lookup."""
+
+    abstract = True
+    #: every qualified name the rule handles, the CUDA-only ones among them, and bare names
+    #: (``autocast`` after a star import) it looks at too
+    QUALIFIED: ClassVar[frozenset[str]] = frozenset()
+    CUDA_QUALIFIED: ClassVar[frozenset[str]] = frozenset()
+    BARE: ClassVar[frozenset[str]] = frozenset()
+
+    @functools.cached_property
+    def callable_names(self) -> frozenset[str]:
+        return local_aliases(self.ctx, self.QUALIFIED | self.CUDA_QUALIFIED) | self.BARE
+
+    @functools.cached_property
+    def cuda_locals(self) -> frozenset[str]:
+        return local_aliases(self.ctx, self.CUDA_QUALIFIED)

@@ -56,14 +56,8 @@ class ChannelsLast(Transform):
     def visit_Name(self, node: cst.Name) -> None:
         if not node.value.startswith("channels_last"):
             return
-        parent = self.ctx.parent
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
-            return
-        if isinstance(parent, (cst.ImportAlias, cst.AsName)):
-            return
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
-            return
-        self._check(node)
+        if self.ctx.is_name_reference(node):
+            self._check(node)
 
     def _check(self, node: cst.BaseExpression) -> None:
         qualified = self.ctx.qualify(node)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.context import FileContext
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms import _target
 from neuronize.transforms._amp import (
+    AmpRule,
     AUTOCAST,
     CUDA_AUTOCAST,
     CUDA_AUTOCAST_PARAMS,
@@ -22,7 +22,6 @@ from neuronize.transforms._amp import (
     is_reference,
     is_string,
     last_name,
-    local_aliases,
     mentions,
     new_keyword,
     replace_value,
@@ -43,7 +42,7 @@ FP16_NOTE = ("; it keeps its float16 `dtype=`, which is not the documented Neuro
 DEFAULT_NOTE = "; the dtype stays the Neuron default (the unsafe fix sets `dtype=torch.bfloat16`)"
 
 
-class CudaAutocast(Transform):
+class CudaAutocast(AmpRule):
     """Finds autocast regions and decorators that run mixed precision on a CUDA device.
 
     What it does:
@@ -128,26 +127,14 @@ class CudaAutocast(Transform):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self._callable_names: frozenset[str] | None = None
-        self._cuda_names: frozenset[str] | None = None
-
-    # -- cheap name filters (computed once per file) -----------------------------------------
-    def _names(self) -> frozenset[str]:
-        if self._callable_names is None:
-            self._callable_names = local_aliases(self.ctx, AUTOCAST | CUDA_AUTOCAST) | {"autocast"}
-        return self._callable_names
-
-    def _cuda_locals(self) -> frozenset[str]:
-        if self._cuda_names is None:
-            self._cuda_names = local_aliases(self.ctx, CUDA_AUTOCAST)
-        return self._cuda_names
+    QUALIFIED = AUTOCAST
+    CUDA_QUALIFIED = CUDA_AUTOCAST
+    BARE = frozenset({"autocast"})
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if name is None or name not in self._names():
+        if name is None or name not in self.callable_names:
             return
         qualified = self.ctx.qualify(node.func)
         if qualified in AUTOCAST:
@@ -239,7 +226,7 @@ class CudaAutocast(Transform):
             self._reference(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self._cuda_locals():
+        if node.value in self.cuda_locals:
             self._reference(node)
 
     def _reference(self, node: cst.CSTNode) -> None:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.context import FileContext
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._amp import (
+    AmpRule,
     CUDA_CUSTOM,
     CUSTOM,
     cuda_import_removals,
     insert_args,
     is_reference,
     last_name,
-    local_aliases,
     new_keyword,
     replace_value,
 )
@@ -22,7 +21,7 @@ from neuronize.transforms._helpers import keyword, make_string, qualified_expr, 
 NAMES = ("custom_fwd", "custom_bwd")
 
 
-class CudaCustomFwd(Transform):
+class CudaCustomFwd(AmpRule):
     """Finds autograd functions whose forward/backward are tied to CUDA autocast.
 
     What it does:
@@ -91,20 +90,9 @@ class CudaCustomFwd(Transform):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self._callable_names: frozenset[str] | None = None
-        self._cuda_names: frozenset[str] | None = None
-
-    def _names(self) -> frozenset[str]:
-        if self._callable_names is None:
-            self._callable_names = local_aliases(self.ctx, CUSTOM | set(CUDA_CUSTOM)) | set(NAMES)
-        return self._callable_names
-
-    def _cuda_locals(self) -> frozenset[str]:
-        if self._cuda_names is None:
-            self._cuda_names = local_aliases(self.ctx, CUDA_CUSTOM)
-        return self._cuda_names
+    QUALIFIED = frozenset(CUSTOM)
+    CUDA_QUALIFIED = frozenset(CUDA_CUSTOM)
+    BARE = frozenset(NAMES)
 
     def _message(self, qualified: str) -> str:
         target = CUDA_CUSTOM.get(qualified, qualified).rsplit(".", 1)[-1]
@@ -130,7 +118,7 @@ class CudaCustomFwd(Transform):
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator
         name = last_name(expr)
-        if name is None or name not in self._names():
+        if name is None or name not in self.callable_names:
             return
         qualified = self.ctx.qualify(expr)
         if qualified not in CUDA_CUSTOM:
@@ -142,7 +130,7 @@ class CudaCustomFwd(Transform):
     # -- calls: @custom_fwd(cast_inputs=...), custom_fwd(fn), torch.amp.custom_fwd(device_type="cuda")
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if name is None or name not in self._names():
+        if name is None or name not in self.callable_names:
             return
         qualified = self.ctx.qualify(node.func)
         if qualified is None:
@@ -172,7 +160,7 @@ class CudaCustomFwd(Transform):
             self._reference(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self._cuda_locals():
+        if node.value in self.cuda_locals:
             self._reference(node)
 
     def _reference(self, node: cst.CSTNode) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.context import FileContext
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._amp import (
+    AmpRule,
     CUDA_GRAD_SCALER,
     GRAD_SCALER,
     cuda_import_removals,
@@ -14,7 +14,6 @@ from neuronize.transforms._amp import (
     insert_args,
     is_reference,
     last_name,
-    local_aliases,
     replace_value,
 )
 from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, replace_device_string, string_value
@@ -27,7 +26,7 @@ WHY_PORTABLE = ("the device-generic scaler on the target device; bf16 autocast n
                 "prefer dropping the scaler on Neuron, where no GradScaler is documented")
 
 
-class CudaGradScaler(Transform):
+class CudaGradScaler(AmpRule):
     """Finds loss scalers created for a CUDA device.
 
     What it does:
@@ -88,24 +87,13 @@ class CudaGradScaler(Transform):
         Example("import torch\nscaler = torch.cuda.amp.GradScaler()\n", None, unsafe_fixes=False),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self._callable_names: frozenset[str] | None = None
-        self._cuda_names: frozenset[str] | None = None
-
-    def _names(self) -> frozenset[str]:
-        if self._callable_names is None:
-            self._callable_names = local_aliases(self.ctx, GRAD_SCALER | CUDA_GRAD_SCALER) | {"GradScaler"}
-        return self._callable_names
-
-    def _cuda_locals(self) -> frozenset[str]:
-        if self._cuda_names is None:
-            self._cuda_names = local_aliases(self.ctx, CUDA_GRAD_SCALER)
-        return self._cuda_names
+    QUALIFIED = GRAD_SCALER
+    CUDA_QUALIFIED = CUDA_GRAD_SCALER
+    BARE = frozenset({"GradScaler"})
 
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if name is None or name not in self._names():
+        if name is None or name not in self.callable_names:
             return
         qualified = self.ctx.qualify(node.func)
         if qualified in GRAD_SCALER or (qualified in CUDA_GRAD_SCALER and keyword(node, "device") is not None):
@@ -153,7 +141,7 @@ class CudaGradScaler(Transform):
             self._reference(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self._cuda_locals():
+        if node.value in self.cuda_locals:
             self._reference(node)
 
     def _reference(self, node: cst.CSTNode) -> None:

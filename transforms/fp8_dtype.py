@@ -64,14 +64,8 @@ class Fp8Dtype(Transform):
     def visit_Name(self, node: cst.Name) -> None:
         if not node.value.startswith(("float8_", "float4_", "_scaled_mm")):
             return
-        parent = self.ctx.parent
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
-            return
-        if isinstance(parent, (cst.ImportAlias, cst.AsName)):
-            return
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
-            return
-        self._check(node)
+        if self.ctx.is_name_reference(node):
+            self._check(node)
 
     def _check(self, node: cst.BaseExpression) -> None:
         qualified = self.ctx.qualify(node)

@@ -108,12 +108,7 @@ class LegacyCudaTensorType(Transform):
                              for local in ctx.names.local_names_for(f"torch.cuda.{cls}")}
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self._local_types:
-            parent = self.ctx.parent
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
-                return
-            if isinstance(parent, (cst.ImportAlias, cst.AsName)):
-                return
+        if node.value in self._local_types and self.ctx.is_name_reference(node):
             self._reference(node)
 
     def _reference(self, node: cst.BaseExpression) -> None:
