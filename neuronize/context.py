@@ -9,6 +9,7 @@ variable called ``cuda``) resolves to nothing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
@@ -20,6 +21,15 @@ if TYPE_CHECKING:
     from neuronize.transform import Transform
 
 TARGETS = ("neuron", "accelerator", "cpu")
+
+#: availability probes of other accelerators (``is_xpu_available()``,
+#: ``torch.backends.mps.is_available()``): a chain of them dispatches over what the machine has.
+#: Comparisons with a device *name* (``if args.device == "mps"``) are not a dispatch: there the
+#: user picks the device, and the CUDA branch must follow the name to "neuron".
+_DEVICES = "mps|xpu|npu|hpu|mlu|musa|sdaa|xla|tpu|neuron"
+_OTHER_DEVICE = re.compile(
+    rf"\bis_(?:torch_)?({_DEVICES})_available\b|\btorch\.(?:backends\.)?({_DEVICES})\.is_available\b"
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,7 @@ class FileContext:
     #: the nodes from the module down to the node being visited (inclusive)
     stack: list[cst.CSTNode] = field(default_factory=list)
     reports: list[Report] = field(default_factory=list)
+    _dispatch: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
 
     # -- tree navigation -----------------------------------------------------------------
     @property
@@ -171,6 +182,43 @@ class FileContext:
 
     def qualify(self, node: cst.CSTNode) -> str | None:
         return self.names.qualify(node)
+
+    def device_dispatch(self) -> tuple[str, ...]:
+        """Other devices whose availability an enclosing ``if``/``elif`` chain (or chain of
+        conditional expressions) probes, besides the branch the visited node is in: ``("mps",)`` in
+        ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``.
+
+        Such a chain dispatches over devices: its CUDA branch must stay CUDA (rewriting it would
+        break CUDA, and on a Mac ``torch.accelerator`` means MPS); Neuron gets a branch of its
+        own, by hand. Empty when the node is in no such chain.
+        """
+        devices: set[str] = set()
+        stack = self.stack
+        i = len(stack) - 1  # the node itself may head a chain (`"cuda" if ... else "mps" if ...`)
+        while i >= 0:
+            node = stack[i]
+            if not isinstance(node, (cst.If, cst.IfExp)):
+                i -= 1
+                continue
+            top = i  # climb to the head of the chain: each `elif` is the `orelse` of the one above
+            while top > 0 and type(stack[top - 1]) is type(node) and stack[top - 1].orelse is stack[top]:  # type: ignore[attr-defined]
+                top -= 1
+            devices |= self._other_branch_devices(stack[top], i - top)
+            i = top - 1
+        return tuple(sorted(devices))
+
+    def _other_branch_devices(self, head: cst.CSTNode, own: int) -> frozenset[str]:
+        key = (id(head), own)
+        if key not in self._dispatch:
+            tests = []
+            link: cst.CSTNode | None = head
+            while isinstance(link, (cst.If, cst.IfExp)):
+                tests.append(link.test)
+                link = link.orelse
+            code = " ".join(self.module.code_for_node(t) for n, t in enumerate(tests) if n != own)
+            self._dispatch[key] = frozenset(
+                m.group(1) or m.group(2) for m in _OTHER_DEVICE.finditer(code))
+        return self._dispatch[key]
 
     def is_name_reference(self, node: cst.Name) -> bool:
         """Whether ``node`` (the Name being visited) stands for a value, rather than naming an

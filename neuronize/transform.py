@@ -196,6 +196,12 @@ class Transform:
             self.report(node, f"{message} (that is the `--target neuron` fix; no automatic "
                         f"`--target {target}` fix: migrate by hand)", evidence=evidence)
             return
+        others = self.ctx.device_dispatch()
+        if others:
+            self.report(node, f"{message}; not applied: this branch is part of a dispatch over "
+                        f"devices (also {', '.join(others)}): keep it for the device it serves and "
+                        "give Neuron a branch of its own if it has none", evidence=evidence)
+            return
         if evidence.weak and safety is Safety.SAFE:
             # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
             safety = Safety.UNSAFE
