@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import dataclasses
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -236,6 +235,8 @@ def analyse_paths(
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     work = [job for _, job in pending]
     if workers > 1 and len(work) > 1 and pending_bytes >= PARALLEL_THRESHOLD:
+        from concurrent.futures import ProcessPoolExecutor  # ~10 ms of imports a small run skips
+
         chunk = max(1, min(16, len(work) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for (i, _), (result, source) in zip(pending, pool.map(_analyse_job, work, chunksize=chunk)):

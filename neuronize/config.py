@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import pathspec
 
 from neuronize.registry import SelectionError, select_rules
 
@@ -192,6 +191,8 @@ def _select(value: object, key: str, fail: Fail) -> tuple[str, ...]:
 def _patterns(value: object, key: str, fail: Fail) -> tuple[str, ...]:
     patterns = _strings(value, key, fail)
     try:
+        import pathspec  # only when a configuration sets patterns
+
         pathspec.GitIgnoreSpec.from_lines(patterns)
     except Exception as exc:  # pathspec raises various errors for a malformed pattern
         raise fail(key, f"bad pattern: {exc}") from None

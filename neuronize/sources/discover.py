@@ -6,9 +6,11 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-import pathspec
+if TYPE_CHECKING:  # imported where used: a run on single files never needs it
+    import pathspec
+
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIP_DIRS = frozenset(
@@ -34,6 +36,8 @@ class Excludes:
 
     @functools.cached_property
     def _spec(self) -> pathspec.PathSpec | None:
+        import pathspec
+
         return pathspec.GitIgnoreSpec.from_lines(self.patterns) if self.patterns else None
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
@@ -76,6 +80,8 @@ def _load_gitignore(directory: Path) -> pathspec.PathSpec | None:
         lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
