@@ -165,6 +165,9 @@ class FileContext:
     names: ImportTable
     options: Options = field(default_factory=Options)
     path: str = "<string>"
+    #: the file's bytes as read, for cheap "can this file contain X at all" checks before a rule
+    #: walks the tree for X (a plain substring test costs nothing next to a walk)
+    source: bytes = b""
     #: the nodes from the module down to the node being visited (inclusive)
     stack: list[cst.CSTNode] = field(default_factory=list)
     reports: list[Report] = field(default_factory=list)

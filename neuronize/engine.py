@@ -117,8 +117,9 @@ class _Dispatch:
 
 
 def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
-             path: str) -> list[Report]:
-    ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path)
+             path: str, source: bytes) -> list[Report]:
+    ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path,
+                      source=source)
     dispatch = _Dispatch([rule(ctx) for rule in rules], ctx)
     walk(module, dispatch.enter, dispatch.leave)
     return ctx.reports
@@ -373,7 +374,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                 path: str, fix: bool) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
-    located, unused = _suppress(source, _locate(module, _analyse(module, rules, options, path)),
+    located, unused = _suppress(source, _locate(module, _analyse(module, rules, options, path, source)),
                                 rules, options)
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
@@ -395,7 +396,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         # resolves, a guard whose CUDA-only body another rule removed. Run to a fixed point, so
         # that a second run of neuronize changes nothing.
         marker_free = b"neuronize:" not in source
-        reports = _analyse(new, rules, options, path)
+        reports = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
         again, _ = _suppress(source if marker_free else new.bytes, _locate(new, reports), rules, options)
         pending = [r for r, _ in again if accepted(r)]
         if not pending:

@@ -85,3 +85,12 @@ def walk(node: cst.CSTNode, enter: Callable[[cst.CSTNode], None],
     for child in children(node):
         walk(child, enter, leave)
     leave(node)
+
+
+def iter_syntax(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and its syntax descendants, depth first, in source order (stop whenever)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        pending.extend(reversed(list(children(current))))

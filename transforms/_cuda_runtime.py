@@ -20,6 +20,7 @@ from typing import ClassVar, Iterable, Iterator, Sequence
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
+from neuronize.walk import iter_syntax
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms._helpers import qualified_expr, string_value
 
@@ -592,23 +593,12 @@ def _following_siblings_of(ctx: FileContext, stmt: cst.CSTNode) -> list[cst.CSTN
     return []
 
 
-def calls_anywhere(module: cst.Module, names: frozenset[str]) -> bool:
+def calls_anywhere(ctx: FileContext, names: frozenset[str]) -> bool:
     """True when the module calls a function whose dotted name ends with one of ``names``."""
-    finder = _CallFinder(names)
-    module.visit(finder)
-    return finder.found
-
-
-class _CallFinder(cst.CSTVisitor):
-    def __init__(self, names: frozenset[str]) -> None:
-        super().__init__()
-        self.names = names
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if _last(node.func) in self.names:
-            self.found = True
-        return not self.found
+    if not any(name.encode() in ctx.source for name in names):
+        return False  # no such name in the file's bytes: no need to walk the tree
+    return any(isinstance(node, cst.Call) and _last(node.func) in names
+               for node in iter_syntax(ctx.module))
 
 
 # -- the base class of the family's rules --------------------------------------------------

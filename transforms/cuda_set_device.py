@@ -82,7 +82,7 @@ class CudaSetDevice(_CudaApiRule):
 
     def _is_torchrun_file(self) -> bool:
         if self._torchrun is None:
-            self._torchrun = calls_anywhere(self.ctx.module, PROCESS_GROUP_CALLS)
+            self._torchrun = calls_anywhere(self.ctx, PROCESS_GROUP_CALLS)
         return self._torchrun
 
     def on_ref(self, ref: CudaRef) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.context import dotted_name
@@ -23,6 +25,10 @@ NO_PARENS = (
     cst.BooleanOperation, cst.Assert, cst.Return, cst.Expr, cst.Element, cst.DictElement,
     cst.Lambda, cst.CompIf, cst.Yield, cst.Index, cst.ListComp, cst.SetComp, cst.GeneratorExp,
 )
+
+
+#: bytes that can assign or define `is_cuda` (a superset of what `_AssignedIsCuda` finds)
+_DEFINES_IS_CUDA = re.compile(rb"\bis_cuda\b[^\n=]*=(?!=)|def\s+is_cuda\b")
 
 
 class _AssignedIsCuda(cst.CSTVisitor):
@@ -111,9 +117,11 @@ class IsCudaAttribute(Transform):
         if name is None:
             return False
         if self._user_receivers is None:
-            scan = _AssignedIsCuda()
-            self.ctx.module.visit(scan)
-            self._user_receivers = scan.receivers
+            self._user_receivers = set()
+            if _DEFINES_IS_CUDA.search(self.ctx.source):  # the walk only where it can find something
+                scan = _AssignedIsCuda()
+                self.ctx.module.visit(scan)
+                self._user_receivers = scan.receivers
         return name in self._user_receivers
 
     def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
