@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -17,7 +16,7 @@ from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config, ignored_codes_for
 from neuronize.context import Options
 from neuronize.progress import Progress
-from neuronize.engine import FileError, SourceResult, prefilter_for, run_source
+from neuronize.engine import FileError, SourceResult, TokenFilter, prefilter_for, run_source
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, Skipped, discover
 from neuronize.sources.notebook import NotebookError, read_cells, write_cells
@@ -122,7 +121,7 @@ def _cache(directory: str | None) -> ResultCache | None:
 
 
 def _analyse_notebook(source: bytes, rules: Sequence[type[Transform]], job: Job,
-                      prefilter: re.Pattern[bytes]) -> SourceResult:
+                      prefilter: TokenFilter) -> SourceResult:
     """Each code cell is a module of its own; findings name their cell; the JSON is rewritten
     (cells only) when a cell changed."""
     if not prefilter.search(source):
@@ -160,7 +159,7 @@ def _analyse_notebook(source: bytes, rules: Sequence[type[Transform]], job: Job,
 
 
 _RULE_CACHE: dict[tuple[str, ...], tuple[type[Transform], ...]] = {}
-_FILTER_CACHE: dict[tuple[str, ...], re.Pattern[bytes]] = {}
+_FILTER_CACHE: dict[tuple[str, ...], TokenFilter] = {}
 
 
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
@@ -170,7 +169,7 @@ def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
     return _RULE_CACHE[ids]
 
 
-def _prefilter(ids: tuple[str, ...]) -> re.Pattern[bytes]:
+def _prefilter(ids: tuple[str, ...]) -> TokenFilter:
     if ids not in _FILTER_CACHE:
         _FILTER_CACHE[ids] = prefilter_for(_rules_by_id(ids))
     return _FILTER_CACHE[ids]

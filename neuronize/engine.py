@@ -74,12 +74,33 @@ class SourceResult:
 
 
 # -- pre-filter ----------------------------------------------------------------------------
-def prefilter_for(rules: Iterable[type[Transform]]) -> re.Pattern[bytes]:
-    """One regex matching any token of any of ``rules``."""
-    tokens = sorted({tok for rule in rules for tok in rule.tokens}, key=lambda t: (-len(t), t))
-    if not tokens:
-        return re.compile(rb"(?!)")
-    return re.compile(b"|".join(re.escape(t) for t in tokens))
+class TokenFilter:
+    """Whether a file's bytes contain any token of the enabled rules.
+
+    A token that contains another (``.cuda(`` and ``cuda``) is dropped: the shorter one decides.
+    Plain substring tests (``memmem`` in C) beat a regex alternation of ~100 literals by ~7x here:
+    ``re`` tries every alternative at every position.
+    """
+
+    def __init__(self, tokens: Iterable[bytes]) -> None:
+        unique = sorted(set(tokens), key=lambda t: (len(t), t))
+        kept: list[bytes] = []
+        for token in unique:
+            if not any(shorter in token for shorter in kept):
+                kept.append(token)
+        self.tokens = tuple(kept)
+
+    def search(self, source: bytes) -> bytes | None:
+        """The first token found in ``source``, or None."""
+        for token in self.tokens:
+            if token in source:
+                return token
+        return None
+
+
+def prefilter_for(rules: Iterable[type[Transform]]) -> TokenFilter:
+    """The pre-filter of ``rules``: every token any of them declares."""
+    return TokenFilter(tok for rule in rules for tok in rule.tokens)
 
 
 # -- analysis ------------------------------------------------------------------------------
@@ -310,7 +331,7 @@ def run_source(
     rules: Sequence[type[Transform]],
     options: Options = Options(),
     path: str = "<string>",
-    prefilter: re.Pattern[bytes] | None = None,
+    prefilter: TokenFilter | None = None,
     fix: bool = True,
 ) -> SourceResult:
     """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
