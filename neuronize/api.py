@@ -108,6 +108,13 @@ def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
     return result, (source if result.changed else None)
 
 
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent, which stops the run and reports it once."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 _CACHES: dict[str, ResultCache] = {}
 
 
@@ -218,35 +225,41 @@ def analyse_paths(
         progress.start(len(files))
     results: dict[int, SourceResult] = {}
     sources: dict[int, bytes | None] = {}
-    pending: list[tuple[int, Job]] = []
-    pending_bytes = 0
-    for i in order:
-        outcome = _cheap_outcome(files[i].path, _rules_for(files[i].path, rules, rule_ids, config),
-                                 options, fix, store)
-        if isinstance(outcome, Job):
-            pending.append((i, outcome))
-            pending_bytes += sizes[i]
-            continue
-        results[i], source = outcome
-        sources[i] = source if results[i].changed else None  # kept only for diffs and writes
+
+    def done(i: int, result: SourceResult, source: bytes | None) -> None:
+        results[i] = result
+        sources[i] = source if result.changed else None  # kept only for diffs and writes
         if progress is not None:
             progress.advance()
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    work = [job for _, job in pending]
-    if workers > 1 and len(work) > 1 and pending_bytes >= PARALLEL_THRESHOLD:
-        from concurrent.futures import ProcessPoolExecutor  # ~10 ms of imports a small run skips
 
-        chunk = max(1, min(16, len(work) // (workers * 8)))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for (i, _), (result, source) in zip(pending, pool.map(_analyse_job, work, chunksize=chunk)):
-                results[i], sources[i] = result, source
-                if progress is not None:
-                    progress.advance()
-    else:
-        for i, job in pending:
-            results[i], sources[i] = _analyse_job(job)
-            if progress is not None:
-                progress.advance()
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    parallel = workers > 1 and len(files) > 1 and sum(sizes) >= PARALLEL_THRESHOLD
+    pool = None
+    futures = {}
+    try:
+        for i in order:
+            outcome = _cheap_outcome(files[i].path, _rules_for(files[i].path, rules, rule_ids, config),
+                                     options, fix, store)
+            if not isinstance(outcome, Job):
+                done(i, *outcome)
+            elif not parallel:
+                done(i, *_analyse_job(outcome))
+            else:
+                # Started at the first file that needs parsing (a warm run never starts it), and
+                # fed while the parent goes on reading and filtering: both overlap.
+                if pool is None:
+                    from concurrent.futures import ProcessPoolExecutor
+
+                    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+                futures[pool.submit(_analyse_job, outcome)] = i
+        if futures:
+            from concurrent.futures import as_completed
+
+            for future in as_completed(futures):
+                done(futures[future], *future.result())
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     run = RunResult(skipped=skipped)
     for i, f in enumerate(files):
         result = results[i]
