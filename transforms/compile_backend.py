@@ -16,6 +16,14 @@ from neuronize.transforms._compile_flags import (
 from neuronize.transforms._helpers import keyword, make_string, string_value, with_keyword
 from neuronize.transforms import _target
 
+STATIC_REASON = "static shapes: Neuron compiles one graph per input shape and rejects `dynamic=True`"
+
+
+def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(keyword=cst.Name(name), value=value,
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
 #: backends whose code runs only on NVIDIA GPUs (or only under Inductor): replaced
 REPLACED_BACKENDS = frozenset({"inductor", "cudagraphs"})
 #: device-agnostic debugging backends: left, with a note
@@ -42,7 +50,8 @@ class CompileBackend(Transform):
         backends, and `torch.compile` passed around as a value (`functools.partial(torch.compile, ...)`).
         A call that already says `backend="neuron"` is left exactly as it is.
         `fullgraph=True` is not inserted: with graph breaks in the model it turns a working
-        compile into an error. The message suggests it instead. `dynamic=` is NRN302's.
+        compile into an error. The message suggests it instead. `dynamic=False` is added where
+        the call says nothing about `dynamic` (NRN302 turns a `dynamic=True` into `False`).
         `--target accelerator` writes the backend chosen from the detected device
         (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
         == "neuron" else "inductor"`); `--target cpu` sets no backend (Inductor compiles for the
@@ -61,9 +70,9 @@ class CompileBackend(Transform):
             return x * 2
 
     Use instead:
-        model = torch.compile(model, backend="neuron")
+        model = torch.compile(model, backend="neuron", dynamic=False)
 
-        @torch.compile(backend="neuron")
+        @torch.compile(backend="neuron", dynamic=False)
         def step(x):
             return x * 2
 
@@ -74,8 +83,9 @@ class CompileBackend(Transform):
         on another kind of object would be a false match).
 
     Evidence:
-        DOC: reference C1 (backend), C2 (mode), C5 (options; `model_name` is 3P), §3.1 (insert
-        `backend="neuron"`, `fullgraph=True` recommended); INF: C9 (`model.compile`).
+        DOC: reference C1 (backend), C2 (mode), C3 (`dynamic=False`), C5 (options; `model_name` is
+        3P), §3.1 (insert `backend="neuron"`, `dynamic=False`, `fullgraph=True` recommended);
+        INF: C9 (`model.compile`).
     """
 
     id = "NRN301"
@@ -86,18 +96,18 @@ class CompileBackend(Transform):
     targets = _target.ALL
     examples = (
         Example("import torch\nmodel = torch.compile(model)\n",
-                'import torch\nmodel = torch.compile(model, backend="neuron")\n'),
+                'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=False)\n'),
         Example(
             'import torch\nmodel = torch.compile(model, backend="inductor", mode="max-autotune", fullgraph=True)\n',
-            'import torch\nmodel = torch.compile(model, backend="neuron", fullgraph=True)\n',
+            'import torch\nmodel = torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)\n',
         ),
         Example(
             "import torch\n@torch.compile\ndef f(x):\n    return x + 1\n",
-            'import torch\n@torch.compile(backend="neuron")\ndef f(x):\n    return x + 1\n',
+            'import torch\n@torch.compile(backend="neuron", dynamic=False)\ndef f(x):\n    return x + 1\n',
         ),
         Example(
             'import torch\nmodel.compile(mode="reduce-overhead")\n',
-            'import torch\nmodel.compile(backend="neuron")\n',
+            'import torch\nmodel.compile(backend="neuron", dynamic=False)\n',
         ),
         Example("import torch\ncompiled = torch.compile(model, backend=args.backend)\n"),
     )
@@ -129,6 +139,7 @@ class CompileBackend(Transform):
         remove: list[cst.Arg] = []
         dropped_comments = 0
         backend_known = True  # the backend is (or becomes) a literal we understand
+        runtime_backend = False  # the backend is chosen at run time: the call is reported, not edited
         target_backend = _target.compile_backend_expr(self.ctx)  # None: keep the default
         backend_new, backend_imports = target_backend if target_backend is not None else (None, ())
         if backend_arg is None:
@@ -155,6 +166,7 @@ class CompileBackend(Transform):
                 self.report(backend_arg.value, f"{what} picks its backend at run time "
                             f"(`backend={short(backend_arg.value)}`): make sure it is `\"neuron\"` on Trainium{tail}")
                 backend_known = False
+                runtime_backend = True
             elif value in DEBUG_BACKENDS:
                 self.report(backend_arg.value, f'{what} uses the debugging backend `"{value}"` (runs on any '
                             'device, without compiling for Neuron): switch to `backend="neuron"` when done')
@@ -216,6 +228,9 @@ class CompileBackend(Transform):
                 self.report(value_node, f"{what}: `options={short(value_node)}` is built elsewhere: Neuron "
                             "reads only `fallback_execution`; drop the Inductor keys")
 
+        add_static = not runtime_backend and keyword(node, "dynamic") is None
+        if add_static:
+            edits.append(f"`dynamic=False` added ({STATIC_REASON})")
         if not edits:
             return
         new = node
@@ -233,6 +248,8 @@ class CompileBackend(Transform):
             if isinstance(backend_new, cst.SimpleString):
                 backend_new = make_string("neuron", like)
             new = with_keyword(new, "backend", backend_new)
+        if add_static:
+            new = with_keyword(new, "dynamic", cst.Name("False"))
         where = {_target.CPU: "the CPU", _target.ACCELERATOR: "any device"}.get(_target.target(self.ctx), "Neuron")
         message = f"{what} for {where}: " + "; ".join(edits)
         if dropped_comments:
@@ -299,22 +316,19 @@ class CompileBackend(Transform):
     # -- bare decorator and references ------------------------------------------------------------
     def visit_Decorator(self, node: cst.Decorator) -> None:
         dec = node.decorator
-        if isinstance(dec, (cst.Name, cst.Attribute)) and self.ctx.qualify(dec) == "torch.compile":
-            chosen = _target.compile_backend_expr(self.ctx)
-            if chosen is None:
-                return  # --target cpu: Inductor, the default, compiles for the CPU
-            if not _target.is_neuron(self.ctx):
-                arg = cst.Arg(keyword=cst.Name("backend"), value=chosen[0],
-                              equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-                self.fix(dec, cst.Call(func=dec, args=[arg]),
-                         f"`@torch.compile` -> `@torch.compile(backend=...)`: "
-                         f"{_target.compile_backend_text(self.ctx)}", imports=chosen[1])
-                return
-            arg = cst.Arg(keyword=cst.Name("backend"), value=make_string("neuron"),
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-            self.fix(dec, cst.Call(func=dec, args=[arg]),
-                     '`@torch.compile` -> `@torch.compile(backend="neuron")` (the default backend, Inductor, '
-                     "emits CUDA/Triton kernels); consider `fullgraph=True` (recommended: graph breaks then raise)")
+        if not (isinstance(dec, (cst.Name, cst.Attribute)) and self.ctx.qualify(dec) == "torch.compile"):
+            return
+        chosen = _target.compile_backend_expr(self.ctx)  # None: --target cpu keeps Inductor
+        args = [] if chosen is None else [_keyword_arg("backend", chosen[0])]
+        args.append(_keyword_arg("dynamic", cst.Name("False")))
+        backend = ("no backend (Inductor, the default, compiles for the CPU)" if chosen is None
+                   else _target.compile_backend_text(self.ctx) if not _target.is_neuron(self.ctx)
+                   else '`backend="neuron"` (the default backend, Inductor, emits CUDA/Triton kernels)')
+        self.fix(dec, cst.Call(func=dec, args=[*(a.with_changes(comma=cst.Comma(
+                     whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]), args[-1]]),
+                 f"`@torch.compile` -> `@torch.compile(...)`: {backend}; `dynamic=False` ({STATIC_REASON}); "
+                 "consider `fullgraph=True` (recommended: graph breaks then raise)",
+                 imports=chosen[1] if chosen is not None else ())
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "compile":

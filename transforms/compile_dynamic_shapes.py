@@ -36,8 +36,8 @@ class CompileDynamicShapes(Transform):
         `maybe_mark_dynamic(...)` and `mark_unbacked(...)` statements (and their imports once
         unused). Reports a `dynamic=` chosen at run time, those calls used as values, and Dynamo
         settings that turn symbolic shapes on (`torch._dynamo.config.automatic_dynamic_shapes =
-        True`, `assume_static_by_default = False`). A missing `dynamic=` is left alone (the
-        documentation allows omitting it).
+        True`, `assume_static_by_default = False`). A missing `dynamic=` is NRN301's: it adds
+        `dynamic=False` as part of migrating the call.
 
     Why on TorchNeuron:
         The Neuron backend compiles static shapes only: `dynamic=True` is rejected at compile time,
