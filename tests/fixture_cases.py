@@ -2,7 +2,7 @@
 
 Case names choose options: a name ending in ``_safe`` runs without ``--unsafe-fixes`` (every other
 case runs with them, to show all a rule can do); ``_target-cpu`` / ``_target-accelerator`` pick a
-target. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
+target, and such a case needs no ``.before.py`` of its own when it runs ``<case>.before.py``. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
 """
 
 from __future__ import annotations
@@ -59,11 +59,20 @@ class Case:
 
 
 def all_cases() -> list[Case]:
+    """Every case: one per ``.before.py``, plus ``<case>_target-<t>`` variants that only have
+    expected outputs (``.findings.txt``, maybe ``.after.py``) and reuse ``<case>.before.py``."""
     cases = []
     for before in sorted(FIXTURES.glob("*/*.before.py")):
         name = before.name[: -len(".before.py")]
         cases.append(Case(before.parent, name, before))
-    return cases
+    for findings in sorted(FIXTURES.glob("*/*_target-*.findings.txt")):
+        name = findings.name[: -len(".findings.txt")]
+        if (findings.parent / f"{name}.before.py").exists():
+            continue
+        base = findings.parent / f"{name.split('_target-')[0]}.before.py"
+        assert base.exists(), f"{findings}: no {base.name} to run the target variant on"
+        cases.append(Case(findings.parent, name, base))
+    return sorted(cases, key=lambda c: c.id)
 
 
 def findings_text(result: SourceResult) -> str:
