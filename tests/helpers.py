@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,3 +16,17 @@ def neuronize(*args: str, cwd: Path | None = None, stdin: bytes | None = None,
         [sys.executable, "-m", "neuronize", *args],
         cwd=cwd, input=stdin, capture_output=True, env=full_env, timeout=timeout,
     )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+#: a fixed part of fixtures/pipeline (new pipeline cases do not churn the snapshots built on it)
+PIPELINE_FILES = ("custom_kernels", "fsdp_worker", "gpt_trainer", "hf_finetune", "hf_generate")
+
+
+def pipeline_repo(tmp_path: Path) -> Path:
+    """The pipeline fixture as a repository: its ``*.before.py`` files under their real names."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in PIPELINE_FILES:
+        shutil.copyfile(ROOT / "fixtures" / "pipeline" / f"{name}.before.py", repo / f"{name}.py")
+    return repo

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from helpers import neuronize
+from helpers import neuronize, pipeline_repo
 from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.registry import all_rules
 from neuronize.report import KINDS, REPORT_ONLY_EFFORT, dependency, effort, kind_of
@@ -23,21 +22,8 @@ from neuronize.transform import Finding, Safety
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
-#: a fixed part of fixtures/pipeline (new pipeline cases do not churn the snapshot)
-PIPELINE_FILES = ("custom_kernels", "fsdp_worker", "gpt_trainer", "hf_finetune", "hf_generate")
-
-
-def _pipeline_repo(tmp_path: Path) -> Path:
-    """The pipeline fixture as a repository: its ``*.before.py`` files under their real names."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in PIPELINE_FILES:
-        shutil.copyfile(ROOT / "fixtures" / "pipeline" / f"{name}.before.py", repo / f"{name}.py")
-    return repo
-
-
 def test_markdown_report_of_the_pipeline_fixture(tmp_path, snapshot):
-    repo = _pipeline_repo(tmp_path)
+    repo = pipeline_repo(tmp_path)
     proc = neuronize("report", ".", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.decode()
@@ -123,7 +109,7 @@ def _required_sarif_structure(log: dict) -> None:
 
 
 def test_sarif_has_the_required_structure(tmp_path):
-    repo = _pipeline_repo(tmp_path)
+    repo = pipeline_repo(tmp_path)
     proc = neuronize("check", "--output-format", "sarif", ".", cwd=repo)
     assert proc.returncode == 1
     log = json.loads(proc.stdout)

@@ -7,14 +7,12 @@ import ast
 import itertools
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from helpers import neuronize
+from helpers import neuronize, pipeline_repo
 from neuronize import api
 from neuronize.context import Options
 from neuronize.diff import Style
@@ -304,20 +302,8 @@ def test_interactive_without_a_terminal_exits_2(tmp_path):
 
 
 # -- done when: a whole repository through fix -i, then its report -------------------------------
-#: a fixed part of fixtures/pipeline (new pipeline cases do not churn the snapshot)
-PIPELINE_FILES = ("custom_kernels", "fsdp_worker", "gpt_trainer", "hf_finetune", "hf_generate")
-
-
-def _pipeline_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in PIPELINE_FILES:
-        shutil.copyfile(ROOT / "fixtures" / "pipeline" / f"{name}.before.py", repo / f"{name}.py")
-    return repo
-
-
 def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
-    repo = _pipeline_repo(tmp_path)
+    repo = pipeline_repo(tmp_path)
     originals = {p.name: p.read_bytes() for p in repo.glob("*.py")}
     expected = {name: _analyse(repo / name) for name in originals}
     counter = itertools.count()
