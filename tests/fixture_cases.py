@@ -2,11 +2,12 @@
 
 Case names choose options: a name ending in ``_safe`` runs without ``--unsafe-fixes`` (every other
 case runs with them, to show all a rule can do); ``_target-cpu`` / ``_target-accelerator`` pick a
-target, and such a case needs no ``.before.py`` of its own when it runs ``<case>.before.py``. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
+target. Such a variant needs no ``.before.py`` of its own when it runs ``<case>.before.py``. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,19 +59,24 @@ class Case:
         return run_source(data, self.rules, self.options, path=self.before.name)
 
 
+#: the option suffixes of a case name (see the module docstring)
+_VARIANT = re.compile(r"(_safe|_target-(?:cpu|accelerator))+$")
+
+
 def all_cases() -> list[Case]:
-    """Every case: one per ``.before.py``, plus ``<case>_target-<t>`` variants that only have
-    expected outputs (``.findings.txt``, maybe ``.after.py``) and reuse ``<case>.before.py``."""
+    """Every case: one per ``.before.py``, plus variants (``<case>_safe``,
+    ``<case>_target-<t>``) that only have expected outputs (``.findings.txt``, maybe
+    ``.after.py``) and run ``<case>.before.py`` with their options."""
     cases = []
     for before in sorted(FIXTURES.glob("*/*.before.py")):
         name = before.name[: -len(".before.py")]
         cases.append(Case(before.parent, name, before))
-    for findings in sorted(FIXTURES.glob("*/*_target-*.findings.txt")):
+    for findings in sorted(FIXTURES.glob("*/*.findings.txt")):
         name = findings.name[: -len(".findings.txt")]
-        if (findings.parent / f"{name}.before.py").exists():
+        if (findings.parent / f"{name}.before.py").exists() or not _VARIANT.search(name):
             continue
-        base = findings.parent / f"{name.split('_target-')[0]}.before.py"
-        assert base.exists(), f"{findings}: no {base.name} to run the target variant on"
+        base = findings.parent / f"{_VARIANT.sub('', name)}.before.py"
+        assert base.exists(), f"{findings}: no {base.name} to run the variant on"
         cases.append(Case(findings.parent, name, base))
     return sorted(cases, key=lambda c: c.id)
 
