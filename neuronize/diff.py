@@ -26,7 +26,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import IO, Iterable, Sequence
 
-from neuronize.transform import Finding
+from neuronize.types import Finding
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 

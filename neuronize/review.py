@@ -13,9 +13,9 @@ Two parts:
   a new name whose import was rejected).
 - **The prompt loop** (:func:`review_file`, :func:`review_run`): the ``git add -p`` / Bowler keys,
   with the input and output functions injected so it is tested without a terminal. Only the
-  parent process calls it, and it writes each file (atomically, through
-  :func:`neuronize.api.write_changes`) right after that file's review, so ``q`` keeps the files
-  already reviewed.
+  parent process calls it, and it hands each file to the injected ``write`` (the command line
+  passes the atomic writer of :mod:`neuronize.api`) right after that file's review, so ``q``
+  keeps the files already reviewed. It never touches a file itself.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from neuronize.diff import Style, finding_label, findings_touching, import_names
-from neuronize.transform import Finding, Safety
+from neuronize.types import FileResult, Finding, RunResult, Safety
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -474,14 +474,14 @@ def mark_applied(findings: Iterable[Finding], hunks: Sequence[Hunk], accepted: s
     return tuple(out)
 
 
-def review_run(run, *, ask: Ask, say: Say, style: Style,  # type: ignore[no-untyped-def]
-               prompt_for: Callable[[Hunk], bool] = lambda h: True):
-    """Review every changed file of ``run`` (an :class:`neuronize.api.RunResult`), file by file,
-    writing each file right after its review. Returns the new RunResult: only the accepted edits
-    count as applied; files not written have ``output`` None."""
-    from neuronize import api
-
-    out = api.RunResult(skipped=run.skipped)
+def review_run(run: RunResult, *, ask: Ask, say: Say, style: Style,
+               write: Callable[[FileResult], FileResult],
+               prompt_for: Callable[[Hunk], bool] = lambda h: True) -> RunResult:
+    """Review every changed file of ``run``, file by file, handing each file to ``write`` right
+    after its review (``write`` returns it as written, or with the reason it was not as its
+    error). Returns the new RunResult: only the accepted edits count as applied; files not
+    written have ``output`` None."""
+    out = RunResult(skipped=run.skipped)
     stop = False
     for f in run.files:
         if stop or not f.result.changed or f.source is None or f.path is None or f.error is not None:
@@ -500,14 +500,14 @@ def review_run(run, *, ask: Ask, say: Say, style: Style,  # type: ignore[no-unty
         findings = mark_applied(f.result.findings, outcome.hunks, outcome.accepted, complete)
         pending = dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings,
                                                                     output=outcome.output))
-        written = api.write_changes(api.RunResult(files=[pending])).files[0]
+        written = write(pending)
         if written.written:
             say(f"{f.display}: wrote {len(outcome.accepted)} of {len(outcome.hunks)} hunk(s)")
         out.files.append(written)
     return out
 
 
-def _unchanged(f):  # type: ignore[no-untyped-def]
+def _unchanged(f: FileResult) -> FileResult:
     """``f`` as left alone: nothing applied, nothing to write."""
     findings = tuple(dataclasses.replace(x, applied=False) for x in f.result.findings)
     return dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings, output=None))
