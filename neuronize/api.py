@@ -15,11 +15,10 @@ from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config, ignored_codes_for
 from neuronize.engine import TokenFilter, prefilter_for, run_source
-from neuronize.notebooks import run_notebook
+from neuronize.notebooks import findings_by_cell, run_notebook
 from neuronize.progress import Progress
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, discover
-from neuronize.sources.notebook import NotebookError, read_cells
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
 from neuronize.transform import Transform
 from neuronize.types import FileError, FileResult, Finding, Options, RunResult, SourceResult
@@ -260,16 +259,7 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     if not f.display.endswith(".ipynb"):
         return [(key, source, list(f.result.findings))]
-    try:
-        cells = {cell.index: cell.source for cell in read_cells(source)}
-    except NotebookError:
-        return []
-    groups = []
-    for index, cell_source in cells.items():
-        found = [x for x in f.result.findings if x.cell == index]
-        if found:
-            groups.append((key, cell_source, found))
-    return groups
+    return [(key, cell_source, found) for cell_source, found in findings_by_cell(source, f.result.findings)]
 
 
 def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]:

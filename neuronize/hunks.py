@@ -170,9 +170,9 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
         if not blocks:
             return []
         first, last = blocks[0], blocks[-1]
-        ops = tuple(op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-                    if first[1] <= op[1] and op[2] <= last[2] and not (op[0] == "equal" and op[1] == op[2]))
-        return [Hunk(0, first[1], last[2], first[3], last[4], ops, tuple(sorted(applied)),
+        span = tuple(op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+                     if first[1] <= op[1] and op[2] <= last[2] and not (op[0] == "equal" and op[1] == op[2]))
+        return [Hunk(0, first[1], last[2], first[3], last[4], span, tuple(sorted(applied)),
                      safety=safety_of(applied))]
     # union-find over blocks: a finding spanning several blocks joins them into one hunk
     parent = list(range(len(blocks)))

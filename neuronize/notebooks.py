@@ -1,5 +1,5 @@
 """Analysing a Jupyter notebook: each code cell through the engine, the JSON rewritten (cells only)
-when a cell changed. Pure, like the engine: bytes in, a :class:`SourceResult` out."""
+when a cell changed. Pure, like the engine: bytes in, values out."""
 
 from __future__ import annotations
 
@@ -48,3 +48,18 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
         return SourceResult(findings=ordered, output=output)
     return SourceResult(findings=ordered, output=output if error is None else None, error=error,
                         would_change=would_change)
+
+
+def findings_by_cell(source: bytes, findings: Sequence[Finding]) -> list[tuple[bytes, list[Finding]]]:
+    """(cell source, its findings) for each cell of a notebook with findings: the text a
+    finding's line refers to. Empty if the notebook cannot be read."""
+    try:
+        cells = read_cells(source)
+    except NotebookError:
+        return []
+    groups = []
+    for cell in cells:
+        found = [f for f in findings if f.cell == cell.index]
+        if found:
+            groups.append((cell.source, found))
+    return groups

@@ -113,17 +113,18 @@ class Transform:
             return
         _validate_rule(cls)
 
+    #: where fix/remove/report go: the engine's collector for this walk (see :meth:`for_file`)
+    _reporter: Reporter
+
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        #: where fix/remove/report go; the engine binds its own (see :meth:`for_file`)
-        self.reporter = Reporter()
 
     @classmethod
     def for_file(cls, ctx: FileContext, reporter: Reporter) -> Transform:
-        """An instance for one file's walk, reporting to the engine's ``reporter`` (rules that
-        define ``__init__(self, ctx)`` keep working: the reporter is bound after it)."""
+        """An instance for one file's walk, reporting to the engine's ``reporter``. Bound after
+        construction, so rules that define ``__init__(self, ctx)`` need not pass it on."""
         rule = cls(ctx)
-        rule.reporter = reporter
+        rule._reporter = reporter
         return rule
 
     # -- what a rule calls -------------------------------------------------------------------
@@ -160,7 +161,7 @@ class Transform:
         if evidence.weak and safety is Safety.SAFE:
             # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
             safety = Safety.UNSAFE
-        self.reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports)
+        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports)
 
     def remove(
         self,
@@ -187,7 +188,7 @@ class Transform:
         safety: Safety = Safety.REPORT_ONLY,
     ) -> None:
         """Report ``node`` without a fix (``safety`` may say what a manual fix would risk)."""
-        self.reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None)
+        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod

@@ -71,6 +71,10 @@ class Options:
     unsafe_fixes: bool = False
     report_unused_suppressions: bool = False
 
+    def __post_init__(self) -> None:
+        # Options(target="cpu") is a Target too (ValueError for a target that does not exist)
+        object.__setattr__(self, "target", Target(self.target))
+
 
 @dataclass(frozen=True)
 class ImportRequest:
