@@ -5,57 +5,26 @@ Workers get paths and return small values; only the parent process writes files.
 
 from __future__ import annotations
 
-import os
 import dataclasses
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config, ignored_codes_for
-from neuronize.context import Options
+from neuronize.engine import TokenFilter, prefilter_for, run_source
+from neuronize.notebooks import findings_by_cell, run_notebook
 from neuronize.progress import Progress
-from neuronize.engine import FileError, SourceResult, TokenFilter, prefilter_for, run_source
 from neuronize.registry import all_rules, matches
-from neuronize.sources.discover import Discovered, Excludes, Skipped, discover
-from neuronize.sources.notebook import NotebookError, read_cells, write_cells
+from neuronize.sources.discover import Discovered, Excludes, discover
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
-from neuronize.transform import Finding, Transform
+from neuronize.transform import Transform
+from neuronize.types import FileError, FileResult, Finding, Options, RunResult, SourceResult
 
 #: below this many bytes in all, worker processes cost more than they save
 PARALLEL_THRESHOLD = 2_000_000
-
-
-@dataclass(frozen=True)
-class FileResult:
-    """One file's outcome. ``source`` is kept only when the file would change (for diffs)."""
-
-    display: str
-    path: Path | None
-    result: SourceResult
-    source: bytes | None = None
-    written: bool = False
-
-    @property
-    def error(self) -> FileError | None:
-        return self.result.error
-
-
-@dataclass
-class RunResult:
-    files: list[FileResult] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    #: temp files of an interrupted earlier run, removed before writing
-    stale_removed: list[Path] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[FileResult]:
-        return [f for f in self.files if f.error is not None]
-
-    @property
-    def changed(self) -> list[FileResult]:
-        return [f for f in self.files if f.result.changed]
 
 
 @dataclass(frozen=True)
@@ -98,7 +67,7 @@ def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
     rules = _rules_by_id(job.rule_ids)
     prefilter = _prefilter(job.rule_ids)
     if job.path.endswith(".ipynb"):
-        result = _analyse_notebook(source, rules, job, prefilter)
+        result = run_notebook(source, rules, job.options, job.path, prefilter, fix=job.fix)
     else:
         result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
                             fix=job.fix)
@@ -125,44 +94,6 @@ def _cache(directory: str | None) -> ResultCache | None:
     if directory not in _CACHES:
         _CACHES[directory] = ResultCache(Path(directory))
     return _CACHES[directory]
-
-
-def _analyse_notebook(source: bytes, rules: Sequence[type[Transform]], job: Job,
-                      prefilter: TokenFilter) -> SourceResult:
-    """Each code cell is a module of its own; findings name their cell; the JSON is rewritten
-    (cells only) when a cell changed."""
-    if not prefilter.search(source):
-        return SourceResult(skipped=True)
-    try:
-        cells = read_cells(source)
-    except NotebookError as exc:
-        return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
-    findings: list[Finding] = []
-    changed: dict[int, bytes] = {}
-    errors: list[str] = []
-    would_change = False
-    for cell in cells:
-        result = run_source(cell.source, rules, job.options, path=f"{job.path}:cell {cell.index}",
-                            prefilter=prefilter, fix=job.fix)
-        findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
-        would_change = would_change or result.would_change
-        if result.error is not None:
-            where = f"cell {cell.index}" + (f", line {result.error.line}" if result.error.line else "")
-            errors.append(f"{where}: {result.error.message}")
-        elif result.output is not None:
-            changed[cell.index] = result.output
-    error = FileError("; ".join(errors)) if errors else None
-    output = None
-    if changed:
-        try:
-            output = write_cells(source, changed)
-        except NotebookError as exc:
-            return SourceResult(findings=tuple(findings), error=FileError(f"notebook not rewritten: {exc.message}"))
-    ordered = tuple(sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column, f.rule)))
-    if output is not None and error is None:
-        return SourceResult(findings=ordered, output=output)
-    return SourceResult(findings=ordered, output=output if error is None else None, error=error,
-                        would_change=would_change)
 
 
 _RULE_CACHE: dict[tuple[str, ...], tuple[type[Transform], ...]] = {}
@@ -289,23 +220,25 @@ def write_changes(run: RunResult) -> RunResult:
     """
     folders = {f.path.absolute().parent for f in run.files if f.path is not None}
     out = RunResult(skipped=run.skipped, stale_removed=remove_stale_temp_files(sorted(folders)))
-    for f in run.files:
-        if not f.result.changed or f.path is None or f.source is None:
-            out.files.append(f)
-            continue
-        assert f.result.output is not None
-        try:
-            write_atomic(f.path, f.source, f.result.output)
-        except WriteRefused as exc:
-            failed = SourceResult(findings=f.result.findings, error=FileError(str(exc)))
-            out.files.append(FileResult(f.display, f.path, failed, f.source))
-            continue
-        except OSError as exc:
-            failed = SourceResult(findings=f.result.findings, error=FileError(f"cannot write: {exc}"))
-            out.files.append(FileResult(f.display, f.path, failed, f.source))
-            continue
-        out.files.append(FileResult(f.display, f.path, f.result, f.source, written=True))
+    out.files.extend(write_file(f) for f in run.files)
     return out
+
+
+def write_file(f: FileResult) -> FileResult:
+    """Write one file's output atomically if it changed: ``f`` as written, or with the reason
+    it was not as its error (the findings stay)."""
+    if not f.result.changed or f.path is None or f.source is None:
+        return f
+    assert f.result.output is not None
+    try:
+        write_atomic(f.path, f.source, f.result.output)
+    except WriteRefused as exc:
+        failed = SourceResult(findings=f.result.findings, error=FileError(str(exc)))
+        return FileResult(f.display, f.path, failed, f.source)
+    except OSError as exc:
+        failed = SourceResult(findings=f.result.findings, error=FileError(f"cannot write: {exc}"))
+        return FileResult(f.display, f.path, failed, f.source)
+    return FileResult(f.display, f.path, f.result, f.source, written=True)
 
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
@@ -326,16 +259,7 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     if not f.display.endswith(".ipynb"):
         return [(key, source, list(f.result.findings))]
-    try:
-        cells = {cell.index: cell.source for cell in read_cells(source)}
-    except NotebookError:
-        return []
-    groups = []
-    for index, cell_source in cells.items():
-        found = [x for x in f.result.findings if x.cell == index]
-        if found:
-            groups.append((key, cell_source, found))
-    return groups
+    return [(key, cell_source, found) for cell_source, found in findings_by_cell(source, f.result.findings)]
 
 
 def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]:

@@ -12,17 +12,15 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import posixpath
-import secrets
-import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from neuronize import __version__
-from neuronize.transform import Finding
+from neuronize.sources.write import write_bytes_atomic
+from neuronize.types import Finding
 
 FORMAT_VERSION = 1
 
@@ -94,7 +92,7 @@ def write_baseline(file: Path, entries: Iterable[BaselineEntry]) -> None:
     if by_path:
         out.append("  }")
     out.append("}")
-    _write_atomic(Path(file), ("\n".join(out) + "\n").encode("utf-8"))
+    write_bytes_atomic(Path(file), ("\n".join(out) + "\n").encode("utf-8"))
 
 
 def load_baseline(file: Path) -> frozenset[BaselineEntry]:
@@ -150,27 +148,3 @@ def _lines(source: bytes) -> list[str]:
 
 def _line(lines: list[str], number: int) -> str:
     return lines[number - 1] if 1 <= number <= len(lines) else ""
-
-
-def _write_atomic(file: Path, data: bytes) -> None:
-    """Temp file beside the target, then ``os.replace``: a reader never sees half a baseline.
-
-    The temp file is created with ``0o666`` (less the umask, applied by the OS) rather than with
-    ``mkstemp``'s owner-only mode, since a baseline is meant to be committed and shared; an
-    existing baseline keeps its mode.
-    """
-    tmp = file.parent / f".{file.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.chmod(tmp, stat.S_IMODE(os.stat(file).st_mode))
-        except FileNotFoundError:
-            pass
-        os.replace(tmp, file)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

@@ -5,7 +5,7 @@ a miss; a failed write is dropped).
 
 **Key.** ``sha256`` over a format tag, ``neuronize.__version__``, a fingerprint of the source of
 the rules and of the engine modules they run in (so editing a rule invalidates, even without a
-version bump), the sorted enabled rule ids, the :class:`~neuronize.context.Options`, the ``fix``
+version bump), the sorted enabled rule ids, the :class:`~neuronize.types.Options`, the ``fix``
 flag, and finally the file's bytes. The path is deliberately *not* part of the key: two files with
 the same bytes have the same result (a finding never embeds the path).
 
@@ -16,7 +16,8 @@ in a project, say) works the same way; every cache directory gets a ``.gitignore
 so git never picks it up.
 
 **Layout.** ``<dir>/v1/<key[:2]>/<key>.json``, one small JSON document per result; the rewritten
-bytes (``fix``) are stored base64-encoded inside it. Writes are atomic (temporary file in the
+bytes (``fix``) are stored base64-encoded inside it. Writes are atomic (through
+:func:`neuronize.sources.write.write_bytes_atomic`: a temporary file of each writer's own in the
 same directory, then ``os.replace``), so concurrent runs at worst both write the same entry.
 """
 
@@ -28,17 +29,18 @@ import enum
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from neuronize.sources.write import write_bytes_atomic
 
 FORMAT = "v1"
 _GITIGNORE = "# created by neuronize: this directory is a cache\n*\n"
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 #: engine modules whose behaviour is part of every result (with the rules' own modules)
-_ENGINE_MODULES = ("engine.py", "context.py", "transform.py", "walk.py", "positions.py",
-                   "suppressions.py")
+_ENGINE_MODULES = ("types.py", "engine.py", "context.py", "transform.py", "walk.py", "positions.py",
+                   "suppressions.py", "notebooks.py")
 
 
 def default_directory() -> Path:
@@ -106,7 +108,7 @@ def _plain(value: Any) -> Any:
 
 
 def result_to_json(result: Any) -> dict[str, Any]:
-    """A :class:`~neuronize.engine.SourceResult` as a JSON-able dict.
+    """A :class:`~neuronize.types.SourceResult` as a JSON-able dict.
 
     Generic over the dataclass fields, so a field added to ``SourceResult``, ``Finding`` or
     ``FileError`` is stored too (or refused with TypeError, never silently dropped).
@@ -129,8 +131,7 @@ def result_to_json(result: Any) -> dict[str, Any]:
 
 def result_from_json(data: dict[str, Any]) -> Any:
     """The inverse of :func:`result_to_json`; raises on anything malformed or incomplete."""
-    from neuronize.engine import FileError, SourceResult
-    from neuronize.transform import Finding, Safety
+    from neuronize.types import FileError, Finding, SourceResult, Safety
 
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(SourceResult):
@@ -200,7 +201,7 @@ class ResultCache:
         return self.directory / FORMAT / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Any:
-        """The stored :class:`~neuronize.engine.SourceResult`, or None (missing or unreadable)."""
+        """The stored :class:`~neuronize.types.SourceResult`, or None (missing or unreadable)."""
         try:
             with open(self._path(key), "rb") as handle:
                 data = json.loads(handle.read())
@@ -220,17 +221,8 @@ class ResultCache:
                                  separators=(",", ":")).encode()
             target = self._path(key)
             self._prepare(target.parent)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(payload)
-                os.replace(tmp, target)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            # Owner-only, and not fsynced: an entry lost in a power cut is a miss, nothing more.
+            write_bytes_atomic(target, payload, mode=0o600, fsync=False)
         except Exception:  # noqa: BLE001 - a cache that cannot be written is just not used
             return False
         return True
@@ -240,7 +232,7 @@ class ResultCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
-                ignore.write_text(_GITIGNORE)
+                write_bytes_atomic(ignore, _GITIGNORE.encode())
             self._ready = True
         shard.mkdir(parents=True, exist_ok=True)
 

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import click
 
 from neuronize import __version__
+from neuronize.types import Target
 
 EXIT_CLEAN, EXIT_PENDING, EXIT_ERROR = 0, 1, 2
 
@@ -36,7 +37,7 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
                      help="Also apply fixes that can change behaviour (default: the config's "
                           "unsafe-fixes, else no)."),
-        click.option("--target", type=click.Choice(["neuron", "accelerator", "cpu"]), default=None,
+        click.option("--target", type=click.Choice([t.value for t in Target]), default=None,
                      help="What the rewritten code runs on: neuron (Trainium), accelerator "
                           "(torch.accelerator: CPU, CUDA or Neuron unchanged) or cpu (validate a "
                           "migration locally). Default: the config's target, else neuron."),
@@ -128,8 +129,8 @@ def _run(mode: str, **kw: Any) -> int:
 def _load_settings(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     """Rules, options and config from the command line over ``[tool.neuronize]``."""
     from neuronize.config import Config, find_config, load_config
-    from neuronize.context import Options
     from neuronize.registry import select_rules
+    from neuronize.types import Options
 
     paths = [p for p in kw["paths"] if p != "-"]
     if kw.get("config_file"):
@@ -141,7 +142,7 @@ def _load_settings(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     ignore = [*config.ignore, *_split_codes(kw["ignore"])]
     rules = select_rules(select, ignore)
     unsafe = kw["unsafe_fixes"] if kw["unsafe_fixes"] is not None else bool(config.unsafe_fixes)
-    target = kw.get("target") or config.target or "neuron"
+    target = Target(kw.get("target") or config.target or Target.NEURON)
     options = Options(target=target, unsafe_fixes=unsafe,
                       report_unused_suppressions=kw["unused_suppressions"])
     return rules, options, config
@@ -212,8 +213,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
         sys.stdout.flush()
     include_applied = mode == "check" or diff
     if kw.get("report_file"):
-        Path(kw["report_file"]).write_text(report.to_markdown(run, command=_report_command(kw)),
-                                           encoding="utf-8")
+        _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw)))
     if mode == "report":
         return _write_report(run, kw)
     if kw["output_format"] == "json":
@@ -236,7 +236,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
             summary += f"; {baselined} baselined finding(s) not shown"
         click.echo(summary, err=True)
 
-    if run.errors or any("no such" in s.reason for s in run.skipped):
+    if run.errors or run.missing:
         return EXIT_ERROR
     if mode == "check":
         pending = any(f.result.findings for f in run.files)
@@ -264,9 +264,10 @@ def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
 
 def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     """Hunk-by-hunk review in this (the parent) process; each file is written after its review."""
+    from neuronize import api
     from neuronize.diff import Style, use_color
     from neuronize.review import review_run
-    from neuronize.transform import Safety
+    from neuronize.types import RunResult, Safety
 
     style = Style(use_color(sys.stdout, kw.get("no_color", False)))
 
@@ -279,7 +280,15 @@ def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
 
     prompt_for = (lambda hunk: hunk.safety is not Safety.SAFE) if kw.get("review") == "unsafe" else (
         lambda hunk: True)
-    return review_run(run, ask=ask, say=click.echo, style=style, prompt_for=prompt_for)
+    return review_run(run, ask=ask, say=click.echo, style=style, prompt_for=prompt_for,
+                      write=lambda f: api.write_changes(RunResult(files=[f])).files[0])
+
+
+def _write_output(path: str, text: str) -> None:
+    """A report file (``--report``, ``report --output``), written atomically like every file."""
+    from neuronize.sources.write import write_bytes_atomic
+
+    write_bytes_atomic(Path(path), text.encode("utf-8"))
 
 
 def _report_command(kw: dict[str, Any]) -> str:
@@ -306,14 +315,14 @@ def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-de
     else:
         text = "\n".join(report.text_findings(run))
     if kw.get("output_file"):
-        Path(kw["output_file"]).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        _write_output(kw["output_file"], text if text.endswith("\n") else text + "\n")
     elif text:
         click.echo(text.rstrip("\n"))
     for line in report.error_lines(run):
         click.echo(line, err=True)
     if not kw["quiet"]:
         click.echo(report.summary_line(run, wrote=False), err=True)
-    if run.errors or any("no such" in s.reason for s in run.skipped):
+    if run.errors or run.missing:
         return EXIT_ERROR
     return EXIT_CLEAN
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 
 from neuronize.registry import SelectionError, select_rules
+from neuronize.types import Target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +29,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
         tomllib = None  # type: ignore[assignment]
 
 TABLE = "[tool.neuronize]"
-TARGETS = ("neuron", "accelerator", "cpu")
 
 
 class ConfigError(ValueError):
@@ -53,7 +53,7 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     #: glob (relative to :attr:`root`) -> codes ignored in the files it matches
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    target: str | None = None
+    target: Target | None = None
 
     @property
     def root(self) -> Path | None:
@@ -205,10 +205,11 @@ def _bool(value: object, key: str, fail: Fail) -> bool:
     return value
 
 
-def _target(value: object, key: str, fail: Fail) -> str:
-    if value not in TARGETS:
-        raise fail(key, f"expected one of {', '.join(map(repr, TARGETS))}, got {value!r}")
-    return str(value)
+def _target(value: object, key: str, fail: Fail) -> Target:
+    names = [t.value for t in Target]
+    if value not in names:
+        raise fail(key, f"expected one of {', '.join(map(repr, names))}, got {value!r}")
+    return Target(value)
 
 
 def _per_file(value: object, key: str, fail: Fail) -> dict[str, tuple[str, ...]]:

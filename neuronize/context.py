@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import libcst as cst
 
-from neuronize.transform import Evidence, ImportRequest, Replacement, Report, Safety
-
-if TYPE_CHECKING:
-    from neuronize.transform import Transform
-
-TARGETS = ("neuron", "accelerator", "cpu")
+#: ``Options`` is also imported from here by tests (its home is neuronize.types)
+from neuronize.types import Options
 
 #: availability probes of other accelerators (``is_xpu_available()``,
 #: ``torch.backends.mps.is_available()``): a chain of them dispatches over what the machine has.
@@ -30,15 +26,6 @@ _DEVICES = "mps|xpu|npu|hpu|mlu|musa|sdaa|xla|tpu|neuron"
 _OTHER_DEVICE = re.compile(
     rf"\bis_(?:torch_)?({_DEVICES})_available\b|\btorch\.(?:backends\.)?({_DEVICES})\.is_available\b"
 )
-
-
-@dataclass(frozen=True)
-class Options:
-    """Per-run choices that change what rules do. Part of the cache key of a result."""
-
-    target: str = "neuron"
-    unsafe_fixes: bool = False
-    report_unused_suppressions: bool = False
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:
@@ -159,7 +146,10 @@ def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
 
 @dataclass
 class FileContext:
-    """Shared, per-file facts. Rules read it; only the engine and the base class write it."""
+    """Shared, per-file facts. Rules read it; only the engine writes it (``stack``, as it walks).
+
+    What rules report is not kept here: it goes to the engine's
+    :class:`~neuronize.transform.Reporter`, through ``Transform.fix`` / ``report``."""
 
     module: cst.Module
     names: ImportTable
@@ -170,7 +160,6 @@ class FileContext:
     source: bytes = b""
     #: the nodes from the module down to the node being visited (inclusive)
     stack: list[cst.CSTNode] = field(default_factory=list)
-    reports: list[Report] = field(default_factory=list)
     _dispatch: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
 
     # -- tree navigation -----------------------------------------------------------------
@@ -242,19 +231,3 @@ class FileContext:
                         return anc
                     return node
         return node
-
-    # -- reporting (through Transform.fix/report) -------------------------------------------
-    def add_report(
-        self,
-        rule: Transform,
-        node: cst.CSTNode,
-        message: str,
-        safety: Safety,
-        evidence: Evidence,
-        replacement: Replacement | None,
-        imports: tuple[ImportRequest, ...] = (),
-    ) -> None:
-        ancestors = frozenset(id(n) for n in self.stack if n is not node)
-        self.reports.append(
-            Report(type(rule), node, message, safety, evidence, replacement, ancestors, imports)
-        )

@@ -3,7 +3,8 @@
 Lines keep their own endings (CRLF stays CRLF inside the hunk lines), and a missing final newline
 gets the standard ``\\ No newline at end of file`` marker.
 
-**Annotations.** Each hunk header carries the findings whose edits are inside the hunk, after the
+**Annotations.** The hunks are :mod:`neuronize.hunks`' model, shared with ``fix -i``. Each
+hunk header carries the findings whose edits are inside the hunk, after the
 second ``@@`` (the "section heading" slot, which ``git apply`` and ``patch`` ignore)::
 
     @@ -26,7 +26,7 @@ [NRN101 safe] `device` setting: `"cuda"` -> `"neuron"` [NRN110 safe] ...
@@ -15,18 +16,16 @@ asked for, which the command line does only on a terminal without ``--no-color``
 
 from __future__ import annotations
 
-import ast
 import codecs
-import difflib
 import io
 import os
-import re
-import textwrap
 import tokenize
 from dataclasses import dataclass
-from typing import IO, Iterable, Sequence
+from typing import IO, Sequence
 
-from neuronize.transform import Finding
+# findings_touching and import_names are also imported from here by tests (home: neuronize.hunks)
+from neuronize.hunks import context_hunks, findings_touching, header_note, import_names  # noqa: F401
+from neuronize.types import Finding
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
@@ -102,66 +101,6 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-# -- explaining a change -----------------------------------------------------------------------
-def findings_touching(findings: Iterable[Finding], i1: int, i2: int) -> list[Finding]:
-    """The findings whose original lines touch the change of old lines ``[i1, i2)`` (0-based).
-
-    A pure insertion (``i1 == i2``) sits between old lines ``i1`` and ``i1 + 1`` (1-based) and
-    touches a finding on either."""
-    lo, hi = (i1 + 1, i2) if i2 > i1 else (i1, i1 + 1)
-    return [f for f in findings if f.line <= hi and max(f.end_line, f.line) >= lo]
-
-
-def finding_label(finding: Finding) -> str:
-    """``[NRN101 safe] reason``: rule id, safety class and the one-line reason."""
-    reason = " ".join(finding.message.split())
-    return f"[{finding.rule} {finding.safety.value}] {reason}"
-
-
-_IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
-
-
-def import_names(text: str) -> list[str]:
-    """Names bound by the import statements in ``text`` (a few whole lines of a file)."""
-    try:
-        tree = ast.parse(textwrap.dedent(text))
-    except SyntaxError:
-        statements = [line.strip() for line in text.splitlines() if _IMPORT_LINE.match(line)]
-        tree = ast.Module(body=[], type_ignores=[])
-        for statement in statements:
-            try:
-                tree.body.extend(ast.parse(statement).body)
-            except SyntaxError:
-                continue
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name != "*":
-                    names.append(alias.asname or alias.name.split(".")[0])
-    return list(dict.fromkeys(names))
-
-
-def _explain(findings: Sequence[Finding], old: Sequence[str], new: Sequence[str],
-             blocks: Sequence[tuple[str, int, int, int, int]]) -> str:
-    inside: list[Finding] = []
-    unexplained = []
-    for block in blocks:
-        touching = [f for f in findings_touching(findings, block[1], block[2]) if f.applied]
-        inside.extend(f for f in touching if f not in inside)
-        if not touching:
-            unexplained.append(block)
-    parts = [finding_label(f) for f in sorted(inside)]
-    old_text = "".join("".join(old[i1:i2]) for _, i1, i2, _, _ in unexplained)
-    new_text = "".join("".join(new[j1:j2]) for _, _, _, j1, j2 in unexplained)
-    old_names, new_names = import_names(old_text), import_names(new_text)
-    imports = [f"adds `{n}`" for n in new_names if n not in old_names]
-    imports += [f"removes `{n}`" for n in old_names if n not in new_names]
-    if imports:
-        parts.insert(0, "[imports] " + ", ".join(imports) + " for the edits in this file")
-    return " ".join(parts)
-
-
 def _range(start: int, stop: int) -> str:
     length = stop - start
     beginning = start + 1
@@ -192,13 +131,12 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
 
     # a notebook finding's line counts within its cell: it cannot be matched to a hunk by line
     findings = [f for f in findings if getattr(f, "cell", None) is None]
-    matcher = difflib.SequenceMatcher(None, old, new)
-    for group in matcher.get_grouped_opcodes(context):
-        first, last = group[0], group[-1]
-        header = f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@"
-        note = _explain(findings, old, new, [op for op in group if op[0] != "equal"])
+    for hunk in context_hunks(old, new, findings, context):
+        header = (f"@@ -{_range(hunk.old_start, hunk.old_end)} "
+                  f"+{_range(hunk.new_start, hunk.new_end)} @@")
+        note = header_note(hunk)
         out.append(style.hunk(header) + (" " + style.note(note) if note else "") + "\n")
-        for tag, i1, i2, j1, j2 in group:
+        for tag, i1, i2, j1, j2 in hunk.ops:
             if tag == "equal":
                 for line in old[i1:i2]:
                     emit(" ", line)

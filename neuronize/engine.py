@@ -25,52 +25,20 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Callable, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 
-from neuronize.context import FileContext, Options, collect_imports
+from neuronize.context import FileContext, collect_imports
 from neuronize.positions import locate
 from neuronize.suppressions import parse_suppressions
+from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
-from neuronize.transform import Finding, ImportRequest, Report, Safety, Transform
+
+# FileError and SourceResult are also imported from here by tests (their home is neuronize.types)
+from neuronize.types import FileError, Finding, ImportRequest, Options, Safety, SourceResult
 
 MAX_ROUNDS = 3
-
-
-@dataclass(frozen=True)
-class FileError:
-    """Why a file could not be processed. ``line`` is 1-based where known."""
-
-    message: str
-    line: int | None = None
-    column: int | None = None
-
-    def to_json(self, path: str) -> dict[str, object]:
-        data: dict[str, object] = {"path": path, "message": self.message}
-        if self.line is not None:
-            data["line"] = self.line
-        if self.column is not None:
-            data["column"] = self.column
-        return data
-
-
-@dataclass(frozen=True)
-class SourceResult:
-    """The outcome for one source text. ``output`` is None when nothing changes."""
-
-    findings: tuple[Finding, ...] = ()
-    output: bytes | None = None
-    error: FileError | None = None
-    skipped: bool = False  # the pre-filter ruled the file out
-    warnings: tuple[str, ...] = ()
-    #: fixes would apply, but the caller asked for analysis only (``fix=False``)
-    would_change: bool = False
-
-    @property
-    def changed(self) -> bool:
-        return self.output is not None
 
 
 # -- pre-filter ----------------------------------------------------------------------------
@@ -141,9 +109,10 @@ def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Opti
              path: str, source: bytes) -> list[Report]:
     ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path,
                       source=source)
-    dispatch = _Dispatch([rule(ctx) for rule in rules], ctx)
+    reporter = Reporter()
+    dispatch = _Dispatch([rule.for_file(ctx, reporter) for rule in rules], ctx)
     walk(module, dispatch.enter, dispatch.leave)
-    return ctx.reports
+    return reporter.reports
 
 
 # -- applying fixes ------------------------------------------------------------------------

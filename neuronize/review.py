@@ -2,20 +2,19 @@
 
 Two parts:
 
-- **Pure** (no terminal, no filesystem): :func:`split_hunks` cuts one file's before/after bytes
-  into hunks, each carrying the findings whose original lines it touches (several change blocks
-  that one finding spans are one hunk, so a fix is never half-applied); a hunk with no finding
-  (imports the engine adds or removes) is linked, by name, to the hunks that need it.
-  :func:`rebuild` makes the file's bytes from a set of accepted hunks, byte for byte (CRLF, a
-  BOM, a missing final newline all survive: hunks are made of the file's own byte lines).
+- **Pure** (no terminal, no filesystem): :func:`neuronize.hunks.split_hunks` cuts one file's
+  before/after bytes into hunks (the model ``--diff`` shares), each carrying the findings whose
+  original lines it touches. :func:`rebuild` makes the file's bytes from a set of accepted
+  hunks, byte for byte (CRLF, a BOM, a missing final newline all survive: hunks are made of the
+  file's own byte lines).
   :func:`check_rebuilt` parses the result and looks for names it leaves undefined that neither
   the original nor the fully fixed file leaves undefined (an import removed while a use remains,
   a new name whose import was rejected).
 - **The prompt loop** (:func:`review_file`, :func:`review_run`): the ``git add -p`` / Bowler keys,
   with the input and output functions injected so it is tested without a terminal. Only the
-  parent process calls it, and it writes each file (atomically, through
-  :func:`neuronize.api.write_changes`) right after that file's review, so ``q`` keeps the files
-  already reviewed.
+  parent process calls it, and it hands each file to the injected ``write`` (the command line
+  passes the atomic writer of :mod:`neuronize.api`) right after that file's review, so ``q``
+  keeps the files already reviewed. It never touches a file itself.
 """
 
 from __future__ import annotations
@@ -24,173 +23,15 @@ import ast
 import builtins
 import dataclasses
 import difflib
-import io
-import re
-import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from neuronize.diff import Style, finding_label, findings_touching, import_names
-from neuronize.transform import Finding, Safety
+from neuronize.diff import Style
 
-_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def split_lines(data: bytes) -> list[bytes]:
-    """The byte lines of ``data``, each with its own ending (``\\r\\n``, ``\\n`` or ``\\r``)."""
-    return _LINE.findall(data)
-
-
-@dataclass(frozen=True)
-class Hunk:
-    """One reviewable change. Indices are 0-based into the old/new byte lines."""
-
-    index: int
-    old_start: int
-    old_end: int
-    new_start: int
-    new_end: int
-    #: the difflib opcodes inside the hunk (equal stretches between two blocks of one finding)
-    ops: tuple[tuple[str, int, int, int, int], ...]
-    findings: tuple[Finding, ...] = ()
-    #: explanations of an edit no finding covers (imports), and the hunks it goes with
-    notes: tuple[str, ...] = ()
-    serves: tuple[int, ...] = ()
-    safety: Safety = Safety.SAFE
-
-    @property
-    def first_line(self) -> int:
-        """1-based first old line the hunk touches (for a pure insertion: the line after it)."""
-        return self.old_start + 1
-
-
-def _blocks(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[str, int, int, int, int]]:
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    return [op for op in matcher.get_opcodes() if op[0] != "equal"]
-
-
-def _encoding(source: bytes) -> str:
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    except SyntaxError:
-        return "utf-8"
-    return "utf-8" if encoding == "utf-8-sig" else encoding
-
-
-def _text(lines: Iterable[bytes], encoding: str) -> str:
-    return b"".join(lines).decode(encoding, errors="replace").lstrip("\ufeff")
-
-
-def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), whole: bool = False
-                ) -> list[Hunk]:
-    """Cut the change from ``before`` to ``after`` into reviewable hunks (see the module doc).
-
-    ``whole``: one hunk for the whole change (notebooks, whose finding lines count within a cell).
-    """
-    old, new = split_lines(before), split_lines(after)
-    blocks = _blocks(old, new)
-    applied = [f for f in findings if f.applied]
-    if whole:
-        if not blocks:
-            return []
-        first, last = blocks[0], blocks[-1]
-        ops = tuple(op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-                    if first[1] <= op[1] and op[2] <= last[2] and not (op[0] == "equal" and op[1] == op[2]))
-        safety = Safety.UNSAFE if any(f.safety is Safety.UNSAFE for f in applied) else Safety.SAFE
-        return [Hunk(0, first[1], last[2], first[3], last[4], ops, tuple(sorted(applied)), safety=safety)]
-    # union-find over blocks: a finding spanning several blocks joins them into one hunk
-    parent = list(range(len(blocks)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owners: dict[int, list[Finding]] = {}
-    for finding in applied:
-        touched = [i for i, (_, i1, i2, _, _) in enumerate(blocks) if findings_touching([finding], i1, i2)]
-        for i in touched[1:]:
-            parent[find(i)] = find(touched[0])
-        if touched:
-            owners.setdefault(find(touched[0]), []).append(finding)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(blocks)):
-        groups.setdefault(find(i), []).append(i)
-    grouped = sorted(groups.values(), key=lambda members: members[0])
-    # Merged groups may interleave with other blocks: absorb anything lying between their ends.
-    merged: list[list[int]] = []
-    for members in grouped:
-        if merged and members[0] <= merged[-1][-1]:
-            merged[-1] = sorted(set(merged[-1]) | set(members))
-            merged[-1] = list(range(merged[-1][0], merged[-1][-1] + 1))
-        else:
-            merged.append(list(range(members[0], members[-1] + 1)))
-    encoding = _encoding(before)
-    hunks: list[Hunk] = []
-    for index, members in enumerate(merged):
-        first, last = blocks[members[0]], blocks[members[-1]]
-        ops: list[tuple[str, int, int, int, int]] = []
-        for k in members:
-            if ops:
-                _, _, pi2, _, pj2 = ops[-1]
-                if pi2 < blocks[k][1]:
-                    ops.append(("equal", pi2, blocks[k][1], pj2, blocks[k][3]))
-            ops.append(blocks[k])
-        inside = sorted({f for k in members for f in applied
-                         if findings_touching([f], blocks[k][1], blocks[k][2])})
-        safety = Safety.UNSAFE if any(f.safety is Safety.UNSAFE for f in inside) else Safety.SAFE
-        hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(ops), tuple(inside),
-                          safety=safety))
-    return _link_imports(hunks, old, new, encoding)
-
-
-def _uses(text: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
-
-
-def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes], encoding: str) -> list[Hunk]:
-    """Explain the hunks no finding covers: imports the engine added or removed for other hunks."""
-    out = list(hunks)
-    for h in hunks:
-        if h.findings:
-            continue
-        old_text = _text(old[h.old_start:h.old_end], encoding)
-        new_text = _text(new[h.new_start:h.new_end], encoding)
-        old_names, new_names = import_names(old_text), import_names(new_text)
-        added = [n for n in new_names if n not in old_names]
-        removed = [n for n in old_names if n not in new_names]
-        notes: list[str] = []
-        serves: set[int] = set()
-        for name in added:
-            users = [o.index for o in hunks if o is not h
-                     and _uses(_strip_imports(_text(new[o.new_start:o.new_end], encoding)), name)]
-            serves.update(users)
-            notes.append(f"adds the import of `{name}`" + _for(users, hunks))
-        for name in removed:
-            users = [o.index for o in hunks if o is not h
-                     and _uses(_strip_imports(_text(old[o.old_start:o.old_end], encoding)), name)]
-            serves.update(users)
-            notes.append(f"removes the import of `{name}`, unused once the edits are made" + _for(users, hunks))
-        if not notes:
-            notes.append("no rule: a side effect of the edits in this file")
-        safety = Safety.UNSAFE if any(hunks[i].safety is Safety.UNSAFE for i in serves) else Safety.SAFE
-        out[h.index] = dataclasses.replace(h, notes=tuple(notes), serves=tuple(sorted(serves)), safety=safety)
-    return out
-
-
-def _strip_imports(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not re.match(r"\s*(import|from)\s", line))
-
-
-def _for(users: Sequence[int], hunks: Sequence[Hunk]) -> str:
-    if not users:
-        return ""
-    parts = []
-    for i in users:
-        rules = ", ".join(dict.fromkeys(f.rule for f in hunks[i].findings)) or "imports"
-        parts.append(f"hunk {i + 1} ({rules})")
-    return " (goes with " + ", ".join(parts) + ")"
+# Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
+from neuronize.hunks import (Hunk, encoding_of, finding_label, import_names, split_hunks,  # noqa: F401
+                             split_lines, text_of)
+from neuronize.types import FileResult, Finding, RunResult
 
 
 def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterable[int]) -> bytes:
@@ -307,7 +148,7 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
         other = _parse(data)
         if other is not None:
             known |= set(_undefined(_names(other)))
-    encoding = _encoding(before)
+    encoding = encoding_of(before)
     old, new = split_lines(before), split_lines(after)
     problems = []
     for name, line in sorted(now.items(), key=lambda item: item[1]):
@@ -315,8 +156,8 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
             continue
         culprit = ""
         for h in hunks:
-            new_names = import_names(_text(new[h.new_start:h.new_end], encoding))
-            old_names = import_names(_text(old[h.old_start:h.old_end], encoding))
+            new_names = import_names(text_of(new[h.new_start:h.new_end], encoding))
+            old_names = import_names(text_of(old[h.old_start:h.old_end], encoding))
             if name in new_names and name not in old_names and h.index not in chosen:
                 culprit = f": hunk {h.index + 1}, which adds its import, was rejected"
                 break
@@ -343,7 +184,7 @@ def render_hunk(display: str, before: bytes, after: bytes, hunk: Hunk, total: in
                 style: Style, context: int = 3) -> str:
     """A hunk as the reviewer sees it: where, why (rules, classes, reasons), then the lines."""
     old, new = split_lines(before), split_lines(after)
-    encoding = _encoding(before)
+    encoding = encoding_of(before)
     lines_label = (f"line {hunk.first_line}" if hunk.old_end - hunk.old_start <= 1
                    else f"lines {hunk.first_line}-{hunk.old_end}")
     out = [style.header(f"{display}: hunk {hunk.index + 1}/{total}, {lines_label} [{hunk.safety.value}]")]
@@ -474,14 +315,14 @@ def mark_applied(findings: Iterable[Finding], hunks: Sequence[Hunk], accepted: s
     return tuple(out)
 
 
-def review_run(run, *, ask: Ask, say: Say, style: Style,  # type: ignore[no-untyped-def]
-               prompt_for: Callable[[Hunk], bool] = lambda h: True):
-    """Review every changed file of ``run`` (an :class:`neuronize.api.RunResult`), file by file,
-    writing each file right after its review. Returns the new RunResult: only the accepted edits
-    count as applied; files not written have ``output`` None."""
-    from neuronize import api
-
-    out = api.RunResult(skipped=run.skipped)
+def review_run(run: RunResult, *, ask: Ask, say: Say, style: Style,
+               write: Callable[[FileResult], FileResult],
+               prompt_for: Callable[[Hunk], bool] = lambda h: True) -> RunResult:
+    """Review every changed file of ``run``, file by file, handing each file to ``write`` right
+    after its review (``write`` returns it as written, or with the reason it was not as its
+    error). Returns the new RunResult: only the accepted edits count as applied; files not
+    written have ``output`` None."""
+    out = RunResult(skipped=run.skipped)
     stop = False
     for f in run.files:
         if stop or not f.result.changed or f.source is None or f.path is None or f.error is not None:
@@ -500,14 +341,14 @@ def review_run(run, *, ask: Ask, say: Say, style: Style,  # type: ignore[no-unty
         findings = mark_applied(f.result.findings, outcome.hunks, outcome.accepted, complete)
         pending = dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings,
                                                                     output=outcome.output))
-        written = api.write_changes(api.RunResult(files=[pending])).files[0]
+        written = write(pending)
         if written.written:
             say(f"{f.display}: wrote {len(outcome.accepted)} of {len(outcome.hunks)} hunk(s)")
         out.files.append(written)
     return out
 
 
-def _unchanged(f):  # type: ignore[no-untyped-def]
+def _unchanged(f: FileResult) -> FileResult:
     """``f`` as left alone: nothing applied, nothing to write."""
     findings = tuple(dataclasses.replace(x, applied=False) for x in f.result.findings)
     return dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings, output=None))

@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from neuronize.transform import Finding
+from neuronize.types import Finding
 
 _DIRECTIVE = re.compile(
     r"#\s*neuronize:\s*ignore(?![\w-])(?:\s*\[(?P<codes>[^\]#]*)(?P<close>\])?)?"

@@ -10,48 +10,25 @@ files.
 
 from __future__ import annotations
 
-import enum
+import inspect
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Union
+from typing import ClassVar, Union
 
 import libcst as cst
 
-if TYPE_CHECKING:
-    from neuronize.context import FileContext
+from neuronize.context import FileContext
+
+# Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
+# import them from here, where they belong to the vocabulary of writing a rule.
+from neuronize.types import Evidence, Finding, ImportRequest, Safety
+
+__all__ = ["DOC_HEADINGS", "Evidence", "Example", "Finding", "ImportRequest", "Replacement",
+           "Report", "Reporter", "Safety", "Transform"]
 
 DOC_HEADINGS = ("What it does", "Why on TorchNeuron", "Example", "Use instead", "Fix safety", "Evidence")
 RULE_ID = re.compile(r"^NRN[1-9]\d\d$")
 RULE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-
-
-class Safety(str, enum.Enum):
-    """How much a fix can be trusted, ruff-style."""
-
-    SAFE = "safe"  # same behaviour on Neuron by the documentation
-    UNSAFE = "unsafe"  # right in the usual case; applied only when asked for
-    REPORT_ONLY = "report-only"  # cannot be migrated mechanically
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Evidence(str, enum.Enum):
-    """How sure the reference is of a fact (../shared/reference/torchneuron.md section 0.1)."""
-
-    DOC = "DOC"
-    DOC_OLD = "DOC-old"
-    SRC = "SRC"
-    THIRD_PARTY = "3P"
-    INF = "INF"
-
-    @property
-    def weak(self) -> bool:
-        """Evidence a fix may not be applied silently on."""
-        return self in (Evidence.SRC, Evidence.THIRD_PARTY, Evidence.INF)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -64,20 +41,6 @@ class Example:
     before: str
     after: str | None = None
     unsafe_fixes: bool = True
-
-
-@dataclass(frozen=True)
-class ImportRequest:
-    """An import a fix needs (``import module`` / ``from module import obj``), or no longer needs.
-
-    The engine adds or removes imports once, after all fixes are applied, and only for fixes that
-    were applied. A removal is skipped while the name is still used.
-    """
-
-    module: str
-    obj: str | None = None
-    asname: str | None = None
-    remove: bool = False
 
 
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
@@ -102,38 +65,20 @@ class Report:
         return self.replacement is not None
 
 
-@dataclass(frozen=True, order=True)
-class Finding:
-    """One thing neuronize found, as users and other tools see it. Positions are 1-based."""
+class Reporter:
+    """Collects what the rules of one file's walk report, in the order they report it (the
+    first fix reported for a node wins). The engine owns one per walk; rules reach it only
+    through :meth:`Transform.fix`, :meth:`Transform.remove` and :meth:`Transform.report`."""
 
-    line: int
-    column: int
-    rule: str
-    name: str
-    safety: Safety
-    message: str
-    fixable: bool
-    end_line: int = 0
-    end_column: int = 0
-    applied: bool = False
-    #: 1-based cell number for a finding in a notebook (lines then count within the cell)
-    cell: int | None = None
+    def __init__(self) -> None:
+        self.reports: list[Report] = []
 
-    def to_json(self, path: str) -> dict[str, object]:
-        return {
-            "path": path,
-            **({"cell": self.cell} if self.cell is not None else {}),
-            "line": self.line,
-            "column": self.column,
-            "end_line": self.end_line,
-            "end_column": self.end_column,
-            "rule": self.rule,
-            "name": self.name,
-            "safety": self.safety.value,
-            "fixable": self.fixable,
-            "applied": self.applied,
-            "message": self.message,
-        }
+    def add(self, rule: type[Transform], node: cst.CSTNode, stack: list[cst.CSTNode], message: str,
+            safety: Safety, evidence: Evidence, replacement: Replacement | None,
+            imports: tuple[ImportRequest, ...] = ()) -> None:
+        """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
+        ancestors = frozenset(id(n) for n in stack if n is not node)
+        self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports))
 
 
 class Transform:
@@ -168,8 +113,19 @@ class Transform:
             return
         _validate_rule(cls)
 
+    #: where fix/remove/report go: the engine's collector for this walk (see :meth:`for_file`)
+    _reporter: Reporter
+
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+
+    @classmethod
+    def for_file(cls, ctx: FileContext, reporter: Reporter) -> Transform:
+        """An instance for one file's walk, reporting to the engine's ``reporter``. Bound after
+        construction, so rules that define ``__init__(self, ctx)`` need not pass it on."""
+        rule = cls(ctx)
+        rule._reporter = reporter
+        return rule
 
     # -- what a rule calls -------------------------------------------------------------------
     def fix(
@@ -205,7 +161,7 @@ class Transform:
         if evidence.weak and safety is Safety.SAFE:
             # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
             safety = Safety.UNSAFE
-        self.ctx.add_report(self, node, message, safety, evidence, replacement, imports)
+        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports)
 
     def remove(
         self,
@@ -232,13 +188,11 @@ class Transform:
         safety: Safety = Safety.REPORT_ONLY,
     ) -> None:
         """Report ``node`` without a fix (``safety`` may say what a manual fix would risk)."""
-        self.ctx.add_report(self, node, message, safety, evidence or self.evidence, None)
+        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod
     def documentation(cls) -> str:
-        import inspect
-
         return inspect.cleandoc(cls.__doc__ or "")
 
     @classmethod

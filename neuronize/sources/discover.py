@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+from neuronize.types import SkipReason, Skipped
+
 if TYPE_CHECKING:  # imported where used: a run on single files never needs it
     import pathspec
 
@@ -64,12 +66,6 @@ class Discovered:
     explicit: bool
 
 
-@dataclass(frozen=True)
-class Skipped:
-    display: str
-    reason: str
-
-
 def _is_venv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
 
@@ -118,7 +114,7 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
     def add(path: Path, display: str, explicit: bool) -> None:
         real = Path(os.path.realpath(path))
         if path.is_symlink() and not _inside(real, roots):
-            skipped.append(Skipped(display, "symlink to a file outside the given paths; not processed"))
+            skipped.append(Skipped(display, SkipReason.SYMLINK_OUTSIDE))
             return
         if real in seen:
             return
@@ -135,7 +131,7 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
                 continue
             add(path, raw, True)
         else:
-            skipped.append(Skipped(raw, "no such file or directory"))
+            skipped.append(Skipped(raw, SkipReason.NO_SUCH_FILE))
     return found, skipped
 
 

@@ -1,0 +1,268 @@
+"""Hunks: the one model of a change that ``neuronize fix --diff`` prints and ``fix -i`` asks about.
+
+A :class:`Hunk` is a stretch of old lines replaced by new ones, with the findings whose edits it
+holds (rule id, safety, one-line reason: :func:`finding_label`), notes on the edits no finding
+covers (imports the engine added or removed), and the weakest safety of what it holds. Two
+groupings of one file's change into hunks:
+
+- :func:`context_hunks`: a unified diff's hunks, changes merged with the context lines around
+  them as ``diff -u`` does; their header names the findings inside (:func:`header_note`);
+- :func:`split_hunks`: review's hunks, one decision each: change blocks one finding spans are one
+  hunk, so a fix is never half-applied, and a hunk no finding covers (imports) is linked, by
+  name, to the hunks that need it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import io
+import re
+import textwrap
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Sequence, Tuple
+
+from neuronize.types import Finding, Safety
+
+#: a difflib opcode: (tag, old start, old end, new start, new end)
+Op = Tuple[str, int, int, int, int]
+
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """The byte lines of ``data``, each with its own ending (``\\r\\n``, ``\\n`` or ``\\r``)."""
+    return _LINE.findall(data)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One change, as ``--diff`` prints it and ``-i`` asks about it. Indices are 0-based into the
+    old/new lines (byte lines for review, text lines for a diff)."""
+
+    index: int
+    old_start: int
+    old_end: int
+    new_start: int
+    new_end: int
+    #: the difflib opcodes inside the hunk (equal stretches between two blocks of one finding)
+    ops: tuple[Op, ...]
+    findings: tuple[Finding, ...] = ()
+    #: explanations of an edit no finding covers (imports), and the hunks it goes with
+    notes: tuple[str, ...] = ()
+    serves: tuple[int, ...] = ()
+    safety: Safety = Safety.SAFE
+
+    @property
+    def first_line(self) -> int:
+        """1-based first old line the hunk touches (for a pure insertion: the line after it)."""
+        return self.old_start + 1
+
+
+def safety_of(findings: Iterable[Finding]) -> Safety:
+    """A hunk's safety: unsafe if any fix inside it is."""
+    return Safety.UNSAFE if any(f.safety is Safety.UNSAFE for f in findings) else Safety.SAFE
+
+
+def findings_touching(findings: Iterable[Finding], i1: int, i2: int) -> list[Finding]:
+    """The findings whose original lines touch the change of old lines ``[i1, i2)`` (0-based).
+
+    A pure insertion (``i1 == i2``) sits between old lines ``i1`` and ``i1 + 1`` (1-based) and
+    touches a finding on either."""
+    lo, hi = (i1 + 1, i2) if i2 > i1 else (i1, i1 + 1)
+    return [f for f in findings if f.line <= hi and max(f.end_line, f.line) >= lo]
+
+
+def finding_label(finding: Finding) -> str:
+    """``[NRN101 safe] reason``: rule id, safety class and the one-line reason."""
+    reason = " ".join(finding.message.split())
+    return f"[{finding.rule} {finding.safety.value}] {reason}"
+
+
+_IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
+
+
+def import_names(text: str) -> list[str]:
+    """Names bound by the import statements in ``text`` (a few whole lines of a file)."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        statements = [line.strip() for line in text.splitlines() if _IMPORT_LINE.match(line)]
+        tree = ast.Module(body=[], type_ignores=[])
+        for statement in statements:
+            try:
+                tree.body.extend(ast.parse(statement).body)
+            except SyntaxError:
+                continue
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    names.append(alias.asname or alias.name.split(".")[0])
+    return list(dict.fromkeys(names))
+
+
+# -- a unified diff's hunks --------------------------------------------------------------------
+def context_hunks(old: Sequence[str], new: Sequence[str], findings: Sequence[Finding] = (),
+                  context: int = 3) -> list[Hunk]:
+    """The hunks of a unified diff of ``old`` and ``new`` (text lines, with their endings), with
+    ``context`` lines around each change (difflib's grouping: ``diff -u``'s hunks). Each holds the
+    applied findings its changes touch; changes no finding touches get a note on the imports they
+    add or remove."""
+    hunks = []
+    for index, group in enumerate(difflib.SequenceMatcher(None, old, new).get_grouped_opcodes(context)):
+        inside: list[Finding] = []
+        unexplained = []
+        for block in (op for op in group if op[0] != "equal"):
+            touching = [f for f in findings_touching(findings, block[1], block[2]) if f.applied]
+            inside.extend(f for f in touching if f not in inside)
+            if not touching:
+                unexplained.append(block)
+        old_names = import_names("".join("".join(old[i1:i2]) for _, i1, i2, _, _ in unexplained))
+        new_names = import_names("".join("".join(new[j1:j2]) for _, _, _, j1, j2 in unexplained))
+        imports = [f"adds `{n}`" for n in new_names if n not in old_names]
+        imports += [f"removes `{n}`" for n in old_names if n not in new_names]
+        notes = ("[imports] " + ", ".join(imports) + " for the edits in this file",) if imports else ()
+        first, last = group[0], group[-1]
+        hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(group), tuple(sorted(inside)),
+                          notes=notes, safety=safety_of(inside)))
+    return hunks
+
+
+def header_note(hunk: Hunk) -> str:
+    """What a diff's hunk header says after its ``@@``: the import notes, then a label per
+    finding (``[NRN101 safe] reason``)."""
+    return " ".join([*hunk.notes, *(finding_label(f) for f in hunk.findings)])
+
+
+# -- review's hunks ----------------------------------------------------------------------------
+def _blocks(old: Sequence[bytes], new: Sequence[bytes]) -> list[Op]:
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [op for op in matcher.get_opcodes() if op[0] != "equal"]
+
+
+def encoding_of(source: bytes) -> str:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError:
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+def text_of(lines: Iterable[bytes], encoding: str) -> str:
+    """Byte lines as text (for reading names in them), without a BOM."""
+    return b"".join(lines).decode(encoding, errors="replace").lstrip("\ufeff")
+
+
+def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), whole: bool = False
+                ) -> list[Hunk]:
+    """Cut the change from ``before`` to ``after`` into reviewable hunks (see the module doc).
+
+    ``whole``: one hunk for the whole change (notebooks, whose finding lines count within a cell).
+    """
+    old, new = split_lines(before), split_lines(after)
+    blocks = _blocks(old, new)
+    applied = [f for f in findings if f.applied]
+    if whole:
+        if not blocks:
+            return []
+        first, last = blocks[0], blocks[-1]
+        span = tuple(op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+                     if first[1] <= op[1] and op[2] <= last[2] and not (op[0] == "equal" and op[1] == op[2]))
+        return [Hunk(0, first[1], last[2], first[3], last[4], span, tuple(sorted(applied)),
+                     safety=safety_of(applied))]
+    # union-find over blocks: a finding spanning several blocks joins them into one hunk
+    parent = list(range(len(blocks)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owners: dict[int, list[Finding]] = {}
+    for finding in applied:
+        touched = [i for i, (_, i1, i2, _, _) in enumerate(blocks) if findings_touching([finding], i1, i2)]
+        for i in touched[1:]:
+            parent[find(i)] = find(touched[0])
+        if touched:
+            owners.setdefault(find(touched[0]), []).append(finding)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(blocks)):
+        groups.setdefault(find(i), []).append(i)
+    grouped = sorted(groups.values(), key=lambda members: members[0])
+    # Merged groups may interleave with other blocks: absorb anything lying between their ends.
+    merged: list[list[int]] = []
+    for members in grouped:
+        if merged and members[0] <= merged[-1][-1]:
+            merged[-1] = sorted(set(merged[-1]) | set(members))
+            merged[-1] = list(range(merged[-1][0], merged[-1][-1] + 1))
+        else:
+            merged.append(list(range(members[0], members[-1] + 1)))
+    encoding = encoding_of(before)
+    hunks: list[Hunk] = []
+    for index, members in enumerate(merged):
+        first, last = blocks[members[0]], blocks[members[-1]]
+        ops: list[Op] = []
+        for k in members:
+            if ops:
+                _, _, pi2, _, pj2 = ops[-1]
+                if pi2 < blocks[k][1]:
+                    ops.append(("equal", pi2, blocks[k][1], pj2, blocks[k][3]))
+            ops.append(blocks[k])
+        inside = sorted({f for k in members for f in applied
+                         if findings_touching([f], blocks[k][1], blocks[k][2])})
+        hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(ops), tuple(inside),
+                          safety=safety_of(inside)))
+    return _link_imports(hunks, old, new, encoding)
+
+
+def _uses(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
+
+
+def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes], encoding: str) -> list[Hunk]:
+    """Explain the hunks no finding covers: imports the engine added or removed for other hunks."""
+    out = list(hunks)
+    for h in hunks:
+        if h.findings:
+            continue
+        old_text = text_of(old[h.old_start:h.old_end], encoding)
+        new_text = text_of(new[h.new_start:h.new_end], encoding)
+        old_names, new_names = import_names(old_text), import_names(new_text)
+        added = [n for n in new_names if n not in old_names]
+        removed = [n for n in old_names if n not in new_names]
+        notes: list[str] = []
+        serves: set[int] = set()
+        for name in added:
+            users = [o.index for o in hunks if o is not h
+                     and _uses(_strip_imports(text_of(new[o.new_start:o.new_end], encoding)), name)]
+            serves.update(users)
+            notes.append(f"adds the import of `{name}`" + _for(users, hunks))
+        for name in removed:
+            users = [o.index for o in hunks if o is not h
+                     and _uses(_strip_imports(text_of(old[o.old_start:o.old_end], encoding)), name)]
+            serves.update(users)
+            notes.append(f"removes the import of `{name}`, unused once the edits are made" + _for(users, hunks))
+        if not notes:
+            notes.append("no rule: a side effect of the edits in this file")
+        safety = Safety.UNSAFE if any(hunks[i].safety is Safety.UNSAFE for i in serves) else Safety.SAFE
+        out[h.index] = dataclasses.replace(h, notes=tuple(notes), serves=tuple(sorted(serves)), safety=safety)
+    return out
+
+
+def _strip_imports(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not re.match(r"\s*(import|from)\s", line))
+
+
+def _for(users: Sequence[int], hunks: Sequence[Hunk]) -> str:
+    if not users:
+        return ""
+    parts = []
+    for i in users:
+        rules = ", ".join(dict.fromkeys(f.rule for f in hunks[i].findings)) or "imports"
+        parts.append(f"hunk {i + 1} ({rules})")
+    return " (goes with " + ", ".join(parts) + ")"

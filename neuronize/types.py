@@ -1,0 +1,202 @@
+"""The values neuronize deals in: what a rule's finding is, what a file and a run come to.
+
+A leaf module: it imports nothing from neuronize, so every other module can use these types
+(imports form one chain: types <- context <- transform <- engine <- api <- cli). Everything here
+is a plain value: frozen, comparable, picklable (results cross process boundaries and the cache).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class _Word(str, enum.Enum):
+    """A str-valued enum that prints, formats and compares as its value (``"safe"``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Safety(_Word):
+    """How much a fix can be trusted, ruff-style."""
+
+    SAFE = "safe"  # same behaviour on Neuron by the documentation
+    UNSAFE = "unsafe"  # right in the usual case; applied only when asked for
+    REPORT_ONLY = "report-only"  # cannot be migrated mechanically
+
+
+class Evidence(_Word):
+    """How sure the reference is of a fact (../shared/reference/torchneuron.md section 0.1)."""
+
+    DOC = "DOC"
+    DOC_OLD = "DOC-old"
+    SRC = "SRC"
+    THIRD_PARTY = "3P"
+    INF = "INF"
+
+    @property
+    def weak(self) -> bool:
+        """Evidence a fix may not be applied silently on."""
+        return self in (Evidence.SRC, Evidence.THIRD_PARTY, Evidence.INF)
+
+
+class Target(_Word):
+    """What the rewritten code runs on (``--target``, ``target =`` in the config).
+
+    A ``str`` subclass: ``Target.CPU == "cpu"``, and it hashes like its value.
+    """
+
+    NEURON = "neuron"  # Trainium through TorchNeuron
+    ACCELERATOR = "accelerator"  # torch.accelerator: CPU, CUDA or Neuron, unchanged code
+    CPU = "cpu"  # validate a migration locally
+
+
+class SkipReason(_Word):
+    """Why a path given to neuronize was passed over without being read."""
+
+    NO_SUCH_FILE = "no such file or directory"
+    SYMLINK_OUTSIDE = "symlink to a file outside the given paths; not processed"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-run choices that change what rules do. Part of the cache key of a result."""
+
+    target: Target = Target.NEURON
+    unsafe_fixes: bool = False
+    report_unused_suppressions: bool = False
+
+    def __post_init__(self) -> None:
+        # Options(target="cpu") is a Target too (ValueError for a target that does not exist)
+        object.__setattr__(self, "target", Target(self.target))
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """An import a fix needs (``import module`` / ``from module import obj``), or no longer needs.
+
+    The engine adds or removes imports once, after all fixes are applied, and only for fixes that
+    were applied. A removal is skipped while the name is still used.
+    """
+
+    module: str
+    obj: str | None = None
+    asname: str | None = None
+    remove: bool = False
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One thing neuronize found, as users and other tools see it. Positions are 1-based."""
+
+    line: int
+    column: int
+    rule: str
+    name: str
+    safety: Safety
+    message: str
+    fixable: bool
+    end_line: int = 0
+    end_column: int = 0
+    applied: bool = False
+    #: 1-based cell number for a finding in a notebook (lines then count within the cell)
+    cell: int | None = None
+
+    def to_json(self, path: str) -> dict[str, object]:
+        return {
+            "path": path,
+            **({"cell": self.cell} if self.cell is not None else {}),
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "rule": self.rule,
+            "name": self.name,
+            "safety": self.safety.value,
+            "fixable": self.fixable,
+            "applied": self.applied,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class FileError:
+    """Why a file could not be processed. ``line`` is 1-based where known."""
+
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def to_json(self, path: str) -> dict[str, object]:
+        data: dict[str, object] = {"path": path, "message": self.message}
+        if self.line is not None:
+            data["line"] = self.line
+        if self.column is not None:
+            data["column"] = self.column
+        return data
+
+
+@dataclass(frozen=True)
+class SourceResult:
+    """The outcome for one source text. ``output`` is None when nothing changes."""
+
+    findings: tuple[Finding, ...] = ()
+    output: bytes | None = None
+    error: FileError | None = None
+    skipped: bool = False  # the pre-filter ruled the file out: no enabled rule's token in it
+    warnings: tuple[str, ...] = ()
+    #: fixes would apply, but the caller asked for analysis only (``fix=False``)
+    would_change: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.output is not None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path given to neuronize that was not processed, and why."""
+
+    display: str
+    reason: SkipReason
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """One file's outcome. ``source`` is kept only when the file would change (for diffs)."""
+
+    display: str
+    path: Path | None
+    result: SourceResult
+    source: bytes | None = None
+    written: bool = False
+
+    @property
+    def error(self) -> FileError | None:
+        return self.result.error
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    #: temp files of an interrupted earlier run, removed before writing
+    stale_removed: list[Path] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [f for f in self.files if f.error is not None]
+
+    @property
+    def changed(self) -> list[FileResult]:
+        return [f for f in self.files if f.result.changed]
+
+    @property
+    def missing(self) -> list[Skipped]:
+        """Paths given that do not exist (an error: exit code 2)."""
+        return [s for s in self.skipped if s.reason is SkipReason.NO_SUCH_FILE]

@@ -1,0 +1,105 @@
+"""The engine's modules import each other along one chain, without a cycle:
+types <- context <- transform <- engine <- api <- cli.
+
+Read statically from the source (every import counts, also one inside a function or under
+``TYPE_CHECKING``: a cycle hidden in a lazy import is still a cycle), so the test costs no
+interpreter start per module. ``neuronize.transforms`` (the rules) is left out: it sits above
+``transform`` and ``context`` and is imported by the registry only.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "neuronize"
+CHAIN = ("neuronize.types", "neuronize.context", "neuronize.transform", "neuronize.engine",
+         "neuronize.api", "neuronize.cli")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                # `from neuronize import api` imports a module; `from neuronize import __version__`
+                # the package itself
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                           else node.module for a in node.names]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_no_import_cycle() -> None:
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_cycle_detection_works() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_types_is_a_leaf() -> None:
+    assert _graph()["neuronize.types"] == set()
+
+
+def test_modules_import_only_down_the_chain() -> None:
+    graph = _graph()
+    for low, module in enumerate(CHAIN):
+        above = set(CHAIN[low + 1:])
+        assert not _reaches(graph, module) & above, f"{module} imports a module above it in the chain"
+        if low:
+            assert CHAIN[low - 1] in _reaches(graph, module), f"{module} does not build on {CHAIN[low - 1]}"
+
+
+def test_types_imports_alone() -> None:
+    code = ("import sys, neuronize.types; "
+            "print(sorted(m for m in sys.modules if m.startswith('neuronize')))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "['neuronize', 'neuronize.types']"
