@@ -15,14 +15,21 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Iterator, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
 from neuronize.walk import iter_syntax
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
-from neuronize.transforms._helpers import qualified_expr, string_value
+from neuronize.transforms import _target
+from neuronize.transforms._cuda_settings import SETTING_PREFIXES
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import last_name, qualified_expr
+from neuronize.transforms._nodes import following_statements
+from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
 
 PREFIX = "torch.cuda."
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.
@@ -125,53 +132,8 @@ def unused_import(ctx: FileContext, ref: CudaRef) -> tuple[ImportRequest, ...]:
     full = ctx.qualify(cst.Name(ref.head))
     if full is None or not (full == "torch.cuda" or full.startswith(PREFIX)):
         return ()
-    for stmt in _import_statements(ctx.module.body):
-        if isinstance(stmt, cst.Import):
-            for alias in stmt.names:
-                if _asname(alias) == ref.head and dotted_name(alias.name) == full:
-                    return (ImportRequest(full, None, ref.head, remove=True),)
-        elif not stmt.relative and stmt.module is not None and not isinstance(stmt.names, cst.ImportStar):
-            base = dotted_name(stmt.module)
-            for alias in stmt.names:
-                if not isinstance(alias.name, cst.Name):
-                    continue
-                local = _asname(alias) or alias.name.value
-                if local == ref.head and f"{base}.{alias.name.value}" == full:
-                    asname = _asname(alias)
-                    return (ImportRequest(base or "", alias.name.value, asname, remove=True),)
-    return ()
-
-
-def _asname(alias: cst.ImportAlias) -> str | None:
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    return None
-
-
-def _import_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.Import | cst.ImportFrom]:
-    for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    yield small
-        elif isinstance(stmt, (cst.If, cst.Try, cst.FunctionDef, cst.ClassDef, cst.With, cst.For, cst.While)):
-            for block in _child_blocks(stmt):
-                yield from _import_statements(block)
-
-
-def _child_blocks(stmt: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
-    body = getattr(stmt, "body", None)
-    if isinstance(body, cst.IndentedBlock):
-        yield body.body
-    for attr in ("orelse", "finalbody"):
-        part = getattr(stmt, attr, None)
-        if isinstance(part, cst.If):
-            yield [part]
-        elif part is not None and isinstance(getattr(part, "body", None), cst.IndentedBlock):
-            yield part.body.body
-    for handler in getattr(stmt, "handlers", ()) or ():
-        if isinstance(handler.body, cst.IndentedBlock):
-            yield handler.body.body
+    removal = removal_of(ctx, ref.head, qualified=full)
+    return () if removal is None else (removal,)
 
 
 # -- where a reference sits ----------------------------------------------------------------
@@ -220,20 +182,13 @@ _PASS_THROUGH = (cst.UnaryOperation, cst.BooleanOperation, cst.Comparison, cst.C
 SKIP_CALLS = frozenset({"skipif", "skipIf", "skipUnless", "skip", "skipTest", "SkipTest", "xfail"})
 
 
-def _last(node: cst.CSTNode) -> str:
-    """The last component of a called name: ``f``, ``a.b.f``, ``"...".format`` -> ``format``."""
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return node.value if isinstance(node, cst.Name) else ""
-
-
 def classify(ctx: FileContext, ref: CudaRef) -> tuple[Context, cst.CSTNode | None]:
     """Where the value of the reference goes: an if test, a conditional expression, a flag..."""
     child: cst.CSTNode = ref.outer
     for anc in ctx.ancestors():
         if anc is ref.call:
             continue
-        if isinstance(anc, cst.Call) and _last(anc.func) in SKIP_CALLS:
+        if isinstance(anc, cst.Call) and last_name(anc.func) in SKIP_CALLS:
             return Context.SKIP, anc
         if isinstance(anc, _PASS_THROUGH):
             child = anc
@@ -261,33 +216,16 @@ def _is_skip_body(node: cst.If) -> bool:
         smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
         for small in smalls:
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                if _last(small.value.func) in SKIP_CALLS:
+                if last_name(small.value.func) in SKIP_CALLS:
                     return True
             if isinstance(small, cst.Raise) and small.exc is not None:
                 exc = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
-                if _last(exc) in SKIP_CALLS:
+                if last_name(exc) in SKIP_CALLS:
                     return True
     return False
 
 
-def flag_targets(assign: cst.CSTNode) -> list[str]:
-    if isinstance(assign, cst.Assign):
-        names = [dotted_name(t.target) for t in assign.targets]
-    elif isinstance(assign, cst.AnnAssign):
-        names = [dotted_name(assign.target)]
-    else:
-        names = []
-    return [n for n in names if n]
-
-
 # -- what guarded code does ----------------------------------------------------------------
-#: Packages whose use means "CUDA-only path" (reference F3, F14, patterns item 8).
-CUDA_ONLY_PACKAGES = frozenset({
-    "flash_attn", "flash_attn_interface", "bitsandbytes", "xformers", "apex", "triton", "deepspeed",
-    "transformer_engine", "pynvml", "nvidia_smi", "GPUtil", "mamba_ssm", "causal_conv1d",
-    "liger_kernel", "cupy", "tensorrt", "torch_tensorrt", "nvidia", "flashinfer", "auto_gptq",
-    "awq", "exllamav2", "vllm", "pycuda", "numba",
-})
 #: Qualified-name prefixes that mean a CUDA-only path.
 CUDA_ONLY_PREFIXES = (
     "torch.backends.cudnn", "torch.backends.cuda", "torch.cuda.nvtx",
@@ -312,9 +250,8 @@ TRANSPARENT_CALLS = frozenset({
     "RuntimeError", "ValueError", "SystemExit", "exit",
 })
 
-#: Flags whose setting is harmless on a Neuron host and which NRN350/NRN351 delete: setting them
-#: does not make guarded code CUDA-only (reading them does).
-BACKEND_SETTING_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
+#: Calls setting flags that NRN350/NRN352 delete (like assignments under ``SETTING_PREFIXES``):
+#: setting them does not make guarded code CUDA-only (reading them does).
 BACKEND_SETTING_CALLS = frozenset({
     "torch.backends.cuda.enable_flash_sdp", "torch.backends.cuda.enable_mem_efficient_sdp",
     "torch.backends.cuda.enable_math_sdp", "torch.backends.cuda.enable_cudnn_sdp",
@@ -366,7 +303,7 @@ class _GuardScan(cst.CSTVisitor):
                 self._mark(f"`{qualified}`")
 
     def _is_backend_setting(self, node: cst.CSTNode) -> bool:
-        return (self.ctx.qualify(node) or "").startswith(BACKEND_SETTING_PREFIXES)
+        return (self.ctx.qualify(node) or "").startswith(SETTING_PREFIXES)
 
     def _visit_assignment(self, targets: Sequence[cst.CSTNode], value: cst.CSTNode | None) -> bool:
         """Setting a cuDNN / CUDA-backend flag is not a CUDA-only path: the flag is a plain
@@ -440,7 +377,7 @@ class _GuardScan(cst.CSTVisitor):
         self.v.opaque = f"returns `{dotted_name(value)}`"
 
     def visit_Call(self, node: cst.Call) -> bool | None:
-        last = _last(node.func)
+        last = last_name(node.func)
         if last in TRANSPARENT_CALLS:
             return None
         qualified = self.ctx.qualify(node.func) or ""
@@ -451,8 +388,7 @@ class _GuardScan(cst.CSTVisitor):
         if qualified.startswith(PREFIX):
             return  # judged by _check_name (owned: migrated by this family; others: markers)
         if self.v.opaque is None:
-            text = " ".join(self.ctx.module.code_for_node(node.func).split())
-            self.v.opaque = f"`{text if len(text) <= 40 else text[:37] + '...'}(...)`"
+            self.v.opaque = f"`{short(node.func, 40)}(...)`"
 
 
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:
@@ -471,7 +407,7 @@ def guarded_code(ctx: FileContext, stmt: cst.If | cst.While) -> list[cst.CSTNode
     if stmt.orelse is not None:
         nodes.append(stmt.orelse)
     if isinstance(stmt, cst.If) and _ends_early(stmt.body):
-        nodes.extend(_following_siblings(ctx, stmt))
+        nodes.extend(following_statements(ctx, stmt))
     return nodes
 
 
@@ -490,19 +426,9 @@ def _ends_early(body: cst.BaseSuite) -> bool:
         if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
             return True
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            if _last(small.value.func) in ("exit", "quit", "_exit"):
+            if last_name(small.value.func) in ("exit", "quit", "_exit"):
                 return True
     return False
-
-
-def _following_siblings(ctx: FileContext, stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    for anc in ctx.ancestors():
-        body = getattr(anc, "body", None)
-        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and isinstance(body, (list, tuple)):
-            for i, child in enumerate(body):
-                if child is stmt:
-                    return list(body[i + 1:])
-    return []
 
 
 def flag_uses(ctx: FileContext, names: Sequence[str], assign: cst.CSTNode) -> list[cst.CSTNode]:
@@ -574,22 +500,7 @@ def guarded_after(ctx: FileContext, small: cst.CSTNode) -> list[cst.CSTNode]:
     """The statements after the statement line holding ``small`` (an ``assert``)."""
     for anc in ctx.ancestors():
         if isinstance(anc, cst.SimpleStatementLine):
-            return _following_siblings_of(ctx, anc)
-    return []
-
-
-def _following_siblings_of(ctx: FileContext, stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    found = False
-    for anc in ctx.ancestors():
-        if anc is stmt:
-            found = True
-            continue
-        if found and isinstance(anc, (cst.IndentedBlock, cst.Module)):
-            body = anc.body
-            for i, child in enumerate(body):
-                if child is stmt:
-                    return list(body[i + 1:])
-            return []
+            return following_statements(ctx, anc)
     return []
 
 
@@ -597,7 +508,7 @@ def calls_anywhere(ctx: FileContext, names: frozenset[str]) -> bool:
     """True when the module calls a function whose dotted name ends with one of ``names``."""
     if not any(name.encode() in ctx.source for name in names):
         return False  # no such name in the file's bytes: no need to walk the tree
-    return any(isinstance(node, cst.Call) and _last(node.func) in names
+    return any(isinstance(node, cst.Call) and last_name(node.func) in names
                for node in iter_syntax(ctx.module))
 
 
@@ -623,8 +534,6 @@ class _CudaApiRule(Transform):
         ref = match(self.ctx, node)
         if ref is None or ref.extra or ref.fn not in self.FUNCTIONS:
             return
-        from neuronize.transforms import _target
-
         if _target.in_cuda_only_block(self.ctx):
             return  # `if torch.cuda.is_available(): <CUDA-only code>` runs anywhere already
         if cuda_keyed_entry(self.ctx, ref):
@@ -647,8 +556,6 @@ class _CudaApiRule(Transform):
         """``--target cpu`` / ``accelerator`` for a CUDA-only call with no portable equivalent: a
         statement of its own is deleted (cpu, or ``keep_on_cuda=False``) or kept for CUDA
         inside ``if torch.cuda.is_available():`` (accelerator); any other use is reported."""
-        from neuronize.transforms import _target
-
         statement = enclosing_small_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if statement is None:

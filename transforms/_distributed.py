@@ -1,15 +1,13 @@
-"""Helpers shared by the distributed (NRN4xx) and XLA-era (NRN504) rules."""
+"""The distributed family (NRN4xx) and the XLA-era rule (NRN504): ``torch.distributed``
+functions in any spelling, NCCL backend names, and ``import torch_neuronx``."""
 
 from __future__ import annotations
-
-from typing import Sequence
 
 import libcst as cst
 
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
-from neuronize.transforms._helpers import make_string, string_value
-
-DIST_FUNCS = ("init_process_group", "new_group", "barrier", "is_nccl_available")
+from neuronize.transforms import _target
+from neuronize.transforms._imports import import_anchor, torch_neuronx_line
 
 
 def dist_function(qualified: str | None) -> str | None:
@@ -36,78 +34,6 @@ def nccl_backend(value: str) -> str | None:
     return None
 
 
-def neuron_string(like: cst.BaseExpression) -> cst.SimpleString:
-    """``"neuron"`` in the quote style of ``like``, keeping its parentheses."""
-    new = make_string("neuron", like if isinstance(like, cst.SimpleString) else None)
-    return new.with_changes(lpar=getattr(like, "lpar", ()), rpar=getattr(like, "rpar", ()))
-
-
-def is_string(node: cst.CSTNode, *values: str) -> bool:
-    value = string_value(node)
-    return value is not None and value in values
-
-
-# -- inserting an element into a list / tuple / dict literal ---------------------------------
-def insert_after(elements: Sequence, index: int, new):  # type: ignore[no-untyped-def]
-    """``elements`` with ``new`` (an Element/DictElement) inserted after ``elements[index]``.
-
-    The new element reuses the separator of its neighbours, so one-line and one-per-line
-    literals keep their layout.
-    """
-    items = list(elements)
-    anchor = items[index]
-    separator = None
-    for item in items[:-1]:
-        if isinstance(item.comma, cst.Comma):
-            separator = item.comma
-            break
-    if separator is None:
-        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if index < len(items) - 1:
-        new = new.with_changes(comma=anchor.comma)
-    else:
-        new = new.with_changes(comma=anchor.comma)
-        items[index] = anchor.with_changes(comma=separator)
-    items.insert(index + 1, new)
-    return items
-
-
-# -- import torch_neuronx  # noqa: F401 ---------------------------------------------------------
-def _imports_torch(stmt: cst.CSTNode, prefix: str) -> bool:
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    for small in stmt.body:
-        if isinstance(small, cst.Import):
-            for alias in small.names:
-                name = cst.Module([]).code_for_node(alias.name)
-                if name == prefix or name.startswith(prefix + "."):
-                    return True
-        elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-            name = cst.Module([]).code_for_node(small.module)
-            if name == prefix or name.startswith(prefix + "."):
-                return True
-    return False
-
-
-def import_anchor(module: cst.Module) -> cst.SimpleStatementLine | None:
-    """The top-level import line ``import torch_neuronx`` should follow: the one importing
-    ``torch.distributed`` if any, else the last top-level line importing ``torch``."""
-    for prefix in ("torch.distributed", "torch"):
-        found = [s for s in module.body if _imports_torch(s, prefix)]
-        if found:
-            return found[0] if prefix == "torch.distributed" else found[-1]  # type: ignore[return-value]
-    return None
-
-
-def torch_neuronx_line() -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(
-        body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
-        trailing_whitespace=cst.TrailingWhitespace(
-            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment("# noqa: F401")
-        ),
-    )
-
-
 def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportRequest, ...]:
     """Propose ``import torch_neuronx  # noqa: F401`` (reference 0.3) as a fix of its own.
 
@@ -115,7 +41,7 @@ def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportReques
     top-level torch import to put the line after (the engine then adds a plain import).
     """
     ctx = rule.ctx
-    if ctx.options.target != "neuron" or ctx.names.imports_module("torch_neuronx"):
+    if not _target.needs_torch_neuronx(ctx) or ctx.names.imports_module("torch_neuronx"):
         return ()  # --target cpu / accelerator: the output must run without torch_neuronx
     anchor = import_anchor(ctx.module)
     if anchor is None:
@@ -129,3 +55,4 @@ def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportReques
         evidence=Evidence.DOC,
     )
     return ()
+

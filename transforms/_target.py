@@ -22,7 +22,9 @@ import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.transforms._helpers import make_string, qualified_expr
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._literals import make_string
+from neuronize.transforms._names import qualified_expr
 
 NEURON, ACCELERATOR, CPU = "neuron", "accelerator", "cpu"
 ALL = (NEURON, ACCELERATOR, CPU)
@@ -166,15 +168,10 @@ CPU_MODULE = frozenset({
 })
 
 
-def _is_cuda_check(ctx: FileContext, test: cst.BaseExpression) -> bool:
-    return (isinstance(test, cst.Call) and not test.args
-            and ctx.qualify(test.func) == "torch.cuda.is_available")
-
-
 def cuda_only_block(ctx: FileContext, node: cst.If) -> bool:
     """``if torch.cuda.is_available():`` whose every statement uses ``torch.cuda`` / cuDNN /
     ``torch.backends.cuda``: a CUDA-only block, as ``--target accelerator`` writes them."""
-    if not _is_cuda_check(ctx, node.test) or node.orelse is not None:
+    if not is_cuda_available_call(ctx, node.test) or node.orelse is not None:
         return False
     body = node.body
     statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
@@ -220,7 +217,7 @@ def is_kept_cuda_index(ctx: FileContext, node: cst.CSTNode) -> bool:
     """``<CUDA device> if torch.cuda.is_available() else <accelerator device>``, as
     :func:`kept_cuda_index` writes it: portable already, never rewritten again."""
     return (ctx.options.target == ACCELERATOR and isinstance(node, cst.IfExp)
-            and _is_cuda_check(ctx, node.test)
+            and is_cuda_available_call(ctx, node.test)
             and "accelerator" in ctx.module.code_for_node(node.orelse))
 
 

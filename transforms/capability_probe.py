@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import code
+from neuronize.transforms._messages import short
 
 PROBES = frozenset({
     "torch.cuda.get_device_capability",
@@ -116,7 +116,7 @@ class CapabilityProbe(Transform):
         self._reported.add(id(gate))
         self.report(
             gate,
-            f"`{code(self.ctx, gate)}` gates code on the CUDA compute capability or SM count, which "
+            f"`{short(gate, 60, tight=True)}` gates code on the CUDA compute capability or SM count, which "
             "Neuron devices do not have; choose the Neuron path by hand (usually the portable SDPA/bf16 branch)",
         )
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import (
-    call_name,
-    compile_aliases,
-    compile_kind,
-    drop_elements,
-    has_double_star,
-    short,
-)
-from neuronize.transforms._helpers import keyword, make_string, string_value, with_keyword
+from neuronize.transforms._calls import double_star_arg, drop_elements, keyword, with_keyword
+from neuronize.transforms._compile import call_name, compile_kind
+from neuronize.transforms._literals import make_string, string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import local_names
 from neuronize.transforms import _target
 
 STATIC_REASON = "static shapes: Neuron compiles one graph per input shape and rejects `dynamic=True`"
@@ -114,7 +110,7 @@ class CompileBackend(Transform):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self._aliases = compile_aliases(ctx)
+        self._aliases = local_names(ctx, ("torch.compile",))
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -130,11 +126,11 @@ class CompileBackend(Transform):
             self._optimize(node)
 
     def _compile(self, node: cst.Call, kind: str) -> None:
-        what = "`torch.compile(...)`" if kind == "torch" else f"`{short(node.func)}(...)`"
+        what = "`torch.compile(...)`" if kind == "torch" else f"`{short(node.func, 50)}(...)`"
         unsafe = kind == "module"
         extra = {} if not unsafe else {"safety": Safety.UNSAFE, "evidence": Evidence.INF}
         backend_arg = keyword(node, "backend")
-        stars = has_double_star(node)
+        stars = double_star_arg(node)
         edits: list[str] = []
         remove: list[cst.Arg] = []
         dropped_comments = 0
@@ -144,7 +140,7 @@ class CompileBackend(Transform):
         backend_new, backend_imports = target_backend if target_backend is not None else (None, ())
         if backend_arg is None:
             if stars is not None:
-                self.report(node, f"{what} takes its settings from `{short(stars)}`: make sure they "
+                self.report(node, f"{what} takes its settings from `{short(stars, 50)}`: make sure they "
                             'say `backend="neuron"` and no CUDA `mode=` or Inductor `options=`',
                             evidence=extra.get("evidence"))
                 return
@@ -164,7 +160,7 @@ class CompileBackend(Transform):
                 also = [k for k in ("mode", "options") if keyword(node, k) is not None]
                 tail = " with no CUDA `mode=` or Inductor `options=`" if also else ""
                 self.report(backend_arg.value, f"{what} picks its backend at run time "
-                            f"(`backend={short(backend_arg.value)}`): make sure it is `\"neuron\"` on Trainium{tail}")
+                            f"(`backend={short(backend_arg.value, 50)}`): make sure it is `\"neuron\"` on Trainium{tail}")
                 backend_known = False
                 runtime_backend = True
             elif value in DEBUG_BACKENDS:
@@ -195,7 +191,7 @@ class CompileBackend(Transform):
                              "only the default mode)")
             elif mode is None and backend_known and not (
                     isinstance(mode_arg.value, cst.Name) and mode_arg.value.value == "None"):
-                self.report(mode_arg.value, f"{what} picks `mode={short(mode_arg.value)}` at run time: Neuron "
+                self.report(mode_arg.value, f"{what} picks `mode={short(mode_arg.value, 50)}` at run time: Neuron "
                             "honours only the default mode; CUDA modes are ignored with a warning")
 
         options_arg = keyword(node, "options")
@@ -225,7 +221,7 @@ class CompileBackend(Transform):
                             elements=elements, rbrace=value_node.rbrace.with_changes(whitespace_before=closing))
                         edits.append(f"Inductor options {listing} removed from `options=`")
             elif not (isinstance(value_node, cst.Name) and value_node.value == "None"):
-                self.report(value_node, f"{what}: `options={short(value_node)}` is built elsewhere: Neuron "
+                self.report(value_node, f"{what}: `options={short(value_node, 50)}` is built elsewhere: Neuron "
                             "reads only `fallback_execution`; drop the Inductor keys")
 
         add_static = not runtime_backend and keyword(node, "dynamic") is None
@@ -269,7 +265,7 @@ class CompileBackend(Transform):
             self._optimize_portable(node, arg)
             return
         if arg is None:
-            if has_double_star(node) is not None:
+            if double_star_arg(node) is not None:
                 self.report(node, f"`torch._dynamo.optimize(...)`: make sure the backend is `\"neuron\"`; {note}")
                 return
             self.fix(node, with_keyword(node, "backend", make_string("neuron")),
@@ -283,7 +279,7 @@ class CompileBackend(Transform):
                 lpar=getattr(arg.value, "lpar", ()), rpar=getattr(arg.value, "rpar", ())),
                 f'`torch._dynamo.optimize("{value}")` -> `"neuron"`; {note}')
         else:
-            self.report(arg.value, f"`torch._dynamo.optimize({short(arg.value)})`: use the `\"neuron\"` "
+            self.report(arg.value, f"`torch._dynamo.optimize({short(arg.value, 50)})`: use the `\"neuron\"` "
                         f"backend on Trainium; {note}")
 
     def _optimize_portable(self, node: cst.Call, arg: cst.Arg | None) -> None:
@@ -297,12 +293,12 @@ class CompileBackend(Transform):
         if chosen is None or (arg is not None and value not in REPLACED_BACKENDS):
             if value == "cudagraphs" or (arg is not None and value is None):
                 self.report(arg.value if arg is not None else node,
-                            f"`torch._dynamo.optimize({short(arg.value) if arg is not None else ''})`: make sure "
+                            f"`torch._dynamo.optimize({short(arg.value, 50) if arg is not None else ''})`: make sure "
                             f"the backend compiles for the CPU (Inductor); {note}")
             return
         expr, imports = chosen
         if arg is None:
-            if has_double_star(node) is not None:
+            if double_star_arg(node) is not None:
                 return
             self.fix(node, with_keyword(node, "backend", expr),
                      f"`torch._dynamo.optimize(...)`: {_target.compile_backend_text(self.ctx)}; {note}",

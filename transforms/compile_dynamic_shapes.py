@@ -5,18 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import (
-    assign_targets,
-    call_name,
-    compile_aliases,
-    compile_kind,
-    import_removals,
-    is_expression_statement,
-    is_false,
-    is_true,
-    short,
-)
-from neuronize.transforms._helpers import keyword
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._compile import call_name, compile_kind
+from neuronize.transforms._imports import removals_for
+from neuronize.transforms._literals import is_false, is_true
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import local_names
+from neuronize.transforms._nodes import assign_targets, is_expression_statement
 
 MARKERS = frozenset({"mark_dynamic", "maybe_mark_dynamic", "mark_unbacked"})
 #: Dynamo settings that ask for symbolic shapes, with the value that keeps shapes static
@@ -82,7 +77,7 @@ class CompileDynamicShapes(Transform):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self._aliases = compile_aliases(ctx)
+        self._aliases = local_names(ctx, ("torch.compile",))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = call_name(node.func, self._aliases)
@@ -100,14 +95,14 @@ class CompileDynamicShapes(Transform):
         kind = compile_kind(self.ctx, node)
         if kind is None:
             return
-        what = "`torch.compile`" if kind == "torch" else f"`{short(node.func)}`"
+        what = "`torch.compile`" if kind == "torch" else f"`{short(node.func, 50)}`"
         if is_true(arg.value):
             self.fix(arg.value, cst.Name("False"),
                      f"{what}: `dynamic=True` -> `dynamic=False`: Neuron rejects dynamic shapes; each new "
                      "input shape now compiles a new graph, so pad inputs to fixed sizes or buckets",
                      evidence=Evidence.DOC if kind == "torch" else Evidence.INF)
         else:
-            self.report(arg.value, f"{what}: `dynamic={short(arg.value)}` is chosen at run time: Neuron "
+            self.report(arg.value, f"{what}: `dynamic={short(arg.value, 50)}` is chosen at run time: Neuron "
                         "rejects `dynamic=True`; use `False` (or omit it) and pad inputs to fixed sizes")
 
     def _marker(self, node: cst.Call, name: str) -> None:
@@ -115,11 +110,11 @@ class CompileDynamicShapes(Transform):
         if qualified is None or not qualified.startswith("torch._dynamo."):
             return
         if is_expression_statement(self.ctx):
-            self.remove(self.ctx.parent, f"`{short(node.func)}(...)` removed: Neuron compiles static shapes "
+            self.remove(self.ctx.parent, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "
                         "only; pad this input to a fixed size (or a few buckets) instead",
-                        evidence=Evidence.INF, imports=import_removals(self.ctx, [qualified]))
+                        evidence=Evidence.INF, imports=removals_for(self.ctx, [qualified]))
         else:
-            self.report(node, f"`{short(node.func)}(...)` asks for a dynamic dimension, which Neuron does not "
+            self.report(node, f"`{short(node.func, 50)}(...)` asks for a dynamic dimension, which Neuron does not "
                         "support: remove it and pad the input to a fixed size", evidence=Evidence.INF)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -141,7 +136,7 @@ class CompileDynamicShapes(Transform):
             value = node.value
             if isinstance(value, cst.Name) and value.value == static:
                 continue
-            self.report(node, f"`{short(target)} = {short(value)}` lets Dynamo trace symbolic shapes, which "
+            self.report(node, f"`{short(target, 50)} = {short(value, 50)}` lets Dynamo trace symbolic shapes, which "
                         f"the Neuron backend does not compile: set it to `{static}` (or remove it)",
                         evidence=Evidence.INF)
             return

@@ -6,34 +6,11 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms import _target
-from neuronize.transforms._amp import (
-    AmpRule,
-    AUTOCAST,
-    CUDA_AUTOCAST,
-    CUDA_AUTOCAST_PARAMS,
-    FLOAT16,
-    as_keyword,
-    cuda_import_removals,
-    has_star,
-    in_fallback_branch,
-    index_of,
-    insert_args,
-    is_false,
-    is_reference,
-    is_string,
-    last_name,
-    mentions,
-    new_keyword,
-    replace_value,
-)
-from neuronize.transforms._helpers import (
-    argument,
-    keyword,
-    make_string,
-    qualified_expr,
-    replace_device_string,
-    string_value,
-)
+from neuronize.transforms._amp import AUTOCAST, AmpRule, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
+from neuronize.transforms._calls import argument, as_keyword, has_star, index_of, insert_args, keyword, new_keyword, replace_value
+from neuronize.transforms._imports import cuda_import_removals
+from neuronize.transforms._literals import is_false, is_string_literal, make_string, string_like, string_value
+from neuronize.transforms._names import is_reference, last_name, mentions, qualified_expr
 
 BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
             "Neuron-preferred type (no GradScaler needed) but changes numerics")
@@ -141,7 +118,7 @@ class CudaAutocast(AmpRule):
             self._device_type_call(node)
         elif qualified in CUDA_AUTOCAST:
             first = argument(node, "enabled", 0)
-            if keyword(node, "device_type") is not None or (first is not None and is_string(first.value)):
+            if keyword(node, "device_type") is not None or (first is not None and is_string_literal(first.value)):
                 # `torch.autocast` behind a fallback import (`except ImportError: from torch.cuda.amp
                 # import autocast`): the call already has the device-generic signature.
                 self._device_type_call(node)
@@ -155,13 +132,13 @@ class CudaAutocast(AmpRule):
             return  # a variable, "cpu", "neuron", or not an autocast call we understand
         dtype = argument(node, "dtype", 1)
         enabled = argument(node, "enabled", 2)
-        swapped = replace_value(node, device, replace_device_string(device.value, "neuron"))
+        swapped = replace_value(node, device, string_like(device.value, "neuron"))
         done = 'autocast on `"cuda"` -> `"neuron"`'
         if not _target.is_neuron(self.ctx):
             new_device, device_imports = _target.device(self.ctx, device.value)
             swapped = replace_value(node, device, new_device)
             done = f'autocast on `"cuda"` -> {_target.device_text(self.ctx)}'
-            if dtype is None and not is_false(enabled) and not has_star(node):
+            if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
                 bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
                 full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
                 self.fix(node, full, f"{done} with `dtype=torch.bfloat16` (CUDA's default fp16 is not the "
@@ -170,7 +147,7 @@ class CudaAutocast(AmpRule):
                 return
             self.fix(node, swapped, done, imports=device_imports)
             return
-        if dtype is None and not is_false(enabled) and not has_star(node):
+        if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
             bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
             self.fix(node, full, f"{done} with `dtype=torch.bfloat16`: {BF16_WHY}",
@@ -208,7 +185,8 @@ class CudaAutocast(AmpRule):
             device = new_keyword("device_type", new_device)
             imports = (*imports, *device_imports)
             done = f"`torch.cuda.amp.autocast` -> `torch.autocast` on {_target.device_text(self.ctx)}"
-        if dtype is None and not is_false(keyword(converted, "enabled")):
+        enabled = keyword(converted, "enabled")
+        if dtype is None and not (enabled is not None and is_false(enabled.value)):
             bf16, bf16_imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(converted, 0, [device, new_keyword("dtype", bf16)])
             self.fix(node, full,

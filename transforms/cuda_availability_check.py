@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._nodes import assigned_names
 from neuronize.transforms._cuda_runtime import (
     Context,
     CudaRef,
     Verdict,
     _CudaApiRule,
     classify,
-    flag_targets,
     flag_uses,
     guarded_after,
     guarded_code,
     scan,
     spelled,
 )
-from neuronize.transforms._helpers import branches_mention_cuda
+from neuronize.transforms._literals import branches_mention_cuda
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -131,7 +131,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         elif kind is Context.IF:
             verdict = scan(self.ctx, guarded_code(self.ctx, where))  # type: ignore[arg-type]
         elif kind is Context.FLAG:
-            names = flag_targets(where)  # type: ignore[arg-type]
+            names = assigned_names(where)  # type: ignore[arg-type]
             flag = ", ".join(f"`{n}`" for n in names) or "the stored value"
             verdict = scan(self.ctx, [where, *flag_uses(self.ctx, names, where)])  # type: ignore[arg-type]
         elif kind is Context.ASSERT:

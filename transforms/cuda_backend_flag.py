@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _SDP = "it enables or disables one of CUDA's attention kernels"
 
 
-class CudaBackendFlag(_CudaOnlySettings):
+class CudaBackendFlag(CudaOnlySettings):
     """Finds CUDA matmul and attention-kernel settings (`torch.backends.cuda.*`), which mean nothing on Neuron.
 
     What it does:

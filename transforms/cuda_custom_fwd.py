@@ -5,18 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._amp import (
-    AmpRule,
-    CUDA_CUSTOM,
-    CUSTOM,
-    cuda_import_removals,
-    insert_args,
-    is_reference,
-    last_name,
-    new_keyword,
-    replace_value,
-)
-from neuronize.transforms._helpers import keyword, make_string, qualified_expr, replace_device_string, string_value
+from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM
+from neuronize.transforms._calls import insert_args, keyword, new_keyword, replace_value
+from neuronize.transforms._imports import cuda_import_removals
+from neuronize.transforms._literals import make_string, string_like, string_value
+from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 NAMES = ("custom_fwd", "custom_bwd")
 
@@ -139,7 +132,7 @@ class CudaCustomFwd(AmpRule):
         if qualified in CUSTOM or (qualified in CUDA_CUSTOM and device is not None):
             # (the second case: `torch.amp.custom_fwd` behind a fallback import of the CUDA one)
             if device is not None and string_value(device.value) == "cuda":
-                new = replace_value(node, device, replace_device_string(device.value, "neuron"))
+                new = replace_value(node, device, string_like(device.value, "neuron"))
                 self.fix(node, new, self._message(qualified))
             return
         if qualified not in CUDA_CUSTOM:

@@ -5,20 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device import (
-    short,
-    cuda_literal,
-    cuda_membership_list,
-    device_named,
-    idiom_branch,
-    is_torch_device_call,
-    neuron_literal,
-    rewrite_condition,
-    rewrite_cuda_comparison,
-    selection_if,
-    selection_ifexp,
-    target_name,
-)
+from neuronize.transforms._device_choice import cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
+from neuronize.transforms._literals import cuda_literal, string_like
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import target_name
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
@@ -105,12 +95,12 @@ class CudaDeviceComparison(Transform):
 
     def _rewrite_branch(self, branch: cst.BaseExpression) -> cst.BaseExpression:
         if cuda_literal(branch) is not None:
-            return neuron_literal(branch)
+            return string_like(branch, "neuron")
         if is_torch_device_call(self.ctx, branch):
             assert isinstance(branch, cst.Call)
             args = branch.args
             if len(args) == 1 and args[0].keyword is None and cuda_literal(args[0].value) is not None:
-                return branch.with_changes(args=[args[0].with_changes(value=neuron_literal(args[0].value))])
+                return branch.with_changes(args=[args[0].with_changes(value=string_like(args[0].value, "neuron"))])
         if isinstance(branch, cst.IfExp) and idiom_branch(self.ctx, branch) is None:
             return self._rewrite_choice(branch)
         return branch
@@ -121,8 +111,8 @@ class CudaDeviceComparison(Transform):
         if not selection_ifexp(self.ctx, node):
             return
         replacement = self._rewrite_choice(node)
-        old = short(self.ctx, node.test)
-        new = short(self.ctx, replacement.test)
+        old = short(node.test)
+        new = short(replacement.test)
         self.fix(node, replacement,
                  f'device choice `... if {old} else ...` -> `... if {new} else ...` with its CUDA '
                  "branches on Neuron: otherwise the Neuron device falls back to the CPU path")
@@ -133,8 +123,8 @@ class CudaDeviceComparison(Transform):
         self._covered.add(id(node))
         new_test = rewrite_condition(node.test)
         self.fix(node.test, new_test,
-                 f"device choice `if {short(self.ctx, node.test)}:` -> "
-                 f"`if {short(self.ctx, new_test)}:`: otherwise the Neuron device "
+                 f"device choice `if {short(node.test)}:` -> "
+                 f"`if {short(new_test)}:`: otherwise the Neuron device "
                  "falls back to the CPU path")
         for block in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
             self._fix_block(block)
@@ -150,9 +140,9 @@ class CudaDeviceComparison(Transform):
                     if cuda_literal(value) is not None:
                         target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
                         if device_named(target_name(target)):
-                            self.fix(value, neuron_literal(value),
-                                     f'`{short(self.ctx, target)}` chosen by a CUDA '
-                                     f'comparison: `{short(self.ctx, value)}` -> `"neuron"`')
+                            self.fix(value, string_like(value, "neuron"),
+                                     f'`{short(target)}` chosen by a CUDA '
+                                     f'comparison: `{short(value)}` -> `"neuron"`')
 
     # -- everything else: reported -------------------------------------------------------------
     def _owner_covered(self) -> bool:
@@ -172,7 +162,7 @@ class CudaDeviceComparison(Transform):
             return
         if rewritten is not None and self._owner_covered():
             return
-        code = short(self.ctx, node)
+        code = short(node)
         if rewritten is None:
             self.report(node, f"`{code}` lists CUDA but not Neuron: {GUARD_ADVICE}")
         else:

@@ -6,8 +6,8 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
-from neuronize.transforms._distributed import neuron_string
-from neuronize.transforms._helpers import argument, string_value
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import string_like, string_value
 
 _MESH_CALLS = ("init_device_mesh", "DeviceMesh")
 
@@ -80,5 +80,5 @@ class CudaDeviceMesh(Transform):
             self.fix(arg.value, new, f'`{last}("{value}", ...)` -> {_target.device_text(self.ctx)}: the mesh '
                      "spans the devices the process group runs on", imports=imports)
             return
-        self.fix(arg.value, neuron_string(arg.value),
+        self.fix(arg.value, string_like(arg.value, "neuron"),
                  f'`{last}("{value}", ...)` -> `"neuron"`: meshes on Trainium span NeuronCores')

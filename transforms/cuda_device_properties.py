@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
-from neuronize.transforms._helpers import qualified_expr
+from neuronize.transforms._names import qualified_expr
 
 PROPERTIES = "torch_neuronx.get_device_properties"
 #: attributes of the Neuron device-properties object (reference D12)

@@ -8,27 +8,12 @@ import libcst as cst
 
 from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device import (
-    short,
-    EXCLUDED_DEVICE_CALLS,
-    Kind,
-    cuda_literal,
-    device_named,
-    has_is_available,
-    idiom_branch,
-    import_removal,
-    is_available_calls,
-    is_torch_device_call,
-    last_name,
-    neuron_literal,
-    replace_is_available,
-    selection_if,
-    selection_ifexp,
-    target_name,
-)
-from neuronize.transforms._helpers import (
-    argument, branches_mention_cuda, keyword, make_string, qualified_expr, string_value,
-)
+from neuronize.transforms._calls import argument, keyword
+from neuronize.transforms._device_choice import EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_available_calls, is_torch_device_call, replace_is_available, selection_if, selection_ifexp
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, make_string, string_like, string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import last_name, qualified_expr, target_name
 from neuronize.transforms import _target
 
 INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
@@ -125,14 +110,14 @@ class CudaDeviceString(Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
-        old = short(self.ctx, node)
+        old = short(node)
         if _target.is_neuron(self.ctx):
-            new: cst.BaseExpression = neuron_literal(node)
+            new: cst.BaseExpression = string_like(node, "neuron")
             imports: tuple = ()
         elif kind.drops_index and _target.target(self.ctx) == _target.ACCELERATOR:
             # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
             new, imports = _target.kept_cuda_index(self.ctx, node, parens=nested)
-            self.fix(node, new, f"{where}: `{old}` -> `{short(self.ctx, new)}`: the CUDA device (with its "
+            self.fix(node, new, f"{where}: `{old}` -> `{short(new)}`: the CUDA device (with its "
                      "index) where CUDA is present, else the current accelerator (a Neuron process "
                      "sees one device) or the CPU", safety=Safety.UNSAFE, evidence=Evidence.INF,
                      imports=imports)
@@ -140,7 +125,7 @@ class CudaDeviceString(Transform):
         else:
             new, imports = _target.device(self.ctx, _quote_like(node), parens=nested)
             new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
-        message = f"{where}: `{old}` -> `{short(self.ctx, new)}`"
+        message = f"{where}: `{old}` -> `{short(new)}`"
         if kind.drops_index:
             self.fix(node, new, message + index_note(self.ctx), safety=Safety.UNSAFE,
                      evidence=Evidence.INF, imports=imports)
@@ -186,7 +171,7 @@ class CudaDeviceString(Transform):
         if found is None:
             if has_is_available(self.ctx, node.test) and branches_mention_cuda(node):
                 # NRN11x leaves every `torch.cuda.is_available()` choosing a CUDA device to us.
-                self.report(node, f"device choice `{short(self.ctx, node)}`: choose `\"neuron\"` with "
+                self.report(node, f"device choice `{short(node)}`: choose `\"neuron\"` with "
                             "`torch.accelerator.is_available()` by hand (shape too unusual to rewrite)")
             return
         stack = list(self.ctx.ancestors())
@@ -196,10 +181,10 @@ class CudaDeviceString(Transform):
         side, literal, kind = found
         func, imports = qualified_expr(self.ctx, "torch.accelerator.is_available")
         branch = getattr(node, side)
-        new_literal: cst.BaseExpression = neuron_literal(literal)
+        new_literal: cst.BaseExpression = string_like(literal, "neuron")
         if _target.target(self.ctx) == _target.ACCELERATOR:
             # the test already checks for an accelerator: no fallback needed inside the branch
-            t = short(self.ctx, func).split(".")[0]
+            t = short(func).split(".")[0]
             new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
         elif _target.target(self.ctx) == _target.CPU:
             new_literal = make_string("cpu", _quote_like(literal))
@@ -215,8 +200,8 @@ class CudaDeviceString(Transform):
                                         **{side: new_branch})
         other = node.orelse if side == "body" else node.body
         collapse = (_target.target(self.ctx) == _target.CPU
-                    and short(self.ctx, other) == short(self.ctx, new_branch))
-        code = lambda n: short(self.ctx, n)  # noqa: E731
+                    and short(other) == short(new_branch))
+        code = short
         new_test = replacement.test
         if side == "body":
             old_text = f"{code(branch)} if {code(node.test)} else ..."
@@ -234,11 +219,11 @@ class CudaDeviceString(Transform):
                 # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
                 imports = ()
                 replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
-            message = f"device choice `{short(self.ctx, node)}` -> `{short(self.ctx, replacement)}`: runs on the CPU"
+            message = f"device choice `{short(node)}` -> `{short(replacement)}`: runs on the CPU"
         for call in is_available_calls(self.ctx, node.test):
             head = (dotted_name(call.func) or "").split(".")[0]
             if self.ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
-                removal = import_removal(self.ctx, head)  # `from torch import cuda` / `... import is_available`
+                removal = removal_of(self.ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
                 if removal is not None:
                     imports = (*imports, removal)
         if kind.drops_index:
@@ -290,14 +275,14 @@ class CudaDeviceString(Transform):
         if string_value(first.value) != "cuda":
             return  # torch.device("cuda:0", 1) is an error; leave it for the user
         self._done.add(id(first.value))
-        new_first, dev_imports = ((neuron_literal(first.value), ()) if _target.is_neuron(self.ctx)
+        new_first, dev_imports = ((string_like(first.value, "neuron"), ()) if _target.is_neuron(self.ctx)
                                   else _target.device(self.ctx, first.value))
         args = [first.with_changes(value=new_first) if a is first else a
                 for a in node.args if a is not index]
         args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
         replacement = node.with_changes(args=args)
-        old = short(self.ctx, node)
-        new = short(self.ctx, replacement)
+        old = short(node)
+        new = short(replacement)
         index_zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
         if index_zero:
             self.fix(node, replacement, f"`{old}` -> `{new}`", imports=dev_imports)
@@ -356,7 +341,7 @@ class CudaDeviceString(Transform):
             if device_named(target_name(t.target)):
                 if self._in_selection_if():
                     return
-                self._fix_all(node.value, f"`{short(self.ctx, t.target)}` setting")
+                self._fix_all(node.value, f"`{short(t.target)}` setting")
                 return
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
@@ -364,7 +349,7 @@ class CudaDeviceString(Transform):
             return
         if self._in_selection_if():
             return
-        where = f"`{short(self.ctx, node.target)}` setting"
+        where = f"`{short(node.target)}` setting"
         value = node.value
         if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
             default = argument(value, "default", 0 if last_name(value.func) == "Field" else None)
@@ -385,4 +370,4 @@ class CudaDeviceString(Transform):
 
 def _quote_like(node: cst.CSTNode) -> cst.SimpleString | None:
     """A string literal in the quote style of ``node`` (for the replacement to follow)."""
-    return neuron_literal(node)
+    return string_like(node, "neuron")

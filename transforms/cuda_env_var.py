@@ -6,7 +6,8 @@ import libcst as cst
 
 from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import argument, string_value
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import string_value
 
 NO_MEANING = "a CUDA setting with no Neuron meaning; drop it"
 

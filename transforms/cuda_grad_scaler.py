@@ -5,18 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._amp import (
-    AmpRule,
-    CUDA_GRAD_SCALER,
-    GRAD_SCALER,
-    cuda_import_removals,
-    in_fallback_branch,
-    insert_args,
-    is_reference,
-    last_name,
-    replace_value,
-)
-from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, replace_device_string, string_value
+from neuronize.transforms._amp import AmpRule, CUDA_GRAD_SCALER, GRAD_SCALER, in_fallback_branch
+from neuronize.transforms._calls import argument, insert_args, keyword, replace_value
+from neuronize.transforms._imports import cuda_import_removals
+from neuronize.transforms._literals import make_string, string_like, string_value
+from neuronize.transforms._names import is_reference, last_name, qualified_expr
 from neuronize.transforms import _target
 
 WHY = ("no Neuron GradScaler is documented and bf16 autocast needs no loss scaling: prefer "
@@ -119,7 +112,7 @@ class CudaGradScaler(AmpRule):
             return
         if string_value(device.value) != "cuda":
             return
-        new = replace_value(node, device, replace_device_string(device.value, "neuron"))
+        new = replace_value(node, device, string_like(device.value, "neuron"))
         self._fix(node, new, f'`GradScaler("cuda")` -> `GradScaler("neuron")`: {WHY}')
 
     def _fix(self, node: cst.Call, new: cst.CSTNode, message: str, imports: tuple = ()) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import keyword, make_string
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._literals import make_string
 
 
 class CudaMethod(Transform):

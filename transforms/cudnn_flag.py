@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 
-class CudnnFlag(_CudaOnlySettings):
+class CudnnFlag(CudaOnlySettings):
     """Finds cuDNN settings (`torch.backends.cudnn.benchmark = True` and friends), which mean nothing on Neuron.
 
     What it does:

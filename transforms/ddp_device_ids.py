@@ -7,8 +7,8 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
+from neuronize.transforms._calls import keyword, without_args
 from neuronize.transforms._distributed import dist_function
-from neuronize.transforms._helpers import keyword, without_args
 
 _DDP = (
     "torch.nn.parallel.DistributedDataParallel",

@@ -5,8 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import call_name, compile_aliases, compile_kind, is_true, short
-from neuronize.transforms._helpers import keyword, string_value
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._compile import call_name, compile_kind
+from neuronize.transforms._literals import is_true, string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import local_names
 
 #: callee names that are tokenizers, processors or collators
 TOKENIZER_WORDS = ("token", "tok", "processor", "collat", "encode", "pad")
@@ -60,7 +63,7 @@ class DynamicPadding(Transform):
         super().__init__(ctx)
         self._compiles = False
         self._pending: list[tuple[cst.Call, str]] = []
-        self._aliases = compile_aliases(ctx)
+        self._aliases = local_names(ctx, ("torch.compile",))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -89,7 +92,7 @@ class DynamicPadding(Transform):
         if not (any(w in callee for w in TOKENIZER_WORDS) or name in COLLATORS
                 or keyword(node, "return_tensors") is not None):
             return
-        self._pending.append((node, f"`padding={short(padding.value)}` pads each batch to its longest sequence"))
+        self._pending.append((node, f"`padding={short(padding.value, 50)}` pads each batch to its longest sequence"))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "compile" and self.ctx.qualify(node) == "torch.compile":

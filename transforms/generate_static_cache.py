@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import short
-from neuronize.transforms._helpers import keyword, make_string, with_keyword
+from neuronize.transforms._calls import keyword, with_keyword
+from neuronize.transforms._literals import make_string
+from neuronize.transforms._messages import short
 
 #: keywords only Hugging Face's `generate` takes (a custom `generate` rarely does)
 HF_KEYWORDS = frozenset({
@@ -136,14 +137,14 @@ class GenerateStaticCache(Transform):
             self.ctx.stack = saved
 
     def _decide(self, node: cst.Call, transformers: bool) -> None:
-        what = f"`{short(node.func)}(...)`"
+        what = f"`{short(node.func, 50)}(...)`"
         settings = [a for a in node.args if a.star == "**" and not self._input_mapping(a)]
         if not transformers:
             self.report(node, f"{what} looks like Hugging Face generation: if it is, pass "
                         '`cache_implementation="static"` so Neuron compiles the decoding step once')
             return
         if settings:
-            self.report(node, f"{what} takes settings from `{short(settings[0])}`: unless they set the cache, "
+            self.report(node, f"{what} takes settings from `{short(settings[0], 50)}`: unless they set the cache, "
                         'pass `cache_implementation="static"` so Neuron compiles the decoding step once')
             return
         limit = keyword(node, "max_new_tokens") or keyword(node, "max_length")

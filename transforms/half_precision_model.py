@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import qualified_expr
+from neuronize.transforms._names import qualified_expr
 
 
 class HalfPrecisionModel(Transform):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._distributed import neuron_string
-from neuronize.transforms._helpers import keyword, make_string, string_value, with_keyword, without_args
-from neuronize.transforms._hf import is_false_or_none, is_true, training_arguments_class
+from neuronize.transforms._calls import keyword, with_keyword, without_args
+from neuronize.transforms._hf import training_arguments_class
+from neuronize.transforms._literals import is_false_or_none, is_true, make_string, string_like, string_value
 
 # Dynamo backends that run anywhere (debugging aids): left alone.
 _PORTABLE = ("neuron", "eager", "aot_eager", "aot_eager_decomp_partition")
@@ -89,7 +89,7 @@ class HfCompileSettings(Transform):
                             "Trainium", evidence=Evidence.THIRD_PARTY)
             elif value not in _PORTABLE:
                 new = new.with_changes(args=[
-                    a.with_changes(value=neuron_string(a.value)) if a is backend else a for a in new.args])
+                    a.with_changes(value=string_like(a.value, "neuron")) if a is backend else a for a in new.args])
                 changes.append(f'`torch_compile_backend="{value}"` -> `"neuron"`')
         if mode is not None:
             code = cst.Module([]).code_for_node(mode.value)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import assign_targets, has_call, import_removals, short, unwrap_with
+from neuronize.transforms._imports import removals_for
+from neuronize.transforms._messages import short
+from neuronize.transforms._nodes import assign_targets, has_call, unwrap_with
 
 PREFIX = "torch._inductor.config"
 
@@ -78,7 +80,7 @@ class InductorConfig(Transform):
         knobs = [t for t in targets if isinstance(t, cst.Attribute) and self._is_knob(t)]
         if not knobs:
             return
-        names = ", ".join(f"`{short(t)}`" for t in knobs)
+        names = ", ".join(f"`{short(t, 50)}`" for t in knobs)
         if len(knobs) != len(targets):
             self.report(node, f"{names}: Inductor setting, unused by the Neuron backend; this assignment also "
                         "sets something else, so remove the Inductor part by hand")
@@ -86,9 +88,9 @@ class InductorConfig(Transform):
         side_effects = has_call(node.value)
         message = f"Inductor setting {names} removed: the Neuron backend does not use TorchInductor"
         if side_effects:
-            message += f" (the value `{short(node.value)}` is no longer computed)"
+            message += f" (the value `{short(node.value, 50)}` is no longer computed)"
         self.remove(node, message, safety=Safety.UNSAFE if side_effects else None,
-                    imports=import_removals(self.ctx, [PREFIX]))
+                    imports=removals_for(self.ctx, [PREFIX]))
 
     def _is_knob(self, target: cst.Attribute) -> bool:
         qualified = self.ctx.qualify(target)
@@ -105,14 +107,14 @@ class InductorConfig(Transform):
             self.report(node, "`torch._inductor.config.patch(...)` has no effect on Neuron: unwrap it by hand: "
                         f"{result}")
             return
-        inner = ", ".join(short(item.item) for item in drop)
-        shown = ", ".join(f"`{short(item.item)}`" for item in drop)
+        inner = ", ".join(short(item.item, 50) for item in drop)
+        shown = ", ".join(f"`{short(item.item, 50)}`" for item in drop)
         if isinstance(result, cst.FlattenSentinel):
             message = f"`with {inner}:` removed, its body kept"
         else:
             message = f"{shown} removed from the `with` statement"
         self.fix(node, result, f"{message}: the Neuron backend does not use TorchInductor",
-                 imports=import_removals(self.ctx, [PREFIX]))
+                 imports=removals_for(self.ctx, [PREFIX]))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if self._neuron() and self._is_patch(node.decorator):

@@ -7,16 +7,16 @@ import re
 import libcst as cst
 
 from neuronize.context import dotted_name
+from neuronize.transforms._nodes import assigned_names
 from neuronize.transforms._cuda_runtime import (
     Context,
     CudaRef,
     classify,
-    flag_targets,
     flag_uses,
     guarded_code,
     scan,
 )
-from neuronize.transforms._device import short
+from neuronize.transforms._messages import short
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 # Parents under which a comparison needs no parentheses (it binds tighter than these).
@@ -155,7 +155,7 @@ class IsCudaAttribute(Transform):
             return
         kept = self._guards_cuda_only_code(node)
         if kept is not None:
-            self.report(node, f"`{short(self.ctx, node)}` guards code that may be CUDA-only ({kept}): kept, "
+            self.report(node, f"`{short(node)}` guards code that may be CUDA-only ({kept}): kept, "
                               "False on Neuron keeps that path off; if the path is device-agnostic, "
                               'use `x.device.type == "neuron"` by hand')
             return
@@ -169,9 +169,9 @@ class IsCudaAttribute(Transform):
         elif not isinstance(parent, NO_PARENS) and not (
                 isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
             comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        code = short(self.ctx, node)
+        code = short(node)
         self.fix(node, comparison,
-                 f'`{code}` -> `{short(self.ctx, node.value)}.device.type == "neuron"`: '
+                 f'`{code}` -> `{short(node.value)}.device.type == "neuron"`: '
                  "a Neuron tensor is not a CUDA tensor")
 
     def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
@@ -188,7 +188,7 @@ class IsCudaAttribute(Transform):
             assert isinstance(where, cst.IfExp)
             verdict = scan(self.ctx, [where.body, where.orelse])
         elif kind is Context.FLAG:
-            verdict = scan(self.ctx, flag_uses(self.ctx, flag_targets(where), where))
+            verdict = scan(self.ctx, flag_uses(self.ctx, assigned_names(where), where))
         elif kind is Context.SKIP:
             return "a test skip marker"
         else:

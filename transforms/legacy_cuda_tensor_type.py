@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-
-from neuronize.transforms._device import import_removal, short
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import qualified_expr
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import qualified_expr, string_value
 
 DTYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -125,7 +126,7 @@ class LegacyCudaTensorType(Transform):
             return
         if self._cast(node, dtype, cls):
             return
-        code = short(self.ctx, node)
+        code = short(node)
         stack = list(self.ctx.ancestors())
         call = next((a for a in stack[:4] if isinstance(a, cst.Call)), None)
         callee = self.ctx.qualify(call.func) if call is not None else None
@@ -138,7 +139,7 @@ class LegacyCudaTensorType(Transform):
         self.report(node, f"`{code}` is a legacy CUDA tensor type with no Neuron equivalent: {advice}")
 
     def _constructor(self, call: cst.Call, cls: str, dtype: str) -> None:
-        code = short(self.ctx, call.func)
+        code = short(call.func)
         args = list(call.args)
         if any(a.keyword is not None or a.star for a in args):
             factory = None
@@ -169,7 +170,7 @@ class LegacyCudaTensorType(Transform):
                             comma=last.comma)]
         replacement = call.with_changes(func=func, args=new_args)
         if isinstance(call.func, cst.Name):  # `from torch.cuda import FloatTensor`: drop it once unused
-            removal = import_removal(self.ctx, call.func.value)
+            removal = removal_of(self.ctx, call.func.value, top_level=True)
             imports = imports + ((removal,) if removal is not None else ())
         self.fix(call, replacement,
                  f'`{code}(...)` -> `torch.{factory}(..., dtype=torch.{dtype}, device="neuron")`: '

@@ -8,14 +8,9 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
-from neuronize.transforms._distributed import (
-    dist_function,
-    insert_after,
-    nccl_backend,
-    neuron_string,
-    request_torch_neuronx,
-)
-from neuronize.transforms._helpers import argument, keyword, make_string, string_value
+from neuronize.transforms._calls import argument, insert_after, keyword
+from neuronize.transforms._distributed import dist_function, nccl_backend, request_torch_neuronx
+from neuronize.transforms._literals import make_string, string_like, string_value
 
 _Scope = cst.CSTNode  # a FunctionDef, a ClassDef or the Module
 _ENV_GETTERS = ("os.environ.get", "os.getenv", "os.environ.setdefault")
@@ -261,7 +256,7 @@ class NcclBackend(Transform):
                 msg = f'backend `"{value}"` -> `"neuron"`: the Neuron process-group backend'
                 safety = Safety.SAFE
             safeties.append(safety)
-            replacement = neuron_string(lit)
+            replacement = string_like(lit, "neuron")
             more: tuple[ImportRequest, ...] = ()
             if not _target.is_neuron(self.ctx):
                 replacement, more = _target.process_group_backend(self.ctx, lit)

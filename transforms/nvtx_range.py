@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _NVTX = "an NVTX annotation for NVIDIA Nsight"
 _PROFILER = "it starts or stops the CUDA profiler (Nsight / nvprof)"
 
 
-class NvtxRange(_CudaOnlySettings):
+class NvtxRange(CudaOnlySettings):
     """Finds NVTX profiling annotations and CUDA profiler hooks, which have no Neuron equivalent.
 
     What it does:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _WHAT = "it picks which CUDA attention kernel (flash, memory-efficient, math, cuDNN) SDPA may use"
 
 
-class SdpaKernelContext(_CudaOnlySettings):
+class SdpaKernelContext(CudaOnlySettings):
     """Finds `with sdpa_kernel(...)` blocks that choose CUDA attention kernels for `scaled_dot_product_attention`.
 
     What it does:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import is_false_literal
+from neuronize.transforms._literals import switches_off
 
 WHY = "no sparse-tensor support is documented for TorchNeuron"
 DENSE = "keep the tensor dense (`index_add_`/`scatter_add_`/dense matmul) or run this step on CPU"
@@ -93,6 +93,6 @@ class SparseTensor(Transform):
             if arg.keyword.value == "layout" and self.ctx.qualify(arg.value) in LAYOUTS:
                 self.report(arg, f"`layout={self.ctx.qualify(arg.value)}`: {WHY}; {DENSE}")
             elif (arg.keyword.value == "sparse" and qualified in EMBEDDINGS
-                  and not is_false_literal(arg.value)):
+                  and not switches_off(arg.value)):
                 self.report(arg, f"`sparse=` embedding gradients are sparse tensors ({WHY}); "
                                  "use `sparse=False` and a dense optimizer such as `torch.optim.AdamW`")

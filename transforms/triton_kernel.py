@@ -5,14 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import (
-    NKI_PATH,
-    NKI_PATH_KERNELS,
-    classify_import,
-    code,
-    imported_modules,
-    module_matches,
-)
+from neuronize.transforms._imports import classify_import, imported_modules, module_matches
+from neuronize.transforms._messages import short
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS
 
 KERNEL_DECORATORS = {
     "triton.jit": "@triton.jit",
@@ -90,7 +85,7 @@ class TritonKernel(Transform):
         self._reported_import = dep.hard
         self.report(
             node,
-            f"`{code(self.ctx, node)}` ({dep.label}): Triton has no Trainium backend; "
+            f"`{short(node, 60, tight=True)}` ({dep.label}): Triton has no Trainium backend; "
             f"{NKI_PATH_KERNELS}, or use stock PyTorch ops",
         )
 

@@ -1,98 +1,24 @@
-"""Matchers shared by the device-placement rules (NRN101-NRN109).
-
-A "cuda literal" is an expression that spells a CUDA device: ``"cuda"``, ``"cuda:1"``,
-``f"cuda:{rank}"``, ``"cuda:{}".format(rank)``, ``"cuda:%d" % rank`` or ``"cuda:" + str(rank)``.
-"""
+"""How code chooses its device (the device-placement rules, NRN101-NRN109): comparisons with
+``"cuda"``, the ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom, and ``if`` statements
+that only pick device settings."""
 
 from __future__ import annotations
 
-import enum
-import re
 from typing import Iterator
 
 import libcst as cst
 
-from neuronize.context import FileContext, dotted_name
-from neuronize.transform import ImportRequest
-from neuronize.transforms._helpers import make_string, string_value
-
-CUDA_INDEXED = re.compile(r"^cuda:(\d+)$")
-# Strings that name a device type; a conditional expression choosing between them picks a device.
-DEVICE_WORD = re.compile(r"^(cuda|cpu|mps|xpu|neuron|meta|hpu|npu|xla|mtia)(:\d+)?$")
+from neuronize.context import FileContext
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._literals import CUDA_INDEXED, Kind, cuda_literal, is_device_word, string_like, string_value
+from neuronize.transforms._names import target_name
+from neuronize.transforms._nodes import iter_conditions
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
 EXCLUDED_DEVICE_CALLS = frozenset({
     "autocast", "custom_fwd", "custom_bwd", "GradScaler", "init_device_mesh", "DeviceMesh",
     "Generator",  # NRN106
 })
-
-
-class Kind(enum.Enum):
-    """How a CUDA device literal names its device."""
-
-    PLAIN = "plain"  # "cuda", "cuda:0": dropping nothing
-    INDEXED = "indexed"  # "cuda:1": a non-zero literal index is dropped
-    DYNAMIC = "dynamic"  # f"cuda:{rank}", "cuda:{}".format(i)...: a computed index is dropped
-
-    @property
-    def drops_index(self) -> bool:
-        return self is not Kind.PLAIN
-
-
-def cuda_literal(node: cst.CSTNode) -> Kind | None:
-    """The kind of CUDA device ``node`` spells, or None if it is no CUDA device literal."""
-    value = string_value(node)
-    if value is not None:
-        if value == "cuda":
-            return Kind.PLAIN
-        m = CUDA_INDEXED.match(value)
-        if m:
-            return Kind.PLAIN if int(m.group(1)) == 0 else Kind.INDEXED
-        return None
-    if isinstance(node, cst.FormattedString):
-        parts = node.parts
-        if (len(parts) == 2 and isinstance(parts[0], cst.FormattedStringText)
-                and parts[0].value == "cuda:" and isinstance(parts[1], cst.FormattedStringExpression)
-                and parts[1].format_spec is None):
-            return Kind.DYNAMIC
-        return None
-    if isinstance(node, cst.Call):
-        # "cuda:{}".format(rank)
-        func = node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value == "format"
-                and string_value(func.value) == "cuda:{}" and len(node.args) == 1
-                and node.args[0].keyword is None and not node.args[0].star):
-            return Kind.DYNAMIC
-        return None
-    if isinstance(node, cst.BinaryOperation):
-        left = string_value(node.left)
-        if isinstance(node.operator, cst.Modulo) and left in ("cuda:%d", "cuda:%s", "cuda:%i"):
-            return Kind.DYNAMIC
-        if isinstance(node.operator, cst.Add) and left == "cuda:":
-            return Kind.DYNAMIC
-    return None
-
-
-def _quote_source(node: cst.CSTNode) -> cst.SimpleString | None:
-    """A string literal whose quote style the replacement should follow."""
-    if isinstance(node, cst.SimpleString):
-        return node
-    if isinstance(node, cst.FormattedString):
-        quote = node.start.lstrip("fFrRbB")
-        return cst.SimpleString(f"{quote}x{quote}") if quote in ("'", '"') else None
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        return _quote_source(node.func.value)
-    if isinstance(node, cst.BinaryOperation):
-        return _quote_source(node.left)
-    if isinstance(node, cst.ConcatenatedString):
-        return _quote_source(node.left)
-    return None
-
-
-def neuron_literal(node: cst.CSTNode) -> cst.SimpleString:
-    """``"neuron"`` in the quote style of ``node``, keeping its parentheses."""
-    new = make_string("neuron", _quote_source(node))
-    return new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
 
 
 def device_named(name: str | None) -> bool:
@@ -102,26 +28,6 @@ def device_named(name: str | None) -> bool:
     low = name.lower()
     return "device" in low and "device_map" not in low
 
-
-def target_name(node: cst.CSTNode) -> str | None:
-    """``device`` for ``device``, ``self.device``, ``cfg["device"]``; else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index):
-            return string_value(index.value)
-    return None
-
-
-def last_name(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    if isinstance(func, cst.Name):
-        return func.value
-    return None
 
 
 # -- comparisons with "cuda" ---------------------------------------------------------------
@@ -162,14 +68,14 @@ def rewrite_cuda_comparison(node: cst.CSTNode) -> cst.BaseExpression | None:
         if isinstance(op, (cst.Equal, cst.NotEqual)):
             if cuda_literal(right) is not None and string_value(right) is not None \
                     and not _is_literal_value(left):
-                return node.with_changes(comparisons=[target.with_changes(comparator=neuron_literal(right))])
+                return node.with_changes(comparisons=[target.with_changes(comparator=string_like(right, "neuron"))])
             if cuda_literal(left) is not None and string_value(left) is not None \
                     and not _is_literal_value(right):
-                return node.with_changes(left=neuron_literal(left))
+                return node.with_changes(left=string_like(left, "neuron"))
             return None
         if isinstance(op, (cst.In, cst.NotIn)):
             if _cuda_prefix(left) and not _is_literal_value(right):
-                return node.with_changes(left=neuron_literal(left))
+                return node.with_changes(left=string_like(left, "neuron"))
         return None
     if isinstance(node, cst.Call):
         func = node.func
@@ -177,19 +83,8 @@ def rewrite_cuda_comparison(node: cst.CSTNode) -> cst.BaseExpression | None:
                 and len(node.args) == 1 and node.args[0].keyword is None
                 and _cuda_prefix(node.args[0].value) and not _is_literal_value(func.value)):
             arg = node.args[0]
-            return node.with_changes(args=[arg.with_changes(value=neuron_literal(arg.value))])
+            return node.with_changes(args=[arg.with_changes(value=string_like(arg.value, "neuron"))])
     return None
-
-
-def iter_conditions(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The atoms of a condition: through ``and`` / ``or`` / ``not``."""
-    if isinstance(test, cst.BooleanOperation):
-        yield from iter_conditions(test.left)
-        yield from iter_conditions(test.right)
-    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from iter_conditions(test.expression)
-    else:
-        yield test
 
 
 def has_cuda_comparison(test: cst.BaseExpression) -> bool:
@@ -205,11 +100,6 @@ def rewrite_condition(test: cst.BaseExpression) -> cst.BaseExpression:
     return rewrite_cuda_comparison(test) or test
 
 
-def device_word(node: cst.CSTNode) -> bool:
-    value = string_value(node)
-    return (value is not None and bool(DEVICE_WORD.match(value))) or cuda_literal(node) is not None
-
-
 def is_torch_device_call(ctx: FileContext, node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.device"
 
@@ -220,17 +110,13 @@ def selects_device(ctx: FileContext, ifexp: cst.IfExp) -> bool:
         if isinstance(branch, cst.IfExp):
             if selects_device(ctx, branch):
                 return True
-        elif device_word(branch) or is_torch_device_call(ctx, branch):
+        elif is_device_word(branch) or is_torch_device_call(ctx, branch):
             return True
     return False
 
 
+
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
-def _is_available_call(ctx: FileContext, node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Call) and not node.args
-            and ctx.qualify(node.func) == "torch.cuda.is_available")
-
-
 def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
     device ("body" or "orelse"), the literal itself, and its kind; None for any other IfExp.
@@ -258,7 +144,7 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
 
 def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: bool) -> Iterator[bool]:
     """For each ``torch.cuda.is_available()`` atom of ``test``: whether it sits under a ``not``."""
-    if _is_available_call(ctx, test):
+    if is_cuda_available_call(ctx, test):
         yield negated
     elif isinstance(test, cst.BooleanOperation):
         yield from _available_polarity(ctx, test.left, negated)
@@ -274,7 +160,7 @@ def has_is_available(ctx: FileContext, test: cst.BaseExpression) -> bool:
 def replace_is_available(ctx: FileContext, test: cst.BaseExpression,
                          new_call: cst.BaseExpression) -> cst.BaseExpression:
     """``test`` with its ``torch.cuda.is_available()`` call(s) replaced by ``new_call``."""
-    if _is_available_call(ctx, test):
+    if is_cuda_available_call(ctx, test):
         assert isinstance(test, cst.Call)
         return cst.Call(func=new_call, lpar=test.lpar, rpar=test.rpar)
     if isinstance(test, cst.UnaryOperation):
@@ -283,6 +169,7 @@ def replace_is_available(ctx: FileContext, test: cst.BaseExpression,
         return test.with_changes(left=replace_is_available(ctx, test.left, new_call),
                                  right=replace_is_available(ctx, test.right, new_call))
     return test
+
 
 
 # -- selection statements: if device == "cuda": device_type = "cuda" else: ... -----------------
@@ -329,45 +216,10 @@ def selection_ifexp(ctx: FileContext, node: cst.IfExp) -> bool:
             and idiom_branch(ctx, node) is None)
 
 
-def import_removal(ctx: FileContext, local: str) -> ImportRequest | None:
-    """A request to drop the module-level import binding ``local`` (the engine keeps it while used)."""
-    for stmt in ctx.module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    full = dotted_name(alias.name)
-                    if not full:
-                        continue
-                    has_as = alias.asname is not None and isinstance(alias.asname.name, cst.Name)
-                    bound = alias.asname.name.value if has_as else full.split(".")[0]  # type: ignore[union-attr]
-                    if bound == local:
-                        return ImportRequest(full, asname=bound if has_as else None, remove=True)
-            elif (isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative
-                  and not isinstance(small.names, cst.ImportStar)):
-                for alias in small.names:
-                    if not isinstance(alias.name, cst.Name):
-                        continue
-                    has_as = alias.asname is not None and isinstance(alias.asname.name, cst.Name)
-                    bound = alias.asname.name.value if has_as else alias.name.value  # type: ignore[union-attr]
-                    if bound == local:
-                        return ImportRequest(dotted_name(small.module) or "", alias.name.value,
-                                             bound if has_as else None, remove=True)
-    return None
-
-
 def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[cst.Call]:
     """The ``torch.cuda.is_available()`` calls among the atoms of ``test``."""
     for atom in iter_conditions(test):
-        if _is_available_call(ctx, atom):
+        if is_cuda_available_call(ctx, atom):
             assert isinstance(atom, cst.Call)
             yield atom
-
-
-def short(ctx: FileContext, node: cst.CSTNode, limit: int = 90) -> str:
-    """The source of ``node`` on one line, shortened for a message."""
-    text = " ".join(ctx.module.code_for_node(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
 
