@@ -41,12 +41,14 @@ class CudaOnlySettings(Transform):
     report_calls: ClassVar[dict[str, str]] = {}
     #: modules whose imports are dropped once unused (besides the functions removed)
     modules: ClassVar[tuple[str, ...]] = ()
-    #: why the setting means nothing on Neuron (ends the messages)
+    #: why the setting means nothing on the target (ends the messages); a template of the
+    #: target's vocabulary (``"... meaningless on {non_cuda}"``)
     why: ClassVar[str] = ""
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._removed: set[int] = set()
+        self.reason = _target.say(ctx, self.why)
         self._aliases = local_names(ctx, (*self.removable_calls, *self.contexts))
         cls = type(self)
         if "_last_names" not in cls.__dict__:
@@ -55,28 +57,22 @@ class CudaOnlySettings(Transform):
             )
 
     #: every target: the settings are deleted (neuron, cpu) or kept for CUDA (accelerator)
-    targets: ClassVar[tuple[str, ...]] = ("neuron", "accelerator", "cpu")
+    targets: ClassVar[tuple[str, ...]] = _target.ALL
 
-    def remove(self, statement: cst.CSTNode, message: str, **kw: Any) -> None:  # type: ignore[override]
-        """Under ``--target accelerator`` a CUDA-only setting stays for CUDA, guarded by
-        ``if torch.cuda.is_available():``; the other targets delete it."""
+    def _drop(self, statement: cst.CSTNode, what: str, reason: str, **kw: Any) -> None:
+        """Delete the setting ``statement`` (``what`` it is, and why); under ``--target
+        accelerator`` keep it for CUDA, guarded by ``if torch.cuda.is_available():``."""
         if _target.in_cuda_only_block(self.ctx):
             return  # already kept for CUDA under `if torch.cuda.is_available():`
         if _target.target(self.ctx) != _target.ACCELERATOR:
-            if _target.target(self.ctx) == _target.CPU:
-                message = message.replace("meaningless on Neuron", "meaningless on the CPU")
-            super().remove(statement, message, **kw)
+            self.remove(statement, f"{what} removed: {reason}", **kw)
             return
         line = self.ctx.statement_to_remove(statement)
         if not isinstance(line, cst.SimpleStatementLine):
-            self.report(statement, message.split(" removed: ")[-1] + ": guard it with "
-                        "`if torch.cuda.is_available():` by hand")
+            self.report(statement, f"{reason}: guard it with `if torch.cuda.is_available():` by hand")
             return
         new, imports = _target.guarded(self.ctx, line)
-        why = message.split(" removed: ", 1)[-1]
-        head = message.split(" removed: ", 1)[0] if " removed: " in message else "this setting"
-        self.fix(line, new, f"{head} kept for CUDA under `if torch.cuda.is_available():`: "
-                 f"{why.replace('meaningless on Neuron', 'meaningless on the CPU and Neuron')}",
+        self.fix(line, new, f"{what} kept for CUDA under `if torch.cuda.is_available():`: {reason}",
                  safety=kw.get("safety"), evidence=kw.get("evidence"), imports=imports)
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -105,14 +101,14 @@ class CudaOnlySettings(Transform):
         shown = ", ".join(f"`{short(t, 50)}`" for t, n in zip(targets, names) if n in flagged)
         self._removed.add(id(node))
         if len(flagged) != len(targets):
-            self.report(node, f"{shown}: {self.why}; this assignment also sets something else, so remove "
+            self.report(node, f"{shown}: {self.reason}; this assignment also sets something else, so remove "
                         "the CUDA part by hand")
             return
-        message = f"`{short(node, 80)}` removed: {self.why}"
+        reason = self.reason
         if has_call(node.value):
-            message += f" (`{short(node.value, 50)}` is no longer computed)"
-        message += self.extra_note(flagged[0], node)
-        self.remove(node, message, imports=removals_for(self.ctx, self.modules))
+            reason += f" (`{short(node.value, 50)}` is no longer computed)"
+        reason += self.extra_note(flagged[0], node)
+        self._drop(node, f"`{short(node, 80)}`", reason, imports=removals_for(self.ctx, self.modules))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value
@@ -129,10 +125,10 @@ class CudaOnlySettings(Transform):
         if any(id(a) in self._removed for a in self.ctx.ancestors()):
             return
         if attr in self.read_attrs and self._own(qualified):
-            self.report(node, f"`{short(node, 50)}` is read here: {self.why}; it keeps its default value there, "
+            self.report(node, f"`{short(node, 50)}` is read here: {self.reason}; it keeps its default value there, "
                         "so review the code that depends on it")
         elif qualified in self.removable_calls or qualified in self.contexts:
-            self.report(node, f"`{short(node, 50)}` is passed as a value: {self.why}; remove its use by hand")
+            self.report(node, f"`{short(node, 50)}` is passed as a value: {self.reason}; remove its use by hand")
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value not in self._aliases:
@@ -144,7 +140,7 @@ class CudaOnlySettings(Transform):
             return
         qualified = self.ctx.qualify(node)
         if qualified in self.removable_calls or qualified in self.contexts:
-            self.report(node, f"`{node.value}` is passed as a value: {self.why}; remove its use by hand")
+            self.report(node, f"`{node.value}` is passed as a value: {self.reason}; remove its use by hand")
 
     # -- calls ------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -161,17 +157,17 @@ class CudaOnlySettings(Transform):
             if any(id(a) in self._removed for a in self.ctx.ancestors()):
                 return
             if is_expression_statement(self.ctx):
-                message = f"`{short(node.func, 50)}(...)` removed: {what}; {self.why}" + self.extra_note(qualified, node)
-                self.remove(self.ctx.parent, message,
+                self._drop(self.ctx.parent, f"`{short(node.func, 50)}(...)`",
+                           f"{what}; {self.reason}" + self.extra_note(qualified, node),
                             imports=removals_for(self.ctx, (*self.modules, qualified)))
             else:
-                self.report(node, f"`{short(node.func, 50)}(...)` is used as a value: {what}; {self.why}; remove it "
+                self.report(node, f"`{short(node.func, 50)}(...)` is used as a value: {what}; {self.reason}; remove it "
                             "by hand")
         elif qualified in self.contexts:
             parent = self.ctx.parent
             if not isinstance(parent, cst.WithItem):
                 self.report(node, f"`{short(node.func, 50)}(...)` outside a `with` statement: {self.contexts[qualified]}; "
-                            f"{self.why}; remove it by hand")
+                            f"{self.reason}; remove it by hand")
 
     # -- with blocks ----------------------------------------------------------------------------
     def visit_With(self, node: cst.With) -> None:
@@ -193,12 +189,12 @@ class CudaOnlySettings(Transform):
         what = self.contexts[found[0]]
         result = unwrap_with(node, drop)
         if isinstance(result, str):
-            self.report(node, f"{shown}: {what}; {self.why}; unwrap it by hand: {result}")
+            self.report(node, f"{shown}: {what}; {self.reason}; unwrap it by hand: {result}")
             return
         if isinstance(result, cst.FlattenSentinel):
-            message = f"`with {inner}:` removed, its body kept: {what}; {self.why}"
+            message = f"`with {inner}:` removed, its body kept: {what}; {self.reason}"
         else:
-            message = f"{shown} removed from the `with` statement: {what}; {self.why}"
+            message = f"{shown} removed from the `with` statement: {what}; {self.reason}"
         self.fix(node, result, message + self.extra_note(found[0], node),
                  imports=removals_for(self.ctx, (*self.modules, *found)))
 

@@ -13,7 +13,8 @@ from neuronize.transform import Evidence
 
 #: The path forward for a hand-written CUDA/Triton kernel (reference F1, F2).
 NKI_PATH = "port it to an NKI kernel registered with `torch_neuronx.nki_op` (check aws-neuron/nki-library first)"
-NKI_PATH_KERNELS = NKI_PATH.replace("port it to an NKI kernel", "port the kernels to NKI kernels")
+NKI_PATH_KERNELS = ("port the kernels to NKI kernels registered with `torch_neuronx.nki_op` "
+                    "(check aws-neuron/nki-library first)")
 SDPA = "use `F.scaled_dot_product_attention` (on Neuron it lowers to an NKI flash-attention kernel)"
 NEURON_TOOLS = "use `neuron-ls` / `neuron-top` / Neuron Explorer"
 BF16_WEIGHTS = "load the model in bf16 (`torch_dtype=torch.bfloat16`)"

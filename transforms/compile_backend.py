@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._calls import double_star_arg, drop_elements, keyword, with_keyword
+from neuronize.transforms._calls import new_keyword, double_star_arg, drop_elements, keyword, with_keyword
 from neuronize.transforms._compile import call_name, compile_kind
 from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._messages import short
@@ -15,11 +15,18 @@ from neuronize.transforms import _target
 STATIC_REASON = "static shapes: Neuron compiles one graph per input shape and rejects `dynamic=True`"
 
 
-def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(keyword=cst.Name(name), value=value,
-                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-
-
+#: what a missing backend means under each target (the default backend, Inductor, emits CUDA/Triton kernels...)
+ON_CUDA = {
+    _target.NEURON: "",
+    _target.ACCELERATOR: " on CUDA and does not compile for Neuron",
+    _target.CPU: " on CUDA and does not compile for Neuron",
+}
+#: why the decorator gets a backend, per target (the others say it in `compile_backend`)
+WHY_BACKEND = {
+    _target.NEURON: " (the default backend, Inductor, emits CUDA/Triton kernels)",
+    _target.ACCELERATOR: "",
+    _target.CPU: "",
+}
 #: backends whose code runs only on NVIDIA GPUs (or only under Inductor): replaced
 REPLACED_BACKENDS = frozenset({"inductor", "cudagraphs"})
 #: device-agnostic debugging backends: left, with a note
@@ -136,7 +143,7 @@ class CompileBackend(Transform):
         dropped_comments = 0
         backend_known = True  # the backend is (or becomes) a literal we understand
         runtime_backend = False  # the backend is chosen at run time: the call is reported, not edited
-        target_backend = _target.compile_backend_expr(self.ctx)  # None: keep the default
+        target_backend = _target.compile_backend(self.ctx)  # None: keep the default
         backend_new, backend_imports = target_backend if target_backend is not None else (None, ())
         if backend_arg is None:
             if stars is not None:
@@ -145,15 +152,13 @@ class CompileBackend(Transform):
                             evidence=extra.get("evidence"))
                 return
             if backend_new is not None:
-                edits.append(f"{_target.compile_backend_text(self.ctx)} added (the default backend, "
-                             "Inductor, emits CUDA/Triton kernels on CUDA and does not compile for Neuron)"
-                             if not _target.is_neuron(self.ctx) else
-                             '`backend="neuron"` added (the default backend, Inductor, emits CUDA/Triton kernels)')
+                edits.append(_target.say(self.ctx, "{compile_backend} added (the default backend, Inductor, "
+                                         "emits CUDA/Triton kernels{on_cuda})", on_cuda=ON_CUDA[_target.target(self.ctx)]))
         else:
             value = string_value(backend_arg.value)
             if value == "neuron":
                 return
-            if value is None and not _target.is_neuron(self.ctx) \
+            if value is None and _target.target(self.ctx) != _target.NEURON \
                     and "current_accelerator" in self.ctx.module.code_for_node(backend_arg.value):
                 return  # chosen from the detected device already (`--target accelerator`)
             if value is None:
@@ -178,9 +183,7 @@ class CompileBackend(Transform):
                                  "Inductor, compiles for the CPU")
                 backend_known = False  # `backend="inductor"` is the CPU's backend: kept
             else:
-                edits.append(f'`backend="{value}"` -> ' + (
-                    '`backend="neuron"`' if _target.is_neuron(self.ctx)
-                    else f"{_target.compile_backend_text(self.ctx)}"))
+                edits.append(_target.say(self.ctx, '`backend="{value}"` -> {compile_backend}', value=value))
 
         mode_arg = keyword(node, "mode")
         if mode_arg is not None:
@@ -246,8 +249,7 @@ class CompileBackend(Transform):
             new = with_keyword(new, "backend", backend_new)
         if add_static:
             new = with_keyword(new, "dynamic", cst.Name("False"))
-        where = {_target.CPU: "the CPU", _target.ACCELERATOR: "any device"}.get(_target.target(self.ctx), "Neuron")
-        message = f"{what} for {where}: " + "; ".join(edits)
+        message = _target.say(self.ctx, "{what} for {platform}: ", what=what) + "; ".join(edits)
         if dropped_comments:
             message += f"; {dropped_comments} comment(s) on the removed settings dropped"
         if keyword(node, "fullgraph") is None:
@@ -261,7 +263,7 @@ class CompileBackend(Transform):
         if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
             arg = node.args[0]
         note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile(..., backend=\"neuron\")`"
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self._optimize_portable(node, arg)
             return
         if arg is None:
@@ -287,7 +289,7 @@ class CompileBackend(Transform):
         chosen from the detected device."""
         note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile`"
         value = string_value(arg.value) if arg is not None else None
-        chosen = _target.compile_backend_expr(self.ctx)
+        chosen = _target.compile_backend(self.ctx)
         if arg is not None and value is None and "current_accelerator" in self.ctx.module.code_for_node(arg.value):
             return
         if chosen is None or (arg is not None and value not in REPLACED_BACKENDS):
@@ -301,12 +303,13 @@ class CompileBackend(Transform):
             if double_star_arg(node) is not None:
                 return
             self.fix(node, with_keyword(node, "backend", expr),
-                     f"`torch._dynamo.optimize(...)`: {_target.compile_backend_text(self.ctx)}; {note}",
+                     _target.say(self.ctx, "`torch._dynamo.optimize(...)`: {compile_backend}; {note}", note=note),
                      imports=imports)
         else:
             self.fix(arg.value, expr.with_changes(lpar=getattr(arg.value, "lpar", ()),
                                                   rpar=getattr(arg.value, "rpar", ())),
-                     f'`torch._dynamo.optimize("{value}")` -> {_target.compile_backend_text(self.ctx)}; {note}',
+                     _target.say(self.ctx, '`torch._dynamo.optimize("{value}")` -> {compile_backend}; {note}',
+                                 value=value, note=note),
                      imports=imports)
 
     # -- bare decorator and references ------------------------------------------------------------
@@ -314,12 +317,11 @@ class CompileBackend(Transform):
         dec = node.decorator
         if not (isinstance(dec, (cst.Name, cst.Attribute)) and self.ctx.qualify(dec) == "torch.compile"):
             return
-        chosen = _target.compile_backend_expr(self.ctx)  # None: --target cpu keeps Inductor
-        args = [] if chosen is None else [_keyword_arg("backend", chosen[0])]
-        args.append(_keyword_arg("dynamic", cst.Name("False")))
-        backend = ("no backend (Inductor, the default, compiles for the CPU)" if chosen is None
-                   else _target.compile_backend_text(self.ctx) if not _target.is_neuron(self.ctx)
-                   else '`backend="neuron"` (the default backend, Inductor, emits CUDA/Triton kernels)')
+        chosen = _target.compile_backend(self.ctx)  # None: --target cpu keeps Inductor
+        args = [] if chosen is None else [new_keyword("backend", chosen[0])]
+        args.append(new_keyword("dynamic", cst.Name("False")))
+        backend = _target.say(self.ctx, "{compile_backend}{why}", why=WHY_BACKEND[_target.target(self.ctx)]) \
+            if chosen is not None else "no backend (Inductor, the default, compiles for the CPU)"
         self.fix(dec, cst.Call(func=dec, args=[*(a.with_changes(comma=cst.Comma(
                      whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]), args[-1]]),
                  f"`@torch.compile` -> `@torch.compile(...)`: {backend}; `dynamic=False` ({STATIC_REASON}); "

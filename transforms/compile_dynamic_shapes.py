@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._compile import call_name, compile_kind
@@ -62,7 +63,7 @@ class CompileDynamicShapes(Transform):
     evidence = Evidence.DOC
     tokens = (b"dynamic=", b"dynamic =", b"mark_dynamic", b"mark_unbacked", b"automatic_dynamic", b"assume_static_by_default")
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=True)\n',

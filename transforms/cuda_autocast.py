@@ -9,7 +9,7 @@ from neuronize.transforms import _target
 from neuronize.transforms._amp import AUTOCAST, AmpRule, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
 from neuronize.transforms._calls import argument, as_keyword, has_star, index_of, insert_args, keyword, new_keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
-from neuronize.transforms._literals import is_false, is_string_literal, make_string, string_like, string_value
+from neuronize.transforms._literals import is_false, is_string_literal, string_value
 from neuronize.transforms._names import is_reference, last_name, mentions, qualified_expr
 
 BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
@@ -132,12 +132,10 @@ class CudaAutocast(AmpRule):
             return  # a variable, "cpu", "neuron", or not an autocast call we understand
         dtype = argument(node, "dtype", 1)
         enabled = argument(node, "enabled", 2)
-        swapped = replace_value(node, device, string_like(device.value, "neuron"))
-        done = 'autocast on `"cuda"` -> `"neuron"`'
-        if not _target.is_neuron(self.ctx):
-            new_device, device_imports = _target.device(self.ctx, device.value)
-            swapped = replace_value(node, device, new_device)
-            done = f'autocast on `"cuda"` -> {_target.device_text(self.ctx)}'
+        new_device, device_imports = _target.device(self.ctx, device.value)
+        swapped = replace_value(node, device, new_device)
+        done = _target.say(self.ctx, 'autocast on `"cuda"` -> `{device}`')
+        if _target.target(self.ctx) != _target.NEURON:
             if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
                 bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
                 full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
@@ -151,11 +149,11 @@ class CudaAutocast(AmpRule):
             bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
             self.fix(node, full, f"{done} with `dtype=torch.bfloat16`: {BF16_WHY}",
-                     safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=imports)
-            self.fix(node, swapped, done + DEFAULT_NOTE)
+                     safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=(*imports, *device_imports))
+            self.fix(node, swapped, done + DEFAULT_NOTE, imports=device_imports)
             return
         note = FP16_NOTE if dtype is not None and mentions(self.ctx, dtype.value, FLOAT16) else ""
-        self.fix(node, swapped, done + note)
+        self.fix(node, swapped, done + note, imports=device_imports)
 
     def _cuda_amp_call(self, node: cst.Call) -> None:
         """`torch.cuda.amp.autocast(...)` -> `torch.autocast(device_type="neuron", ...)`."""
@@ -178,20 +176,16 @@ class CudaAutocast(AmpRule):
                 for i, a in enumerate(node.args)]
         converted = node.with_changes(func=func, args=args)
         dtype = keyword(converted, "dtype")
-        device = new_keyword("device_type", make_string("neuron"))
-        done = '`torch.cuda.amp.autocast` -> `torch.autocast(device_type="neuron")`'
-        if not _target.is_neuron(self.ctx):
-            new_device, device_imports = _target.device(self.ctx)
-            device = new_keyword("device_type", new_device)
-            imports = (*imports, *device_imports)
-            done = f"`torch.cuda.amp.autocast` -> `torch.autocast` on {_target.device_text(self.ctx)}"
+        new_device, device_imports = _target.device(self.ctx)
+        device = new_keyword("device_type", new_device)
+        imports = (*imports, *device_imports)
+        done = _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`")
         enabled = keyword(converted, "enabled")
         if dtype is None and not (enabled is not None and is_false(enabled.value)):
             bf16, bf16_imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(converted, 0, [device, new_keyword("dtype", bf16)])
-            self.fix(node, full,
-                     '`torch.cuda.amp.autocast` -> `torch.autocast(device_type="neuron", '
-                     f'dtype=torch.bfloat16)`: {BF16_WHY}',
+            self.fix(node, full, _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast("
+                                             "device_type={device}, dtype=torch.bfloat16)`: {why}", why=BF16_WHY),
                      safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=imports + bf16_imports)
             self.fix(node, insert_args(converted, 0, [device]), done + DEFAULT_NOTE, imports=imports)
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._nodes import assigned_names
 from neuronize.transforms._cuda_runtime import (
@@ -78,7 +79,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
     """
 
     id = "NRN110"
-    targets = ("neuron", "accelerator", "cpu")  # torch.accelerator.* runs on every target
+    targets = _target.ALL  # torch.accelerator.* runs on every target
     name = "cuda-availability-check"
     safety = Safety.SAFE
     evidence = Evidence.DOC

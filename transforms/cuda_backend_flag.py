@@ -76,4 +76,4 @@ class CudaBackendFlag(CudaOnlySettings):
         ),
     }
     modules = ("torch.backends.cuda.matmul",)
-    why = "a CUDA backend setting, meaningless on Neuron"
+    why = "a CUDA backend setting, meaningless on {non_cuda}"

@@ -7,9 +7,18 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import argument
-from neuronize.transforms._literals import string_like, string_value
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._names import last_name
 
 _MESH_CALLS = ("init_device_mesh", "DeviceMesh")
+
+
+#: what the mesh spans, per target
+WHY = {
+    _target.NEURON: "meshes on Trainium span NeuronCores",
+    _target.CPU: "the mesh spans the devices the process group runs on",
+    _target.ACCELERATOR: "the mesh spans the devices the process group runs on",
+}
 
 
 class CudaDeviceMesh(Transform):
@@ -63,7 +72,7 @@ class CudaDeviceMesh(Transform):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        last = last_name(func)
         if last not in _MESH_CALLS:
             return
         qualified = self.ctx.qualify(func)
@@ -75,10 +84,6 @@ class CudaDeviceMesh(Transform):
         value = string_value(arg.value)
         if value is None or not (value == "cuda" or value.startswith("cuda:")):
             return
-        if not _target.is_neuron(self.ctx):
-            new, imports = _target.device(self.ctx, arg.value)
-            self.fix(arg.value, new, f'`{last}("{value}", ...)` -> {_target.device_text(self.ctx)}: the mesh '
-                     "spans the devices the process group runs on", imports=imports)
-            return
-        self.fix(arg.value, string_like(arg.value, "neuron"),
-                 f'`{last}("{value}", ...)` -> `"neuron"`: meshes on Trainium span NeuronCores')
+        new, imports = _target.device(self.ctx, arg.value)
+        self.fix(arg.value, new, _target.say(self.ctx, '`{fn}("{value}", ...)` -> `{device}`: {why}', fn=last,
+                                             value=value, why=WHY[_target.target(self.ctx)]), imports=imports)

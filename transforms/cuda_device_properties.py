@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
 from neuronize.transforms._names import qualified_expr
@@ -57,7 +58,7 @@ class CudaDeviceProperties(_CudaApiRule):
     tokens = (b"cuda",)
     #: cpu / accelerator: `is_bf16_supported` behind an availability check is rewritten, the
     #: rest is reported (`torch.cpu` has no device properties)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     FUNCTIONS = frozenset({"get_device_name", "get_device_properties", "is_bf16_supported", "get_device_capability"})
     examples = (
         Example(
@@ -105,9 +106,7 @@ class CudaDeviceProperties(_CudaApiRule):
         return False
 
     def _bf16(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             portable = "torch.get_device_module().is_bf16_supported"
             if ref.call is None or ref.call.args or not self._guarded_by_availability(ref):
                 self.report(ref.outer, f"{spelled(ref)}: `torch.cpu` has no `is_bf16_supported`; call "
@@ -138,9 +137,7 @@ class CudaDeviceProperties(_CudaApiRule):
         return None
 
     def _properties(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self.report(ref.outer, f"{spelled(ref)}: no device-generic equivalent (`torch.cpu` has none; "
                                    f"on Neuron it is `{PROPERTIES}`): guard it with "
                                    "`if torch.cuda.is_available():` or migrate by hand")

@@ -23,7 +23,7 @@ PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its
 
 
 def index_note(ctx) -> str:  # type: ignore[no-untyped-def]
-    return INDEX_NOTE if _target.is_neuron(ctx) else PORTABLE_INDEX_NOTE
+    return INDEX_NOTE if _target.target(ctx) == _target.NEURON else PORTABLE_INDEX_NOTE
 GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
 OPTION_CALLS = frozenset({"add_argument", "option"})
 
@@ -111,7 +111,7 @@ class CudaDeviceString(Transform):
             return
         self._done.add(id(node))
         old = short(node)
-        if _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) == _target.NEURON:
             new: cst.BaseExpression = string_like(node, "neuron")
             imports: tuple = ()
         elif kind.drops_index and _target.target(self.ctx) == _target.ACCELERATOR:
@@ -275,7 +275,7 @@ class CudaDeviceString(Transform):
         if string_value(first.value) != "cuda":
             return  # torch.device("cuda:0", 1) is an error; leave it for the user
         self._done.add(id(first.value))
-        new_first, dev_imports = ((string_like(first.value, "neuron"), ()) if _target.is_neuron(self.ctx)
+        new_first, dev_imports = ((string_like(first.value, "neuron"), ()) if _target.target(self.ctx) == _target.NEURON
                                   else _target.device(self.ctx, first.value))
         args = [first.with_changes(value=new_first) if a is first else a
                 for a in node.args if a is not index]

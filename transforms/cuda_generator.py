@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import cuda_literal, make_string, string_value
@@ -63,7 +64,7 @@ class CudaGenerator(Transform):
     evidence = Evidence.SRC
     tokens = (b"cuda", b"Generator")
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example('import torch\ng = torch.Generator(device="cuda").manual_seed(0)\n',
                 'import torch\ng = torch.Generator(device="cpu").manual_seed(0)\n'),

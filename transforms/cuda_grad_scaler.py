@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._amp import AmpRule, CUDA_GRAD_SCALER, GRAD_SCALER, in_fallback_branch
 from neuronize.transforms._calls import argument, insert_args, keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
-from neuronize.transforms._literals import make_string, string_like, string_value
+from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import is_reference, last_name, qualified_expr
 from neuronize.transforms import _target
 
@@ -98,35 +98,30 @@ class CudaGradScaler(AmpRule):
                                   "`torch.amp.GradScaler`: left as is; migrate (or drop) the scaler of the `try` branch")
                 return
             func, imports = qualified_expr(self.ctx, "torch.amp.GradScaler")
-            new = insert_args(node.with_changes(func=func), 0, [cst.Arg(value=make_string("neuron"))])
-            self._fix(node, new, f'`torch.cuda.amp.GradScaler` -> `torch.amp.GradScaler("neuron")`: {WHY}',
-                      imports=imports + cuda_import_removals(self.ctx, node.func))
+            device, more = _target.device(self.ctx)
+            new = insert_args(node.with_changes(func=func), 0, [cst.Arg(value=device)])
+            self._fix(node, new, "`torch.cuda.amp.GradScaler` -> `torch.amp.GradScaler({device})`: {why}",
+                      imports=(*imports, *more, *cuda_import_removals(self.ctx, node.func)))
 
     def _device_call(self, node: cst.Call) -> None:
         device = argument(node, "device", 0)
         if device is None:
             if any(a.star for a in node.args):
                 return  # the device may be in *args / **kwargs
-            new = insert_args(node, 0, [cst.Arg(value=make_string("neuron"))])
-            self._fix(node, new, f'`GradScaler()` (device `"cuda"` by default) -> `GradScaler("neuron")`: {WHY}')
+            device, imports = _target.device(self.ctx)
+            new = insert_args(node, 0, [cst.Arg(value=device)])
+            self._fix(node, new, '`GradScaler()` (device `"cuda"` by default) -> `GradScaler({device})`: {why}',
+                      imports=imports)
             return
         if string_value(device.value) != "cuda":
             return
-        new = replace_value(node, device, string_like(device.value, "neuron"))
-        self._fix(node, new, f'`GradScaler("cuda")` -> `GradScaler("neuron")`: {WHY}')
+        value, imports = _target.device(self.ctx, device.value)
+        self._fix(node, replace_value(node, device, value), '`GradScaler("cuda")` -> `GradScaler({device})`: {why}',
+                  imports=imports)
 
-    def _fix(self, node: cst.Call, new: cst.CSTNode, message: str, imports: tuple = ()) -> None:
-        """The Neuron fix, or under another ``--target`` the same fix on that target's device."""
-        if not _target.is_neuron(self.ctx):
-            new, more = _target.retarget_literals(self.ctx, node, new, parens=False)
-            imports = (*imports, *more)
-            message = message.replace(WHY, WHY_PORTABLE).replace('"neuron"', _target.device_word(self.ctx)
-                                                                  if _target.target(self.ctx) == _target.CPU
-                                                                  else "<device>")
-            if _target.target(self.ctx) == _target.ACCELERATOR:
-                message = message.replace(": " + WHY_PORTABLE, f" (<device>: {_target.device_text(self.ctx)}): "
-                                          + WHY_PORTABLE, 1)
-        self.fix(node, new, message, imports=imports)
+    def _fix(self, node: cst.Call, new: cst.Call, template: str, imports: tuple = ()) -> None:
+        why = WHY if _target.target(self.ctx) == _target.NEURON else WHY_PORTABLE
+        self.fix(node, new, _target.say(self.ctx, template, why=why), imports=imports)
 
     # -- references that are not calls ----------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

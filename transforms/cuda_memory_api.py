@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -78,7 +79,7 @@ class CudaMemoryApi(_CudaApiRule):
     """
 
     id = "NRN113"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-memory-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
@@ -104,9 +105,7 @@ class CudaMemoryApi(_CudaApiRule):
             what = "`torch.cuda.OutOfMemoryError`" if ref.fn == "OutOfMemoryError" else spelled(ref)
             self.report(ref.outer, f"{what}: {UNMAPPED[ref.fn]}", evidence=Evidence.INF)
             return
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             name = MAPPED[ref.fn].split(".")[-1]
             if _target.target(self.ctx) == _target.ACCELERATOR and name in ACCELERATOR_MEMORY:
                 portable = f"torch.accelerator.{name}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -59,7 +60,7 @@ class CudaRngApi(_CudaApiRule):
     """
 
     id = "NRN112"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-rng-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
@@ -81,9 +82,7 @@ class CudaRngApi(_CudaApiRule):
         if ref.fn in UNMAPPED:
             self.report(ref.outer, f"{spelled(ref)} has no known TorchNeuron counterpart: {UNMAPPED[ref.fn]}")
             return
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self.portable(ref, "the CUDA generator exists only on CUDA (`torch.manual_seed` seeds the CPU "
                                "and every accelerator)")
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import (
     CudaRef,
@@ -55,7 +56,7 @@ class CudaSetDevice(_CudaApiRule):
     """
 
     id = "NRN116"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-set-device"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
@@ -86,9 +87,7 @@ class CudaSetDevice(_CudaApiRule):
         return self._torchrun
 
     def on_ref(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             if ref.fn == "device":
                 self.report(ref.outer, f"{spelled(ref)}: CUDA only; use `torch.accelerator.device_index(i)` "
                                        "on an accelerator, or remove it for the CPU")

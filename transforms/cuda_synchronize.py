@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -46,7 +47,7 @@ class CudaSynchronize(_CudaApiRule):
     """
 
     id = "NRN111"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-synchronize"
     safety = Safety.SAFE
     evidence = Evidence.DOC
@@ -69,9 +70,7 @@ class CudaSynchronize(_CudaApiRule):
         return TARGET
 
     def on_ref(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             # torch.accelerator.synchronize() raises without an accelerator: use the device module
             # (torch.cuda / torch.neuron, or torch.cpu on a CPU-only machine)
             portable = ("torch.cpu.synchronize" if _target.target(self.ctx) == _target.CPU

@@ -61,7 +61,7 @@ class CudnnFlag(CudaOnlySettings):
     read_attrs = frozenset({"benchmark", "deterministic", "enabled", "allow_tf32", "benchmark_limit"})
     contexts = {"torch.backends.cudnn.flags": "it sets cuDNN flags for the block"}
     modules = ("torch.backends.cudnn",)
-    why = "a cuDNN setting, meaningless on Neuron"
+    why = "a cuDNN setting, meaningless on {non_cuda}"
 
     def extra_note(self, qualified: str, node: cst.CSTNode) -> str:
         if qualified.endswith(".deterministic"):

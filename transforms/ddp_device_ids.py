@@ -83,7 +83,7 @@ class DdpDeviceIds(Transform):
         elif dist_function(qualified) == "barrier":
             ids = keyword(node, "device_ids")
             if ids is not None and not _is_none(ids.value):
-                if not _target.is_neuron(self.ctx):
+                if _target.target(self.ctx) != _target.NEURON:
                     self.fix(node, without_args(node, ids), "drops `device_ids=` from `dist.barrier`: an "
                              "NCCL-only argument (gloo rejects it); the barrier itself is kept")
                     return
@@ -104,7 +104,7 @@ class DdpDeviceIds(Transform):
         if not drop:
             return
         names = " and ".join(f"`{a.keyword.value}=`" for a in drop if a.keyword is not None)
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self.fix(node, without_args(node, *drop),
                      f"drops {names} from `DistributedDataParallel`: DDP then uses the module's device "
                      "(device ids are rejected for a CPU module; on CUDA the current device is used)")

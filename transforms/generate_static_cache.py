@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, with_keyword
 from neuronize.transforms._literals import make_string
@@ -72,7 +73,7 @@ class GenerateStaticCache(Transform):
     evidence = Evidence.DOC
     tokens = (b".generate(",)
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "from transformers import AutoModelForCausalLM\n"

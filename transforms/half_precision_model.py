@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._names import qualified_expr
 
@@ -45,7 +46,7 @@ class HalfPrecisionModel(Transform):
     evidence = Evidence.INF
     tokens = (b".half(",)
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("import torch\nmodel = Net().half()\n", "import torch\nmodel = Net().to(torch.bfloat16)\n"),
         Example("import torch as T\nx = x.half()\n", "import torch as T\nx = x.to(T.bfloat16)\n"),

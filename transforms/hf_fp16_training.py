@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, without_args
 from neuronize.transforms._hf import training_arguments_class
@@ -48,7 +49,7 @@ class HfFp16Training(Transform):
     evidence = Evidence.THIRD_PARTY
     tokens = (b"fp16",)
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._imports import removals_for
 from neuronize.transforms._messages import short
@@ -52,7 +53,7 @@ class InductorConfig(Transform):
     tokens = (b"_inductor",)
     #: ``--target cpu`` / ``accelerator`` keep the settings (Inductor compiles there; the Neuron
     #: backend ignores them): nothing is reported
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\nmodel = build()\n",

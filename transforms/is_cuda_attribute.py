@@ -17,6 +17,7 @@ from neuronize.transforms._cuda_runtime import (
     scan,
 )
 from neuronize.transforms._messages import short
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 # Parents under which a comparison needs no parentheses (it binds tighter than these).
@@ -61,6 +62,14 @@ class _AssignedIsCuda(cst.CSTVisitor):
             self.receivers.update(("self", "cls"))
 
 
+#: why the device test replaces `.is_cuda`, per target
+REASON = {
+    _target.NEURON: "a Neuron tensor is not a CUDA tensor",
+    _target.CPU: "a CPU tensor is not a CUDA tensor",
+    _target.ACCELERATOR: "true for a tensor on whichever device runs the code (CUDA, Neuron or the CPU)",
+}
+
+
 class IsCudaAttribute(Transform):
     """Finds `x.is_cuda` checks, which are always False on a Neuron tensor.
 
@@ -102,7 +111,7 @@ class IsCudaAttribute(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b"is_cuda",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("assert x.is_cuda\n", 'assert x.device.type == "neuron"\n'),
         Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type == "neuron") == expected\n'),
@@ -123,19 +132,6 @@ class IsCudaAttribute(Transform):
                 self.ctx.module.visit(scan)
                 self._user_receivers = scan.receivers
         return name in self._user_receivers
-
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: "is on the target device" (``x.device.type == "cpu"``
-        or the accelerator's type with its CPU fallback), as ``"neuron"`` is on Neuron."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            message = message.replace('"neuron"`: a Neuron tensor is not a CUDA tensor',
-                                      f'<device>` (<device>: {_target.device_text(self.ctx)}): a tensor on the '
-                                      "target device is not a CUDA tensor")
-        super().fix(node, replacement, message, **kwargs)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "is_cuda":
@@ -159,10 +155,11 @@ class IsCudaAttribute(Transform):
                               "False on Neuron keeps that path off; if the path is device-agnostic, "
                               'use `x.device.type == "neuron"` by hand')
             return
+        device, imports = _target.device(self.ctx, parens=True)
         comparison = cst.Comparison(
             left=cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")),
                                attr=cst.Name("type")),
-            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=cst.SimpleString('"neuron"'))],
+            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=device)],
         )
         if node.lpar:
             comparison = comparison.with_changes(lpar=node.lpar, rpar=node.rpar)
@@ -170,9 +167,9 @@ class IsCudaAttribute(Transform):
                 isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
             comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         code = short(node)
-        self.fix(node, comparison,
-                 f'`{code}` -> `{short(node.value)}.device.type == "neuron"`: '
-                 "a Neuron tensor is not a CUDA tensor")
+        self.fix(node, comparison, _target.say(
+                 self.ctx, "`{code}` -> `{value}.device.type == {device}`: {reason}", code=code,
+                 value=short(node.value), reason=REASON[_target.target(self.ctx)]), imports=imports)
 
     def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
         """What the check switches on, when it is a test (``if``, conditional expression, a stored

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+from neuronize.transforms._calls import new_keyword
 from neuronize.transforms._imports import removal_of
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import qualified_expr
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 DTYPES = {
@@ -78,7 +80,7 @@ class LegacyCudaTensorType(Transform):
     safety = Safety.UNSAFE
     evidence = Evidence.INF
     tokens = (b"cuda",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("import torch\nbuf = torch.cuda.FloatTensor(4, 16)\n",
                 'import torch\nbuf = torch.empty(4, 16, dtype=torch.float32, device="neuron")\n'),
@@ -91,16 +93,6 @@ class LegacyCudaTensorType(Transform):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in DTYPES:
             self._reference(node)
-
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: the same tensor on the target's device."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            message = message.replace('"neuron"', "<device>") + f" (<device>: {_target.device_text(self.ctx)})"
-        super().fix(node, replacement, message, **kwargs)
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
@@ -159,22 +151,20 @@ class LegacyCudaTensorType(Transform):
             return
         func, imports = qualified_expr(self.ctx, f"torch.{factory}")
         dtype_expr, more = qualified_expr(self.ctx, f"torch.{dtype}")
+        device, on = _target.device(self.ctx)
         last = args[-1]
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         new_args = [*args[:-1], last.with_changes(comma=comma),
-                    cst.Arg(keyword=cst.Name("dtype"), value=dtype_expr,
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                            comma=comma),
-                    cst.Arg(keyword=cst.Name("device"), value=cst.SimpleString('"neuron"'),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                            comma=last.comma)]
+                    new_keyword("dtype", dtype_expr).with_changes(comma=comma),
+                    new_keyword("device", device).with_changes(comma=last.comma)]
         replacement = call.with_changes(func=func, args=new_args)
         if isinstance(call.func, cst.Name):  # `from torch.cuda import FloatTensor`: drop it once unused
             removal = removal_of(self.ctx, call.func.value, top_level=True)
             imports = imports + ((removal,) if removal is not None else ())
-        self.fix(call, replacement,
-                 f'`{code}(...)` -> `torch.{factory}(..., dtype=torch.{dtype}, device="neuron")`: '
-                 "no legacy tensor types on Neuron", imports=imports + more)
+        self.fix(call, replacement, _target.say(
+                 self.ctx, "`{code}(...)` -> `torch.{factory}(..., dtype=torch.{dtype}, device={device})`: "
+                 "no legacy tensor types on Neuron", code=code, factory=factory, dtype=dtype),
+                 imports=(*imports, *more, *on))
 
     def _cast(self, node: cst.BaseExpression, dtype: str, cls: str) -> bool:
         """``x.type(<type>)``: a cast to the dtype and a move to the device."""
@@ -190,15 +180,14 @@ class LegacyCudaTensorType(Transform):
         if self.ctx.qualify(func) is not None:
             return False
         dtype_expr, imports = qualified_expr(self.ctx, f"torch.{dtype}")
+        device, on = _target.device(self.ctx)
         replacement = call.with_changes(
             func=func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(value=cst.SimpleString('"neuron"'),
-                          comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                  cst.Arg(keyword=cst.Name("dtype"), value=dtype_expr,
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
-        self.fix(call, replacement,
-                 f'`.type(torch.cuda.{cls})` -> `.to("neuron", dtype=torch.{dtype})`: '
-                 "no legacy tensor types on Neuron", imports=imports)
+            args=[cst.Arg(value=device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                  new_keyword("dtype", dtype_expr)])
+        self.fix(call, replacement, _target.say(
+                 self.ctx, "`.type(torch.cuda.{cls})` -> `.to({device}, dtype=torch.{dtype})`: "
+                 "no legacy tensor types on Neuron", cls=cls, dtype=dtype), imports=(*imports, *on))
         return True
 
     # -- the type named in a string ----------------------------------------------------------

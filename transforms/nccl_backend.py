@@ -10,7 +10,7 @@ from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transf
 from neuronize.transforms import _target
 from neuronize.transforms._calls import argument, insert_after, keyword
 from neuronize.transforms._distributed import dist_function, nccl_backend, request_torch_neuronx
-from neuronize.transforms._literals import make_string, string_like, string_value
+from neuronize.transforms._literals import make_string, string_value
 
 _Scope = cst.CSTNode  # a FunctionDef, a ClassDef or the Module
 _ENV_GETTERS = ("os.environ.get", "os.getenv", "os.environ.setdefault")
@@ -30,6 +30,15 @@ class _Pending:
 
     expr: cst.BaseExpression
     scope: _Scope
+
+
+#: what the backend written is, per target
+BACKEND_WHY = {
+    _target.NEURON: "the Neuron process-group backend",
+    _target.CPU: "the CPU process-group backend",
+    _target.ACCELERATOR: "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)",
+}
+MIXED_WHY = "the documented Neuron backend; collectives on CPU tensors no longer go through gloo, review them"
 
 
 class NcclBackend(Transform):
@@ -72,7 +81,7 @@ class NcclBackend(Transform):
     """
 
     id = "NRN401"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "nccl-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
@@ -245,26 +254,14 @@ class NcclBackend(Transform):
         for lit in literals:
             value = string_value(lit)
             mixed = value is not None and nccl_backend(value) == "mixed"
-            if mixed:
-                msg = (f'backend `"{value}"` -> `"neuron"`: the documented Neuron backend; collectives '
-                       "on CPU tensors no longer go through gloo, review them")
-                safety = Safety.UNSAFE
-            elif value is None:
-                msg = '`dist.Backend.NCCL` -> `"neuron"`: the Neuron process-group backend'
-                safety = Safety.SAFE
-            else:
-                msg = f'backend `"{value}"` -> `"neuron"`: the Neuron process-group backend'
-                safety = Safety.SAFE
+            safety = Safety.UNSAFE if mixed else Safety.SAFE
             safeties.append(safety)
-            replacement = string_like(lit, "neuron")
-            more: tuple[ImportRequest, ...] = ()
-            if not _target.is_neuron(self.ctx):
-                replacement, more = _target.process_group_backend(self.ctx, lit)
-                msg = (f"backend `{cst.Module([]).code_for_node(lit)}` -> {_target.backend_text(self.ctx)}: "
-                       + ("the CPU process-group backend" if _target.target(self.ctx) == _target.CPU
-                          else "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)"))
-                safety = Safety.UNSAFE if mixed else Safety.SAFE
-                safeties[-1] = safety
+            replacement, more = _target.process_group_backend(self.ctx, lit)
+            why = BACKEND_WHY[_target.target(self.ctx)]
+            if mixed and _target.target(self.ctx) == _target.NEURON:
+                why = MIXED_WHY
+            old = f'backend `"{value}"`' if value is not None else "`dist.Backend.NCCL`"
+            msg = _target.say(self.ctx, "{old} -> {backend}: {why}", old=old, why=why)
             plans.append((lit, replacement, msg, safety, more))
         imports: tuple[ImportRequest, ...] = ()
         if plans:
@@ -272,7 +269,7 @@ class NcclBackend(Transform):
         for lit, replacement, msg, safety, more in plans:
             self.fix(lit, replacement, msg, safety=safety, imports=(*imports, *more))
         seen_choices: set[int] = set()
-        for seq, index in self._choices if _target.is_neuron(self.ctx) else ():
+        for seq, index in self._choices if _target.target(self.ctx) == _target.NEURON else ():
             if id(seq) in seen_choices:
                 continue
             seen_choices.add(id(seq))
@@ -281,7 +278,7 @@ class NcclBackend(Transform):
             replacement = seq.with_changes(elements=insert_after(seq.elements, index, new))  # type: ignore[attr-defined]
             self.fix(seq, replacement, 'adds `"neuron"` to the backend option\'s `choices`')
         for node, replacement, msg, safety, evidence in self._others:
-            if not _target.is_neuron(self.ctx):
+            if _target.target(self.ctx) != _target.NEURON:
                 self.report(node, "device-to-backend table: the `\"cuda\"` entry stays for GPU runs; "
                             "`dist.get_default_backend_for_device(device)` gives the backend of any device",
                             evidence=evidence)
