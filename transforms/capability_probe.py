@@ -46,14 +46,17 @@ class CapabilityProbe(Transform):
         Report only: which branch is right on Neuron depends on what it guards.
 
     Evidence:
-        3P: reference D13 (no `get_device_capability` equivalent); INF: F19 (predicates that
-        select CUDA-only paths must not be rewritten blindly).
+        3P: no `get_device_capability` equivalent; INF: predicates that select CUDA-only paths must
+        not be rewritten blindly.
     """
 
     id = "NRN910"
     name = "capability-probe"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
+    section = "unsupported"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"get_device_capability", b"get_device_properties")
     examples = (
         Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),

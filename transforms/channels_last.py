@@ -36,13 +36,16 @@ class ChannelsLast(Transform):
         Report only: the reference marks this 3P, so nothing is removed silently.
 
     Evidence:
-        3P: reference F10 (pre-beta migration report).
+        3P: pre-beta migration report.
     """
 
     id = "NRN908"
     name = "channels-last"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
+    section = "unsupported"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"channels_last",)
     examples = (
         Example("import torch\nmodel = model.to(memory_format=torch.channels_last)\n", None),

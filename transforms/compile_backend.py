@@ -86,15 +86,22 @@ class CompileBackend(Transform):
         on another kind of object would be a false match).
 
     Evidence:
-        DOC: reference C1 (backend), C2 (mode), C3 (`dynamic=False`), C5 (options; `model_name` is
-        3P), §3.1 (insert `backend="neuron"`, `dynamic=False`, `fullgraph=True` recommended);
-        INF: C9 (`model.compile`).
+        DOC: the TorchNeuron compile reference and guide (the `"neuron"` backend; only the default
+        `mode`; `dynamic=False`; the `options` keys it reads, `model_name` being 3P;
+        `fullgraph=True` recommended). INF: that `model.compile` forwards its arguments.
     """
 
     id = "NRN301"
     name = "compile-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html",
+    )
     tokens = (b"torch.compile", b".compile(", b"_dynamo")
     targets = _target.ALL
     examples = (

@@ -53,14 +53,20 @@ class CompileDynamicShapes(Transform):
         time dominates. Removing `mark_dynamic` rests on an inference (INF).
 
     Evidence:
-        DOC: reference C3 (`dynamic=True` rejected), F5, §3.1 (`dynamic=False` or omit), §3.2;
-        INF: C8 (`mark_dynamic` calls), §3.2 (Dynamo config settings).
+        DOC: the compile reference and guide (`dynamic=True` is rejected; use `dynamic=False` or
+        omit it; every new shape compiles a new graph). INF: `mark_dynamic` calls and the Dynamo
+        config settings.
     """
 
     id = "NRN302"
     name = "compile-dynamic-shapes"
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+    )
     tokens = (b"dynamic=", b"dynamic =", b"mark_dynamic", b"mark_unbacked", b"automatic_dynamic", b"assume_static_by_default")
     #: the same edit on every `--target` (it names no device)
     targets = _target.ALL

@@ -67,9 +67,9 @@ class CudaAutocast(AmpRule):
         note that fp16 is not the documented Neuron path.
 
     Evidence:
-        DOC: reference A1 (`torch.autocast(device_type="neuron")`, TorchNeuron index page).
-        SRC/INF: reference A2 (the Neuron autocast tests expect float16 under a bare
-        `torch.autocast("neuron")`; bf16 is the Neuron-preferred type), open question 3.
+        DOC: `torch.autocast(device_type="neuron")`, TorchNeuron index page. SRC/INF: the Neuron
+        autocast tests expect float16 under a bare `torch.autocast("neuron")`; bf16 is the
+        Neuron-preferred type.
     """
 
     id = "NRN201"
@@ -77,6 +77,11 @@ class CudaAutocast(AmpRule):
     name = "cuda-autocast"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "precision"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (b"autocast",)
     examples = (
         Example(

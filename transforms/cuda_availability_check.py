@@ -74,8 +74,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
         `torchrun` with the `neuron` process group each process sees exactly one.
 
     Evidence:
-        DOC: reference D6 and D7 (`torch.accelerator` code needs no change on Neuron). SRC: D10,
-        D11 (what the count and index mean). INF: F19 (which guarded code is device-agnostic).
+        DOC: `torch.accelerator` code needs no change on Neuron. SRC: what the count and index mean.
+        INF: which guarded code is device-agnostic.
     """
 
     id = "NRN110"
@@ -83,6 +83,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
     name = "cuda-availability-check"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "review"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(_TARGETS)
     examples = (

@@ -39,13 +39,16 @@ class CudaBackendFlag(CudaOnlySettings):
         Unsafe: that no Neuron path reads them is an inference.
 
     Evidence:
-        INF: reference B2 (settings), B3 (`set_float32_matmul_precision`, INF/3P).
+        INF: the CUDA backend settings have no Neuron reader; `set_float32_matmul_precision` is
+        INF/3P.
     """
 
     id = "NRN351"
     name = "cuda-backend-flag"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "compile"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",)
     tokens = (b"backends", b"set_float32_matmul_precision")
     examples = (
         Example(

@@ -63,13 +63,15 @@ class CudaCustomFwd(AmpRule):
         the documentation.
 
     Evidence:
-        SRC: reference A3 (torch-neuronx autocast tests).
+        SRC: torch-neuronx autocast tests.
     """
 
     id = "NRN203"
     name = "cuda-custom-fwd"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "precision"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"custom_fwd", b"custom_bwd")
     targets = _target.ALL
     examples = (

@@ -49,14 +49,21 @@ class CudaDeviceComparison(Transform):
         device setting is migrated by NRN101) and that nothing downstream needs `"cuda"`.
 
     Evidence:
-        INF: follows from the device name `"neuron"` (DOC: reference D1, D2) and from what the
-        guarded code does on another device; reference "Where context decides".
+        INF: follows from the device name `"neuron"` (DOC: the TorchNeuron index page) and from what
+        the guarded code does on another device.
     """
 
     id = "NRN103"
     name = "cuda-device-comparison"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "review"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+    )
     tokens = (b"cuda",)
     targets = _target.ALL
     examples = (

@@ -47,8 +47,8 @@ class CudaDeviceMesh(Transform):
         Safe: the device type is the only change.
 
     Evidence:
-        DOC: reference P2 (about-torchtitan-neuron; the exact call spelling is also widespread in
-        third-party code).
+        DOC: about-torchtitan-neuron; the exact call spelling is also widespread in third-party
+        code.
     """
 
     id = "NRN402"
@@ -56,6 +56,11 @@ class CudaDeviceMesh(Transform):
     name = "cuda-device-mesh"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "distributed"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/training/torchtitan/about-torchtitan-neuron.html",
+    )
     tokens = (b"device_mesh", b"DeviceMesh")
     examples = (
         Example(

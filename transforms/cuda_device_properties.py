@@ -48,13 +48,16 @@ class CudaDeviceProperties(_CudaApiRule):
         from Hugging Face's code, not from AWS documentation.
 
     Evidence:
-        SRC: reference D12. 3P: D13 (no capability), D14 (`is_bf16_supported`).
+        SRC: the torch-neuronx device module. 3P: no capability equivalent; `is_bf16_supported`.
     """
 
     id = "NRN115"
     name = "cuda-device-properties"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"cuda",)
     #: cpu / accelerator: `is_bf16_supported` behind an availability check is rewritten, the
     #: rest is reported (`torch.cpu` has no device properties)

@@ -78,14 +78,21 @@ class CudaDeviceString(Transform):
 
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
-        detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`)
-        (reference D1, D2, D3, D6, D7). The index policy is INF (reference D2, D8).
+        detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`).
+        The index policy is INF.
     """
 
     id = "NRN101"
     name = "cuda-device-string"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
     tokens = (b"cuda",)
     targets = _target.ALL
     examples = (

@@ -76,14 +76,21 @@ class CudaEnvVar(Transform):
         chip), and under torchrun the `"neuron"` process group sets the variable per rank.
 
     Evidence:
-        DOC: reference D16 (`NEURON_RT_VISIBLE_CORES`) and P7 (no NCCL mapping; EFA); INF: §3.4
-        (`NEURON_LAUNCH_BLOCKING`) and M3 (no `PYTORCH_CUDA_ALLOC_CONF` analogue).
+        DOC: `NEURON_RT_VISIBLE_CORES` and no NCCL mapping; EFA; INF: `NEURON_LAUNCH_BLOCKING` and
+        no `PYTORCH_CUDA_ALLOC_CONF` analogue.
     """
 
     id = "NRN911"
     name = "cuda-env-var"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "unsupported"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/api/nrt-env-var-reference.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html",
+    )
     tokens = (b"CUDA_", b"NCCL_", b"CUBLAS_", b"NVIDIA_VISIBLE_DEVICES")
     examples = (
         Example('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', None),

@@ -66,13 +66,20 @@ class CudaExtension(Transform):
         Report only: a kernel port cannot be done mechanically.
 
     Evidence:
-        DOC: reference F1 (custom CUDA extensions; NKI registration with `torch_neuronx.nki_op`).
+        DOC: custom CUDA extensions; NKI registration with `torch_neuronx.nki_op`.
     """
 
     id = "NRN901"
     name = "cuda-extension"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "kernels"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+    )
     tokens = (b"cpp_extension", b".cu\"", b".cu'", b".cuh\"", b".cuh'", b"CUDAExtension")
     examples = (
         Example(

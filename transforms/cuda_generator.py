@@ -55,13 +55,18 @@ class CudaGenerator(Transform):
 
     Evidence:
         SRC/3P: RNG tests of the pre-release torch-neuronx drop (xfail note), a third-party
-        migration report and diffusers PR #13289 (reference R3).
+        migration report and diffusers PR #13289.
     """
 
     id = "NRN106"
     name = "cuda-generator"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://github.com/huggingface/diffusers/pull/13289",
+    )
     tokens = (b"cuda", b"Generator")
     #: the same edit on every `--target` (it names no device)
     targets = _target.ALL

@@ -58,14 +58,16 @@ class CudaGradScaler(AmpRule):
         the training loop, which only a person should do.
 
     Evidence:
-        INF: reference A4 and F16 (no Neuron GradScaler documented; bf16 needs no loss scaling is
-        standard PyTorch practice), open question 4.
+        INF: no Neuron GradScaler documented; bf16 needs no loss scaling is standard PyTorch
+        practice.
     """
 
     id = "NRN202"
     name = "cuda-grad-scaler"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "precision"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"GradScaler",)
     targets = _target.ALL
     examples = (

@@ -74,8 +74,8 @@ class CudaMemoryApi(_CudaApiRule):
         drop; the keys of `memory_stats()` may differ from CUDA's.
 
     Evidence:
-        DOC + SRC: reference M1 (memory-profiling guide, `torch_neuronx` import list); SRC: M2.
-        M3, M4: no source found (reported).
+        DOC + SRC: the memory-profiling guide and the `torch_neuronx` import list. No source found
+        for the rest (reported).
     """
 
     id = "NRN113"
@@ -83,6 +83,8 @@ class CudaMemoryApi(_CudaApiRule):
     name = "cuda-memory-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html",)
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (

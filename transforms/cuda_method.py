@@ -44,13 +44,19 @@ class CudaMethod(Transform):
 
     Evidence:
         DOC: the TorchNeuron index page ("change `.to('cuda')` to `.to('neuron')`"); the index
-        policy is INF (reference D2, D4, D8).
+        policy is INF.
     """
 
     id = "NRN102"
     name = "cuda-method"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+    )
     tokens = (b".cuda(",)
     targets = _target.ALL
     examples = (

@@ -79,14 +79,21 @@ class CudaOnlyLibrary(Transform):
         Report only: choosing a replacement changes numerics, memory use or the API.
 
     Evidence:
-        INF/3P: reference F3 (CUDA-only libraries; SDPA lowering to an NKI flash-attention kernel
-        is 3P); DOC: F14 (GPU introspection tools); DOC-old: F6 (TorchAO).
+        INF/3P: CUDA-only libraries; SDPA lowering to an NKI flash-attention kernel is 3P; DOC: GPU
+        introspection tools; DOC-old: TorchAO.
     """
 
     id = "NRN903"
     name = "cuda-only-library"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "libraries"
+    effort = "medium"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (
         b"flash_attn", b"xformers", b"flashinfer", b"apex", b"bitsandbytes", b"deepspeed",
         b"transformer_engine", b"liger_kernel", b"mamba_ssm", b"causal_conv1d", b"nvml",

@@ -56,7 +56,7 @@ class CudaRngApi(_CudaApiRule):
         runs started on Neuron). Dictionary keys such as `"cuda_rng"` are left as they are.
 
     Evidence:
-        SRC: reference R1 and R2 (torch-neuronx RNG tests).
+        SRC: torch-neuronx RNG tests.
     """
 
     id = "NRN112"
@@ -64,6 +64,8 @@ class CudaRngApi(_CudaApiRule):
     name = "cuda-rng-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (

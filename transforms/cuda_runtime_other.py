@@ -52,14 +52,16 @@ class CudaRuntimeOther(Transform):
         code does with it.
 
     Evidence:
-        INF: no TorchNeuron source or document mentions these functions. DOC: reference F14
-        (monitoring tools).
+        INF: no TorchNeuron source or document mentions these functions. DOC: monitoring tools.
     """
 
     id = "NRN119"
     name = "cuda-runtime-other"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "device"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/troubleshooting.html",)
     tokens = (b"cuda",)
     examples = (
         Example("import torch\nprint(torch.cuda.utilization())\n", None),

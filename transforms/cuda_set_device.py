@@ -51,8 +51,8 @@ class CudaSetDevice(_CudaApiRule):
         known from source, not documentation.
 
     Evidence:
-        SRC: reference D8, P4 (torch-neuronx distributed process group), D9 (`set_device`,
-        `device` in `torch_neuronx/__init__.py`).
+        SRC: torch-neuronx distributed process group, `set_device`, `device` in
+        `torch_neuronx/__init__.py`.
     """
 
     id = "NRN116"
@@ -60,6 +60,8 @@ class CudaSetDevice(_CudaApiRule):
     name = "cuda-set-device"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"cuda",)
     FUNCTIONS = frozenset({"set_device", "device"})
     examples = (

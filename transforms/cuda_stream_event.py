@@ -50,14 +50,15 @@ class CudaStreamEvent(_CudaApiRule):
         runs, but may not overlap as it did on CUDA.
 
     Evidence:
-        SRC: reference S2, S3 (torch-neuronx stream and event tests; streams are mentioned in
-        the distributed guide).
+        SRC: torch-neuronx stream and event tests; streams are mentioned in the distributed guide.
     """
 
     id = "NRN114"
     name = "cuda-stream-event"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"cuda",)
     targets = _target.ALL
     FUNCTIONS = frozenset(FUNCTIONS)

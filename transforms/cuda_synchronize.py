@@ -42,8 +42,8 @@ class CudaSynchronize(_CudaApiRule):
         to the device-placement rules.
 
     Evidence:
-        DOC: reference S1 (the memory-profiling guide's `torch.neuron.synchronize()`) and D6
-        (`torch.accelerator.synchronize()` works unchanged on Neuron).
+        DOC: the memory-profiling guide's `torch.neuron.synchronize()` and
+        `torch.accelerator.synchronize()` works unchanged on Neuron.
     """
 
     id = "NRN111"
@@ -51,6 +51,13 @@ class CudaSynchronize(_CudaApiRule):
     name = "cuda-synchronize"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
     tokens = (b"cuda",)
     FUNCTIONS = frozenset({"synchronize"})
     examples = (

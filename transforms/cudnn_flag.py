@@ -34,16 +34,21 @@ class CudnnFlag(CudaOnlySettings):
     Fix safety:
         Unsafe: that no Neuron path reads them is an inference. A deleted `deterministic = True`
         does not carry its intent over: use `torch.use_deterministic_algorithms(True)`, which
-        TorchNeuron honours (reference B4).
+        TorchNeuron honours (best-practices guide).
 
     Evidence:
-        INF: reference B1.
+        INF: cuDNN is NVIDIA's library; no Neuron code path reads these flags.
     """
 
     id = "NRN350"
     name = "cudnn-flag"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/best-practices-pytorch-neuron.html",
+    )
     tokens = (b"cudnn",)
     examples = (
         Example(

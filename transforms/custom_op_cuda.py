@@ -54,14 +54,21 @@ class CustomOpCuda(Transform):
         Report only: the kernel behind the registration must be ported by hand.
 
     Evidence:
-        DOC: reference F1 (`torch.ops` backed by CUDA kernels; NKI registration); real-world
-        patterns (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel).
+        DOC: `torch.ops` backed by CUDA kernels; NKI registration; real-world patterns
+        (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel).
     """
 
     id = "NRN904"
     name = "custom-op-cuda"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "kernels"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+    )
     tokens = (b"custom_op", b"register_kernel", b".impl(", b"library")
     examples = (
         Example(

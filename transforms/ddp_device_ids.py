@@ -48,7 +48,7 @@ class DdpDeviceIds(Transform):
         the arguments is an inference (`device_ids=[0]` would be the alternative).
 
     Evidence:
-        INF: reference P3 and P5 (one device per process, SRC-DIST).
+        INF: one device per process (the torch-neuronx process group).
     """
 
     id = "NRN403"
@@ -56,6 +56,8 @@ class DdpDeviceIds(Transform):
     name = "ddp-device-ids"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "distributed"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-torch-distributed.html",)
     tokens = (b"device_ids", b"output_device")
     examples = (
         Example(

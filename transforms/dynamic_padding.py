@@ -44,13 +44,17 @@ class DynamicPadding(Transform):
         few buckets, with `pad_to_multiple_of=`) depends on the data.
 
     Evidence:
-        DOC: reference H6 and §3.2 (every new shape recompiles; padding is INF/3P practice).
+        DOC: every new shape recompiles (compile reference); padding to fixed lengths is INF/3P
+        practice.
     """
 
     id = "NRN305"
     name = "dynamic-padding"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "compile"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",)
     tokens = (b"padding=True", b"padding = True", b"longest", b"WithPadding")
     examples = (
         Example(

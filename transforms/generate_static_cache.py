@@ -63,14 +63,18 @@ class GenerateStaticCache(Transform):
         architectures do not support it.
 
     Evidence:
-        DOC: reference H4 and §3.3 (Hugging Face tutorial); 3P: auto-compile on Neuron
-        (transformers PR #44757).
+        DOC: Hugging Face tutorial; 3P: auto-compile on Neuron (transformers PR #44757).
     """
 
     id = "NRN304"
     name = "generate-static-cache"
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
+        "https://github.com/huggingface/transformers/pull/44757",
+    )
     tokens = (b".generate(",)
     #: the same edit on every `--target` (it names no device)
     targets = _target.ALL

@@ -37,13 +37,15 @@ class HalfPrecisionModel(Transform):
         buffers, fp16 checkpoints, a `GradScaler`) must follow; review the whole precision path.
 
     Evidence:
-        INF: reference A6 (Neuron examples are bf16; third-party examples).
+        INF: Neuron examples are bf16; third-party examples.
     """
 
     id = "NRN205"
     name = "half-precision-model"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "precision"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b".half(",)
     #: the same edit on every `--target` (it names no device)
     targets = _target.ALL

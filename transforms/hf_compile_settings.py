@@ -41,13 +41,20 @@ class HfCompileSettings(Transform):
         AWS documentation.
 
     Evidence:
-        3P: reference H2 (accelerate PR #4097); C1/C2 for the backend and mode (DOC).
+        3P: accelerate PR #4097. DOC: the compile reference for the backend and the mode.
     """
 
     id = "NRN502"
     name = "hf-compile-settings"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
+    section = "hf"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://github.com/huggingface/accelerate/pull/4097",
+    )
     tokens = (b"torch_compile",)
     targets = _target.ALL
     examples = (

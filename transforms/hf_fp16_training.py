@@ -40,13 +40,18 @@ class HfFp16Training(Transform):
         differ slightly; the Neuron side rests on a Hugging Face pull request, not AWS documentation.
 
     Evidence:
-        3P: reference H1 (huggingface/trl PR #5125), F16 (INF: no Neuron fp16 loss scaling).
+        3P: huggingface/trl PR #5125, INF: no Neuron fp16 loss scaling.
     """
 
     id = "NRN501"
     name = "hf-fp16-training"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
+    section = "hf"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
+        "https://github.com/huggingface/trl/pull/5125",
+    )
     tokens = (b"fp16",)
     #: the same edit on every `--target` (it names no device)
     targets = _target.ALL

@@ -43,13 +43,18 @@ class InductorConfig(Transform):
         call no longer runs).
 
     Evidence:
-        DOC: reference C6 (the Neuron backend does not use TorchInductor).
+        DOC: the Neuron backend does not use TorchInductor.
     """
 
     id = "NRN303"
     name = "inductor-config"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/about-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (b"_inductor",)
     #: ``--target cpu`` / ``accelerator`` keep the settings (Inductor compiles there; the Neuron
     #: backend ignores them): nothing is reported
@@ -72,7 +77,7 @@ class InductorConfig(Transform):
         self._assign(node)
 
     def _neuron(self) -> bool:
-        return self.ctx.options.target == "neuron"
+        return _target.target(self.ctx) == _target.NEURON
 
     def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
         if not self._neuron():

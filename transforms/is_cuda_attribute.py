@@ -103,13 +103,16 @@ class IsCudaAttribute(Transform):
         documented.
 
     Evidence:
-        INF: the Neuron device is a PrivateUse1 backend named "neuron" (reference D5).
+        INF: the Neuron device is a PrivateUse1 backend named "neuron".
     """
 
     id = "NRN104"
     name = "is-cuda-attribute"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "review"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"is_cuda",)
     targets = _target.ALL
     examples = (

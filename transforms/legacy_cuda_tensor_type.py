@@ -71,14 +71,19 @@ class LegacyCudaTensorType(Transform):
         as with the legacy constructor.
 
     Evidence:
-        INF: upstream PyTorch defines the typed constructors only for CPU and CUDA; the device
-        name is DOC (reference D1, D3).
+        INF: upstream PyTorch defines the typed constructors only for CPU and CUDA; the device name
+        is DOC.
     """
 
     id = "NRN105"
     name = "legacy-cuda-tensor-type"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+    )
     tokens = (b"cuda",)
     targets = _target.ALL
     examples = (

@@ -76,8 +76,8 @@ class NcclBackend(Transform):
         (the table's other uses are unknown).
 
     Evidence:
-        DOC: reference P1 and section 4 (backend name), 0.3 (`import torch_neuronx`);
-        INF for the table entry and the reports on comparisons and `is_nccl_available()`.
+        DOC: the distributed guide (the `"neuron"` backend; `import torch_neuronx`). INF for the
+        table entry and the reports on comparisons and `is_nccl_available()`.
     """
 
     id = "NRN401"
@@ -85,6 +85,8 @@ class NcclBackend(Transform):
     name = "nccl-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "distributed"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"nccl", b"NCCL", b"init_process_group")
     examples = (
         Example(

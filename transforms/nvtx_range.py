@@ -39,13 +39,16 @@ class NvtxRange(CudaOnlySettings):
         matter to a profiler, so the program's results do not change.
 
     Evidence:
-        3P: reference S4 (a platform layer logs them as no-ops); S5 for the profiler alternative.
+        3P: a platform layer logs them as no-ops. DOC: the Neuron Explorer profiling guide for the
+        profiler alternative.
     """
 
     id = "NRN353"
     name = "nvtx-range"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
+    section = "compile"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/how-to-profile-pytorch.html",)
     tokens = (b"nvtx", b"cuda")
     examples = (
         Example(

@@ -110,13 +110,16 @@ class RuntimeBeforeProcessGroup(Transform):
         Report only: moving statements can change what the code means.
 
     Evidence:
-        SRC: reference 3.5.1 and P4 (the process-group setup of a pre-release torch-neuronx drop).
+        SRC: the process-group setup of a pre-release torch-neuronx drop.
     """
 
     id = "NRN404"
     name = "runtime-before-process-group"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.SRC
+    section = "distributed"
+    effort = "medium"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"init_process_group",)
     examples = (
         Example(

@@ -35,13 +35,15 @@ class SdpaKernelContext(CudaOnlySettings):
         the math kernel for exactness (double backward, tests) should be checked.
 
     Evidence:
-        INF: reference B2.
+        INF: on Neuron, SDPA lowers to a Neuron kernel whatever the CUDA backend context says.
     """
 
     id = "NRN352"
     name = "sdpa-kernel-context"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "compile"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",)
     tokens = (b"sdpa_kernel", b"sdp_kernel")
     examples = (
         Example(

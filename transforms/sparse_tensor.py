@@ -55,13 +55,16 @@ class SparseTensor(Transform):
         Report only: densifying changes memory use and may change the algorithm.
 
     Evidence:
-        INF: reference F13 (sparse tensors: nothing found in any source; open question 8).
+        INF: sparse tensors: nothing found in any source.
     """
 
     id = "NRN906"
     name = "sparse-tensor"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "unsupported"
+    effort = "high"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"sparse",)
     examples = (
         Example("import torch\nadj = torch.sparse_coo_tensor(idx, val, (n, n))\n", None),

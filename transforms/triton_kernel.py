@@ -50,7 +50,7 @@ class TritonKernel(Transform):
         Report only: a kernel port cannot be done mechanically.
 
     Evidence:
-        DOC-old: reference F2 (no Triton backend; NKI is the analogue); DOC: F1 for the
+        DOC-old: no Triton backend; NKI is the analogue. DOC: the NKI guide for the
         `torch_neuronx.nki_op` registration path.
     """
 
@@ -58,6 +58,13 @@ class TritonKernel(Transform):
     name = "triton-kernel"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC_OLD
+    section = "kernels"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+    )
     tokens = (b"triton",)
     examples = (
         Example("import triton\n\n@triton.jit\ndef k(x_ptr):\n    pass\n", None),

@@ -72,14 +72,20 @@ class XlaEraCode(Transform):
         (or an explicit `all_reduce`) does natively.
 
     Evidence:
-        DOC: reference D15 and 1.10 (device), H8 (optimum-neuron); 3P/INF: `mark_step`,
-        `optimizer_step`, the `"xla"` backend.
+        DOC: the setup troubleshooting page (XLA-era syntax on the native backend) and the
+        TorchNeuron resources page (optimum-neuron). 3P/INF: `mark_step`, `optimizer_step`, the
+        `"xla"` backend.
     """
 
     id = "NRN504"
     name = "xla-era-code"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "hf"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html",
+    )
     tokens = (b"xla", b"optimum")
     examples = (
         Example(
