@@ -69,9 +69,14 @@ VOCABULARY = {
 }
 
 
+def fill(target: str, template: str, **fields: object) -> str:
+    """``template`` filled from ``target``'s :class:`Vocabulary` (and ``fields``)."""
+    return template.format_map({**asdict(VOCABULARY[target]), **fields})
+
+
 def say(ctx: FileContext, template: str, **fields: object) -> str:
-    """``template`` filled from the target's :class:`Vocabulary` (and ``fields``)."""
-    return template.format_map({**asdict(VOCABULARY[ctx.options.target]), **fields})
+    """``template`` filled for the file's target (see :func:`fill`)."""
+    return fill(ctx.options.target, template, **fields)
 
 
 def _torch(ctx: FileContext) -> tuple[str, tuple[ImportRequest, ...]]:

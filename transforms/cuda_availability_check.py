@@ -5,18 +5,8 @@ from __future__ import annotations
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._nodes import assigned_names
-from neuronize.transforms._cuda_runtime import (
-    Context,
-    CudaRef,
-    Verdict,
-    _CudaApiRule,
-    classify,
-    flag_uses,
-    guarded_after,
-    guarded_code,
-    scan,
-    spelled,
-)
+from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
+from neuronize.transforms._cuda_runtime import Context, CudaRef, _CudaApiRule, classify, spelled
 from neuronize.transforms._literals import branches_mention_cuda
 
 _TARGETS = {

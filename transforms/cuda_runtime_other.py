@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cuda_runtime import OTHERS, OWNED, PREFIX, is_legacy_tensor_type, match
+from neuronize.transforms._cuda_runtime import OTHERS, PREFIX, is_legacy_tensor_type, match, owned
 
 #: specific advice where there is some (reference F14 for GPU introspection)
 MONITORING = frozenset({"utilization", "memory_usage", "temperature", "power_draw", "clock_rate",
@@ -68,6 +68,10 @@ class CudaRuntimeOther(Transform):
         Example("from torch import cuda\ncuda.ipc_collect()\n", None),
     )
 
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._owned = owned()  # what the family's other rules handle
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check(node)
 
@@ -81,9 +85,7 @@ class CudaRuntimeOther(Transform):
         if ref is None:
             return
         fn = ref.fn
-        if fn in OWNED and not ref.extra:
-            return
-        if fn in OWNED or fn in OTHERS or is_legacy_tensor_type(fn):
+        if fn in self._owned or fn in OTHERS or is_legacy_tensor_type(fn):
             return  # `torch.cuda.Event.elapsed_time` and the like: methods of migrated names
         shown = f"`torch.cuda.{'.'.join((fn,) + ref.extra)}{'()' if ref.call is not None else ''}`"
         if fn in MONITORING:

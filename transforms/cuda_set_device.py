@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._cuda_runtime import (
-    CudaRef,
-    _CudaApiRule,
-    calls_anywhere,
-    enclosing_small_statement,
-    spelled,
-)
+from neuronize.transforms._cuda_guard import calls_anywhere
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
 

@@ -8,14 +8,8 @@ import libcst as cst
 
 from neuronize.context import dotted_name
 from neuronize.transforms._nodes import assigned_names
-from neuronize.transforms._cuda_runtime import (
-    Context,
-    CudaRef,
-    classify,
-    flag_uses,
-    guarded_code,
-    scan,
-)
+from neuronize.transforms._cuda_guard import flag_uses, guarded_code, scan
+from neuronize.transforms._cuda_runtime import Context, CudaRef, classify
 from neuronize.transforms._messages import short
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
