@@ -119,3 +119,48 @@ def test_every_target_has_a_vocabulary_and_builders():
         assert isinstance(expr, (cst.SimpleString, cst.IfExp))
         backend, _ = _target.process_group_backend(ctx)
         assert short(backend)
+
+
+# -- device choices (NRN101) and backends (NRN401) --------------------------------------------------
+def _idiom(code: str, target: str):  # type: ignore[no-untyped-def]
+    from neuronize.transforms._device_choice import idiom_branch, rewrite_idiom
+
+    ctx = _ctx(code, target)
+    node = ctx.module.body[-1].body[0].value  # type: ignore[attr-defined]
+    found = idiom_branch(ctx, node)
+    assert found is not None
+    return rewrite_idiom(ctx, node, *found)
+
+
+def test_the_idiom_per_target():
+    code = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    assert short(_idiom(code, "neuron").replacement) == '"neuron" if torch.accelerator.is_available() else "cpu"'
+    assert short(_idiom(code, "cpu").replacement) == '"cpu"'  # both branches are the CPU: collapsed
+    accelerator = _idiom(code, "accelerator")
+    assert "current_accelerator().type" in short(accelerator.replacement)
+    assert "current accelerator" in accelerator.message
+
+
+def test_with_choice_adds_next_to_cuda_once():
+    from neuronize.transforms._device_choice import with_choice
+
+    choices = cst.parse_expression('["cpu", "cuda"]')
+    assert isinstance(choices, cst.List)
+    new = with_choice(choices, "neuron")
+    assert new is not None and short(new) == '["cpu", "cuda", "neuron"]'
+    assert with_choice(new, "neuron") is None
+
+
+def test_backend_edit_and_table_entry():
+    from neuronize.transforms._distributed import backend_edit, with_neuron_entry
+    from neuronize.transform import Safety
+
+    ctx = _ctx("import torch.distributed as dist\n")
+    plain = backend_edit(ctx, cst.SimpleString("'nccl'"))
+    assert short(plain.replacement) == "'neuron'" and plain.safety is Safety.SAFE
+    assert backend_edit(ctx, cst.SimpleString('"cpu:gloo,cuda:nccl"')).safety is Safety.UNSAFE
+    assert short(backend_edit(_ctx("", "cpu"), cst.SimpleString('"nccl"')).replacement) == '"gloo"'
+    table = cst.parse_expression('{"cuda": "nccl", "cpu": "gloo"}')
+    assert isinstance(table, cst.Dict)
+    entry = with_neuron_entry(table)
+    assert entry is not None and short(entry) == '{"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}'

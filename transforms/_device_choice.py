@@ -4,14 +4,21 @@ that only pick device settings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import libcst as cst
 
-from neuronize.context import FileContext
-from neuronize.transforms._calls import is_cuda_available_call
-from neuronize.transforms._literals import CUDA_INDEXED, Kind, cuda_literal, is_device_word, string_like, string_value
-from neuronize.transforms._names import target_name
+from neuronize.context import FileContext, dotted_name
+from neuronize.transform import ImportRequest
+from neuronize.transforms import _target
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._messages import short
+from neuronize.transforms._calls import insert_after, is_cuda_available_call
+from neuronize.transforms._literals import (
+    CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
+)
+from neuronize.transforms._names import qualified_expr, target_name
 from neuronize.transforms._nodes import iter_conditions
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -223,3 +230,86 @@ def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[c
             assert isinstance(atom, cst.Call)
             yield atom
 
+
+
+@dataclass(frozen=True)
+class IdiomRewrite:
+    """The rewrite of one ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom."""
+
+    replacement: cst.BaseExpression
+    message: str
+    imports: tuple[ImportRequest, ...]
+    literal: cst.BaseExpression  # the CUDA device literal
+    branch: cst.BaseExpression  # the branch holding it (the literal or `torch.device(<literal>)`)
+    kind: Kind
+
+
+#: why the idiom's rewrite is right, per target
+IDIOM_WHY = {
+    _target.NEURON: "same CPU fallback, and the accelerator check detects the Neuron device",
+    _target.ACCELERATOR: "same CPU fallback; the current accelerator (CUDA, Neuron...) is detected",
+}
+
+
+def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.BaseExpression,
+                  kind: Kind) -> IdiomRewrite:
+    """The idiom ``node`` (its CUDA device ``literal`` in branch ``side``, see :func:`idiom_branch`)
+    for the file's target: ``torch.accelerator.is_available()`` tests for the device, the CUDA
+    branch names the target's device; on the CPU target a choice between two CPUs collapses."""
+    target = _target.target(ctx)
+    func, imports = qualified_expr(ctx, "torch.accelerator.is_available")
+    branch = getattr(node, side)
+    new_literal: cst.BaseExpression = string_like(literal, "neuron")
+    if target == _target.ACCELERATOR:
+        # the test already checks for an accelerator: no fallback needed inside the branch
+        t = short(func).split(".")[0]
+        new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
+    elif target == _target.CPU:
+        new_literal = make_string("cpu", quote_source(literal))
+    if branch is literal:
+        new_branch: cst.BaseExpression = new_literal.with_changes(
+            lpar=getattr(literal, "lpar", ()), rpar=getattr(literal, "rpar", ()))
+    else:
+        assert isinstance(branch, cst.Call)
+        new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
+    replacement: cst.BaseExpression = node.with_changes(
+        test=replace_is_available(ctx, node.test, func), **{side: new_branch})
+    if target == _target.CPU:
+        other = node.orelse if side == "body" else node.body
+        if short(other) == short(new_branch):
+            # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
+            imports = ()
+            replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
+        message = f"device choice `{short(node)}` -> `{short(replacement)}`: runs on the CPU"
+    else:
+        new_test = replacement.test  # type: ignore[attr-defined]
+        if side == "body":
+            old_text = f"{short(branch)} if {short(node.test)} else ..."
+            new_text = f"{short(new_branch)} if {short(new_test)} else ..."
+        else:
+            old_text = f"... if {short(node.test)} else {short(branch)}"
+            new_text = f"... if {short(new_test)} else {short(new_branch)}"
+        message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
+    for call in is_available_calls(ctx, node.test):
+        head = (dotted_name(call.func) or "").split(".")[0]
+        if ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
+            removal = removal_of(ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
+            if removal is not None:
+                imports = (*imports, removal)
+    return IdiomRewrite(replacement, message, imports, literal, branch, kind)
+
+
+def with_choice(container: cst.List | cst.Tuple, added: str) -> cst.List | cst.Tuple | None:
+    """An option's ``choices=[..., "cuda", ...]`` with ``added`` next to its last ``"cuda"``;
+    None when ``added`` is there already, no plain ``"cuda"`` is, or an element is starred."""
+    elements = container.elements
+    values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
+    if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
+        return None
+    cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
+               and string_value(e.value) is not None]
+    if not cuda_at:
+        return None
+    anchor = elements[cuda_at[-1]]
+    new = cst.Element(value=make_string(added, anchor.value))
+    return container.with_changes(elements=insert_after(elements, cuda_at[-1], new))

@@ -3,11 +3,16 @@ functions in any spelling, NCCL backend names, and ``import torch_neuronx``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._imports import import_anchor, torch_neuronx_line
+from neuronize.transforms._calls import insert_after
+from neuronize.transforms._literals import make_string, string_value
 
 
 def dist_function(qualified: str | None) -> str | None:
@@ -56,3 +61,55 @@ def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportReques
     )
     return ()
 
+
+
+#: what the backend written is, per target
+BACKEND_WHY = {
+    _target.NEURON: "the Neuron process-group backend",
+    _target.CPU: "the CPU process-group backend",
+    _target.ACCELERATOR: "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)",
+}
+MIXED_WHY = "the documented Neuron backend; collectives on CPU tensors no longer go through gloo, review them"
+
+
+@dataclass(frozen=True)
+class BackendEdit:
+    """The edit of one NCCL backend literal that reaches a process group."""
+
+    node: cst.BaseExpression
+    replacement: cst.BaseExpression
+    message: str
+    safety: Safety
+    imports: tuple[ImportRequest, ...]
+
+
+def backend_edit(ctx: FileContext, literal: cst.BaseExpression) -> BackendEdit:
+    """``literal`` (``"nccl"``, ``"cpu:gloo,cuda:nccl"``, ``dist.Backend.NCCL``) as the target's
+    process-group backend. A mixed backend is unsafe: collectives on CPU tensors lose gloo."""
+    value = string_value(literal)
+    mixed = value is not None and nccl_backend(value) == "mixed"
+    replacement, imports = _target.process_group_backend(ctx, literal)
+    why = MIXED_WHY if mixed and _target.target(ctx) == _target.NEURON else BACKEND_WHY[_target.target(ctx)]
+    old = f'backend `"{value}"`' if value is not None else "`dist.Backend.NCCL`"
+    message = _target.say(ctx, "{old} -> {backend}: {why}", old=old, why=why)
+    return BackendEdit(literal, replacement, message, Safety.UNSAFE if mixed else Safety.SAFE, imports)
+
+
+def with_neuron_entry(table: cst.Dict) -> cst.Dict | None:
+    """A device-to-backend table ``{"cuda": "nccl", ...}`` with ``"neuron": "neuron"`` after its
+    ``"cuda"`` entry (which stays for GPU runs); None for any other dict."""
+    keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in table.elements]
+    if "cuda" not in keys or "neuron" in keys:
+        return None
+    index = keys.index("cuda")
+    element = table.elements[index]
+    assert isinstance(element, cst.DictElement)
+    value = string_value(element.value)
+    if value is None or not nccl_backend(value):
+        return None
+    new = cst.DictElement(
+        key=make_string("neuron", element.key), value=make_string("neuron", element.value),
+        whitespace_before_colon=element.whitespace_before_colon,
+        whitespace_after_colon=element.whitespace_after_colon,
+    )
+    return table.with_changes(elements=insert_after(table.elements, index, new))

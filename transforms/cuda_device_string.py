@@ -6,14 +6,12 @@ from typing import Iterator
 
 import libcst as cst
 
-from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_available_calls, is_torch_device_call, replace_is_available, selection_if, selection_ifexp
-from neuronize.transforms._imports import removal_of
-from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, make_string, string_like, string_value
+from neuronize.transforms._device_choice import with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_if, selection_ifexp
+from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_like, string_value
 from neuronize.transforms._messages import short
-from neuronize.transforms._names import last_name, qualified_expr, target_name
+from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms import _target
 
 INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
@@ -185,59 +183,13 @@ class CudaDeviceString(Transform):
         if len(stack) > 1 and isinstance(stack[0], cst.Arg) and isinstance(stack[1], cst.Call) \
                 and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS:
             return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
-        side, literal, kind = found
-        func, imports = qualified_expr(self.ctx, "torch.accelerator.is_available")
-        branch = getattr(node, side)
-        new_literal: cst.BaseExpression = string_like(literal, "neuron")
-        if _target.target(self.ctx) == _target.ACCELERATOR:
-            # the test already checks for an accelerator: no fallback needed inside the branch
-            t = short(func).split(".")[0]
-            new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
-        elif _target.target(self.ctx) == _target.CPU:
-            new_literal = make_string("cpu", _quote_like(literal))
-        if branch is literal:
-            new_branch: cst.BaseExpression = new_literal.with_changes(
-                lpar=getattr(literal, "lpar", ()), rpar=getattr(literal, "rpar", ()))
+        plan = rewrite_idiom(self.ctx, node, *found)
+        self._done.update((id(plan.literal), id(plan.branch)))
+        if plan.kind.drops_index:
+            self.fix(node, plan.replacement, plan.message + index_note(self.ctx), safety=Safety.UNSAFE,
+                     evidence=Evidence.INF, imports=plan.imports)
         else:
-            assert isinstance(branch, cst.Call)
-            new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
-        self._done.add(id(literal))
-        self._done.add(id(branch))
-        replacement = node.with_changes(test=replace_is_available(self.ctx, node.test, func),
-                                        **{side: new_branch})
-        other = node.orelse if side == "body" else node.body
-        collapse = (_target.target(self.ctx) == _target.CPU
-                    and short(other) == short(new_branch))
-        code = short
-        new_test = replacement.test
-        if side == "body":
-            old_text = f"{code(branch)} if {code(node.test)} else ..."
-            new_text = f"{code(new_branch)} if {code(new_test)} else ..."
-        else:
-            old_text = f"... if {code(node.test)} else {code(branch)}"
-            new_text = f"... if {code(new_test)} else {code(new_branch)}"
-        message = (f"`{old_text}` -> `{new_text}`: same CPU fallback, and the accelerator check "
-                   "detects the Neuron device")
-        if _target.target(self.ctx) == _target.ACCELERATOR:
-            message = (f"`{old_text}` -> `{new_text}`: same CPU fallback; the current accelerator "
-                       "(CUDA, Neuron...) is detected")
-        elif _target.target(self.ctx) == _target.CPU:
-            if collapse:
-                # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
-                imports = ()
-                replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
-            message = f"device choice `{short(node)}` -> `{short(replacement)}`: runs on the CPU"
-        for call in is_available_calls(self.ctx, node.test):
-            head = (dotted_name(call.func) or "").split(".")[0]
-            if self.ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
-                removal = removal_of(self.ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
-                if removal is not None:
-                    imports = (*imports, removal)
-        if kind.drops_index:
-            self.fix(node, replacement, message + index_note(self.ctx), safety=Safety.UNSAFE,
-                     evidence=Evidence.INF, imports=imports)
-        else:
-            self.fix(node, replacement, message, imports=imports)
+            self.fix(node, plan.replacement, plan.message, imports=plan.imports)
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -314,25 +266,11 @@ class CudaDeviceString(Transform):
             self._add_choice(choices.value, option)
 
     def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
-        elements = list(container.elements)
-        values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
         added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
-            return
-        cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
-                   and string_value(e.value) is not None]
-        if not cuda_at:
-            return
-        i = cuda_at[-1]
-        el = elements[i]
-        new = cst.Element(value=make_string(added, el.value))
-        if isinstance(el.comma, cst.Comma):
-            new = new.with_changes(comma=el.comma)
-        else:
-            elements[i] = el.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        elements.insert(i + 1, new)
-        self.fix(container, container.with_changes(elements=elements),
-                 f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated default is accepted')
+        new = with_choice(container, added)
+        if new is not None:
+            self.fix(container, new, f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated '
+                     "default is accepted")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
     def _in_selection_if(self) -> bool:

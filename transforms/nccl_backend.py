@@ -9,7 +9,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import argument, insert_after, keyword
-from neuronize.transforms._distributed import dist_function, nccl_backend, request_torch_neuronx
+from neuronize.transforms._distributed import with_neuron_entry, backend_edit, dist_function, nccl_backend, request_torch_neuronx
 from neuronize.transforms._value_flow import Assignments, Found, Scope, carried, enclosing_scope, resolve
 from neuronize.transforms._literals import make_string, string_value
 
@@ -19,15 +19,6 @@ class _Pending:
 
     expr: cst.BaseExpression
     scope: Scope
-
-
-#: what the backend written is, per target
-BACKEND_WHY = {
-    _target.NEURON: "the Neuron process-group backend",
-    _target.CPU: "the CPU process-group backend",
-    _target.ACCELERATOR: "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)",
-}
-MIXED_WHY = "the documented Neuron backend; collectives on CPU tensors no longer go through gloo, review them"
 
 
 class NcclBackend(Transform):
@@ -151,21 +142,9 @@ class NcclBackend(Transform):
         self._seen.assign(enclosing_scope(self.ctx), node.target, node.value)
 
     def visit_Dict(self, node: cst.Dict) -> None:
-        keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
-        if "cuda" not in keys or "neuron" in keys:
+        replacement = with_neuron_entry(node)
+        if replacement is None:
             return
-        index = keys.index("cuda")
-        element = node.elements[index]
-        assert isinstance(element, cst.DictElement)
-        value = string_value(element.value)
-        if value is None or not nccl_backend(value):
-            return
-        new = cst.DictElement(
-            key=make_string("neuron", element.key), value=make_string("neuron", element.value),
-            whitespace_before_colon=element.whitespace_before_colon,
-            whitespace_after_colon=element.whitespace_after_colon,
-        )
-        replacement = node.with_changes(elements=insert_after(node.elements, index, new))
         self._others.append((node, replacement,
                              'adds `"neuron": "neuron"` to this device-to-backend table (the `"cuda"` '
                              "entry stays for GPU runs)", Safety.UNSAFE, Evidence.INF))
@@ -187,26 +166,14 @@ class NcclBackend(Transform):
     def leave_Module(self, original_node: cst.Module) -> None:
         for pending in self._pending:
             self._resolve(pending)
-        literals = list({id(n): n for n in self._backend_literals}.values())
-        safeties = []
-        plans = []
-        for lit in literals:
-            value = string_value(lit)
-            mixed = value is not None and nccl_backend(value) == "mixed"
-            safety = Safety.UNSAFE if mixed else Safety.SAFE
-            safeties.append(safety)
-            replacement, more = _target.process_group_backend(self.ctx, lit)
-            why = BACKEND_WHY[_target.target(self.ctx)]
-            if mixed and _target.target(self.ctx) == _target.NEURON:
-                why = MIXED_WHY
-            old = f'backend `"{value}"`' if value is not None else "`dist.Backend.NCCL`"
-            msg = _target.say(self.ctx, "{old} -> {backend}: {why}", old=old, why=why)
-            plans.append((lit, replacement, msg, safety, more))
+        literals = {id(n): n for n in self._backend_literals}.values()
+        edits = [backend_edit(self.ctx, lit) for lit in literals]
         imports: tuple[ImportRequest, ...] = ()
-        if plans:
-            imports = request_torch_neuronx(self, Safety.SAFE if Safety.SAFE in safeties else Safety.UNSAFE)
-        for lit, replacement, msg, safety, more in plans:
-            self.fix(lit, replacement, msg, safety=safety, imports=(*imports, *more))
+        if edits:
+            safest = min((e.safety for e in edits), key=[Safety.SAFE, Safety.UNSAFE].index)
+            imports = request_torch_neuronx(self, safest)
+        for e in edits:
+            self.fix(e.node, e.replacement, e.message, safety=e.safety, imports=(*imports, *e.imports))
         seen_choices: set[int] = set()
         for seq, index in self._choices if _target.target(self.ctx) == _target.NEURON else ():
             if id(seq) in seen_choices:
