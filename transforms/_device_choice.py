@@ -14,11 +14,11 @@ from neuronize.transform import ImportRequest
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removal_of
 from neuronize.transforms._messages import short
-from neuronize.transforms._calls import insert_after, is_cuda_available_call
+from neuronize.transforms._calls import argument, insert_after, is_cuda_available_call
 from neuronize.transforms._literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
-from neuronize.transforms._names import qualified_expr, target_name
+from neuronize.transforms._names import last_name, qualified_expr, target_name
 from neuronize.transforms._nodes import iter_conditions
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -313,3 +313,73 @@ def with_choice(container: cst.List | cst.Tuple, added: str) -> cst.List | cst.T
     anchor = elements[cuda_at[-1]]
     new = cst.Element(value=make_string(added, anchor.value))
     return container.with_changes(elements=insert_after(elements, cuda_at[-1], new))
+
+
+# -- device literals in device positions (NRN101) ---------------------------------------------------
+#: methods whose second argument is a default value (``cfg.get("device", "cuda")``)
+GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
+INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
+              "one device (review single-process multi-device code)")
+PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
+                       "`torch.cuda.set_device`; review single-process multi-device code)")
+KEPT_INDEX_NOTE = (": the CUDA device (with its index) where CUDA is present, else the current accelerator "
+                   "(a Neuron process sees one device) or the CPU")
+
+
+def index_note(ctx: FileContext) -> str:
+    """What dropping a device index means for the file's target (ends a message)."""
+    return INDEX_NOTE if _target.target(ctx) == _target.NEURON else PORTABLE_INDEX_NOTE
+
+
+def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
+    """The CUDA device literals an expression in a device position evaluates to: itself, the
+    branches of a conditional (not the idiom, not a choice by comparison, not a kept CUDA index),
+    the default of ``x.get(key, default)`` / ``getattr(x, name, default)``."""
+    kind = cuda_literal(expr)
+    if kind is not None:
+        yield expr, kind
+        return
+    if isinstance(expr, cst.IfExp):
+        if _target.is_kept_cuda_index(ctx, expr):
+            return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
+        if idiom_branch(ctx, expr) is not None or selection_ifexp(ctx, expr):
+            return  # the idiom (rewritten as a unit) / a "cuda" comparison choosing a device (NRN103)
+        yield from device_literals(ctx, expr.body)
+        yield from device_literals(ctx, expr.orelse)
+        return
+    if isinstance(expr, cst.Call):
+        name = last_name(expr.func)
+        if name in GETTERS and isinstance(expr.func, cst.Attribute):
+            default = argument(expr, "default", 1)
+            if default is not None:
+                yield from device_literals(ctx, default.value)
+        elif name == "getattr" and isinstance(expr.func, cst.Name):
+            default = argument(expr, "default", 2)
+            if default is not None:
+                yield from device_literals(ctx, default.value)
+
+
+@dataclass(frozen=True)
+class LiteralEdit:
+    """A CUDA device literal written for the target: the new expression, its imports, the note
+    ending the message, and whether it is unsafe (a device index dropped)."""
+
+    replacement: cst.BaseExpression
+    imports: tuple[ImportRequest, ...]
+    note: str
+    unsafe: bool
+
+
+def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested: bool) -> LiteralEdit:
+    """``node`` (a CUDA device literal of ``kind``) as the target's device. ``nested``: it sits
+    inside a larger expression (the accelerator's conditional expression gets parentheses)."""
+    if kind.drops_index and _target.target(ctx) == _target.ACCELERATOR:
+        # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
+        new, imports = _target.kept_cuda_index(ctx, node, parens=nested)
+        return LiteralEdit(new, imports, KEPT_INDEX_NOTE, True)
+    if _target.target(ctx) == _target.NEURON:
+        new, imports = string_like(node, "neuron"), ()
+    else:
+        new, imports = _target.device(ctx, string_like(node, "neuron"), parens=nested)
+        new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+    return LiteralEdit(new, imports, index_note(ctx) if kind.drops_index else "", kind.drops_index)

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Iterator
 
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_if, selection_ifexp
+from neuronize.transforms._device_choice import GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_if, selection_ifexp
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_like, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms import _target
 
-INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
-              "one device (review single-process multi-device code)")
-PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
-                       "`torch.cuda.set_device`; review single-process multi-device code)")
-
-
-def index_note(ctx) -> str:  # type: ignore[no-untyped-def]
-    return INDEX_NOTE if _target.target(ctx) == _target.NEURON else PORTABLE_INDEX_NOTE
-GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
 OPTION_CALLS = frozenset({"add_argument", "option"})
 
 
@@ -115,57 +105,15 @@ class CudaDeviceString(Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
-        old = short(node)
-        if _target.target(self.ctx) == _target.NEURON:
-            new: cst.BaseExpression = string_like(node, "neuron")
-            imports: tuple = ()
-        elif kind.drops_index and _target.target(self.ctx) == _target.ACCELERATOR:
-            # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
-            new, imports = _target.kept_cuda_index(self.ctx, node, parens=nested)
-            self.fix(node, new, f"{where}: `{old}` -> `{short(new)}`: the CUDA device (with its "
-                     "index) where CUDA is present, else the current accelerator (a Neuron process "
-                     "sees one device) or the CPU", safety=Safety.UNSAFE, evidence=Evidence.INF,
-                     imports=imports)
-            return
-        else:
-            new, imports = _target.device(self.ctx, _quote_like(node), parens=nested)
-            new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
-        message = f"{where}: `{old}` -> `{short(new)}`"
-        if kind.drops_index:
-            self.fix(node, new, message + index_note(self.ctx), safety=Safety.UNSAFE,
-                     evidence=Evidence.INF, imports=imports)
-        else:
-            self.fix(node, new, message, imports=imports)
-
-    def _literals(self, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
-        """The CUDA device literals an expression in a device position evaluates to."""
-        kind = cuda_literal(expr)
-        if kind is not None:
-            yield expr, kind
-            return
-        if isinstance(expr, cst.IfExp):
-            if _target.is_kept_cuda_index(self.ctx, expr):
-                return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
-            if idiom_branch(self.ctx, expr) is not None or selection_ifexp(self.ctx, expr):
-                return  # the idiom (visit_IfExp) / a "cuda" comparison choosing a device (NRN103)
-            yield from self._literals(expr.body)
-            yield from self._literals(expr.orelse)
-            return
-        if isinstance(expr, cst.Call):
-            name = last_name(expr.func)
-            if name in GETTERS and isinstance(expr.func, cst.Attribute):
-                default = argument(expr, "default", 1)
-                if default is not None:
-                    yield from self._literals(default.value)
-            elif name == "getattr" and isinstance(expr.func, cst.Name):
-                default = argument(expr, "default", 2)
-                if default is not None:
-                    yield from self._literals(default.value)
+        edit = literal_edit(self.ctx, node, kind, nested)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
+        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
+                 imports=edit.imports, **extra)
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str) -> None:
         if expr is None:
             return
-        for node, kind in self._literals(expr):
+        for node, kind in device_literals(self.ctx, expr):
             self._fix_literal(node, kind, where, nested=node is not expr)
 
     # -- the idiom -----------------------------------------------------------------------------
@@ -311,8 +259,3 @@ class CudaDeviceString(Transform):
         key = string_value(node.key)
         if device_named(key):
             self._fix_all(node.value, f'`"{key}"` entry')
-
-
-def _quote_like(node: cst.CSTNode) -> cst.SimpleString | None:
-    """A string literal in the quote style of ``node`` (for the replacement to follow)."""
-    return string_like(node, "neuron")
