@@ -164,3 +164,14 @@ def test_backend_edit_and_table_entry():
     assert isinstance(table, cst.Dict)
     entry = with_neuron_entry(table)
     assert entry is not None and short(entry) == '{"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}'
+
+
+def test_optimize_plan_per_target():
+    from neuronize.transforms._compile import plan_optimize
+
+    plan = plan_optimize(_call('torch._dynamo.optimize("inductor")'), "neuron", NEURON)
+    assert plan.fix is not None and short(plan.fix[1]) == '"neuron"' and not plan.reports
+    assert plan_optimize(_call('torch._dynamo.optimize("neuron")'), "neuron", NEURON).fix is None
+    kept = plan_optimize(_call('torch._dynamo.optimize("inductor")'), "cpu", None)
+    assert kept.fix is None and not kept.reports  # Inductor is the CPU's compiler
+    assert plan_optimize(_call("torch._dynamo.optimize(b)"), "cpu", None).reports

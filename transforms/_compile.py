@@ -211,3 +211,77 @@ def plan_compile(node: cst.Call, what: str, target: str, backend: cst.BaseExpres
         new = with_keyword(new, "dynamic", cst.Name("False"))
     plan.new, plan.edits, plan.dropped_comments = new, edits, dropped_comments
     return plan
+
+
+# -- the plan for one torch._dynamo.optimize call (NRN301) ----------------------------------------
+@dataclass
+class OptimizePlan:
+    """What to do with one ``torch._dynamo.optimize(...)`` call: reports, and at most one fix
+    ``(node, replacement, message)``."""
+
+    reports: list[tuple[cst.CSTNode, str, Evidence | None]] = field(default_factory=list)
+    fix: tuple[cst.CSTNode, cst.CSTNode, str] | None = None
+
+    def report(self, node: cst.CSTNode, message: str) -> None:
+        self.reports.append((node, message, None))
+
+    def set_fix(self, node: cst.CSTNode, replacement: cst.CSTNode, message: str) -> None:
+        self.fix = (node, replacement, message)
+
+
+def plan_optimize(node: cst.Call, target: str, backend: cst.BaseExpression | None) -> OptimizePlan:
+    """The plan for ``torch._dynamo.optimize(...)`` under ``target`` (``backend``: the target's
+    compile backend, None to keep the default)."""
+    plan = OptimizePlan()
+    arg = keyword(node, "backend")
+    if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
+        arg = node.args[0]
+    note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile(..., backend=\"neuron\")`"
+    if target != _target.NEURON:
+        return _optimize_portable(plan, node, arg, target, backend)
+    if arg is None:
+        if double_star_arg(node) is not None:
+            plan.report(node, f"`torch._dynamo.optimize(...)`: make sure the backend is `\"neuron\"`; {note}")
+            return plan
+        plan.set_fix(node, with_keyword(node, "backend", make_string("neuron")),
+                     f'`torch._dynamo.optimize(...)`: `backend="neuron"` added (the default is Inductor); {note}')
+        return plan
+    value = string_value(arg.value)
+    if value == "neuron":
+        return plan
+    if value in REPLACED_BACKENDS:
+        plan.set_fix(arg.value, make_string("neuron", arg.value).with_changes(
+            lpar=getattr(arg.value, "lpar", ()), rpar=getattr(arg.value, "rpar", ())),
+            f'`torch._dynamo.optimize("{value}")` -> `"neuron"`; {note}')
+    else:
+        plan.report(arg.value, f"`torch._dynamo.optimize({short(arg.value, 50)})`: use the `\"neuron\"` "
+                    f"backend on Trainium; {note}")
+    return plan
+
+
+def _optimize_portable(plan: OptimizePlan, node: cst.Call, arg: cst.Arg | None, target: str,
+                       backend: cst.BaseExpression | None) -> OptimizePlan:
+    """``--target cpu``: Inductor is the CPU's backend (kept). ``accelerator``: the backend
+    chosen from the detected device."""
+    note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile`"
+    value = string_value(arg.value) if arg is not None else None
+    if arg is not None and value is None and "current_accelerator" in short(arg.value, None):
+        return plan
+    if backend is None or (arg is not None and value not in REPLACED_BACKENDS):
+        if value == "cudagraphs" or (arg is not None and value is None):
+            plan.report(arg.value if arg is not None else node,
+                        f"`torch._dynamo.optimize({short(arg.value, 50) if arg is not None else ''})`: make sure "
+                        f"the backend compiles for the CPU (Inductor); {note}")
+        return plan
+    expr = backend
+    if arg is None:
+        if double_star_arg(node) is not None:
+            return plan
+        plan.set_fix(node, with_keyword(node, "backend", expr),
+                     _target.fill(target, "`torch._dynamo.optimize(...)`: {compile_backend}; {note}", note=note))
+    else:
+        plan.set_fix(arg.value, expr.with_changes(lpar=getattr(arg.value, "lpar", ()),
+                                                  rpar=getattr(arg.value, "rpar", ())),
+                     _target.fill(target, '`torch._dynamo.optimize("{value}")` -> {compile_backend}; {note}',
+                                  value=value, note=note))
+    return plan

@@ -5,9 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._calls import new_keyword, double_star_arg, keyword, with_keyword
-from neuronize.transforms._compile import REPLACED_BACKENDS, STATIC_REASON, plan_compile, call_name, compile_kind
-from neuronize.transforms._literals import make_string, string_value
+from neuronize.transforms._calls import new_keyword, keyword
+from neuronize.transforms._compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import local_names
 from neuronize.transforms import _target
@@ -143,58 +142,14 @@ class CompileBackend(Transform):
         self.fix(node, plan.new, message, imports=imports, **extra)
 
     def _optimize(self, node: cst.Call) -> None:
-        arg = keyword(node, "backend")
-        if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
-            arg = node.args[0]
-        note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile(..., backend=\"neuron\")`"
-        if _target.target(self.ctx) != _target.NEURON:
-            self._optimize_portable(node, arg)
-            return
-        if arg is None:
-            if double_star_arg(node) is not None:
-                self.report(node, f"`torch._dynamo.optimize(...)`: make sure the backend is `\"neuron\"`; {note}")
-                return
-            self.fix(node, with_keyword(node, "backend", make_string("neuron")),
-                     f'`torch._dynamo.optimize(...)`: `backend="neuron"` added (the default is Inductor); {note}')
-            return
-        value = string_value(arg.value)
-        if value == "neuron":
-            return
-        if value in REPLACED_BACKENDS:
-            self.fix(arg.value, make_string("neuron", arg.value).with_changes(
-                lpar=getattr(arg.value, "lpar", ()), rpar=getattr(arg.value, "rpar", ())),
-                f'`torch._dynamo.optimize("{value}")` -> `"neuron"`; {note}')
-        else:
-            self.report(arg.value, f"`torch._dynamo.optimize({short(arg.value, 50)})`: use the `\"neuron\"` "
-                        f"backend on Trainium; {note}")
-
-    def _optimize_portable(self, node: cst.Call, arg: cst.Arg | None) -> None:
-        """``--target cpu``: Inductor is the CPU's backend (kept). ``accelerator``: the backend
-        chosen from the detected device."""
-        note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile`"
-        value = string_value(arg.value) if arg is not None else None
         chosen = _target.compile_backend(self.ctx)
-        if arg is not None and value is None and "current_accelerator" in self.ctx.module.code_for_node(arg.value):
-            return
-        if chosen is None or (arg is not None and value not in REPLACED_BACKENDS):
-            if value == "cudagraphs" or (arg is not None and value is None):
-                self.report(arg.value if arg is not None else node,
-                            f"`torch._dynamo.optimize({short(arg.value, 50) if arg is not None else ''})`: make sure "
-                            f"the backend compiles for the CPU (Inductor); {note}")
-            return
-        expr, imports = chosen
-        if arg is None:
-            if double_star_arg(node) is not None:
-                return
-            self.fix(node, with_keyword(node, "backend", expr),
-                     _target.say(self.ctx, "`torch._dynamo.optimize(...)`: {compile_backend}; {note}", note=note),
-                     imports=imports)
-        else:
-            self.fix(arg.value, expr.with_changes(lpar=getattr(arg.value, "lpar", ()),
-                                                  rpar=getattr(arg.value, "rpar", ())),
-                     _target.say(self.ctx, '`torch._dynamo.optimize("{value}")` -> {compile_backend}; {note}',
-                                 value=value, note=note),
-                     imports=imports)
+        backend, imports = chosen if chosen is not None else (None, ())
+        plan = plan_optimize(node, _target.target(self.ctx), backend)
+        for where, text, _ in plan.reports:
+            self.report(where, text)
+        if plan.fix is not None:
+            where, replacement, message = plan.fix
+            self.fix(where, replacement, message, imports=imports)
 
     # -- bare decorator and references ------------------------------------------------------------
     def visit_Decorator(self, node: cst.Decorator) -> None:
