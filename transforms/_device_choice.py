@@ -383,3 +383,26 @@ def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested:
         new, imports = _target.device(ctx, string_like(node, "neuron"), parens=nested)
         new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
     return LiteralEdit(new, imports, index_note(ctx) if kind.drops_index else "", kind.drops_index)
+
+
+def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index: cst.Arg) -> LiteralEdit:
+    """``torch.device("cuda", i)`` as ``torch.device(<the target's device>)``: the index goes
+    (unsafe unless it is a literal 0)."""
+    if _target.target(ctx) == _target.NEURON:
+        new_first, imports = string_like(first.value, "neuron"), ()
+    else:
+        new_first, imports = _target.device(ctx, first.value)
+    args = [first.with_changes(value=new_first) if a is first else a for a in call.args if a is not index]
+    args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
+    return LiteralEdit(call.with_changes(args=args), imports, "" if zero else index_note(ctx), not zero)
+
+
+def in_selection_if(ctx: FileContext) -> bool:
+    """The node being visited sits in a block of ``if device == "cuda": ...`` that NRN103
+    rewrites as a whole (see :func:`selection_if`)."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock, cst.Else)):
+            continue
+        return isinstance(anc, cst.If) and selection_if(anc)
+    return False

@@ -113,3 +113,21 @@ def with_neuron_entry(table: cst.Dict) -> cst.Dict | None:
         whitespace_after_colon=element.whitespace_after_colon,
     )
     return table.with_changes(elements=insert_after(table.elements, index, new))
+
+
+def names_nccl(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """``expr`` names the NCCL backend: ``"nccl"``-like strings or ``dist.Backend.NCCL``."""
+    value = string_value(expr)
+    if value is not None:
+        return bool(nccl_backend(value))
+    return ctx.qualify(expr) == "torch.distributed.Backend.NCCL"
+
+
+def nccl_choice(choices: cst.BaseExpression) -> int | None:
+    """Where ``"neuron"`` goes in a backend option's ``choices=[...]``: after its ``"nccl"``;
+    None when the list has ``"neuron"`` already, or no ``"nccl"``."""
+    if not isinstance(choices, (cst.List, cst.Tuple)):
+        return None
+    values = [string_value(e.value) for e in choices.elements]
+    nccl = [i for i, v in enumerate(values) if v is not None and nccl_backend(v) == "plain"]
+    return nccl[0] if nccl and "neuron" not in values else None

@@ -7,8 +7,8 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_if, selection_ifexp
-from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_like, string_value
+from neuronize.transforms._device_choice import in_selection_if, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
+from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms import _target
@@ -182,20 +182,10 @@ class CudaDeviceString(Transform):
         if string_value(first.value) != "cuda":
             return  # torch.device("cuda:0", 1) is an error; leave it for the user
         self._done.add(id(first.value))
-        new_first, dev_imports = ((string_like(first.value, "neuron"), ()) if _target.target(self.ctx) == _target.NEURON
-                                  else _target.device(self.ctx, first.value))
-        args = [first.with_changes(value=new_first) if a is first else a
-                for a in node.args if a is not index]
-        args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
-        replacement = node.with_changes(args=args)
-        old = short(node)
-        new = short(replacement)
-        index_zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
-        if index_zero:
-            self.fix(node, replacement, f"`{old}` -> `{new}`", imports=dev_imports)
-        else:
-            self.fix(node, replacement, f"`{old}` -> `{new}`" + index_note(self.ctx),
-                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=dev_imports)
+        edit = indexed_device_edit(self.ctx, node, first, index)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
+        self.fix(node, edit.replacement, f"`{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
+                 imports=edit.imports, **extra)
 
     def _option(self, node: cst.Call) -> None:
         """argparse ``add_argument("--device", default="cuda", choices=[...])`` / click options."""
@@ -221,18 +211,10 @@ class CudaDeviceString(Transform):
                      "default is accepted")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
-    def _in_selection_if(self) -> bool:
-        """Inside a block of ``if device == "cuda": ...`` that NRN103 rewrites as a whole."""
-        for anc in self.ctx.ancestors():
-            if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock, cst.Else)):
-                continue
-            return isinstance(anc, cst.If) and selection_if(anc)
-        return False
-
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             if device_named(target_name(t.target)):
-                if self._in_selection_if():
+                if in_selection_if(self.ctx):
                     return
                 self._fix_all(node.value, f"`{short(t.target)}` setting")
                 return
@@ -240,7 +222,7 @@ class CudaDeviceString(Transform):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is None or not device_named(target_name(node.target)):
             return
-        if self._in_selection_if():
+        if in_selection_if(self.ctx):
             return
         where = f"`{short(node.target)}` setting"
         value = node.value

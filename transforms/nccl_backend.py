@@ -9,7 +9,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import argument, insert_after, keyword
-from neuronize.transforms._distributed import with_neuron_entry, backend_edit, dist_function, nccl_backend, request_torch_neuronx
+from neuronize.transforms._distributed import names_nccl, nccl_choice, with_neuron_entry, backend_edit, dist_function, nccl_backend, request_torch_neuronx
 from neuronize.transforms._value_flow import Assignments, Found, Scope, carried, enclosing_scope, resolve
 from neuronize.transforms._literals import make_string, string_value
 
@@ -93,13 +93,7 @@ class NcclBackend(Transform):
         self._others: list[tuple[cst.CSTNode, cst.CSTNode, str, Safety, Evidence]] = []
 
     def _carried(self, expr: cst.BaseExpression) -> Found:
-        return carried(expr, self._names_nccl, self.ctx.qualify)
-
-    def _names_nccl(self, expr: cst.BaseExpression) -> bool:
-        value = string_value(expr)
-        if value is not None:
-            return bool(nccl_backend(value))
-        return self.ctx.qualify(expr) == "torch.distributed.Backend.NCCL"
+        return carried(expr, lambda e: names_nccl(self.ctx, e), self.ctx.qualify)
 
     # -- the walk ----------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -205,11 +199,9 @@ class NcclBackend(Transform):
             if default is not None:
                 self._backend_literals += self._carried(default.value).literals
             choices = keyword(call, "choices")
-            if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)):
-                values = [string_value(e.value) for e in choices.value.elements]
-                nccl = [i for i, v in enumerate(values) if v is not None and nccl_backend(v) == "plain"]
-                if nccl and "neuron" not in values:
-                    self._choices.append((choices.value, nccl[0]))
+            at = nccl_choice(choices.value) if choices is not None else None
+            if choices is not None and at is not None:
+                self._choices.append((choices.value, at))
         literals: list[cst.BaseExpression] = []
         opaque = False
         for value in found.values:
