@@ -40,7 +40,8 @@ def rules_json() -> str:
 
 def explain_rule(rule: type[Transform]) -> str:
     header = f"{rule.id} {rule.name} (fix: {rule.safety.value}; evidence: {rule.evidence.value})"
-    return f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n"
+    references = "\n".join(f"    {url}" for url in rule.references)
+    return f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n\nReferences:\n{references}\n"
 
 
 def update_readme(path: str = "README.md") -> None:

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.transform import EFFORTS, SECTIONS
 from neuronize.types import Finding, RunResult, Safety, SkipReason
 
 
@@ -123,71 +124,31 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
 
 
 # -- migration report: kinds, effort, dependencies ---------------------------------------------
-#: Where a finding left over goes in the report, by rule id (exact) or family (id prefix).
-KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("kernels", "Custom kernels", ("NRN901", "NRN902", "NRN904")),
-    ("libraries", "CUDA-only libraries", ("NRN903",)),
-    ("unsupported", "Unsupported features", ("NRN905", "NRN906", "NRN907", "NRN908", "NRN910",
-                                             "NRN911")),
-    ("distributed", "Distributed", ("NRN4", "NRN909")),
-    ("review", "Review-needed comparisons and checks", ("NRN103", "NRN104", "NRN110")),
-    ("device", "Device placement and the torch.cuda runtime", ("NRN1",)),
-    ("precision", "Mixed precision", ("NRN2",)),
-    ("compile", "Compilation, static shapes and CUDA-only flags", ("NRN3",)),
-    ("hf", "Hugging Face", ("NRN5",)),
-    ("other", "Other", ("NRN",)),
-)
-
-#: Effort to finish a report-only finding by hand, rule by rule (``none`` / ``low`` / ``medium`` /
-#: ``high``). A rule class may override it with an ``effort`` attribute. Fixable findings: ``none``
-#: for a safe fix, ``low`` for an unsafe one (review the diff).
-REPORT_ONLY_EFFORT: dict[str, str] = {
-    "NRN103": "low",      # decide per comparison whether Neuron takes the branch
-    "NRN104": "low",
-    "NRN110": "low",
-    "NRN115": "low",      # compute-capability and device-name probes
-    "NRN119": "low",      # other torch.cuda runtime calls: drop or replace one by one
-    "NRN305": "low",      # pad to a fixed length or buckets
-    "NRN404": "medium",   # reorder start-up around init_process_group
-    "NRN405": "medium",   # DataParallel -> DDP under torchrun
-    "NRN503": "medium",   # device_map="auto" -> explicit placement / tp_plan
-    "NRN901": "high",     # CUDA C++ extension -> NKI kernel or stock ops
-    "NRN902": "high",     # Triton kernel -> NKI kernel or stock ops
-    "NRN903": "medium",   # CUDA-only library -> stock PyTorch equivalent
-    "NRN904": "high",     # CUDA-only custom op -> NKI kernel
-    "NRN905": "medium",   # remove CUDA graph capture/replay
-    "NRN906": "high",     # sparse tensors: redesign or densify
-    "NRN907": "high",     # FP8: move to bf16
-    "NRN908": "low",      # drop channels_last
-    "NRN909": "medium",   # point-to-point ops -> collectives
-    "NRN910": "low",      # capability probes: pick the Neuron branch
-    "NRN911": "low",      # CUDA/NCCL environment variables
-}
-EFFORT_ORDER = ("none", "low", "medium", "high")
+#: The report's sections, in order: ``(key, title, ())`` (each rule names its ``section``).
+KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple((k, t, ()) for k, t in SECTIONS.items())
+EFFORT_ORDER = EFFORTS
 _DEPENDENCY = re.compile(r"\((HARD|OPTIONAL) dependency", re.IGNORECASE)
 
 
 def kind_of(rule_id: str) -> tuple[str, str]:
-    """``(key, title)`` of the report section a rule's leftover findings go in."""
-    for key, title, prefixes in KINDS:
-        if any(rule_id == p or (len(p) < 6 and rule_id.startswith(p)) for p in prefixes):
-            return key, title
-    return "other", "Other"
+    """``(key, title)`` of the report section a rule's leftover findings go in (its ``section``)."""
+    from neuronize.registry import rule_by_code
+
+    rule = rule_by_code(rule_id)
+    if rule is None:
+        return "other", "Other"
+    return rule.section, SECTIONS[rule.section]
 
 
 def effort(finding: Finding) -> str:
-    """How much work a finding still needs once neuronize is done (see REPORT_ONLY_EFFORT)."""
-    if finding.applied:
-        return "none" if finding.safety is Safety.SAFE else "low"
-    if finding.fixable:
+    """How much work a finding still needs once neuronize is done: ``none`` for a safe fix,
+    ``low`` for an unsafe one (review the diff), else the rule's ``effort``."""
+    if finding.applied or finding.fixable:
         return "none" if finding.safety is Safety.SAFE else "low"
     from neuronize.registry import rule_by_code
 
     rule = rule_by_code(finding.rule)
-    override = getattr(rule, "effort", None) if rule is not None else None
-    if isinstance(override, str) and override in EFFORT_ORDER:
-        return override
-    return REPORT_ONLY_EFFORT.get(finding.rule, "medium")
+    return rule.effort if rule is not None else "medium"
 
 
 def dependency(finding: Finding) -> str:

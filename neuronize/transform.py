@@ -94,7 +94,10 @@ class Transform:
     - ``evidence``: the strongest mark the rule rests on (a finding may override it);
     - ``tokens``: byte strings, at least one of which is in every file the rule can fire on
       (the pre-filter skips files with none of any enabled rule's tokens);
-    - ``examples``: :class:`Example` pairs, run by the test suite.
+    - ``examples``: :class:`Example` pairs, run by the test suite;
+    - ``section``: the section of the migration report its leftover findings go in (``SECTIONS``);
+    - ``effort``: the work a report-only finding still needs by hand (``EFFORTS``; default medium);
+    - ``references``: public documentation URLs, printed by ``neuronize explain``.
     """
 
     id: ClassVar[str]
@@ -103,6 +106,9 @@ class Transform:
     evidence: ClassVar[Evidence]
     tokens: ClassVar[tuple[bytes, ...]]
     examples: ClassVar[tuple[Example, ...]] = ()
+    section: ClassVar[str]
+    effort: ClassVar[str] = "medium"
+    references: ClassVar[tuple[str, ...]]
     #: the ``--target`` values whose fixes this rule writes itself (transforms/_target.py); under
     #: any other target its fixes are reported, not applied (their code would be Neuron-only)
     targets: ClassVar[tuple[str, ...]] = ("neuron",)
@@ -201,9 +207,27 @@ class Transform:
         return cls.documentation().splitlines()[0].strip()
 
 
+#: The sections of the migration report, in its order: key -> title (a rule names its ``section``).
+SECTIONS: dict[str, str] = {
+    "kernels": "Custom kernels",
+    "libraries": "CUDA-only libraries",
+    "unsupported": "Unsupported features",
+    "distributed": "Distributed",
+    "review": "Review-needed comparisons and checks",
+    "device": "Device placement and the torch.cuda runtime",
+    "precision": "Mixed precision",
+    "compile": "Compilation, static shapes and CUDA-only flags",
+    "hf": "Hugging Face",
+}
+#: How much work a finding still needs by hand, least first.
+EFFORTS = ("none", "low", "medium", "high")
+#: A label of the project's internal reference file ("reference D8", "§3.1"): never shown to users.
+_REFERENCE_LABEL = re.compile(r"\breference [A-Z]{1,2}\d|§\d|\b[A-Z]\d{1,2} \(")
+
+
 def _validate_rule(cls: type[Transform]) -> None:
     where = f"{cls.__module__}.{cls.__qualname__}"
-    for attr in ("id", "name", "safety", "evidence", "tokens"):
+    for attr in ("id", "name", "safety", "evidence", "tokens", "section", "references"):
         if attr not in cls.__dict__ and not hasattr(cls, attr):
             raise TypeError(f"{where}: a rule must set {attr!r}")
     if not RULE_ID.match(cls.id):
@@ -224,3 +248,13 @@ def _validate_rule(cls: type[Transform]) -> None:
         raise TypeError(f"{where}: a rule needs at least one Example")
     if cls.safety is Safety.REPORT_ONLY and any(e.after not in (None, e.before) for e in cls.examples):
         raise TypeError(f"{where}: a report-only rule's examples cannot change the code")
+    if cls.section not in SECTIONS:
+        raise TypeError(f"{where}: section {cls.section!r} must be one of {', '.join(SECTIONS)}")
+    if cls.effort not in EFFORTS:
+        raise TypeError(f"{where}: effort {cls.effort!r} must be one of {', '.join(EFFORTS)}")
+    if not isinstance(cls.references, tuple) or not cls.references or not all(
+            isinstance(u, str) and u.startswith("https://") and " " not in u for u in cls.references):
+        raise TypeError(f"{where}: references must be a non-empty tuple of https:// URLs")
+    if _REFERENCE_LABEL.search(doc):
+        raise TypeError(f"{where}: the docstring cites a label of the internal reference file; "
+                        "cite the public documentation (references) instead")

@@ -16,7 +16,7 @@ from conftest import ROOT
 from helpers import neuronize, pipeline_repo
 from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.registry import all_rules
-from neuronize.report import KINDS, REPORT_ONLY_EFFORT, dependency, effort, kind_of
+from neuronize.report import KINDS, dependency, effort, kind_of
 from neuronize.transform import Finding, Safety
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -164,7 +164,7 @@ def test_every_rule_has_a_kind_and_an_effort():
         assert effort(finding) in ("none", "low", "medium", "high")
     assert kind_of("NRN103")[0] == "review" and kind_of("NRN909")[0] == "distributed"
     assert kind_of("NRN901")[0] == "kernels" and kind_of("NRN903")[0] == "libraries"
-    assert set(REPORT_ONLY_EFFORT) <= {r.id for r in all_rules()}
+    assert kind_of("NRN999") == ("other", "Other")
 
 
 def test_dependency_from_message():

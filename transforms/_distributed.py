@@ -1,15 +1,18 @@
-"""Helpers shared by the distributed (NRN4xx) and XLA-era (NRN504) rules."""
+"""The distributed family (NRN4xx) and the XLA-era rule (NRN504): ``torch.distributed``
+functions in any spelling, NCCL backend names, and ``import torch_neuronx``."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
-from neuronize.transforms._helpers import make_string, string_value
-
-DIST_FUNCS = ("init_process_group", "new_group", "barrier", "is_nccl_available")
+from neuronize.transforms import _target
+from neuronize.transforms._imports import import_anchor, torch_neuronx_line
+from neuronize.transforms._calls import insert_after
+from neuronize.transforms._literals import make_string, string_value
 
 
 def dist_function(qualified: str | None) -> str | None:
@@ -36,78 +39,6 @@ def nccl_backend(value: str) -> str | None:
     return None
 
 
-def neuron_string(like: cst.BaseExpression) -> cst.SimpleString:
-    """``"neuron"`` in the quote style of ``like``, keeping its parentheses."""
-    new = make_string("neuron", like if isinstance(like, cst.SimpleString) else None)
-    return new.with_changes(lpar=getattr(like, "lpar", ()), rpar=getattr(like, "rpar", ()))
-
-
-def is_string(node: cst.CSTNode, *values: str) -> bool:
-    value = string_value(node)
-    return value is not None and value in values
-
-
-# -- inserting an element into a list / tuple / dict literal ---------------------------------
-def insert_after(elements: Sequence, index: int, new):  # type: ignore[no-untyped-def]
-    """``elements`` with ``new`` (an Element/DictElement) inserted after ``elements[index]``.
-
-    The new element reuses the separator of its neighbours, so one-line and one-per-line
-    literals keep their layout.
-    """
-    items = list(elements)
-    anchor = items[index]
-    separator = None
-    for item in items[:-1]:
-        if isinstance(item.comma, cst.Comma):
-            separator = item.comma
-            break
-    if separator is None:
-        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if index < len(items) - 1:
-        new = new.with_changes(comma=anchor.comma)
-    else:
-        new = new.with_changes(comma=anchor.comma)
-        items[index] = anchor.with_changes(comma=separator)
-    items.insert(index + 1, new)
-    return items
-
-
-# -- import torch_neuronx  # noqa: F401 ---------------------------------------------------------
-def _imports_torch(stmt: cst.CSTNode, prefix: str) -> bool:
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    for small in stmt.body:
-        if isinstance(small, cst.Import):
-            for alias in small.names:
-                name = cst.Module([]).code_for_node(alias.name)
-                if name == prefix or name.startswith(prefix + "."):
-                    return True
-        elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-            name = cst.Module([]).code_for_node(small.module)
-            if name == prefix or name.startswith(prefix + "."):
-                return True
-    return False
-
-
-def import_anchor(module: cst.Module) -> cst.SimpleStatementLine | None:
-    """The top-level import line ``import torch_neuronx`` should follow: the one importing
-    ``torch.distributed`` if any, else the last top-level line importing ``torch``."""
-    for prefix in ("torch.distributed", "torch"):
-        found = [s for s in module.body if _imports_torch(s, prefix)]
-        if found:
-            return found[0] if prefix == "torch.distributed" else found[-1]  # type: ignore[return-value]
-    return None
-
-
-def torch_neuronx_line() -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(
-        body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
-        trailing_whitespace=cst.TrailingWhitespace(
-            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment("# noqa: F401")
-        ),
-    )
-
-
 def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportRequest, ...]:
     """Propose ``import torch_neuronx  # noqa: F401`` (reference 0.3) as a fix of its own.
 
@@ -115,7 +46,7 @@ def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportReques
     top-level torch import to put the line after (the engine then adds a plain import).
     """
     ctx = rule.ctx
-    if ctx.options.target != "neuron" or ctx.names.imports_module("torch_neuronx"):
+    if not _target.needs_torch_neuronx(ctx) or ctx.names.imports_module("torch_neuronx"):
         return ()  # --target cpu / accelerator: the output must run without torch_neuronx
     anchor = import_anchor(ctx.module)
     if anchor is None:
@@ -129,3 +60,74 @@ def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportReques
         evidence=Evidence.DOC,
     )
     return ()
+
+
+
+#: what the backend written is, per target
+BACKEND_WHY = {
+    _target.NEURON: "the Neuron process-group backend",
+    _target.CPU: "the CPU process-group backend",
+    _target.ACCELERATOR: "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)",
+}
+MIXED_WHY = "the documented Neuron backend; collectives on CPU tensors no longer go through gloo, review them"
+
+
+@dataclass(frozen=True)
+class BackendEdit:
+    """The edit of one NCCL backend literal that reaches a process group."""
+
+    node: cst.BaseExpression
+    replacement: cst.BaseExpression
+    message: str
+    safety: Safety
+    imports: tuple[ImportRequest, ...]
+
+
+def backend_edit(ctx: FileContext, literal: cst.BaseExpression) -> BackendEdit:
+    """``literal`` (``"nccl"``, ``"cpu:gloo,cuda:nccl"``, ``dist.Backend.NCCL``) as the target's
+    process-group backend. A mixed backend is unsafe: collectives on CPU tensors lose gloo."""
+    value = string_value(literal)
+    mixed = value is not None and nccl_backend(value) == "mixed"
+    replacement, imports = _target.process_group_backend(ctx, literal)
+    why = MIXED_WHY if mixed and _target.target(ctx) == _target.NEURON else BACKEND_WHY[_target.target(ctx)]
+    old = f'backend `"{value}"`' if value is not None else "`dist.Backend.NCCL`"
+    message = _target.say(ctx, "{old} -> {backend}: {why}", old=old, why=why)
+    return BackendEdit(literal, replacement, message, Safety.UNSAFE if mixed else Safety.SAFE, imports)
+
+
+def with_neuron_entry(table: cst.Dict) -> cst.Dict | None:
+    """A device-to-backend table ``{"cuda": "nccl", ...}`` with ``"neuron": "neuron"`` after its
+    ``"cuda"`` entry (which stays for GPU runs); None for any other dict."""
+    keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in table.elements]
+    if "cuda" not in keys or "neuron" in keys:
+        return None
+    index = keys.index("cuda")
+    element = table.elements[index]
+    assert isinstance(element, cst.DictElement)
+    value = string_value(element.value)
+    if value is None or not nccl_backend(value):
+        return None
+    new = cst.DictElement(
+        key=make_string("neuron", element.key), value=make_string("neuron", element.value),
+        whitespace_before_colon=element.whitespace_before_colon,
+        whitespace_after_colon=element.whitespace_after_colon,
+    )
+    return table.with_changes(elements=insert_after(table.elements, index, new))
+
+
+def names_nccl(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """``expr`` names the NCCL backend: ``"nccl"``-like strings or ``dist.Backend.NCCL``."""
+    value = string_value(expr)
+    if value is not None:
+        return bool(nccl_backend(value))
+    return ctx.qualify(expr) == "torch.distributed.Backend.NCCL"
+
+
+def nccl_choice(choices: cst.BaseExpression) -> int | None:
+    """Where ``"neuron"`` goes in a backend option's ``choices=[...]``: after its ``"nccl"``;
+    None when the list has ``"neuron"`` already, or no ``"nccl"``."""
+    if not isinstance(choices, (cst.List, cst.Tuple)):
+        return None
+    values = [string_value(e.value) for e in choices.elements]
+    nccl = [i for i, v in enumerate(values) if v is not None and nccl_backend(v) == "plain"]
+    return nccl[0] if nccl and "neuron" not in values else None

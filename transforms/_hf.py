@@ -30,10 +30,3 @@ def training_arguments_class(ctx: FileContext, call: cst.Call) -> str | None:
         return cls
     return None
 
-
-def is_true(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
-
-
-def is_false_or_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("False", "None")

@@ -18,41 +18,71 @@ Builders return ``(expression, imports)``; the imports go to ``Transform.fix(imp
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.transforms._helpers import make_string, qualified_expr
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._messages import short
+from neuronize.transforms._literals import make_string, string_like
+from neuronize.transforms._names import qualified_expr
 
+#: The targets, defined once for the rules (they equal the members of neuronize's Target enum).
 NEURON, ACCELERATOR, CPU = "neuron", "accelerator", "cpu"
 ALL = (NEURON, ACCELERATOR, CPU)
 Built = tuple[cst.BaseExpression, tuple[ImportRequest, ...]]
 
 
 def target(ctx: FileContext) -> str:
+    """The file's target: :data:`NEURON`, :data:`ACCELERATOR` or :data:`CPU`."""
     return ctx.options.target
 
 
-def is_neuron(ctx: FileContext) -> bool:
-    return ctx.options.target == NEURON
+# -- how messages name what a target writes ----------------------------------------------------
+@dataclass(frozen=True)
+class Vocabulary:
+    """The named fields of message templates (``"... -> {device}"``), one set per target."""
+
+    device: str  # the device value, as a message shows it in code (`device_type={device}`)
+    kind: str  # the kind of device, as an adjective ("Neuron autocast", "the CPU device")
+    platform: str  # where the migrated code runs ("`torch.compile(...)` for Neuron")
+    non_cuda: str  # the devices a CUDA-only setting means nothing on ("meaningless on Neuron")
+    backend: str  # the process-group backend written
+    compile_backend: str  # what `torch.compile` gets
+    backend_name: str  # the compile backend a string setting names (Trainer's `torch_compile_backend`)
 
 
-def device_word(ctx: FileContext) -> str:
-    """How messages name the target device: ``"neuron"``, ``"cpu"``, or the accelerator."""
-    return {NEURON: '"neuron"', CPU: '"cpu"'}.get(ctx.options.target, "the current accelerator")
+VOCABULARY = {
+    NEURON: Vocabulary(
+        device='"neuron"', kind="Neuron", platform="Neuron", non_cuda="Neuron", backend='`"neuron"`',
+        compile_backend='`backend="neuron"`', backend_name='"neuron"'),
+    CPU: Vocabulary(
+        device='"cpu"', kind="CPU", platform="the CPU", non_cuda="the CPU", backend='`"gloo"`',
+        compile_backend="no `backend=` (Inductor compiles for the CPU)", backend_name='"inductor"'),
+    ACCELERATOR: Vocabulary(
+        device='<the accelerator\'s type, else "cpu">', kind="accelerator", platform="any device",
+        non_cuda="the CPU and Neuron", backend="`dist.get_default_backend_for_device(<device>)`",
+        compile_backend='`backend="neuron"` on a Neuron device, else `"inductor"`',
+        backend_name='<"neuron" on a Neuron device, else "inductor">'),
+}
+
+
+def fill(target: str, template: str, **fields: object) -> str:
+    """``template`` filled from ``target``'s :class:`Vocabulary` (and ``fields``)."""
+    return template.format_map({**asdict(VOCABULARY[target]), **fields})
+
+
+def say(ctx: FileContext, template: str, **fields: object) -> str:
+    """``template`` filled for the file's target (see :func:`fill`)."""
+    return fill(ctx.options.target, template, **fields)
 
 
 def _torch(ctx: FileContext) -> tuple[str, tuple[ImportRequest, ...]]:
     expr, imports = qualified_expr(ctx, "torch")
     assert isinstance(expr, cst.Name)
     return expr.value, imports
-
-
-def accelerator_device_code(ctx: FileContext) -> tuple[str, tuple[ImportRequest, ...]]:
-    """Source text of the accelerator device type with its CPU fallback."""
-    t, imports = _torch(ctx)
-    return (f'{t}.accelerator.current_accelerator().type if {t}.accelerator.is_available() '
-            'else "cpu"'), imports
 
 
 def device(ctx: FileContext, like: cst.CSTNode | None = None, *, parens: bool = False) -> Built:
@@ -65,7 +95,8 @@ def device(ctx: FileContext, like: cst.CSTNode | None = None, *, parens: bool = 
     rpar = getattr(like, "rpar", ())
     quote_like = like if isinstance(like, cst.SimpleString) else None
     if ctx.options.target == ACCELERATOR:
-        code, imports = accelerator_device_code(ctx)
+        t, imports = _torch(ctx)
+        code = f'{t}.accelerator.current_accelerator().type if {t}.accelerator.is_available() else "cpu"'
         if not lpar and parens:
             code = f"({code})"
         expr = cst.parse_expression(code)
@@ -74,33 +105,6 @@ def device(ctx: FileContext, like: cst.CSTNode | None = None, *, parens: bool = 
         return expr, imports
     word = CPU if ctx.options.target == CPU else NEURON
     return make_string(word, quote_like).with_changes(lpar=lpar, rpar=rpar), ()
-
-
-def device_text(ctx: FileContext) -> str:
-    """How a message shows the new device."""
-    if ctx.options.target == ACCELERATOR:
-        return "the accelerator device (`current_accelerator().type`, else `\"cpu\"`)"
-    return '"cpu"' if ctx.options.target == CPU else '"neuron"'
-
-
-def is_available(ctx: FileContext) -> Built:
-    """The availability check a ``torch.cuda.is_available`` function becomes (all targets)."""
-    return qualified_expr(ctx, "torch.accelerator.is_available")
-
-
-def autocast_dtype_default(ctx: FileContext) -> str:
-    """The dtype inserted where autocast had none (bf16 on every target: CPU autocast takes it)."""
-    return "bfloat16"
-
-
-def compile_backend(ctx: FileContext) -> str | None:
-    """The ``backend=`` that ``torch.compile`` gets, or None to keep PyTorch's default.
-
-    ``neuron``: ``"neuron"``. ``cpu``: Inductor (the default) compiles for the CPU.
-    ``accelerator``: the default backend picks the detected device (Inductor on CPU/CUDA, and
-    TorchNeuron selects its own backend for a model on the Neuron device).
-    """
-    return NEURON if ctx.options.target == NEURON else None
 
 
 def process_group_backend(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
@@ -117,31 +121,9 @@ def process_group_backend(ctx: FileContext, like: cst.CSTNode | None = None) -> 
     return make_string(word, quote_like).with_changes(lpar=lpar, rpar=rpar), ()
 
 
-def backend_text(ctx: FileContext) -> str:
-    return {NEURON: '`"neuron"`', CPU: '`"gloo"`'}.get(
-        ctx.options.target, "`dist.get_default_backend_for_device(<device>)`")
-
-
 def needs_torch_neuronx(ctx: FileContext) -> bool:
     """``import torch_neuronx`` only on the neuron target (the others must run without it)."""
     return ctx.options.target == NEURON
-
-
-def runtime(ctx: FileContext, fn: str, neuron_name: str | None = None) -> Built | None:
-    """A ``torch.cuda.<fn>`` runtime function's replacement for the target, or None if none.
-
-    ``neuron``: ``neuron_name`` (``torch.neuron.x``, ``torch_neuronx.x``...). ``accelerator`` and
-    ``cpu``: ``torch.get_device_module().<fn>`` when ``torch.cpu`` has it too (so it runs on
-    a CPU-only machine), the ``torch.accelerator`` seeding-free equivalents otherwise unknown.
-    """
-    if ctx.options.target == NEURON:
-        return qualified_expr(ctx, neuron_name) if neuron_name else None
-    if fn in CPU_MODULE:
-        t, imports = _torch(ctx)
-        if ctx.options.target == CPU:
-            return cst.parse_expression(f"{t}.cpu.{fn}"), imports
-        return cst.parse_expression(f"{t}.get_device_module().{fn}"), imports
-    return None
 
 
 def guard(ctx: FileContext) -> Built:
@@ -166,15 +148,10 @@ CPU_MODULE = frozenset({
 })
 
 
-def _is_cuda_check(ctx: FileContext, test: cst.BaseExpression) -> bool:
-    return (isinstance(test, cst.Call) and not test.args
-            and ctx.qualify(test.func) == "torch.cuda.is_available")
-
-
 def cuda_only_block(ctx: FileContext, node: cst.If) -> bool:
     """``if torch.cuda.is_available():`` whose every statement uses ``torch.cuda`` / cuDNN /
     ``torch.backends.cuda``: a CUDA-only block, as ``--target accelerator`` writes them."""
-    if not _is_cuda_check(ctx, node.test) or node.orelse is not None:
+    if not is_cuda_available_call(ctx, node.test) or node.orelse is not None:
         return False
     body = node.body
     statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
@@ -220,7 +197,7 @@ def is_kept_cuda_index(ctx: FileContext, node: cst.CSTNode) -> bool:
     """``<CUDA device> if torch.cuda.is_available() else <accelerator device>``, as
     :func:`kept_cuda_index` writes it: portable already, never rewritten again."""
     return (ctx.options.target == ACCELERATOR and isinstance(node, cst.IfExp)
-            and _is_cuda_check(ctx, node.test)
+            and is_cuda_available_call(ctx, node.test)
             and "accelerator" in ctx.module.code_for_node(node.orelse))
 
 
@@ -231,20 +208,9 @@ def in_kept_cuda_index(ctx: FileContext) -> bool:
     return any(is_kept_cuda_index(ctx, anc) for anc in ctx.ancestors())
 
 
-def device_type_arg(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
-    """A ``device_type`` argument (``GradScaler``, ``custom_fwd``, autocast): ``"neuron"``,
-    ``"cpu"``, or the accelerator's type with its CPU fallback."""
-    return device(ctx, like)
-
-
-def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CSTNode,
-                      *, parens: bool = True, value=None) -> Built:  # type: ignore[no-untyped-def]
-    """``rewritten`` (a Neuron rewrite of ``original``) with each ``"neuron"`` string it introduced
-    replaced by the target's device (strings already in ``original`` are kept).
-
-    Lets a rule build its Neuron replacement once and derive the other targets from it."""
-    if ctx.options.target == NEURON:
-        return rewritten, ()
+def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode, make) -> cst.CSTNode:  # type: ignore[no-untyped-def]
+    """``rewritten`` with each ``"neuron"`` string it introduced (not in ``original``) replaced by
+    ``make(string, nested)``; a call argument loses the parentheses of a conditional expression."""
     old: set[int] = set()
 
     class _Collect(cst.CSTVisitor):
@@ -252,31 +218,53 @@ def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CS
             old.add(id(node))
 
     original.visit(_Collect())
-    imports: list[ImportRequest] = []
 
     class _Swap(cst.CSTTransformer):
         def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
             if id(before) in old or before.evaluated_value != NEURON:
                 return after
-            if value is not None:  # another value than the device (a compile backend...)
-                new, more = value(before)
-            else:
-                new, more = device(ctx, before, parens=parens and before is not rewritten)
-            imports.extend(more)
-            return new
+            return make(before, before is not rewritten)
 
         def leave_Arg(self, before: cst.Arg, after: cst.Arg) -> cst.Arg:
-            # a call argument needs no parentheses around the conditional expression
             value = after.value
             if isinstance(value, cst.IfExp) and value.lpar and not isinstance(before.value, cst.IfExp):
                 return after.with_changes(value=value.with_changes(lpar=(), rpar=()))
             return after
 
-    result = rewritten.visit(_Swap())
-    return result, tuple(imports)  # type: ignore[return-value]
+    return rewritten.visit(_Swap())
 
 
-def compile_backend_expr(ctx: FileContext) -> Built | None:
+def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CSTNode) -> Built:
+    """``rewritten`` (a Neuron rewrite of ``original``) with each ``"neuron"`` string it introduced
+    replaced by the target's device (strings already in ``original`` are kept).
+
+    Lets a rule build its Neuron replacement once and derive the other targets from it."""
+    if ctx.options.target == NEURON:
+        return rewritten, ()  # type: ignore[return-value]
+    imports: list[ImportRequest] = []
+
+    def make(like: cst.SimpleString, nested: bool) -> cst.BaseExpression:
+        new, more = device(ctx, like, parens=nested)
+        imports.extend(more)
+        return new
+
+    return _swap_neuron_strings(original, rewritten, make), tuple(imports)  # type: ignore[return-value]
+
+
+_PLACEHOLDER = '"@device@"'
+
+
+def shown(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CSTNode, limit: int = 90) -> str:
+    """How a message quotes ``rewritten`` (a Neuron rewrite of ``original``) under the target:
+    the device it introduced named as the target's vocabulary does (``{device}``)."""
+    if ctx.options.target == NEURON:
+        return short(rewritten, limit)
+    marked = _swap_neuron_strings(original, rewritten, lambda like, nested: cst.SimpleString(_PLACEHOLDER))
+    text = short(marked, None).replace(_PLACEHOLDER, VOCABULARY[ctx.options.target].device)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def compile_backend(ctx: FileContext) -> Built | None:
     """The ``backend=`` value ``torch.compile`` gets (None: keep PyTorch's default, Inductor).
 
     ``neuron``: ``"neuron"``. ``cpu``: none (Inductor compiles for the CPU). ``accelerator``:
@@ -295,6 +283,14 @@ def compile_backend_expr(ctx: FileContext) -> Built | None:
         f'{t}.accelerator.current_accelerator().type == "neuron" else "inductor"'), imports
 
 
-def compile_backend_text(ctx: FileContext) -> str:
-    return {NEURON: '`backend="neuron"`', CPU: "no `backend=` (Inductor compiles for the CPU)"}.get(
-        ctx.options.target, '`backend="neuron"` on a Neuron device, else `"inductor"`')
+def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
+    """The compile backend a setting names where a string is required (the Trainer's
+    ``torch_compile_backend``): :func:`compile_backend`, and ``"inductor"`` (the CPU's compiler)
+    where that keeps PyTorch's default. ``like`` gives the quote style and parentheses."""
+    chosen = compile_backend(ctx)
+    if chosen is None:
+        return string_like(like, "inductor") if like is not None else make_string("inductor"), ()
+    expr, imports = chosen
+    if isinstance(expr, cst.SimpleString) and like is not None:
+        return string_like(like, expr.evaluated_value), imports
+    return expr, imports

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import code
+from neuronize.transforms._messages import short
 
 PROBES = frozenset({
     "torch.cuda.get_device_capability",
@@ -46,14 +46,17 @@ class CapabilityProbe(Transform):
         Report only: which branch is right on Neuron depends on what it guards.
 
     Evidence:
-        3P: reference D13 (no `get_device_capability` equivalent); INF: F19 (predicates that
-        select CUDA-only paths must not be rewritten blindly).
+        3P: no `get_device_capability` equivalent; INF: predicates that select CUDA-only paths must
+        not be rewritten blindly.
     """
 
     id = "NRN910"
     name = "capability-probe"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
+    section = "unsupported"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"get_device_capability", b"get_device_properties")
     examples = (
         Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),
@@ -116,7 +119,7 @@ class CapabilityProbe(Transform):
         self._reported.add(id(gate))
         self.report(
             gate,
-            f"`{code(self.ctx, gate)}` gates code on the CUDA compute capability or SM count, which "
+            f"`{short(gate, 60, tight=True)}` gates code on the CUDA compute capability or SM count, which "
             "Neuron devices do not have; choose the Neuron path by hand (usually the portable SDPA/bf16 branch)",
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import code
+from neuronize.transforms._messages import short
 
 FORMATS = frozenset({"torch.channels_last", "torch.channels_last_3d"})
 
@@ -36,13 +36,16 @@ class ChannelsLast(Transform):
         Report only: the reference marks this 3P, so nothing is removed silently.
 
     Evidence:
-        3P: reference F10 (pre-beta migration report).
+        3P: pre-beta migration report.
     """
 
     id = "NRN908"
     name = "channels-last"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
+    section = "unsupported"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"channels_last",)
     examples = (
         Example("import torch\nmodel = model.to(memory_format=torch.channels_last)\n", None),
@@ -76,6 +79,6 @@ class ChannelsLast(Transform):
         keyword = parent.keyword if isinstance(parent, cst.Arg) else None
         why = "TorchNeuron supports only contiguous/preserve memory formats (pre-beta report)"
         if keyword is not None and keyword.value == "memory_format":
-            self.report(parent, f"`memory_format={code(self.ctx, node)}`: {why}; drop the `memory_format=` argument")
+            self.report(parent, f"`memory_format={short(node, 60, tight=True)}`: {why}; drop the `memory_format=` argument")
         else:
-            self.report(node, f"`{code(self.ctx, node)}`: {why}; use the default contiguous format")
+            self.report(node, f"`{short(node, 60, tight=True)}`: {why}; use the default contiguous format")

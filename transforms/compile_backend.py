@@ -5,33 +5,18 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import (
-    call_name,
-    compile_aliases,
-    compile_kind,
-    drop_elements,
-    has_double_star,
-    short,
-)
-from neuronize.transforms._helpers import keyword, make_string, string_value, with_keyword
+from neuronize.transforms._calls import new_keyword, keyword
+from neuronize.transforms._compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import local_names
 from neuronize.transforms import _target
 
-STATIC_REASON = "static shapes: Neuron compiles one graph per input shape and rejects `dynamic=True`"
-
-
-def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(keyword=cst.Name(name), value=value,
-                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-
-
-#: backends whose code runs only on NVIDIA GPUs (or only under Inductor): replaced
-REPLACED_BACKENDS = frozenset({"inductor", "cudagraphs"})
-#: device-agnostic debugging backends: left, with a note
-DEBUG_BACKENDS = frozenset({"eager", "aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner"})
-#: `mode=` values that only mean something to Inductor on CUDA
-CUDA_MODES = frozenset({"reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
-#: `options=` keys the Neuron backend reads (fallback_execution: DOC; model_name: 3P)
-NEURON_OPTIONS = frozenset({"fallback_execution", "model_name"})
+#: why the decorator gets a backend, per target (the others say it in `compile_backend`)
+WHY_BACKEND = {
+    _target.NEURON: " (the default backend, Inductor, emits CUDA/Triton kernels)",
+    _target.ACCELERATOR: "",
+    _target.CPU: "",
+}
 
 
 class CompileBackend(Transform):
@@ -83,15 +68,22 @@ class CompileBackend(Transform):
         on another kind of object would be a false match).
 
     Evidence:
-        DOC: reference C1 (backend), C2 (mode), C3 (`dynamic=False`), C5 (options; `model_name` is
-        3P), §3.1 (insert `backend="neuron"`, `dynamic=False`, `fullgraph=True` recommended);
-        INF: C9 (`model.compile`).
+        DOC: the TorchNeuron compile reference and guide (the `"neuron"` backend; only the default
+        `mode`; `dynamic=False`; the `options` keys it reads, `model_name` being 3P;
+        `fullgraph=True` recommended). INF: that `model.compile` forwards its arguments.
     """
 
     id = "NRN301"
     name = "compile-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html",
+    )
     tokens = (b"torch.compile", b".compile(", b"_dynamo")
     targets = _target.ALL
     examples = (
@@ -114,7 +106,7 @@ class CompileBackend(Transform):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self._aliases = compile_aliases(ctx)
+        self._aliases = local_names(ctx, ("torch.compile",))
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -130,200 +122,45 @@ class CompileBackend(Transform):
             self._optimize(node)
 
     def _compile(self, node: cst.Call, kind: str) -> None:
-        what = "`torch.compile(...)`" if kind == "torch" else f"`{short(node.func)}(...)`"
+        what = "`torch.compile(...)`" if kind == "torch" else f"`{short(node.func, 50)}(...)`"
         unsafe = kind == "module"
         extra = {} if not unsafe else {"safety": Safety.UNSAFE, "evidence": Evidence.INF}
-        backend_arg = keyword(node, "backend")
-        stars = has_double_star(node)
-        edits: list[str] = []
-        remove: list[cst.Arg] = []
-        dropped_comments = 0
-        backend_known = True  # the backend is (or becomes) a literal we understand
-        runtime_backend = False  # the backend is chosen at run time: the call is reported, not edited
-        target_backend = _target.compile_backend_expr(self.ctx)  # None: keep the default
-        backend_new, backend_imports = target_backend if target_backend is not None else (None, ())
-        if backend_arg is None:
-            if stars is not None:
-                self.report(node, f"{what} takes its settings from `{short(stars)}`: make sure they "
-                            'say `backend="neuron"` and no CUDA `mode=` or Inductor `options=`',
-                            evidence=extra.get("evidence"))
-                return
-            if backend_new is not None:
-                edits.append(f"{_target.compile_backend_text(self.ctx)} added (the default backend, "
-                             "Inductor, emits CUDA/Triton kernels on CUDA and does not compile for Neuron)"
-                             if not _target.is_neuron(self.ctx) else
-                             '`backend="neuron"` added (the default backend, Inductor, emits CUDA/Triton kernels)')
-        else:
-            value = string_value(backend_arg.value)
-            if value == "neuron":
-                return
-            if value is None and not _target.is_neuron(self.ctx) \
-                    and "current_accelerator" in self.ctx.module.code_for_node(backend_arg.value):
-                return  # chosen from the detected device already (`--target accelerator`)
-            if value is None:
-                also = [k for k in ("mode", "options") if keyword(node, k) is not None]
-                tail = " with no CUDA `mode=` or Inductor `options=`" if also else ""
-                self.report(backend_arg.value, f"{what} picks its backend at run time "
-                            f"(`backend={short(backend_arg.value)}`): make sure it is `\"neuron\"` on Trainium{tail}")
-                backend_known = False
-                runtime_backend = True
-            elif value in DEBUG_BACKENDS:
-                self.report(backend_arg.value, f'{what} uses the debugging backend `"{value}"` (runs on any '
-                            'device, without compiling for Neuron): switch to `backend="neuron"` when done')
-                return
-            elif value not in REPLACED_BACKENDS:
-                self.report(backend_arg.value, f'{what} uses the backend `"{value}"`, which is not '
-                            'available on Trainium: use `backend="neuron"`')
-                return
-            elif backend_new is None:
-                if value == "cudagraphs":
-                    remove.append(backend_arg)
-                    edits.append('`backend="cudagraphs"` removed (CUDA graphs); the default backend, '
-                                 "Inductor, compiles for the CPU")
-                backend_known = False  # `backend="inductor"` is the CPU's backend: kept
-            else:
-                edits.append(f'`backend="{value}"` -> ' + (
-                    '`backend="neuron"`' if _target.is_neuron(self.ctx)
-                    else f"{_target.compile_backend_text(self.ctx)}"))
-
-        mode_arg = keyword(node, "mode")
-        if mode_arg is not None:
-            mode = string_value(mode_arg.value)
-            if mode in CUDA_MODES:
-                remove.append(mode_arg)
-                edits.append(f'`mode="{mode}"` removed (CUDA graphs / Triton autotuning; Neuron honours '
-                             "only the default mode)")
-            elif mode is None and backend_known and not (
-                    isinstance(mode_arg.value, cst.Name) and mode_arg.value.value == "None"):
-                self.report(mode_arg.value, f"{what} picks `mode={short(mode_arg.value)}` at run time: Neuron "
-                            "honours only the default mode; CUDA modes are ignored with a warning")
-
-        options_arg = keyword(node, "options")
-        new_options: cst.Dict | None = None
-        if options_arg is not None and backend_known:
-            value_node = options_arg.value
-            if isinstance(value_node, cst.Dict):
-                keys: list[str | None] = []
-                for element in value_node.elements:
-                    keys.append(string_value(element.key) if isinstance(element, cst.DictElement) else None)
-                if None in keys:
-                    self.report(value_node, f"{what}: `options=` has keys computed at run time: keep only "
-                                "`fallback_execution` (Neuron does not read Inductor options)")
-                else:
-                    dropped = [k for k in keys if k not in NEURON_OPTIONS]
-                    kept = [e for e, k in zip(value_node.elements, keys) if k in NEURON_OPTIONS]
-                    listing = ", ".join(f"`{k}`" for k in dropped)
-                    if not kept:
-                        remove.append(options_arg)
-                        edits.append(f"Inductor `options=` removed ({listing or 'empty'})")
-                    elif dropped:
-                        gone = [e for e in value_node.elements if not any(e is k for k in kept)]
-                        elements, lost, closing = drop_elements(value_node.elements, gone,
-                                                                value_node.rbrace.whitespace_before)
-                        dropped_comments += lost
-                        new_options = value_node.with_changes(
-                            elements=elements, rbrace=value_node.rbrace.with_changes(whitespace_before=closing))
-                        edits.append(f"Inductor options {listing} removed from `options=`")
-            elif not (isinstance(value_node, cst.Name) and value_node.value == "None"):
-                self.report(value_node, f"{what}: `options={short(value_node)}` is built elsewhere: Neuron "
-                            "reads only `fallback_execution`; drop the Inductor keys")
-
-        add_static = not runtime_backend and keyword(node, "dynamic") is None
-        if add_static:
-            edits.append(f"`dynamic=False` added ({STATIC_REASON})")
-        if not edits:
+        chosen = _target.compile_backend(self.ctx)
+        backend, imports = chosen if chosen is not None else (None, ())
+        plan = plan_compile(node, what, _target.target(self.ctx), backend, extra.get("evidence"))
+        for where, text, evidence in plan.reports:
+            self.report(where, text, evidence=evidence)
+        if plan.new is None:
             return
-        new = node
-        if remove:
-            args, lost, _ = drop_elements(node.args, remove)
-            dropped_comments += lost
-            new = node.with_changes(args=args)
-        if new_options is not None:
-            new = new.with_changes(args=[
-                a.with_changes(value=new_options) if a.keyword is not None and a.keyword.value == "options" else a
-                for a in new.args
-            ])
-        if backend_known and backend_new is not None:
-            like = backend_arg.value if backend_arg is not None else None
-            if isinstance(backend_new, cst.SimpleString):
-                backend_new = make_string("neuron", like)
-            new = with_keyword(new, "backend", backend_new)
-        if add_static:
-            new = with_keyword(new, "dynamic", cst.Name("False"))
-        where = {_target.CPU: "the CPU", _target.ACCELERATOR: "any device"}.get(_target.target(self.ctx), "Neuron")
-        message = f"{what} for {where}: " + "; ".join(edits)
-        if dropped_comments:
-            message += f"; {dropped_comments} comment(s) on the removed settings dropped"
+        message = _target.say(self.ctx, "{what} for {platform}: ", what=what) + "; ".join(plan.edits)
+        if plan.dropped_comments:
+            message += f"; {plan.dropped_comments} comment(s) on the removed settings dropped"
         if keyword(node, "fullgraph") is None:
             message += "; consider `fullgraph=True` (recommended: graph breaks then raise)"
         if unsafe:
             message += "; assumes the receiver is an `nn.Module`"
-        self.fix(node, new, message, imports=backend_imports, **extra)
+        self.fix(node, plan.new, message, imports=imports, **extra)
 
     def _optimize(self, node: cst.Call) -> None:
-        arg = keyword(node, "backend")
-        if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
-            arg = node.args[0]
-        note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile(..., backend=\"neuron\")`"
-        if not _target.is_neuron(self.ctx):
-            self._optimize_portable(node, arg)
-            return
-        if arg is None:
-            if has_double_star(node) is not None:
-                self.report(node, f"`torch._dynamo.optimize(...)`: make sure the backend is `\"neuron\"`; {note}")
-                return
-            self.fix(node, with_keyword(node, "backend", make_string("neuron")),
-                     f'`torch._dynamo.optimize(...)`: `backend="neuron"` added (the default is Inductor); {note}')
-            return
-        value = string_value(arg.value)
-        if value == "neuron":
-            return
-        if value in REPLACED_BACKENDS:
-            self.fix(arg.value, make_string("neuron", arg.value).with_changes(
-                lpar=getattr(arg.value, "lpar", ()), rpar=getattr(arg.value, "rpar", ())),
-                f'`torch._dynamo.optimize("{value}")` -> `"neuron"`; {note}')
-        else:
-            self.report(arg.value, f"`torch._dynamo.optimize({short(arg.value)})`: use the `\"neuron\"` "
-                        f"backend on Trainium; {note}")
-
-    def _optimize_portable(self, node: cst.Call, arg: cst.Arg | None) -> None:
-        """``--target cpu``: Inductor is the CPU's backend (kept). ``accelerator``: the backend
-        chosen from the detected device."""
-        note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile`"
-        value = string_value(arg.value) if arg is not None else None
-        chosen = _target.compile_backend_expr(self.ctx)
-        if arg is not None and value is None and "current_accelerator" in self.ctx.module.code_for_node(arg.value):
-            return
-        if chosen is None or (arg is not None and value not in REPLACED_BACKENDS):
-            if value == "cudagraphs" or (arg is not None and value is None):
-                self.report(arg.value if arg is not None else node,
-                            f"`torch._dynamo.optimize({short(arg.value) if arg is not None else ''})`: make sure "
-                            f"the backend compiles for the CPU (Inductor); {note}")
-            return
-        expr, imports = chosen
-        if arg is None:
-            if has_double_star(node) is not None:
-                return
-            self.fix(node, with_keyword(node, "backend", expr),
-                     f"`torch._dynamo.optimize(...)`: {_target.compile_backend_text(self.ctx)}; {note}",
-                     imports=imports)
-        else:
-            self.fix(arg.value, expr.with_changes(lpar=getattr(arg.value, "lpar", ()),
-                                                  rpar=getattr(arg.value, "rpar", ())),
-                     f'`torch._dynamo.optimize("{value}")` -> {_target.compile_backend_text(self.ctx)}; {note}',
-                     imports=imports)
+        chosen = _target.compile_backend(self.ctx)
+        backend, imports = chosen if chosen is not None else (None, ())
+        plan = plan_optimize(node, _target.target(self.ctx), backend)
+        for where, text, _ in plan.reports:
+            self.report(where, text)
+        if plan.fix is not None:
+            where, replacement, message = plan.fix
+            self.fix(where, replacement, message, imports=imports)
 
     # -- bare decorator and references ------------------------------------------------------------
     def visit_Decorator(self, node: cst.Decorator) -> None:
         dec = node.decorator
         if not (isinstance(dec, (cst.Name, cst.Attribute)) and self.ctx.qualify(dec) == "torch.compile"):
             return
-        chosen = _target.compile_backend_expr(self.ctx)  # None: --target cpu keeps Inductor
-        args = [] if chosen is None else [_keyword_arg("backend", chosen[0])]
-        args.append(_keyword_arg("dynamic", cst.Name("False")))
-        backend = ("no backend (Inductor, the default, compiles for the CPU)" if chosen is None
-                   else _target.compile_backend_text(self.ctx) if not _target.is_neuron(self.ctx)
-                   else '`backend="neuron"` (the default backend, Inductor, emits CUDA/Triton kernels)')
+        chosen = _target.compile_backend(self.ctx)  # None: --target cpu keeps Inductor
+        args = [] if chosen is None else [new_keyword("backend", chosen[0])]
+        args.append(new_keyword("dynamic", cst.Name("False")))
+        backend = _target.say(self.ctx, "{compile_backend}{why}", why=WHY_BACKEND[_target.target(self.ctx)]) \
+            if chosen is not None else "no backend (Inductor, the default, compiles for the CPU)"
         self.fix(dec, cst.Call(func=dec, args=[*(a.with_changes(comma=cst.Comma(
                      whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]), args[-1]]),
                  f"`@torch.compile` -> `@torch.compile(...)`: {backend}; `dynamic=False` ({STATIC_REASON}); "

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import (
-    assign_targets,
-    call_name,
-    compile_aliases,
-    compile_kind,
-    import_removals,
-    is_expression_statement,
-    is_false,
-    is_true,
-    short,
-)
-from neuronize.transforms._helpers import keyword
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._compile import call_name, compile_kind
+from neuronize.transforms._imports import removals_for
+from neuronize.transforms._literals import is_false, is_true
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import local_names
+from neuronize.transforms._nodes import assign_targets, is_expression_statement
 
 MARKERS = frozenset({"mark_dynamic", "maybe_mark_dynamic", "mark_unbacked"})
 #: Dynamo settings that ask for symbolic shapes, with the value that keeps shapes static
@@ -57,17 +53,23 @@ class CompileDynamicShapes(Transform):
         time dominates. Removing `mark_dynamic` rests on an inference (INF).
 
     Evidence:
-        DOC: reference C3 (`dynamic=True` rejected), F5, §3.1 (`dynamic=False` or omit), §3.2;
-        INF: C8 (`mark_dynamic` calls), §3.2 (Dynamo config settings).
+        DOC: the compile reference and guide (`dynamic=True` is rejected; use `dynamic=False` or
+        omit it; every new shape compiles a new graph). INF: `mark_dynamic` calls and the Dynamo
+        config settings.
     """
 
     id = "NRN302"
     name = "compile-dynamic-shapes"
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+    )
     tokens = (b"dynamic=", b"dynamic =", b"mark_dynamic", b"mark_unbacked", b"automatic_dynamic", b"assume_static_by_default")
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=True)\n',
@@ -82,7 +84,7 @@ class CompileDynamicShapes(Transform):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self._aliases = compile_aliases(ctx)
+        self._aliases = local_names(ctx, ("torch.compile",))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = call_name(node.func, self._aliases)
@@ -100,14 +102,14 @@ class CompileDynamicShapes(Transform):
         kind = compile_kind(self.ctx, node)
         if kind is None:
             return
-        what = "`torch.compile`" if kind == "torch" else f"`{short(node.func)}`"
+        what = "`torch.compile`" if kind == "torch" else f"`{short(node.func, 50)}`"
         if is_true(arg.value):
             self.fix(arg.value, cst.Name("False"),
                      f"{what}: `dynamic=True` -> `dynamic=False`: Neuron rejects dynamic shapes; each new "
                      "input shape now compiles a new graph, so pad inputs to fixed sizes or buckets",
                      evidence=Evidence.DOC if kind == "torch" else Evidence.INF)
         else:
-            self.report(arg.value, f"{what}: `dynamic={short(arg.value)}` is chosen at run time: Neuron "
+            self.report(arg.value, f"{what}: `dynamic={short(arg.value, 50)}` is chosen at run time: Neuron "
                         "rejects `dynamic=True`; use `False` (or omit it) and pad inputs to fixed sizes")
 
     def _marker(self, node: cst.Call, name: str) -> None:
@@ -115,11 +117,11 @@ class CompileDynamicShapes(Transform):
         if qualified is None or not qualified.startswith("torch._dynamo."):
             return
         if is_expression_statement(self.ctx):
-            self.remove(self.ctx.parent, f"`{short(node.func)}(...)` removed: Neuron compiles static shapes "
+            self.remove(self.ctx.parent, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "
                         "only; pad this input to a fixed size (or a few buckets) instead",
-                        evidence=Evidence.INF, imports=import_removals(self.ctx, [qualified]))
+                        evidence=Evidence.INF, imports=removals_for(self.ctx, [qualified]))
         else:
-            self.report(node, f"`{short(node.func)}(...)` asks for a dynamic dimension, which Neuron does not "
+            self.report(node, f"`{short(node.func, 50)}(...)` asks for a dynamic dimension, which Neuron does not "
                         "support: remove it and pad the input to a fixed size", evidence=Evidence.INF)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -141,7 +143,7 @@ class CompileDynamicShapes(Transform):
             value = node.value
             if isinstance(value, cst.Name) and value.value == static:
                 continue
-            self.report(node, f"`{short(target)} = {short(value)}` lets Dynamo trace symbolic shapes, which "
+            self.report(node, f"`{short(target, 50)} = {short(value, 50)}` lets Dynamo trace symbolic shapes, which "
                         f"the Neuron backend does not compile: set it to `{static}` (or remove it)",
                         evidence=Evidence.INF)
             return

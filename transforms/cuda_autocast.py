@@ -6,34 +6,11 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms import _target
-from neuronize.transforms._amp import (
-    AmpRule,
-    AUTOCAST,
-    CUDA_AUTOCAST,
-    CUDA_AUTOCAST_PARAMS,
-    FLOAT16,
-    as_keyword,
-    cuda_import_removals,
-    has_star,
-    in_fallback_branch,
-    index_of,
-    insert_args,
-    is_false,
-    is_reference,
-    is_string,
-    last_name,
-    mentions,
-    new_keyword,
-    replace_value,
-)
-from neuronize.transforms._helpers import (
-    argument,
-    keyword,
-    make_string,
-    qualified_expr,
-    replace_device_string,
-    string_value,
-)
+from neuronize.transforms._amp import AUTOCAST, AmpRule, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
+from neuronize.transforms._calls import argument, as_keyword, has_star, index_of, insert_args, keyword, new_keyword, replace_value
+from neuronize.transforms._imports import cuda_import_removals
+from neuronize.transforms._literals import is_false, is_string_literal, string_value
+from neuronize.transforms._names import is_reference, last_name, mentions, qualified_expr
 
 BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
             "Neuron-preferred type (no GradScaler needed) but changes numerics")
@@ -90,9 +67,9 @@ class CudaAutocast(AmpRule):
         note that fp16 is not the documented Neuron path.
 
     Evidence:
-        DOC: reference A1 (`torch.autocast(device_type="neuron")`, TorchNeuron index page).
-        SRC/INF: reference A2 (the Neuron autocast tests expect float16 under a bare
-        `torch.autocast("neuron")`; bf16 is the Neuron-preferred type), open question 3.
+        DOC: `torch.autocast(device_type="neuron")`, TorchNeuron index page. SRC/INF: the Neuron
+        autocast tests expect float16 under a bare `torch.autocast("neuron")`; bf16 is the
+        Neuron-preferred type.
     """
 
     id = "NRN201"
@@ -100,6 +77,11 @@ class CudaAutocast(AmpRule):
     name = "cuda-autocast"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "precision"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (b"autocast",)
     examples = (
         Example(
@@ -141,7 +123,7 @@ class CudaAutocast(AmpRule):
             self._device_type_call(node)
         elif qualified in CUDA_AUTOCAST:
             first = argument(node, "enabled", 0)
-            if keyword(node, "device_type") is not None or (first is not None and is_string(first.value)):
+            if keyword(node, "device_type") is not None or (first is not None and is_string_literal(first.value)):
                 # `torch.autocast` behind a fallback import (`except ImportError: from torch.cuda.amp
                 # import autocast`): the call already has the device-generic signature.
                 self._device_type_call(node)
@@ -155,13 +137,11 @@ class CudaAutocast(AmpRule):
             return  # a variable, "cpu", "neuron", or not an autocast call we understand
         dtype = argument(node, "dtype", 1)
         enabled = argument(node, "enabled", 2)
-        swapped = replace_value(node, device, replace_device_string(device.value, "neuron"))
-        done = 'autocast on `"cuda"` -> `"neuron"`'
-        if not _target.is_neuron(self.ctx):
-            new_device, device_imports = _target.device(self.ctx, device.value)
-            swapped = replace_value(node, device, new_device)
-            done = f'autocast on `"cuda"` -> {_target.device_text(self.ctx)}'
-            if dtype is None and not is_false(enabled) and not has_star(node):
+        new_device, device_imports = _target.device(self.ctx, device.value)
+        swapped = replace_value(node, device, new_device)
+        done = _target.say(self.ctx, 'autocast on `"cuda"` -> `{device}`')
+        if _target.target(self.ctx) != _target.NEURON:
+            if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
                 bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
                 full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
                 self.fix(node, full, f"{done} with `dtype=torch.bfloat16` (CUDA's default fp16 is not the "
@@ -170,15 +150,15 @@ class CudaAutocast(AmpRule):
                 return
             self.fix(node, swapped, done, imports=device_imports)
             return
-        if dtype is None and not is_false(enabled) and not has_star(node):
+        if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
             bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
             self.fix(node, full, f"{done} with `dtype=torch.bfloat16`: {BF16_WHY}",
-                     safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=imports)
-            self.fix(node, swapped, done + DEFAULT_NOTE)
+                     safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=(*imports, *device_imports))
+            self.fix(node, swapped, done + DEFAULT_NOTE, imports=device_imports)
             return
         note = FP16_NOTE if dtype is not None and mentions(self.ctx, dtype.value, FLOAT16) else ""
-        self.fix(node, swapped, done + note)
+        self.fix(node, swapped, done + note, imports=device_imports)
 
     def _cuda_amp_call(self, node: cst.Call) -> None:
         """`torch.cuda.amp.autocast(...)` -> `torch.autocast(device_type="neuron", ...)`."""
@@ -201,19 +181,16 @@ class CudaAutocast(AmpRule):
                 for i, a in enumerate(node.args)]
         converted = node.with_changes(func=func, args=args)
         dtype = keyword(converted, "dtype")
-        device = new_keyword("device_type", make_string("neuron"))
-        done = '`torch.cuda.amp.autocast` -> `torch.autocast(device_type="neuron")`'
-        if not _target.is_neuron(self.ctx):
-            new_device, device_imports = _target.device(self.ctx)
-            device = new_keyword("device_type", new_device)
-            imports = (*imports, *device_imports)
-            done = f"`torch.cuda.amp.autocast` -> `torch.autocast` on {_target.device_text(self.ctx)}"
-        if dtype is None and not is_false(keyword(converted, "enabled")):
+        new_device, device_imports = _target.device(self.ctx)
+        device = new_keyword("device_type", new_device)
+        imports = (*imports, *device_imports)
+        done = _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`")
+        enabled = keyword(converted, "enabled")
+        if dtype is None and not (enabled is not None and is_false(enabled.value)):
             bf16, bf16_imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(converted, 0, [device, new_keyword("dtype", bf16)])
-            self.fix(node, full,
-                     '`torch.cuda.amp.autocast` -> `torch.autocast(device_type="neuron", '
-                     f'dtype=torch.bfloat16)`: {BF16_WHY}',
+            self.fix(node, full, _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast("
+                                             "device_type={device}, dtype=torch.bfloat16)`: {why}", why=BF16_WHY),
                      safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=imports + bf16_imports)
             self.fix(node, insert_args(converted, 0, [device]), done + DEFAULT_NOTE, imports=imports)
             return

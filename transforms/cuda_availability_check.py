@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._cuda_runtime import (
-    Context,
-    CudaRef,
-    Verdict,
-    _CudaApiRule,
-    classify,
-    flag_targets,
-    flag_uses,
-    guarded_after,
-    guarded_code,
-    scan,
-    spelled,
-)
-from neuronize.transforms._helpers import branches_mention_cuda
+from neuronize.transforms._nodes import assigned_names
+from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
+from neuronize.transforms._cuda_runtime import Context, CudaRef, _CudaApiRule, classify, spelled
+from neuronize.transforms._literals import branches_mention_cuda
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -73,15 +64,21 @@ class CudaAvailabilityCheck(_CudaApiRule):
         `torchrun` with the `neuron` process group each process sees exactly one.
 
     Evidence:
-        DOC: reference D6 and D7 (`torch.accelerator` code needs no change on Neuron). SRC: D10,
-        D11 (what the count and index mean). INF: F19 (which guarded code is device-agnostic).
+        DOC: `torch.accelerator` code needs no change on Neuron. SRC: what the count and index mean.
+        INF: which guarded code is device-agnostic.
     """
 
     id = "NRN110"
-    targets = ("neuron", "accelerator", "cpu")  # torch.accelerator.* runs on every target
+    targets = _target.ALL  # torch.accelerator.* runs on every target
     name = "cuda-availability-check"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "review"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(_TARGETS)
     examples = (
@@ -131,7 +128,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         elif kind is Context.IF:
             verdict = scan(self.ctx, guarded_code(self.ctx, where))  # type: ignore[arg-type]
         elif kind is Context.FLAG:
-            names = flag_targets(where)  # type: ignore[arg-type]
+            names = assigned_names(where)  # type: ignore[arg-type]
             flag = ", ".join(f"`{n}`" for n in names) or "the stored value"
             verdict = scan(self.ctx, [where, *flag_uses(self.ctx, names, where)])  # type: ignore[arg-type]
         elif kind is Context.ASSERT:

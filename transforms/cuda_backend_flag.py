@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _SDP = "it enables or disables one of CUDA's attention kernels"
 
 
-class CudaBackendFlag(_CudaOnlySettings):
+class CudaBackendFlag(CudaOnlySettings):
     """Finds CUDA matmul and attention-kernel settings (`torch.backends.cuda.*`), which mean nothing on Neuron.
 
     What it does:
@@ -39,13 +39,16 @@ class CudaBackendFlag(_CudaOnlySettings):
         Unsafe: that no Neuron path reads them is an inference.
 
     Evidence:
-        INF: reference B2 (settings), B3 (`set_float32_matmul_precision`, INF/3P).
+        INF: the CUDA backend settings have no Neuron reader; `set_float32_matmul_precision` is
+        INF/3P.
     """
 
     id = "NRN351"
     name = "cuda-backend-flag"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "compile"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",)
     tokens = (b"backends", b"set_float32_matmul_precision")
     examples = (
         Example(
@@ -76,4 +79,4 @@ class CudaBackendFlag(_CudaOnlySettings):
         ),
     }
     modules = ("torch.backends.cuda.matmul",)
-    why = "a CUDA backend setting, meaningless on Neuron"
+    why = "a CUDA backend setting, meaningless on {non_cuda}"

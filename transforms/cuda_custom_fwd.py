@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._amp import (
-    AmpRule,
-    CUDA_CUSTOM,
-    CUSTOM,
-    cuda_import_removals,
-    insert_args,
-    is_reference,
-    last_name,
-    new_keyword,
-    replace_value,
-)
-from neuronize.transforms._helpers import keyword, make_string, qualified_expr, replace_device_string, string_value
+from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, ImportRequest, Safety
+from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM
+from neuronize.transforms._calls import insert_args, keyword, new_keyword, replace_value
+from neuronize.transforms._imports import cuda_import_removals
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 NAMES = ("custom_fwd", "custom_bwd")
+
+
+MESSAGE = ("`{fn}` for CUDA autocast -> `torch.amp.{fn}(device_type={device})`, so the autograd function "
+           "follows {kind} autocast")
 
 
 class CudaCustomFwd(AmpRule):
@@ -65,15 +63,17 @@ class CudaCustomFwd(AmpRule):
         the documentation.
 
     Evidence:
-        SRC: reference A3 (torch-neuronx autocast tests).
+        SRC: torch-neuronx autocast tests.
     """
 
     id = "NRN203"
     name = "cuda-custom-fwd"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "precision"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"custom_fwd", b"custom_bwd")
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "import torch\n\n@torch.cuda.amp.custom_bwd\ndef backward(ctx, g):\n    return g\n",
@@ -95,24 +95,12 @@ class CudaCustomFwd(AmpRule):
     BARE = frozenset(NAMES)
 
     def _message(self, qualified: str) -> str:
-        target = CUDA_CUSTOM.get(qualified, qualified).rsplit(".", 1)[-1]
-        return (f'`{target}` for CUDA autocast -> `torch.amp.{target}(device_type="neuron")`, so the '
-                "autograd function follows Neuron autocast")
+        fn = CUDA_CUSTOM.get(qualified, qualified).rsplit(".", 1)[-1]
+        return _target.say(self.ctx, MESSAGE, fn=fn)
 
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: the same fix with the target's device type."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            shown = ('"cpu"' if _target.target(self.ctx) == _target.CPU
-                     else "<the accelerator's type, else \"cpu\">")
-            message = message.replace('"neuron"', shown).replace("Neuron autocast", "autocast on the target device")
-        super().fix(node, replacement, message, **kwargs)
-
-    def _device_keyword(self) -> cst.Arg:
-        return new_keyword("device_type", make_string("neuron"))
+    def _device_keyword(self) -> tuple[cst.Arg, tuple[ImportRequest, ...]]:
+        device, imports = _target.device(self.ctx)
+        return new_keyword("device_type", device), imports
 
     # -- bare decorators: @torch.cuda.amp.custom_fwd ---------------------------------------------
     def visit_Decorator(self, node: cst.Decorator) -> None:
@@ -124,8 +112,9 @@ class CudaCustomFwd(AmpRule):
         if qualified not in CUDA_CUSTOM:
             return
         func, imports = qualified_expr(self.ctx, CUDA_CUSTOM[qualified])
-        new = cst.Call(func=func, args=[self._device_keyword()])
-        self.fix(expr, new, self._message(qualified), imports=imports + cuda_import_removals(self.ctx, expr))
+        device, more = self._device_keyword()
+        new = cst.Call(func=func, args=[device])
+        self.fix(expr, new, self._message(qualified), imports=(*imports, *more, *cuda_import_removals(self.ctx, expr)))
 
     # -- calls: @custom_fwd(cast_inputs=...), custom_fwd(fn), torch.amp.custom_fwd(device_type="cuda")
     def visit_Call(self, node: cst.Call) -> None:
@@ -139,8 +128,8 @@ class CudaCustomFwd(AmpRule):
         if qualified in CUSTOM or (qualified in CUDA_CUSTOM and device is not None):
             # (the second case: `torch.amp.custom_fwd` behind a fallback import of the CUDA one)
             if device is not None and string_value(device.value) == "cuda":
-                new = replace_value(node, device, replace_device_string(device.value, "neuron"))
-                self.fix(node, new, self._message(qualified))
+                value, imports = _target.device(self.ctx, device.value)
+                self.fix(node, replace_value(node, device, value), self._message(qualified), imports=imports)
             return
         if qualified not in CUDA_CUSTOM:
             return
@@ -151,8 +140,10 @@ class CudaCustomFwd(AmpRule):
         func, imports = qualified_expr(self.ctx, CUDA_CUSTOM[qualified])
         # device_type is keyword-only: it goes after the positional argument (the function), if any.
         at = sum(1 for a in node.args if a.keyword is None)
-        new = insert_args(node.with_changes(func=func), at, [self._device_keyword()])
-        self.fix(node, new, self._message(qualified), imports=imports + cuda_import_removals(self.ctx, node.func))
+        device, more = self._device_keyword()
+        new = insert_args(node.with_changes(func=func), at, [device])
+        self.fix(node, new, self._message(qualified),
+                 imports=(*imports, *more, *cuda_import_removals(self.ctx, node.func)))
 
     # -- references that are not calls or decorators ------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

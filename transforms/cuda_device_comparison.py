@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device import (
-    short,
-    cuda_literal,
-    cuda_membership_list,
-    device_named,
-    idiom_branch,
-    is_torch_device_call,
-    neuron_literal,
-    rewrite_condition,
-    rewrite_cuda_comparison,
-    selection_if,
-    selection_ifexp,
-    target_name,
-)
+from neuronize.transforms._device_choice import cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
+from neuronize.transforms._literals import cuda_literal, string_like
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import target_name
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
@@ -58,16 +49,23 @@ class CudaDeviceComparison(Transform):
         device setting is migrated by NRN101) and that nothing downstream needs `"cuda"`.
 
     Evidence:
-        INF: follows from the device name `"neuron"` (DOC: reference D1, D2) and from what the
-        guarded code does on another device; reference "Where context decides".
+        INF: follows from the device name `"neuron"` (DOC: the TorchNeuron index page) and from what
+        the guarded code does on another device.
     """
 
     id = "NRN103"
     name = "cuda-device-comparison"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "review"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+    )
     tokens = (b"cuda",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example('device_type = "cuda" if "cuda" in device else "cpu"\n',
                 'device_type = "neuron" if "neuron" in device else "cpu"\n'),
@@ -80,21 +78,14 @@ class CudaDeviceComparison(Transform):
         super().__init__(ctx)
         self._covered: set[int] = set()  # IfExp / If nodes rewritten as a unit
 
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: the Neuron rewrite with the target's device in place
-        of each ``"neuron"`` it writes (``(<accelerator type, else "cpu">) in device``)."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            word = '`"cpu"`' if _target.target(self.ctx) == _target.CPU else "the accelerator's type"
-            message = (message.replace("`\"neuron\"`", word).replace("`... if \"neuron\"", "`... if <device>")
-                       .replace('"neuron"', "<device>")
-                       .replace("on Neuron: otherwise the Neuron device falls back to the CPU path",
-                                f"on {word}: otherwise the target device falls back to the CPU path")
-                       .replace("otherwise the Neuron device falls back", "otherwise the target device falls back"))
-        super().fix(node, replacement, message, **kwargs)
+    def _fix_choice(self, node: cst.CSTNode, neuron_form: cst.CSTNode, template: str, *,
+                    quote_test: bool = False, **fields: str) -> None:
+        """Fix ``node`` with its Neuron rewrite carrying the target's device (``neuron_form`` with
+        each ``"neuron"`` it wrote replaced), the message quoting the code written."""
+        replacement, imports = _target.retarget_literals(self.ctx, node, neuron_form)
+        old, new = (node.test, neuron_form.test) if quote_test else (node, neuron_form)  # type: ignore[attr-defined]
+        self.fix(node, replacement, _target.say(self.ctx, template, new=_target.shown(self.ctx, old, new), **fields),
+                 imports=imports)
 
     # -- device choices: rewritten -----------------------------------------------------------
     def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:
@@ -105,12 +96,12 @@ class CudaDeviceComparison(Transform):
 
     def _rewrite_branch(self, branch: cst.BaseExpression) -> cst.BaseExpression:
         if cuda_literal(branch) is not None:
-            return neuron_literal(branch)
+            return string_like(branch, "neuron")
         if is_torch_device_call(self.ctx, branch):
             assert isinstance(branch, cst.Call)
             args = branch.args
             if len(args) == 1 and args[0].keyword is None and cuda_literal(args[0].value) is not None:
-                return branch.with_changes(args=[args[0].with_changes(value=neuron_literal(args[0].value))])
+                return branch.with_changes(args=[args[0].with_changes(value=string_like(args[0].value, "neuron"))])
         if isinstance(branch, cst.IfExp) and idiom_branch(self.ctx, branch) is None:
             return self._rewrite_choice(branch)
         return branch
@@ -120,22 +111,16 @@ class CudaDeviceComparison(Transform):
             return
         if not selection_ifexp(self.ctx, node):
             return
-        replacement = self._rewrite_choice(node)
-        old = short(self.ctx, node.test)
-        new = short(self.ctx, replacement.test)
-        self.fix(node, replacement,
-                 f'device choice `... if {old} else ...` -> `... if {new} else ...` with its CUDA '
-                 "branches on Neuron: otherwise the Neuron device falls back to the CPU path")
+        self._fix_choice(node, self._rewrite_choice(node), "device choice `... if {old} else ...` -> "
+                         "`... if {new} else ...` with its CUDA branches on {platform}: otherwise the "
+                         "{kind} device falls back to the CPU path", old=short(node.test), quote_test=True)
 
     def visit_If(self, node: cst.If) -> None:
         if not selection_if(node):
             return
         self._covered.add(id(node))
-        new_test = rewrite_condition(node.test)
-        self.fix(node.test, new_test,
-                 f"device choice `if {short(self.ctx, node.test)}:` -> "
-                 f"`if {short(self.ctx, new_test)}:`: otherwise the Neuron device "
-                 "falls back to the CPU path")
+        self._fix_choice(node.test, rewrite_condition(node.test), "device choice `if {old}:` -> `if {new}:`: "
+                         "otherwise the {kind} device falls back to the CPU path", old=short(node.test))
         for block in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
             self._fix_block(block)
 
@@ -150,9 +135,9 @@ class CudaDeviceComparison(Transform):
                     if cuda_literal(value) is not None:
                         target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
                         if device_named(target_name(target)):
-                            self.fix(value, neuron_literal(value),
-                                     f'`{short(self.ctx, target)}` chosen by a CUDA '
-                                     f'comparison: `{short(self.ctx, value)}` -> `"neuron"`')
+                            self._fix_choice(value, string_like(value, "neuron"),
+                                             "`{name}` chosen by a CUDA comparison: `{old}` -> `{new}`",
+                                             name=short(target), old=short(value))
 
     # -- everything else: reported -------------------------------------------------------------
     def _owner_covered(self) -> bool:
@@ -172,7 +157,7 @@ class CudaDeviceComparison(Transform):
             return
         if rewritten is not None and self._owner_covered():
             return
-        code = short(self.ctx, node)
+        code = short(node)
         if rewritten is None:
             self.report(node, f"`{code}` lists CUDA but not Neuron: {GUARD_ADVICE}")
         else:

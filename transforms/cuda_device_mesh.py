@@ -6,10 +6,19 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
-from neuronize.transforms._distributed import neuron_string
-from neuronize.transforms._helpers import argument, string_value
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._names import last_name
 
 _MESH_CALLS = ("init_device_mesh", "DeviceMesh")
+
+
+#: what the mesh spans, per target
+WHY = {
+    _target.NEURON: "meshes on Trainium span NeuronCores",
+    _target.CPU: "the mesh spans the devices the process group runs on",
+    _target.ACCELERATOR: "the mesh spans the devices the process group runs on",
+}
 
 
 class CudaDeviceMesh(Transform):
@@ -38,8 +47,8 @@ class CudaDeviceMesh(Transform):
         Safe: the device type is the only change.
 
     Evidence:
-        DOC: reference P2 (about-torchtitan-neuron; the exact call spelling is also widespread in
-        third-party code).
+        DOC: about-torchtitan-neuron; the exact call spelling is also widespread in third-party
+        code.
     """
 
     id = "NRN402"
@@ -47,6 +56,11 @@ class CudaDeviceMesh(Transform):
     name = "cuda-device-mesh"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "distributed"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/training/torchtitan/about-torchtitan-neuron.html",
+    )
     tokens = (b"device_mesh", b"DeviceMesh")
     examples = (
         Example(
@@ -63,7 +77,7 @@ class CudaDeviceMesh(Transform):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        last = last_name(func)
         if last not in _MESH_CALLS:
             return
         qualified = self.ctx.qualify(func)
@@ -75,10 +89,6 @@ class CudaDeviceMesh(Transform):
         value = string_value(arg.value)
         if value is None or not (value == "cuda" or value.startswith("cuda:")):
             return
-        if not _target.is_neuron(self.ctx):
-            new, imports = _target.device(self.ctx, arg.value)
-            self.fix(arg.value, new, f'`{last}("{value}", ...)` -> {_target.device_text(self.ctx)}: the mesh '
-                     "spans the devices the process group runs on", imports=imports)
-            return
-        self.fix(arg.value, neuron_string(arg.value),
-                 f'`{last}("{value}", ...)` -> `"neuron"`: meshes on Trainium span NeuronCores')
+        new, imports = _target.device(self.ctx, arg.value)
+        self.fix(arg.value, new, _target.say(self.ctx, '`{fn}("{value}", ...)` -> `{device}`: {why}', fn=last,
+                                             value=value, why=WHY[_target.target(self.ctx)]), imports=imports)

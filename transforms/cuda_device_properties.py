@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
-from neuronize.transforms._helpers import qualified_expr
+from neuronize.transforms._names import qualified_expr
 
 PROPERTIES = "torch_neuronx.get_device_properties"
 #: attributes of the Neuron device-properties object (reference D12)
@@ -47,17 +48,20 @@ class CudaDeviceProperties(_CudaApiRule):
         from Hugging Face's code, not from AWS documentation.
 
     Evidence:
-        SRC: reference D12. 3P: D13 (no capability), D14 (`is_bf16_supported`).
+        SRC: the torch-neuronx device module. 3P: no capability equivalent; `is_bf16_supported`.
     """
 
     id = "NRN115"
     name = "cuda-device-properties"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"cuda",)
     #: cpu / accelerator: `is_bf16_supported` behind an availability check is rewritten, the
     #: rest is reported (`torch.cpu` has no device properties)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     FUNCTIONS = frozenset({"get_device_name", "get_device_properties", "is_bf16_supported", "get_device_capability"})
     examples = (
         Example(
@@ -105,9 +109,7 @@ class CudaDeviceProperties(_CudaApiRule):
         return False
 
     def _bf16(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             portable = "torch.get_device_module().is_bf16_supported"
             if ref.call is None or ref.call.args or not self._guarded_by_availability(ref):
                 self.report(ref.outer, f"{spelled(ref)}: `torch.cpu` has no `is_bf16_supported`; call "
@@ -138,9 +140,7 @@ class CudaDeviceProperties(_CudaApiRule):
         return None
 
     def _properties(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self.report(ref.outer, f"{spelled(ref)}: no device-generic equivalent (`torch.cpu` has none; "
                                    f"on Neuron it is `{PROPERTIES}`): guard it with "
                                    "`if torch.cuda.is_available():` or migrate by hand")

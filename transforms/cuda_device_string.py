@@ -2,44 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Iterator
 
 import libcst as cst
 
-from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device import (
-    short,
-    EXCLUDED_DEVICE_CALLS,
-    Kind,
-    cuda_literal,
-    device_named,
-    has_is_available,
-    idiom_branch,
-    import_removal,
-    is_available_calls,
-    is_torch_device_call,
-    last_name,
-    neuron_literal,
-    replace_is_available,
-    selection_if,
-    selection_ifexp,
-    target_name,
-)
-from neuronize.transforms._helpers import (
-    argument, branches_mention_cuda, keyword, make_string, qualified_expr, string_value,
-)
+from neuronize.transforms._calls import argument, keyword
+from neuronize.transforms._device_choice import in_selection_if, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
+from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms import _target
 
-INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
-              "one device (review single-process multi-device code)")
-PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
-                       "`torch.cuda.set_device`; review single-process multi-device code)")
-
-
-def index_note(ctx) -> str:  # type: ignore[no-untyped-def]
-    return INDEX_NOTE if _target.is_neuron(ctx) else PORTABLE_INDEX_NOTE
-GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
 OPTION_CALLS = frozenset({"add_argument", "option"})
 
 
@@ -93,14 +66,21 @@ class CudaDeviceString(Transform):
 
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
-        detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`)
-        (reference D1, D2, D3, D6, D7). The index policy is INF (reference D2, D8).
+        detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`).
+        The index policy is INF.
     """
 
     id = "NRN101"
     name = "cuda-device-string"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
     tokens = (b"cuda",)
     targets = _target.ALL
     examples = (
@@ -125,57 +105,15 @@ class CudaDeviceString(Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
-        old = short(self.ctx, node)
-        if _target.is_neuron(self.ctx):
-            new: cst.BaseExpression = neuron_literal(node)
-            imports: tuple = ()
-        elif kind.drops_index and _target.target(self.ctx) == _target.ACCELERATOR:
-            # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
-            new, imports = _target.kept_cuda_index(self.ctx, node, parens=nested)
-            self.fix(node, new, f"{where}: `{old}` -> `{short(self.ctx, new)}`: the CUDA device (with its "
-                     "index) where CUDA is present, else the current accelerator (a Neuron process "
-                     "sees one device) or the CPU", safety=Safety.UNSAFE, evidence=Evidence.INF,
-                     imports=imports)
-            return
-        else:
-            new, imports = _target.device(self.ctx, _quote_like(node), parens=nested)
-            new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
-        message = f"{where}: `{old}` -> `{short(self.ctx, new)}`"
-        if kind.drops_index:
-            self.fix(node, new, message + index_note(self.ctx), safety=Safety.UNSAFE,
-                     evidence=Evidence.INF, imports=imports)
-        else:
-            self.fix(node, new, message, imports=imports)
-
-    def _literals(self, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
-        """The CUDA device literals an expression in a device position evaluates to."""
-        kind = cuda_literal(expr)
-        if kind is not None:
-            yield expr, kind
-            return
-        if isinstance(expr, cst.IfExp):
-            if _target.is_kept_cuda_index(self.ctx, expr):
-                return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
-            if idiom_branch(self.ctx, expr) is not None or selection_ifexp(self.ctx, expr):
-                return  # the idiom (visit_IfExp) / a "cuda" comparison choosing a device (NRN103)
-            yield from self._literals(expr.body)
-            yield from self._literals(expr.orelse)
-            return
-        if isinstance(expr, cst.Call):
-            name = last_name(expr.func)
-            if name in GETTERS and isinstance(expr.func, cst.Attribute):
-                default = argument(expr, "default", 1)
-                if default is not None:
-                    yield from self._literals(default.value)
-            elif name == "getattr" and isinstance(expr.func, cst.Name):
-                default = argument(expr, "default", 2)
-                if default is not None:
-                    yield from self._literals(default.value)
+        edit = literal_edit(self.ctx, node, kind, nested)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
+        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
+                 imports=edit.imports, **extra)
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str) -> None:
         if expr is None:
             return
-        for node, kind in self._literals(expr):
+        for node, kind in device_literals(self.ctx, expr):
             self._fix_literal(node, kind, where, nested=node is not expr)
 
     # -- the idiom -----------------------------------------------------------------------------
@@ -186,66 +124,20 @@ class CudaDeviceString(Transform):
         if found is None:
             if has_is_available(self.ctx, node.test) and branches_mention_cuda(node):
                 # NRN11x leaves every `torch.cuda.is_available()` choosing a CUDA device to us.
-                self.report(node, f"device choice `{short(self.ctx, node)}`: choose `\"neuron\"` with "
+                self.report(node, f"device choice `{short(node)}`: choose `\"neuron\"` with "
                             "`torch.accelerator.is_available()` by hand (shape too unusual to rewrite)")
             return
         stack = list(self.ctx.ancestors())
         if len(stack) > 1 and isinstance(stack[0], cst.Arg) and isinstance(stack[1], cst.Call) \
                 and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS:
             return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
-        side, literal, kind = found
-        func, imports = qualified_expr(self.ctx, "torch.accelerator.is_available")
-        branch = getattr(node, side)
-        new_literal: cst.BaseExpression = neuron_literal(literal)
-        if _target.target(self.ctx) == _target.ACCELERATOR:
-            # the test already checks for an accelerator: no fallback needed inside the branch
-            t = short(self.ctx, func).split(".")[0]
-            new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
-        elif _target.target(self.ctx) == _target.CPU:
-            new_literal = make_string("cpu", _quote_like(literal))
-        if branch is literal:
-            new_branch: cst.BaseExpression = new_literal.with_changes(
-                lpar=getattr(literal, "lpar", ()), rpar=getattr(literal, "rpar", ()))
+        plan = rewrite_idiom(self.ctx, node, *found)
+        self._done.update((id(plan.literal), id(plan.branch)))
+        if plan.kind.drops_index:
+            self.fix(node, plan.replacement, plan.message + index_note(self.ctx), safety=Safety.UNSAFE,
+                     evidence=Evidence.INF, imports=plan.imports)
         else:
-            assert isinstance(branch, cst.Call)
-            new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
-        self._done.add(id(literal))
-        self._done.add(id(branch))
-        replacement = node.with_changes(test=replace_is_available(self.ctx, node.test, func),
-                                        **{side: new_branch})
-        other = node.orelse if side == "body" else node.body
-        collapse = (_target.target(self.ctx) == _target.CPU
-                    and short(self.ctx, other) == short(self.ctx, new_branch))
-        code = lambda n: short(self.ctx, n)  # noqa: E731
-        new_test = replacement.test
-        if side == "body":
-            old_text = f"{code(branch)} if {code(node.test)} else ..."
-            new_text = f"{code(new_branch)} if {code(new_test)} else ..."
-        else:
-            old_text = f"... if {code(node.test)} else {code(branch)}"
-            new_text = f"... if {code(new_test)} else {code(new_branch)}"
-        message = (f"`{old_text}` -> `{new_text}`: same CPU fallback, and the accelerator check "
-                   "detects the Neuron device")
-        if _target.target(self.ctx) == _target.ACCELERATOR:
-            message = (f"`{old_text}` -> `{new_text}`: same CPU fallback; the current accelerator "
-                       "(CUDA, Neuron...) is detected")
-        elif _target.target(self.ctx) == _target.CPU:
-            if collapse:
-                # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
-                imports = ()
-                replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
-            message = f"device choice `{short(self.ctx, node)}` -> `{short(self.ctx, replacement)}`: runs on the CPU"
-        for call in is_available_calls(self.ctx, node.test):
-            head = (dotted_name(call.func) or "").split(".")[0]
-            if self.ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
-                removal = import_removal(self.ctx, head)  # `from torch import cuda` / `... import is_available`
-                if removal is not None:
-                    imports = (*imports, removal)
-        if kind.drops_index:
-            self.fix(node, replacement, message + index_note(self.ctx), safety=Safety.UNSAFE,
-                     evidence=Evidence.INF, imports=imports)
-        else:
-            self.fix(node, replacement, message, imports=imports)
+            self.fix(node, plan.replacement, plan.message, imports=plan.imports)
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -290,20 +182,10 @@ class CudaDeviceString(Transform):
         if string_value(first.value) != "cuda":
             return  # torch.device("cuda:0", 1) is an error; leave it for the user
         self._done.add(id(first.value))
-        new_first, dev_imports = ((neuron_literal(first.value), ()) if _target.is_neuron(self.ctx)
-                                  else _target.device(self.ctx, first.value))
-        args = [first.with_changes(value=new_first) if a is first else a
-                for a in node.args if a is not index]
-        args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
-        replacement = node.with_changes(args=args)
-        old = short(self.ctx, node)
-        new = short(self.ctx, replacement)
-        index_zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
-        if index_zero:
-            self.fix(node, replacement, f"`{old}` -> `{new}`", imports=dev_imports)
-        else:
-            self.fix(node, replacement, f"`{old}` -> `{new}`" + index_note(self.ctx),
-                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=dev_imports)
+        edit = indexed_device_edit(self.ctx, node, first, index)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
+        self.fix(node, edit.replacement, f"`{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
+                 imports=edit.imports, **extra)
 
     def _option(self, node: cst.Call) -> None:
         """argparse ``add_argument("--device", default="cuda", choices=[...])`` / click options."""
@@ -322,49 +204,27 @@ class CudaDeviceString(Transform):
             self._add_choice(choices.value, option)
 
     def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
-        elements = list(container.elements)
-        values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
         added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
-            return
-        cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
-                   and string_value(e.value) is not None]
-        if not cuda_at:
-            return
-        i = cuda_at[-1]
-        el = elements[i]
-        new = cst.Element(value=make_string(added, el.value))
-        if isinstance(el.comma, cst.Comma):
-            new = new.with_changes(comma=el.comma)
-        else:
-            elements[i] = el.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        elements.insert(i + 1, new)
-        self.fix(container, container.with_changes(elements=elements),
-                 f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated default is accepted')
+        new = with_choice(container, added)
+        if new is not None:
+            self.fix(container, new, f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated '
+                     "default is accepted")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
-    def _in_selection_if(self) -> bool:
-        """Inside a block of ``if device == "cuda": ...`` that NRN103 rewrites as a whole."""
-        for anc in self.ctx.ancestors():
-            if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock, cst.Else)):
-                continue
-            return isinstance(anc, cst.If) and selection_if(anc)
-        return False
-
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             if device_named(target_name(t.target)):
-                if self._in_selection_if():
+                if in_selection_if(self.ctx):
                     return
-                self._fix_all(node.value, f"`{short(self.ctx, t.target)}` setting")
+                self._fix_all(node.value, f"`{short(t.target)}` setting")
                 return
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is None or not device_named(target_name(node.target)):
             return
-        if self._in_selection_if():
+        if in_selection_if(self.ctx):
             return
-        where = f"`{short(self.ctx, node.target)}` setting"
+        where = f"`{short(node.target)}` setting"
         value = node.value
         if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
             default = argument(value, "default", 0 if last_name(value.func) == "Field" else None)
@@ -381,8 +241,3 @@ class CudaDeviceString(Transform):
         key = string_value(node.key)
         if device_named(key):
             self._fix_all(node.value, f'`"{key}"` entry')
-
-
-def _quote_like(node: cst.CSTNode) -> cst.SimpleString | None:
-    """A string literal in the quote style of ``node`` (for the replacement to follow)."""
-    return neuron_literal(node)

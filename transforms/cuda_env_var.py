@@ -6,7 +6,8 @@ import libcst as cst
 
 from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import argument, string_value
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import string_value
 
 NO_MEANING = "a CUDA setting with no Neuron meaning; drop it"
 
@@ -75,14 +76,21 @@ class CudaEnvVar(Transform):
         chip), and under torchrun the `"neuron"` process group sets the variable per rank.
 
     Evidence:
-        DOC: reference D16 (`NEURON_RT_VISIBLE_CORES`) and P7 (no NCCL mapping; EFA); INF: §3.4
-        (`NEURON_LAUNCH_BLOCKING`) and M3 (no `PYTORCH_CUDA_ALLOC_CONF` analogue).
+        DOC: `NEURON_RT_VISIBLE_CORES` and no NCCL mapping; EFA; INF: `NEURON_LAUNCH_BLOCKING` and
+        no `PYTORCH_CUDA_ALLOC_CONF` analogue.
     """
 
     id = "NRN911"
     name = "cuda-env-var"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "unsupported"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/api/nrt-env-var-reference.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html",
+    )
     tokens = (b"CUDA_", b"NCCL_", b"CUBLAS_", b"NVIDIA_VISIBLE_DEVICES")
     examples = (
         Example('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', None),

@@ -5,8 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import NKI_PATH, NKI_PATH_KERNELS, inside_call, is_false_literal
-from neuronize.transforms._helpers import argument, keyword, string_value
+from neuronize.transforms._calls import argument, keyword
+from neuronize.transforms._literals import string_value, switches_off
+from neuronize.transforms._names import inside_call_to
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS
 
 CPP_EXT = "torch.utils.cpp_extension"
 CUDA_EXTENSION = f"{CPP_EXT}.CUDAExtension"
@@ -64,13 +66,20 @@ class CudaExtension(Transform):
         Report only: a kernel port cannot be done mechanically.
 
     Evidence:
-        DOC: reference F1 (custom CUDA extensions; NKI registration with `torch_neuronx.nki_op`).
+        DOC: custom CUDA extensions; NKI registration with `torch_neuronx.nki_op`.
     """
 
     id = "NRN901"
     name = "cuda-extension"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "kernels"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+    )
     tokens = (b"cpp_extension", b".cu\"", b".cu'", b".cuh\"", b".cuh'", b"CUDAExtension")
     examples = (
         Example(
@@ -93,7 +102,7 @@ class CudaExtension(Transform):
         name = string_value(name_arg.value) if name_arg is not None else None
         label = f" (extension `{name}`)" if name else ""
         with_cuda = keyword(node, "with_cuda")
-        cuda_on = with_cuda is not None and not is_false_literal(with_cuda.value)
+        cuda_on = with_cuda is not None and not switches_off(with_cuda.value)
         if qualified == CUDA_EXTENSION:
             self.report(node, f"`CUDAExtension(...)`{label} builds CUDA kernels, which cannot run on "
                               f"Trainium; {NKI_PATH}, or replace it with stock PyTorch ops")
@@ -106,7 +115,7 @@ class CudaExtension(Transform):
                                   f"Trainium; {NKI_PATH}, or replace it with stock PyTorch ops")
         else:
             cuda_sources = argument(node, "cuda_sources", 2)
-            if cuda_on or (cuda_sources is not None and not is_false_literal(cuda_sources.value)):
+            if cuda_on or (cuda_sources is not None and not switches_off(cuda_sources.value)):
                 self.report(node, f"`load_inline(...)`{label} compiles inline CUDA code, which cannot run "
                                   f"on Trainium; {NKI_PATH}, or replace it with stock PyTorch ops")
 
@@ -117,7 +126,7 @@ class CudaExtension(Transform):
         value = string_value(node)
         if value is None or not _is_cuda_source(value):
             return
-        if inside_call(self.ctx, BUILDERS):
+        if inside_call_to(self.ctx, BUILDERS):
             return  # the builder call itself is reported
         self.report(node, f"CUDA source `{value.strip()}`: CUDA kernels cannot run on Trainium; "
                           f"{NKI_PATH_KERNELS}")

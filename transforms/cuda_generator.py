@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device import cuda_literal, short
-from neuronize.transforms._helpers import argument, make_string, string_value
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import cuda_literal, make_string, string_value
+from neuronize.transforms._messages import short
 
 ADVICE = ("draw random tensors on the CPU with this generator and move them with `.to(\"neuron\")`")
 
@@ -53,16 +55,21 @@ class CudaGenerator(Transform):
 
     Evidence:
         SRC/3P: RNG tests of the pre-release torch-neuronx drop (xfail note), a third-party
-        migration report and diffusers PR #13289 (reference R3).
+        migration report and diffusers PR #13289.
     """
 
     id = "NRN106"
     name = "cuda-generator"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://github.com/huggingface/diffusers/pull/13289",
+    )
     tokens = (b"cuda", b"Generator")
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example('import torch\ng = torch.Generator(device="cuda").manual_seed(0)\n',
                 'import torch\ng = torch.Generator(device="cpu").manual_seed(0)\n'),
@@ -82,7 +89,7 @@ class CudaGenerator(Transform):
             new = make_string("cpu", value if isinstance(value, cst.SimpleString) else None)
             new = new.with_changes(lpar=getattr(value, "lpar", ()), rpar=getattr(value, "rpar", ()))
             self.fix(value, new,
-                     f"`torch.Generator(device={short(self.ctx, value)})` -> `device=\"cpu\"`: "
+                     f"`torch.Generator(device={short(value)})` -> `device=\"cpu\"`: "
                      f"a Neuron-device generator was reported unavailable; {ADVICE}",
                      evidence=Evidence.THIRD_PARTY)
             return
@@ -90,6 +97,6 @@ class CudaGenerator(Transform):
         if literal is not None or isinstance(value, (cst.FormattedString, cst.Integer)):
             return  # "cpu", "neuron", "mps"...: not CUDA
         if isinstance(value, cst.Call) or isinstance(value, (cst.Name, cst.Attribute)):
-            self.report(node, f"`torch.Generator(device={short(self.ctx, value)})` becomes a "
+            self.report(node, f"`torch.Generator(device={short(value)})` becomes a "
                         f"Neuron-device generator once the device is migrated, which was reported "
                         f'unavailable: use `device="cpu"` and {ADVICE}', evidence=Evidence.THIRD_PARTY)

@@ -5,18 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._amp import (
-    AmpRule,
-    CUDA_GRAD_SCALER,
-    GRAD_SCALER,
-    cuda_import_removals,
-    in_fallback_branch,
-    insert_args,
-    is_reference,
-    last_name,
-    replace_value,
-)
-from neuronize.transforms._helpers import argument, keyword, make_string, qualified_expr, replace_device_string, string_value
+from neuronize.transforms._amp import AmpRule, CUDA_GRAD_SCALER, GRAD_SCALER, in_fallback_branch
+from neuronize.transforms._calls import argument, insert_args, keyword, replace_value
+from neuronize.transforms._imports import cuda_import_removals
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._names import is_reference, last_name, qualified_expr
 from neuronize.transforms import _target
 
 WHY = ("no Neuron GradScaler is documented and bf16 autocast needs no loss scaling: prefer "
@@ -65,14 +58,16 @@ class CudaGradScaler(AmpRule):
         the training loop, which only a person should do.
 
     Evidence:
-        INF: reference A4 and F16 (no Neuron GradScaler documented; bf16 needs no loss scaling is
-        standard PyTorch practice), open question 4.
+        INF: no Neuron GradScaler documented; bf16 needs no loss scaling is standard PyTorch
+        practice.
     """
 
     id = "NRN202"
     name = "cuda-grad-scaler"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "precision"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"GradScaler",)
     targets = _target.ALL
     examples = (
@@ -105,35 +100,30 @@ class CudaGradScaler(AmpRule):
                                   "`torch.amp.GradScaler`: left as is; migrate (or drop) the scaler of the `try` branch")
                 return
             func, imports = qualified_expr(self.ctx, "torch.amp.GradScaler")
-            new = insert_args(node.with_changes(func=func), 0, [cst.Arg(value=make_string("neuron"))])
-            self._fix(node, new, f'`torch.cuda.amp.GradScaler` -> `torch.amp.GradScaler("neuron")`: {WHY}',
-                      imports=imports + cuda_import_removals(self.ctx, node.func))
+            device, more = _target.device(self.ctx)
+            new = insert_args(node.with_changes(func=func), 0, [cst.Arg(value=device)])
+            self._fix(node, new, "`torch.cuda.amp.GradScaler` -> `torch.amp.GradScaler({device})`: {why}",
+                      imports=(*imports, *more, *cuda_import_removals(self.ctx, node.func)))
 
     def _device_call(self, node: cst.Call) -> None:
         device = argument(node, "device", 0)
         if device is None:
             if any(a.star for a in node.args):
                 return  # the device may be in *args / **kwargs
-            new = insert_args(node, 0, [cst.Arg(value=make_string("neuron"))])
-            self._fix(node, new, f'`GradScaler()` (device `"cuda"` by default) -> `GradScaler("neuron")`: {WHY}')
+            device, imports = _target.device(self.ctx)
+            new = insert_args(node, 0, [cst.Arg(value=device)])
+            self._fix(node, new, '`GradScaler()` (device `"cuda"` by default) -> `GradScaler({device})`: {why}',
+                      imports=imports)
             return
         if string_value(device.value) != "cuda":
             return
-        new = replace_value(node, device, replace_device_string(device.value, "neuron"))
-        self._fix(node, new, f'`GradScaler("cuda")` -> `GradScaler("neuron")`: {WHY}')
+        value, imports = _target.device(self.ctx, device.value)
+        self._fix(node, replace_value(node, device, value), '`GradScaler("cuda")` -> `GradScaler({device})`: {why}',
+                  imports=imports)
 
-    def _fix(self, node: cst.Call, new: cst.CSTNode, message: str, imports: tuple = ()) -> None:
-        """The Neuron fix, or under another ``--target`` the same fix on that target's device."""
-        if not _target.is_neuron(self.ctx):
-            new, more = _target.retarget_literals(self.ctx, node, new, parens=False)
-            imports = (*imports, *more)
-            message = message.replace(WHY, WHY_PORTABLE).replace('"neuron"', _target.device_word(self.ctx)
-                                                                  if _target.target(self.ctx) == _target.CPU
-                                                                  else "<device>")
-            if _target.target(self.ctx) == _target.ACCELERATOR:
-                message = message.replace(": " + WHY_PORTABLE, f" (<device>: {_target.device_text(self.ctx)}): "
-                                          + WHY_PORTABLE, 1)
-        self.fix(node, new, message, imports=imports)
+    def _fix(self, node: cst.Call, new: cst.Call, template: str, imports: tuple = ()) -> None:
+        why = WHY if _target.target(self.ctx) == _target.NEURON else WHY_PORTABLE
+        self.fix(node, new, _target.say(self.ctx, template, why=why), imports=imports)
 
     # -- references that are not calls ----------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

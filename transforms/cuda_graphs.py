@@ -52,13 +52,20 @@ class CudaGraphs(Transform):
         removal needs a human.
 
     Evidence:
-        DOC: reference C7 and F4 (no CUDA graphs; "remove CUDA-only settings such as CUDA graphs").
+        DOC: no CUDA graphs; "remove CUDA-only settings such as CUDA graphs".
     """
 
     id = "NRN905"
     name = "cuda-graphs"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "unsupported"
+    effort = "medium"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+    )
     tokens = (b"CUDAGraph", b"cuda", b"cudagraph")
     examples = (
         Example("import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = m(x)\n", None),

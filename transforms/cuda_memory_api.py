@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -73,15 +74,17 @@ class CudaMemoryApi(_CudaApiRule):
         drop; the keys of `memory_stats()` may differ from CUDA's.
 
     Evidence:
-        DOC + SRC: reference M1 (memory-profiling guide, `torch_neuronx` import list); SRC: M2.
-        M3, M4: no source found (reported).
+        DOC + SRC: the memory-profiling guide and the `torch_neuronx` import list. No source found
+        for the rest (reported).
     """
 
     id = "NRN113"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-memory-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html",)
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
@@ -104,9 +107,7 @@ class CudaMemoryApi(_CudaApiRule):
             what = "`torch.cuda.OutOfMemoryError`" if ref.fn == "OutOfMemoryError" else spelled(ref)
             self.report(ref.outer, f"{what}: {UNMAPPED[ref.fn]}", evidence=Evidence.INF)
             return
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             name = MAPPED[ref.fn].split(".")[-1]
             if _target.target(self.ctx) == _target.ACCELERATOR and name in ACCELERATOR_MEMORY:
                 portable = f"torch.accelerator.{name}"

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import keyword, make_string
+from neuronize.transforms._calls import keyword
+
+
+#: what dropping the device index means, per target
+INDEX_NOTE = {
+    _target.NEURON: "each process sees one Neuron device; review single-process multi-device code",
+    _target.CPU: "the index is dropped (the CPU is one device)",
+    _target.ACCELERATOR: "the index is dropped (torchrun code selects its GPU with `torch.cuda.set_device`, "
+                         "kept for CUDA); review single-process multi-device code",
+}
 
 
 class CudaMethod(Transform):
@@ -34,36 +44,26 @@ class CudaMethod(Transform):
 
     Evidence:
         DOC: the TorchNeuron index page ("change `.to('cuda')` to `.to('neuron')`"); the index
-        policy is INF (reference D2, D4, D8).
+        policy is INF.
     """
 
     id = "NRN102"
     name = "cuda-method"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+    )
     tokens = (b".cuda(",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("model = Net().cuda()\n", 'model = Net().to("neuron")\n'),
         Example("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
         Example("x = x.cuda(rank)\n", 'x = x.to("neuron")\n'),
     )
-
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: the same fix with the target's device."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            message = message.replace('`.to("neuron")`', f"`.to(<device>)` on {_target.device_text(self.ctx)}")
-            message = message.replace("each process sees one Neuron device; review single-process multi-device code",
-                                      "the index is dropped (the CPU is one device)"
-                                      if _target.target(self.ctx) == _target.CPU else
-                                      "the index is dropped (torchrun code selects its GPU with "
-                                      "`torch.cuda.set_device`, kept for CUDA); review single-process "
-                                      "multi-device code")
-        super().fix(node, replacement, message, **kwargs)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -82,7 +82,8 @@ class CudaMethod(Transform):
             return
         indexed = bool(positional) or device_arg is not None
         keep = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
-        device = cst.Arg(value=make_string("neuron"))
+        value, imports = _target.device(self.ctx)
+        device = cst.Arg(value=value)
         args = [device, *keep]
         if keep:
             # In a multi-line call the new first argument gets a line of its own, like the rest.
@@ -93,9 +94,8 @@ class CudaMethod(Transform):
             args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
         replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
         if indexed:
-            self.fix(node, replacement,
-                     '`.cuda(i)` -> `.to("neuron")`: each process sees one Neuron device; '
-                     "review single-process multi-device code",
-                     safety=Safety.UNSAFE, evidence=Evidence.INF)
+            self.fix(node, replacement, _target.say(self.ctx, "`.cuda(i)` -> `.to({device})`: {note}",
+                                                    note=INDEX_NOTE[_target.target(self.ctx)]),
+                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=imports)
         else:
-            self.fix(node, replacement, '`.cuda()` -> `.to("neuron")`')
+            self.fix(node, replacement, _target.say(self.ctx, "`.cuda()` -> `.to({device})`"), imports=imports)

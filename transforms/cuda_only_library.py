@@ -2,106 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import (
-    NKI_PATH_KERNELS,
-    classify_import,
-    code,
-    imported_modules,
-    is_false_literal,
-    module_matches,
-)
-from neuronize.transforms._helpers import argument, string_value
-
-SDPA = "use `F.scaled_dot_product_attention` (on Neuron it lowers to an NKI flash-attention kernel)"
-
-
-@dataclass(frozen=True)
-class Library:
-    what: str
-    instead: str
-    evidence: Evidence
-    verdict: str = "does not run on Trainium"
-
-
-LIBRARIES: dict[str, Library] = {
-    "flash_attn": Library("FlashAttention CUDA kernels", SDPA, Evidence.THIRD_PARTY),
-    "flash_attn_interface": Library("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY),
-    "xformers": Library("xFormers CUDA/Triton kernels", SDPA, Evidence.THIRD_PARTY),
-    "flashinfer": Library("FlashInfer CUDA kernels", SDPA, Evidence.THIRD_PARTY),
-    "apex": Library(
-        "NVIDIA Apex fused CUDA kernels",
-        "use stock PyTorch (`nn.LayerNorm`/`nn.RMSNorm`, `torch.optim.AdamW`, "
-        "`torch.autocast(\"neuron\", dtype=torch.bfloat16)`)",
-        Evidence.INF,
-    ),
-    "bitsandbytes": Library(
-        "CUDA kernels for 8-bit optimizers and 4/8-bit quantization",
-        "use `torch.optim.AdamW` and bf16 weights",
-        Evidence.INF,
-    ),
-    "deepspeed.ops": Library(
-        "DeepSpeed ops: JIT-built CUDA kernels",
-        "use `torch.optim.AdamW` and stock PyTorch layers",
-        Evidence.INF,
-    ),
-    "deepspeed": Library(
-        "DeepSpeed engine/ZeRO, built on CUDA kernels and NCCL",
-        "use FSDP2 (`fully_shard`) or DDP with a `\"neuron\"` process group and `torch.optim.AdamW`",
-        Evidence.INF,
-        "has no documented TorchNeuron support",
-    ),
-    "transformer_engine": Library(
-        "NVIDIA Transformer Engine: fused FP8 CUDA layers",
-        "use `nn.Linear`/`nn.LayerNorm` under `torch.autocast(\"neuron\", dtype=torch.bfloat16)`",
-        Evidence.INF,
-    ),
-    "liger_kernel": Library(
-        "Liger Triton kernels",
-        "use stock PyTorch (`nn.RMSNorm`, `F.cross_entropy`) or NKI kernels (aws-neuron/nki-library)",
-        Evidence.INF,
-    ),
-    "mamba_ssm": Library("Mamba selective-scan CUDA kernels", f"use a pure-PyTorch scan or {NKI_PATH_KERNELS}",
-                         Evidence.INF),
-    "causal_conv1d": Library("causal-conv1d CUDA kernel", "use `nn.Conv1d` with left padding, or "
-                             + NKI_PATH_KERNELS, Evidence.INF),
-    "pynvml": Library("NVML GPU introspection", "use `neuron-ls` / `neuron-top` / Neuron Explorer",
-                      Evidence.DOC),
-    "py3nvml": Library("NVML GPU introspection", "use `neuron-ls` / `neuron-top` / Neuron Explorer",
-                       Evidence.DOC),
-    "nvidia_smi": Library("nvidia-smi GPU introspection", "use `neuron-ls` / `neuron-top` / Neuron Explorer",
-                          Evidence.DOC),
-    "GPUtil": Library("GPU introspection via nvidia-smi", "use `neuron-ls` / `neuron-top` / Neuron Explorer",
-                      Evidence.DOC),
-    "nvitop": Library("NVML GPU monitoring", "use `neuron-top` / Neuron Explorer", Evidence.DOC),
-    "cupy": Library("CuPy CUDA arrays", "use torch ops on the `neuron` device, or NumPy on the host",
-                    Evidence.INF),
-    "cupyx": Library("CuPy CUDA arrays", "use torch ops on the `neuron` device, or NumPy on the host",
-                     Evidence.INF),
-    "pycuda": Library("PyCUDA kernels", NKI_PATH_KERNELS, Evidence.INF),
-    "numba.cuda": Library("Numba CUDA kernels", NKI_PATH_KERNELS, Evidence.INF),
-    "torchao": Library(
-        "TorchAO quantization / FP8 training",
-        "keep bf16 or verify on your release",
-        Evidence.DOC_OLD,
-        "was still being evaluated for Neuron",
-    ),
-    "tensorrt": Library("NVIDIA TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF),
-    "torch_tensorrt": Library("Torch-TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF),
-    "auto_gptq": Library("AutoGPTQ CUDA quantization kernels", "load the model in bf16 (`torch_dtype=torch.bfloat16`)",
-                         Evidence.INF),
-    "awq": Library("AutoAWQ CUDA quantization kernels", "load the model in bf16 (`torch_dtype=torch.bfloat16`)",
-                   Evidence.INF),
-    "exllamav2": Library("ExLlamaV2 CUDA kernels", "load the model in bf16 (`torch_dtype=torch.bfloat16`)",
-                         Evidence.INF),
-    "nvidia.dali": Library("NVIDIA DALI GPU data loading", "use a CPU `DataLoader` pipeline", Evidence.INF),
-}
-# Longest first, so that `deepspeed.ops` wins over `deepspeed`.
-PACKAGES = tuple(sorted(LIBRARIES, key=len, reverse=True))
+from neuronize.transforms._calls import argument
+from neuronize.transforms._imports import classify_import, imported_modules, module_matches
+from neuronize.transforms._literals import string_value, switches_off
+from neuronize.transforms._messages import short
+from neuronize.transforms._packages import PACKAGES, REPORTED
 
 # Apex advice by what is imported (submodule or class name).
 APEX_ADVICE = (
@@ -171,14 +79,21 @@ class CudaOnlyLibrary(Transform):
         Report only: choosing a replacement changes numerics, memory use or the API.
 
     Evidence:
-        INF/3P: reference F3 (CUDA-only libraries; SDPA lowering to an NKI flash-attention kernel
-        is 3P); DOC: F14 (GPU introspection tools); DOC-old: F6 (TorchAO).
+        INF/3P: CUDA-only libraries; SDPA lowering to an NKI flash-attention kernel is 3P; DOC: GPU
+        introspection tools; DOC-old: TorchAO.
     """
 
     id = "NRN903"
     name = "cuda-only-library"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "libraries"
+    effort = "medium"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (
         b"flash_attn", b"xformers", b"flashinfer", b"apex", b"bitsandbytes", b"deepspeed",
         b"transformer_engine", b"liger_kernel", b"mamba_ssm", b"causal_conv1d", b"nvml",
@@ -203,17 +118,17 @@ class CudaOnlyLibrary(Transform):
     def _check_import(self, node: cst.Import | cst.ImportFrom) -> None:
         seen: set[str] = set()
         for module, names in imported_modules(node):
-            package = module_matches(module, PACKAGES)
+            package = module_matches(module, REPORTED)
             if package is None and module == "numba" and "cuda" in names:
                 package = "numba.cuda"
             if package is None or package in seen:
                 continue
             seen.add(package)
-            self._report_package(node, package, module, names, code(self.ctx, node))
+            self._report_package(node, package, module, names, short(node, 60, tight=True))
 
     def _report_package(self, node: cst.CSTNode, package: str, module: str, names: tuple[str, ...],
                         shown: str) -> None:
-        lib = LIBRARIES[package]
+        lib = PACKAGES[package]
         instead = lib.instead
         if package == "apex":
             instead = _apex_advice(module, names) or instead
@@ -245,7 +160,7 @@ class CudaOnlyLibrary(Transform):
             if arg.keyword is None:
                 continue
             key = arg.keyword.value
-            if key in ("load_in_8bit", "load_in_4bit") and not is_false_literal(arg.value):
+            if key in ("load_in_8bit", "load_in_4bit") and not switches_off(arg.value):
                 self.report(
                     arg,
                     f"`{key}=`: bitsandbytes quantization runs CUDA kernels only; "
@@ -261,7 +176,7 @@ class CudaOnlyLibrary(Transform):
                         "use `attn_implementation=\"sdpa\"`",
                         evidence=Evidence.THIRD_PARTY,
                     )
-            elif key == "use_flash_attention_2" and not is_false_literal(arg.value):
+            elif key == "use_flash_attention_2" and not switches_off(arg.value):
                 self.report(
                     arg,
                     "`use_flash_attention_2=` needs the CUDA-only flash_attn package; "
@@ -274,6 +189,6 @@ class CudaOnlyLibrary(Transform):
         module = string_value(arg.value) if arg is not None else None
         if module is None:
             return
-        package = module_matches(module, PACKAGES)
+        package = module_matches(module, REPORTED)
         if package is not None:
-            self._report_package(node, package, module, (), code(self.ctx, node))
+            self._report_package(node, package, module, (), short(node, 60, tight=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -55,14 +56,16 @@ class CudaRngApi(_CudaApiRule):
         runs started on Neuron). Dictionary keys such as `"cuda_rng"` are left as they are.
 
     Evidence:
-        SRC: reference R1 and R2 (torch-neuronx RNG tests).
+        SRC: torch-neuronx RNG tests.
     """
 
     id = "NRN112"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-rng-api"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
@@ -81,9 +84,7 @@ class CudaRngApi(_CudaApiRule):
         if ref.fn in UNMAPPED:
             self.report(ref.outer, f"{spelled(ref)} has no known TorchNeuron counterpart: {UNMAPPED[ref.fn]}")
             return
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self.portable(ref, "the CUDA generator exists only on CUDA (`torch.manual_seed` seeds the CPU "
                                "and every accelerator)")
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cuda_runtime import OTHERS, OWNED, PREFIX, is_legacy_tensor_type, match
+from neuronize.transforms._cuda_runtime import OTHERS, PREFIX, is_legacy_tensor_type, match, owned
 
 #: specific advice where there is some (reference F14 for GPU introspection)
 MONITORING = frozenset({"utilization", "memory_usage", "temperature", "power_draw", "clock_rate",
@@ -52,19 +52,25 @@ class CudaRuntimeOther(Transform):
         code does with it.
 
     Evidence:
-        INF: no TorchNeuron source or document mentions these functions. DOC: reference F14
-        (monitoring tools).
+        INF: no TorchNeuron source or document mentions these functions. DOC: monitoring tools.
     """
 
     id = "NRN119"
     name = "cuda-runtime-other"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "device"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/troubleshooting.html",)
     tokens = (b"cuda",)
     examples = (
         Example("import torch\nprint(torch.cuda.utilization())\n", None),
         Example("from torch import cuda\ncuda.ipc_collect()\n", None),
     )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._owned = owned()  # what the family's other rules handle
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check(node)
@@ -79,9 +85,7 @@ class CudaRuntimeOther(Transform):
         if ref is None:
             return
         fn = ref.fn
-        if fn in OWNED and not ref.extra:
-            return
-        if fn in OWNED or fn in OTHERS or is_legacy_tensor_type(fn):
+        if fn in self._owned or fn in OTHERS or is_legacy_tensor_type(fn):
             return  # `torch.cuda.Event.elapsed_time` and the like: methods of migrated names
         shown = f"`torch.cuda.{'.'.join((fn,) + ref.extra)}{'()' if ref.call is not None else ''}`"
         if fn in MONITORING:

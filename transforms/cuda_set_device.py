@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._cuda_runtime import (
-    CudaRef,
-    _CudaApiRule,
-    calls_anywhere,
-    enclosing_small_statement,
-    spelled,
-)
+from neuronize.transforms._cuda_guard import calls_anywhere
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
 
@@ -50,15 +46,17 @@ class CudaSetDevice(_CudaApiRule):
         known from source, not documentation.
 
     Evidence:
-        SRC: reference D8, P4 (torch-neuronx distributed process group), D9 (`set_device`,
-        `device` in `torch_neuronx/__init__.py`).
+        SRC: torch-neuronx distributed process group, `set_device`, `device` in
+        `torch_neuronx/__init__.py`.
     """
 
     id = "NRN116"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-set-device"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"cuda",)
     FUNCTIONS = frozenset({"set_device", "device"})
     examples = (
@@ -86,9 +84,7 @@ class CudaSetDevice(_CudaApiRule):
         return self._torchrun
 
     def on_ref(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             if ref.fn == "device":
                 self.report(ref.outer, f"{spelled(ref)}: CUDA only; use `torch.accelerator.device_index(i)` "
                                        "on an accelerator, or remove it for the CPU")

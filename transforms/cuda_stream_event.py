@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -49,16 +50,17 @@ class CudaStreamEvent(_CudaApiRule):
         runs, but may not overlap as it did on CUDA.
 
     Evidence:
-        SRC: reference S2, S3 (torch-neuronx stream and event tests; streams are mentioned in
-        the distributed guide).
+        SRC: torch-neuronx stream and event tests; streams are mentioned in the distributed guide.
     """
 
     id = "NRN114"
     name = "cuda-stream-event"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"cuda",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     FUNCTIONS = frozenset(FUNCTIONS)
     examples = (
         Example(
@@ -76,9 +78,7 @@ class CudaStreamEvent(_CudaApiRule):
         return f"torch.neuron.{ref.fn}"
 
     def on_ref(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self._portable(ref)
             return
         target = f"torch.neuron.{ref.fn}"
@@ -103,8 +103,6 @@ class CudaStreamEvent(_CudaApiRule):
         """``--target cpu`` / ``accelerator``: the device-generic ``torch.Stream`` / ``torch.Event``
         (they take the current accelerator, else the CPU: PyTorch 2.5+), and ``stream`` /
         ``current_stream`` from the device module (``torch.cpu`` has both)."""
-        from neuronize.transforms import _target
-
         if ref.fn in ("Stream", "Event"):
             target = f"torch.{ref.fn}"
             if ref.call is not None and (any(a.keyword is None or a.star for a in ref.call.args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -41,15 +42,22 @@ class CudaSynchronize(_CudaApiRule):
         to the device-placement rules.
 
     Evidence:
-        DOC: reference S1 (the memory-profiling guide's `torch.neuron.synchronize()`) and D6
-        (`torch.accelerator.synchronize()` works unchanged on Neuron).
+        DOC: the memory-profiling guide's `torch.neuron.synchronize()` and
+        `torch.accelerator.synchronize()` works unchanged on Neuron.
     """
 
     id = "NRN111"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "cuda-synchronize"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
     tokens = (b"cuda",)
     FUNCTIONS = frozenset({"synchronize"})
     examples = (
@@ -69,9 +77,7 @@ class CudaSynchronize(_CudaApiRule):
         return TARGET
 
     def on_ref(self, ref: CudaRef) -> None:
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             # torch.accelerator.synchronize() raises without an accelerator: use the device module
             # (torch.cuda / torch.neuron, or torch.cpu on a CPU-only machine)
             portable = ("torch.cpu.synchronize" if _target.target(self.ctx) == _target.CPU

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 
-class CudnnFlag(_CudaOnlySettings):
+class CudnnFlag(CudaOnlySettings):
     """Finds cuDNN settings (`torch.backends.cudnn.benchmark = True` and friends), which mean nothing on Neuron.
 
     What it does:
@@ -34,16 +34,21 @@ class CudnnFlag(_CudaOnlySettings):
     Fix safety:
         Unsafe: that no Neuron path reads them is an inference. A deleted `deterministic = True`
         does not carry its intent over: use `torch.use_deterministic_algorithms(True)`, which
-        TorchNeuron honours (reference B4).
+        TorchNeuron honours (best-practices guide).
 
     Evidence:
-        INF: reference B1.
+        INF: cuDNN is NVIDIA's library; no Neuron code path reads these flags.
     """
 
     id = "NRN350"
     name = "cudnn-flag"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/best-practices-pytorch-neuron.html",
+    )
     tokens = (b"cudnn",)
     examples = (
         Example(
@@ -61,7 +66,7 @@ class CudnnFlag(_CudaOnlySettings):
     read_attrs = frozenset({"benchmark", "deterministic", "enabled", "allow_tf32", "benchmark_limit"})
     contexts = {"torch.backends.cudnn.flags": "it sets cuDNN flags for the block"}
     modules = ("torch.backends.cudnn",)
-    why = "a cuDNN setting, meaningless on Neuron"
+    why = "a cuDNN setting, meaningless on {non_cuda}"
 
     def extra_note(self, qualified: str, node: cst.CSTNode) -> str:
         if qualified.endswith(".deterministic"):

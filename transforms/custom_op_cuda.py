@@ -6,8 +6,9 @@ import libcst as cst
 
 from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import code, string_values
-from neuronize.transforms._helpers import argument, string_value
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import string_value, string_values
+from neuronize.transforms._messages import short
 
 CUSTOM_OP = "torch.library.custom_op"
 REGISTER_KERNEL = "torch.library.register_kernel"
@@ -53,14 +54,21 @@ class CustomOpCuda(Transform):
         Report only: the kernel behind the registration must be ported by hand.
 
     Evidence:
-        DOC: reference F1 (`torch.ops` backed by CUDA kernels; NKI registration); real-world
-        patterns (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel).
+        DOC: `torch.ops` backed by CUDA kernels; NKI registration; real-world patterns
+        (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel).
     """
 
     id = "NRN904"
     name = "custom-op-cuda"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "kernels"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+    )
     tokens = (b"custom_op", b"register_kernel", b".impl(", b"library")
     examples = (
         Example(
@@ -105,12 +113,12 @@ class CustomOpCuda(Transform):
         if qualified == CUSTOM_OP:
             arg = argument(node, "device_types")
             if arg is not None and _names_cuda(arg.value):
-                self._report(node, f"`torch.library.custom_op(..., device_types={code(self.ctx, arg.value)})`")
+                self._report(node, f"`torch.library.custom_op(..., device_types={short(arg.value, 60, tight=True)})`")
         elif qualified in (REGISTER_KERNEL, IMPL):
             arg = argument(node, "device_types" if qualified == REGISTER_KERNEL else "types", 1)
             if arg is not None and _names_cuda(arg.value):
-                short = qualified.rsplit(".", 1)[-1]
-                self._report(node, f"`torch.library.{short}(..., {code(self.ctx, arg.value)})`")
+                fn = qualified.rsplit(".", 1)[-1]
+                self._report(node, f"`torch.library.{fn}(..., {short(arg.value, 60, tight=True)})`")
         elif qualified is None and isinstance(func, cst.Attribute) and func.attr.value in ("impl", "register_kernel"):
             owner = dotted_name(func.value)
             if func.attr.value == "impl" and owner in self._libraries:
@@ -121,7 +129,7 @@ class CustomOpCuda(Transform):
                 return
             if arg is not None and _names_cuda(arg.value):
                 spelled = f"{owner}.{func.attr.value}"
-                self._report(node, f"`{spelled}(..., {code(self.ctx, arg.value)})`", op=func.attr.value == "impl")
+                self._report(node, f"`{spelled}(..., {short(arg.value, 60, tight=True)})`", op=func.attr.value == "impl")
 
     def _report(self, node: cst.Call, what: str, op: bool = True) -> None:
         first = argument(node, "qualname", 0) or argument(node, "name", 0) or argument(node, "op_name", 0)

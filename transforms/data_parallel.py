@@ -43,13 +43,16 @@ class DataParallel(Transform):
         Report only: moving to DDP changes the launcher, the data sharding and the logging.
 
     Evidence:
-        INF: reference P8 and F9 (SRC-DIST asserts one device per process).
+        INF: the torch-neuronx process group asserts one device per process.
     """
 
     id = "NRN405"
     name = "data-parallel"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "distributed"
+    effort = "medium"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"DataParallel", b"data_parallel")
     examples = (
         Example("import torch\nmodel = torch.nn.DataParallel(model)\n"),

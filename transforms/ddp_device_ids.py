@@ -7,8 +7,8 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
+from neuronize.transforms._calls import keyword, without_args
 from neuronize.transforms._distributed import dist_function
-from neuronize.transforms._helpers import keyword, without_args
 
 _DDP = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -48,7 +48,7 @@ class DdpDeviceIds(Transform):
         the arguments is an inference (`device_ids=[0]` would be the alternative).
 
     Evidence:
-        INF: reference P3 and P5 (one device per process, SRC-DIST).
+        INF: one device per process (the torch-neuronx process group).
     """
 
     id = "NRN403"
@@ -56,6 +56,8 @@ class DdpDeviceIds(Transform):
     name = "ddp-device-ids"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "distributed"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-torch-distributed.html",)
     tokens = (b"device_ids", b"output_device")
     examples = (
         Example(
@@ -83,7 +85,7 @@ class DdpDeviceIds(Transform):
         elif dist_function(qualified) == "barrier":
             ids = keyword(node, "device_ids")
             if ids is not None and not _is_none(ids.value):
-                if not _target.is_neuron(self.ctx):
+                if _target.target(self.ctx) != _target.NEURON:
                     self.fix(node, without_args(node, ids), "drops `device_ids=` from `dist.barrier`: an "
                              "NCCL-only argument (gloo rejects it); the barrier itself is kept")
                     return
@@ -104,7 +106,7 @@ class DdpDeviceIds(Transform):
         if not drop:
             return
         names = " and ".join(f"`{a.keyword.value}=`" for a in drop if a.keyword is not None)
-        if not _target.is_neuron(self.ctx):
+        if _target.target(self.ctx) != _target.NEURON:
             self.fix(node, without_args(node, *drop),
                      f"drops {names} from `DistributedDataParallel`: DDP then uses the module's device "
                      "(device ids are rejected for a CPU module; on CUDA the current device is used)")

@@ -5,8 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import call_name, compile_aliases, compile_kind, is_true, short
-from neuronize.transforms._helpers import keyword, string_value
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._compile import call_name, compile_kind
+from neuronize.transforms._literals import is_true, string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import local_names
 
 #: callee names that are tokenizers, processors or collators
 TOKENIZER_WORDS = ("token", "tok", "processor", "collat", "encode", "pad")
@@ -41,13 +44,17 @@ class DynamicPadding(Transform):
         few buckets, with `pad_to_multiple_of=`) depends on the data.
 
     Evidence:
-        DOC: reference H6 and §3.2 (every new shape recompiles; padding is INF/3P practice).
+        DOC: every new shape recompiles (compile reference); padding to fixed lengths is INF/3P
+        practice.
     """
 
     id = "NRN305"
     name = "dynamic-padding"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
+    section = "compile"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",)
     tokens = (b"padding=True", b"padding = True", b"longest", b"WithPadding")
     examples = (
         Example(
@@ -60,7 +67,7 @@ class DynamicPadding(Transform):
         super().__init__(ctx)
         self._compiles = False
         self._pending: list[tuple[cst.Call, str]] = []
-        self._aliases = compile_aliases(ctx)
+        self._aliases = local_names(ctx, ("torch.compile",))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -89,7 +96,7 @@ class DynamicPadding(Transform):
         if not (any(w in callee for w in TOKENIZER_WORDS) or name in COLLATORS
                 or keyword(node, "return_tensors") is not None):
             return
-        self._pending.append((node, f"`padding={short(padding.value)}` pads each batch to its longest sequence"))
+        self._pending.append((node, f"`padding={short(padding.value, 50)}` pads each batch to its longest sequence"))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "compile" and self.ctx.qualify(node) == "torch.compile":

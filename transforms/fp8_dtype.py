@@ -44,13 +44,16 @@ class Fp8Dtype(Transform):
         Report only: dropping FP8 changes memory use and numerics.
 
     Evidence:
-        3P: reference F6 (pre-beta migration report); DOC-old: TorchAO being evaluated.
+        3P: pre-beta migration report; DOC-old: TorchAO being evaluated.
     """
 
     id = "NRN907"
     name = "fp8-dtype"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
+    section = "unsupported"
+    effort = "high"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",)
     tokens = (b"float8_", b"float4_e2m1", b"_scaled_mm")
     examples = (
         Example("import torch\nw8 = w.to(torch.float8_e4m3fn)\n", None),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import short
-from neuronize.transforms._helpers import keyword, make_string, with_keyword
+from neuronize.transforms._calls import keyword, with_keyword
+from neuronize.transforms._literals import make_string
+from neuronize.transforms._messages import short
 
 #: keywords only Hugging Face's `generate` takes (a custom `generate` rarely does)
 HF_KEYWORDS = frozenset({
@@ -61,17 +63,21 @@ class GenerateStaticCache(Transform):
         architectures do not support it.
 
     Evidence:
-        DOC: reference H4 and §3.3 (Hugging Face tutorial); 3P: auto-compile on Neuron
-        (transformers PR #44757).
+        DOC: Hugging Face tutorial; 3P: auto-compile on Neuron (transformers PR #44757).
     """
 
     id = "NRN304"
     name = "generate-static-cache"
     safety = Safety.UNSAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
+        "https://github.com/huggingface/transformers/pull/44757",
+    )
     tokens = (b".generate(",)
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "from transformers import AutoModelForCausalLM\n"
@@ -136,14 +142,14 @@ class GenerateStaticCache(Transform):
             self.ctx.stack = saved
 
     def _decide(self, node: cst.Call, transformers: bool) -> None:
-        what = f"`{short(node.func)}(...)`"
+        what = f"`{short(node.func, 50)}(...)`"
         settings = [a for a in node.args if a.star == "**" and not self._input_mapping(a)]
         if not transformers:
             self.report(node, f"{what} looks like Hugging Face generation: if it is, pass "
                         '`cache_implementation="static"` so Neuron compiles the decoding step once')
             return
         if settings:
-            self.report(node, f"{what} takes settings from `{short(settings[0])}`: unless they set the cache, "
+            self.report(node, f"{what} takes settings from `{short(settings[0], 50)}`: unless they set the cache, "
                         'pass `cache_implementation="static"` so Neuron compiles the decoding step once')
             return
         limit = keyword(node, "max_new_tokens") or keyword(node, "max_length")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import qualified_expr
+from neuronize.transforms._names import qualified_expr
 
 
 class HalfPrecisionModel(Transform):
@@ -36,16 +37,18 @@ class HalfPrecisionModel(Transform):
         buffers, fp16 checkpoints, a `GradScaler`) must follow; review the whole precision path.
 
     Evidence:
-        INF: reference A6 (Neuron examples are bf16; third-party examples).
+        INF: Neuron examples are bf16; third-party examples.
     """
 
     id = "NRN205"
     name = "half-precision-model"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "precision"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b".half(",)
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("import torch\nmodel = Net().half()\n", "import torch\nmodel = Net().to(torch.bfloat16)\n"),
         Example("import torch as T\nx = x.half()\n", "import torch as T\nx = x.to(T.bfloat16)\n"),

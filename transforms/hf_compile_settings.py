@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._distributed import neuron_string
-from neuronize.transforms._helpers import keyword, make_string, string_value, with_keyword, without_args
-from neuronize.transforms._hf import is_false_or_none, is_true, training_arguments_class
+from neuronize.transforms import _target
+from neuronize.transform import Evidence, ImportRequest, Example, Safety, Transform
+from neuronize.transforms._calls import keyword, with_keyword, without_args
+from neuronize.transforms._hf import training_arguments_class
+from neuronize.transforms._literals import is_false_or_none, is_true, string_value
 
 # Dynamo backends that run anywhere (debugging aids): left alone.
 _PORTABLE = ("neuron", "eager", "aot_eager", "aot_eager_decomp_partition")
@@ -40,15 +41,22 @@ class HfCompileSettings(Transform):
         AWS documentation.
 
     Evidence:
-        3P: reference H2 (accelerate PR #4097); C1/C2 for the backend and mode (DOC).
+        3P: accelerate PR #4097. DOC: the compile reference for the backend and the mode.
     """
 
     id = "NRN502"
     name = "hf-compile-settings"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
+    section = "hf"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",
+        "https://github.com/huggingface/accelerate/pull/4097",
+    )
     tokens = (b"torch_compile",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "from transformers import TrainingArguments\n"
@@ -77,66 +85,50 @@ class HfCompileSettings(Transform):
             backend = None
         new = node
         changes: list[str] = []
+        imports: tuple[ImportRequest, ...] = ()
         if backend is not None:
             value = string_value(backend.value)
             if value is None and "current_accelerator" in cst.Module([]).code_for_node(backend.value):
                 pass  # chosen from the detected device (`--target accelerator`)
-            elif value == "inductor" and self.ctx.options.target == "cpu":
+            elif value == "inductor" and _target.target(self.ctx) == _target.CPU:
                 pass  # Inductor compiles for the CPU
             elif value is None:
                 code = cst.Module([]).code_for_node(backend.value)
                 self.report(backend, f"`torch_compile_backend={code}` in `{cls}`: make it `\"neuron\"` on "
                             "Trainium", evidence=Evidence.THIRD_PARTY)
             elif value not in _PORTABLE:
-                new = new.with_changes(args=[
-                    a.with_changes(value=neuron_string(a.value)) if a is backend else a for a in new.args])
-                changes.append(f'`torch_compile_backend="{value}"` -> `"neuron"`')
+                chosen, more = _target.backend_name(self.ctx, backend.value)
+                imports += more
+                new = new.with_changes(args=[a.with_changes(value=chosen) if a is backend else a for a in new.args])
+                changes.append(_target.say(self.ctx, '`torch_compile_backend="{value}"` -> `{backend_name}`',
+                                           value=value))
         if mode is not None:
             code = cst.Module([]).code_for_node(mode.value)
             current = keyword(new, "torch_compile_mode")
             assert current is not None
             if backend is None:
                 # In place: a mode alone turns compilation on, and so does a backend.
-                replacement = current.with_changes(keyword=cst.Name("torch_compile_backend"),
-                                                   value=make_string("neuron", mode.value))
+                chosen, more = _target.backend_name(self.ctx, mode.value)
+                imports += more
+                replacement = current.with_changes(keyword=cst.Name("torch_compile_backend"), value=chosen)
                 new = new.with_changes(args=[replacement if a is current else a for a in new.args])
-                changes.append(f'`torch_compile_mode={code}` -> `torch_compile_backend="neuron"` (the Neuron '
-                               "backend honours only the default mode; the Trainer defaults to Inductor)")
+                changes.append(_target.say(
+                    self.ctx, "`torch_compile_mode={code}` -> `torch_compile_backend={backend_name}` (the Neuron "
+                    "backend honours only the default mode; the Trainer defaults to Inductor)", code=code))
             else:
                 new = without_args(new, current)
                 changes.append(f"drops `torch_compile_mode={code}` (the Neuron backend honours only the default)")
         elif backend is None:
             if switch is not None and is_true(switch.value):
-                new = with_keyword(new, "torch_compile_backend", make_string("neuron"))
-                changes.append('sets `torch_compile_backend="neuron"` (the Trainer defaults to Inductor)')
+                chosen, more = _target.backend_name(self.ctx)
+                imports += more
+                new = with_keyword(new, "torch_compile_backend", chosen)
+                changes.append(_target.say(self.ctx, "sets `torch_compile_backend={backend_name}` "
+                                           "(the Trainer defaults to Inductor)"))
             elif switch is not None and not is_false_or_none(switch.value):
                 code = cst.Module([]).code_for_node(switch.value)
                 self.report(switch, f"`torch_compile={code}` in `{cls}`: when it is on, also pass "
                             '`torch_compile_backend="neuron"` (the Trainer defaults to Inductor)',
                             evidence=Evidence.THIRD_PARTY)
-        if changes:
-            self._fix(node, new, f"{cls}: {'; '.join(changes)}")
-
-    def _fix(self, node: cst.Call, new: cst.Call, message: str) -> None:
-        """``--target cpu``: `"inductor"` (the CPU's compiler) where Neuron gets `"neuron"`;
-        ``accelerator``: `"neuron"` on a Neuron device, else `"inductor"`."""
-        from neuronize.transforms import _target
-
-        imports: tuple = ()
-        if not _target.is_neuron(self.ctx):
-            def value(like):  # type: ignore[no-untyped-def]
-                chosen = _target.compile_backend_expr(self.ctx)
-                if chosen is None:
-                    return make_string("inductor", like), ()
-                return chosen
-
-            new, imports = _target.retarget_literals(self.ctx, node, new, value=value)
-            if _target.target(self.ctx) == _target.CPU and cst.Module([]).code_for_node(new) == \
-                    cst.Module([]).code_for_node(node):
-                return
-            message = message.replace('`"neuron"`', _target.compile_backend_text(self.ctx)).replace(
-                '`torch_compile_backend="neuron"`', f"`torch_compile_backend` {_target.compile_backend_text(self.ctx)}"
-                if _target.target(self.ctx) == _target.ACCELERATOR else '`torch_compile_backend="inductor"`')
-            message = message.replace("the Neuron backend honours only the default", "as on Neuron, which "
-                                      "honours only the default")
-        self.fix(node, new, message, imports=imports)
+        if changes and not new.deep_equals(node):  # (`--target cpu` keeps `"inductor"` as it is)
+            self.fix(node, new, f"{cls}: {'; '.join(changes)}", imports=imports)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import keyword, string_value
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._literals import string_value
 
 _PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 _LOADERS = (
@@ -50,13 +51,20 @@ class HfDeviceMapAuto(Transform):
         Report only: the replacement depends on the model size and the number of NeuronCores.
 
     Evidence:
-        INF: reference H5 and open question 10; F18 (DOC-old: cores on a chip share HBM).
+        INF: no automatic placement over NeuronCores is documented. DOC-old: cores on a chip share
+        HBM.
     """
 
     id = "NRN503"
     name = "hf-device-map-auto"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "hf"
+    effort = "medium"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (b"device_map", b"max_memory")
     examples = (
         Example("from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='auto')\n"),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import keyword, string_value, without_args
-from neuronize.transforms._hf import is_false_or_none, is_true, training_arguments_class
+from neuronize.transforms._calls import keyword, without_args
+from neuronize.transforms._hf import training_arguments_class
+from neuronize.transforms._literals import is_false_or_none, is_true, string_value
 
 _PAIRS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
 _BACKENDS = ("half_precision_backend", "fp16_backend")
@@ -38,16 +40,21 @@ class HfFp16Training(Transform):
         differ slightly; the Neuron side rests on a Hugging Face pull request, not AWS documentation.
 
     Evidence:
-        3P: reference H1 (huggingface/trl PR #5125), F16 (INF: no Neuron fp16 loss scaling).
+        3P: huggingface/trl PR #5125, INF: no Neuron fp16 loss scaling.
     """
 
     id = "NRN501"
     name = "hf-fp16-training"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
+    section = "hf"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
+        "https://github.com/huggingface/trl/pull/5125",
+    )
     tokens = (b"fp16",)
     #: the same edit on every `--target` (it names no device)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",

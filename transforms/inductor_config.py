@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._compile_flags import assign_targets, has_call, import_removals, short, unwrap_with
+from neuronize.transforms._imports import removals_for
+from neuronize.transforms._messages import short
+from neuronize.transforms._nodes import assign_targets, has_call, unwrap_with
 
 PREFIX = "torch._inductor.config"
 
@@ -40,17 +43,22 @@ class InductorConfig(Transform):
         call no longer runs).
 
     Evidence:
-        DOC: reference C6 (the Neuron backend does not use TorchInductor).
+        DOC: the Neuron backend does not use TorchInductor.
     """
 
     id = "NRN303"
     name = "inductor-config"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "compile"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/about-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
     tokens = (b"_inductor",)
     #: ``--target cpu`` / ``accelerator`` keep the settings (Inductor compiles there; the Neuron
     #: backend ignores them): nothing is reported
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example(
             "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\nmodel = build()\n",
@@ -69,7 +77,7 @@ class InductorConfig(Transform):
         self._assign(node)
 
     def _neuron(self) -> bool:
-        return self.ctx.options.target == "neuron"
+        return _target.target(self.ctx) == _target.NEURON
 
     def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
         if not self._neuron():
@@ -78,7 +86,7 @@ class InductorConfig(Transform):
         knobs = [t for t in targets if isinstance(t, cst.Attribute) and self._is_knob(t)]
         if not knobs:
             return
-        names = ", ".join(f"`{short(t)}`" for t in knobs)
+        names = ", ".join(f"`{short(t, 50)}`" for t in knobs)
         if len(knobs) != len(targets):
             self.report(node, f"{names}: Inductor setting, unused by the Neuron backend; this assignment also "
                         "sets something else, so remove the Inductor part by hand")
@@ -86,9 +94,9 @@ class InductorConfig(Transform):
         side_effects = has_call(node.value)
         message = f"Inductor setting {names} removed: the Neuron backend does not use TorchInductor"
         if side_effects:
-            message += f" (the value `{short(node.value)}` is no longer computed)"
+            message += f" (the value `{short(node.value, 50)}` is no longer computed)"
         self.remove(node, message, safety=Safety.UNSAFE if side_effects else None,
-                    imports=import_removals(self.ctx, [PREFIX]))
+                    imports=removals_for(self.ctx, [PREFIX]))
 
     def _is_knob(self, target: cst.Attribute) -> bool:
         qualified = self.ctx.qualify(target)
@@ -105,14 +113,14 @@ class InductorConfig(Transform):
             self.report(node, "`torch._inductor.config.patch(...)` has no effect on Neuron: unwrap it by hand: "
                         f"{result}")
             return
-        inner = ", ".join(short(item.item) for item in drop)
-        shown = ", ".join(f"`{short(item.item)}`" for item in drop)
+        inner = ", ".join(short(item.item, 50) for item in drop)
+        shown = ", ".join(f"`{short(item.item, 50)}`" for item in drop)
         if isinstance(result, cst.FlattenSentinel):
             message = f"`with {inner}:` removed, its body kept"
         else:
             message = f"{shown} removed from the `with` statement"
         self.fix(node, result, f"{message}: the Neuron backend does not use TorchInductor",
-                 imports=import_removals(self.ctx, [PREFIX]))
+                 imports=removals_for(self.ctx, [PREFIX]))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if self._neuron() and self._is_patch(node.decorator):

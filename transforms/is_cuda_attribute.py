@@ -7,16 +7,11 @@ import re
 import libcst as cst
 
 from neuronize.context import dotted_name
-from neuronize.transforms._cuda_runtime import (
-    Context,
-    CudaRef,
-    classify,
-    flag_targets,
-    flag_uses,
-    guarded_code,
-    scan,
-)
-from neuronize.transforms._device import short
+from neuronize.transforms._nodes import assigned_names
+from neuronize.transforms._cuda_guard import flag_uses, guarded_code, scan
+from neuronize.transforms._cuda_runtime import Context, CudaRef, classify
+from neuronize.transforms._messages import short
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 # Parents under which a comparison needs no parentheses (it binds tighter than these).
@@ -61,6 +56,14 @@ class _AssignedIsCuda(cst.CSTVisitor):
             self.receivers.update(("self", "cls"))
 
 
+#: why the device test replaces `.is_cuda`, per target
+REASON = {
+    _target.NEURON: "a Neuron tensor is not a CUDA tensor",
+    _target.CPU: "a CPU tensor is not a CUDA tensor",
+    _target.ACCELERATOR: "true for a tensor on whichever device runs the code (CUDA, Neuron or the CPU)",
+}
+
+
 class IsCudaAttribute(Transform):
     """Finds `x.is_cuda` checks, which are always False on a Neuron tensor.
 
@@ -94,15 +97,18 @@ class IsCudaAttribute(Transform):
         documented.
 
     Evidence:
-        INF: the Neuron device is a PrivateUse1 backend named "neuron" (reference D5).
+        INF: the Neuron device is a PrivateUse1 backend named "neuron".
     """
 
     id = "NRN104"
     name = "is-cuda-attribute"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "review"
+    effort = "low"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"is_cuda",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("assert x.is_cuda\n", 'assert x.device.type == "neuron"\n'),
         Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type == "neuron") == expected\n'),
@@ -124,19 +130,6 @@ class IsCudaAttribute(Transform):
                 self._user_receivers = scan.receivers
         return name in self._user_receivers
 
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: "is on the target device" (``x.device.type == "cpu"``
-        or the accelerator's type with its CPU fallback), as ``"neuron"`` is on Neuron."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            message = message.replace('"neuron"`: a Neuron tensor is not a CUDA tensor',
-                                      f'<device>` (<device>: {_target.device_text(self.ctx)}): a tensor on the '
-                                      "target device is not a CUDA tensor")
-        super().fix(node, replacement, message, **kwargs)
-
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "is_cuda":
             return
@@ -155,24 +148,25 @@ class IsCudaAttribute(Transform):
             return
         kept = self._guards_cuda_only_code(node)
         if kept is not None:
-            self.report(node, f"`{short(self.ctx, node)}` guards code that may be CUDA-only ({kept}): kept, "
+            self.report(node, f"`{short(node)}` guards code that may be CUDA-only ({kept}): kept, "
                               "False on Neuron keeps that path off; if the path is device-agnostic, "
                               'use `x.device.type == "neuron"` by hand')
             return
+        device, imports = _target.device(self.ctx, parens=True)
         comparison = cst.Comparison(
             left=cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")),
                                attr=cst.Name("type")),
-            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=cst.SimpleString('"neuron"'))],
+            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=device)],
         )
         if node.lpar:
             comparison = comparison.with_changes(lpar=node.lpar, rpar=node.rpar)
         elif not isinstance(parent, NO_PARENS) and not (
                 isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
             comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        code = short(self.ctx, node)
-        self.fix(node, comparison,
-                 f'`{code}` -> `{short(self.ctx, node.value)}.device.type == "neuron"`: '
-                 "a Neuron tensor is not a CUDA tensor")
+        code = short(node)
+        self.fix(node, comparison, _target.say(
+                 self.ctx, "`{code}` -> `{value}.device.type == {device}`: {reason}", code=code,
+                 value=short(node.value), reason=REASON[_target.target(self.ctx)]), imports=imports)
 
     def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
         """What the check switches on, when it is a test (``if``, conditional expression, a stored
@@ -188,7 +182,7 @@ class IsCudaAttribute(Transform):
             assert isinstance(where, cst.IfExp)
             verdict = scan(self.ctx, [where.body, where.orelse])
         elif kind is Context.FLAG:
-            verdict = scan(self.ctx, flag_uses(self.ctx, flag_targets(where), where))
+            verdict = scan(self.ctx, flag_uses(self.ctx, assigned_names(where), where))
         elif kind is Context.SKIP:
             return "a test skip marker"
         else:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-
-from neuronize.transforms._device import import_removal, short
+from neuronize.transforms._calls import new_keyword
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import qualified_expr
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import qualified_expr, string_value
 
 DTYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -68,16 +71,21 @@ class LegacyCudaTensorType(Transform):
         as with the legacy constructor.
 
     Evidence:
-        INF: upstream PyTorch defines the typed constructors only for CPU and CUDA; the device
-        name is DOC (reference D1, D3).
+        INF: upstream PyTorch defines the typed constructors only for CPU and CUDA; the device name
+        is DOC.
     """
 
     id = "NRN105"
     name = "legacy-cuda-tensor-type"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+    )
     tokens = (b"cuda",)
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     examples = (
         Example("import torch\nbuf = torch.cuda.FloatTensor(4, 16)\n",
                 'import torch\nbuf = torch.empty(4, 16, dtype=torch.float32, device="neuron")\n'),
@@ -90,16 +98,6 @@ class LegacyCudaTensorType(Transform):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in DTYPES:
             self._reference(node)
-
-    def fix(self, node, replacement, message, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """``--target cpu`` / ``accelerator``: the same tensor on the target's device."""
-        from neuronize.transforms import _target
-
-        if not _target.is_neuron(self.ctx):
-            replacement, more = _target.retarget_literals(self.ctx, node, replacement, parens=False)
-            kwargs["imports"] = (*kwargs.get("imports", ()), *more)
-            message = message.replace('"neuron"', "<device>") + f" (<device>: {_target.device_text(self.ctx)})"
-        super().fix(node, replacement, message, **kwargs)
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
@@ -125,7 +123,7 @@ class LegacyCudaTensorType(Transform):
             return
         if self._cast(node, dtype, cls):
             return
-        code = short(self.ctx, node)
+        code = short(node)
         stack = list(self.ctx.ancestors())
         call = next((a for a in stack[:4] if isinstance(a, cst.Call)), None)
         callee = self.ctx.qualify(call.func) if call is not None else None
@@ -138,7 +136,7 @@ class LegacyCudaTensorType(Transform):
         self.report(node, f"`{code}` is a legacy CUDA tensor type with no Neuron equivalent: {advice}")
 
     def _constructor(self, call: cst.Call, cls: str, dtype: str) -> None:
-        code = short(self.ctx, call.func)
+        code = short(call.func)
         args = list(call.args)
         if any(a.keyword is not None or a.star for a in args):
             factory = None
@@ -158,22 +156,20 @@ class LegacyCudaTensorType(Transform):
             return
         func, imports = qualified_expr(self.ctx, f"torch.{factory}")
         dtype_expr, more = qualified_expr(self.ctx, f"torch.{dtype}")
+        device, on = _target.device(self.ctx)
         last = args[-1]
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         new_args = [*args[:-1], last.with_changes(comma=comma),
-                    cst.Arg(keyword=cst.Name("dtype"), value=dtype_expr,
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                            comma=comma),
-                    cst.Arg(keyword=cst.Name("device"), value=cst.SimpleString('"neuron"'),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                            comma=last.comma)]
+                    new_keyword("dtype", dtype_expr).with_changes(comma=comma),
+                    new_keyword("device", device).with_changes(comma=last.comma)]
         replacement = call.with_changes(func=func, args=new_args)
         if isinstance(call.func, cst.Name):  # `from torch.cuda import FloatTensor`: drop it once unused
-            removal = import_removal(self.ctx, call.func.value)
+            removal = removal_of(self.ctx, call.func.value, top_level=True)
             imports = imports + ((removal,) if removal is not None else ())
-        self.fix(call, replacement,
-                 f'`{code}(...)` -> `torch.{factory}(..., dtype=torch.{dtype}, device="neuron")`: '
-                 "no legacy tensor types on Neuron", imports=imports + more)
+        self.fix(call, replacement, _target.say(
+                 self.ctx, "`{code}(...)` -> `torch.{factory}(..., dtype=torch.{dtype}, device={device})`: "
+                 "no legacy tensor types on Neuron", code=code, factory=factory, dtype=dtype),
+                 imports=(*imports, *more, *on))
 
     def _cast(self, node: cst.BaseExpression, dtype: str, cls: str) -> bool:
         """``x.type(<type>)``: a cast to the dtype and a move to the device."""
@@ -189,15 +185,14 @@ class LegacyCudaTensorType(Transform):
         if self.ctx.qualify(func) is not None:
             return False
         dtype_expr, imports = qualified_expr(self.ctx, f"torch.{dtype}")
+        device, on = _target.device(self.ctx)
         replacement = call.with_changes(
             func=func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(value=cst.SimpleString('"neuron"'),
-                          comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                  cst.Arg(keyword=cst.Name("dtype"), value=dtype_expr,
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
-        self.fix(call, replacement,
-                 f'`.type(torch.cuda.{cls})` -> `.to("neuron", dtype=torch.{dtype})`: '
-                 "no legacy tensor types on Neuron", imports=imports)
+            args=[cst.Arg(value=device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                  new_keyword("dtype", dtype_expr)])
+        self.fix(call, replacement, _target.say(
+                 self.ctx, "`.type(torch.cuda.{cls})` -> `.to({device}, dtype=torch.{dtype})`: "
+                 "no legacy tensor types on Neuron", cls=cls, dtype=dtype), imports=(*imports, *on))
         return True
 
     # -- the type named in a string ----------------------------------------------------------

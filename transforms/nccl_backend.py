@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
-from neuronize.transforms._distributed import (
-    dist_function,
-    insert_after,
-    nccl_backend,
-    neuron_string,
-    request_torch_neuronx,
-)
-from neuronize.transforms._helpers import argument, keyword, make_string, string_value
-
-_Scope = cst.CSTNode  # a FunctionDef, a ClassDef or the Module
-_ENV_GETTERS = ("os.environ.get", "os.getenv", "os.environ.setdefault")
-
-
-@dataclass
-class _Found:
-    """What an expression that may carry a backend holds."""
-
-    literals: list[cst.BaseExpression] = field(default_factory=list)  # "nccl"-like literals
-    opaque: bool = False  # parts that cannot be read statically
-
+from neuronize.transforms._calls import argument, insert_after, keyword
+from neuronize.transforms._distributed import names_nccl, nccl_choice, with_neuron_entry, backend_edit, dist_function, nccl_backend, request_torch_neuronx
+from neuronize.transforms._value_flow import Assignments, Found, Scope, carried, enclosing_scope, resolve
+from neuronize.transforms._literals import make_string, string_value
 
 @dataclass
 class _Pending:
     """A backend argument that is a name or an attribute, resolved at the end of the file."""
 
     expr: cst.BaseExpression
-    scope: _Scope
+    scope: Scope
 
 
 class NcclBackend(Transform):
@@ -72,15 +56,17 @@ class NcclBackend(Transform):
         (the table's other uses are unknown).
 
     Evidence:
-        DOC: reference P1 and section 4 (backend name), 0.3 (`import torch_neuronx`);
-        INF for the table entry and the reports on comparisons and `is_nccl_available()`.
+        DOC: the distributed guide (the `"neuron"` backend; `import torch_neuronx`). INF for the
+        table entry and the reports on comparisons and `is_nccl_available()`.
     """
 
     id = "NRN401"
-    targets = ("neuron", "accelerator", "cpu")
+    targets = _target.ALL
     name = "nccl-backend"
     safety = Safety.SAFE
     evidence = Evidence.DOC
+    section = "distributed"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"nccl", b"NCCL", b"init_process_group")
     examples = (
         Example(
@@ -100,59 +86,20 @@ class NcclBackend(Transform):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self._assigns: dict[int, dict[str, list[cst.BaseExpression]]] = {}
-        self._argparse: dict[str, list[cst.Call]] = {}
+        self._seen = Assignments()
         self._pending: list[_Pending] = []
         self._backend_literals: list[cst.BaseExpression] = []
         self._choices: list[tuple[cst.BaseExpression, int]] = []
         self._others: list[tuple[cst.CSTNode, cst.CSTNode, str, Safety, Evidence]] = []
 
-    # -- where are we ----------------------------------------------------------------------
-    def _scope(self) -> _Scope:
-        for anc in self.ctx.ancestors():
-            if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
-                return anc
-        return self.ctx.module
-
-    # -- reading expressions -----------------------------------------------------------------
-    def _carried(self, expr: cst.BaseExpression) -> _Found:
-        found = _Found()
-        value = string_value(expr)
-        if value is not None:
-            if nccl_backend(value):
-                found.literals.append(expr)
-            return found
-        if self.ctx.qualify(expr) == "torch.distributed.Backend.NCCL":
-            found.literals.append(expr)
-            return found
-        if isinstance(expr, cst.IfExp):
-            for part in (expr.body, expr.orelse):
-                sub = self._carried(part)
-                found.literals += sub.literals
-                found.opaque |= sub.opaque
-            return found
-        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
-            for part in (expr.left, expr.right):
-                sub = self._carried(part)
-                found.literals += sub.literals
-                found.opaque |= sub.opaque
-            return found
-        if isinstance(expr, cst.Call) and self.ctx.qualify(expr.func) in _ENV_GETTERS:
-            default = argument(expr, "default", 1)
-            found.opaque = True
-            if default is not None:
-                found.literals += self._carried(default.value).literals
-            return found
-        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
-            return found  # {"cuda": "nccl", ...}[device]: the table itself gets an entry
-        found.opaque = True
-        return found
+    def _carried(self, expr: cst.BaseExpression) -> Found:
+        return carried(expr, lambda e: names_nccl(self.ctx, e), self.ctx.qualify)
 
     # -- the walk ----------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "add_argument":
-            self._record_argparse(node)
+            self._seen.option(node)
             return
         if keyword(node, "ddp_backend") is not None:
             arg = keyword(node, "ddp_backend")
@@ -177,52 +124,21 @@ class NcclBackend(Transform):
         if found.literals:
             return
         if isinstance(arg.value, (cst.Name, cst.Attribute)) and self.ctx.qualify(arg.value) is None:
-            self._pending.append(_Pending(arg.value, self._scope()))
+            self._pending.append(_Pending(arg.value, enclosing_scope(self.ctx)))
         elif found.opaque:
             self._report_unresolved(arg.value)
 
-    def _record_argparse(self, node: cst.Call) -> None:
-        dest_arg = keyword(node, "dest")
-        dest = string_value(dest_arg.value) if dest_arg is not None else None
-        if dest is None:
-            options = [string_value(a.value) for a in node.args if a.keyword is None]
-            options = [o for o in options if o]
-            longs = [o for o in options if o.startswith("--")]
-            chosen = longs[0] if longs else (options[0] if options else None)
-            if chosen is None:
-                return
-            dest = chosen.lstrip("-").replace("-", "_")
-        self._argparse.setdefault(dest, []).append(node)
-
-    def _record_assign(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if value is None or not isinstance(target, cst.Name):
-            return
-        scope = self._scope()
-        self._assigns.setdefault(id(scope), {}).setdefault(target.value, []).append(value)
-
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self._record_assign(target.target, node.value)
+            self._seen.assign(enclosing_scope(self.ctx), target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._record_assign(node.target, node.value)
+        self._seen.assign(enclosing_scope(self.ctx), node.target, node.value)
 
     def visit_Dict(self, node: cst.Dict) -> None:
-        keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
-        if "cuda" not in keys or "neuron" in keys:
+        replacement = with_neuron_entry(node)
+        if replacement is None:
             return
-        index = keys.index("cuda")
-        element = node.elements[index]
-        assert isinstance(element, cst.DictElement)
-        value = string_value(element.value)
-        if value is None or not nccl_backend(value):
-            return
-        new = cst.DictElement(
-            key=make_string("neuron", element.key), value=make_string("neuron", element.value),
-            whitespace_before_colon=element.whitespace_before_colon,
-            whitespace_after_colon=element.whitespace_after_colon,
-        )
-        replacement = node.with_changes(elements=insert_after(node.elements, index, new))
         self._others.append((node, replacement,
                              'adds `"neuron": "neuron"` to this device-to-backend table (the `"cuda"` '
                              "entry stays for GPU runs)", Safety.UNSAFE, Evidence.INF))
@@ -244,40 +160,16 @@ class NcclBackend(Transform):
     def leave_Module(self, original_node: cst.Module) -> None:
         for pending in self._pending:
             self._resolve(pending)
-        literals = list({id(n): n for n in self._backend_literals}.values())
-        safeties = []
-        plans = []
-        for lit in literals:
-            value = string_value(lit)
-            mixed = value is not None and nccl_backend(value) == "mixed"
-            if mixed:
-                msg = (f'backend `"{value}"` -> `"neuron"`: the documented Neuron backend; collectives '
-                       "on CPU tensors no longer go through gloo, review them")
-                safety = Safety.UNSAFE
-            elif value is None:
-                msg = '`dist.Backend.NCCL` -> `"neuron"`: the Neuron process-group backend'
-                safety = Safety.SAFE
-            else:
-                msg = f'backend `"{value}"` -> `"neuron"`: the Neuron process-group backend'
-                safety = Safety.SAFE
-            safeties.append(safety)
-            replacement = neuron_string(lit)
-            more: tuple[ImportRequest, ...] = ()
-            if not _target.is_neuron(self.ctx):
-                replacement, more = _target.process_group_backend(self.ctx, lit)
-                msg = (f"backend `{cst.Module([]).code_for_node(lit)}` -> {_target.backend_text(self.ctx)}: "
-                       + ("the CPU process-group backend" if _target.target(self.ctx) == _target.CPU
-                          else "the backend of the current device (nccl on CUDA, neuron on Trainium, gloo on CPU)"))
-                safety = Safety.UNSAFE if mixed else Safety.SAFE
-                safeties[-1] = safety
-            plans.append((lit, replacement, msg, safety, more))
+        literals = {id(n): n for n in self._backend_literals}.values()
+        edits = [backend_edit(self.ctx, lit) for lit in literals]
         imports: tuple[ImportRequest, ...] = ()
-        if plans:
-            imports = request_torch_neuronx(self, Safety.SAFE if Safety.SAFE in safeties else Safety.UNSAFE)
-        for lit, replacement, msg, safety, more in plans:
-            self.fix(lit, replacement, msg, safety=safety, imports=(*imports, *more))
+        if edits:
+            safest = min((e.safety for e in edits), key=[Safety.SAFE, Safety.UNSAFE].index)
+            imports = request_torch_neuronx(self, safest)
+        for e in edits:
+            self.fix(e.node, e.replacement, e.message, safety=e.safety, imports=(*imports, *e.imports))
         seen_choices: set[int] = set()
-        for seq, index in self._choices if _target.is_neuron(self.ctx) else ():
+        for seq, index in self._choices if _target.target(self.ctx) == _target.NEURON else ():
             if id(seq) in seen_choices:
                 continue
             seen_choices.add(id(seq))
@@ -286,7 +178,7 @@ class NcclBackend(Transform):
             replacement = seq.with_changes(elements=insert_after(seq.elements, index, new))  # type: ignore[attr-defined]
             self.fix(seq, replacement, 'adds `"neuron"` to the backend option\'s `choices`')
         for node, replacement, msg, safety, evidence in self._others:
-            if not _target.is_neuron(self.ctx):
+            if _target.target(self.ctx) != _target.NEURON:
                 self.report(node, "device-to-backend table: the `\"cuda\"` entry stays for GPU runs; "
                             "`dist.get_default_backend_for_device(device)` gives the backend of any device",
                             evidence=evidence)
@@ -299,52 +191,23 @@ class NcclBackend(Transform):
                     '`"neuron"` on Trainium')
 
     def _resolve(self, pending: _Pending) -> None:
-        expr, scope = pending.expr, pending.scope
-        if isinstance(expr, cst.Attribute):
-            calls = self._argparse.get(expr.attr.value, [])
-            if not calls:
-                self._report_unresolved(expr)
-                return
-            for call in calls:
-                default = keyword(call, "default")
-                if default is not None:
-                    self._backend_literals += self._carried(default.value).literals
-                choices = keyword(call, "choices")
-                if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)):
-                    values = [string_value(e.value) for e in choices.value.elements]
-                    nccl = [i for i, v in enumerate(values) if v is not None and nccl_backend(v) == "plain"]
-                    if nccl and "neuron" not in values:
-                        self._choices.append((choices.value, nccl[0]))
-            return
-        assert isinstance(expr, cst.Name)
-        name = expr.value
-        values: list[cst.BaseExpression] = []
-        local = False
-        if isinstance(scope, cst.FunctionDef):
-            local_values = self._assigns.get(id(scope), {}).get(name, [])
-            params = [*scope.params.params, *scope.params.posonly_params, *scope.params.kwonly_params]
-            param = next((p for p in params if p.name.value == name), None)
-            if local_values or param is not None:
-                local = True
-                values = list(local_values)
-                if param is not None:
-                    if param.default is None:
-                        self._report_unresolved(expr)
-                        # the literals assigned in the body are still followed below
-                    else:
-                        values.append(param.default)
-        if not local:
-            values = self._assigns.get(id(self.ctx.module), {}).get(name, [])
-        if not values:
-            if not local:
-                self._report_unresolved(expr)
-            return
+        found = resolve(pending.expr, pending.scope, self.ctx.module, self._seen)
+        if found.unresolved:
+            self._report_unresolved(pending.expr)
+        for call in found.options:
+            default = keyword(call, "default")
+            if default is not None:
+                self._backend_literals += self._carried(default.value).literals
+            choices = keyword(call, "choices")
+            at = nccl_choice(choices.value) if choices is not None else None
+            if choices is not None and at is not None:
+                self._choices.append((choices.value, at))
         literals: list[cst.BaseExpression] = []
         opaque = False
-        for value in values:
-            found = self._carried(value)
-            literals += found.literals
-            opaque |= found.opaque
+        for value in found.values:
+            sub = self._carried(value)
+            literals += sub.literals
+            opaque |= sub.opaque
         self._backend_literals += literals
-        if not literals and opaque:
-            self._report_unresolved(expr)
+        if found.values and not literals and opaque:
+            self._report_unresolved(pending.expr)

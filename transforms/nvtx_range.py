@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _NVTX = "an NVTX annotation for NVIDIA Nsight"
 _PROFILER = "it starts or stops the CUDA profiler (Nsight / nvprof)"
 
 
-class NvtxRange(_CudaOnlySettings):
+class NvtxRange(CudaOnlySettings):
     """Finds NVTX profiling annotations and CUDA profiler hooks, which have no Neuron equivalent.
 
     What it does:
@@ -39,13 +39,16 @@ class NvtxRange(_CudaOnlySettings):
         matter to a profiler, so the program's results do not change.
 
     Evidence:
-        3P: reference S4 (a platform layer logs them as no-ops); S5 for the profiler alternative.
+        3P: a platform layer logs them as no-ops. DOC: the Neuron Explorer profiling guide for the
+        profiler alternative.
     """
 
     id = "NRN353"
     name = "nvtx-range"
     safety = Safety.UNSAFE
     evidence = Evidence.THIRD_PARTY
+    section = "compile"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/how-to-profile-pytorch.html",)
     tokens = (b"nvtx", b"cuda")
     examples = (
         Example(

@@ -45,14 +45,16 @@ class PointToPoint(Transform):
         Report only: nothing to rewrite until the support is confirmed.
 
     Evidence:
-        3P versus DOC, conflict: reference F8 (pre-beta migration report vs the 2.33 index page)
-        and open question 7.
+        3P versus DOC, conflict: pre-beta migration report vs the 2.33 index page.
     """
 
     id = "NRN909"
     name = "point-to-point"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.THIRD_PARTY
+    section = "distributed"
+    effort = "medium"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"send(", b"recv(", b"isend", b"irecv", b"P2POp", b"_object_list")
     examples = (
         Example("import torch.distributed as dist\ndist.send(t, dst=1)\n", None),

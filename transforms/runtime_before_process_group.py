@@ -8,8 +8,9 @@ import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._calls import argument, keyword
 from neuronize.transforms._distributed import dist_function
-from neuronize.transforms._helpers import argument, is_cuda_device_string, keyword, string_value
+from neuronize.transforms._literals import cuda_literal, string_value
 
 # torch.cuda / torch.neuron calls that do not touch a device (or that other rules delete)
 _HARMLESS = {"is_available", "device_count", "set_device", "manual_seed", "manual_seed_all", "seed",
@@ -18,7 +19,7 @@ _HARMLESS = {"is_available", "device_count", "set_device", "manual_seed", "manua
 
 def _is_device_expr(ctx: FileContext, node: cst.BaseExpression) -> bool:
     """A device string, ``torch.device(...)``, or a variable whose name says it is a device."""
-    if is_cuda_device_string(node):
+    if cuda_literal(node) is not None:
         return True
     value = string_value(node)
     if value is not None:
@@ -109,13 +110,16 @@ class RuntimeBeforeProcessGroup(Transform):
         Report only: moving statements can change what the code means.
 
     Evidence:
-        SRC: reference 3.5.1 and P4 (the process-group setup of a pre-release torch-neuronx drop).
+        SRC: the process-group setup of a pre-release torch-neuronx drop.
     """
 
     id = "NRN404"
     name = "runtime-before-process-group"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.SRC
+    section = "distributed"
+    effort = "medium"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
     tokens = (b"init_process_group",)
     examples = (
         Example(

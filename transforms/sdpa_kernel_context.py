@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._compile_flags import _CudaOnlySettings
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _WHAT = "it picks which CUDA attention kernel (flash, memory-efficient, math, cuDNN) SDPA may use"
 
 
-class SdpaKernelContext(_CudaOnlySettings):
+class SdpaKernelContext(CudaOnlySettings):
     """Finds `with sdpa_kernel(...)` blocks that choose CUDA attention kernels for `scaled_dot_product_attention`.
 
     What it does:
@@ -35,13 +35,15 @@ class SdpaKernelContext(_CudaOnlySettings):
         the math kernel for exactness (double backward, tests) should be checked.
 
     Evidence:
-        INF: reference B2.
+        INF: on Neuron, SDPA lowers to a Neuron kernel whatever the CUDA backend context says.
     """
 
     id = "NRN352"
     name = "sdpa-kernel-context"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "compile"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html",)
     tokens = (b"sdpa_kernel", b"sdp_kernel")
     examples = (
         Example(

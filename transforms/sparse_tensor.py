@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import is_false_literal
+from neuronize.transforms._literals import switches_off
 
 WHY = "no sparse-tensor support is documented for TorchNeuron"
 DENSE = "keep the tensor dense (`index_add_`/`scatter_add_`/dense matmul) or run this step on CPU"
@@ -55,13 +55,16 @@ class SparseTensor(Transform):
         Report only: densifying changes memory use and may change the algorithm.
 
     Evidence:
-        INF: reference F13 (sparse tensors: nothing found in any source; open question 8).
+        INF: sparse tensors: nothing found in any source.
     """
 
     id = "NRN906"
     name = "sparse-tensor"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
+    section = "unsupported"
+    effort = "high"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
     tokens = (b"sparse",)
     examples = (
         Example("import torch\nadj = torch.sparse_coo_tensor(idx, val, (n, n))\n", None),
@@ -93,6 +96,6 @@ class SparseTensor(Transform):
             if arg.keyword.value == "layout" and self.ctx.qualify(arg.value) in LAYOUTS:
                 self.report(arg, f"`layout={self.ctx.qualify(arg.value)}`: {WHY}; {DENSE}")
             elif (arg.keyword.value == "sparse" and qualified in EMBEDDINGS
-                  and not is_false_literal(arg.value)):
+                  and not switches_off(arg.value)):
                 self.report(arg, f"`sparse=` embedding gradients are sparse tensors ({WHY}); "
                                  "use `sparse=False` and a dense optimizer such as `torch.optim.AdamW`")

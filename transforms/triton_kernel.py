@@ -5,14 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._cannot_migrate import (
-    NKI_PATH,
-    NKI_PATH_KERNELS,
-    classify_import,
-    code,
-    imported_modules,
-    module_matches,
-)
+from neuronize.transforms._imports import classify_import, imported_modules, module_matches
+from neuronize.transforms._messages import short
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS
 
 KERNEL_DECORATORS = {
     "triton.jit": "@triton.jit",
@@ -55,7 +50,7 @@ class TritonKernel(Transform):
         Report only: a kernel port cannot be done mechanically.
 
     Evidence:
-        DOC-old: reference F2 (no Triton backend; NKI is the analogue); DOC: F1 for the
+        DOC-old: no Triton backend; NKI is the analogue. DOC: the NKI guide for the
         `torch_neuronx.nki_op` registration path.
     """
 
@@ -63,6 +58,13 @@ class TritonKernel(Transform):
     name = "triton-kernel"
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC_OLD
+    section = "kernels"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+    )
     tokens = (b"triton",)
     examples = (
         Example("import triton\n\n@triton.jit\ndef k(x_ptr):\n    pass\n", None),
@@ -90,7 +92,7 @@ class TritonKernel(Transform):
         self._reported_import = dep.hard
         self.report(
             node,
-            f"`{code(self.ctx, node)}` ({dep.label}): Triton has no Trainium backend; "
+            f"`{short(node, 60, tight=True)}` ({dep.label}): Triton has no Trainium backend; "
             f"{NKI_PATH_KERNELS}, or use stock PyTorch ops",
         )
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
-from neuronize.transforms._distributed import dist_function, neuron_string, request_torch_neuronx
-from neuronize.transforms._helpers import argument, keyword, qualified_expr, string_value, without_args
+from neuronize.transforms._calls import argument, keyword, without_args
+from neuronize.transforms._distributed import dist_function, request_torch_neuronx
+from neuronize.transforms._literals import string_like, string_value
+from neuronize.transforms._names import qualified_expr
 
 _DEVICE = ("torch_xla.core.xla_model.xla_device", "torch_xla.device")
 _SYNC = ("torch_xla.core.xla_model.mark_step", "torch_xla.sync")
@@ -70,14 +72,20 @@ class XlaEraCode(Transform):
         (or an explicit `all_reduce`) does natively.
 
     Evidence:
-        DOC: reference D15 and 1.10 (device), H8 (optimum-neuron); 3P/INF: `mark_step`,
-        `optimizer_step`, the `"xla"` backend.
+        DOC: the setup troubleshooting page (XLA-era syntax on the native backend) and the
+        TorchNeuron resources page (optimum-neuron). 3P/INF: `mark_step`, `optimizer_step`, the
+        `"xla"` backend.
     """
 
     id = "NRN504"
     name = "xla-era-code"
     safety = Safety.UNSAFE
     evidence = Evidence.INF
+    section = "hf"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html",
+    )
     tokens = (b"xla", b"optimum")
     examples = (
         Example(
@@ -127,7 +135,7 @@ class XlaEraCode(Transform):
             value = string_value(arg.value) if arg is not None else None
             if arg is not None and value is not None and (value == "xla" or value.startswith("xla:")):
                 self._reported_xla = True
-                self.fix(arg.value, neuron_string(arg.value),
+                self.fix(arg.value, string_like(arg.value, "neuron"),
                          f'`torch.device("{value}")` -> `"neuron"`: the native device', safety=Safety.SAFE,
                          evidence=Evidence.DOC)
         elif dist_function(qualified) in ("init_process_group", "new_group"):
@@ -137,7 +145,7 @@ class XlaEraCode(Transform):
                 return
             self._reported_xla = True
             new = node.with_changes(args=[
-                a.with_changes(value=neuron_string(a.value)) if a is arg else a for a in node.args])
+                a.with_changes(value=string_like(a.value, "neuron")) if a is arg else a for a in node.args])
             init = keyword(new, "init_method")
             dropped = ""
             if init is not None and (string_value(init.value) or "").startswith("xla://"):

@@ -1,0 +1,40 @@
+"""One definition of each idea: no two helper modules of transforms/ define the same name.
+
+The helper modules (``transforms/_*.py``) are grouped by kind (names, literals, calls, imports,
+nodes, messages, targets) plus a few families' own knowledge; a name defined twice is a copy
+with a small variation waiting to drift.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+HELPERS = sorted(p for p in (Path(__file__).parent.parent / "transforms").glob("_*.py")
+                 if p.name != "__init__.py")
+
+
+def _defined(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+
+def test_helper_modules_exist() -> None:
+    assert len(HELPERS) > 5
+
+
+def test_no_name_is_defined_in_two_helper_modules() -> None:
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in HELPERS:
+        for name in _defined(path):
+            where[name].append(path.name)
+    twice = {name: files for name, files in where.items() if len(files) > 1}
+    assert not twice, f"defined in more than one helper module: {twice}"

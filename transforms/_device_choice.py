@@ -1,0 +1,408 @@
+"""How code chooses its device (the device-placement rules, NRN101-NRN109): comparisons with
+``"cuda"``, the ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom, and ``if`` statements
+that only pick device settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import libcst as cst
+
+from neuronize.context import FileContext, dotted_name
+from neuronize.transform import ImportRequest
+from neuronize.transforms import _target
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._messages import short
+from neuronize.transforms._calls import argument, insert_after, is_cuda_available_call
+from neuronize.transforms._literals import (
+    CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
+)
+from neuronize.transforms._names import last_name, qualified_expr, target_name
+from neuronize.transforms._nodes import iter_conditions
+
+#: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
+EXCLUDED_DEVICE_CALLS = frozenset({
+    "autocast", "custom_fwd", "custom_bwd", "GradScaler", "init_device_mesh", "DeviceMesh",
+    "Generator",  # NRN106
+})
+
+
+def device_named(name: str | None) -> bool:
+    """A variable, attribute, parameter or key name that holds a device (not a HF device_map)."""
+    if not name:
+        return False
+    low = name.lower()
+    return "device" in low and "device_map" not in low
+
+
+
+# -- comparisons with "cuda" ---------------------------------------------------------------
+def _cuda_prefix(node: cst.CSTNode) -> bool:
+    value = string_value(node)
+    return value is not None and (value in ("cuda", "cuda:") or bool(CUDA_INDEXED.match(value)))
+
+
+def _is_literal_value(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                             cst.Integer, cst.Float, cst.List, cst.Tuple, cst.Set, cst.Dict))
+
+
+def cuda_membership_list(node: cst.CSTNode) -> bool:
+    """``x in ("cuda", "mps")``: a membership test against a literal list holding a CUDA name."""
+    if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
+        return False
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.In, cst.NotIn)):
+        return False
+    container = target.comparator
+    if not isinstance(container, (cst.List, cst.Tuple, cst.Set)):
+        return False
+    return any(cuda_literal(el.value) is not None for el in container.elements
+               if isinstance(el, cst.Element))
+
+
+def rewrite_cuda_comparison(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The Neuron form of a device comparison with ``"cuda"``, or None if ``node`` is none.
+
+    ``d == "cuda"``, ``d.type != "cuda:0"``, ``"cuda" in d``, ``str(d).startswith("cuda")``.
+    """
+    if isinstance(node, cst.Comparison):
+        if len(node.comparisons) != 1:
+            return None
+        target = node.comparisons[0]
+        op, left, right = target.operator, node.left, target.comparator
+        if isinstance(op, (cst.Equal, cst.NotEqual)):
+            if cuda_literal(right) is not None and string_value(right) is not None \
+                    and not _is_literal_value(left):
+                return node.with_changes(comparisons=[target.with_changes(comparator=string_like(right, "neuron"))])
+            if cuda_literal(left) is not None and string_value(left) is not None \
+                    and not _is_literal_value(right):
+                return node.with_changes(left=string_like(left, "neuron"))
+            return None
+        if isinstance(op, (cst.In, cst.NotIn)):
+            if _cuda_prefix(left) and not _is_literal_value(right):
+                return node.with_changes(left=string_like(left, "neuron"))
+        return None
+    if isinstance(node, cst.Call):
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "startswith"
+                and len(node.args) == 1 and node.args[0].keyword is None
+                and _cuda_prefix(node.args[0].value) and not _is_literal_value(func.value)):
+            arg = node.args[0]
+            return node.with_changes(args=[arg.with_changes(value=string_like(arg.value, "neuron"))])
+    return None
+
+
+def has_cuda_comparison(test: cst.BaseExpression) -> bool:
+    return any(rewrite_cuda_comparison(atom) is not None for atom in iter_conditions(test))
+
+
+def rewrite_condition(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with every CUDA comparison among its atoms turned to Neuron."""
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(left=rewrite_condition(test.left), right=rewrite_condition(test.right))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.with_changes(expression=rewrite_condition(test.expression))
+    return rewrite_cuda_comparison(test) or test
+
+
+def is_torch_device_call(ctx: FileContext, node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.device"
+
+
+def selects_device(ctx: FileContext, ifexp: cst.IfExp) -> bool:
+    """A conditional expression whose branches are device names or ``torch.device(...)``."""
+    for branch in (ifexp.body, ifexp.orelse):
+        if isinstance(branch, cst.IfExp):
+            if selects_device(ctx, branch):
+                return True
+        elif is_device_word(branch) or is_torch_device_call(ctx, branch):
+            return True
+    return False
+
+
+
+# -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
+def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
+    """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
+    device ("body" or "orelse"), the literal itself, and its kind; None for any other IfExp.
+
+    The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
+    ``or`` chain holding the call (every occurrence with the same polarity). The CUDA branch is a literal or ``torch.device(<literal>)``.
+    """
+    polarities = set(_available_polarity(ctx, ifexp.test, False))
+    if len(polarities) != 1:
+        return None
+    side = "orelse" if polarities.pop() else "body"
+    branch = getattr(ifexp, side)
+    literal = branch
+    if is_torch_device_call(ctx, branch):
+        call = branch
+        assert isinstance(call, cst.Call)
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        literal = call.args[0].value
+    kind = cuda_literal(literal)
+    if kind is None:
+        return None
+    return side, literal, kind
+
+
+def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: bool) -> Iterator[bool]:
+    """For each ``torch.cuda.is_available()`` atom of ``test``: whether it sits under a ``not``."""
+    if is_cuda_available_call(ctx, test):
+        yield negated
+    elif isinstance(test, cst.BooleanOperation):
+        yield from _available_polarity(ctx, test.left, negated)
+        yield from _available_polarity(ctx, test.right, negated)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _available_polarity(ctx, test.expression, not negated)
+
+
+def has_is_available(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    return any(True for _ in _available_polarity(ctx, test, False))
+
+
+def replace_is_available(ctx: FileContext, test: cst.BaseExpression,
+                         new_call: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with its ``torch.cuda.is_available()`` call(s) replaced by ``new_call``."""
+    if is_cuda_available_call(ctx, test):
+        assert isinstance(test, cst.Call)
+        return cst.Call(func=new_call, lpar=test.lpar, rpar=test.rpar)
+    if isinstance(test, cst.UnaryOperation):
+        return test.with_changes(expression=replace_is_available(ctx, test.expression, new_call))
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(left=replace_is_available(ctx, test.left, new_call),
+                                 right=replace_is_available(ctx, test.right, new_call))
+    return test
+
+
+
+# -- selection statements: if device == "cuda": device_type = "cuda" else: ... -----------------
+def _block_assigns_devices(block: cst.BaseSuite | cst.CSTNode | None) -> bool:
+    if block is None:
+        return True
+    if isinstance(block, cst.Else):
+        return _block_assigns_devices(block.body)
+    if isinstance(block, cst.If):
+        return _block_assigns_devices(block.body) and _block_assigns_devices(block.orelse)
+    if isinstance(block, cst.IndentedBlock):
+        lines = list(block.body)
+    elif isinstance(block, cst.SimpleStatementSuite):
+        lines = [block]
+    else:
+        return False
+    found = False
+    for line in lines:
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in line.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Assign) and all(
+                    device_named(target_name(t.target)) for t in small.targets):
+                found = True
+                continue
+            if isinstance(small, cst.AnnAssign) and device_named(target_name(small.target)):
+                found = True
+                continue
+            return False
+    return found or not lines
+
+
+def selection_if(node: cst.If) -> bool:
+    """An ``if`` whose test compares with ``"cuda"`` and whose blocks only assign device settings."""
+    return (has_cuda_comparison(node.test) and _block_assigns_devices(node.body)
+            and _block_assigns_devices(node.orelse))
+
+
+def selection_ifexp(ctx: FileContext, node: cst.IfExp) -> bool:
+    """A conditional expression choosing a device by comparing with ``"cuda"`` (NRN103 owns it)."""
+    return (has_cuda_comparison(node.test) and selects_device(ctx, node)
+            and idiom_branch(ctx, node) is None)
+
+
+def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[cst.Call]:
+    """The ``torch.cuda.is_available()`` calls among the atoms of ``test``."""
+    for atom in iter_conditions(test):
+        if is_cuda_available_call(ctx, atom):
+            assert isinstance(atom, cst.Call)
+            yield atom
+
+
+
+@dataclass(frozen=True)
+class IdiomRewrite:
+    """The rewrite of one ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom."""
+
+    replacement: cst.BaseExpression
+    message: str
+    imports: tuple[ImportRequest, ...]
+    literal: cst.BaseExpression  # the CUDA device literal
+    branch: cst.BaseExpression  # the branch holding it (the literal or `torch.device(<literal>)`)
+    kind: Kind
+
+
+#: why the idiom's rewrite is right, per target
+IDIOM_WHY = {
+    _target.NEURON: "same CPU fallback, and the accelerator check detects the Neuron device",
+    _target.ACCELERATOR: "same CPU fallback; the current accelerator (CUDA, Neuron...) is detected",
+}
+
+
+def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.BaseExpression,
+                  kind: Kind) -> IdiomRewrite:
+    """The idiom ``node`` (its CUDA device ``literal`` in branch ``side``, see :func:`idiom_branch`)
+    for the file's target: ``torch.accelerator.is_available()`` tests for the device, the CUDA
+    branch names the target's device; on the CPU target a choice between two CPUs collapses."""
+    target = _target.target(ctx)
+    func, imports = qualified_expr(ctx, "torch.accelerator.is_available")
+    branch = getattr(node, side)
+    new_literal: cst.BaseExpression = string_like(literal, "neuron")
+    if target == _target.ACCELERATOR:
+        # the test already checks for an accelerator: no fallback needed inside the branch
+        t = short(func).split(".")[0]
+        new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
+    elif target == _target.CPU:
+        new_literal = make_string("cpu", quote_source(literal))
+    if branch is literal:
+        new_branch: cst.BaseExpression = new_literal.with_changes(
+            lpar=getattr(literal, "lpar", ()), rpar=getattr(literal, "rpar", ()))
+    else:
+        assert isinstance(branch, cst.Call)
+        new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
+    replacement: cst.BaseExpression = node.with_changes(
+        test=replace_is_available(ctx, node.test, func), **{side: new_branch})
+    if target == _target.CPU:
+        other = node.orelse if side == "body" else node.body
+        if short(other) == short(new_branch):
+            # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
+            imports = ()
+            replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
+        message = f"device choice `{short(node)}` -> `{short(replacement)}`: runs on the CPU"
+    else:
+        new_test = replacement.test  # type: ignore[attr-defined]
+        if side == "body":
+            old_text = f"{short(branch)} if {short(node.test)} else ..."
+            new_text = f"{short(new_branch)} if {short(new_test)} else ..."
+        else:
+            old_text = f"... if {short(node.test)} else {short(branch)}"
+            new_text = f"... if {short(new_test)} else {short(new_branch)}"
+        message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
+    for call in is_available_calls(ctx, node.test):
+        head = (dotted_name(call.func) or "").split(".")[0]
+        if ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
+            removal = removal_of(ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
+            if removal is not None:
+                imports = (*imports, removal)
+    return IdiomRewrite(replacement, message, imports, literal, branch, kind)
+
+
+def with_choice(container: cst.List | cst.Tuple, added: str) -> cst.List | cst.Tuple | None:
+    """An option's ``choices=[..., "cuda", ...]`` with ``added`` next to its last ``"cuda"``;
+    None when ``added`` is there already, no plain ``"cuda"`` is, or an element is starred."""
+    elements = container.elements
+    values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
+    if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
+        return None
+    cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
+               and string_value(e.value) is not None]
+    if not cuda_at:
+        return None
+    anchor = elements[cuda_at[-1]]
+    new = cst.Element(value=make_string(added, anchor.value))
+    return container.with_changes(elements=insert_after(elements, cuda_at[-1], new))
+
+
+# -- device literals in device positions (NRN101) ---------------------------------------------------
+#: methods whose second argument is a default value (``cfg.get("device", "cuda")``)
+GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
+INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
+              "one device (review single-process multi-device code)")
+PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
+                       "`torch.cuda.set_device`; review single-process multi-device code)")
+KEPT_INDEX_NOTE = (": the CUDA device (with its index) where CUDA is present, else the current accelerator "
+                   "(a Neuron process sees one device) or the CPU")
+
+
+def index_note(ctx: FileContext) -> str:
+    """What dropping a device index means for the file's target (ends a message)."""
+    return INDEX_NOTE if _target.target(ctx) == _target.NEURON else PORTABLE_INDEX_NOTE
+
+
+def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
+    """The CUDA device literals an expression in a device position evaluates to: itself, the
+    branches of a conditional (not the idiom, not a choice by comparison, not a kept CUDA index),
+    the default of ``x.get(key, default)`` / ``getattr(x, name, default)``."""
+    kind = cuda_literal(expr)
+    if kind is not None:
+        yield expr, kind
+        return
+    if isinstance(expr, cst.IfExp):
+        if _target.is_kept_cuda_index(ctx, expr):
+            return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
+        if idiom_branch(ctx, expr) is not None or selection_ifexp(ctx, expr):
+            return  # the idiom (rewritten as a unit) / a "cuda" comparison choosing a device (NRN103)
+        yield from device_literals(ctx, expr.body)
+        yield from device_literals(ctx, expr.orelse)
+        return
+    if isinstance(expr, cst.Call):
+        name = last_name(expr.func)
+        if name in GETTERS and isinstance(expr.func, cst.Attribute):
+            default = argument(expr, "default", 1)
+            if default is not None:
+                yield from device_literals(ctx, default.value)
+        elif name == "getattr" and isinstance(expr.func, cst.Name):
+            default = argument(expr, "default", 2)
+            if default is not None:
+                yield from device_literals(ctx, default.value)
+
+
+@dataclass(frozen=True)
+class LiteralEdit:
+    """A CUDA device literal written for the target: the new expression, its imports, the note
+    ending the message, and whether it is unsafe (a device index dropped)."""
+
+    replacement: cst.BaseExpression
+    imports: tuple[ImportRequest, ...]
+    note: str
+    unsafe: bool
+
+
+def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested: bool) -> LiteralEdit:
+    """``node`` (a CUDA device literal of ``kind``) as the target's device. ``nested``: it sits
+    inside a larger expression (the accelerator's conditional expression gets parentheses)."""
+    if kind.drops_index and _target.target(ctx) == _target.ACCELERATOR:
+        # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
+        new, imports = _target.kept_cuda_index(ctx, node, parens=nested)
+        return LiteralEdit(new, imports, KEPT_INDEX_NOTE, True)
+    if _target.target(ctx) == _target.NEURON:
+        new, imports = string_like(node, "neuron"), ()
+    else:
+        new, imports = _target.device(ctx, string_like(node, "neuron"), parens=nested)
+        new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+    return LiteralEdit(new, imports, index_note(ctx) if kind.drops_index else "", kind.drops_index)
+
+
+def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index: cst.Arg) -> LiteralEdit:
+    """``torch.device("cuda", i)`` as ``torch.device(<the target's device>)``: the index goes
+    (unsafe unless it is a literal 0)."""
+    if _target.target(ctx) == _target.NEURON:
+        new_first, imports = string_like(first.value, "neuron"), ()
+    else:
+        new_first, imports = _target.device(ctx, first.value)
+    args = [first.with_changes(value=new_first) if a is first else a for a in call.args if a is not index]
+    args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
+    return LiteralEdit(call.with_changes(args=args), imports, "" if zero else index_note(ctx), not zero)
+
+
+def in_selection_if(ctx: FileContext) -> bool:
+    """The node being visited sits in a block of ``if device == "cuda": ...`` that NRN103
+    rewrites as a whole (see :func:`selection_if`)."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock, cst.Else)):
+            continue
+        return isinstance(anc, cst.If) and selection_if(anc)
+    return False
