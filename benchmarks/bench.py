@@ -139,6 +139,68 @@ def floor_main(list_file: str, workers: int, threshold: int) -> None:
             _parse_one(p)
 
 
+# -- cost against file size: one generated module at several sizes -------------------------
+def generated_module(size: int) -> bytes:
+    """A generated-looking module of about ``size`` bytes: plain lines, a CUDA device string
+    every hundred lines (the shape of the hostile-input test's large file)."""
+    plain = b"weights_%d = [0.1, 0.2, 0.3, 0.4]  # " + b"y" * 50 + b"\n"
+    cuda = b"x = torch.zeros(4, device='cuda')\n"
+    block = b"".join(plain % i for i in range(99)) + cuda
+    return b"import torch\n" + block * max(1, size // len(block))
+
+
+def size_main(size: int) -> None:
+    """One sample of the size series, in a fresh interpreter: seconds of ``libcst.parse_module``
+    and of the whole per-file pipeline (``run_source`` with fixes applied) on the same bytes."""
+    import libcst
+
+    from neuronize.context import Options
+    from neuronize.engine import run_source
+    from neuronize.registry import all_rules
+
+    source = generated_module(size)
+    rules = all_rules()
+    run_source(b"import torch\nx.cuda()\n", rules)  # warm-up: rule tables, the parse thread
+    started = time.perf_counter()
+    libcst.parse_module(source)
+    parse = time.perf_counter() - started
+    started = time.perf_counter()
+    result = run_source(source, rules, Options(unsafe_fixes=True))
+    total = time.perf_counter() - started
+    assert result.error is None and result.output is not None, result.error
+    print(json.dumps({"parse": parse, "run": total}))
+
+
+def size_series(sizes_mb: list[float], runs: int) -> list[tuple[float, float, float]]:
+    """``(MB, median parse s, median run s)`` per size; the runs of all sizes are interleaved."""
+    samples: dict[float, list[dict[str, float]]] = {mb: [] for mb in sizes_mb}
+    for i in range(runs):
+        print(f"size series, run {i + 1}/{runs}...", file=sys.stderr)
+        for mb in sizes_mb:
+            out = subprocess.run([sys.executable, __file__, "--_size", str(int(mb * 1_000_000))],
+                                 capture_output=True, text=True, check=True)
+            samples[mb].append(json.loads(out.stdout))
+    return [(mb, statistics.median(s["parse"] for s in samples[mb]),
+             statistics.median(s["run"] for s in samples[mb])) for mb in sizes_mb]
+
+
+def print_size_series(series: list[tuple[float, float, float]]) -> bool:
+    """The table and the verdict: every size at most 3x its parse, the ratio flat in size."""
+    print()
+    print(f"{'one file of':14} {'parse s':>9} {'neuronize s':>12} {'ratio':>7}")
+    for mb, parse, total in series:
+        print(f"{mb:10.2f} MB {parse:9.2f} {total:12.2f} {total / parse:6.2f}x")
+    ratios = [total / parse for _, parse, total in series]
+    worst = max(ratios)
+    growth = ratios[-1] / ratios[0]
+    ok = worst <= 3.0 and growth <= 1.25
+    print(f"{'per-file cost / its parse (worst size)':42} {worst:7.3f}x {'<= 3.0':>10}  "
+          f"{'met' if worst <= 3.0 else 'NOT met'}")
+    print(f"{'ratio at the largest / the smallest size':42} {growth:7.3f}x {'<= 1.25':>10}  "
+          f"{'met' if growth <= 1.25 else 'NOT met'} (linear cost)")
+    return ok
+
+
 # -- the benchmark -------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -199,7 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None,
                         help="generate into this directory and keep it")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--sizes", default="0.25,0.5,1,2", metavar="MB,MB,...",
+                        help="sizes of the one-file series (cost against file size); '' for none")
+    parser.add_argument("--size-runs", type=int, default=3, help="runs of the size series")
+    parser.add_argument("--sizes-only", action="store_true", help="run the size series only")
     args = parser.parse_args(argv)
+    sizes = [float(x) for x in args.sizes.split(",") if x.strip()]
+    if args.sizes_only:
+        return 0 if print_size_series(size_series(sizes, args.size_runs)) else 1
 
     from neuronize.api import PARALLEL_THRESHOLD
     from neuronize.engine import prefilter_for
@@ -219,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"generated {n} files in {time.perf_counter() - t0:.1f}s into {target}",
                   file=sys.stderr)
             corpora.append(target)
-        return _bench(args, corpora, work, prefilter_for(all_rules()), PARALLEL_THRESHOLD)
+        code = _bench(args, corpora, work, prefilter_for(all_rules()), PARALLEL_THRESHOLD)
+        if sizes:
+            print_size_series(size_series(sizes, args.size_runs))
+        return code
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -358,5 +430,8 @@ def _bench(args: argparse.Namespace, corpora: list[Path], work: Path, prefilter,
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--_floor":
         floor_main(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "--_size":
+        size_main(int(sys.argv[2]))
         sys.exit(0)
     sys.exit(main())

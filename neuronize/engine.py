@@ -25,12 +25,12 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
-from typing import Callable, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 
 from neuronize.context import FileContext, collect_imports
-from neuronize.positions import locate
+from neuronize.positions import locate_in_code
 from neuronize.suppressions import parse_suppressions
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
@@ -72,11 +72,17 @@ def prefilter_for(rules: Iterable[type[Transform]]) -> TokenFilter:
 
 
 # -- analysis ------------------------------------------------------------------------------
+#: id(node) -> parent node, for the nodes the analysis walk passed
+Parents = Dict[int, cst.CSTNode]
+
+
 class _Dispatch:
     """Sends each node to every rule's ``visit_<Type>`` / ``leave_<Type>`` (Fixit-style batching)."""
 
     def __init__(self, rules: Sequence[Transform], ctx: FileContext) -> None:
         self._stack = ctx.stack
+        #: id(node) -> its parent, for every node the walk passes (lets _apply skip the rest)
+        self.parents: dict[int, cst.CSTNode] = {}
         self._visit: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
         self._leave: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
         self._methods: dict[str, tuple[list[Callable[[cst.CSTNode], object]], ...]] = defaultdict(lambda: ([], []))
@@ -92,6 +98,8 @@ class _Dispatch:
         self._visit[kind], self._leave[kind] = list(visit), list(leave)
 
     def enter(self, node: cst.CSTNode) -> None:
+        if self._stack:
+            self.parents[id(node)] = self._stack[-1]
         self._stack.append(node)
         kind = type(node)
         if kind not in self._visit:
@@ -106,13 +114,13 @@ class _Dispatch:
 
 
 def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
-             path: str, source: bytes) -> list[Report]:
+             path: str, source: bytes) -> tuple[list[Report], Parents]:
     ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path,
                       source=source)
     reporter = Reporter()
     dispatch = _Dispatch([rule.for_file(ctx, reporter) for rule in rules], ctx)
     walk(module, dispatch.enter, dispatch.leave)
-    return reporter.reports
+    return reporter.reports, dispatch.parents
 
 
 # -- applying fixes ------------------------------------------------------------------------
@@ -127,12 +135,21 @@ def _comment_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
 
 
 class _Applier(cst.CSTTransformer):
-    """Replaces reported nodes (by identity) with their fixes; keeps blocks valid on deletion."""
+    """Replaces reported nodes (by identity) with their fixes; keeps blocks valid on deletion.
 
-    def __init__(self, fixes: dict[int, Report]) -> None:
+    Enters only the nodes on the way to a fix (``on_path``; None: every node). A libcst
+    transformer rebuilds every node it enters, about 1.5 parses for a whole module, whatever the
+    number of fixes; the rest of the tree is kept as it is.
+    """
+
+    def __init__(self, fixes: dict[int, Report], on_path: set[int] | None) -> None:
         super().__init__()
         self._fixes = fixes
+        self._on_path = on_path
         self._removed: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return self._on_path is None or id(node) in self._on_path
 
     def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
         report = self._fixes.get(id(original_node))
@@ -171,11 +188,25 @@ class _Applier(cst.CSTTransformer):
         return block.with_changes(body=body, footer=[*carry, *block.footer])
 
 
-def _apply(module: cst.Module, reports: Sequence[Report]) -> cst.Module:
+def _apply(module: cst.Module, reports: Sequence[Report], parents: Parents) -> cst.Module:
     fixes = {id(r.node): r for r in reports}
-    result = module.visit(_Applier(fixes))
+    result = module.visit(_Applier(fixes, _ancestors_and_self(module, fixes, parents)))
     assert isinstance(result, cst.Module)
     return result
+
+
+def _ancestors_and_self(module: cst.Module, keys: Iterable[int], parents: Parents) -> set[int] | None:
+    """The ids of the nodes ``keys`` and of all their ancestors; None if the walk did not pass
+    one of them (a node it skips, such as a comma: then every node must be entered)."""
+    found = {id(module)}
+    for key in keys:
+        while key not in found:
+            parent = parents.get(key)
+            if parent is None:
+                return None
+            found.add(key)
+            key = id(parent)
+    return found
 
 
 def _outermost(reports: Sequence[Report], nested: bool = False) -> list[Report]:
@@ -222,10 +253,11 @@ Located = List[Tuple[Report, Finding]]
 UNUSED_SUPPRESSION = ("NRN000", "unused-suppression")
 
 
-def _locate(module: cst.Module, reports: Sequence[Report]) -> Located:
+def _locate(module: cst.Module, reports: Sequence[Report]) -> tuple[Located, str | None]:
+    """The findings of ``reports``, and the module's code if it had to be rendered for them."""
     if not reports:
-        return []
-    spans = locate(module, (r.node for r in reports))
+        return [], None
+    spans, code = locate_in_code(module, (r.node for r in reports))
     located = []
     for r in reports:
         span = spans[id(r.node)]
@@ -234,7 +266,12 @@ def _locate(module: cst.Module, reports: Sequence[Report]) -> Located:
             line=span.line, column=span.column, end_line=span.end_line, end_column=span.end_column,
             rule=r.rule.id, name=r.rule.name, safety=r.safety, message=message, fixable=r.fixable,
         )))
-    return located
+    return located, code
+
+
+def _bytes(module: cst.Module, code: str | None) -> bytes:
+    """``module.bytes``, from its code when :func:`_locate` has already rendered it."""
+    return module.bytes if code is None else code.encode(module.encoding)
 
 
 def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
@@ -364,13 +401,14 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                 path: str, fix: bool) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
-    located, unused = _suppress(source, _locate(module, _analyse(module, rules, options, path, source)),
-                                rules, options)
+    reports, parents = _analyse(module, rules, options, path, source)
+    located, code = _locate(module, reports)
+    located, unused = _suppress(source, located, rules, options)
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
         return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending))
-    if module.bytes != source:
+    if _bytes(module, code) != source:
         return SourceResult(
             findings=_findings(located, _never, unused),
             error=FileError("libcst cannot reproduce this file byte for byte; not rewritten"),
@@ -381,13 +419,14 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     seen = {(f.rule, f.message) for r, f in located if accepted(r)}
     for round_no in range(MAX_ROUNDS):
         batch = _outermost(pending)
-        new = _apply_imports(_apply(new, batch), [req for r in batch for req in r.imports])
+        new = _apply_imports(_apply(new, batch, parents), [req for r in batch for req in r.imports])
         # Applied fixes can reveal more: a fix nested in another, a name an added import now
         # resolves, a guard whose CUDA-only body another rule removed. Run to a fixed point, so
         # that a second run of neuronize changes nothing.
         marker_free = b"neuronize:" not in source
-        reports = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
-        again, _ = _suppress(source if marker_free else new.bytes, _locate(new, reports), rules, options)
+        reports, parents = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
+        again, code = _locate(new, reports)
+        again, _ = _suppress(source if marker_free else _bytes(new, code), again, rules, options)
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
@@ -395,7 +434,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                      if accepted(r) and (f.rule, f.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
-    output = new.bytes + tail
+    output = _bytes(new, code) + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see _outermost).
     first_per_node = {id(r) for r in _outermost([r for r, _ in located if accepted(r)], nested=True)}

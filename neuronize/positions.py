@@ -58,6 +58,12 @@ class _Locator(CodegenState):
 
 def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
     """Spans of ``nodes`` (keyed by ``id(node)``) in the code ``module`` renders to."""
+    return locate_in_code(module, nodes)[0]
+
+
+def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, Span], str]:
+    """The spans of :func:`locate` and the code ``module`` renders to (``module.code``): the
+    engine needs both, and each rendering costs about a quarter of a parse."""
     by_id = {id(n): n for n in nodes}
     # A decorated def/class starts at its keyword, not at its first decorator (as in libcst):
     # locate its name too, and go back to the start of that line.
@@ -95,4 +101,4 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
             line_start = line_starts[bisect.bisect_right(line_starts, state.offsets[name_key][0]) - 1]
             start = _INDENT.match(text, line_start).end()  # type: ignore[union-attr]
         spans[key] = Span(*position(start), *position(end))
-    return spans
+    return spans, text

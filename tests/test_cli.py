@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import neuronize
+from helpers import neuronize, neuronize_process
 
 CUDA_SCRIPT = b'import torch\nmodel = Net().cuda()\nbatch = batch.cuda(3)\n'
 CLEAN_SCRIPT = b'import torch\nprint("no device code here")\n'
@@ -29,6 +29,15 @@ def test_check_reports_and_exits_1_without_writing(repo):
     assert "train.py:3:9 NRN102" in out
     assert (repo / "train.py").read_bytes() == CUDA_SCRIPT
     assert "2 file(s) checked" in proc.stderr.decode()
+
+
+def test_a_real_process_says_exactly_what_the_in_process_run_says(repo):
+    """The tests run the command line in this process (``helpers.neuronize``); the console entry
+    point as a new process gives the same exit code and the same bytes on stdout and stderr."""
+    for args, stdin in [(("check", "."), None), (("fix", "-", "--stdin-filename", "x.py"), CUDA_SCRIPT)]:
+        here = neuronize(*args, cwd=repo, stdin=stdin)
+        real = neuronize_process(*args, cwd=repo, stdin=stdin)
+        assert (real.returncode, real.stdout, real.stderr) == (here.returncode, here.stdout, here.stderr)
 
 
 def test_check_clean_tree_exits_0(tmp_path):
