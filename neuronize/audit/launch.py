@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -71,8 +72,9 @@ class RawRun:
 
 
 def run_command(command: Sequence[str], *, pretend_cuda: bool, max_seconds: float | None,
-                root: Path) -> RawRun:
-    """Run ``command`` under the bootstrap (its output goes to our stdout and stderr)."""
+                root: Path, stdout_to_stderr: bool = False) -> RawRun:
+    """Run ``command`` under the bootstrap. Its output goes to our stdout and stderr, or all of
+    it to stderr (``stdout_to_stderr``: when our stdout carries JSON)."""
     with tempfile.TemporaryDirectory(prefix="neuronize-audit-") as temp:
         boot, records = Path(temp) / "boot", Path(temp) / "records"
         boot.mkdir()
@@ -87,7 +89,8 @@ def run_command(command: Sequence[str], *, pretend_cuda: bool, max_seconds: floa
         raw = RawRun(command=list(command), returncode=None)
         started = time.monotonic()
         try:
-            process = subprocess.Popen(list(command), env=env, start_new_session=True)
+            process = subprocess.Popen(list(command), env=env, start_new_session=True,
+                                       stdout=sys.stderr.fileno() if stdout_to_stderr else None)
         except OSError as exc:
             raw.start_error = f"cannot start {command[0]!r}: {exc.strerror or exc}"
             return raw

@@ -31,7 +31,8 @@ def run_audit(command: Sequence[str], *, pretend_cuda: bool, strict: bool, max_s
               output: str | None, output_format: str, say: Callable[[str], None],
               warn: Callable[[str], None]) -> int:
     root = Path.cwd().resolve()
-    raw = run_command(command, pretend_cuda=pretend_cuda, max_seconds=max_seconds, root=root)
+    raw = run_command(command, pretend_cuda=pretend_cuda, max_seconds=max_seconds, root=root,
+                      stdout_to_stderr=output_format != "text")
     if raw.returncode is None:
         warn(f"neuronize audit: error: {raw.start_error}")
         return EXIT_ERROR

@@ -26,6 +26,8 @@ def start() -> None:
     recorder.start()
     from . import observe
 
+    observe.install_environ(recorder)
+
     after_import("torch", lambda torch: observe.install(torch, recorder, pretend))
     after_import("torch.utils.cpp_extension",
                  lambda module: observe.install_extension_hooks(module, recorder, pretend))

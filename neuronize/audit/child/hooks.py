@@ -32,7 +32,14 @@ class _AfterImportFinder(importlib.abc.MetaPathFinder):
         original = loader.exec_module
 
         def exec_module(module: ModuleType) -> None:
-            original(module)
+            # torch's import runs a million Python calls, none of them the project's lines:
+            # the executed-lines tracer is off meanwhile.
+            tracer = sys.gettrace()
+            sys.settrace(None)
+            try:
+                original(module)
+            finally:
+                sys.settrace(tracer)
             callback(module)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]

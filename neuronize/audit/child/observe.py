@@ -41,7 +41,6 @@ def install(torch: Any, recorder: Recorder, pretend: bool) -> None:
     _install_amp(torch, recorder, pretend)
     _install_compile(torch, recorder, pretend)
     _install_distributed(torch, recorder, pretend)
-    _install_environ(recorder)
 
 
 def _fail(recorder: Recorder, what: str, why: str) -> None:
@@ -315,7 +314,8 @@ def _install_distributed(torch: Any, recorder: Recorder, pretend: bool) -> None:
 
 
 # -- environment variables -----------------------------------------------------------------------
-def _install_environ(recorder: Recorder) -> None:
+def install_environ(recorder: Recorder) -> None:
+    """From the start: programs read CUDA_VISIBLE_DEVICES before they import torch."""
     environ_class = type(os.environ)
 
     def watched(key: Any) -> bool:

@@ -14,6 +14,8 @@ GIB = 2**30
 class PretendCudaError(RuntimeError):
     """A CUDA feature the CPU cannot stand in for (kernels, graphs); names the program's line."""
 
+    __module__ = "neuronize.audit"  # how tracebacks name it (the module is loaded privately)
+
 
 class Event:
     """A CUDA event on the host clock: ``elapsed_time`` still measures something."""
