@@ -461,7 +461,9 @@ def audit_markdown(audit: dict) -> str:
                f"{len(audit['processes'])} process(es), {audit['touches']} CUDA touch site(s).")
     titles = (("missed", "Missed by the static rules (migrate by hand)"),
               ("covered", "Covered by static findings"),
-              ("outside", "Outside the project (installed packages)"))
+              ("agnostic", "Device chosen by torch.accelerator (device-agnostic)"),
+              ("outside", "Outside the project (installed packages)"),
+              ("note", "Also recorded (no CUDA touch by itself)"))
     for status, title in titles:
         sites = [s for s in audit["sites"] if s["status"] == status]
         if not sites:

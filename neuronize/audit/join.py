@@ -5,8 +5,10 @@ finding's span), one on the test of an ``if``/``while`` that encloses the line (
 CUDA branch), or, for a placement, autocast or process group whose CUDA value came from a
 variable, a finding in the same file that rewrites a device or backend value (the fix changes
 what the line receives). Otherwise it is *missed*: the static rules did not see it. Sites in
-files outside the project (installed packages) are listed apart. Static findings on lines that
-never ran are listed too: the audit cannot vouch for them either way.
+files outside the project (installed packages) are listed apart, and so are placements in a file
+whose device came from ``torch.accelerator`` (*agnostic*: the same code picks the Neuron device)
+and records that are no CUDA touch by themselves (*note*). Static findings on lines that never
+ran are listed too: the audit cannot vouch for them either way.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class Site:
     touch: bool
     via: str = ""
     redirect: str = ""
-    status: str = "missed"  # covered | missed | outside
+    status: str = "missed"  # covered | missed | agnostic | note | outside
     match: str = ""  # line | guard | value
     rules: list[str] = field(default_factory=list)
     finding_lines: list[int] = field(default_factory=list)
@@ -155,6 +157,12 @@ def join(raw: RawRun, root: Path, pretend_cuda: bool) -> Audit:
             except OSError:
                 sources[site.file] = None
         _cover(site, findings.get(site.file, []), sources[site.file], raw.lines.get(site.file))
+        if site.status == "missed" and not site.touch:
+            site.status = "note"
+    agnostic_files = {s.file for s in sites if s.kind == "accelerator"}
+    for site in sites:
+        if site.status == "missed" and site.kind in ("placement", "autocast") and site.file in agnostic_files:
+            site.status = "agnostic"
     never = []
     for file, found in findings.items():
         ran = raw.lines.get(file)

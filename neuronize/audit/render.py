@@ -12,7 +12,7 @@ from neuronize.audit.join import Audit, Site
 KIND_WORDS = {"cuda-api": "torch.cuda call", "placement": "CUDA placement", "autocast": "CUDA autocast",
               "grad-scaler": "CUDA GradScaler", "compile": "torch.compile (Inductor)",
               "process-group": "NCCL process group", "env": "CUDA environment variable",
-              "unsupported": "cannot run without a GPU"}
+              "unsupported": "cannot run without a GPU", "accelerator": "torch.accelerator"}
 
 
 def display(path: str) -> str:
@@ -57,7 +57,10 @@ def to_text(audit: Audit) -> list[str]:
     sections = (
         ("MISSED by the static rules (runtime-only CUDA sites: migrate these by hand)", "missed"),
         ("Covered by static findings", "covered"),
+        ("Device chosen by torch.accelerator in this file (device-agnostic: no migration needed)",
+         "agnostic"),
         ("In code outside the project (installed packages; not analysed)", "outside"),
+        ("Also recorded (no CUDA touch by itself)", "note"),
     )
     for title, status in sections:
         sites = audit.by_status(status)
@@ -79,6 +82,7 @@ def summary(audit: Audit) -> str:
     touches = audit.touches
     return (f"{len(touches)} CUDA touch site(s): {len(audit.by_status('missed'))} missed by the "
             f"static rules, {len(audit.by_status('covered'))} covered, "
+            f"{len(audit.by_status('agnostic'))} device-agnostic, "
             f"{len(audit.by_status('outside'))} outside the project; "
             f"{len(audit.never_executed)} static finding(s) never executed; "
             f"{len(audit.analysed)} file(s) analysed")

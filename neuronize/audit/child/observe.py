@@ -41,6 +41,8 @@ def install(torch: Any, recorder: Recorder, pretend: bool) -> None:
     _install_amp(torch, recorder, pretend)
     _install_compile(torch, recorder, pretend)
     _install_distributed(torch, recorder, pretend)
+    if pretend:
+        _install_accelerator(torch, recorder)
 
 
 def _fail(recorder: Recorder, what: str, why: str) -> None:
@@ -106,13 +108,14 @@ def _pretend_impl(torch: Any, recorder: Recorder, name: str, original: Callable[
 
 
 def _recording(recorder: Recorder, kind: str, what: str, impl: Callable[..., Any],
-               redirect: str, original: Callable[..., Any] | None = None) -> Callable[..., Any]:
+               redirect: str, original: Callable[..., Any] | None = None,
+               touch: bool = True) -> Callable[..., Any]:
     """``impl`` recording a touch when the program calls it; torch's own calls get ``original``
     unrecorded (under --pretend-cuda torch itself still sees no GPU)."""
     real = original if original is not None else impl
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if recorder.site(kind, what, redirect=redirect, through_torch=False) is None:
+        if recorder.site(kind, what, redirect=redirect, touch=touch, through_torch=False) is None:
             return real(*args, **kwargs)
         return impl(*args, **kwargs)
 
@@ -163,6 +166,8 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
     tensor = torch.Tensor
     to, cuda_method, pin = tensor.to, tensor.cuda, tensor.pin_memory
     redirect = "placed on the CPU" if pretend else ""
+    #: functions whose device is positional, and where (nn.Module.to parses its arguments first)
+    device_first = {to: 1, torch._C._nn._parse_to: 0}
 
     class PlacementMode(TorchFunctionMode):
         """Sees every torch function call, tensor methods and factories included."""
@@ -177,10 +182,14 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
                 recorder.site("placement", "Tensor.pin_memory()", redirect="returns the tensor" if pretend else "")
                 if pretend:
                     return args[0]
-            elif func is to and len(args) > 1 and is_cuda(args[1]):
-                recorder.site("placement", f"Tensor.to({args[1]!r})", redirect=redirect)
+            elif func in device_first and len(args) > device_first[func] and (
+                    is_cuda(args[device_first[func]]) or type(args[device_first[func]]) is int):
+                # an int is a CUDA device index: `x.to(local_rank)`, `model.to(local_rank)`
+                at = device_first[func]
+                name = "Tensor.to" if func is to else "Module.to"
+                recorder.site("placement", f"{name}({args[at]!r})", redirect=redirect)
                 if pretend:
-                    args = (args[0], "cpu", *args[2:])
+                    args = (*args[:at], "cpu", *args[at + 1:])
             elif "device" in kwargs and (is_cuda(kwargs["device"]) or (
                     type(kwargs["device"]) is int and func is not to)):
                 name = f"Tensor.{func.__name__}" if getattr(tensor, func.__name__, None) is func else \
@@ -228,6 +237,19 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
 
     _wrap_init(DistributedDataParallel, ddp)
 
+    load = torch.load
+
+    @functools.wraps(load)
+    def load_wrapper(*args: Any, **kwargs: Any) -> Any:
+        where = kwargs.get("map_location")
+        if is_cuda(where) or type(where) is int:
+            recorder.site("placement", f"torch.load(map_location={where!r})", redirect=redirect)
+            if pretend:
+                kwargs = {**kwargs, "map_location": "cpu"}
+        return load(*args, **kwargs)
+
+    torch.load = load_wrapper
+
 
 # -- mixed precision -----------------------------------------------------------------------------
 def _install_amp(torch: Any, recorder: Recorder, pretend: bool) -> None:
@@ -257,6 +279,24 @@ def _install_amp(torch: Any, recorder: Recorder, pretend: bool) -> None:
 
     _wrap_init(autocast, autocast_change)
     _wrap_init(GradScaler, scaler_change)
+
+
+def _install_accelerator(torch: Any, recorder: Recorder) -> None:
+    """Device-agnostic code (``torch.accelerator``) sees the pretend CUDA device too: its
+    placements are then recorded like any other. Not touches by themselves."""
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:
+        return
+    answers = {"is_available": lambda *a, **k: True,
+               "current_accelerator": lambda *a, **k: torch.device("cuda"),
+               "device_count": lambda *a, **k: 1, "current_device_index": lambda *a, **k: 0,
+               "set_device_index": lambda *a, **k: None, "synchronize": lambda *a, **k: None}
+    for name, answer in answers.items():
+        original = getattr(accelerator, name, None)
+        if original is not None:
+            wrapped = _recording(recorder, "accelerator", f"torch.accelerator.{name}", answer,
+                                 "answers as a CUDA machine would", original, touch=False)
+            setattr(accelerator, name, wrapped)
 
 
 # -- torch.compile -------------------------------------------------------------------------------
