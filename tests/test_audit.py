@@ -5,7 +5,8 @@ subprocess runs are few and each checks several things: the GPT trainer under --
 (alone and as two torchrun workers), the config-driven trainer of fixtures/audit (a site no static
 rule can see), the GPT trainer migrated with --target cpu under --strict, and a custom CUDA
 kernel that --pretend-cuda refuses. The join, the exit codes and the Markdown section are also
-tested in-process.
+tested in-process. The runs of torch programs are marked ``execution`` (deselect them with
+``-m "not execution"``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def findings_of(name: str) -> list[tuple[int, str]]:
     return [(int(line.split(":")[0]), line.split()[1]) for line in lines if line.strip()]
 
 
+@pytest.mark.execution
 def test_pretend_cuda_sites_match_the_static_findings(tmp_path: Path) -> None:
     script = "fixtures/pipeline/gpt_trainer.before.py"
     code, data, stdout = audit("--pretend-cuda", "--", sys.executable, script, *FAST, tmp=tmp_path)
@@ -84,6 +86,7 @@ def test_pretend_cuda_sites_match_the_static_findings(tmp_path: Path) -> None:
     assert f"{script}:132: torch.cuda.synchronize" in stdout and "covered by NRN111" in stdout
 
 
+@pytest.mark.execution
 def test_torchrun_workers_are_merged(tmp_path: Path) -> None:
     code, data, _ = audit("--pretend-cuda", "--", sys.executable, "-m", "torch.distributed.run",
                           "--nproc_per_node=2", "--standalone",
@@ -99,6 +102,7 @@ def test_torchrun_workers_are_merged(tmp_path: Path) -> None:
     assert [s for s in data["sites"] if s["status"] != "covered"] == []
 
 
+@pytest.mark.execution
 def test_device_from_a_config_file_is_a_runtime_only_site(tmp_path: Path) -> None:
     code, data, stdout = audit("--pretend-cuda", "--", sys.executable,
                                "fixtures/audit/config_trainer.py", tmp=tmp_path)
@@ -109,6 +113,7 @@ def test_device_from_a_config_file_is_a_runtime_only_site(tmp_path: Path) -> Non
     assert report[2].startswith("MISSED by the static rules")  # first, before anything else
 
 
+@pytest.mark.execution
 def test_migrated_script_passes_strict(tmp_path: Path) -> None:
     migrated = tmp_path / "gpt_trainer.py"
     shutil.copyfile(PIPELINE / "gpt_trainer.before.py", migrated)
@@ -119,6 +124,7 @@ def test_migrated_script_passes_strict(tmp_path: Path) -> None:
     assert (code, data["touches"], data["outcome"]) == (0, 0, "finished"), data
 
 
+@pytest.mark.execution
 def test_custom_kernel_cannot_be_emulated(tmp_path: Path) -> None:
     (tmp_path / "kernel.py").write_text(
         "from torch.utils.cpp_extension import load_inline\n\n"

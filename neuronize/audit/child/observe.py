@@ -65,7 +65,7 @@ def _install_cuda_namespace(torch: Any, recorder: Recorder, pretend: bool) -> No
             continue
         what = f"torch.cuda.{name}"
         if isinstance(value, type) and not pretend:
-            _record_on_init(value, recorder, "cuda-api", what)
+            _record_construction(value, recorder, what)
             continue
         impl = value
         redirect = ""
@@ -124,21 +124,9 @@ def _recording(recorder: Recorder, kind: str, what: str, impl: Callable[..., Any
     return wrapper
 
 
-def _record_on_init(cls: type, recorder: Recorder, kind: str, what: str) -> None:
-    original = cls.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        recorder.site(kind, what, through_torch=False)
-        original(self, *args, **kwargs)
-
-    try:
-        cls.__init__ = __init__  # type: ignore[misc]
-    except TypeError:  # a C type that refuses: not recorded
-        pass
-
-
 def _wrap_init(cls: type, change: Callable[..., tuple[tuple, dict]]) -> None:
-    """Wrap ``cls.__init__`` in place: ``change(args, kwargs)`` records and may alter the call."""
+    """Wrap ``cls.__init__`` in place: ``change(args, kwargs)`` records and may alter the call.
+    A C type that refuses a new ``__init__`` stays unwrapped (and unrecorded)."""
     original = cls.__init__
 
     @functools.wraps(original)
@@ -146,7 +134,33 @@ def _wrap_init(cls: type, change: Callable[..., tuple[tuple, dict]]) -> None:
         args, kwargs = change(args, kwargs)
         original(self, *args, **kwargs)
 
-    cls.__init__ = __init__  # type: ignore[misc]
+    try:
+        cls.__init__ = __init__  # type: ignore[misc]
+    except TypeError:
+        pass
+
+
+def _record_construction(cls: type, recorder: Recorder, what: str) -> None:
+    """Record the program constructing a ``torch.cuda`` class, before ``__new__`` (where
+    ``torch.cuda.Stream`` fails on a machine without CUDA) when the class defines one."""
+    def record(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        recorder.site("cuda-api", what, through_torch=False)
+        return args, kwargs
+
+    if "__new__" not in vars(cls):
+        _wrap_init(cls, record)
+        return
+    original = vars(cls)["__new__"]
+    original = original.__func__ if isinstance(original, staticmethod) else original
+
+    def __new__(klass: type, *args: Any, **kwargs: Any) -> Any:
+        record(args, kwargs)
+        return original(klass, *args, **kwargs)
+
+    try:
+        cls.__new__ = staticmethod(__new__)  # type: ignore[assignment]
+    except TypeError:
+        pass
 
 
 def _argument(args: tuple, kwargs: dict, index: int, name: str, default: Any) -> Any:
