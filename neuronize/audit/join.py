@@ -166,6 +166,8 @@ def join(raw: RawRun, root: Path, pretend_cuda: bool) -> Audit:
     never = []
     for file, found in findings.items():
         ran = raw.lines.get(file)
+        if ran is not None:  # a process that never wrote its lines still ran its sites' lines
+            ran = ran | {s.line for s in sites if s.file == file}
         for f in found:
             end = max(f.line, f.end_line or f.line)
             executed = None if ran is None else any(n in ran for n in range(f.line, end + 1))

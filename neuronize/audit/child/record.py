@@ -38,12 +38,29 @@ class Recorder:
         self._write({"type": "process", "pid": os.getpid(), "argv": sys.argv,
                      "rank": os.environ.get("RANK")})
         atexit.register(self.finish)
+        os.register_at_fork(after_in_child=self._after_fork)
+        # multiprocessing children (DataLoader workers) leave through os._exit, not atexit, and
+        # clear the finalizers they inherit: register one again in each of them.
+        import multiprocessing.util as mp_util
+
+        mp_util.register_after_fork(self, lambda recorder: mp_util.Finalize(
+            recorder, recorder.finish, exitpriority=0))
         self._trace_lines()
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             # --max-seconds ends the run with SIGTERM: exit through atexit so the counts and the
             # executed lines are written (a program with its own handler keeps it).
             signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+    def _after_fork(self) -> None:
+        """A forked process (a DataLoader worker, say) records into a file of its own; the
+        parent's counts stay the parent's."""
+        self._lock = threading.Lock()
+        self.counts = {}
+        self.path = os.path.join(os.path.dirname(self.path), f"{os.getpid()}.jsonl")
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._write({"type": "process", "pid": os.getpid(), "argv": sys.argv,
+                     "rank": os.environ.get("RANK")})
 
     def finish(self) -> None:
         sys.settrace(None)
