@@ -351,6 +351,33 @@ def explain(code: str) -> None:
     click.echo(explain_rule(rule))
 
 
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--pretend-cuda", is_flag=True,
+              help="Run the CUDA code paths on this CPU: CUDA reports one device, placements go to "
+                   "the CPU, CUDA autocast becomes CPU autocast, NCCL becomes gloo (all recorded).")
+@click.option("--strict", is_flag=True, help="Exit 1 if the program touches CUDA at all.")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop the program after this long (SIGTERM); what was recorded is kept.")
+@click.option("--output", "-o", "output_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the audit as JSON to this file.")
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="How the audit is printed on stdout.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def audit(command: tuple[str, ...], pretend_cuda: bool, strict: bool, max_seconds: float | None,
+          output_file: str | None, output_format: str) -> None:
+    """Run COMMAND and show every CUDA call it makes, next to the static findings.
+
+    `neuronize audit [--pretend-cuda] -- python train.py ...` (torchrun works too). Your files are
+    never changed. Exit 1 with --strict if CUDA was touched; 2 if the program could not start or
+    failed; else 0.
+    """
+    from neuronize.audit.session import run_audit
+
+    sys.exit(run_audit(list(command), pretend_cuda=pretend_cuda, strict=strict,
+                       max_seconds=max_seconds, output=output_file, output_format=output_format,
+                       say=click.echo, warn=lambda line: click.echo(line, err=True)))
+
+
 def main() -> None:
     try:
         cli(standalone_mode=False)

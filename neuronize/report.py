@@ -411,3 +411,31 @@ def to_github(run: RunResult, include_applied: bool = True) -> list[str]:
         if s.reason is SkipReason.NO_SUCH_FILE:
             lines.append(f"::error file={_escape_property(s.display)}::{_escape_data(s.reason)}")
     return lines
+
+
+def audit_markdown(audit: dict) -> str:
+    """The "Runtime audit" section of the migration report, from `neuronize audit`'s JSON."""
+    out = ["## Runtime audit", ""]
+    flag = " --pretend-cuda" if audit.get("pretend_cuda") else ""
+    out.append(f"`neuronize audit{flag} -- {' '.join(audit['command'])}`: {audit['outcome']}, "
+               f"{len(audit['processes'])} process(es), {audit['touches']} CUDA touch site(s).")
+    titles = (("missed", "Missed by the static rules (migrate by hand)"),
+              ("covered", "Covered by static findings"),
+              ("agnostic", "Device chosen by torch.accelerator (device-agnostic)"),
+              ("outside", "Outside the project (installed packages)"),
+              ("note", "Also recorded (no CUDA touch by itself)"))
+    for status, title in titles:
+        sites = [s for s in audit["sites"] if s["status"] == status]
+        if not sites:
+            continue
+        out += ["", f"### {title} ({len(sites)})", "", "| where | what | runs | rules |",
+                "|---|---|---:|---|"]
+        for s in sites:
+            rules = ", ".join(s["rules"]) or "—"
+            out.append(f"| `{s['path']}:{s['line']}` | {_cell(s['what'])} | {s['count']} | {rules} |")
+    never = audit["never_executed"]
+    if never:
+        out += ["", f"### Static findings never executed ({len(never)})", ""]
+        out += [f"- `{f['path']}:{f['line']}` {f['rule']}: {_cell(f['message'].splitlines()[0])}"
+                for f in never]
+    return "\n".join(out) + "\n"
