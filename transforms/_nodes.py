@@ -140,3 +140,9 @@ def unwrap_with(node: cst.With, drop: Sequence[cst.WithItem]) -> cst.CSTNode | c
     )
     return cst.FlattenSentinel(statements)
 
+
+def parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` in parentheses unless it is a single operand already."""
+    if isinstance(expr, (cst.BooleanOperation, cst.IfExp, cst.Comparison)) and not expr.lpar:
+        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return expr

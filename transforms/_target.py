@@ -121,6 +121,24 @@ def process_group_backend(ctx: FileContext, like: cst.CSTNode | None = None) -> 
     return make_string(word, quote_like).with_changes(lpar=lpar, rpar=rpar), ()
 
 
+def available(ctx: FileContext) -> Built:
+    """The test for "the target's device is here", which a CUDA availability check becomes.
+
+    ``neuron``: ``torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
+    == "neuron"``. ``torch.accelerator.is_available()`` alone is also true on an MPS, XPU or CUDA
+    machine, where the Neuron path would then be taken and fail; ``torch.neuron`` exists only where
+    torch-neuronx is installed. ``accelerator`` and ``cpu``: ``torch.accelerator.is_available()``
+    (the code that follows uses the current accelerator, whichever it is).
+
+    A boolean operation: parenthesise it (``_nodes.parenthesized``) where it becomes an operand.
+    """
+    t, imports = _torch(ctx)
+    code = f"{t}.accelerator.is_available()"
+    if ctx.options.target == NEURON:
+        code += f' and {t}.accelerator.current_accelerator().type == "neuron"'
+    return cst.parse_expression(code), imports
+
+
 def needs_torch_neuronx(ctx: FileContext) -> bool:
     """``import torch_neuronx`` only on the neuron target (the others must run without it)."""
     return ctx.options.target == NEURON
