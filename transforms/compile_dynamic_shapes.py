@@ -26,8 +26,9 @@ DYNAMO_SETTINGS = {
 
 
 #: code whose dynamic dimensions serve something other than Neuron compilation: symbolic tracing,
-#: `make_fx`, eager/aot_eager test backends, Inductor passes
-NOT_FOR_NEURON = re.compile(rb"make_fx|symbolic_trace|torch\.export|torch\._export|_inductor|"
+#: `make_fx`, FX graph passes, AOT export, eager/aot_eager test backends, Inductor passes
+NOT_FOR_NEURON = re.compile(rb"make_fx|symbolic_trace|torch\.export|torch\._export|_inductor|torch\.fx\b|"
+                            rb"GraphModule|aot_function|aot_module|aot_export|"
                             rb"""backend\s*=\s*["'](?:eager|aot_eager)""")
 
 

@@ -98,6 +98,8 @@ class GenerateStaticCache(Transform):
         self._cache_set_elsewhere = False
         #: names bound to what a transformers call built (`from_pretrained`, `pipeline`)
         self._hf_objects: set[str] = set()
+        #: names also bound to something else (`model = MambaLMHeadModel(...)` in another branch)
+        self._other_objects: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -137,8 +139,7 @@ class GenerateStaticCache(Transform):
             t = target.target
             if isinstance(t, cst.Attribute) and t.attr.value == "cache_implementation":
                 self._cache_set_elsewhere = True
-            if made_by_transformers:
-                self._hf_objects.add(short(t, 200))
+            (self._hf_objects if made_by_transformers else self._other_objects).add(short(t, 200))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if self._cache_set_elsewhere:
@@ -149,7 +150,8 @@ class GenerateStaticCache(Transform):
                 # report as if from the call's own place in the tree (nesting of fixes)
                 self.ctx.stack = stack
                 receiver = short(call.func.value, 200) if isinstance(call.func, cst.Attribute) else ""
-                self._decide(call, hf_only or receiver in self._hf_objects)
+                built_by_hf = receiver in self._hf_objects and receiver not in self._other_objects
+                self._decide(call, hf_only or built_by_hf)
         finally:
             self.ctx.stack = saved
 

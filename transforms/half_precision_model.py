@@ -103,4 +103,4 @@ FORMAT_WORDS = ("export", "convert", "onnx")
 #: calls that write a converted model or state dict out
 SAVES = ("torch.save", "save_pretrained", "save_file", "torch.onnx", "jit.save")
 #: float16 produced other than by an argument-less `.half()` (which this rule converts as a whole)
-FLOAT16_ELSEWHERE = re.compile(r"(?<![bB])float16|torch\.half\b(?!\()|\bfp16|HalfTensor|\.half\([^)]")
+FLOAT16_ELSEWHERE = re.compile(r"(?<![bB])float16|torch\.half\b(?!\()|fp16|HalfTensor|\.half\([^)]")
