@@ -57,21 +57,9 @@ RULE_IN_HUNK = re.compile(r"\[(NRN\d+) (?:safe|unsafe)\]")
 #: What the rules still break, one row per pattern: (targets, fixes, hosts, test, "rules: why").
 #: A row stands for every combination of the targets, fixes and hosts it names.
 _KNOWN: list[tuple[str, str, str, str, str]] = [
-    ("neuron", "safe unsafe", "cpu mps", "test_compiled.py::test_module_imports_and_exposes_a_compiled_function",
-     "NRN301: torch.compile(backend='neuron') at import time; the backend is looked up when the "
-     "wrapper is built, so the module no longer imports without torch-neuronx (InvalidBackend)"),
-    ("neuron", "safe unsafe", "cpu mps", "test_compiled.py::test_compiling_can_be_turned_off",
-     "NRN301: the module compiles with backend='neuron' at import time and no longer imports"),
-    ("neuron", "safe unsafe", "cpu mps", "test_train.py::test_two_steps_on_cpu_lower_the_loss",
-     "NRN201: torch.autocast(device_type='neuron', enabled=device == 'cuda') raises on a host "
-     "without the neuron device type even when disabled; autocast must follow the device the code chose"),
-    ("neuron", "safe unsafe", "cpu mps", "test_cli.py::test_main_on_cpu",
-     "NRN201: torch.autocast('neuron') raises on a host without Neuron, so --device cpu breaks"),
-    ("neuron", "safe unsafe", "cpu", "test_train.py::test_fit_on_the_picked_device",
-     "NRN201: torch.autocast('neuron') raises on the CPU fallback"),
     ("neuron", "safe unsafe", "cpu", "test_cli.py::test_main_with_defaults",
-     "NRN101 + NRN201: the default becomes 'neuron', which resolve_device's "
-     "`assert device_type in ['cuda', 'cpu']` rejects; and torch.autocast('neuron') raises on the CPU"),
+     "NRN101: the default becomes 'neuron', which resolve_device's "
+     "`assert device_type in ['cuda', 'cpu']` rejects"),
     ("neuron", "safe unsafe", "cpu neuron mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
      "NRN101: the --device default becomes 'neuron' (added to choices) but the function's own "
      "`assert device_type in ['cuda', 'cpu']` is left (NRN103 only reports it); where listed for "
@@ -89,12 +77,6 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
      "NRN101: the --device default becomes current_accelerator().type ('neuron', 'mps'), which "
      "`assert device_type in ['cuda', 'cpu']` rejects (and 'mps' is not among the choices); "
      "for unsafe fixes NRN110 also keeps 'cuda' on a Neuron or MPS host, as for the neuron target"),
-    ("neuron accelerator cpu", "unsafe", "cpu neuron mps", "test_checkpoint.py::test_export_writes_fp16",
-     "NRN205: .half() -> bf16 in an fp16 export whose dtype is the file format"),
-    ("neuron accelerator cpu", "unsafe", "cpu neuron mps", "test_inference.py::test_half_inference_runs_on_cpu",
-     "NRN205: model.half() -> bf16 while its input stays x.to(torch.float16): dtype mismatch"),
-    ("neuron accelerator cpu", "unsafe", "cpu neuron mps", "test_inference.py::test_half_agrees_with_float",
-     "NRN205: model.half() -> bf16 while its input stays x.to(torch.float16): dtype mismatch"),
     ("neuron accelerator cpu", "unsafe", "neuron mps", "test_devices.py::test_bf16_probe_answers_a_bool",
      "NRN110: `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)` gets "
      "torch.accelerator.is_available() as first operand, true on Neuron/MPS, so the CUDA "

@@ -8,8 +8,10 @@ import pytest
 from neuronize.context import FileContext, Options, collect_imports
 from neuronize.registry import all_rules
 from neuronize.transforms import _target
+from neuronize.transforms._amp import followed_device, followed_enabled
 from neuronize.transforms._compile import plan_compile
 from neuronize.transforms._cuda_runtime import _CudaApiRule, owned
+from neuronize.transforms._host import has_cpu_path
 from neuronize.transforms._imports import bindings, removal_of, removals_for
 from neuronize.transforms._messages import short
 from neuronize.transforms._value_flow import Assignments, carried, option_dest, resolve
@@ -175,3 +177,27 @@ def test_optimize_plan_per_target():
     kept = plan_optimize(_call('torch._dynamo.optimize("inductor")'), "cpu", None)
     assert kept.fix is None and not kept.reports  # Inductor is the CPU's compiler
     assert plan_optimize(_call("torch._dynamo.optimize(b)"), "cpu", None).reports
+
+
+# -- host facts (_host) and the autocast device (_amp) ---------------------------------------------
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import torch\nx = torch.ones(2).cuda()\n", False),  # hard-codes CUDA
+    ('import torch\nd = "cuda" if torch.cuda.is_available() else "cpu"\n', True),
+    ("import torch\ndef f(x, device):\n    return x.cuda()\n", True),  # a device parameter
+    ("import torch\ndef f(x, args):\n    return x.to(args.device).cuda()\n", True),
+    ("import torch\nx = torch.ones(2)\n", True),  # names no CUDA at all
+])
+def test_has_cpu_path(code, expected):
+    source = code.encode()
+    module = cst.parse_module(code)
+    ctx = FileContext(module=module, names=collect_imports(module), source=source)
+    assert has_cpu_path(ctx) is expected
+
+
+def test_followed_device_and_enabled():
+    ctx = _ctx("import torch\n")
+    enabled = cst.parse_expression('device == "cuda"')
+    assert short(followed_device(ctx, enabled)) == "torch.device(device).type"
+    assert short(followed_enabled(ctx, enabled)) == 'device == "neuron"'
+    assert short(followed_device(ctx, cst.parse_expression('x.device.type == "cuda"'))) == "x.device.type"
+    assert followed_device(ctx, cst.parse_expression("use_amp")) is None

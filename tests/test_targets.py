@@ -49,11 +49,11 @@ D = "<D>"  # a device or backend value
 RT = "<RT>"  # a runtime namespace
 
 _ACC = (r'torch\.accelerator\.current_accelerator\(\)\.type if torch\.accelerator\.is_available\(\) '
-        r'else "cpu"')
+        r'else (?:"cpu"|"cuda"|\'cuda\')')
 #: (pattern, replacement), applied in order, the last group until nothing changes
 _DEVICE_SUBS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'"neuron" if torch\.accelerator\.is_available\(\) and torch\.accelerator\.current_accelerator\(\)'
-                r'\.type == "neuron" else "inductor"'), D),
+                r'\.type == "neuron" else (?:"inductor"|"cuda"|\'cuda\')'), D),
     (re.compile(r"(?<![\w)\]])\(" + _ACC + r"\)|" + _ACC), D),
     (re.compile(r"torch\.accelerator\.current_accelerator\(\)\.type"), D),
     (re.compile(r"""(?:f?"cuda:\{[^}]*\}"|"cuda:\d+") if torch\.cuda\.is_available\(\) else """ + re.escape(D)), D),

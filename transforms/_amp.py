@@ -5,13 +5,15 @@ class of the family's rules."""
 from __future__ import annotations
 
 import functools
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import libcst as cst
 
 from neuronize.context import FileContext
-from neuronize.transform import Transform
-from neuronize.transforms._names import local_names, mentions
+from neuronize.transform import ImportRequest, Transform
+from neuronize.transforms import _host, _target
+from neuronize.transforms._literals import make_string, string_value
+from neuronize.transforms._names import local_names, mentions, qualified_expr
 
 #: ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``
 AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
@@ -63,6 +65,81 @@ def in_fallback_branch(ctx: FileContext, generic: frozenset[str]) -> bool:
             if isinstance(owner, (cst.Try, cst.TryStar)) and mentions(ctx, owner.body, generic):
                 return True
     return False
+
+
+def followed_device(ctx: FileContext, enabled: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The device an ``enabled=`` test names: ``device`` in ``enabled=device == "cuda"`` (as
+    ``torch.device(device).type``, since it may be a string), ``x.device.type`` as it is."""
+    found = _cuda_test(enabled)
+    if found is None:
+        return None
+    left = found[0]
+    if isinstance(left, cst.Attribute) and left.attr.value == "type":
+        return left.with_changes(lpar=(), rpar=())
+    if not isinstance(left, (cst.Name, cst.Attribute)):
+        return None
+    func, _ = qualified_expr(ctx, "torch.device")
+    return cst.Attribute(value=cst.Call(func=func, args=[cst.Arg(left.with_changes(lpar=(), rpar=()))]),
+                         attr=cst.Name("type"))
+
+
+def _cuda_test(enabled: cst.BaseExpression | None) -> tuple[cst.BaseExpression, cst.SimpleString] | None:
+    """``(X, the "cuda" literal)`` for ``X == "cuda"`` / ``"cuda" == X``, else None."""
+    if not isinstance(enabled, cst.Comparison) or len(enabled.comparisons) != 1:
+        return None
+    target = enabled.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return None
+    left, right = enabled.left, target.comparator
+    if string_value(left) == "cuda":
+        left, right = right, left
+    if string_value(right) != "cuda" or string_value(left) is not None or not isinstance(right, cst.SimpleString):
+        return None
+    return left, right
+
+
+def followed_enabled(ctx: FileContext, enabled: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``enabled=device == "cuda"`` made to test for the target's device (``device == "neuron"``),
+    which the code's device choice now names (None: not such a test)."""
+    found = _cuda_test(enabled)
+    if found is None:
+        return None
+    cuda = found[1]
+    device, _ = _target.device(ctx, cuda, parens=True)
+    return enabled.deep_replace(cuda, device)  # type: ignore[return-value]
+
+
+class AmpDevice(NamedTuple):
+    """The ``device_type`` an autocast / ``custom_fwd`` gets."""
+
+    expr: cst.BaseExpression
+    imports: tuple[ImportRequest, ...]
+    note: str  # for the message ("" for the target's plain device)
+    follows: bool  # taken from the device ``enabled=`` tests
+
+
+def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.BaseExpression | None) -> AmpDevice:
+    """The ``device_type`` a CUDA autocast / ``custom_fwd`` gets.
+
+    A file with a CPU path (see :mod:`._host`) must keep running there, but
+    ``torch.autocast("neuron")`` raises on a host without torch-neuronx even when disabled (and
+    runs at import as a decorator). So: the device ``enabled=`` names, when it names one (the
+    autocast then follows the device the code chose, everywhere); else, in a file with a CPU
+    path, the host-aware value, which keeps
+    ``"cuda"`` (a harmless no-op there) where the target's device is absent. A file that hard-codes
+    CUDA gets the target's device."""
+    followed = followed_device(ctx, enabled)
+    if followed is not None:
+        _, imports = qualified_expr(ctx, "torch.device")
+        return AmpDevice(followed, imports, "; it follows the device the code chose (the file also "
+                         "runs without an accelerator)", True)
+    if _target.target(ctx) != _target.CPU and _host.has_cpu_path(ctx):
+        expr, imports = _host.host_aware(ctx, original)
+        return AmpDevice(expr, imports, _target.say(ctx, "; {kind} only where that device is present: this "
+                                                    "file also runs without it, where the CUDA value is "
+                                                    'harmless and `"neuron"` would raise'), False)
+    expr, imports = _target.device(ctx, original)
+    return AmpDevice(expr, imports, "", False)
 
 
 class AmpRule(Transform):

@@ -118,9 +118,8 @@ def plan_compile(node: cst.Call, what: str, target: str, backend: cst.BaseExpres
         value = string_value(backend_arg.value)
         if value == "neuron":
             return plan
-        if value is None and target != _target.NEURON \
-                and "current_accelerator" in short(backend_arg.value, None):
-            return plan  # chosen from the detected device already (`--target accelerator`)
+        if value is None and "current_accelerator" in short(backend_arg.value, None):
+            return plan  # chosen from the detected device already (host-aware, `--target accelerator`)
         if value is None:
             also = [k for k in ("mode", "options") if keyword(node, k) is not None]
             tail = " with no CUDA `mode=` or Inductor `options=`" if also else ""

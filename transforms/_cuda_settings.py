@@ -80,6 +80,11 @@ class CudaOnlySettings(Transform):
         """More to say about one setting (appended to the message)."""
         return ""
 
+    def keep_context(self, items: list[cst.WithItem]) -> str | None:
+        """Why the context ``items`` (of the ``with`` being visited) must stay, if they must:
+        the message of the report made instead."""
+        return None
+
     # -- assignments ----------------------------------------------------------------------------
     def _own(self, qualified: str | None) -> bool:
         return qualified is not None and qualified.startswith(self.assign_prefixes)
@@ -183,6 +188,10 @@ class CudaOnlySettings(Transform):
                     drop.append(item)
                     found.append(qualified)
         if not drop:
+            return
+        kept = self.keep_context(drop)
+        if kept is not None:
+            self.report(node, kept)
             return
         inner = ", ".join(short(item.item, 50) for item in drop)
         shown = ", ".join(f"`{short(item.item, 50)}`" for item in drop)

@@ -208,7 +208,7 @@ def _suppresses_import_error(ctx: FileContext, node: cst.With) -> bool:
     return False
 
 
-def _is_main_guard(test: cst.BaseExpression) -> bool:
+def is_main_guard(test: cst.BaseExpression) -> bool:
     """``__name__ == "__main__"``: the script's own entry point, not an availability guard."""
     return (
         isinstance(test, cst.Comparison)
@@ -235,7 +235,7 @@ def classify_import(ctx: FileContext) -> Dependency:
                 return Dependency(False, f"{where} `{clause}`")
         elif isinstance(anc, cst.ExceptHandler):
             return Dependency(False, "in an `except` fallback")
-        elif isinstance(anc, cst.If) and not _is_main_guard(anc.test):
+        elif isinstance(anc, cst.If) and not is_main_guard(anc.test):
             if child is anc.body:
                 return Dependency(False, f"under `if {short(anc.test, 50, tight=True)}:`")
             if child is anc.orelse:

@@ -8,8 +8,12 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import new_keyword, keyword
 from neuronize.transforms._compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind
 from neuronize.transforms._messages import short
-from neuronize.transforms._names import local_names
-from neuronize.transforms import _target
+from neuronize.transforms._names import last_name, local_names
+from neuronize.transforms import _host, _target
+from neuronize.transforms._literals import string_value
+
+#: functions whose compiled form only Inductor provides (their `torch.compile` is left alone)
+INDUCTOR_ONLY = frozenset({"flex_attention", "create_block_mask"})
 
 #: why the decorator gets a backend, per target (the others say it in `compile_backend`)
 WHY_BACKEND = {
@@ -37,6 +41,13 @@ class CompileBackend(Transform):
         `fullgraph=True` is not inserted: with graph breaks in the model it turns a working
         compile into an error. The message suggests it instead. `dynamic=False` is added where
         the call says nothing about `dynamic` (NRN302 turns a `dynamic=True` into `False`).
+        Where `"neuron"` would break a host the code ran on, the backend is host-aware
+        (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
+        == "neuron" else "inductor"`, or the original backend on the other side): at import time
+        (module- and class-level statements, decorators) and in files with a CPU path (a
+        `torch.cuda.is_available()` check, a `"cpu"` device, a device parameter or option, or no
+        CUDA at all); a script that hard-codes CUDA gets `"neuron"`. Compiles of `flex_attention`
+        and `create_block_mask` (whose compiled form only Inductor provides) are reported, not changed.
         `--target accelerator` writes the backend chosen from the detected device
         (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
         == "neuron" else "inductor"`); `--target cpu` sets no backend (Inductor compiles for the
@@ -63,7 +74,9 @@ class CompileBackend(Transform):
 
     Fix safety:
         Safe for `torch.compile` and `torch._dynamo.optimize`: the documented backend, and the
-        removed settings have no effect on Neuron. Unsafe for `model.compile(...)`: that the
+        removed settings have no effect on Neuron; `torch.compile` looks the backend up when it
+        builds the wrapper, so `"neuron"` is written only where the code already needed CUDA
+        (elsewhere the host-aware backend keeps Inductor). Unsafe for `model.compile(...)`: that the
         `nn.Module` method forwards its arguments unchanged is inferred (and a `.compile` method
         on another kind of object would be a false match).
 
@@ -87,21 +100,27 @@ class CompileBackend(Transform):
     tokens = (b"torch.compile", b".compile(", b"_dynamo")
     targets = _target.ALL
     examples = (
-        Example("import torch\nmodel = torch.compile(model)\n",
-                'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=False)\n'),
+        Example("import torch\ndef build(model):\n    return torch.compile(model.cuda())\n",
+                'import torch\ndef build(model):\n    return torch.compile(model.cuda(), backend="neuron", dynamic=False)\n'),
         Example(
-            'import torch\nmodel = torch.compile(model, backend="inductor", mode="max-autotune", fullgraph=True)\n',
-            'import torch\nmodel = torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)\n',
+            'import torch\ndef build(model):\n    model.cuda()\n'
+            '    return torch.compile(model, backend="inductor", mode="max-autotune", fullgraph=True)\n',
+            'import torch\ndef build(model):\n    model.cuda()\n'
+            '    return torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)\n',
         ),
         Example(
-            "import torch\n@torch.compile\ndef f(x):\n    return x + 1\n",
-            'import torch\n@torch.compile(backend="neuron", dynamic=False)\ndef f(x):\n    return x + 1\n',
+            "import torch\n@torch.compile\ndef f(x):\n    return x.cuda() + 1\n",
+            'import torch\n@torch.compile(backend="neuron" if torch.accelerator.is_available() and '
+            'torch.accelerator.current_accelerator().type == "neuron" else "inductor", dynamic=False)\n'
+            "def f(x):\n    return x.cuda() + 1\n",
         ),
         Example(
-            'import torch\nmodel.compile(mode="reduce-overhead")\n',
-            'import torch\nmodel.compile(backend="neuron", dynamic=False)\n',
+            'import torch\ndef build(model):\n    model.cuda().compile(mode="reduce-overhead")\n',
+            'import torch\ndef build(model):\n    model.cuda().compile(backend="neuron", dynamic=False)\n',
         ),
         Example("import torch\ncompiled = torch.compile(model, backend=args.backend)\n"),
+        Example("import torch\nfrom torch.nn.attention.flex_attention import flex_attention\n"
+                "flex = torch.compile(flex_attention)\n"),
     )
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
@@ -123,9 +142,16 @@ class CompileBackend(Transform):
 
     def _compile(self, node: cst.Call, kind: str) -> None:
         what = "`torch.compile(...)`" if kind == "torch" else f"`{short(node.func, 50)}(...)`"
+        compiled = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if compiled is not None and last_name(compiled) in INDUCTOR_ONLY:
+            self.report(node, f"{what} of `{last_name(compiled)}`: its compiled form exists only with "
+                        "Inductor; left as is (use the eager function on Neuron, or port by hand)")
+            return
         unsafe = kind == "module"
         extra = {} if not unsafe else {"safety": Safety.UNSAFE, "evidence": Evidence.INF}
-        chosen = _target.compile_backend(self.ctx)
+        backend_arg = keyword(node, "backend")
+        original = backend_arg.value if backend_arg is not None and string_value(backend_arg.value) else None
+        chosen = _host.host_compile_backend(self.ctx, original)
         backend, imports = chosen if chosen is not None else (None, ())
         plan = plan_compile(node, what, _target.target(self.ctx), backend, extra.get("evidence"))
         for where, text, evidence in plan.reports:
@@ -133,6 +159,7 @@ class CompileBackend(Transform):
         if plan.new is None:
             return
         message = _target.say(self.ctx, "{what} for {platform}: ", what=what) + "; ".join(plan.edits)
+        message += self._host_note(backend)
         if plan.dropped_comments:
             message += f"; {plan.dropped_comments} comment(s) on the removed settings dropped"
         if keyword(node, "fullgraph") is None:
@@ -140,6 +167,15 @@ class CompileBackend(Transform):
         if unsafe:
             message += "; assumes the receiver is an `nn.Module`"
         self.fix(node, plan.new, message, imports=imports, **extra)
+
+    def _host_note(self, backend: cst.BaseExpression | None) -> str:
+        """What a host-aware backend means (the neuron target writes one where `"neuron"` would
+        raise on a host this code runs on)."""
+        if _target.target(self.ctx) != _target.NEURON or not isinstance(backend, cst.IfExp):
+            return ""
+        return ('; only where Neuron is present: the wrapper is built at import time or the file also '
+                'runs without Neuron, and `torch.compile` looks the backend up when it builds the wrapper '
+                '(`"neuron"` raises elsewhere)')
 
     def _optimize(self, node: cst.Call) -> None:
         chosen = _target.compile_backend(self.ctx)
@@ -156,11 +192,12 @@ class CompileBackend(Transform):
         dec = node.decorator
         if not (isinstance(dec, (cst.Name, cst.Attribute)) and self.ctx.qualify(dec) == "torch.compile"):
             return
-        chosen = _target.compile_backend(self.ctx)  # None: --target cpu keeps Inductor
+        chosen = _host.host_compile_backend(self.ctx, None)  # None: --target cpu keeps Inductor
         args = [] if chosen is None else [new_keyword("backend", chosen[0])]
         args.append(new_keyword("dynamic", cst.Name("False")))
         backend = _target.say(self.ctx, "{compile_backend}{why}", why=WHY_BACKEND[_target.target(self.ctx)]) \
-            if chosen is not None else "no backend (Inductor, the default, compiles for the CPU)"
+            + self._host_note(chosen[0]) if chosen is not None else \
+            "no backend (Inductor, the default, compiles for the CPU)"
         self.fix(dec, cst.Call(func=dec, args=[*(a.with_changes(comma=cst.Comma(
                      whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]), args[-1]]),
                  f"`@torch.compile` -> `@torch.compile(...)`: {backend}; `dynamic=False` ({STATIC_REASON}); "

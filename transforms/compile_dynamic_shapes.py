@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
-from neuronize.transforms._compile import call_name, compile_kind
+from neuronize.transforms._compile import DEBUG_BACKENDS, call_name, compile_kind
 from neuronize.transforms._imports import removals_for
-from neuronize.transforms._literals import is_false, is_true
+from neuronize.transforms._literals import is_false, is_true, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import local_names
 from neuronize.transforms._nodes import assign_targets, is_expression_statement
@@ -23,6 +25,13 @@ DYNAMO_SETTINGS = {
 }
 
 
+#: code whose dynamic dimensions serve something other than Neuron compilation: symbolic tracing,
+#: `make_fx`, FX graph passes, AOT export, eager/aot_eager test backends, Inductor passes
+NOT_FOR_NEURON = re.compile(rb"make_fx|symbolic_trace|torch\.export|torch\._export|_inductor|torch\.fx\b|"
+                            rb"GraphModule|aot_function|aot_module|aot_export|"
+                            rb"""backend\s*=\s*["'](?:eager|aot_eager)""")
+
+
 class CompileDynamicShapes(Transform):
     """Finds requests for dynamic (symbolic) shapes in compiled code, which Neuron does not support.
 
@@ -33,7 +42,11 @@ class CompileDynamicShapes(Transform):
         unused). Reports a `dynamic=` chosen at run time, those calls used as values, and Dynamo
         settings that turn symbolic shapes on (`torch._dynamo.config.automatic_dynamic_shapes =
         True`, `assume_static_by_default = False`). A missing `dynamic=` is NRN301's: it adds
-        `dynamic=False` as part of migrating the call.
+        `dynamic=False` as part of migrating the call. Left alone: compiles with an explicit
+        `"eager"`/`"aot_eager"` test backend; markers in files that trace symbolically (`make_fx`,
+        `symbolic_trace`, `torch.export`) or drive Inductor (reported: the dynamic dimension is the
+        point there); a marker that is the only statement of a loop, `with` or `try` body is
+        reported, not removed (no `for ...: pass` is left behind).
 
     Why on TorchNeuron:
         The Neuron backend compiles static shapes only: `dynamic=True` is rejected at compile time,
@@ -102,6 +115,9 @@ class CompileDynamicShapes(Transform):
         kind = compile_kind(self.ctx, node)
         if kind is None:
             return
+        backend = keyword(node, "backend")
+        if backend is not None and string_value(backend.value) in DEBUG_BACKENDS:
+            return  # an eager/aot_eager test compile: not one this tool targets
         what = "`torch.compile`" if kind == "torch" else f"`{short(node.func, 50)}`"
         if is_true(arg.value):
             self.fix(arg.value, cst.Name("False"),
@@ -116,13 +132,29 @@ class CompileDynamicShapes(Transform):
         qualified = self.ctx.qualify(node.func)
         if qualified is None or not qualified.startswith("torch._dynamo."):
             return
-        if is_expression_statement(self.ctx):
+        if NOT_FOR_NEURON.search(self.ctx.source):
+            self.report(node, f"`{short(node.func, 50)}(...)` left: this file traces or compiles with something "
+                        "other than the Neuron backend (symbolic tracing, `make_fx`, eager/aot_eager test "
+                        "backends, Inductor passes), where the dynamic dimension is the point",
+                        evidence=Evidence.INF)
+            return
+        if is_expression_statement(self.ctx) and not self._empties_a_loop():
             self.remove(self.ctx.parent, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "
                         "only; pad this input to a fixed size (or a few buckets) instead",
                         evidence=Evidence.INF, imports=removals_for(self.ctx, [qualified]))
         else:
             self.report(node, f"`{short(node.func, 50)}(...)` asks for a dynamic dimension, which Neuron does not "
                         "support: remove it and pad the input to a fixed size", evidence=Evidence.INF)
+
+    def _empties_a_loop(self) -> bool:
+        """The marker is the only statement of a loop, `with` or `try` body (``for t in ts:
+        mark_dynamic(t, 0)``): removing it would leave an empty block (``pass``)."""
+        ancestors = list(self.ctx.ancestors())
+        for i, anc in enumerate(ancestors[:-1]):
+            if isinstance(anc, cst.IndentedBlock):
+                owner = ancestors[i + 1]
+                return len(anc.body) == 1 and not isinstance(owner, (cst.If, cst.Else, cst.FunctionDef))
+        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._setting(node)

@@ -6,10 +6,10 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms import _target
-from neuronize.transforms._amp import AUTOCAST, AmpRule, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
+from neuronize.transforms._amp import AUTOCAST, AmpRule, amp_device, followed_enabled, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
 from neuronize.transforms._calls import argument, as_keyword, has_star, index_of, insert_args, keyword, new_keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
-from neuronize.transforms._literals import is_false, is_string_literal, string_value
+from neuronize.transforms._literals import is_false, is_string_literal, make_string, string_value
 from neuronize.transforms._names import is_reference, last_name, mentions, qualified_expr
 
 BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
@@ -33,7 +33,15 @@ class CudaAutocast(AmpRule):
         keywords) and the import it came from is dropped once nothing uses it. `enabled=`,
         `cache_enabled=` and an explicit `dtype=` are kept. Where no dtype is given, a second,
         unsafe fix also sets `dtype=torch.bfloat16`. `device_type=<variable>`, `"cpu"` and
-        `"neuron"` are left alone (a variable's value is the device rules' business); a
+        `"neuron"` are left alone (a variable's value is the device rules' business). Where
+        `enabled=` tests the device the code chose (`enabled=device == "cuda"`,
+        `enabled=x.device.type == "cuda"`), the autocast follows that device
+        (`device_type=torch.device(device).type`, `enabled=device == "neuron"`). Elsewhere in a
+        file with a CPU path (a `torch.cuda.is_available()` check, a `"cpu"` device, a device
+        parameter or option), the device is host-aware, `"neuron" if <Neuron is present> else
+        "cuda"`: `torch.autocast("neuron")` raises on a host without torch-neuronx even when
+        disabled (and a decorator runs at import), while CUDA autocast was a harmless no-op
+        there. A file that hard-codes CUDA gets `"neuron"`. A
         `torch.cuda.amp.autocast` passed on without being called (`partial(autocast, ...)`) is
         reported, and so is one in the `except` branch of a `try` that uses `torch.autocast`
         (a fallback for old PyTorch).
@@ -137,9 +145,15 @@ class CudaAutocast(AmpRule):
             return  # a variable, "cpu", "neuron", or not an autocast call we understand
         dtype = argument(node, "dtype", 1)
         enabled = argument(node, "enabled", 2)
-        new_device, device_imports = _target.device(self.ctx, device.value)
+        new_device, device_imports, why, follows = amp_device(self.ctx, device.value,
+                                                              enabled.value if enabled is not None else None)
         swapped = replace_value(node, device, new_device)
-        done = _target.say(self.ctx, 'autocast on `"cuda"` -> `{device}`')
+        if enabled is not None and follows:
+            new_enabled = followed_enabled(self.ctx, enabled.value)
+            if new_enabled is not None:
+                swapped = replace_value(swapped, argument(swapped, "enabled", 2), new_enabled)
+                why += _target.say(self.ctx, ", and `enabled=` tests for {device}")
+        done = _target.say(self.ctx, 'autocast on `"cuda"` -> `{device}`') + why
         if _target.target(self.ctx) != _target.NEURON:
             if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
                 bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
@@ -181,11 +195,18 @@ class CudaAutocast(AmpRule):
                 for i, a in enumerate(node.args)]
         converted = node.with_changes(func=func, args=args)
         dtype = keyword(converted, "dtype")
-        new_device, device_imports = _target.device(self.ctx)
+        enabled = keyword(converted, "enabled")
+        new_device, device_imports, why, follows = amp_device(self.ctx, make_string("cuda"),
+                                                              enabled.value if enabled is not None else None)
         device = new_keyword("device_type", new_device)
         imports = (*imports, *device_imports)
-        done = _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`")
-        enabled = keyword(converted, "enabled")
+        if enabled is not None and follows:
+            new_enabled = followed_enabled(self.ctx, enabled.value)
+            if new_enabled is not None:
+                converted = replace_value(converted, enabled, new_enabled)
+                enabled = keyword(converted, "enabled")
+                why += _target.say(self.ctx, ", and `enabled=` tests for {device}")
+        done = _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`") + why
         if dtype is None and not (enabled is not None and is_false(enabled.value)):
             bf16, bf16_imports = qualified_expr(self.ctx, "torch.bfloat16")
             full = insert_args(converted, 0, [device, new_keyword("dtype", bf16)])

@@ -6,10 +6,10 @@ import libcst as cst
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
-from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM
+from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM, amp_device
 from neuronize.transforms._calls import insert_args, keyword, new_keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
-from neuronize.transforms._literals import string_value
+from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 NAMES = ("custom_fwd", "custom_bwd")
@@ -28,7 +28,9 @@ class CudaCustomFwd(AmpRule):
         `amp.custom_fwd` after `from torch.cuda import amp`), and their use as plain functions,
         to `torch.amp.custom_fwd(device_type="neuron", ...)` / `torch.amp.custom_bwd(device_type="neuron")`,
         keeping `cast_inputs=`, and `torch.amp.custom_fwd(device_type="cuda")` to `"neuron"`.
-        The `torch.cuda.amp` import is dropped once nothing uses it. A `torch.cuda.amp.custom_fwd`
+        In a file with a CPU path the device is host-aware (`"neuron" if <Neuron is present>
+        else "cuda"`): `custom_fwd(device_type="neuron")` raises when the function runs on a
+        host without torch-neuronx. The `torch.cuda.amp` import is dropped once nothing uses it. A `torch.cuda.amp.custom_fwd`
         passed on as a value is reported.
 
     Why on TorchNeuron:
@@ -98,9 +100,9 @@ class CudaCustomFwd(AmpRule):
         fn = CUDA_CUSTOM.get(qualified, qualified).rsplit(".", 1)[-1]
         return _target.say(self.ctx, MESSAGE, fn=fn)
 
-    def _device_keyword(self) -> tuple[cst.Arg, tuple[ImportRequest, ...]]:
-        device, imports = _target.device(self.ctx)
-        return new_keyword("device_type", device), imports
+    def _device_keyword(self) -> tuple[cst.Arg, tuple[ImportRequest, ...], str]:
+        device, imports, note, _ = amp_device(self.ctx, make_string("cuda"), None)
+        return new_keyword("device_type", device), imports, note
 
     # -- bare decorators: @torch.cuda.amp.custom_fwd ---------------------------------------------
     def visit_Decorator(self, node: cst.Decorator) -> None:
@@ -112,9 +114,9 @@ class CudaCustomFwd(AmpRule):
         if qualified not in CUDA_CUSTOM:
             return
         func, imports = qualified_expr(self.ctx, CUDA_CUSTOM[qualified])
-        device, more = self._device_keyword()
+        device, more, note = self._device_keyword()
         new = cst.Call(func=func, args=[device])
-        self.fix(expr, new, self._message(qualified), imports=(*imports, *more, *cuda_import_removals(self.ctx, expr)))
+        self.fix(expr, new, self._message(qualified) + note, imports=(*imports, *more, *cuda_import_removals(self.ctx, expr)))
 
     # -- calls: @custom_fwd(cast_inputs=...), custom_fwd(fn), torch.amp.custom_fwd(device_type="cuda")
     def visit_Call(self, node: cst.Call) -> None:
@@ -128,8 +130,8 @@ class CudaCustomFwd(AmpRule):
         if qualified in CUSTOM or (qualified in CUDA_CUSTOM and device is not None):
             # (the second case: `torch.amp.custom_fwd` behind a fallback import of the CUDA one)
             if device is not None and string_value(device.value) == "cuda":
-                value, imports = _target.device(self.ctx, device.value)
-                self.fix(node, replace_value(node, device, value), self._message(qualified), imports=imports)
+                value, imports, note, _ = amp_device(self.ctx, device.value, None)
+                self.fix(node, replace_value(node, device, value), self._message(qualified) + note, imports=imports)
             return
         if qualified not in CUDA_CUSTOM:
             return
@@ -140,9 +142,9 @@ class CudaCustomFwd(AmpRule):
         func, imports = qualified_expr(self.ctx, CUDA_CUSTOM[qualified])
         # device_type is keyword-only: it goes after the positional argument (the function), if any.
         at = sum(1 for a in node.args if a.keyword is None)
-        device, more = self._device_keyword()
+        device, more, note = self._device_keyword()
         new = insert_args(node.with_changes(func=func), at, [device])
-        self.fix(node, new, self._message(qualified),
+        self.fix(node, new, self._message(qualified) + note,
                  imports=(*imports, *more, *cuda_import_removals(self.ctx, node.func)))
 
     # -- references that are not calls or decorators ------------------------------------------

@@ -34,8 +34,11 @@ class GenerateStaticCache(Transform):
     """Finds Hugging Face `model.generate(...)` calls that use the default dynamic KV cache.
 
     What it does:
-        Adds `cache_implementation="static"` to `.generate(...)` calls in files that import
-        `transformers`, unless the call already passes `cache_implementation=`,
+        Adds `cache_implementation="static"` to Hugging Face `.generate(...)` calls: the receiver
+        was built by transformers (`AutoModelForCausalLM.from_pretrained(...)`, `pipeline(...)`),
+        or the file imports `transformers` and the call passes Hugging Face generation keywords
+        or a tokenizer's output (`**inputs`) and nothing else (a project's own `generate` with
+        keywords of its own, such as `cg=True`, would raise TypeError: reported instead), unless the call already passes `cache_implementation=`,
         `past_key_values=`, `generation_config=` or `use_cache=False`, or the file sets
         `cache_implementation` elsewhere (`model.generation_config.cache_implementation = ...`).
         Receivers that are not models (`tokenizer`, `np.random`, a `Generator`, an API `client`,
@@ -93,6 +96,10 @@ class GenerateStaticCache(Transform):
         # decided at the end of the file: a later `generation_config.cache_implementation = ...`
         self._pending: list[tuple[cst.Call, list[cst.CSTNode], bool]] = []
         self._cache_set_elsewhere = False
+        #: names bound to what a transformers call built (`from_pretrained`, `pipeline`)
+        self._hf_objects: set[str] = set()
+        #: names also bound to something else (`model = MambaLMHeadModel(...)` in another branch)
+        self._other_objects: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -121,30 +128,39 @@ class GenerateStaticCache(Transform):
             hf_like = bool(names & HF_KEYWORDS) or any(self._input_mapping(a) for a in stars)
             if not hf_like:
                 return
-        self._pending.append((node, list(self.ctx.stack), transformers))
+        hf_inputs = bool(names & HF_KEYWORDS) or any(self._input_mapping(a) for a in node.args)
+        hf_only = hf_inputs and names <= HF_KEYWORDS | COMMON_KEYWORDS | {"use_cache"}
+        self._pending.append((node, list(self.ctx.stack), transformers and hf_only))
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        made_by_transformers = isinstance(node.value, cst.Call) and (
+            self.ctx.qualify(node.value.func) or "").startswith("transformers.")
         for target in node.targets:
             t = target.target
             if isinstance(t, cst.Attribute) and t.attr.value == "cache_implementation":
                 self._cache_set_elsewhere = True
+            (self._hf_objects if made_by_transformers else self._other_objects).add(short(t, 200))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if self._cache_set_elsewhere:
             return
         saved = self.ctx.stack
         try:
-            for call, stack, transformers in self._pending:
+            for call, stack, hf_only in self._pending:
                 # report as if from the call's own place in the tree (nesting of fixes)
                 self.ctx.stack = stack
-                self._decide(call, transformers)
+                receiver = short(call.func.value, 200) if isinstance(call.func, cst.Attribute) else ""
+                built_by_hf = receiver in self._hf_objects and receiver not in self._other_objects
+                self._decide(call, hf_only or built_by_hf)
         finally:
             self.ctx.stack = saved
 
-    def _decide(self, node: cst.Call, transformers: bool) -> None:
+    def _decide(self, node: cst.Call, hugging_face: bool) -> None:
+        """``hugging_face``: the receiver was built by transformers, or the file imports
+        transformers and the call passes Hugging Face generation keywords only."""
         what = f"`{short(node.func, 50)}(...)`"
         settings = [a for a in node.args if a.star == "**" and not self._input_mapping(a)]
-        if not transformers:
+        if not hugging_face:
             self.report(node, f"{what} looks like Hugging Face generation: if it is, pass "
                         '`cache_implementation="static"` so Neuron compiles the decoding step once')
             return

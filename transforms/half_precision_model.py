@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.transforms import _target
@@ -15,8 +17,12 @@ class HalfPrecisionModel(Transform):
     What it does:
         Rewrites `model.half()` and `tensor.half()` (a method call without arguments) to
         `.to(torch.bfloat16)`, in the file's spelling of `torch` (`T.bfloat16` after
-        `import torch as T`). `torch.Tensor.half(x)`, calls with arguments and references to
-        `.half` that are not called are left alone. An explicit `dtype=torch.float16` in
+        `import torch as T`), only where the edit is whole: where nothing else in the file
+        still produces float16 (`torch.float16`, `torch.half`, `.half(...)` with arguments, `fp16`
+        settings), and never in exports and converters whose float16 output is the point (files
+        or functions named export/convert/onnx, functions about fp16/half, functions that save
+        what they convert). Those are reported. `torch.Tensor.half(x)`, calls with arguments and
+        references to `.half` that are not called are left alone. An explicit `dtype=torch.float16` in
         autocast is NRN201's business.
 
     Why on TorchNeuron:
@@ -61,7 +67,40 @@ class HalfPrecisionModel(Transform):
             return
         if self.ctx.qualify(func) is not None:
             return  # `torch.Tensor.half(...)`, a module function, not a method call
+        reason = self._kept_reason()
+        if reason is not None:
+            self.report(node, f"`.half()` left as float16: {reason}; a bf16 edit must be whole (every "
+                        "tensor meeting this one follows) or absent")
+            return
         bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(value=bf16)])
         self.fix(node, new, "`.half()` -> `.to(torch.bfloat16)`: bf16 is the Neuron reduced-precision type; "
                             "make inputs, buffers and checkpoints that were float16 follow")
+
+    def _kept_reason(self) -> str | None:
+        """Why this `.half()` must stay float16, if it must: float16 produced elsewhere in the
+        file (it would meet a bf16 tensor), or an export/converter whose output format is the point."""
+        path = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        if any(word in path for word in FORMAT_WORDS):
+            return "this file exports or converts, and the float16 output format is the point"
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, cst.FunctionDef):
+                name = anc.name.value.lower()
+                if any(word in name for word in (*FORMAT_WORDS, "fp16", "half")):
+                    return f"`{anc.name.value}` is about float16 (export, conversion or an fp16 path)"
+                code = self.ctx.module.code_for_node(anc)
+                if any(call in code for call in SAVES):
+                    return f"`{anc.name.value}` saves or exports what it converts (the dtype is the format)"
+                break
+        if FLOAT16_ELSEWHERE.search(self.ctx.source.decode("utf-8", "replace")):
+            return ("the file still produces float16 elsewhere (`torch.float16`, `torch.half`, `fp16` "
+                    "settings), which would meet a bf16 tensor")
+        return None
+
+
+#: words naming code whose output format is the point (file and function names)
+FORMAT_WORDS = ("export", "convert", "onnx")
+#: calls that write a converted model or state dict out
+SAVES = ("torch.save", "save_pretrained", "save_file", "torch.onnx", "jit.save")
+#: float16 produced other than by an argument-less `.half()` (which this rule converts as a whole)
+FLOAT16_ELSEWHERE = re.compile(r"(?<![bB])float16|torch\.half\b(?!\()|fp16|HalfTensor|\.half\([^)]")

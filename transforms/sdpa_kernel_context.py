@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_settings import CudaOnlySettings
+
+#: words in the names of functions that stand for one attention backend
+BACKEND_WORDS = ("flash", "efficient", "cudnn", "math", "backend")
 
 _WHAT = "it picks which CUDA attention kernel (flash, memory-efficient, math, cuDNN) SDPA may use"
 
@@ -16,7 +21,9 @@ class SdpaKernelContext(CudaOnlySettings):
         `with torch.backends.cuda.sdp_kernel(...):` blocks: the body stays (dedented), the context
         goes, comments on the `with` line move above the body. In a multi-item `with` only that
         item is dropped. The `sdpa_kernel` / `SDPBackend` imports go once unused.
-        Reported, not changed: a bound context value (`as ctx`), `async with`, comments the
+        Reported, not changed: an explicit `SDPBackend.X` choice in a function that is one entry of
+        an attention-backend registry (decorated with a `register...` call, or named after a
+        backend: `_native_flash`, `math_attention`), where the choice is the point; a bound context value (`as ctx`), `async with`, comments the
         unwrapping would lose, and the context manager used as a decorator or value.
 
     Why on TorchNeuron:
@@ -57,6 +64,23 @@ class SdpaKernelContext(CudaOnlySettings):
             "    return F.scaled_dot_product_attention(q, k, v)\n",
         ),
     )
+
+    def keep_context(self, items: list[cst.WithItem]) -> str | None:
+        """An explicit kernel (``SDPBackend.FLASH_ATTENTION``) in a function that is one entry of
+        an attention-backend registry: the choice is what the entry means."""
+        explicit = all(isinstance(item.item, cst.Call) and item.item.args and all(
+            "SDPBackend." in self.ctx.module.code_for_node(a.value) for a in item.item.args) for item in items)
+        if not explicit:
+            return None
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, cst.FunctionDef):
+                decorators = " ".join(self.ctx.module.code_for_node(d.decorator) for d in anc.decorators).lower()
+                named = anc.name.value.lower()
+                if "register" in decorators or any(word in named for word in BACKEND_WORDS):
+                    return (f"`{anc.name.value}` is one entry of an attention-backend registry: its explicit "
+                            "SDPA kernel is what the entry means; left as is (give Neuron an entry of its own)")
+                return None
+        return None
 
     contexts = {
         "torch.nn.attention.sdpa_kernel": _WHAT,

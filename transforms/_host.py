@@ -1,0 +1,118 @@
+"""Per-file host facts: does this code have a path for a host without CUDA (a CPU fallback)?
+
+Where it does, an edit that writes a Neuron-only value (``torch.autocast("neuron")``,
+``backend="neuron"``, ``custom_fwd(device_type="neuron")``) breaks the fallback: those raise on a
+host without torch-neuronx, while their CUDA originals were harmless there (CUDA autocast turns
+itself off; Inductor compiles for the CPU). Such a file gets a host-aware value instead
+(:func:`host_aware`), which keeps the original wherever the target's device is absent. A file
+that hard-codes CUDA (no fallback) had no such host to keep: there the plain Neuron value is right.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.context import FileContext
+from neuronize.transforms import _target
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._imports import is_main_guard
+from neuronize.transforms._literals import make_string
+from neuronize.transforms._names import qualified_expr
+
+#: device strings that name a host without CUDA
+NON_CUDA_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
+#: names of parameters and attributes that carry a device chosen elsewhere (so not hard-coded)
+DEVICE_NAMES = frozenset({"device", "device_type", "dev", "device_name"})
+
+#: the answers for the modules being worked on (the rules ask for each node they consider), keyed
+#: by identity; the module is kept with its answer so that its id is not reused while cached
+_CPU_PATH: dict[int, tuple[cst.Module, bool]] = {}
+_CACHED = 64
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found:
+            return False
+        if is_cuda_available_call(self.ctx, node):
+            self.found = True
+        elif isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            self.found = isinstance(value, str) and value.split(":")[0] in NON_CUDA_DEVICES
+        elif isinstance(node, cst.Param):
+            self.found = node.name.value in DEVICE_NAMES
+        elif isinstance(node, cst.Attribute):
+            # `args.device`, `self.device`, `x.device`: a device that follows inputs or options
+            self.found = node.attr.value in DEVICE_NAMES and self.ctx.qualify(node) is None
+        return not self.found
+
+
+def has_cpu_path(ctx: FileContext) -> bool:
+    """The file has a path for a host without CUDA: it names no CUDA at all, or it has a
+    ``torch.cuda.is_available()`` check, a
+    ``"cpu"``/``"mps"`` device string, or a device taken from a parameter, an option or a tensor
+    (``device`` parameters, ``args.device``, ``self.device``, ``x.device``)."""
+    if b"cuda" not in ctx.source.lower():
+        return True  # names no CUDA at all: it ran wherever PyTorch runs
+    cached = _CPU_PATH.get(id(ctx.module))
+    if cached is not None and cached[0] is ctx.module:
+        return cached[1]
+    finder = _Finder(ctx)
+    ctx.module.visit(finder)
+    if len(_CPU_PATH) >= _CACHED:
+        _CPU_PATH.clear()
+    _CPU_PATH[id(ctx.module)] = (ctx.module, finder.found)
+    return finder.found
+
+
+def host_aware(ctx: FileContext, original: cst.BaseExpression) -> _target.Built:
+    """``"neuron" if <Neuron is here> else <original>`` (``--target accelerator``: the current
+    accelerator's type if there is one, else ``original``): the target's device where it exists,
+    the original value (harmless there, as it was before) everywhere else. ``--target cpu``:
+    the target's device, as before (it names a device every host has)."""
+    target = _target.target(ctx)
+    if target == _target.CPU:
+        return _target.device(ctx, original)
+    kept = original.with_changes(lpar=(), rpar=()) if hasattr(original, "lpar") else original
+    if target == _target.NEURON:
+        test, imports = _target.available(ctx)
+        chosen: cst.BaseExpression = make_string(_target.NEURON, kept if isinstance(kept, cst.SimpleString) else None)
+    else:
+        torch, imports = qualified_expr(ctx, "torch")
+        test = cst.parse_expression(f"{ctx.module.code_for_node(torch)}.accelerator.is_available()")
+        chosen = cst.parse_expression(f"{ctx.module.code_for_node(torch)}.accelerator.current_accelerator().type")
+    return cst.IfExp(test=test, body=chosen, orelse=kept), imports
+
+
+def at_import_time(ctx: FileContext) -> bool:
+    """The node being visited runs when its module is imported: a module- or class-level
+    statement, a decorator or a default value of a function defined there (not a function body
+    or a lambda)."""
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.Lambda):
+            return False
+        if isinstance(anc, cst.FunctionDef) and child is anc.body:
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and is_main_guard(anc.test):
+            return False  # runs when the file is a script, not when it is imported
+        child = anc
+    return True
+
+
+def host_compile_backend(ctx: FileContext, original: cst.BaseExpression | None) -> _target.Built | None:
+    """The ``backend=`` a ``torch.compile`` gets: :func:`_target.compile_backend`, except that on
+    the neuron target, where the wrapper is built at import time or the file has a CPU path,
+    ``"neuron" if <Neuron is here> else <original backend, or "inductor">``: ``torch.compile``
+    looks the backend up when it builds the wrapper, and ``"neuron"`` raises without torch-neuronx."""
+    chosen = _target.compile_backend(ctx)
+    if _target.target(ctx) != _target.NEURON or not (at_import_time(ctx) or has_cpu_path(ctx)):
+        return chosen
+    test, imports = _target.available(ctx)
+    kept = original.with_changes(lpar=(), rpar=()) if original is not None else make_string("inductor")
+    neuron = make_string(_target.NEURON, kept if isinstance(kept, cst.SimpleString) else None)
+    return cst.IfExp(test=test, body=neuron, orelse=kept), imports
