@@ -158,6 +158,10 @@ class Transform:
             self.report(node, f"{message} (that is the `--target neuron` fix; no automatic "
                         f"`--target {target}` fix: migrate by hand)", evidence=evidence)
             return
+        role = self.ctx.role()
+        if role is not None:
+            self.report(node, f"{message}; {role.message}", evidence=evidence)
+            return
         others = self.ctx.device_dispatch()
         if others:
             self.report(node, f"{message}; not applied: this branch is part of a dispatch over "
