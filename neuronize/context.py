@@ -15,10 +15,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from neuronize.roles import FileRoles, Role
+#: ``dotted_name`` is also imported from here by rules (its home is neuronize.syntax)
+from neuronize.syntax import dotted_name, iter_statements
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
-from neuronize.roles import FileRoles, Role
-from neuronize.syntax import dotted_name, iter_statements
 
 #: availability probes of other accelerators (``is_xpu_available()``,
 #: ``torch.backends.mps.is_available()``): a chain of them dispatches over what the machine has.

@@ -146,7 +146,9 @@ class Transform:
     ) -> None:
         """Report ``node`` and propose ``replacement`` for it (a node, or a libcst sentinel).
 
-        ``imports`` are added (or removed) only if this fix is applied.
+        ``imports`` are added (or removed) only if this fix is applied. The fix becomes a report,
+        with the reason, under another target, inside code whose role makes CUDA the point
+        (:mod:`neuronize.roles`) and in a branch of a device dispatch.
         """
         safety = safety or self.safety
         evidence = evidence or self.evidence
