@@ -13,7 +13,8 @@ carries the role's reason. Report-only findings are unaffected.
 Granularity, chosen by what real repositories showed (a hunk-by-hunk review of six of them):
 
 - GPU-kernel code: the **file**. A module that imports a kernel language (Triton, TileLang, CuTe,
-  Helion...), a compiled ``*_cuda`` extension or builds one with ``cpp_extension.load`` holds the
+  Helion...), a package's kernel module (``mamba_ssm.ops.triton.ssd``), a compiled ``*_cuda``
+  extension or builds one with ``cpp_extension.load`` holds the
   kernels *and* their wrappers, scratch allocators, ``is_cuda`` asserts, self-tests and benchmarks,
   all bound to CUDA; a function boundary would miss the wrappers, which are the edits that break.
 - Tests: the **file** for test files (``test_*.py``, ``*_test.py``, ``conftest.py``, files under
@@ -28,8 +29,9 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   script tuning its compile does that, and there the settings can go). A branch taken when the backend is ``"inductor"``:
   the **``if``** statement.
 - CUDA-graph managers: the **function or class** that uses ``torch.cuda.graph``/``CUDAGraph``,
-  ``make_graphed_callables``, ``graph_pool_handle`` or cudagraph trees (a class, because its
-  capture stream is made in one method and used in another).
+  ``make_graphed_callables``, ``graph_pool_handle`` or cudagraph trees, or whose name says it
+  wraps CUDA graphs (``wrap_with_cuda_graph``); a class as a whole, because its capture stream is
+  made in one method and used in another.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
 
 A fix a rule defers to ``leave_Module`` (after the walk) sees only the file-level roles.
@@ -67,6 +69,8 @@ _MESSAGES = {
 #: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
 KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion", "numba.cuda",
                    "cupy", "cupyx", "pycuda")
+#: a package directory of kernels named after their language (``<pkg>.ops.triton.<module>``)
+_KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"})
 #: a compiled CUDA extension imported by name (``import selective_scan_cuda``)
 _EXTENSION = re.compile(r"^\w+_cuda(?:_kernels?|_ext)?$")
 _EXTENSION_BUILDERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
@@ -88,6 +92,7 @@ _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_
 _GRAPH = re.compile(r"\bCUDAGraph\b|\bcuda\.graph\(|\bmake_graphed_callables\b|\bgraph_pool_handle\b"
                     r"|\bcudagraph_trees\b")
 _GRAPH_SHOWN = {"CUDAGraph": "uses `torch.cuda.CUDAGraph`", "cuda.graph(": "captures with `torch.cuda.graph`"}
+_GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
 _FAKE_BYTES = (b"FakeTensor", b"fake_mode", b"fake_tensor")
 _FAKE = re.compile(r"\bFakeTensorMode\b|\bfake_mode\b|\bfake_tensor\b")
 
@@ -153,6 +158,9 @@ class FileRoles:
             package = _matches(module, KERNEL_PACKAGES)
             if package is not None:
                 return Role(KERNEL, f"imports {package}")
+            if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
+                # `from mamba_ssm.ops.triton.ssd import scan`: a wrapper of a package's kernels
+                return Role(KERNEL, f"imports the kernel module `{module}`")
             if _EXTENSION.match(module):
                 return Role(KERNEL, f"imports the compiled CUDA extension `{module}`")
             if module in _EXTENSION_BUILDERS:
@@ -203,10 +211,11 @@ class FileRoles:
     def _regions(self) -> dict[int, Role]:
         """id of a statement -> its role, for the statements that open a role of their own."""
         src = self._source
-        graphs = any(b in src for b in _GRAPH_BYTES)
+        lowered = src.lower()
+        graphs = any(b in src for b in _GRAPH_BYTES) or b"cudagraph" in lowered or b"cuda_graph" in lowered
         fakes = any(b in src for b in _FAKE_BYTES)
         inductor = b"inductor" in src
-        gates = b"skip" in src.lower() or b"requires" in src or b"mark" in src
+        gates = b"skip" in lowered or b"requires" in src or b"mark" in src
         if not (graphs or fakes or inductor or gates):
             return {}
         regions: dict[int, Role] = {}
@@ -220,6 +229,8 @@ class FileRoles:
                     role = self._gated(stmt, where)
                 if role is None and graphs and (found := _GRAPH.search(code)):
                     role = Role(CUDA_GRAPH, _GRAPH_SHOWN.get(found.group(0), f"uses `{found.group(0)}`"), where)
+                if role is None and graphs and _GRAPH_NAME.search(stmt.name.value):
+                    role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
                 if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
                     role = Role(FAKE, "it works with fake tensors", where)
             elif isinstance(stmt, cst.With) and fakes:

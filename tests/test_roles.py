@@ -52,6 +52,7 @@ def _role_at(source: str, marker: str, path: str = "lib/module.py") -> str | Non
     ("import helion\n", "imports helion"),
     ("from numba import cuda\n", "imports numba.cuda"),
     ("import cupy as cp\n", "imports cupy"),
+    ("from mamba_ssm.ops.triton.ssd import scan\n", "imports the kernel module `mamba_ssm.ops.triton.ssd`"),
     ("def f():\n    import selective_scan_cuda\n", "imports the compiled CUDA extension `selective_scan_cuda`"),
     ("from torch.utils.cpp_extension import load\next = load('k', ['k.cu'])\n",
      "builds a CUDA extension with `load`"),
@@ -127,6 +128,8 @@ def test_cuda_graph_manager_class() -> None:
               "def elsewhere():\n    return torch.cuda.Stream()\n")
     assert _role_at(source, "torch.cuda.Stream()") == CUDA_GRAPH
     assert _role_at(source.replace("self.s = torch.cuda.Stream()", "pass"), "torch.cuda.Stream()") is None
+    named = "import torch\ndef wrap_with_cuda_graph(fn):\n    return torch.cuda.is_available()\n"
+    assert _role_at(named, "torch.cuda.is_available()") == CUDA_GRAPH
 
 
 def test_fake_tensor_block() -> None:
