@@ -48,7 +48,7 @@ from typing import Callable, Protocol, Sequence
 
 import libcst as cst
 
-from neuronize.syntax import iter_statements
+from neuronize.syntax import iter_statements, module_matches
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
 
@@ -120,13 +120,6 @@ class Role:
         return _MESSAGES[self.kind].format(where=self.where, reason=self.reason)
 
 
-def _matches(module: str, packages: Sequence[str]) -> str | None:
-    for package in packages:
-        if module == package or module.startswith(package + "."):
-            return package
-    return None
-
-
 def is_test_path(path: str) -> bool:
     """``test_*.py``, ``*_test.py``, ``conftest.py`` or a file under a ``tests``/``test`` directory."""
     parts = PurePosixPath(path.replace("\\", "/")).parts
@@ -155,7 +148,7 @@ class FileRoles:
 
     def _kernel_file(self) -> Role | None:
         for module in sorted(self._names.modules):
-            package = _matches(module, KERNEL_PACKAGES)
+            package = module_matches(module, KERNEL_PACKAGES)
             if package is not None:
                 return Role(KERNEL, f"imports {package}")
             if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
@@ -268,9 +261,9 @@ class FileRoles:
         optimum.neuron import, no ``NEURON_*`` variable) and guards it the way libraries serving
         TPUs do (``is_torch_xla_available()``, ``XLA_AVAILABLE``) or names TPUs."""
         modules = self._names.modules
-        if not any(_matches(m, ("torch_xla",)) for m in modules):
+        if not any(module_matches(m, ("torch_xla",)) for m in modules):
             return None
-        if any(_matches(m, NEURON_XLA) for m in modules) or b"NEURON_" in self._source:
+        if any(module_matches(m, NEURON_XLA) for m in modules) or b"NEURON_" in self._source:
             return None
         found = _TPU.search(self._source)
         if found is None:  # a plain torch_xla script: the XLA-era torch-neuronx is the likelier reader

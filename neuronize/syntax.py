@@ -50,3 +50,11 @@ def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
     body = getattr(clause, "body", None)
     if isinstance(body, cst.IndentedBlock):
         yield body.body
+
+
+def module_matches(module: str, packages: Iterable[str]) -> str | None:
+    """The entry of ``packages`` that ``module`` is, or is a submodule of."""
+    for package in packages:
+        if module == package or module.startswith(package + "."):
+            return package
+    return None
