@@ -147,10 +147,12 @@ class FileRoles:
         return self._kernel_file() or self._test_file() or self._inductor_file()
 
     def _kernel_file(self) -> Role | None:
-        for module in sorted(self._names.modules):
+        modules = sorted(self._names.modules)
+        for module in modules:  # a kernel language first: it names the work best
             package = module_matches(module, KERNEL_PACKAGES)
             if package is not None:
                 return Role(KERNEL, f"imports {package}")
+        for module in modules:
             if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
                 # `from mamba_ssm.ops.triton.ssd import scan`: a wrapper of a package's kernels
                 return Role(KERNEL, f"imports the kernel module `{module}`")
