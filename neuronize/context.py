@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator
 
 import libcst as cst
 
+from neuronize.roles import FileRoles, Role
+#: ``dotted_name`` is also imported from here by rules (its home is neuronize.syntax)
+from neuronize.syntax import dotted_name, iter_statements
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
 
@@ -26,18 +29,6 @@ _DEVICES = "mps|xpu|npu|hpu|mlu|musa|sdaa|xla|tpu|neuron"
 _OTHER_DEVICE = re.compile(
     rf"\bis_(?:torch_)?({_DEVICES})_available\b|\btorch\.(?:backends\.)?({_DEVICES})\.is_available\b"
 )
-
-
-def dotted_name(node: cst.CSTNode) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
 
 
 class ImportTable:
@@ -105,43 +96,12 @@ class ImportTable:
 def collect_imports(module: cst.Module) -> ImportTable:
     """Build the alias table by walking statements only (never expressions: that is the cheap part)."""
     table = ImportTable()
-    for stmt in _iter_statements(module.body):
+    for stmt in iter_statements(module.body):
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     table.add(small)
     return table
-
-
-def _iter_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
-    for stmt in body:
-        yield stmt
-        for block in _blocks_of(stmt):
-            yield from _iter_statements(block)
-
-
-def _blocks_of(stmt: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
-    for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
-        part = getattr(stmt, attr, None)
-        if part is None or isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        if isinstance(part, cst.BaseSuite):
-            if isinstance(part, cst.IndentedBlock):
-                yield part.body
-        elif isinstance(part, (cst.Else, cst.If, cst.Finally)):
-            yield from _blocks_of_clause(part)
-        elif isinstance(part, Sequence):
-            for clause in part:
-                yield from _blocks_of_clause(clause)
-
-
-def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
-    if isinstance(clause, cst.If):
-        yield [clause]
-        return
-    body = getattr(clause, "body", None)
-    if isinstance(body, cst.IndentedBlock):
-        yield body.body
 
 
 @dataclass
@@ -161,6 +121,19 @@ class FileContext:
     #: the nodes from the module down to the node being visited (inclusive)
     stack: list[cst.CSTNode] = field(default_factory=list)
     _dispatch: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
+    _roles: FileRoles | None = None
+
+    @property
+    def roles(self) -> FileRoles:
+        """What the code is for (GPU kernels, CUDA tests, Inductor, CUDA graphs, fake tensors):
+        see :mod:`neuronize.roles`; computed on first use, once per file."""
+        if self._roles is None:
+            self._roles = FileRoles(self.module, self.names, self.path, self.source)
+        return self._roles
+
+    def role(self) -> Role | None:
+        """The role of the code at the node being visited, if CUDA is its point."""
+        return self.roles.role_for(self.stack)
 
     # -- tree navigation -----------------------------------------------------------------
     @property

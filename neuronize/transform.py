@@ -146,7 +146,9 @@ class Transform:
     ) -> None:
         """Report ``node`` and propose ``replacement`` for it (a node, or a libcst sentinel).
 
-        ``imports`` are added (or removed) only if this fix is applied.
+        ``imports`` are added (or removed) only if this fix is applied. The fix becomes a report,
+        with the reason, under another target, inside code whose role makes CUDA the point
+        (:mod:`neuronize.roles`) and in a branch of a device dispatch.
         """
         safety = safety or self.safety
         evidence = evidence or self.evidence
@@ -157,6 +159,10 @@ class Transform:
             # This rule's fix is Neuron-specific: under another target it is advice, not an edit.
             self.report(node, f"{message} (that is the `--target neuron` fix; no automatic "
                         f"`--target {target}` fix: migrate by hand)", evidence=evidence)
+            return
+        role = self.ctx.role()
+        if role is not None:
+            self.report(node, f"{message}; {role.message}", evidence=evidence)
             return
         others = self.ctx.device_dispatch()
         if others:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, neuronize
+from helpers import ROOT, neuronize, neuronize_process
 from neuronize.audit.join import join
 from neuronize.audit.launch import ProcessRecord, RawRun
 from neuronize.audit.session import exit_code, run_audit
@@ -45,7 +45,7 @@ def _single_process(monkeypatch: pytest.MonkeyPatch) -> None:
 def audit(*args: str, cwd: Path = ROOT, tmp: Path) -> tuple[int, dict, str]:
     """Run `neuronize audit ARGS` and return its exit code, its JSON (--output) and its stdout."""
     out = tmp / "audit.json"
-    done = neuronize("audit", "--output", str(out), *args, cwd=cwd, timeout=300,
+    done = neuronize_process("audit", "--output", str(out), *args, cwd=cwd, timeout=300,
                      env={"OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"})
     assert out.exists(), done.stderr.decode()[-3000:]
     data = json.loads(out.read_text())
@@ -129,8 +129,8 @@ def test_custom_kernel_cannot_be_emulated(tmp_path: Path) -> None:
     (tmp_path / "kernel.py").write_text(
         "from torch.utils.cpp_extension import load_inline\n\n"
         "module = load_inline('scale', cpp_sources='', cuda_sources='__global__ void scale() {}')\n")
-    done = neuronize("audit", "--pretend-cuda", "--", sys.executable, "kernel.py", cwd=tmp_path,
-                     timeout=300)
+    done = neuronize_process("audit", "--pretend-cuda", "--", sys.executable, "kernel.py", cwd=tmp_path,
+                             timeout=300)
     assert done.returncode == 2
     assert b"`torch.utils.cpp_extension.load_inline(...) with CUDA sources` at kernel.py:3 cannot " \
            b"run without a GPU" in done.stderr

@@ -66,7 +66,7 @@ def test_report_exits_2_when_a_file_fails(tmp_path):
 
 
 def test_check_markdown_and_fix_report_file(tmp_path):
-    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nimport triton\n")
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nimport flash_attn\n")
     proc = neuronize("check", "--output-format", "markdown", ".", cwd=tmp_path)
     assert proc.returncode == 1
     assert "safe fix not applied" in proc.stdout.decode()  # check never applies
@@ -74,7 +74,7 @@ def test_check_markdown_and_fix_report_file(tmp_path):
     text = (tmp_path / "r.md").read_text()
     assert "| files edited | 1 |" in text and "| edits made | 1 (1 safe) |" in text
     assert "[t.py:1](t.py#L1) NRN102 (safe)" in text
-    assert "[t.py:2](t.py#L2) | NRN902 `triton-kernel` | report-only | hard | high |" in text
+    assert "[t.py:2](t.py#L2) | NRN903 `cuda-only-library` | report-only | hard | medium |" in text
 
 
 def _required_sarif_structure(log: dict) -> None:
@@ -143,7 +143,7 @@ def test_sarif_validates_against_the_schema_when_available():
 
 
 def test_github_annotations(tmp_path):
-    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport triton\nx.cuda(1)\n")
+    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport flash_attn\nx.cuda(1)\n")
     proc = neuronize("check", "--output-format", "github", ".", cwd=tmp_path)
     assert proc.returncode == 1
     lines = proc.stdout.decode().splitlines()
@@ -178,7 +178,7 @@ def test_dependency_from_message():
 
 @pytest.mark.parametrize("command", [("check",), ("fix",), ("fix", "--diff")])
 def test_summary_after_every_run(tmp_path, command):
-    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport triton\n")
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport flash_attn\n")
     (tmp_path / "clean.py").write_bytes(b"print(1)\n")
     (tmp_path / "bad.py").write_bytes(b"y = x.cuda(\n")
     proc = neuronize(*command, ".", cwd=tmp_path)
@@ -189,7 +189,7 @@ def test_summary_after_every_run(tmp_path, command):
     if command == ("fix",):
         assert "fixes applied: 1 safe" in summary
     if command == ("check",):
-        assert "fixable: 1 safe, 1 unsafe; 3 finding(s) left (NRN102: 2, NRN902: 1)" in summary
+        assert "fixable: 1 safe, 1 unsafe; 3 finding(s) left (NRN102: 2, NRN903: 1)" in summary
     else:
-        assert "2 finding(s) left (NRN102: 1, NRN902: 1)" in summary
+        assert "2 finding(s) left (NRN102: 1, NRN903: 1)" in summary
     assert neuronize(*command, "--quiet", ".", cwd=tmp_path).stderr.decode().count("file(s) checked") == 0

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
+from neuronize.syntax import module_matches  # noqa: F401 - re-exported for the rules
 from neuronize.transform import ImportRequest
 from neuronize.transforms._messages import short
 
@@ -274,10 +275,4 @@ def imported_modules(node: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, t
     yield base, names
 
 
-def module_matches(module: str, packages: Iterable[str]) -> str | None:
-    """The entry of ``packages`` that ``module`` is, or is a submodule of."""
-    for package in packages:
-        if module == package or module.startswith(package + "."):
-            return package
-    return None
 

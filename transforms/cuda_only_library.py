@@ -51,6 +51,8 @@ class CudaOnlyLibrary(Transform):
         apex, bitsandbytes, deepspeed, transformer_engine, liger_kernel, mamba_ssm, causal_conv1d,
         pynvml/nvidia_smi/GPUtil/nvitop, cupy, pycuda, numba.cuda, torchao, TensorRT, DALI,
         AutoGPTQ/AutoAWQ/ExLlamaV2.
+        Imports of the project's own package (inside `mamba_ssm/`, `import mamba_ssm.utils`)
+        and relative imports are not dependencies and are not reported.
         Each finding names the package, says whether it is a HARD dependency (top-level,
         unguarded import) or OPTIONAL (inside `try/except ImportError`, under an `if` guard such
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
@@ -121,10 +123,15 @@ class CudaOnlyLibrary(Transform):
             package = module_matches(module, REPORTED)
             if package is None and module == "numba" and "cuda" in names:
                 package = "numba.cuda"
-            if package is None or package in seen:
+            if package is None or package in seen or self._own(package):
                 continue
             seen.add(package)
             self._report_package(node, package, module, names, short(node, 60, tight=True))
+
+    def _own(self, package: str) -> bool:
+        # Inside the library itself (mamba_ssm/ops/... importing mamba_ssm.utils) the import is the
+        # project's own module, not a dependency: the kernels are reported where they are written.
+        return self.ctx.roles.is_own_package(package.split(".")[0])
 
     def _report_package(self, node: cst.CSTNode, package: str, module: str, names: tuple[str, ...],
                         shown: str) -> None:
@@ -190,5 +197,5 @@ class CudaOnlyLibrary(Transform):
         if module is None:
             return
         package = module_matches(module, REPORTED)
-        if package is not None:
+        if package is not None and not self._own(package):
             self._report_package(node, package, module, (), short(node, 60, tight=True))

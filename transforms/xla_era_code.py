@@ -49,6 +49,12 @@ class XlaEraCode(Transform):
         are removed. Other `torch_xla` calls are reported with their native counterpart, as are
         imports from `optimum.neuron` (`NeuronTrainer`, `NeuronTrainingArguments`...).
 
+        A file that imports `torch_xla` with no tie to torch-neuronx (no `torch_neuronx`,
+        `neuronx_distributed`, `libneuronxla` or `optimum.neuron` import, no `NEURON_*`
+        variable) and guards it as libraries serving TPUs do (`is_torch_xla_available()`,
+        `XLA_AVAILABLE`, or names TPUs) is another accelerator's code: it is left alone, with
+        at most one finding on its first top-level `torch_xla` import.
+
     Why on TorchNeuron:
         PyTorch 2.9 was the last XLA-based torch-neuronx, and Neuron 2.30 dropped PyTorch/XLA for
         training. The native backend is eager (no lazy tensors to cut into graphs), uses the
@@ -104,6 +110,8 @@ class XlaEraCode(Transform):
         super().__init__(ctx)
         self._backend_fixes: list[tuple[cst.Call, cst.Call, str]] = []
         self._reported_xla = False
+        #: why the file's torch_xla code is TPU code (no tie to torch-neuronx): then it is left alone
+        self._tpu = ctx.roles.tpu
 
     # -- imports of the XLA-era module this call came through ---------------------------------
     def _removals(self, func: cst.BaseExpression) -> tuple[ImportRequest, ...]:
@@ -124,6 +132,8 @@ class XlaEraCode(Transform):
         )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._tpu:
+            return
         qualified = self.ctx.qualify(node.func)
         if not qualified:
             return
@@ -215,9 +225,15 @@ class XlaEraCode(Transform):
         for stmt in original_node.body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
-                    if self._imports_xla(small):
-                        self.report(small, "imports PyTorch/XLA, which native TorchNeuron does not use; do not "
-                                    "mix the two APIs in one workload", evidence=Evidence.DOC)
+                    if not self._imports_xla(small):
+                        continue
+                    if self._tpu:  # once per file: the file is another accelerator's code
+                        self.report(small, f"left alone: this file {self._tpu}, so it looks like TPU code; "
+                                    "on Trainium the native `neuron` device replaces PyTorch/XLA",
+                                    evidence=Evidence.INF)
+                        return
+                    self.report(small, "imports PyTorch/XLA, which native TorchNeuron does not use; do not "
+                                "mix the two APIs in one workload", evidence=Evidence.DOC)
 
     @staticmethod
     def _imports_xla(small: cst.BaseSmallStatement) -> bool:

@@ -1,0 +1,164 @@
+"""Roles of code (neuronize/roles.py): where CUDA is the point, a fix becomes a report."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from neuronize.context import FileContext, collect_imports
+from neuronize.engine import run_source
+from neuronize.registry import rule_by_code
+from neuronize.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, TEST, is_test_path
+from neuronize.types import Options
+
+
+def _ctx(source: str, path: str = "lib/module.py") -> FileContext:
+    module = cst.parse_module(source)
+    return FileContext(module=module, names=collect_imports(module), path=path, source=source.encode())
+
+
+def _file_role(source: str, path: str = "lib/module.py") -> tuple[str, str] | None:
+    role = _ctx(source, path).roles.file_role
+    return None if role is None else (role.kind, role.reason)
+
+
+def _role_at(source: str, marker: str, path: str = "lib/module.py") -> str | None:
+    """The role kind at the first node whose code is ``marker`` (found by a plain walk)."""
+    ctx = _ctx(source, path)
+    found: list[str | None] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            ctx.stack.append(node)
+            if not found and isinstance(node, cst.BaseExpression) and ctx.module.code_for_node(node) == marker:
+                role = ctx.role()
+                found.append(None if role is None else role.kind)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            ctx.stack.pop()
+
+    ctx.module.visit(Finder())
+    assert found, f"{marker!r} not in the source"
+    return found[0]
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("import triton\n", "imports triton"),
+    ("import triton.language as tl\n", "imports triton"),
+    ("from tilelang import language as T\n", "imports tilelang"),
+    ("import cutlass.cute as cute\n", "imports cutlass"),
+    ("from cuda.cute import nvgpu\n", "imports cuda.cute"),
+    ("import helion\n", "imports helion"),
+    ("from numba import cuda\n", "imports numba.cuda"),
+    ("import cupy as cp\n", "imports cupy"),
+    ("from mamba_ssm.ops.triton.ssd import scan\n", "imports the kernel module `mamba_ssm.ops.triton.ssd`"),
+    ("def f():\n    import selective_scan_cuda\n", "imports the compiled CUDA extension `selective_scan_cuda`"),
+    ("from torch.utils.cpp_extension import load\next = load('k', ['k.cu'])\n",
+     "builds a CUDA extension with `load`"),
+])
+def test_kernel_files(source: str, reason: str) -> None:
+    assert _file_role(source) == (KERNEL, reason)
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nx = torch.cuda.is_available()\n",
+    "import numba\n",  # numba's CPU JIT is no GPU kernel
+    "from utils import is_cuda\n",  # a name ending in _cuda, not an extension module
+    "from torch.utils.cpp_extension import CUDAExtension\n",  # a build script, not a load
+    "import torch._inductor.config as ic\nic.coordinate_descent_tuning = True\n",
+])
+def test_ordinary_files_have_no_role(source: str) -> None:
+    assert _file_role(source) is None
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("tests/unit/helpers.py", True), ("test/x.py", True), ("pkg/test_ops.py", True),
+    ("pkg/ops_test.py", True), ("conftest.py", True), ("test_ops.before.py", True),
+    ("pkg/testing.py", False), ("contest.py", False), ("pkg/latest_model.py", False),
+])
+def test_test_paths(path: str, expected: bool) -> None:
+    assert is_test_path(path) is expected
+
+
+def test_test_file_and_cuda_gated_module() -> None:
+    assert _file_role("x = 1\n", "tests/test_a.py") == (TEST, "a test file")
+    gated = "import pytest, torch\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"
+    assert _file_role(gated) == (TEST, "its `pytestmark` needs CUDA")
+    skipped = ("import pytest, torch\nif not torch.cuda.is_available():\n"
+               "    pytest.skip('cuda', allow_module_level=True)\n")
+    assert _file_role(skipped) == (TEST, "it is skipped unless CUDA is available")
+
+
+@pytest.mark.parametrize("decorator", [
+    "@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')",
+    "@unittest.skipUnless(torch.cuda.is_available(), 'cuda')",
+    "@requires_cuda",
+    "@pytest.mark.gpu",
+])
+def test_cuda_gated_functions(decorator: str) -> None:
+    source = f"import torch\n{decorator}\ndef check():\n    return torch.ones(1, device='cuda')\n" \
+             "def other():\n    return torch.ones(1, device='cuda')\n"
+    assert _role_at(source, "torch.ones(1, device='cuda')") == TEST
+    assert _role_at(source.replace(decorator, "@functools.cache"), "torch.ones(1, device='cuda')") is None
+
+
+def test_early_skip_gates_a_function() -> None:
+    source = ("import torch\ndef check(self):\n    if not torch.cuda.is_available():\n"
+              "        self.skipTest('cuda')\n    return torch.ones(1, device='cuda')\n")
+    assert _role_at(source, "torch.ones(1, device='cuda')") == TEST
+    # an early return guards settings as well as tests: not enough to call the function a test
+    settings = source.replace("self.skipTest('cuda')", "return None")
+    assert _role_at(settings, "torch.ones(1, device='cuda')") is None
+
+
+def test_inductor_roles() -> None:
+    assert _file_role("from torch._inductor.compile_fx import compile_fx\n")[0] == INDUCTOR  # type: ignore[index]
+    patched = "import torch._inductor.config as ic\nwith ic.patch(max_autotune=True):\n    pass\n"
+    assert _file_role(patched) is None  # a training script tuning its compile
+    branch = ("import torch\nif backend == 'inductor':\n    torch._inductor.config.freezing = True\n"
+              "torch._inductor.config.max_autotune = True\n")
+    assert _role_at(branch, "torch._inductor.config.freezing") == INDUCTOR
+    assert _role_at(branch, "torch._inductor.config.max_autotune") is None
+
+
+def test_cuda_graph_manager_class() -> None:
+    source = ("import torch\nclass Runner:\n    def make(self):\n        self.s = torch.cuda.Stream()\n"
+              "    def capture(self):\n        with torch.cuda.graph(self.g):\n            pass\n"
+              "def elsewhere():\n    return torch.cuda.Stream()\n")
+    assert _role_at(source, "torch.cuda.Stream()") == CUDA_GRAPH
+    assert _role_at(source.replace("self.s = torch.cuda.Stream()", "pass"), "torch.cuda.Stream()") is None
+    named = "import torch\ndef wrap_with_cuda_graph(fn):\n    return torch.cuda.is_available()\n"
+    assert _role_at(named, "torch.cuda.is_available()") == CUDA_GRAPH
+
+
+def test_fake_tensor_block() -> None:
+    source = ("import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
+              "with FakeTensorMode():\n    a = torch.empty(2, device='cuda')\nb = torch.empty(3, device='cuda')\n")
+    assert _role_at(source, "torch.empty(2, device='cuda')") == FAKE
+    assert _role_at(source, "torch.empty(3, device='cuda')") is None
+
+
+def test_tpu_code_needs_no_neuron_tie_and_a_tpu_sign() -> None:
+    guarded = "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n"
+    assert _ctx(guarded).roles.tpu is not None
+    assert _ctx("import torch_xla\nimport torch_neuronx  # tpu\n").roles.tpu is None
+    assert _ctx("import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n").roles.tpu is None
+
+
+def test_a_fix_in_a_role_becomes_a_report_with_the_reason() -> None:
+    rule = rule_by_code("NRN101")
+    source = b"import triton\nimport torch\nx = torch.ones(1, device='cuda')\n"
+    result = run_source(source, (rule,), Options(unsafe_fixes=True), path="ops/k.py")
+    assert result.output is None or result.output == source
+    assert [f.fixable for f in result.findings] == [False]
+    assert "not applied: this file holds GPU-kernel code (imports triton)" in result.findings[0].message
+
+
+def test_own_package_is_no_dependency() -> None:
+    rule = rule_by_code("NRN903")
+    source = b"from mamba_ssm.ops import scan\nimport flash_attn\n"
+    inside = run_source(source, (rule,), Options(), path="repo/mamba_ssm/modules/block.py")
+    assert [f.message.split("`")[1] for f in inside.findings] == ["import flash_attn"]
+    outside = run_source(source, (rule,), Options(), path="app/train.py")
+    assert len(outside.findings) == 2
