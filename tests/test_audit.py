@@ -117,8 +117,13 @@ def test_device_from_a_config_file_is_a_runtime_only_site(tmp_path: Path) -> Non
 def test_migrated_script_passes_strict(tmp_path: Path) -> None:
     migrated = tmp_path / "gpt_trainer.py"
     shutil.copyfile(PIPELINE / "gpt_trainer.before.py", migrated)
-    fixed = neuronize("fix", "--target", "cpu", "--unsafe-fixes", "--quiet", "--no-cache", str(migrated))
+    fixed = neuronize("fix", "--target", "cpu", "--unsafe-fixes", "--no-cache", str(migrated))
     assert fixed.returncode in (0, 1), fixed.stderr
+    # What neuronize leaves is what it reports: the CUDA GradScaler (NRN202, report-only, no
+    # documented Neuron scaler). Handled by hand as the finding says, nothing touches CUDA.
+    scaler = 'scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))'
+    assert b"NRN202 [report-only]" in fixed.stdout and scaler in migrated.read_text()
+    migrated.write_text(migrated.read_text().replace(scaler, 'scaler = torch.amp.GradScaler("cpu", enabled=False)'))
     code, data, _ = audit("--strict", "--", sys.executable, "gpt_trainer.py", *FAST, cwd=tmp_path,
                           tmp=tmp_path)
     assert (code, data["touches"], data["outcome"]) == (0, 0, "finished"), data
