@@ -274,3 +274,63 @@ def owned() -> frozenset[str]:
     from neuronize.registry import all_rules
 
     return frozenset().union(*(r.FUNCTIONS for r in all_rules() if issubclass(r, _CudaApiRule)))
+
+
+# -- capability probes: `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)` --
+#: qualified names that ask what kind of CUDA device is present (not whether one is)
+CAPABILITY_PROBES = ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
+                     "torch.cuda.is_bf16_supported", "torch.version.cuda")
+
+
+def _probes_in(ctx: FileContext, node: cst.CSTNode) -> list[str]:
+    """The capability probes and ``torch.cuda.is_available`` named inside ``node`` (qualified)."""
+    wanted = (*CAPABILITY_PROBES, "torch.cuda.is_available")
+    found: list[str] = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Attribute(self, attr: cst.Attribute) -> bool:
+            qualified = ctx.qualify(attr) or ""
+            if qualified.startswith(wanted):
+                found.append(qualified)
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            qualified = ctx.qualify(name) or ""
+            if qualified.startswith(wanted):
+                found.append(qualified)
+
+    node.visit(_Find())
+    return found
+
+
+def capability_probe(ctx: FileContext, ref: CudaRef) -> str | None:
+    """The probe ``ref`` is part of, when it sits in an ``and`` / ``or`` chain (through ``not``
+    and comparisons) that asks a CUDA capability question together with an availability check
+    (``torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)``,
+    ``... and torch.cuda.is_bf16_supported()``, ``torch.version.cuda``): the whole probe is about
+    CUDA and stays as it is. Returns the qualified name of another part of the probe."""
+    chain: cst.CSTNode | None = None
+    for anc in ctx.ancestors():
+        if anc is ref.call or anc is ref.node:
+            continue
+        if isinstance(anc, cst.BooleanOperation):
+            chain = anc
+            continue
+        if isinstance(anc, (cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.Subscript,
+                            cst.SubscriptElement, cst.Index, cst.Attribute)):
+            continue
+        break
+    if chain is None:
+        return None
+    own = ctx.qualify(ref.node) or ""
+    others = [name for name in _probes_in(ctx, chain) if name != own]
+    if own == "torch.cuda.is_available":  # an availability check: part of a probe if one is asked
+        others = [name for name in others if name.startswith(CAPABILITY_PROBES)]
+    return others[0] if others else None
+
+
+def probe_kept(ref: CudaRef, probe: str) -> str:
+    """The message of a reference kept because it is part of a capability probe."""
+    return (f"{spelled(ref)} is part of a CUDA capability probe (with `{probe}`): kept, the whole probe "
+            "stays CUDA (False on Neuron); choose the Neuron path by hand")

@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, replacement_for, spelled
 from neuronize.transforms._names import qualified_expr
 
 PROPERTIES = "torch_neuronx.get_device_properties"
@@ -83,6 +83,11 @@ class CudaDeviceProperties(_CudaApiRule):
         }.get(ref.fn)
 
     def on_ref(self, ref: CudaRef) -> None:
+        probe = capability_probe(self.ctx, ref)
+        if probe is not None and ref.fn != "get_device_capability":
+            self.report(ref.outer, probe_kept(ref, probe),
+                        evidence=Evidence.INF)
+            return
         if ref.fn == "get_device_capability":
             self.report(ref.outer, f"{spelled(ref)}: Neuron has no compute capability; decide by hand what the "
                                    "code it feeds should do on Trainium", evidence=Evidence.THIRD_PARTY)

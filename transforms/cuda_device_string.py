@@ -32,7 +32,8 @@ class CudaDeviceString(Transform):
         those places are rewritten too (`"cuda" if args.gpu else "cpu"`).
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
         `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`) is rewritten
-        as one unit to `"neuron" if torch.accelerator.is_available() else "cpu"`.
+        as one unit to `"neuron" if torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron" else "cpu"`.
         Strings that are not a device are never touched: messages, docstrings, dict keys,
         capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
         `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of
@@ -44,8 +45,9 @@ class CudaDeviceString(Transform):
         Trainium has no CUDA device; TorchNeuron registers the device `"neuron"`. Most code
         chooses its device once (a setting, an argparse default, the is_available idiom) and
         passes a variable around, so rewriting where the string is chosen migrates the placement
-        of the whole program. `torch.accelerator.is_available()` detects the Neuron device and
-        keeps the CPU fallback of the idiom.
+        of the whole program. The test asks whether the accelerator is Neuron, not only whether
+        there is one: `torch.accelerator.is_available()` alone is also true on a Mac (MPS), where
+        the idiom used to fall back to the CPU and `"neuron"` would fail.
 
     Example:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -53,7 +55,7 @@ class CudaDeviceString(Transform):
         x = torch.zeros(4, device=f"cuda:{rank}")
 
     Use instead:
-        device = "neuron" if torch.accelerator.is_available() else "cpu"
+        device = "neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cpu"
         parser.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])
         x = torch.zeros(4, device="neuron")
 
@@ -85,7 +87,8 @@ class CudaDeviceString(Transform):
     targets = _target.ALL
     examples = (
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
-                'import torch\ndevice = "neuron" if torch.accelerator.is_available() else "cpu"\n'),
+                'import torch\ndevice = "neuron" if torch.accelerator.is_available() and '
+                'torch.accelerator.current_accelerator().type == "neuron" else "cpu"\n'),
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
         Example('import torch\ndev = torch.device("cuda", local_rank)\n',
