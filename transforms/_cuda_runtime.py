@@ -256,6 +256,39 @@ class _CudaApiRule(Transform):
             self.report(ref.outer, f"{spelled(ref)}: {message}; guard it with "
                                    "`if torch.cuda.is_available():` by hand")
 
+    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
+        """The neuron target's rewrite of a call that CUDA makes a silent no-op on a host without
+        CUDA (seeding, cache control, memory statistics) while ``torch.neuron`` / ``torch_neuronx``
+        raise there: rewritten in place under a guard that says "Neuron is here" (see
+        ``_cuda_guard.neuron_guarded``); a statement of its own gets that guard,
+        ``if <_target.available>:`` (with a local ``import torch_neuronx`` where needed: never
+        an unconditional one); any other use is reported."""
+        from neuronize.transforms._cuda_guard import neuron_guarded
+
+        local_import = qualified.startswith("torch_neuronx.")
+        if not local_import and neuron_guarded(self.ctx, ref.outer):
+            self.rewrite(ref, qualified, message)
+            return
+        statement = enclosing_small_statement(self.ctx, ref)
+        line = self.ctx.statement_to_remove(statement) if statement is not None else None
+        if ref.call is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
+                                   "call did nothing; call it where Neuron is known to be present, by hand")
+            return
+        if local_import:
+            func: cst.BaseExpression = cst.parse_expression(qualified)
+            imports: tuple[ImportRequest, ...] = unused_import(self.ctx, ref)
+            body: list[cst.BaseStatement] = [cst.parse_statement("import torch_neuronx\n")]
+        else:
+            func, imports = replacement_for(self.ctx, ref, qualified)
+            body = []
+        call = ref.call.with_changes(func=func)
+        body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))  # type: ignore[union-attr]
+        test, more = _target.available(self.ctx)
+        new = cst.If(test=test, body=cst.IndentedBlock(body=body), leading_lines=line.leading_lines)
+        self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:` (the CUDA call did nothing "
+                            "on a host without CUDA; this one raises without Neuron)", imports=(*more, *imports))
+
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = ()) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched)."""

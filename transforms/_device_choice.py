@@ -214,6 +214,9 @@ def _block_assigns_devices(block: cst.BaseSuite | cst.CSTNode | None) -> bool:
             if isinstance(small, cst.AnnAssign) and device_named(target_name(small.target)):
                 found = True
                 continue
+            if isinstance(small, cst.Return) and small.value is not None and is_device_word(small.value):
+                found = True  # `if device == "cuda" and not ...: return "cpu"`: a fallback choice
+                continue
             return False
     return found or not lines
 
@@ -418,3 +421,42 @@ def in_selection_if(ctx: FileContext) -> bool:
             continue
         return isinstance(anc, cst.If) and selection_if(anc)
     return False
+
+
+# -- a device's own validation: `assert device in ["cuda", "cpu"]`, `if d not in (...): raise` --------
+def _raises(block: cst.BaseSuite) -> bool:
+    """A block that only raises (or exits): the ``if`` around it validates."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    smalls = [s for line in lines for s in getattr(line, "body", ())]
+    return bool(smalls) and all(isinstance(s, cst.Raise) or (
+        isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and last_name(s.value.func) in ("exit", "error"))
+        for s in smalls)
+
+
+def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tuple | None:
+    """The list of accepted device names of ``node`` when it validates a device setting:
+    ``assert device_type in ["cuda", "cpu"]`` or ``if device not in ("cuda", "cpu"): raise ...``
+    (the comparison visited; a device-named value; a literal list naming ``"cuda"``). A default
+    changed to ``"neuron"`` must pass it, as it must pass argparse ``choices``."""
+    if not cuda_membership_list(node) or not device_named(target_name(node.left) or dotted_name(node.left)):
+        return None
+    container = node.comparisons[0].comparator
+    if not isinstance(container, (cst.List, cst.Tuple)):
+        return None
+    child: cst.CSTNode = node
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
+            child = anc
+            continue
+        if isinstance(anc, cst.Assert) and anc.test is child:
+            return container
+        if isinstance(anc, cst.If) and anc.test is child and _raises(anc.body):
+            return container
+        return None
+    return None
+
+
+def available_polarities(ctx: FileContext, test: cst.BaseExpression) -> set[bool]:
+    """Whether each ``torch.cuda.is_available()`` of ``test`` is negated (``{False}``: every one
+    says "CUDA is here")."""
+    return set(_available_polarity(ctx, test, False))

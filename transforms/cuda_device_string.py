@@ -7,13 +7,20 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import in_selection_if, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
+from neuronize.transforms._device_choice import in_selection_if, validation_list, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms import _target
 
 OPTION_CALLS = frozenset({"add_argument", "option"})
+
+
+def _in_test_file(path: str) -> bool:
+    """A test module (``test_*.py``, ``*_test.py``, under ``tests/``)."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1]
 
 
 class CudaDeviceString(Transform):
@@ -65,6 +72,11 @@ class CudaDeviceString(Transform):
         under a `"neuron"` process group each process sees exactly one device, so dropping it is
         right for torchrun code, but single-process code that spreads work over several devices
         must be reviewed. `choices=` keeps `"cuda"` so existing launch commands still parse.
+        A device's own validation (`assert device in ["cuda", "cpu"]`, `if device not in (...):
+        raise`) gets the target's device next to `"cuda"`, like `choices=`, so the migrated
+        default is accepted. Left alone: a non-zero index in a test module (`.to("cuda:1")` in a
+        cross-device test: reported) and `init_process_group(device_id=...)` values (the
+        distributed rules own them: PyTorch rejects a `device_id` without an index).
 
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
@@ -108,6 +120,11 @@ class CudaDeviceString(Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
+        if kind is Kind.INDEXED and string_value(node) is not None and _in_test_file(self.ctx.path):
+            self.report(node, f"{where}: `{short(node)}` names another device on purpose in a test (a cross-device "
+                              "case): kept; a Neuron process sees one device, port or skip the test by hand",
+                        evidence=Evidence.INF)
+            return
         edit = literal_edit(self.ctx, node, kind, nested)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
@@ -147,6 +164,9 @@ class CudaDeviceString(Transform):
         name = last_name(node.func)
         if name is None:
             return
+        if any(isinstance(a, cst.Arg) and a.keyword is not None and a.keyword.value == "device_id"
+               for a in self.ctx.ancestors()):
+            return  # `init_process_group(device_id=...)` is the distributed rules' (it must keep an index)
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
                 if name in EXCLUDED_DEVICE_CALLS:
@@ -212,6 +232,17 @@ class CudaDeviceString(Transform):
         if new is not None:
             self.fix(container, new, f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated '
                      "default is accepted")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
+        container = validation_list(self.ctx, node)
+        if container is None:
+            return
+        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
+        new = with_choice(container, added)
+        if new is not None:
+            self.fix(container, new, f'device validation `{short(node)}`: added `"{added}"` next to `"cuda"` so '
+                     "the migrated default is accepted")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
