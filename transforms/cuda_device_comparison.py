@@ -30,6 +30,11 @@ class CudaDeviceComparison(Transform):
         `device_type = "neuron" if "neuron" in device else "cpu"`, and
         `if device == "cuda": device_type = "cuda"` (a block that only assigns device settings)
         becomes `if device == "neuron": device_type = "neuron"`.
+        A guard whose body the runtime rules migrate whole (`if device.type == "cuda":
+        torch.cuda.synchronize()`, seeding, cache control) follows its body:
+        `device.type == "neuron"` (the target's device on the other targets, for `synchronize`),
+        or Neuron would never take it; safe when the body is only `synchronize`. A device's own
+        validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`).
         Every other comparison is reported and left as it is: on Neuron it is False.
 
     Why on TorchNeuron:
@@ -48,7 +53,7 @@ class CudaDeviceComparison(Transform):
         use_fused = fused_available and device_type == "cuda"  # reported: review by hand
 
     Fix safety:
-        Unsafe: the rewrite assumes the compared value now holds `"neuron"` (it does once the
+        Unsafe (safe for a guard around `synchronize` alone): the rewrite assumes the compared value now holds `"neuron"` (it does once the
         device setting is migrated by NRN101) and that nothing downstream needs `"cuda"`.
 
     Evidence:
@@ -132,10 +137,11 @@ class CudaDeviceComparison(Transform):
 
     def _follows_body(self, node: cst.If) -> bool:
         """``if device.type == "cuda": torch.cuda.synchronize()``: the runtime rules migrate every
-        statement of the body, so on the neuron target the guard follows (``== "neuron"``) or
-        Neuron would never be synchronised. Safe when the body is only ``synchronize`` (NRN111,
-        safe); the other hosts skip the body as before."""
-        if _target.target(self.ctx) != _target.NEURON or node.orelse is not None:
+        statement of the body, so the guard follows (``== "neuron"``; the target's device on the
+        others, which migrate only ``synchronize`` this way) or Neuron would never be
+        synchronised. Safe when the body is only ``synchronize`` (NRN111, safe); on the neuron
+        target the other hosts skip the body as before."""
+        if node.orelse is not None:
             return False
         if not has_cuda_comparison(node.test):
             return False
@@ -145,6 +151,8 @@ class CudaDeviceComparison(Transform):
         calls = migrated_body_calls(self.ctx, node.body)
         if calls is None:
             return False
+        if _target.target(self.ctx) != _target.NEURON and not set(calls) <= SAFE_FOLLOWING_CALLS:
+            return False  # other targets migrate only `synchronize` the same way everywhere
         self._covered.add(id(node))
         safe = set(calls) <= SAFE_FOLLOWING_CALLS
         self._fix_choice(node.test, rewrite_condition(node.test), "guard `if {old}:` -> `if {new}:`: its body "
