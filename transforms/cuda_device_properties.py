@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, replacement_for, spelled
+from neuronize.transforms._literals import cuda_literal
 from neuronize.transforms._names import qualified_expr
 
 PROPERTIES = "torch_neuronx.get_device_properties"
@@ -157,6 +158,12 @@ class CudaDeviceProperties(_CudaApiRule):
                                        f"`lambda i: {PROPERTIES}(i).name`")
             else:
                 self.rewrite(ref, PROPERTIES, f"{spelled(ref)} -> `{PROPERTIES}`")
+            return
+        if any(cuda_literal(a.value) is not None or (
+                isinstance(a.value, cst.Call) and self.ctx.qualify(a.value.func) == "torch.device"
+                and any(cuda_literal(b.value) is not None for b in a.value.args)) for a in call.args):
+            self.report(ref.outer, f"{spelled(ref)} on an explicit CUDA device: kept (the code asks about CUDA); "
+                                   f"ask `{PROPERTIES}` about the Neuron device by hand if that is meant")
             return
         if any(a.star for a in call.args) or len(call.args) > 1:
             self.report(ref.outer, f"{spelled(ref)} with unusual arguments: migrate to `{PROPERTIES}` by hand")

@@ -76,7 +76,8 @@ class CudaDeviceString(Transform):
         raise`) gets the target's device next to `"cuda"`, like `choices=`, so the migrated
         default is accepted. Left alone: a non-zero index in a test module (`.to("cuda:1")` in a
         cross-device test: reported) and `init_process_group(device_id=...)` values (the
-        distributed rules own them: PyTorch rejects a `device_id` without an index).
+        distributed rules own them: PyTorch rejects a `device_id` without an index), and a CUDA
+        device handed to a CUDA-only API (`torch.cuda.get_device_properties(torch.device("cuda"))`).
 
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
@@ -167,6 +168,8 @@ class CudaDeviceString(Transform):
         if any(isinstance(a, cst.Arg) and a.keyword is not None and a.keyword.value == "device_id"
                for a in self.ctx.ancestors()):
             return  # `init_process_group(device_id=...)` is the distributed rules' (it must keep an index)
+        if self._argument_of_cuda_api():
+            return  # `torch.cuda.get_device_properties(torch.device("cuda"))`: the CUDA API needs a CUDA device
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
                 if name in EXCLUDED_DEVICE_CALLS:
@@ -193,6 +196,15 @@ class CudaDeviceString(Transform):
             key = argument(node, "key", 1 if name == "getattr" else 0)
             if key is not None and device_named(string_value(key.value)):
                 self._fix_all(node, f"default of `{string_value(key.value)}`")
+
+    def _argument_of_cuda_api(self) -> bool:
+        """The call being visited is an argument of a ``torch.cuda.*`` call (a CUDA-only API, which
+        the runtime rules keep or report): its CUDA device stays with it."""
+        stack = list(self.ctx.ancestors())
+        for parent, grand in zip(stack, stack[1:]):
+            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+                return (self.ctx.qualify(grand.func) or "").startswith("torch.cuda.")
+        return False
 
     def _torch_device(self, node: cst.Call) -> None:
         first = argument(node, "type", 0)
