@@ -289,6 +289,35 @@ class _CudaApiRule(Transform):
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:` (the CUDA call did nothing "
                             "on a host without CUDA; this one raises without Neuron)", imports=(*more, *imports))
 
+    def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
+                              imports: tuple[ImportRequest, ...] = ()) -> None:
+        """Replace the call of ``ref`` by ``new`` (which uses ``torch_neuronx``), importing
+        ``torch_neuronx`` just before the statement instead of at the top of the module: a module
+        that others import must still import on a host without Neuron. Reported where the call is
+        not part of a simple statement line."""
+        assert ref.call is not None
+        if self.ctx.names.imports_module("torch_neuronx"):
+            self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)))
+            return
+        line = next((a for a in self.ctx.ancestors() if isinstance(a, (cst.SimpleStatementLine, cst.BaseSuite))), None)
+        if not isinstance(line, cst.SimpleStatementLine):
+            self.report(ref.outer, f"{message}; not applied: `torch_neuronx` must be imported where it is used "
+                                   "(never at the top of a module others import): migrate by hand")
+            return
+        target = ref.call
+
+        class _Swap(cst.CSTTransformer):
+            def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
+                return new if before is target else after
+
+        swapped = line.visit(_Swap())
+        assert isinstance(swapped, cst.SimpleStatementLine)
+        importing = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
+                                            leading_lines=line.leading_lines)
+        self.fix(line, cst.FlattenSentinel([importing, swapped.with_changes(leading_lines=())]),
+                 f"{message} (with `import torch_neuronx` just before it)",
+                 imports=(*imports, *unused_import(self.ctx, ref)))
+
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = ()) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched)."""
