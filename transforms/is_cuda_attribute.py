@@ -23,11 +23,11 @@ NO_PARENS = (
 
 
 #: bytes of a file whose `is_cuda` checks choose or feed CUDA kernels: a `torch.cuda.device(...)`
-#: context, Triton, a kernel launch `kernel[grid](...)`, a compiled extension, or an `is_cuda`
-#: line that says "kernel" / "fused". Every `is_cuda` in such a file is kept (one decision per file:
+#: context, a kernel language (Triton, Helion, TileLang, CUTLASS), a launch `kernel[grid](...)`,
+#: a compiled extension, or an `is_cuda` line that says "kernel" / "fused". Every `is_cuda` in such a file is kept (one decision per file:
 #: the assert that keeps other tensors out of a kernel and the check that picks it go together).
 _KERNEL_FILE = re.compile(
-    rb"cuda\.device\(|^\s*(?:import|from)\s+triton\b|\w\[[^\]\n]*grid[^\]\n]*\]\(|load_inline\(|"
+    rb"cuda\.device\(|^\s*(?:import|from)\s+(?:triton|helion|tilelang|cutlass)\b|\w\[[^\]\n]*grid[^\]\n]*\]\(|load_inline\(|"
     rb"is_cuda\b[^\n]*(?:kernel|fused)|(?:kernel|fused)[^\n]*\bis_cuda\b", re.MULTILINE | re.IGNORECASE)
 
 #: bytes that can assign or define `is_cuda` (a superset of what `_AssignedIsCuda` finds)
@@ -85,7 +85,7 @@ class IsCudaAttribute(Transform):
         kernel wrapper, imports, or reaches a CUDA-only path (`DataParallel`, fp16, Triton...),
         it is kept and reported: `if x.is_cuda: return fused_cuda_op(x)` must stay off on Neuron.
         In a file whose `is_cuda` checks choose or feed a CUDA kernel (a `torch.cuda.device(...)`
-        context, Triton, a `kernel[grid](...)` launch, an `is_cuda` line naming a kernel or a
+        context, a kernel language (Triton, Helion, TileLang, CUTLASS), a `kernel[grid](...)` launch, an `is_cuda` line naming a kernel or a
         fused path), every `is_cuda` is kept and reported, asserts included: the assert that keeps
         other tensors out of the kernel and the check that picks the kernel are one decision (on
         the CPU target, `x.device.type == "cpu"` would send CPU tensors into the CUDA path).
