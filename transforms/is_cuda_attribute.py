@@ -85,8 +85,8 @@ class IsCudaAttribute(Transform):
         kernel wrapper, imports, or reaches a CUDA-only path (`DataParallel`, fp16, Triton...),
         it is kept and reported: `if x.is_cuda: return fused_cuda_op(x)` must stay off on Neuron.
         In a file whose `is_cuda` checks choose or feed a CUDA kernel (a `torch.cuda.device(...)`
-        context, a kernel language (Triton, Helion, TileLang, CUTLASS), a `kernel[grid](...)` launch, an `is_cuda` line naming a kernel or a
-        fused path), every `is_cuda` is kept and reported, asserts included: the assert that keeps
+        context, a kernel language such as Triton, Helion, TileLang or CUTLASS, a
+        `kernel[grid](...)` launch, an `is_cuda` line naming a kernel or a fused path), every `is_cuda` is kept and reported, asserts included: the assert that keeps
         other tensors out of the kernel and the check that picks the kernel are one decision (on
         the CPU target, `x.device.type == "cpu"` would send CPU tensors into the CUDA path).
 
