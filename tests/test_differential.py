@@ -58,41 +58,15 @@ RULE_IN_HUNK = re.compile(r"\[(NRN\d+) (?:safe|unsafe)\]")
 #: A row stands for every combination of the targets, fixes and hosts it names.
 _KNOWN: list[tuple[str, str, str, str, str]] = [
     ("neuron", "safe unsafe", "cpu", "test_cli.py::test_main_with_defaults",
-     "NRN101: the default becomes 'neuron', which resolve_device's "
-     "`assert device_type in ['cuda', 'cpu']` rejects"),
-    ("neuron", "safe unsafe", "cpu neuron mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
-     "NRN101: the --device default becomes 'neuron' (added to choices) but the function's own "
-     "`assert device_type in ['cuda', 'cpu']` is left (NRN103 only reports it); where listed for "
-     "unsafe fixes, NRN110 also turns `device_type == 'cuda' and not torch.cuda.is_available()` into "
-     "a check that keeps 'cuda' on a Neuron or MPS host"),
-    ("neuron", "safe unsafe", "neuron", "test_cli.py::test_goal_default_is_neuron",
-     "goal, NRN101/NRN103: the default 'neuron' is not accepted by `assert device_type in ['cuda', 'cpu']`"),
-    ("neuron", "safe unsafe", "neuron", "test_devices.py::test_goal_waits_for_neuron",
-     "goal, NRN111/NRN103: the body of `if device.type == 'cuda':` is migrated to "
-     "torch.accelerator.synchronize() but its guard is not, so Neuron is never synchronised"),
-    ("neuron", "safe unsafe", "mps", "test_devices.py::test_picked_device_exists_on_this_host",
-     "NRN101: `'neuron' if torch.accelerator.is_available() else 'cpu'` picks Neuron on a Mac "
-     "(torch.accelerator is MPS there), which used to fall back to the CPU"),
-    ("accelerator", "safe unsafe", "neuron mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
-     "NRN101: the --device default becomes current_accelerator().type ('neuron', 'mps'), which "
-     "`assert device_type in ['cuda', 'cpu']` rejects (and 'mps' is not among the choices); "
-     "for unsafe fixes NRN110 also keeps 'cuda' on a Neuron or MPS host, as for the neuron target"),
-    ("neuron accelerator cpu", "unsafe", "neuron mps", "test_devices.py::test_bf16_probe_answers_a_bool",
-     "NRN110: `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)` gets "
-     "torch.accelerator.is_available() as first operand, true on Neuron/MPS, so the CUDA "
-     "capability call that follows raises (NRN910 reports the probe)"),
-    ("neuron", "unsafe", "mps", "test_devices.py::test_free_memory_runs",
-     "NRN110 + NRN113: `if torch.accelerator.is_available(): torch.neuron.empty_cache()`: true on a "
-     "Mac, where torch.neuron does not exist"),
-    ("neuron", "unsafe", "mps", "test_devices.py::test_seeding_runs",
-     "NRN110 + NRN112: `if torch.accelerator.is_available(): torch.neuron.manual_seed_all(seed)`: "
-     "true on a Mac, where torch.neuron does not exist"),
-    ("cpu", "unsafe", "cpu neuron mps", "test_kernels.py::test_cpu_tensors_take_the_reference_path",
-     "NRN104: `x.is_cuda` -> `x.device.type == 'cpu'`: CPU tensors now take the CUDA kernel path "
-     "(torch.cuda.device(...) on a CPU tensor)"),
-    ("accelerator", "unsafe", "cpu", "test_kernels.py::test_cpu_tensors_take_the_reference_path",
-     "NRN104: `x.is_cuda` -> `x.device.type == (current accelerator, else 'cpu')`, which is 'cpu' on "
-     "a CPU host: CPU tensors now take the CUDA kernel path"),
+     "NRN101 + NRN201: the default becomes 'neuron', which resolve_device's "
+     "`assert device_type in ['cuda', 'cpu']` rejects; and torch.autocast('neuron') raises on the CPU"),
+    ("neuron", "safe", "cpu mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
+     "NRN101 + NRN103: the --device default becomes 'neuron' (safe), while the fallback "
+     "`device_type == 'cuda' and not torch.cuda.is_available()` follows it only with --unsafe-fixes "
+     "(NRN103, NRN110 are unsafe): the two edits belong to one edit group (issue 11 item 4)"),
+    ("accelerator", "safe unsafe", "mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
+     "NRN101: the --device default becomes current_accelerator().type, 'mps' on a Mac, which "
+     "`assert device_type in ['cuda', 'neuron', 'cpu']` rejects (only 'neuron' is added to the list)"),
 ]
 KNOWN_REGRESSIONS: dict[tuple[str, str, str, str], str] = {
     (target, fixes, host, f"tests/{test}"): why

@@ -66,6 +66,15 @@ _FOLD = [
 ]
 _RUNTIME = re.compile(r"\b(?:torch\.neuron|torch_neuronx|torch\.accelerator|torch\.get_device_module\(\)|torch\.cpu|"
                       r"torch\.cuda)\.|\btorch\.(?=(?:Stream|Event)\b)")
+#: the neuron target's "the accelerator is Neuron" (``_target.available``): on the others, "an
+#: accelerator is here"; a device count on the neuron target counts only a Neuron accelerator
+_NEURON_CHECK = [
+    (re.compile(r" and (?:" + re.escape(RT) + r"current_accelerator\(\)\.type|" + re.escape(D) + r") == "
+                + re.escape(D)), ""),
+    (re.compile(r"\((" + re.escape(RT) + r"is_available\(\))\)"), r"\1"),
+    (re.compile(r"(" + re.escape(RT) + r"device_count\([^()]*\)) if " + re.escape(RT) + r"is_available\(\) else 0"),
+     r"\1"),
+]
 _COMPILE_BACKEND = re.compile(r",\s*(?<!\w)backend=" + re.escape(D) + r"|(?<!\w)backend=" + re.escape(D) + r",\s*")
 _NEURONX_IMPORT = re.compile(r"^\s*import torch_neuronx\b.*$")
 _GUARD = re.compile(r"^(\s*)if " + re.escape(RT) + r"is_available\(\):\s*$")
@@ -105,6 +114,8 @@ def normalise(text: str) -> list[str]:
         for pattern, repl in _DEVICE_SUBS:
             line = pattern.sub(repl, line)
         line = _RUNTIME.sub(RT, line)
+        for pattern, repl in _NEURON_CHECK:
+            line = pattern.sub(repl, line)
         before = None
         while before != line:
             before = line

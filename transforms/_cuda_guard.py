@@ -307,3 +307,56 @@ def calls_anywhere(ctx: FileContext, names: frozenset[str]) -> bool:
                for node in iter_syntax(ctx.module))
 
 
+
+
+# -- guards that follow their migrated body: `if device.type == "cuda": torch.cuda.synchronize()` --
+#: ``torch.cuda`` calls the runtime rules migrate on the neuron target (NRN111-NRN113), which
+#: only mean something where the device is there; ``synchronize`` is a safe edit (NRN111)
+FOLLOWING_CALLS = frozenset({
+    "synchronize", "empty_cache", "manual_seed", "manual_seed_all", "seed",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+})
+SAFE_FOLLOWING_CALLS = frozenset({"synchronize"})
+
+
+def migrated_body_calls(ctx: FileContext, block: cst.BaseSuite) -> list[str] | None:
+    """The ``torch.cuda`` functions of ``block`` when every statement of it is one of
+    :data:`FOLLOWING_CALLS` called as a statement of its own; None otherwise."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    found: list[str] = []
+    for line in lines:
+        smalls = getattr(line, "body", None)
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or not smalls:
+            return None
+        for small in smalls:
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                return None
+            qualified = ctx.qualify(small.value.func) or ""
+            if not qualified.startswith(PREFIX):
+                return None
+            parts = qualified[len(PREFIX):].split(".")
+            fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0]
+            if len(parts) > 2 or fn not in FOLLOWING_CALLS:
+                return None
+            found.append(fn)
+    return found or None
+
+
+def neuron_guarded(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """The node being visited sits in the body of an ``if`` that the migration turns into "Neuron is
+    here": a test holding ``torch.cuda.is_available()`` (not negated; NRN110 writes
+    ``_target.available``), or a ``"cuda"`` comparison guarding a migrated body (NRN103)."""
+    from neuronize.transforms._device_choice import available_polarities, has_cuda_comparison
+
+    child = node
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.If) and anc.body is child:
+            if available_polarities(ctx, anc.test) == {False}:
+                return True
+            if has_cuda_comparison(anc.test) and anc.orelse is None \
+                    and migrated_body_calls(ctx, anc.body) is not None:
+                return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False

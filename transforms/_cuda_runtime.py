@@ -256,6 +256,68 @@ class _CudaApiRule(Transform):
             self.report(ref.outer, f"{spelled(ref)}: {message}; guard it with "
                                    "`if torch.cuda.is_available():` by hand")
 
+    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
+        """The neuron target's rewrite of a call that CUDA makes a silent no-op on a host without
+        CUDA (seeding, cache control, memory statistics) while ``torch.neuron`` / ``torch_neuronx``
+        raise there: rewritten in place under a guard that says "Neuron is here" (see
+        ``_cuda_guard.neuron_guarded``); a statement of its own gets that guard,
+        ``if <_target.available>:`` (with a local ``import torch_neuronx`` where needed: never
+        an unconditional one); any other use is reported."""
+        from neuronize.transforms._cuda_guard import neuron_guarded
+
+        local_import = qualified.startswith("torch_neuronx.")
+        if not local_import and neuron_guarded(self.ctx, ref.outer):
+            self.rewrite(ref, qualified, message)
+            return
+        statement = enclosing_small_statement(self.ctx, ref)
+        line = self.ctx.statement_to_remove(statement) if statement is not None else None
+        if ref.call is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
+                                   "call did nothing; call it where Neuron is known to be present, by hand")
+            return
+        if local_import:
+            func: cst.BaseExpression = cst.parse_expression(qualified)
+            imports: tuple[ImportRequest, ...] = unused_import(self.ctx, ref)
+            body: list[cst.BaseStatement] = [cst.parse_statement("import torch_neuronx\n")]
+        else:
+            func, imports = replacement_for(self.ctx, ref, qualified)
+            body = []
+        call = ref.call.with_changes(func=func)
+        body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))  # type: ignore[union-attr]
+        test, more = _target.available(self.ctx)
+        new = cst.If(test=test, body=cst.IndentedBlock(body=body), leading_lines=line.leading_lines)
+        self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:` (the CUDA call did nothing "
+                            "on a host without CUDA; this one raises without Neuron)", imports=(*more, *imports))
+
+    def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
+                              imports: tuple[ImportRequest, ...] = ()) -> None:
+        """Replace the call of ``ref`` by ``new`` (which uses ``torch_neuronx``), importing
+        ``torch_neuronx`` just before the statement instead of at the top of the module: a module
+        that others import must still import on a host without Neuron. Reported where the call is
+        not part of a simple statement line."""
+        assert ref.call is not None
+        if self.ctx.names.imports_module("torch_neuronx"):
+            self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)))
+            return
+        line = next((a for a in self.ctx.ancestors() if isinstance(a, (cst.SimpleStatementLine, cst.BaseSuite))), None)
+        if not isinstance(line, cst.SimpleStatementLine):
+            self.report(ref.outer, f"{message}; not applied: `torch_neuronx` must be imported where it is used "
+                                   "(never at the top of a module others import): migrate by hand")
+            return
+        target = ref.call
+
+        class _Swap(cst.CSTTransformer):
+            def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
+                return new if before is target else after
+
+        swapped = line.visit(_Swap())
+        assert isinstance(swapped, cst.SimpleStatementLine)
+        importing = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
+                                            leading_lines=line.leading_lines)
+        self.fix(line, cst.FlattenSentinel([importing, swapped.with_changes(leading_lines=())]),
+                 f"{message} (with `import torch_neuronx` just before it)",
+                 imports=(*imports, *unused_import(self.ctx, ref)))
+
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = ()) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched)."""
@@ -274,3 +336,63 @@ def owned() -> frozenset[str]:
     from neuronize.registry import all_rules
 
     return frozenset().union(*(r.FUNCTIONS for r in all_rules() if issubclass(r, _CudaApiRule)))
+
+
+# -- capability probes: `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)` --
+#: qualified names that ask what kind of CUDA device is present (not whether one is)
+CAPABILITY_PROBES = ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
+                     "torch.cuda.is_bf16_supported", "torch.version.cuda")
+
+
+def _probes_in(ctx: FileContext, node: cst.CSTNode) -> list[str]:
+    """The capability probes and ``torch.cuda.is_available`` named inside ``node`` (qualified)."""
+    wanted = (*CAPABILITY_PROBES, "torch.cuda.is_available")
+    found: list[str] = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Attribute(self, attr: cst.Attribute) -> bool:
+            qualified = ctx.qualify(attr) or ""
+            if qualified.startswith(wanted):
+                found.append(qualified)
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            qualified = ctx.qualify(name) or ""
+            if qualified.startswith(wanted):
+                found.append(qualified)
+
+    node.visit(_Find())
+    return found
+
+
+def capability_probe(ctx: FileContext, ref: CudaRef) -> str | None:
+    """The probe ``ref`` is part of, when it sits in an ``and`` / ``or`` chain (through ``not``
+    and comparisons) that asks a CUDA capability question together with an availability check
+    (``torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)``,
+    ``... and torch.cuda.is_bf16_supported()``, ``torch.version.cuda``): the whole probe is about
+    CUDA and stays as it is. Returns the qualified name of another part of the probe."""
+    chain: cst.CSTNode | None = None
+    for anc in ctx.ancestors():
+        if anc is ref.call or anc is ref.node:
+            continue
+        if isinstance(anc, cst.BooleanOperation):
+            chain = anc
+            continue
+        if isinstance(anc, (cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget, cst.Subscript,
+                            cst.SubscriptElement, cst.Index, cst.Attribute)):
+            continue
+        break
+    if chain is None:
+        return None
+    own = ctx.qualify(ref.node) or ""
+    others = [name for name in _probes_in(ctx, chain) if name != own]
+    if own == "torch.cuda.is_available":  # an availability check: part of a probe if one is asked
+        others = [name for name in others if name.startswith(CAPABILITY_PROBES)]
+    return others[0] if others else None
+
+
+def probe_kept(ref: CudaRef, probe: str) -> str:
+    """The message of a reference kept because it is part of a capability probe."""
+    return (f"{spelled(ref)} is part of a CUDA capability probe (with `{probe}`): kept, the whole probe "
+            "stays CUDA (False on Neuron); choose the Neuron path by hand")

@@ -19,7 +19,7 @@ from neuronize.transforms._literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
 from neuronize.transforms._names import last_name, qualified_expr, target_name
-from neuronize.transforms._nodes import iter_conditions
+from neuronize.transforms._nodes import iter_conditions, parenthesized
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
 EXCLUDED_DEVICE_CALLS = frozenset({
@@ -165,16 +165,23 @@ def has_is_available(ctx: FileContext, test: cst.BaseExpression) -> bool:
 
 
 def replace_is_available(ctx: FileContext, test: cst.BaseExpression,
-                         new_call: cst.BaseExpression) -> cst.BaseExpression:
-    """``test`` with its ``torch.cuda.is_available()`` call(s) replaced by ``new_call``."""
+                         available: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with its ``torch.cuda.is_available()`` call(s) replaced by ``available`` (the
+    target's test, see ``_target.available``), parenthesised where it becomes an operand."""
     if is_cuda_available_call(ctx, test):
         assert isinstance(test, cst.Call)
-        return cst.Call(func=new_call, lpar=test.lpar, rpar=test.rpar)
+        if test.lpar:
+            return available.with_changes(lpar=test.lpar, rpar=test.rpar)
+        return available
+
+    def operand(node: cst.BaseExpression) -> cst.BaseExpression:
+        new = replace_is_available(ctx, node, available)
+        return parenthesized(new) if is_cuda_available_call(ctx, node) else new
+
     if isinstance(test, cst.UnaryOperation):
-        return test.with_changes(expression=replace_is_available(ctx, test.expression, new_call))
+        return test.with_changes(expression=operand(test.expression))
     if isinstance(test, cst.BooleanOperation):
-        return test.with_changes(left=replace_is_available(ctx, test.left, new_call),
-                                 right=replace_is_available(ctx, test.right, new_call))
+        return test.with_changes(left=operand(test.left), right=operand(test.right))
     return test
 
 
@@ -206,6 +213,9 @@ def _block_assigns_devices(block: cst.BaseSuite | cst.CSTNode | None) -> bool:
                 continue
             if isinstance(small, cst.AnnAssign) and device_named(target_name(small.target)):
                 found = True
+                continue
+            if isinstance(small, cst.Return) and small.value is not None and is_device_word(small.value):
+                found = True  # `if device == "cuda" and not ...: return "cpu"`: a fallback choice
                 continue
             return False
     return found or not lines
@@ -246,7 +256,7 @@ class IdiomRewrite:
 
 #: why the idiom's rewrite is right, per target
 IDIOM_WHY = {
-    _target.NEURON: "same CPU fallback, and the accelerator check detects the Neuron device",
+    _target.NEURON: "same CPU fallback, taken wherever the accelerator is not Neuron (a Mac's MPS too)",
     _target.ACCELERATOR: "same CPU fallback; the current accelerator (CUDA, Neuron...) is detected",
 }
 
@@ -254,15 +264,15 @@ IDIOM_WHY = {
 def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.BaseExpression,
                   kind: Kind) -> IdiomRewrite:
     """The idiom ``node`` (its CUDA device ``literal`` in branch ``side``, see :func:`idiom_branch`)
-    for the file's target: ``torch.accelerator.is_available()`` tests for the device, the CUDA
+    for the file's target: ``_target.available`` tests for the target's device, the CUDA
     branch names the target's device; on the CPU target a choice between two CPUs collapses."""
     target = _target.target(ctx)
-    func, imports = qualified_expr(ctx, "torch.accelerator.is_available")
+    available, imports = _target.available(ctx)
     branch = getattr(node, side)
     new_literal: cst.BaseExpression = string_like(literal, "neuron")
     if target == _target.ACCELERATOR:
         # the test already checks for an accelerator: no fallback needed inside the branch
-        t = short(func).split(".")[0]
+        t = short(available).split(".")[0]
         new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
     elif target == _target.CPU:
         new_literal = make_string("cpu", quote_source(literal))
@@ -273,7 +283,7 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
         assert isinstance(branch, cst.Call)
         new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
     replacement: cst.BaseExpression = node.with_changes(
-        test=replace_is_available(ctx, node.test, func), **{side: new_branch})
+        test=replace_is_available(ctx, node.test, available), **{side: new_branch})
     if target == _target.CPU:
         other = node.orelse if side == "body" else node.body
         if short(other) == short(new_branch):
@@ -282,13 +292,18 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
             replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
         message = f"device choice `{short(node)}` -> `{short(replacement)}`: runs on the CPU"
     else:
-        new_test = replacement.test  # type: ignore[attr-defined]
+        # the message names the target's test instead of spelling out `_target.available`
+        marker = "__available__"
+        new_test = replace_is_available(ctx, node.test, cst.Name(marker))
+        if target == _target.ACCELERATOR:
+            new_test = replacement.test  # type: ignore[attr-defined]
         if side == "body":
             old_text = f"{short(branch)} if {short(node.test)} else ..."
             new_text = f"{short(new_branch)} if {short(new_test)} else ..."
         else:
             old_text = f"... if {short(node.test)} else {short(branch)}"
             new_text = f"... if {short(new_test)} else {short(new_branch)}"
+        new_text = new_text.replace(marker, "<the accelerator is Neuron>")
         message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
     for call in is_available_calls(ctx, node.test):
         head = (dotted_name(call.func) or "").split(".")[0]
@@ -406,3 +421,42 @@ def in_selection_if(ctx: FileContext) -> bool:
             continue
         return isinstance(anc, cst.If) and selection_if(anc)
     return False
+
+
+# -- a device's own validation: `assert device in ["cuda", "cpu"]`, `if d not in (...): raise` --------
+def _raises(block: cst.BaseSuite) -> bool:
+    """A block that only raises (or exits): the ``if`` around it validates."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    smalls = [s for line in lines for s in getattr(line, "body", ())]
+    return bool(smalls) and all(isinstance(s, cst.Raise) or (
+        isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and last_name(s.value.func) in ("exit", "error"))
+        for s in smalls)
+
+
+def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tuple | None:
+    """The list of accepted device names of ``node`` when it validates a device setting:
+    ``assert device_type in ["cuda", "cpu"]`` or ``if device not in ("cuda", "cpu"): raise ...``
+    (the comparison visited; a device-named value; a literal list naming ``"cuda"``). A default
+    changed to ``"neuron"`` must pass it, as it must pass argparse ``choices``."""
+    if not cuda_membership_list(node) or not device_named(target_name(node.left) or dotted_name(node.left)):
+        return None
+    container = node.comparisons[0].comparator
+    if not isinstance(container, (cst.List, cst.Tuple)):
+        return None
+    child: cst.CSTNode = node
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
+            child = anc
+            continue
+        if isinstance(anc, cst.Assert) and anc.test is child:
+            return container
+        if isinstance(anc, cst.If) and anc.test is child and _raises(anc.body):
+            return container
+        return None
+    return None
+
+
+def available_polarities(ctx: FileContext, test: cst.BaseExpression) -> set[bool]:
+    """Whether each ``torch.cuda.is_available()`` of ``test`` is negated (``{False}``: every one
+    says "CUDA is here")."""
+    return set(_available_polarity(ctx, test, False))

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._nodes import assigned_names
+import libcst as cst
+
+from neuronize.transforms._names import qualified_expr
+from neuronize.transforms._nodes import assigned_names, parenthesized
 from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
-from neuronize.transforms._cuda_runtime import Context, CudaRef, _CudaApiRule, classify, spelled
+from neuronize.transforms._cuda_runtime import (
+    Context, CudaRef, _CudaApiRule, capability_probe, classify, probe_kept, spelled, unused_import,
+)
 from neuronize.transforms._literals import branches_mention_cuda
 
 _TARGETS = {
@@ -20,8 +25,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
     """Finds CUDA availability and device-count queries (`torch.cuda.is_available()` and friends).
 
     What it does:
-        Rewrites `torch.cuda.is_available()` to `torch.accelerator.is_available()`,
-        `torch.cuda.device_count()` to `torch.accelerator.device_count()` and
+        Rewrites `torch.cuda.is_available()` to the test "the target's device is here": on the
+        neuron target `torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron"` (parenthesised where it becomes
+        an operand), on the others `torch.accelerator.is_available()`;
+        `torch.cuda.device_count()` to `torch.accelerator.device_count()` (on the neuron target
+        `torch.accelerator.device_count() if <the accelerator is Neuron> else 0`) and
         `torch.cuda.current_device()` to `torch.accelerator.current_device_index()`, in every
         spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
         is_available`, a function reference that is not called).
@@ -38,12 +47,19 @@ class CudaAvailabilityCheck(_CudaApiRule):
           `unittest.skipUnless`, `if not ...: pytest.skip()`): kept and reported. A CUDA test
           usually exercises CUDA behaviour; mark the device-agnostic ones for Neuron by hand;
         - `"cuda" if torch.cuda.is_available() else "cpu"`: left to the device-placement rules
-          (NRN101-109), which rewrite the idiom as one unit.
+          (NRN101-109), which rewrite the idiom as one unit;
+        - a capability probe (`torch.cuda.is_available() and torch.cuda.get_device_capability()
+          >= (8, 0)`, `... and torch.cuda.is_bf16_supported()`, `torch.version.cuda`): the whole
+          probe stays CUDA (no operand rewritten), reported;
+        - `map_location="cpu" if not torch.cuda.is_available() else None`: left alone, it is right
+          as it is (False on Neuron loads CUDA-saved checkpoints onto the host).
 
     Why on TorchNeuron:
         On Trainium `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0, so
         every "use the GPU if there is one" branch silently falls back to the CPU. The
-        `torch.accelerator` API sees the Neuron device and still works on CUDA machines.
+        `torch.accelerator` API sees the Neuron device and still works on CUDA machines. On a
+        Mac it sees MPS, where the original code took its CPU path: so on the neuron target the
+        test also asks that the accelerator be Neuron, and a device count is 0 elsewhere.
 
     Example:
         if torch.cuda.is_available():
@@ -51,9 +67,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
         n_dev = torch.cuda.device_count()
 
     Use instead:
-        if torch.accelerator.is_available():
+        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
             torch.cuda.manual_seed_all(seed)  # NRN112 migrates this line
-        n_dev = torch.accelerator.device_count()
+        n_dev = torch.accelerator.device_count() if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else 0
 
     Fix safety:
         `is_available()` is safe where the guarded code only selects the device or is otherwise
@@ -84,7 +100,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
     examples = (
         Example(
             "import torch\nif torch.cuda.is_available():\n    model = model.cuda()\n",
-            "import torch\nif torch.accelerator.is_available():\n    model = model.cuda()\n",
+            "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+            "== \"neuron\":\n    model = model.cuda()\n",
         ),
         Example(
             "import torch\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n",
@@ -98,16 +115,69 @@ class CudaAvailabilityCheck(_CudaApiRule):
         ),
         Example(
             "from torch import cuda\nn = cuda.device_count()\n",
-            "import torch\n\nn = torch.accelerator.device_count()\n",
+            "import torch\n\nn = torch.accelerator.device_count() if torch.accelerator.is_available() and "
+            "torch.accelerator.current_accelerator().type == \"neuron\" else 0\n",
         ),
     )
 
     def target_for(self, ref: CudaRef) -> str | None:
         return _TARGETS[ref.fn] + ("()" if ref.call is not None else "")
 
+    def _in_map_location(self) -> bool:
+        """``map_location="cpu" if not torch.cuda.is_available() else None``: false on Neuron gives
+        ``"cpu"``, which keeps loading CUDA-saved checkpoints onto the host: right as it is."""
+        return any(isinstance(anc, cst.Arg) and anc.keyword is not None and anc.keyword.value == "map_location"
+                   for anc in self.ctx.ancestors())
+
+    def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        """``is_available()`` becomes the target's test (``_target.available``: on the neuron target
+        "the accelerator is Neuron", false on a Mac's MPS); ``device_count()`` on the neuron target
+        counts only a Neuron accelerator (``... if <Neuron is here> else 0``: a Mac's MPS device
+        is no CUDA device either); the rest is renamed."""
+        neuron = _target.target(self.ctx) == _target.NEURON
+        if ref.call is None or ref.fn == "current_device" or (ref.fn == "device_count" and not neuron):
+            super().rewrite(ref, qualified, message, **kwargs)
+            return
+        if any(isinstance(anc, cst.FormattedString) for anc in self.ctx.ancestors()):
+            # the test holds a string literal, which an f-string's quotes may not allow
+            self.report(ref.outer, f"{message}; inside an f-string: rewrite it by hand", evidence=Evidence.INF)
+            return
+        available, imports = _target.available(self.ctx)
+        if ref.fn == "device_count":
+            count, more = qualified_expr(self.ctx, qualified)
+            new: cst.BaseExpression = cst.IfExp(
+                test=available, body=cst.Call(func=count, args=ref.call.args), orelse=cst.Integer("0"))
+            imports = (*imports, *more)
+        else:
+            new = available
+        if ref.call.lpar:
+            new = new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar)
+        elif not isinstance(self._call_parent(ref), (cst.If, cst.While, cst.IfExp, cst.Assign, cst.AnnAssign,
+                                                           cst.Return, cst.Arg, cst.Expr, cst.Assert)):
+            new = parenthesized(new)
+        self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)), **kwargs)
+
+    def _call_parent(self, ref: CudaRef) -> cst.CSTNode | None:
+        ancestors = self.ctx.ancestors()
+        for anc in ancestors:
+            if anc is ref.call:
+                return next(ancestors, None)
+        return None
+
     def on_ref(self, ref: CudaRef) -> None:
         target = _TARGETS[ref.fn]
+        if ref.fn in ("is_available", "device_count") and self._in_map_location():
+            return
+        probe = capability_probe(self.ctx, ref)
+        if probe is not None:
+            self.report(ref.outer, probe_kept(ref, probe),
+                        evidence=Evidence.INF)
+            return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+        if ref.call is not None and _target.target(self.ctx) == _target.NEURON and ref.fn != "current_device":
+            shown = "`<the accelerator is Neuron>`"  # _target.available(): false on a Mac's MPS
+            if ref.fn == "device_count":
+                shown = f"`{target}() if <the accelerator is Neuron> else 0`"
         head = f"{spelled(ref)} -> {shown}"
         if ref.fn == "current_device":
             self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",

@@ -6,10 +6,13 @@ import libcst as cst
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device_choice import cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
+from neuronize.transforms._device_choice import has_cuda_comparison, validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._literals import cuda_literal, string_like
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import target_name
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._cuda_guard import SAFE_FOLLOWING_CALLS, migrated_body_calls
+from neuronize.transforms._nodes import iter_conditions
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
@@ -27,6 +30,11 @@ class CudaDeviceComparison(Transform):
         `device_type = "neuron" if "neuron" in device else "cpu"`, and
         `if device == "cuda": device_type = "cuda"` (a block that only assigns device settings)
         becomes `if device == "neuron": device_type = "neuron"`.
+        A guard whose body the runtime rules migrate whole (`if device.type == "cuda":
+        torch.cuda.synchronize()`, seeding, cache control) follows its body:
+        `device.type == "neuron"` (the target's device on the other targets, for `synchronize`),
+        or Neuron would never take it; safe when the body is only `synchronize`. A device's own
+        validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`).
         Every other comparison is reported and left as it is: on Neuron it is False.
 
     Why on TorchNeuron:
@@ -45,7 +53,7 @@ class CudaDeviceComparison(Transform):
         use_fused = fused_available and device_type == "cuda"  # reported: review by hand
 
     Fix safety:
-        Unsafe: the rewrite assumes the compared value now holds `"neuron"` (it does once the
+        Unsafe (safe for a guard around `synchronize` alone): the rewrite assumes the compared value now holds `"neuron"` (it does once the
         device setting is migrated by NRN101) and that nothing downstream needs `"cuda"`.
 
     Evidence:
@@ -79,13 +87,14 @@ class CudaDeviceComparison(Transform):
         self._covered: set[int] = set()  # IfExp / If nodes rewritten as a unit
 
     def _fix_choice(self, node: cst.CSTNode, neuron_form: cst.CSTNode, template: str, *,
-                    quote_test: bool = False, **fields: str) -> None:
+                    quote_test: bool = False, safety: Safety | None = None,
+                    evidence: Evidence | None = None, **fields: str) -> None:
         """Fix ``node`` with its Neuron rewrite carrying the target's device (``neuron_form`` with
         each ``"neuron"`` it wrote replaced), the message quoting the code written."""
         replacement, imports = _target.retarget_literals(self.ctx, node, neuron_form)
         old, new = (node.test, neuron_form.test) if quote_test else (node, neuron_form)  # type: ignore[attr-defined]
         self.fix(node, replacement, _target.say(self.ctx, template, new=_target.shown(self.ctx, old, new), **fields),
-                 imports=imports)
+                 imports=imports, safety=safety, evidence=evidence)
 
     # -- device choices: rewritten -----------------------------------------------------------
     def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:
@@ -116,6 +125,8 @@ class CudaDeviceComparison(Transform):
                          "{kind} device falls back to the CPU path", old=short(node.test), quote_test=True)
 
     def visit_If(self, node: cst.If) -> None:
+        if self._follows_body(node):
+            return
         if not selection_if(node):
             return
         self._covered.add(id(node))
@@ -123,6 +134,32 @@ class CudaDeviceComparison(Transform):
                          "otherwise the {kind} device falls back to the CPU path", old=short(node.test))
         for block in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
             self._fix_block(block)
+
+    def _follows_body(self, node: cst.If) -> bool:
+        """``if device.type == "cuda": torch.cuda.synchronize()``: the runtime rules migrate every
+        statement of the body, so the guard follows (``== "neuron"``; the target's device on the
+        others, which migrate only ``synchronize`` this way) or Neuron would never be
+        synchronised. Safe when the body is only ``synchronize`` (NRN111, safe); on the neuron
+        target the other hosts skip the body as before."""
+        if node.orelse is not None:
+            return False
+        if not has_cuda_comparison(node.test):
+            return False
+        if not all(rewrite_cuda_comparison(atom) is not None or is_cuda_available_call(self.ctx, atom)
+                   for atom in iter_conditions(node.test)):
+            return False
+        calls = migrated_body_calls(self.ctx, node.body)
+        if calls is None:
+            return False
+        if _target.target(self.ctx) != _target.NEURON and not set(calls) <= SAFE_FOLLOWING_CALLS:
+            return False  # other targets migrate only `synchronize` the same way everywhere
+        self._covered.add(id(node))
+        safe = set(calls) <= SAFE_FOLLOWING_CALLS
+        self._fix_choice(node.test, rewrite_condition(node.test), "guard `if {old}:` -> `if {new}:`: its body "
+                         "({calls}) is migrated, so the guard follows or {kind} would never take it",
+                         old=short(node.test), calls=", ".join(f"`torch.cuda.{c}()`" for c in calls),
+                         safety=Safety.SAFE if safe else None, evidence=Evidence.DOC if safe else None)
+        return True
 
     def _fix_block(self, block: cst.BaseSuite | None) -> None:
         if block is None:
@@ -157,6 +194,8 @@ class CudaDeviceComparison(Transform):
             return
         if rewritten is not None and self._owner_covered():
             return
+        if isinstance(node, cst.Comparison) and validation_list(self.ctx, node) is not None:
+            return  # NRN101 adds the target's device to the accepted names
         code = short(node)
         if rewritten is None:
             self.report(node, f"`{code}` lists CUDA but not Neuron: {GUARD_ADVICE}")

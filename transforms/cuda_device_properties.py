@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transforms import _target
-from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
+from neuronize.transform import Evidence, Example, ImportRequest, Safety
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, replacement_for, spelled
+from neuronize.transforms._literals import cuda_literal
 from neuronize.transforms._names import qualified_expr
 
 PROPERTIES = "torch_neuronx.get_device_properties"
@@ -22,6 +23,10 @@ class CudaDeviceProperties(_CudaApiRule):
           (adds `import torch_neuronx`); reported instead when an attribute other than `.name`
           or `.total_memory` is read from the result (`.major`, `.multi_processor_count`).
         - `torch.cuda.get_device_name(i)` -> `torch_neuronx.get_device_properties(i).name`.
+          `torch_neuronx` is imported just before the statement (inside the function), never at
+          the top of a module that others import; a call on an explicit CUDA device
+          (`torch.device("cuda")`) is kept and reported; so is one that is part of a capability
+          probe with `torch.cuda.is_available()`.
         - Without a device argument, `torch.accelerator.current_device_index()` is passed.
         - `torch.cuda.is_bf16_supported()` -> `torch.neuron.is_bf16_supported()`.
         - `torch.cuda.get_device_capability()` is reported: Neuron has no compute capability.
@@ -66,7 +71,7 @@ class CudaDeviceProperties(_CudaApiRule):
     examples = (
         Example(
             "import torch\nprint(torch.cuda.get_device_name(0))\n",
-            "import torch\nimport torch_neuronx\n\nprint(torch_neuronx.get_device_properties(0).name)\n",
+            "import torch\nimport torch_neuronx\nprint(torch_neuronx.get_device_properties(0).name)\n",
         ),
         Example(
             "import torch\nok = torch.cuda.is_bf16_supported()\n",
@@ -83,6 +88,11 @@ class CudaDeviceProperties(_CudaApiRule):
         }.get(ref.fn)
 
     def on_ref(self, ref: CudaRef) -> None:
+        probe = capability_probe(self.ctx, ref)
+        if probe is not None and ref.fn != "get_device_capability":
+            self.report(ref.outer, probe_kept(ref, probe),
+                        evidence=Evidence.INF)
+            return
         if ref.fn == "get_device_capability":
             self.report(ref.outer, f"{spelled(ref)}: Neuron has no compute capability; decide by hand what the "
                                    "code it feeds should do on Trainium", evidence=Evidence.THIRD_PARTY)
@@ -153,6 +163,12 @@ class CudaDeviceProperties(_CudaApiRule):
             else:
                 self.rewrite(ref, PROPERTIES, f"{spelled(ref)} -> `{PROPERTIES}`")
             return
+        if any(cuda_literal(a.value) is not None or (
+                isinstance(a.value, cst.Call) and self.ctx.qualify(a.value.func) == "torch.device"
+                and any(cuda_literal(b.value) is not None for b in a.value.args)) for a in call.args):
+            self.report(ref.outer, f"{spelled(ref)} on an explicit CUDA device: kept (the code asks about CUDA); "
+                                   f"ask `{PROPERTIES}` about the Neuron device by hand if that is meant")
+            return
         if any(a.star for a in call.args) or len(call.args) > 1:
             self.report(ref.outer, f"{spelled(ref)} with unusual arguments: migrate to `{PROPERTIES}` by hand")
             return
@@ -162,7 +178,8 @@ class CudaDeviceProperties(_CudaApiRule):
                 self.report(ref.outer, f"`torch.cuda.{ref.fn}(...).{attr}`: the Neuron device properties have only `.name` and "
                                        "`.total_memory`; decide by hand what this should be on Trainium")
                 return
-        func, imports = replacement_for(self.ctx, ref, PROPERTIES)
+        func = cst.parse_expression(PROPERTIES).with_changes(lpar=ref.node.lpar, rpar=ref.node.rpar)
+        imports: tuple[ImportRequest, ...] = ()
         args = list(call.args)
         note = ""
         if not args:
@@ -179,4 +196,4 @@ class CudaDeviceProperties(_CudaApiRule):
             message = f"{spelled(ref)} -> `{PROPERTIES}(...).name`{note}"
         else:
             message = f"{spelled(ref)} -> `{PROPERTIES}()`{note}; only `.name` and `.total_memory` are known"
-        self.fix(call, new, message, imports=imports)
+        self.fix_with_local_import(ref, new, message, imports=imports)

@@ -7,13 +7,20 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import in_selection_if, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
+from neuronize.transforms._device_choice import in_selection_if, validation_list, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms import _target
 
 OPTION_CALLS = frozenset({"add_argument", "option"})
+
+
+def _in_test_file(path: str) -> bool:
+    """A test module (``test_*.py``, ``*_test.py``, under ``tests/``)."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1]
 
 
 class CudaDeviceString(Transform):
@@ -32,7 +39,8 @@ class CudaDeviceString(Transform):
         those places are rewritten too (`"cuda" if args.gpu else "cpu"`).
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
         `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`) is rewritten
-        as one unit to `"neuron" if torch.accelerator.is_available() else "cpu"`.
+        as one unit to `"neuron" if torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron" else "cpu"`.
         Strings that are not a device are never touched: messages, docstrings, dict keys,
         capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
         `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of
@@ -44,8 +52,9 @@ class CudaDeviceString(Transform):
         Trainium has no CUDA device; TorchNeuron registers the device `"neuron"`. Most code
         chooses its device once (a setting, an argparse default, the is_available idiom) and
         passes a variable around, so rewriting where the string is chosen migrates the placement
-        of the whole program. `torch.accelerator.is_available()` detects the Neuron device and
-        keeps the CPU fallback of the idiom.
+        of the whole program. The test asks whether the accelerator is Neuron, not only whether
+        there is one: `torch.accelerator.is_available()` alone is also true on a Mac (MPS), where
+        the idiom used to fall back to the CPU and `"neuron"` would fail.
 
     Example:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -53,7 +62,7 @@ class CudaDeviceString(Transform):
         x = torch.zeros(4, device=f"cuda:{rank}")
 
     Use instead:
-        device = "neuron" if torch.accelerator.is_available() else "cpu"
+        device = "neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cpu"
         parser.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])
         x = torch.zeros(4, device="neuron")
 
@@ -63,6 +72,12 @@ class CudaDeviceString(Transform):
         under a `"neuron"` process group each process sees exactly one device, so dropping it is
         right for torchrun code, but single-process code that spreads work over several devices
         must be reviewed. `choices=` keeps `"cuda"` so existing launch commands still parse.
+        A device's own validation (`assert device in ["cuda", "cpu"]`, `if device not in (...):
+        raise`) gets the target's device next to `"cuda"`, like `choices=`, so the migrated
+        default is accepted. Left alone: a non-zero index in a test module (`.to("cuda:1")` in a
+        cross-device test: reported) and `init_process_group(device_id=...)` values (the
+        distributed rules own them: PyTorch rejects a `device_id` without an index), and a CUDA
+        device handed to a CUDA-only API (`torch.cuda.get_device_properties(torch.device("cuda"))`).
 
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
@@ -85,7 +100,8 @@ class CudaDeviceString(Transform):
     targets = _target.ALL
     examples = (
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
-                'import torch\ndevice = "neuron" if torch.accelerator.is_available() else "cpu"\n'),
+                'import torch\ndevice = "neuron" if torch.accelerator.is_available() and '
+                'torch.accelerator.current_accelerator().type == "neuron" else "cpu"\n'),
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
         Example('import torch\ndev = torch.device("cuda", local_rank)\n',
@@ -105,6 +121,11 @@ class CudaDeviceString(Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
+        if kind is Kind.INDEXED and string_value(node) is not None and _in_test_file(self.ctx.path):
+            self.report(node, f"{where}: `{short(node)}` names another device on purpose in a test (a cross-device "
+                              "case): kept; a Neuron process sees one device, port or skip the test by hand",
+                        evidence=Evidence.INF)
+            return
         edit = literal_edit(self.ctx, node, kind, nested)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
@@ -144,6 +165,11 @@ class CudaDeviceString(Transform):
         name = last_name(node.func)
         if name is None:
             return
+        if any(isinstance(a, cst.Arg) and a.keyword is not None and a.keyword.value == "device_id"
+               for a in self.ctx.ancestors()):
+            return  # `init_process_group(device_id=...)` is the distributed rules' (it must keep an index)
+        if self._argument_of_cuda_api():
+            return  # `torch.cuda.get_device_properties(torch.device("cuda"))`: the CUDA API needs a CUDA device
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
                 if name in EXCLUDED_DEVICE_CALLS:
@@ -170,6 +196,15 @@ class CudaDeviceString(Transform):
             key = argument(node, "key", 1 if name == "getattr" else 0)
             if key is not None and device_named(string_value(key.value)):
                 self._fix_all(node, f"default of `{string_value(key.value)}`")
+
+    def _argument_of_cuda_api(self) -> bool:
+        """The call being visited is an argument of a ``torch.cuda.*`` call (a CUDA-only API, which
+        the runtime rules keep or report): its CUDA device stays with it."""
+        stack = list(self.ctx.ancestors())
+        for parent, grand in zip(stack, stack[1:]):
+            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+                return (self.ctx.qualify(grand.func) or "").startswith("torch.cuda.")
+        return False
 
     def _torch_device(self, node: cst.Call) -> None:
         first = argument(node, "type", 0)
@@ -209,6 +244,17 @@ class CudaDeviceString(Transform):
         if new is not None:
             self.fix(container, new, f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated '
                      "default is accepted")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
+        container = validation_list(self.ctx, node)
+        if container is None:
+            return
+        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
+        new = with_choice(container, added)
+        if new is not None:
+            self.fix(container, new, f'device validation `{short(node)}`: added `"{added}"` next to `"cuda"` so '
+                     "the migrated default is accepted")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -59,14 +59,25 @@ class CudaMemoryApi(_CudaApiRule):
         statistics from the `torch_neuronx` package (the memory-profiling guide). Its allocator
         is asynchronous: call `torch.accelerator.synchronize()` before reading a statistic.
 
+        On the neuron target the calls keep the no-op property CUDA gives them on a host without
+        CUDA (`torch.neuron` and `torch_neuronx` do not exist there): a `torch.neuron` call inside
+        an `if torch.cuda.is_available():` (which NRN110 turns into "the accelerator is Neuron") or
+        a `device.type == "cuda"` guard that follows it (NRN103) is rewritten in place; a call that
+        is a statement of its own gets the guard `if torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron":`, with a local `import
+        torch_neuronx` inside it where needed (never an unconditional one); a value read
+        elsewhere (`peak = torch.cuda.max_memory_allocated()`) is reported.
+
     Example:
-        peak = torch.cuda.max_memory_allocated() / 2**30
+        torch.cuda.reset_peak_memory_stats()
         torch.cuda.empty_cache()
 
     Use instead:
-        import torch_neuronx
-        peak = torch_neuronx.max_memory_allocated() / 2**30
-        torch.neuron.empty_cache()
+        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+            import torch_neuronx
+            torch_neuronx.reset_peak_memory_stats()
+        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+            torch.neuron.empty_cache()
 
     Fix safety:
         Unsafe: the statistics functions are documented in the memory-profiling guide but their
@@ -88,11 +99,10 @@ class CudaMemoryApi(_CudaApiRule):
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
-        Example(
-            "import torch\nused = torch.cuda.memory_allocated(0)\n",
-            "import torch\nimport torch_neuronx\n\nused = torch_neuronx.memory_allocated(0)\n",
-        ),
-        Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntorch.neuron.empty_cache()\n"),
+        Example("import torch\nused = torch.cuda.memory_allocated(0)\n", None),
+        Example("import torch\ntorch.cuda.empty_cache()\n",
+                "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+                "== \"neuron\":\n    torch.neuron.empty_cache()\n"),
         Example(
             "import torch\ntry:\n    step()\nexcept torch.cuda.OutOfMemoryError:\n    shrink()\n",
             None,
@@ -125,6 +135,6 @@ class CudaMemoryApi(_CudaApiRule):
             note = "; synchronize first, the allocator is asynchronous"
             if ref.fn in ("memory_stats",):
                 note += "; check the keys you read"
-            self.rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+            self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
             return
-        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}")

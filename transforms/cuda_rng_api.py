@@ -40,15 +40,26 @@ class CudaRngApi(_CudaApiRule):
         registers a `torch.neuron` device module with the same RNG functions (Philox state,
         16 bytes). `torch.manual_seed(s)` already seeds the Neuron generator too.
 
+        On the neuron target the calls keep the no-op property CUDA gives them on a host without
+        CUDA (`torch.neuron` does not exist there): a call inside an `if torch.cuda.is_available():`
+        (which NRN110 turns into "the accelerator is Neuron") or a `device.type == "cuda"` guard
+        that follows it (NRN103) is rewritten in place; a call that is a statement of its own gets
+        the guard `if torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron":`; any other use is reported
+        (`torch.manual_seed(s)` already seeds the Neuron generator).
+
     Example:
         torch.manual_seed(seed)
         torch.cuda.manual_seed_all(seed)
-        ckpt["cuda_rng"] = torch.cuda.get_rng_state()
+        if torch.cuda.is_available():
+            ckpt["cuda_rng"] = torch.cuda.get_rng_state()
 
     Use instead:
         torch.manual_seed(seed)
-        torch.neuron.manual_seed_all(seed)
-        ckpt["cuda_rng"] = torch.neuron.get_rng_state()
+        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+            torch.neuron.manual_seed_all(seed)
+        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+            ckpt["cuda_rng"] = torch.neuron.get_rng_state()
 
     Fix safety:
         Unsafe: the functions are known from TorchNeuron's tests, not its documentation, and a
@@ -69,10 +80,12 @@ class CudaRngApi(_CudaApiRule):
     tokens = (b"cuda",)
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
-        Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntorch.neuron.manual_seed_all(0)\n"),
+        Example("import torch\ntorch.cuda.manual_seed_all(0)\n",
+                "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+                "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\n"),
         Example(
-            "from torch.cuda import get_rng_state as cuda_state\nstate = cuda_state()\n",
-            "import torch\n\nstate = torch.neuron.get_rng_state()\n",
+            "import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n",
+            "import torch\nif torch.cuda.is_available():\n    state = torch.neuron.get_rng_state()\n",
         ),
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),
     )
@@ -93,4 +106,4 @@ class CudaRngApi(_CudaApiRule):
         note = ""
         if ref.fn == "set_rng_state":
             note = ": a CUDA RNG state from an old checkpoint does not carry over to Neuron"
-        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")

@@ -22,6 +22,14 @@ NO_PARENS = (
 )
 
 
+#: bytes of a file whose `is_cuda` checks choose or feed CUDA kernels: a `torch.cuda.device(...)`
+#: context, a kernel language (Triton, Helion, TileLang, CUTLASS), a launch `kernel[grid](...)`,
+#: a compiled extension, or an `is_cuda` line that says "kernel" / "fused". Every `is_cuda` in such a file is kept (one decision per file:
+#: the assert that keeps other tensors out of a kernel and the check that picks it go together).
+_KERNEL_FILE = re.compile(
+    rb"cuda\.device\(|^\s*(?:import|from)\s+(?:triton|helion|tilelang|cutlass)\b|\w\[[^\]\n]*grid[^\]\n]*\]\(|load_inline\(|"
+    rb"is_cuda\b[^\n]*(?:kernel|fused)|(?:kernel|fused)[^\n]*\bis_cuda\b", re.MULTILINE | re.IGNORECASE)
+
 #: bytes that can assign or define `is_cuda` (a superset of what `_AssignedIsCuda` finds)
 _DEFINES_IS_CUDA = re.compile(rb"\bis_cuda\b[^\n=]*=(?!=)|def\s+is_cuda\b")
 
@@ -76,6 +84,11 @@ class IsCudaAttribute(Transform):
         rewritten only when that code just places data or is device-agnostic; when it calls a
         kernel wrapper, imports, or reaches a CUDA-only path (`DataParallel`, fp16, Triton...),
         it is kept and reported: `if x.is_cuda: return fused_cuda_op(x)` must stay off on Neuron.
+        In a file whose `is_cuda` checks choose or feed a CUDA kernel (a `torch.cuda.device(...)`
+        context, a kernel language such as Triton, Helion, TileLang or CUTLASS, a
+        `kernel[grid](...)` launch, an `is_cuda` line naming a kernel or a fused path), every `is_cuda` is kept and reported, asserts included: the assert that keeps
+        other tensors out of the kernel and the check that picks the kernel are one decision (on
+        the CPU target, `x.device.type == "cpu"` would send CPU tensors into the CUDA path).
 
     Why on TorchNeuron:
         A tensor on the Neuron device is not a CUDA tensor, so `is_cuda` is False there and code
@@ -117,6 +130,7 @@ class IsCudaAttribute(Transform):
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._user_receivers: set[str] | None = None
+        self._kernel_file = bool(_KERNEL_FILE.search(ctx.source))
 
     def _user_defined(self, receiver: cst.BaseExpression) -> bool:
         name = dotted_name(receiver)
@@ -146,7 +160,8 @@ class IsCudaAttribute(Transform):
         if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
             self.report(node, '`.is_cuda` is False on Neuron tensors: use `x.device.type == "neuron"`')
             return
-        kept = self._guards_cuda_only_code(node)
+        kept = "this file's `is_cuda` checks choose or feed a CUDA kernel" if self._kernel_file else None
+        kept = kept or self._guards_cuda_only_code(node)
         if kept is not None:
             self.report(node, f"`{short(node)}` guards code that may be CUDA-only ({kept}): kept, "
                               "False on Neuron keeps that path off; if the path is device-agnostic, "
