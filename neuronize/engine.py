@@ -31,6 +31,7 @@ import libcst as cst
 
 from neuronize.context import FileContext, collect_imports
 from neuronize.positions import locate_in_code
+from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.suppressions import parse_suppressions
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
@@ -134,19 +135,42 @@ def _comment_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
     return keep
 
 
+def _block_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
+    """The comments left in a block that removals emptied (its ``pass`` line, its footer), and
+    the one after its header's colon."""
+    keep: list[cst.EmptyLine] = []
+    header = getattr(block, "header", None) or getattr(block, "trailing_whitespace", None)
+    if isinstance(header, cst.TrailingWhitespace) and header.comment is not None:
+        keep.append(cst.EmptyLine(indent=True, comment=header.comment))
+    if isinstance(block, cst.IndentedBlock):
+        for stmt in block.body:
+            keep.extend(line for line in stmt.leading_lines if line.comment)
+        keep.extend(line for line in block.footer if line.comment)
+    return keep
+
+
 class _Applier(cst.CSTTransformer):
     """Replaces reported nodes (by identity) with their fixes; keeps blocks valid on deletion.
 
     Enters only the nodes on the way to a fix (``on_path``; None: every node). A libcst
     transformer rebuilds every node it enters, about 1.5 parses for a whole module, whatever the
     number of fixes; the rest of the tree is kept as it is.
+
+    A block that removals empty gets ``pass``; then the statement that owns it goes too when its
+    header has no side effects (:mod:`neuronize.purity`): an ``if`` without ``else``, a ``for`` /
+    ``while``, a ``with`` of pure context managers; an emptied ``else`` / ``finally`` clause goes.
+    Comments survive, as they do for any removal.
     """
 
-    def __init__(self, fixes: dict[int, Report], on_path: set[int] | None) -> None:
+    def __init__(self, fixes: dict[int, Report], on_path: set[int] | None, qualify: Qualify) -> None:
         super().__init__()
         self._fixes = fixes
         self._on_path = on_path
-        self._removed: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+        self._qualify = qualify
+        #: id(pass marker) -> the comments of what it stands for (dropped by _drop_removed)
+        self._removed: dict[int, tuple[cst.CSTNode, list[cst.EmptyLine]]] = {}
+        #: ids of blocks (and one-line suites) that removals emptied
+        self._emptied: set[int] = set()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return self._on_path is None or id(node) in self._on_path
@@ -158,15 +182,63 @@ class _Applier(cst.CSTTransformer):
             if isinstance(replacement, cst.RemovalSentinel) and isinstance(
                 original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
             ):
-                marker = cst.SimpleStatementLine(body=[cst.Pass()])
-                self._removed[id(marker)] = (marker, original_node)
-                return marker
+                return self._marker(_comment_lines(original_node))
             return replacement
         if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
             return self._drop_removed(updated_node)
         if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and not updated_node.body:
-            return updated_node.with_changes(body=[cst.Pass()])
+            emptied = updated_node.with_changes(body=[cst.Pass()])
+            if isinstance(emptied, cst.SimpleStatementSuite):
+                self._emptied.add(id(emptied))
+            return emptied
+        if isinstance(updated_node, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+            return self._prune(updated_node)
         return updated_node
+
+    def _marker(self, comments: list[cst.EmptyLine]) -> cst.SimpleStatementLine:
+        """A stand-in for a deleted statement, dropped from its block by :meth:`_drop_removed`."""
+        marker = cst.SimpleStatementLine(body=[cst.Pass()])
+        self._removed[id(marker)] = (marker, comments)
+        return marker
+
+    def _prune(self, node: cst.BaseCompoundStatement) -> cst.CSTNode:
+        """``node`` without the clauses removals emptied, or a marker when nothing of it is left."""
+        comments: list[cst.EmptyLine] = []
+        orelse = getattr(node, "orelse", None)
+        if orelse is not None and id(orelse) in self._removed:  # an elif that went entirely
+            comments += self._removed.pop(id(orelse))[1]
+            node = node.with_changes(orelse=None)
+        elif isinstance(orelse, cst.Else) and id(orelse.body) in self._emptied:
+            comments += _block_comments(orelse.body)
+            node = node.with_changes(orelse=None)
+        if isinstance(node, cst.Try) and node.finalbody is not None and id(node.finalbody.body) in self._emptied:
+            if node.handlers:
+                comments += _block_comments(node.finalbody.body)
+                node = node.with_changes(finalbody=None)
+            elif node.orelse is None and isinstance(node.body, cst.IndentedBlock):
+                # try: X / finally: (emptied) is X
+                body = list(node.body.body)
+                lead = list(node.leading_lines)
+                body[0] = body[0].with_changes(leading_lines=[*lead, *body[0].leading_lines])
+                tail = comments + _block_comments(node.finalbody.body)
+                if tail:
+                    body.append(self._marker(tail))
+                return cst.FlattenSentinel(body)
+        if id(node.body) in self._emptied and getattr(node, "orelse", None) is None and self._pure_header(node):
+            return self._marker([*_comment_lines(node), *comments, *_block_comments(node.body)])
+        if comments:
+            node = node.with_changes(leading_lines=[*node.leading_lines, *comments])
+        return node
+
+    def _pure_header(self, node: cst.BaseCompoundStatement) -> bool:
+        if isinstance(node, (cst.If, cst.While)):
+            return is_pure(node.test, self._qualify)
+        if isinstance(node, cst.For):
+            return node.asynchronous is None and is_pure(node.iter, self._qualify)
+        if isinstance(node, cst.With):
+            return node.asynchronous is None and all(
+                item.asname is None and is_pure_context(item, self._qualify) for item in node.items)
+        return False
 
     def _drop_removed(self, block: cst.IndentedBlock | cst.Module) -> cst.CSTNode:
         if not any(id(stmt) in self._removed for stmt in block.body):
@@ -176,21 +248,23 @@ class _Applier(cst.CSTTransformer):
         for stmt in block.body:
             removed = self._removed.get(id(stmt))
             if removed is not None:
-                carry.extend(_comment_lines(removed[1]))
+                carry.extend(removed[1])
                 continue
             if carry:
                 stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
                 carry = []
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
-            body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)]
-            carry = []
+            emptied = block.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)])
+            self._emptied.add(id(emptied))
+            return emptied
         return block.with_changes(body=body, footer=[*carry, *block.footer])
 
 
 def _apply(module: cst.Module, reports: Sequence[Report], parents: Parents) -> cst.Module:
     fixes = {id(r.node): r for r in reports}
-    result = module.visit(_Applier(fixes, _ancestors_and_self(module, fixes, parents)))
+    applier = _Applier(fixes, _ancestors_and_self(module, fixes, parents), collect_imports(module).qualify)
+    result = module.visit(applier)
     assert isinstance(result, cst.Module)
     return result
 
@@ -293,6 +367,48 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
                                       f"unused suppression ({what}): nothing is reported here any more",
                                       False, s.line, 1))
     return kept, unused
+
+
+def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]],
+            options: Options) -> tuple[Located, list[Finding]]:
+    """Suppressions, then edit groups: what is left of ``located`` and the unused suppressions."""
+    kept, unused = _suppress(source, located, rules, options)
+    kept_ids = {id(r) for r, _ in kept}
+    held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
+    return _settle_groups(kept, held), unused
+
+
+#: safety classes, strongest first
+_WEAKNESS = (Safety.SAFE, Safety.UNSAFE, Safety.REPORT_ONLY)
+
+
+def _settle_groups(located: Located, held: set[str]) -> Located:
+    """Edit groups (``Report.group``, one per name in a file): each member takes the weakest safety
+    of the group; when a member has no fix, or was suppressed (``held``), no fix of the group is
+    applied. Findings name their group, so review treats it as one decision."""
+    weakest: dict[str, Safety] = {}
+    for r, _ in located:
+        if r.group is not None:
+            own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
+            weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
+    settled: Located = []
+    for r, f in located:
+        if r.group is None:
+            settled.append((r, f))
+            continue
+        group = weakest[r.group]
+        if not r.fixable:
+            note = f"edit group `{r.group}`"
+        elif group is Safety.REPORT_ONLY:
+            note = f"edit group `{r.group}`: not applied, another edit of the group cannot be made"
+            r, f = dataclasses.replace(r, replacement=None), dataclasses.replace(f, fixable=False)
+        elif group is not r.safety:
+            note = f"edit group `{r.group}`: {group}, like its weakest edit"
+            r, f = dataclasses.replace(r, safety=group), dataclasses.replace(f, safety=group)
+        else:
+            note = f"edit group `{r.group}`"
+        settled.append((r, dataclasses.replace(f, message=f"{f.message} [{note}]")))
+    return settled
 
 
 def _covers(suppression: object, finding: Finding) -> bool:
@@ -403,7 +519,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     module = cst.parse_module(source)
     reports, parents = _analyse(module, rules, options, path, source)
     located, code = _locate(module, reports)
-    located, unused = _suppress(source, located, rules, options)
+    located, unused = _decide(source, located, rules, options)
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
@@ -426,7 +542,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         marker_free = b"neuronize:" not in source
         reports, parents = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
         again, code = _locate(new, reports)
-        again, _ = _suppress(source if marker_free else _bytes(new, code), again, rules, options)
+        again, _ = _decide(source if marker_free else _bytes(new, code), again, rules, options)
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break

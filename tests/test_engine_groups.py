@@ -1,0 +1,76 @@
+"""The engine's block pruning (emptied guards go), edit groups and import safety, with tiny rules
+defined here (names starting with ``_``: not registered, not validated)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from neuronize.engine import run_source
+from neuronize.transform import Evidence, Safety, Transform
+from neuronize.types import Options
+
+UNSAFE = Options(unsafe_fixes=True)
+
+
+class _Drop(Transform):
+    """Deletes every ``drop()`` statement (unsafe)."""
+
+    id, name, safety, evidence, tokens = "NRN999", "drop", Safety.UNSAFE, Evidence.DOC, (b"drop",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "drop":
+            self.remove(self.ctx.parent, "drop() deleted")  # the Expr statement around it
+
+
+def _fix(code: str, rules=(_Drop,), options: Options = UNSAFE) -> str:
+    source = textwrap.dedent(code).encode()
+    result = run_source(source, list(rules), options)
+    assert result.error is None, result.error
+    return (result.output or source).decode()
+
+
+def test_an_emptied_if_with_a_pure_test_goes_with_its_comments() -> None:
+    out = _fix("""
+        import torch
+        # before
+        if args.x and torch.cuda.is_available():  # header
+            # inside
+            drop()
+        y = 1
+    """)
+    assert out == textwrap.dedent("""
+        import torch
+        # before
+        # header
+        # inside
+        y = 1
+    """)
+
+
+def test_an_emptied_if_whose_test_has_side_effects_keeps_pass() -> None:
+    assert "if probe():\n    pass" in _fix("if probe():\n    drop()\n")
+
+
+def test_an_emptied_if_with_an_else_keeps_pass_and_an_emptied_else_goes() -> None:
+    assert _fix("if a:\n    drop()\nelse:\n    b()\n") == "if a:\n    pass\nelse:\n    b()\n"
+    assert _fix("if a:\n    b()\nelse:\n    drop()\n") == "if a:\n    b()\n"
+    assert _fix("if a:\n    b()\nelif c:\n    drop()\n") == "if a:\n    b()\n"
+
+
+def test_nested_emptied_blocks_go_outward() -> None:
+    out = _fix("def f():\n    for i in range(3):\n        if i == 1:\n            drop()\n    return 1\n")
+    assert out == "def f():\n    return 1\n"
+
+
+def test_with_finally_and_one_line_suites() -> None:
+    assert _fix("import torch\nwith torch.no_grad():\n    drop()\nx = 1\n") == "import torch\nx = 1\n"
+    assert _fix("with open(p):\n    drop()\n") == "with open(p):\n    pass\n"
+    assert _fix("try:\n    a()\nexcept E:\n    b()\nfinally:\n    drop()\n") == "try:\n    a()\nexcept E:\n    b()\n"
+    assert _fix("def f():\n    try:\n        a()\n    finally:\n        drop()\n") == "def f():\n    a()\n"
+    assert _fix("if a: drop()\nx = 1\n") == "x = 1\n"
+
+
+def test_a_while_true_loop_is_pure_only_when_its_test_is() -> None:
+    assert _fix("while busy():\n    drop()\n") == "while busy():\n    pass\n"
