@@ -24,13 +24,14 @@ import dataclasses
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 
 from neuronize.context import FileContext, collect_imports
 from neuronize.positions import locate_in_code
+from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.suppressions import parse_suppressions
 from neuronize.transform import Report, Reporter, Transform
@@ -369,13 +370,33 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
     return kept, unused
 
 
-def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]],
-            options: Options) -> tuple[Located, list[Finding]]:
-    """Suppressions, then edit groups: what is left of ``located`` and the unused suppressions."""
+def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], options: Options,
+            module: cst.Module, parents: Parents) -> tuple[Located, list[Finding]]:
+    """Suppressions, import safety, then edit groups: what is left of ``located`` and the unused
+    suppressions."""
     kept, unused = _suppress(source, located, rules, options)
+    kept = _import_safe(kept, module, parents)
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
     return _settle_groups(kept, held), unused
+
+
+def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Located:
+    """Fixes that would make the module fail to import on a host without Neuron become findings
+    (:mod:`neuronize.import_safety`), whichever rule proposed them."""
+    if is_script(module):
+        return located
+    lazy = lazy_annotations(module)
+    out: Located = []
+    for r, f in located:
+        why = hazard(r, parents, lazy) if r.fixable else None
+        if why is not None:
+            r = dataclasses.replace(r, replacement=None)
+            f = dataclasses.replace(f, fixable=False, message=(
+                f"{f.message} [not applied, import safety: {why} would run at import; the module would no "
+                "longer import on a host without Neuron]"))
+        out.append((r, f))
+    return out
 
 
 #: safety classes, strongest first
@@ -519,7 +540,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     module = cst.parse_module(source)
     reports, parents = _analyse(module, rules, options, path, source)
     located, code = _locate(module, reports)
-    located, unused = _decide(source, located, rules, options)
+    located, unused = _decide(source, located, rules, options, module, parents)
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
@@ -532,7 +553,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     warnings: list[str] = []
     new = module
     later: list[Finding] = []
-    seen = {(f.rule, f.message) for r, f in located if accepted(r)}
+    # by the rule's own message: the group note may change from one round to the next
+    seen = {(r.rule.id, r.message) for r, _ in located if accepted(r)}
     for round_no in range(MAX_ROUNDS):
         batch = _outermost(pending)
         new = _apply_imports(_apply(new, batch, parents), [req for r in batch for req in r.imports])
@@ -542,12 +564,12 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         marker_free = b"neuronize:" not in source
         reports, parents = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
         again, code = _locate(new, reports)
-        again, _ = _decide(source if marker_free else _bytes(new, code), again, rules, options)
+        again, _ = _decide(source if marker_free else _bytes(new, code), again, rules, options, new, parents)
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
         later.extend(dataclasses.replace(f, applied=True) for r, f in again
-                     if accepted(r) and (f.rule, f.message) not in seen)
+                     if accepted(r) and (r.rule.id, r.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
     output = _bytes(new, code) + tail
@@ -558,7 +580,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
     try:
-        ast.parse(output)
+        tree = ast.parse(output)
     except SyntaxError as exc:
         try:
             ast.parse(source)
@@ -567,7 +589,18 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
             problem = f"Python cannot compile this file ({exc.msg})"
         return SourceResult(findings=_findings(located, _never, unused),
                             error=FileError(f"{problem}; left alone", exc.lineno))
+    added = hazards(tree) - _source_hazards(source)
+    if added:  # a safety net: _import_safe should have held these fixes back
+        return SourceResult(findings=_findings(located, _never, unused), error=FileError(
+            f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+
+
+def _source_hazards(source: bytes) -> Counter[str]:
+    try:
+        return hazards(ast.parse(source))
+    except SyntaxError:
+        return Counter()
 
 
 def _never(report: Report) -> bool:

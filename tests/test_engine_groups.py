@@ -74,3 +74,62 @@ def test_with_finally_and_one_line_suites() -> None:
 
 def test_a_while_true_loop_is_pure_only_when_its_test_is() -> None:
     assert _fix("while busy():\n    drop()\n") == "while busy():\n    pass\n"
+
+
+class _Grouped(Transform):
+    """``a()`` -> ``b()`` (safe) and ``c()`` -> ``d()`` (unsafe), one edit group; ``e()`` is a
+    member that cannot be fixed."""
+
+    id, name, safety, evidence, tokens = "NRN998", "grouped", Safety.SAFE, Evidence.DOC, (b"(",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = node.func.value if isinstance(node.func, cst.Name) else None
+        if name == "a":
+            self.fix(node, node.with_changes(func=cst.Name("b")), "a -> b", group="g")
+        elif name == "c":
+            self.fix(node, node.with_changes(func=cst.Name("d")), "c -> d", safety=Safety.UNSAFE, group="g")
+        elif name == "e":
+            self.report(node, "e stays", group="g")
+
+
+def _run(code: str, options: Options):
+    return run_source(code.encode(), [_Grouped], options)
+
+
+def test_a_group_takes_its_weakest_safety() -> None:
+    assert _run("a()\nc()\n", Options()).output is None  # safe-only: the unsafe member holds the safe one
+    result = _run("a()\nc()\n", UNSAFE)
+    assert result.output == b"b()\nd()\n"
+    assert all(f.safety is Safety.UNSAFE and "edit group `g`" in f.message for f in result.findings)
+    assert _run("a()\n", Options()).output == b"b()\n"
+
+
+def test_a_member_without_fix_or_suppressed_holds_the_group() -> None:
+    assert _run("a()\nc()\ne()\n", UNSAFE).output is None
+    assert _run("a()\nc()  # neuronize: ignore[NRN998]\n", UNSAFE).output is None
+    held = _run("a()\nc()\ne()\n", UNSAFE).findings
+    assert not any(f.fixable for f in held) and "not applied" in held[0].message
+
+
+def test_fixes_that_would_break_import_become_findings() -> None:
+    code = ("import torch\nimport torch.distributed as dist\n\n\nclass M:\n"
+            "    def stream(self) -> torch.cuda.Stream:\n        return torch.cuda.current_stream()\n\n\n"
+            "def peak():\n    return torch.cuda.max_memory_allocated()\n\n\n"
+            "_fn = torch.compile(lambda x: x)\n")
+    from neuronize.registry import all_rules
+
+    result = run_source(code.encode(), all_rules(), UNSAFE, path="lib.py")
+    out = (result.output or b"").decode()
+    assert "torch.cuda.Stream" in out and "torch.neuron.current_stream()" in out  # the body runs later
+    assert "import torch_neuronx" not in out and 'backend="neuron"' not in out
+    held = [f for f in result.findings if "import safety" in f.message]
+    assert {f.rule for f in held} == {"NRN113", "NRN114", "NRN301"}
+
+
+def test_no_unguarded_torch_neuronx_import_in_a_library_module() -> None:
+    from neuronize.import_safety import hazards
+    import ast
+
+    assert hazards(ast.parse("import torch_neuronx\nx = 1\n"))
+    assert not hazards(ast.parse("try:\n    import torch_neuronx\nexcept ImportError:\n    pass\n"))
+    assert not hazards(ast.parse("def f():\n    import torch_neuronx\n"))

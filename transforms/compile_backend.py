@@ -87,15 +87,18 @@ class CompileBackend(Transform):
     tokens = (b"torch.compile", b".compile(", b"_dynamo")
     targets = _target.ALL
     examples = (
-        Example("import torch\nmodel = torch.compile(model)\n",
-                'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=False)\n'),
+        Example("import torch\n\n\ndef build(model):\n    return torch.compile(model)\n",
+                'import torch\n\n\ndef build(model):\n    return torch.compile(model, backend="neuron", dynamic=False)\n'),
         Example(
-            'import torch\nmodel = torch.compile(model, backend="inductor", mode="max-autotune", fullgraph=True)\n',
-            'import torch\nmodel = torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)\n',
+            'import torch\n\n\ndef build(model):\n'
+            '    return torch.compile(model, backend="inductor", mode="max-autotune", fullgraph=True)\n',
+            'import torch\n\n\ndef build(model):\n'
+            '    return torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)\n',
         ),
         Example(
+            # a decorator runs at import: a "neuron" backend there would break hosts without Neuron
             "import torch\n@torch.compile\ndef f(x):\n    return x + 1\n",
-            'import torch\n@torch.compile(backend="neuron", dynamic=False)\ndef f(x):\n    return x + 1\n',
+            None,
         ),
         Example(
             'import torch\nmodel.compile(mode="reduce-overhead")\n',

@@ -89,8 +89,8 @@ class CudaMemoryApi(_CudaApiRule):
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
         Example(
-            "import torch\nused = torch.cuda.memory_allocated(0)\n",
-            "import torch\nimport torch_neuronx\n\nused = torch_neuronx.memory_allocated(0)\n",
+            "import torch\nprint(torch.cuda.memory_allocated(0))\n",
+            "import torch\nimport torch_neuronx\n\nprint(torch_neuronx.memory_allocated(0))\n",
         ),
         Example("import torch\ntorch.cuda.empty_cache()\n", "import torch\ntorch.neuron.empty_cache()\n"),
         Example(

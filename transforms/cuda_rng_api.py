@@ -71,8 +71,8 @@ class CudaRngApi(_CudaApiRule):
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n", "import torch\ntorch.neuron.manual_seed_all(0)\n"),
         Example(
-            "from torch.cuda import get_rng_state as cuda_state\nstate = cuda_state()\n",
-            "import torch\n\nstate = torch.neuron.get_rng_state()\n",
+            "from torch.cuda import get_rng_state as cuda_state\nprint(cuda_state())\n",
+            "import torch\n\nprint(torch.neuron.get_rng_state())\n",
         ),
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),
     )

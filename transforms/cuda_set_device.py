@@ -5,6 +5,7 @@ from __future__ import annotations
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_guard import calls_anywhere
+from neuronize.transforms._distributed import PROCESS_GROUP
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
@@ -106,10 +107,11 @@ class CudaSetDevice(_CudaApiRule):
         if torchrun:
             if statement is None:
                 self.report(ref.outer, f"{spelled(ref)} in torchrun code: the `neuron` process group pins each "
-                                       "process to one NeuronCore; remove this by hand")
+                                       "process to one NeuronCore; remove this by hand", group=PROCESS_GROUP)
             else:
                 self.remove(statement, f"{spelled(ref)} deleted: the `neuron` process group pins each process "
-                                       "to one NeuronCore; call no Neuron API before `init_process_group`")
+                                       "to one NeuronCore; call no Neuron API before `init_process_group`",
+                            group=PROCESS_GROUP)
             return
         if ref.call is not None and "rank" in self.ctx.module.code_for_node(ref.call).lower():
             self.report(ref.outer, f"{spelled(ref)} per rank, but no `init_process_group` in this file: delete it "
