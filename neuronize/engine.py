@@ -32,6 +32,7 @@ import libcst as cst
 from neuronize.context import FileContext, collect_imports
 from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
+from neuronize.undefined import introduced
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.suppressions import parse_suppressions
 from neuronize.transform import Report, Reporter, Transform
@@ -313,13 +314,48 @@ def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst
     if adds:
         for r in adds:
             AddImportsVisitor.add_needed_import(context, r.module, r.obj, r.asname)
-        module = AddImportsVisitor(context).transform_module(module)
+        before = {_code(stmt) for stmt in module.body}
+        module = _after_environment(AddImportsVisitor(context).transform_module(module), before)
     if removes:
         context = CodemodContext()
         for r in removes:
             RemoveImportsVisitor.remove_unused_import(context, r.module, r.obj, r.asname)
         module = RemoveImportsVisitor(context).transform_module(module)
     return module
+
+
+def _sets_environment(stmt: cst.BaseStatement) -> bool:
+    """``os.environ[...] = ...``, ``os.environ.setdefault(...)``, ``os.putenv(...)``: settings a
+    library may read when it is imported, so imports added by fixes go after them."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    code = cst.Module([]).code_for_node(stmt)
+    return "environ" in code or "putenv" in code
+
+
+def _code(stmt: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(stmt).strip()
+
+
+def _after_environment(module: cst.Module, before: set[str]) -> cst.Module:
+    """Move the import lines the engine added (statements whose code is not in ``before``) below the
+    environment settings of the module's opening section."""
+    body = list(module.body)
+    opening = 0
+    while opening < len(body) and (_sets_environment(body[opening]) or isinstance(body[opening], cst.SimpleStatementLine)
+                                   and all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Expr)) for s in body[opening].body)):
+        opening += 1
+    settings = [i for i in range(opening) if _sets_environment(body[i])]
+    if not settings:
+        return module
+    last = settings[-1]
+    added = [stmt for stmt in body[:last] if _code(stmt) not in before and not _sets_environment(stmt)
+             and isinstance(stmt, cst.SimpleStatementLine)
+             and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)]
+    if not added:
+        return module
+    kept = [stmt for stmt in body[: last + 1] if all(stmt is not a for a in added)]
+    return module.with_changes(body=[*kept, *added, *body[last + 1:]])
 
 
 # -- positions and suppressions ------------------------------------------------------------
@@ -589,11 +625,23 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
             problem = f"Python cannot compile this file ({exc.msg})"
         return SourceResult(findings=_findings(located, _never, unused),
                             error=FileError(f"{problem}; left alone", exc.lineno))
+    undefined = _introduced_names(source, tree)
+    if undefined:  # a rule wrote a name without asking for its import
+        return SourceResult(findings=_findings(located, _never, unused), error=FileError(
+            f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
+            "left alone; please report it"))
     added = hazards(tree) - _source_hazards(source)
     if added:  # a safety net: _import_safe should have held these fixes back
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+
+
+def _introduced_names(source: bytes, tree: ast.Module) -> set[str]:
+    try:
+        return introduced(ast.parse(source), tree)
+    except SyntaxError:
+        return set()
 
 
 def _source_hazards(source: bytes) -> Counter[str]:

@@ -57,11 +57,6 @@ RULE_IN_HUNK = re.compile(r"\[(NRN\d+) (?:safe|unsafe)\]")
 #: What the rules still break, one row per pattern: (targets, fixes, hosts, test, "rules: why").
 #: A row stands for every combination of the targets, fixes and hosts it names.
 _KNOWN: list[tuple[str, str, str, str, str]] = [
-    ("neuron", "safe unsafe", "cpu mps", "test_compiled.py::test_module_imports_and_exposes_a_compiled_function",
-     "NRN301: torch.compile(backend='neuron') at import time; the backend is looked up when the "
-     "wrapper is built, so the module no longer imports without torch-neuronx (InvalidBackend)"),
-    ("neuron", "safe unsafe", "cpu mps", "test_compiled.py::test_compiling_can_be_turned_off",
-     "NRN301: the module compiles with backend='neuron' at import time and no longer imports"),
     ("neuron", "safe unsafe", "cpu mps", "test_train.py::test_two_steps_on_cpu_lower_the_loss",
      "NRN201: torch.autocast(device_type='neuron', enabled=device == 'cuda') raises on a host "
      "without the neuron device type even when disabled; autocast must follow the device the code chose"),

@@ -92,16 +92,19 @@ class _Grouped(Transform):
             self.report(node, "e stays", group="g")
 
 
+HEAD = "from m import a, b, c, d, e\n"
+
+
 def _run(code: str, options: Options):
-    return run_source(code.encode(), [_Grouped], options)
+    return run_source((HEAD + code).encode(), [_Grouped], options)
 
 
 def test_a_group_takes_its_weakest_safety() -> None:
     assert _run("a()\nc()\n", Options()).output is None  # safe-only: the unsafe member holds the safe one
     result = _run("a()\nc()\n", UNSAFE)
-    assert result.output == b"b()\nd()\n"
+    assert result.output == (HEAD + "b()\nd()\n").encode()
     assert all(f.safety is Safety.UNSAFE and "edit group `g`" in f.message for f in result.findings)
-    assert _run("a()\n", Options()).output == b"b()\n"
+    assert _run("a()\n", Options()).output == (HEAD + "b()\n").encode()
 
 
 def test_a_member_without_fix_or_suppressed_holds_the_group() -> None:
@@ -133,3 +136,25 @@ def test_no_unguarded_torch_neuronx_import_in_a_library_module() -> None:
     assert hazards(ast.parse("import torch_neuronx\nx = 1\n"))
     assert not hazards(ast.parse("try:\n    import torch_neuronx\nexcept ImportError:\n    pass\n"))
     assert not hazards(ast.parse("def f():\n    import torch_neuronx\n"))
+
+
+class _Bare(Transform):
+    """Writes ``torch.bfloat16`` for ``half`` without asking for ``import torch`` (a rule's bug)."""
+
+    id, name, safety, evidence, tokens = "NRN997", "bare", Safety.SAFE, Evidence.DOC, (b"half",)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "half":
+            self.fix(node, cst.parse_expression("torch.bfloat16"), "half -> torch.bfloat16")
+
+
+def test_a_fix_that_would_use_an_undefined_name_leaves_the_file_alone() -> None:
+    result = run_source(b"x = half\n", [_Bare], UNSAFE)
+    assert result.output is None and result.error is not None and "torch" in result.error.message
+    assert run_source(b"import torch\nx = half\n", [_Bare], UNSAFE).output == b"import torch\nx = torch.bfloat16\n"
+
+
+def test_added_imports_follow_environment_settings() -> None:
+    out = _fix('import os\nos.environ["X"] = "1"\nimport numpy\n\n\ndef f(m):\n    return m.half()\n',
+               rules=__import__("neuronize.registry", fromlist=["all_rules"]).all_rules())
+    assert out.index('os.environ["X"]') < out.index("import torch")
