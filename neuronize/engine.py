@@ -333,6 +333,12 @@ def _sets_environment(stmt: cst.BaseStatement) -> bool:
     return "environ" in code or "putenv" in code
 
 
+def _imports_only(stmt: cst.BaseStatement, *also: type) -> bool:
+    """A line of import statements (and of ``also``, e.g. a docstring's ``Expr``)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom, *also)) for s in stmt.body)
+
+
 def _code(stmt: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(stmt).strip()
 
@@ -342,16 +348,13 @@ def _after_environment(module: cst.Module, before: set[str]) -> cst.Module:
     environment settings of the module's opening section."""
     body = list(module.body)
     opening = 0
-    while opening < len(body) and (_sets_environment(body[opening]) or isinstance(body[opening], cst.SimpleStatementLine)
-                                   and all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Expr)) for s in body[opening].body)):
+    while opening < len(body) and (_sets_environment(body[opening]) or _imports_only(body[opening], cst.Expr)):
         opening += 1
     settings = [i for i in range(opening) if _sets_environment(body[i])]
     if not settings:
         return module
     last = settings[-1]
-    added = [stmt for stmt in body[:last] if _code(stmt) not in before and not _sets_environment(stmt)
-             and isinstance(stmt, cst.SimpleStatementLine)
-             and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)]
+    added = [stmt for stmt in body[:last] if _imports_only(stmt) and _code(stmt) not in before]
     if not added:
         return module
     kept = [stmt for stmt in body[: last + 1] if all(stmt is not a for a in added)]
@@ -412,6 +415,7 @@ def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], o
     suppressions."""
     kept, unused = _suppress(source, located, rules, options)
     kept = _import_safe(kept, module, parents)
+    # a member suppressed, or held back by import safety (a new Report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
     return _settle_groups(kept, held), unused

@@ -44,7 +44,9 @@ class CudaSetDevice(_CudaApiRule):
         Unsafe: the pinning behaviour is read in a pre-release source drop of the process group,
         and deleting a statement is a change of behaviour (a process that never calls
         `init_process_group` would stay on core 0). `torch.neuron.set_device` / `device` are
-        known from source, not documentation.
+        known from source, not documentation. In torchrun code the deletions (and a `set_device`
+        left for manual work) are in the `process-group` edit group with NRN401's backend: a
+        `"neuron"` process group is never written next to a kept `torch.cuda.set_device`.
 
     Evidence:
         SRC: torch-neuronx distributed process group, `set_device`, `device` in

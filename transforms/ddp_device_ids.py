@@ -45,7 +45,8 @@ class DdpDeviceIds(Transform):
 
     Fix safety:
         Unsafe: the Neuron distributed guide's DDP call arguments were not visible, so dropping
-        the arguments is an inference (`device_ids=[0]` would be the alternative).
+        the arguments is an inference (`device_ids=[0]` would be the alternative). The drops are in
+        the `process-group` edit group with NRN401's backend: applied with it or not at all.
 
     Evidence:
         INF: one device per process (the torch-neuronx process group).
