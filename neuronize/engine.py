@@ -171,8 +171,9 @@ class _Applier(cst.CSTTransformer):
         self._qualify = qualify
         #: id(pass marker) -> the comments of what it stands for (dropped by _drop_removed)
         self._removed: dict[int, tuple[cst.CSTNode, list[cst.EmptyLine]]] = {}
-        #: ids of blocks (and one-line suites) that removals emptied
-        self._emptied: set[int] = set()
+        #: blocks (and one-line suites) that removals emptied, by id; the nodes are held so that
+        #: no other node can take the id of one that was garbage-collected
+        self._emptied: dict[int, cst.CSTNode] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return self._on_path is None or id(node) in self._on_path
@@ -191,7 +192,7 @@ class _Applier(cst.CSTTransformer):
         if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and not updated_node.body:
             emptied = updated_node.with_changes(body=[cst.Pass()])
             if isinstance(emptied, cst.SimpleStatementSuite):
-                self._emptied.add(id(emptied))
+                self._emptied[id(emptied)] = emptied
             return emptied
         if isinstance(updated_node, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
             return self._prune(updated_node)
@@ -210,10 +211,10 @@ class _Applier(cst.CSTTransformer):
         if orelse is not None and id(orelse) in self._removed:  # an elif that went entirely
             comments += self._removed.pop(id(orelse))[1]
             node = node.with_changes(orelse=None)
-        elif isinstance(orelse, cst.Else) and id(orelse.body) in self._emptied:
+        elif isinstance(orelse, cst.Else) and self._was_emptied(orelse.body):
             comments += _block_comments(orelse.body)
             node = node.with_changes(orelse=None)
-        if isinstance(node, cst.Try) and node.finalbody is not None and id(node.finalbody.body) in self._emptied:
+        if isinstance(node, cst.Try) and node.finalbody is not None and self._was_emptied(node.finalbody.body):
             if node.handlers:
                 comments += _block_comments(node.finalbody.body)
                 node = node.with_changes(finalbody=None)
@@ -226,11 +227,14 @@ class _Applier(cst.CSTTransformer):
                 if tail:
                     body.append(self._marker(tail))
                 return cst.FlattenSentinel(body)
-        if id(node.body) in self._emptied and getattr(node, "orelse", None) is None and self._pure_header(node):
+        if self._was_emptied(node.body) and getattr(node, "orelse", None) is None and self._pure_header(node):
             return self._marker([*_comment_lines(node), *comments, *_block_comments(node.body)])
         if comments:
             node = node.with_changes(leading_lines=[*node.leading_lines, *comments])
         return node
+
+    def _was_emptied(self, block: cst.CSTNode) -> bool:
+        return self._emptied.get(id(block)) is block
 
     def _pure_header(self, node: cst.BaseCompoundStatement) -> bool:
         if isinstance(node, (cst.If, cst.While)):
@@ -258,7 +262,7 @@ class _Applier(cst.CSTTransformer):
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
             emptied = block.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)])
-            self._emptied.add(id(emptied))
+            self._emptied[id(emptied)] = emptied
             return emptied
         return block.with_changes(body=body, footer=[*carry, *block.footer])
 

@@ -158,3 +158,12 @@ def test_added_imports_follow_environment_settings() -> None:
     out = _fix('import os\nos.environ["X"] = "1"\nimport numpy\n\n\ndef f(m):\n    return m.half()\n',
                rules=__import__("neuronize.registry", fromlist=["all_rules"]).all_rules())
     assert out.index('os.environ["X"]') < out.index("import torch")
+
+
+def test_only_the_emptied_block_goes_in_a_long_loop() -> None:
+    # A block judged 'emptied' by the id of a node that was garbage-collected once took a whole
+    # loop body along (a diffusers denoising loop): only the emptied guard may go.
+    body = "".join(f"        x{i} = step({i})\n        if x{i}:\n            y = [{i}]\n" for i in range(40))
+    code = f"def run(steps):\n    for i, t in enumerate(steps):\n{body}        if FLAG:\n            drop()\n    return 1\n"
+    out = _fix(code)
+    assert out == code.replace("        if FLAG:\n            drop()\n", "")
