@@ -24,13 +24,16 @@ import dataclasses
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 
 from neuronize.context import FileContext, collect_imports
 from neuronize.positions import locate_in_code
+from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
+from neuronize.undefined import introduced
+from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.suppressions import parse_suppressions
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
@@ -134,19 +137,43 @@ def _comment_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
     return keep
 
 
+def _block_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
+    """The comments left in a block that removals emptied (its ``pass`` line, its footer), and
+    the one after its header's colon."""
+    keep: list[cst.EmptyLine] = []
+    header = getattr(block, "header", None) or getattr(block, "trailing_whitespace", None)
+    if isinstance(header, cst.TrailingWhitespace) and header.comment is not None:
+        keep.append(cst.EmptyLine(indent=True, comment=header.comment))
+    if isinstance(block, cst.IndentedBlock):
+        for stmt in block.body:
+            keep.extend(line for line in stmt.leading_lines if line.comment)
+        keep.extend(line for line in block.footer if line.comment)
+    return keep
+
+
 class _Applier(cst.CSTTransformer):
     """Replaces reported nodes (by identity) with their fixes; keeps blocks valid on deletion.
 
     Enters only the nodes on the way to a fix (``on_path``; None: every node). A libcst
     transformer rebuilds every node it enters, about 1.5 parses for a whole module, whatever the
     number of fixes; the rest of the tree is kept as it is.
+
+    A block that removals empty gets ``pass``; then the statement that owns it goes too when its
+    header has no side effects (:mod:`neuronize.purity`): an ``if`` without ``else``, a ``for`` /
+    ``while``, a ``with`` of pure context managers; an emptied ``else`` / ``finally`` clause goes.
+    Comments survive, as they do for any removal.
     """
 
-    def __init__(self, fixes: dict[int, Report], on_path: set[int] | None) -> None:
+    def __init__(self, fixes: dict[int, Report], on_path: set[int] | None, qualify: Qualify) -> None:
         super().__init__()
         self._fixes = fixes
         self._on_path = on_path
-        self._removed: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+        self._qualify = qualify
+        #: id(pass marker) -> the comments of what it stands for (dropped by _drop_removed)
+        self._removed: dict[int, tuple[cst.CSTNode, list[cst.EmptyLine]]] = {}
+        #: blocks (and one-line suites) that removals emptied, by id; the nodes are held so that
+        #: no other node can take the id of one that was garbage-collected
+        self._emptied: dict[int, cst.CSTNode] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return self._on_path is None or id(node) in self._on_path
@@ -158,15 +185,66 @@ class _Applier(cst.CSTTransformer):
             if isinstance(replacement, cst.RemovalSentinel) and isinstance(
                 original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
             ):
-                marker = cst.SimpleStatementLine(body=[cst.Pass()])
-                self._removed[id(marker)] = (marker, original_node)
-                return marker
+                return self._marker(_comment_lines(original_node))
             return replacement
         if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
             return self._drop_removed(updated_node)
         if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and not updated_node.body:
-            return updated_node.with_changes(body=[cst.Pass()])
+            emptied = updated_node.with_changes(body=[cst.Pass()])
+            if isinstance(emptied, cst.SimpleStatementSuite):
+                self._emptied[id(emptied)] = emptied
+            return emptied
+        if isinstance(updated_node, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+            return self._prune(updated_node)
         return updated_node
+
+    def _marker(self, comments: list[cst.EmptyLine]) -> cst.SimpleStatementLine:
+        """A stand-in for a deleted statement, dropped from its block by :meth:`_drop_removed`."""
+        marker = cst.SimpleStatementLine(body=[cst.Pass()])
+        self._removed[id(marker)] = (marker, comments)
+        return marker
+
+    def _prune(self, node: cst.BaseCompoundStatement) -> cst.CSTNode:
+        """``node`` without the clauses removals emptied, or a marker when nothing of it is left."""
+        comments: list[cst.EmptyLine] = []
+        orelse = getattr(node, "orelse", None)
+        if orelse is not None and id(orelse) in self._removed:  # an elif that went entirely
+            comments += self._removed.pop(id(orelse))[1]
+            node = node.with_changes(orelse=None)
+        elif isinstance(orelse, cst.Else) and self._was_emptied(orelse.body):
+            comments += _block_comments(orelse.body)
+            node = node.with_changes(orelse=None)
+        if isinstance(node, cst.Try) and node.finalbody is not None and self._was_emptied(node.finalbody.body):
+            if node.handlers:
+                comments += _block_comments(node.finalbody.body)
+                node = node.with_changes(finalbody=None)
+            elif node.orelse is None and isinstance(node.body, cst.IndentedBlock):
+                # try: X / finally: (emptied) is X
+                body = list(node.body.body)
+                lead = list(node.leading_lines)
+                body[0] = body[0].with_changes(leading_lines=[*lead, *body[0].leading_lines])
+                tail = comments + _block_comments(node.finalbody.body)
+                if tail:
+                    body.append(self._marker(tail))
+                return cst.FlattenSentinel(body)
+        if self._was_emptied(node.body) and getattr(node, "orelse", None) is None and self._pure_header(node):
+            return self._marker([*_comment_lines(node), *comments, *_block_comments(node.body)])
+        if comments:
+            node = node.with_changes(leading_lines=[*node.leading_lines, *comments])
+        return node
+
+    def _was_emptied(self, block: cst.CSTNode) -> bool:
+        return self._emptied.get(id(block)) is block
+
+    def _pure_header(self, node: cst.BaseCompoundStatement) -> bool:
+        if isinstance(node, (cst.If, cst.While)):
+            return is_pure(node.test, self._qualify)
+        if isinstance(node, cst.For):
+            return node.asynchronous is None and is_pure(node.iter, self._qualify)
+        if isinstance(node, cst.With):
+            return node.asynchronous is None and all(
+                item.asname is None and is_pure_context(item, self._qualify) for item in node.items)
+        return False
 
     def _drop_removed(self, block: cst.IndentedBlock | cst.Module) -> cst.CSTNode:
         if not any(id(stmt) in self._removed for stmt in block.body):
@@ -176,21 +254,23 @@ class _Applier(cst.CSTTransformer):
         for stmt in block.body:
             removed = self._removed.get(id(stmt))
             if removed is not None:
-                carry.extend(_comment_lines(removed[1]))
+                carry.extend(removed[1])
                 continue
             if carry:
                 stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
                 carry = []
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
-            body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)]
-            carry = []
+            emptied = block.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)])
+            self._emptied[id(emptied)] = emptied
+            return emptied
         return block.with_changes(body=body, footer=[*carry, *block.footer])
 
 
 def _apply(module: cst.Module, reports: Sequence[Report], parents: Parents) -> cst.Module:
     fixes = {id(r.node): r for r in reports}
-    result = module.visit(_Applier(fixes, _ancestors_and_self(module, fixes, parents)))
+    applier = _Applier(fixes, _ancestors_and_self(module, fixes, parents), collect_imports(module).qualify)
+    result = module.visit(applier)
     assert isinstance(result, cst.Module)
     return result
 
@@ -238,13 +318,51 @@ def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst
     if adds:
         for r in adds:
             AddImportsVisitor.add_needed_import(context, r.module, r.obj, r.asname)
-        module = AddImportsVisitor(context).transform_module(module)
+        before = {_code(stmt) for stmt in module.body}
+        module = _after_environment(AddImportsVisitor(context).transform_module(module), before)
     if removes:
         context = CodemodContext()
         for r in removes:
             RemoveImportsVisitor.remove_unused_import(context, r.module, r.obj, r.asname)
         module = RemoveImportsVisitor(context).transform_module(module)
     return module
+
+
+def _sets_environment(stmt: cst.BaseStatement) -> bool:
+    """``os.environ[...] = ...``, ``os.environ.setdefault(...)``, ``os.putenv(...)``: settings a
+    library may read when it is imported, so imports added by fixes go after them."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    code = cst.Module([]).code_for_node(stmt)
+    return "environ" in code or "putenv" in code
+
+
+def _imports_only(stmt: cst.BaseStatement, *also: type) -> bool:
+    """A line of import statements (and of ``also``, e.g. a docstring's ``Expr``)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom, *also)) for s in stmt.body)
+
+
+def _code(stmt: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(stmt).strip()
+
+
+def _after_environment(module: cst.Module, before: set[str]) -> cst.Module:
+    """Move the import lines the engine added (statements whose code is not in ``before``) below the
+    environment settings of the module's opening section."""
+    body = list(module.body)
+    opening = 0
+    while opening < len(body) and (_sets_environment(body[opening]) or _imports_only(body[opening], cst.Expr)):
+        opening += 1
+    settings = [i for i in range(opening) if _sets_environment(body[i])]
+    if not settings:
+        return module
+    last = settings[-1]
+    added = [stmt for stmt in body[:last] if _imports_only(stmt) and _code(stmt) not in before]
+    if not added:
+        return module
+    kept = [stmt for stmt in body[: last + 1] if all(stmt is not a for a in added)]
+    return module.with_changes(body=[*kept, *added, *body[last + 1:]])
 
 
 # -- positions and suppressions ------------------------------------------------------------
@@ -293,6 +411,69 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
                                       f"unused suppression ({what}): nothing is reported here any more",
                                       False, s.line, 1))
     return kept, unused
+
+
+def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], options: Options,
+            module: cst.Module, parents: Parents) -> tuple[Located, list[Finding]]:
+    """Suppressions, import safety, then edit groups: what is left of ``located`` and the unused
+    suppressions."""
+    kept, unused = _suppress(source, located, rules, options)
+    kept = _import_safe(kept, module, parents)
+    # a member suppressed, or held back by import safety (a new Report), holds back its group
+    kept_ids = {id(r) for r, _ in kept}
+    held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
+    return _settle_groups(kept, held), unused
+
+
+def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Located:
+    """Fixes that would make the module fail to import on a host without Neuron become findings
+    (:mod:`neuronize.import_safety`), whichever rule proposed them."""
+    if is_script(module):
+        return located
+    lazy = lazy_annotations(module)
+    out: Located = []
+    for r, f in located:
+        why = hazard(r, parents, lazy) if r.fixable else None
+        if why is not None:
+            r = dataclasses.replace(r, replacement=None)
+            f = dataclasses.replace(f, fixable=False, message=(
+                f"{f.message} [not applied, import safety: {why} would run at import; the module would no "
+                "longer import on a host without Neuron]"))
+        out.append((r, f))
+    return out
+
+
+#: safety classes, strongest first
+_WEAKNESS = (Safety.SAFE, Safety.UNSAFE, Safety.REPORT_ONLY)
+
+
+def _settle_groups(located: Located, held: set[str]) -> Located:
+    """Edit groups (``Report.group``, one per name in a file): each member takes the weakest safety
+    of the group; when a member has no fix, or was suppressed (``held``), no fix of the group is
+    applied. Findings name their group, so review treats it as one decision."""
+    weakest: dict[str, Safety] = {}
+    for r, _ in located:
+        if r.group is not None:
+            own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
+            weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
+    settled: Located = []
+    for r, f in located:
+        if r.group is None:
+            settled.append((r, f))
+            continue
+        group = weakest[r.group]
+        if not r.fixable:
+            note = f"edit group `{r.group}`"
+        elif group is Safety.REPORT_ONLY:
+            note = f"edit group `{r.group}`: not applied, another edit of the group cannot be made"
+            r, f = dataclasses.replace(r, replacement=None), dataclasses.replace(f, fixable=False)
+        elif group is not r.safety:
+            note = f"edit group `{r.group}`: {group}, like its weakest edit"
+            r, f = dataclasses.replace(r, safety=group), dataclasses.replace(f, safety=group)
+        else:
+            note = f"edit group `{r.group}`"
+        settled.append((r, dataclasses.replace(f, message=f"{f.message} [{note}]")))
+    return settled
 
 
 def _covers(suppression: object, finding: Finding) -> bool:
@@ -403,7 +584,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     module = cst.parse_module(source)
     reports, parents = _analyse(module, rules, options, path, source)
     located, code = _locate(module, reports)
-    located, unused = _suppress(source, located, rules, options)
+    located, unused = _decide(source, located, rules, options, module, parents)
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
@@ -416,7 +597,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     warnings: list[str] = []
     new = module
     later: list[Finding] = []
-    seen = {(f.rule, f.message) for r, f in located if accepted(r)}
+    # by the rule's own message: the group note may change from one round to the next
+    seen = {(r.rule.id, r.message) for r, _ in located if accepted(r)}
     for round_no in range(MAX_ROUNDS):
         batch = _outermost(pending)
         new = _apply_imports(_apply(new, batch, parents), [req for r in batch for req in r.imports])
@@ -426,12 +608,12 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         marker_free = b"neuronize:" not in source
         reports, parents = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
         again, code = _locate(new, reports)
-        again, _ = _suppress(source if marker_free else _bytes(new, code), again, rules, options)
+        again, _ = _decide(source if marker_free else _bytes(new, code), again, rules, options, new, parents)
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
         later.extend(dataclasses.replace(f, applied=True) for r, f in again
-                     if accepted(r) and (f.rule, f.message) not in seen)
+                     if accepted(r) and (r.rule.id, r.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
     output = _bytes(new, code) + tail
@@ -442,7 +624,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
     try:
-        ast.parse(output)
+        tree = ast.parse(output)
     except SyntaxError as exc:
         try:
             ast.parse(source)
@@ -451,7 +633,30 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
             problem = f"Python cannot compile this file ({exc.msg})"
         return SourceResult(findings=_findings(located, _never, unused),
                             error=FileError(f"{problem}; left alone", exc.lineno))
+    undefined = _introduced_names(source, tree)
+    if undefined:  # a rule wrote a name without asking for its import
+        return SourceResult(findings=_findings(located, _never, unused), error=FileError(
+            f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
+            "left alone; please report it"))
+    added = hazards(tree) - _source_hazards(source)
+    if added:  # a safety net: _import_safe should have held these fixes back
+        return SourceResult(findings=_findings(located, _never, unused), error=FileError(
+            f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+
+
+def _introduced_names(source: bytes, tree: ast.Module) -> set[str]:
+    try:
+        return introduced(ast.parse(source), tree)
+    except SyntaxError:
+        return set()
+
+
+def _source_hazards(source: bytes) -> Counter[str]:
+    try:
+        return hazards(ast.parse(source))
+    except SyntaxError:
+        return Counter()
 
 
 def _never(report: Report) -> bool:

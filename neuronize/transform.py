@@ -59,6 +59,8 @@ class Report:
     #: ids of the nodes enclosing ``node`` when it was reported, to spot overlapping fixes
     ancestor_ids: frozenset[int] = field(default_factory=frozenset)
     imports: tuple[ImportRequest, ...] = ()
+    #: an edit group: the engine applies the fixes of one group in a file together or not at all
+    group: str | None = None
 
     @property
     def fixable(self) -> bool:
@@ -75,10 +77,10 @@ class Reporter:
 
     def add(self, rule: type[Transform], node: cst.CSTNode, stack: list[cst.CSTNode], message: str,
             safety: Safety, evidence: Evidence, replacement: Replacement | None,
-            imports: tuple[ImportRequest, ...] = ()) -> None:
+            imports: tuple[ImportRequest, ...] = (), group: str | None = None) -> None:
         """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
         ancestors = frozenset(id(n) for n in stack if n is not node)
-        self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports))
+        self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group))
 
 
 class Transform:
@@ -143,12 +145,14 @@ class Transform:
         safety: Safety | None = None,
         evidence: Evidence | None = None,
         imports: tuple[ImportRequest, ...] = (),
+        group: str | None = None,
     ) -> None:
         """Report ``node`` and propose ``replacement`` for it (a node, or a libcst sentinel).
 
-        ``imports`` are added (or removed) only if this fix is applied. The fix becomes a report,
-        with the reason, under another target, inside code whose role makes CUDA the point
-        (:mod:`neuronize.roles`) and in a branch of a device dispatch.
+        ``imports`` are added (or removed) only if this fix is applied. Fixes that name the same
+        ``group`` in a file are applied together or not at all, at the weakest safety among them.
+        The fix becomes a report, with the reason, under another target, inside code whose role
+        makes CUDA the point (:mod:`neuronize.roles`) and in a branch of a device dispatch.
         """
         safety = safety or self.safety
         evidence = evidence or self.evidence
@@ -158,7 +162,7 @@ class Transform:
         if target not in self.targets:
             # This rule's fix is Neuron-specific: under another target it is advice, not an edit.
             self.report(node, f"{message} (that is the `--target neuron` fix; no automatic "
-                        f"`--target {target}` fix: migrate by hand)", evidence=evidence)
+                        f"`--target {target}` fix: migrate by hand)", evidence=evidence, group=group)
             return
         role = self.ctx.role()
         if role is not None:
@@ -168,12 +172,13 @@ class Transform:
         if others:
             self.report(node, f"{message}; not applied: this branch is part of a dispatch over "
                         f"devices (also {', '.join(others)}): keep it for the device it serves and "
-                        "give Neuron a branch of its own if it has none", evidence=evidence)
+                        "give Neuron a branch of its own if it has none", evidence=evidence, group=group)
             return
         if evidence.weak and safety is Safety.SAFE:
             # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
             safety = Safety.UNSAFE
-        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports)
+        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports,
+                           group)
 
     def remove(
         self,
@@ -183,13 +188,14 @@ class Transform:
         safety: Safety | None = None,
         evidence: Evidence | None = None,
         imports: tuple[ImportRequest, ...] = (),
+        group: str | None = None,
     ) -> None:
         """Delete a statement, keeping its comments and the enclosing block valid (``pass``).
 
         ``statement`` is a small statement (``Expr``, ``Assign``...) or a whole statement.
         """
         self.fix(self.ctx.statement_to_remove(statement), cst.RemoveFromParent(), message,
-                 safety=safety, evidence=evidence, imports=imports)
+                 safety=safety, evidence=evidence, imports=imports, group=group)
 
     def report(
         self,
@@ -198,9 +204,12 @@ class Transform:
         *,
         evidence: Evidence | None = None,
         safety: Safety = Safety.REPORT_ONLY,
+        group: str | None = None,
     ) -> None:
-        """Report ``node`` without a fix (``safety`` may say what a manual fix would risk)."""
-        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None)
+        """Report ``node`` without a fix (``safety`` may say what a manual fix would risk). In a
+        ``group``, it holds back the group's fixes: they only make sense with this one done."""
+        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None,
+                           group=group)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod

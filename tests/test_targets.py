@@ -77,6 +77,8 @@ _NEURON_CHECK = [
 ]
 _COMPILE_BACKEND = re.compile(r",\s*(?<!\w)backend=" + re.escape(D) + r"|(?<!\w)backend=" + re.escape(D) + r",\s*")
 _NEURONX_IMPORT = re.compile(r"^\s*import torch_neuronx\b.*$")
+#: the guarded import NRN401 adds to scripts on the neuron target (a block of four lines)
+_GUARDED_NEURONX = re.compile(r"^try:\n\s+import torch_neuronx\b.*\nexcept ImportError:.*\n\s+pass\n", re.M)
 _GUARD = re.compile(r"^(\s*)if " + re.escape(RT) + r"is_available\(\):\s*$")
 
 #: statements that are CUDA-only, with why they may be on one side only
@@ -108,7 +110,7 @@ def _code_and_comment(line: str) -> tuple[str, str]:
 def normalise(text: str) -> list[str]:
     """The lines of ``text`` with every device choice erased (see the module docstring)."""
     lines: list[str] = []
-    for line in text.splitlines():
+    for line in _GUARDED_NEURONX.sub("", text).splitlines():
         if _NEURONX_IMPORT.match(line):
             continue
         for pattern, repl in _DEVICE_SUBS:

@@ -10,9 +10,44 @@ import libcst as cst
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
-from neuronize.transforms._imports import import_anchor, torch_neuronx_line
+from neuronize.transforms._imports import guarded_torch_neuronx_import, import_anchor, has_main_block
 from neuronize.transforms._calls import insert_after
 from neuronize.transforms._literals import make_string, string_value
+
+
+#: the edit group of a file's process-group migration: backend, `set_device` deletion, device ids,
+#: `device_id=`; a `"neuron"` process group next to a kept `torch.cuda.set_device` cannot run
+PROCESS_GROUP = "process-group"
+
+
+def cuda_only_test(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    """``test`` is true only where CUDA is: it compares a device with ``"cuda"``, reads
+    ``.is_cuda``, or asks ``dist.is_nccl_available()`` (false on Trainium). A branch it guards
+    keeps its NCCL backend: on Trainium the other branch runs."""
+    if isinstance(test, cst.BooleanOperation):
+        return cuda_only_test(ctx, test.left) or cuda_only_test(ctx, test.right)
+    if isinstance(test, cst.Comparison):
+        parts = [test.left, *(c.comparator for c in test.comparisons)]
+        positive = all(isinstance(c.operator, (cst.Equal, cst.In, cst.Is)) for c in test.comparisons)
+        values = [string_value(p) for p in parts]
+        return positive and any(v is not None and v.split(":")[0] == "cuda" for v in values)
+    if isinstance(test, cst.Attribute):
+        return test.attr.value == "is_cuda"
+    if isinstance(test, cst.Call):
+        return dist_function(ctx.qualify(test.func)) == "is_nccl_available"
+    return False
+
+
+def in_cuda_only_branch(ctx: FileContext) -> bool:
+    """The node the walk is at lies in the branch of an ``if`` / conditional expression that only
+    runs on CUDA (:func:`cuda_only_test`)."""
+    stack = ctx.stack
+    for child, parent in zip(reversed(stack), reversed(stack[:-1])):
+        if isinstance(parent, cst.If) and child is parent.body and cuda_only_test(ctx, parent.test):
+            return True
+        if isinstance(parent, cst.IfExp) and child is parent.body and cuda_only_test(ctx, parent.test):
+            return True
+    return False
 
 
 def dist_function(qualified: str | None) -> str | None:
@@ -39,27 +74,31 @@ def nccl_backend(value: str) -> str | None:
     return None
 
 
-def request_torch_neuronx(rule: Transform, safety: Safety) -> tuple[ImportRequest, ...]:
-    """Propose ``import torch_neuronx  # noqa: F401`` (reference 0.3) as a fix of its own.
+def request_torch_neuronx(rule: Transform, safety: Safety, group: str | None = None) -> None:
+    """Propose a guarded ``import torch_neuronx`` (``try: ... except ImportError: pass``) as a fix of
+    its own, in scripts only (a module with ``if __name__ == "__main__":``).
 
-    Returns the import requests a backend fix should carry instead, when the file has no
-    top-level torch import to put the line after (the engine then adds a plain import).
+    The Neuron device autoloads with torch (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html),
+    so no module needs the import to use it; the distributed guide still imports it where the
+    process group is created, so an entry point gets it, guarded: the script still runs on a host
+    without Neuron. A module that other code imports never gets one (issue: an unconditional
+    import there breaks every host without Neuron).
     """
     ctx = rule.ctx
     if not _target.needs_torch_neuronx(ctx) or ctx.names.imports_module("torch_neuronx"):
-        return ()  # --target cpu / accelerator: the output must run without torch_neuronx
+        return  # --target cpu / accelerator: the output must run without torch_neuronx
     anchor = import_anchor(ctx.module)
-    if anchor is None:
-        return (ImportRequest("torch_neuronx"),)
+    if anchor is None or not has_main_block(ctx.module):
+        return
     rule.fix(
         anchor,
-        cst.FlattenSentinel([anchor, torch_neuronx_line()]),
-        "adds `import torch_neuronx  # noqa: F401` after this line: the distributed guide imports it "
-        "to register the `neuron` device and process-group backend",
+        cst.FlattenSentinel([anchor, guarded_torch_neuronx_import()]),
+        "adds a guarded `import torch_neuronx` after this line (this file is a script): the distributed "
+        "guide imports it where the process group is created; the device itself autoloads",
         safety=safety,
         evidence=Evidence.DOC,
+        group=group,
     )
-    return ()
 
 
 

@@ -150,13 +150,23 @@ def import_anchor(module: cst.Module) -> cst.SimpleStatementLine | None:
     return None
 
 
-def torch_neuronx_line() -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(
-        body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
-        trailing_whitespace=cst.TrailingWhitespace(
-            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment("# noqa: F401")
-        ),
-    )
+def guarded_torch_neuronx_import() -> cst.Try:
+    """``import torch_neuronx`` that a host without it skips: the module still imports there."""
+    return cst.ensure_type(cst.parse_statement(
+        "try:\n    import torch_neuronx  # noqa: F401\nexcept ImportError:  # not a Neuron host\n    pass\n"
+    ), cst.Try)
+
+
+def has_main_block(module: cst.Module) -> bool:
+    """The module has an ``if __name__ == "__main__":`` block: an entry point, run rather than imported."""
+    for stmt in module.body:
+        if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.Comparison):
+            parts = [stmt.test.left, *(c.comparator for c in stmt.test.comparisons)]
+            names = {p.value for p in parts if isinstance(p, cst.Name)}
+            strings = {p.evaluated_value for p in parts if isinstance(p, cst.SimpleString)}
+            if "__name__" in names and "__main__" in strings:
+                return True
+    return False
 
 
 

@@ -74,8 +74,8 @@ class CudaDeviceProperties(_CudaApiRule):
             "import torch\nimport torch_neuronx\nprint(torch_neuronx.get_device_properties(0).name)\n",
         ),
         Example(
-            "import torch\nok = torch.cuda.is_bf16_supported()\n",
-            "import torch\nok = torch.neuron.is_bf16_supported()\n",
+            "import torch\nprint(torch.cuda.is_bf16_supported())\n",
+            "import torch\nprint(torch.neuron.is_bf16_supported())\n",
         ),
         Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),
         Example("import torch\nsms = torch.cuda.get_device_properties(0).multi_processor_count\n", None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_guard import calls_anywhere
+from neuronize.transforms._distributed import PROCESS_GROUP
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
@@ -43,7 +44,9 @@ class CudaSetDevice(_CudaApiRule):
         Unsafe: the pinning behaviour is read in a pre-release source drop of the process group,
         and deleting a statement is a change of behaviour (a process that never calls
         `init_process_group` would stay on core 0). `torch.neuron.set_device` / `device` are
-        known from source, not documentation.
+        known from source, not documentation. In torchrun code the deletions (and a `set_device`
+        left for manual work) are in the `process-group` edit group with NRN401's backend: a
+        `"neuron"` process group is never written next to a kept `torch.cuda.set_device`.
 
     Evidence:
         SRC: torch-neuronx distributed process group, `set_device`, `device` in
@@ -106,10 +109,11 @@ class CudaSetDevice(_CudaApiRule):
         if torchrun:
             if statement is None:
                 self.report(ref.outer, f"{spelled(ref)} in torchrun code: the `neuron` process group pins each "
-                                       "process to one NeuronCore; remove this by hand")
+                                       "process to one NeuronCore; remove this by hand", group=PROCESS_GROUP)
             else:
                 self.remove(statement, f"{spelled(ref)} deleted: the `neuron` process group pins each process "
-                                       "to one NeuronCore; call no Neuron API before `init_process_group`")
+                                       "to one NeuronCore; call no Neuron API before `init_process_group`",
+                            group=PROCESS_GROUP)
             return
         if ref.call is not None and "rank" in self.ctx.module.code_for_node(ref.call).lower():
             self.report(ref.outer, f"{spelled(ref)} per rank, but no `init_process_group` in this file: delete it "

@@ -64,8 +64,8 @@ class CudaStreamEvent(_CudaApiRule):
     FUNCTIONS = frozenset(FUNCTIONS)
     examples = (
         Example(
-            "import torch\nstart = torch.cuda.Event(enable_timing=True)\n",
-            "import torch\nstart = torch.neuron.Event(enable_timing=True)\n",
+            "import torch\nstart = torch.cuda.Event(enable_timing=True)\nstart.record()\n",
+            "import torch\nstart = torch.neuron.Event(enable_timing=True)\nstart.record()\n",
         ),
         Example(
             "import torch\nwith torch.cuda.stream(side):\n    y = f(x)\n",

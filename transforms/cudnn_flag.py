@@ -57,7 +57,7 @@ class CudnnFlag(CudaOnlySettings):
         ),
         Example(
             "import torch\nif args.fast:\n    torch.backends.cudnn.benchmark = True\n",
-            "import torch\nif args.fast:\n    pass\n",
+            "import torch\n",
         ),
         Example("import torch\nprint(torch.backends.cudnn.benchmark)\n"),
     )

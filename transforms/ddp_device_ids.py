@@ -8,7 +8,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import keyword, without_args
-from neuronize.transforms._distributed import dist_function
+from neuronize.transforms._distributed import PROCESS_GROUP, dist_function
 
 _DDP = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -45,7 +45,8 @@ class DdpDeviceIds(Transform):
 
     Fix safety:
         Unsafe: the Neuron distributed guide's DDP call arguments were not visible, so dropping
-        the arguments is an inference (`device_ids=[0]` would be the alternative).
+        the arguments is an inference (`device_ids=[0]` would be the alternative). The drops are in
+        the `process-group` edit group with NRN401's backend: applied with it or not at all.
 
     Evidence:
         INF: one device per process (the torch-neuronx process group).
@@ -87,11 +88,11 @@ class DdpDeviceIds(Transform):
             if ids is not None and not _is_none(ids.value):
                 if _target.target(self.ctx) != _target.NEURON:
                     self.fix(node, without_args(node, ids), "drops `device_ids=` from `dist.barrier`: an "
-                             "NCCL-only argument (gloo rejects it); the barrier itself is kept")
+                             "NCCL-only argument (gloo rejects it); the barrier itself is kept", group=PROCESS_GROUP)
                     return
                 self.fix(node, without_args(node, ids),
                          "drops `device_ids=` from `dist.barrier`: each process has one NeuronCore; "
-                         "the pre-beta backend supported barriers on the default group only")
+                         "the pre-beta backend supported barriers on the default group only", group=PROCESS_GROUP)
 
     def _ddp(self, node: cst.Call) -> None:
         positional = [a for a in node.args if a.keyword is None]
@@ -109,8 +110,9 @@ class DdpDeviceIds(Transform):
         if _target.target(self.ctx) != _target.NEURON:
             self.fix(node, without_args(node, *drop),
                      f"drops {names} from `DistributedDataParallel`: DDP then uses the module's device "
-                     "(device ids are rejected for a CPU module; on CUDA the current device is used)")
+                     "(device ids are rejected for a CPU module; on CUDA the current device is used)",
+                     group=PROCESS_GROUP)
             return
         self.fix(node, without_args(node, *drop),
                  f"drops {names} from `DistributedDataParallel`: each process sees one NeuronCore "
-                 "and DDP uses the module's device")
+                 "and DDP uses the module's device", group=PROCESS_GROUP)

@@ -75,7 +75,7 @@ class HalfPrecisionModel(Transform):
         bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(value=bf16)])
         self.fix(node, new, "`.half()` -> `.to(torch.bfloat16)`: bf16 is the Neuron reduced-precision type; "
-                            "make inputs, buffers and checkpoints that were float16 follow")
+                            "make inputs, buffers and checkpoints that were float16 follow", imports=imports)
 
     def _kept_reason(self) -> str | None:
         """Why this `.half()` must stay float16, if it must: float16 produced elsewhere in the

@@ -66,7 +66,7 @@ class InductorConfig(Transform):
         ),
         Example(
             "import torch\nfrom torch._inductor import config\n\nif fast:\n    config.max_autotune = True\n",
-            "import torch\n\nif fast:\n    pass\n",
+            "import torch\n",
         ),
     )
 

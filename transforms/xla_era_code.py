@@ -214,12 +214,10 @@ class XlaEraCode(Transform):
                         evidence=Evidence.DOC)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        imports: tuple[ImportRequest, ...] = ()
         if self._backend_fixes:
-            imports = request_torch_neuronx(self, Safety.UNSAFE)
+            request_torch_neuronx(self, Safety.UNSAFE)
         for node, new, message in self._backend_fixes:
-            self.fix(node, new, message, imports=(*imports, ImportRequest("torch_xla.distributed.xla_backend",
-                                                                          remove=True)))
+            self.fix(node, new, message, imports=(ImportRequest("torch_xla.distributed.xla_backend", remove=True),))
         if self._reported_xla:
             return
         for stmt in original_node.body:

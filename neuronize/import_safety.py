@@ -1,0 +1,211 @@
+"""Import safety: a migrated module still imports on a host without Neuron.
+
+Code that runs when a module is imported (module and class bodies, decorators, default values,
+annotations without ``from __future__ import annotations``) must not need ``torch_neuronx``: not
+an unguarded ``import torch_neuronx``, not ``torch.neuron.X`` (which exists only with it), not a
+``torch.compile(..., backend="neuron")`` or ``autocast("neuron")`` (both fail where the backend or
+device is missing). The device autoloads
+(https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html), so no module needs the
+import to use it.
+
+:func:`hazard` judges one fix before it is applied (the engine turns a fix that fails it into a
+finding); :func:`hazards` counts what a whole module evaluates at import, the engine's last check
+on every changed file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from typing import Dict, Iterator
+
+import libcst as cst
+
+from neuronize.context import dotted_name
+from neuronize.transform import Report
+
+Parents = Dict[int, cst.CSTNode]
+
+IMPORT = "an unguarded `import torch_neuronx`"
+NEURON_MODULE = "`torch.neuron.X` (there only with torch_neuronx)"
+NEURON_BACKEND = 'a `"neuron"` compile backend or autocast device'
+
+
+def _is_neuronx(module: str | None) -> bool:
+    return module is not None and module.split(".")[0] == "torch_neuronx"
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = {dotted_name(n) for n in ([*(e.value for e in handler.type.elements)]
+                                      if isinstance(handler.type, cst.Tuple) else [handler.type])}
+    return bool(names & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _neuron_string(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value.split(":")[0] == "neuron"
+
+
+def _call_hazard(call: cst.Call) -> bool:
+    name = dotted_name(call.func) or ""
+    for i, arg in enumerate(call.args):
+        if arg.keyword is not None and arg.keyword.value == "backend" and name.endswith("compile"):
+            if _neuron_string(arg.value):
+                return True
+        elif name.endswith("autocast") and (arg.keyword is None and i == 0 or
+                                            arg.keyword is not None and arg.keyword.value == "device_type"):
+            if _neuron_string(arg.value):
+                return True
+    return False
+
+
+def _found_in(node: cst.CSTNode) -> Iterator[str]:
+    """The hazards in ``node``'s own code (guarded imports excepted)."""
+    if isinstance(node, cst.Try) and any(_catches_import_error(h) for h in node.handlers):
+        return
+    if isinstance(node, cst.Import) and any(_is_neuronx(dotted_name(a.name)) for a in node.names):
+        yield IMPORT
+    elif isinstance(node, cst.ImportFrom) and node.module is not None and _is_neuronx(dotted_name(node.module)):
+        yield IMPORT
+    elif isinstance(node, (cst.Attribute, cst.Name)):
+        name = dotted_name(node) or ""
+        if name == "torch.neuron" or name.startswith("torch.neuron."):
+            yield NEURON_MODULE
+            return
+    elif isinstance(node, cst.Call) and _call_hazard(node):
+        yield NEURON_BACKEND
+    for child in node.children:
+        yield from _found_in(child)
+
+
+def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool) -> bool:
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda)) and child is parent.body:
+            return False
+        if isinstance(child, cst.Annotation) and lazy_annotations:
+            return False
+        if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
+            return False  # runs when the file is a script, never when it is imported
+        if isinstance(parent, cst.If) and child is parent.body and _tests_for_neuron(
+                cst.Module([]).code_for_node(parent.test)):
+            return False  # runs only where the Neuron device is present
+        if isinstance(parent, cst.Try) and child is parent.body and any(_catches_import_error(h)
+                                                                         for h in parent.handlers):
+            return False
+        child = parent
+    return True
+
+
+def _tests_for_neuron(test: str) -> bool:
+    """A condition true only where the Neuron device is present (as ``_target.available`` writes
+    it): code under it never runs on a host without Neuron."""
+    return 'type == "neuron"' in test or "type == 'neuron'" in test
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
+        isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
+
+
+def _replacement_nodes(report: Report) -> list[cst.CSTNode]:
+    replacement = report.replacement
+    if isinstance(replacement, cst.FlattenSentinel):
+        return list(replacement.nodes)
+    return [replacement] if isinstance(replacement, cst.CSTNode) else []
+
+
+def hazard(report: Report, parents: Parents, lazy_annotations: bool) -> str | None:
+    """What ``report``'s fix would add to the code run at import time that fails without Neuron."""
+    if any(_is_neuronx(r.module) and not r.remove for r in report.imports):
+        return IMPORT + " at the top of the module"
+    if not report.fixable or not _runs_at_import(report.node, parents, lazy_annotations):
+        return None
+    for node in _replacement_nodes(report):
+        for found in _found_in(node):
+            return found
+        if _neuron_string(node):  # a literal that becomes a compile backend or autocast device
+            arg = parents.get(id(report.node))
+            call = parents.get(id(arg)) if isinstance(arg, cst.Arg) else None
+            if isinstance(call, cst.Call) and _call_hazard(call.deep_replace(report.node, node)):  # type: ignore[arg-type]
+                return NEURON_BACKEND
+    return None
+
+
+def is_script(module: cst.Module) -> bool:
+    """The module runs work at its top level (a call, a ``with``, a loop): a script run as a
+    program, not a module other code imports. Import safety is about the latter; a script's
+    top-level code is what the program does, and fails or works with it."""
+    for stmt in module.body:
+        if isinstance(stmt, (cst.With, cst.For, cst.While)):
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, cst.Expr) and isinstance(s.value, (cst.Call, cst.Await)) for s in stmt.body):
+            return True
+    return False
+
+
+def lazy_annotations(module: cst.Module) -> bool:
+    """``from __future__ import annotations``: annotations are strings, never evaluated at import."""
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and dotted_name(small.module or cst.Name("_")) == "__future__" \
+                        and not isinstance(small.names, cst.ImportStar) \
+                        and any(isinstance(a.name, cst.Name) and a.name.value == "annotations" for a in small.names):
+                    return True
+    return False
+
+
+# -- the last check, on a whole module (ast: the engine has just parsed the output with it) --------
+def hazards(tree: ast.Module) -> Counter[str]:
+    """What ``tree`` evaluates at import that fails without Neuron, by kind (none for a script,
+    :func:`is_script`)."""
+    found: Counter[str] = Counter()
+    if not any(isinstance(s, (ast.With, ast.For, ast.While)) or isinstance(s, ast.Expr) and
+               isinstance(s.value, (ast.Call, ast.Await)) for s in tree.body):
+        _scan(tree.body, found)
+    return found
+
+
+def _scan(body: list[ast.stmt], found: Counter[str]) -> None:
+    for stmt in body:
+        if isinstance(stmt, ast.Import) and any(_is_neuronx(a.name) for a in stmt.names):
+            found[IMPORT] += 1
+        elif isinstance(stmt, ast.ImportFrom) and _is_neuronx(stmt.module):
+            found[IMPORT] += 1
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for expr in [*stmt.decorator_list, *stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d)]:
+                _scan_expr(expr, found)
+        elif isinstance(stmt, ast.ClassDef):
+            for expr in [*stmt.decorator_list, *stmt.bases]:
+                _scan_expr(expr, found)
+            _scan(stmt.body, found)
+        elif isinstance(stmt, ast.Try):
+            if not any(h.type is None or "Error" in ast.unparse(h.type) or "Exception" in ast.unparse(h.type)
+                       for h in stmt.handlers):
+                _scan(stmt.body, found)
+        elif isinstance(stmt, ast.If):
+            test = ast.unparse(stmt.test)
+            if "__main__" not in test and not _tests_for_neuron(test):
+                _scan(stmt.body, found)
+            _scan(stmt.orelse, found)
+        elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            _scan_expr(stmt, found)
+
+
+def _scan_expr(node: ast.AST, found: Counter[str]) -> None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and ast.unparse(sub).startswith("torch.neuron."):
+            found[NEURON_MODULE] += 1
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
+            name = ast.unparse(sub.func)
+            literal = [k.value for k in sub.keywords if k.arg in ("backend", "device_type")] + sub.args[:1]
+            neuron = any(isinstance(v, ast.Constant) and isinstance(v.value, str)
+                         and v.value.split(":")[0] == "neuron" for v in literal)
+            if neuron and (name.endswith("compile") or name.endswith("autocast")):
+                found[NEURON_BACKEND] += 1
