@@ -16,7 +16,7 @@ import posixpath
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from neuronize import __version__
 from neuronize.sources.write import write_bytes_atomic
@@ -73,14 +73,14 @@ def new_findings(path: str, source: bytes, findings: Sequence[Finding],
                  baseline: frozenset[BaselineEntry]) -> list[Finding]:
     """The findings of one file that the baseline does not accept, in their given order."""
     entries = entries_for(path, source, findings)
-    return [f for f, entry in zip(findings, entries) if entry not in baseline]
+    return [f for f, entry in zip(findings, entries, strict=False) if entry not in baseline]
 
 
 def write_baseline(file: Path, entries: Iterable[BaselineEntry]) -> None:
     """Write a sorted, deduplicated baseline, atomically, one entry per line for small diffs."""
     by_path: dict[str, list[BaselineEntry]] = {}
-    for entry in sorted(set(BaselineEntry(e.rule, normalise_path(e.path), e.fingerprint)
-                            for e in entries), key=lambda e: (e.path, e.rule, e.fingerprint)):
+    for entry in sorted({BaselineEntry(e.rule, normalise_path(e.path), e.fingerprint)
+                            for e in entries}, key=lambda e: (e.path, e.rule, e.fingerprint)):
         by_path.setdefault(entry.path, []).append(entry)
     out = ["{", f'  "version": {FORMAT_VERSION},', f'  "neuronize": {json.dumps(__version__)},',
            '  "files": {' + ("" if by_path else "}")]

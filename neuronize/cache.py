@@ -30,7 +30,8 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from neuronize.sources.write import write_bytes_atomic
 

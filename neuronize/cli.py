@@ -10,7 +10,8 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import click
 

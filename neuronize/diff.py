@@ -21,7 +21,8 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass
-from typing import IO, Sequence
+from typing import IO
+from collections.abc import Sequence
 
 # findings_touching and import_names are also imported from here by tests (home: neuronize.hunks)
 from neuronize.hunks import context_hunks, findings_touching, header_note, import_names  # noqa: F401

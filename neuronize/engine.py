@@ -25,7 +25,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter, defaultdict
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
@@ -76,7 +76,7 @@ def prefilter_for(rules: Iterable[type[Transform]]) -> TokenFilter:
 
 # -- analysis ------------------------------------------------------------------------------
 #: id(node) -> parent node, for the nodes the analysis walk passed
-Parents = Dict[int, cst.CSTNode]
+Parents = dict[int, cst.CSTNode]
 
 
 class _Dispatch:
@@ -146,7 +146,7 @@ def _block_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
         keep.append(cst.EmptyLine(indent=True, comment=header.comment))
     if isinstance(block, cst.IndentedBlock):
         for stmt in block.body:
-            keep.extend(line for line in stmt.leading_lines if line.comment)
+            keep.extend(line for line in stmt.leading_lines if line.comment)  # type: ignore[attr-defined]
         keep.extend(line for line in block.footer if line.comment)
     return keep
 
@@ -222,11 +222,11 @@ class _Applier(cst.CSTTransformer):
                 # try: X / finally: (emptied) is X
                 body = list(node.body.body)
                 lead = list(node.leading_lines)
-                body[0] = body[0].with_changes(leading_lines=[*lead, *body[0].leading_lines])
-                tail = comments + _block_comments(node.finalbody.body)
+                body[0] = body[0].with_changes(leading_lines=[*lead, *body[0].leading_lines])  # type: ignore[attr-defined]
+                tail = comments + _block_comments(node.finalbody.body)  # type: ignore[union-attr]
                 if tail:
                     body.append(self._marker(tail))
-                return cst.FlattenSentinel(body)
+                return cst.FlattenSentinel(body)  # type: ignore[return-value]
         if self._was_emptied(node.body) and getattr(node, "orelse", None) is None and self._pure_header(node):
             return self._marker([*_comment_lines(node), *comments, *_block_comments(node.body)])
         if comments:
@@ -257,7 +257,7 @@ class _Applier(cst.CSTTransformer):
                 carry.extend(removed[1])
                 continue
             if carry:
-                stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
+                stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])  # type: ignore[attr-defined]
                 carry = []
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
@@ -366,7 +366,7 @@ def _after_environment(module: cst.Module, before: set[str]) -> cst.Module:
 
 
 # -- positions and suppressions ------------------------------------------------------------
-Located = List[Tuple[Report, Finding]]
+Located = list[tuple[Report, Finding]]
 
 UNUSED_SUPPRESSION = ("NRN000", "unused-suppression")
 

@@ -22,12 +22,12 @@ import re
 import textwrap
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Tuple
+from collections.abc import Iterable, Sequence
 
 from neuronize.types import Finding, Safety
 
 #: a difflib opcode: (tag, old start, old end, new start, new end)
-Op = Tuple[str, int, int, int, int]
+Op = tuple[str, int, int, int, int]
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from typing import Dict, Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
 from neuronize.context import dotted_name
 from neuronize.transform import Report
 
-Parents = Dict[int, cst.CSTNode]
+Parents = dict[int, cst.CSTNode]
 
 IMPORT = "an unguarded `import torch_neuronx`"
 NEURON_MODULE = "`torch.neuron.X` (there only with torch_neuronx)"
@@ -44,7 +44,10 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
 
 
 def _neuron_string(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.SimpleString) and node.evaluated_value.split(":")[0] == "neuron"
+    if not isinstance(node, cst.SimpleString):
+        return False
+    value = node.evaluated_value
+    return isinstance(value, str) and value.split(":")[0] == "neuron"
 
 
 def _call_hazard(call: cst.Call) -> bool:
@@ -207,5 +210,5 @@ def _scan_expr(node: ast.AST, found: Counter[str]) -> None:
             literal = [k.value for k in sub.keywords if k.arg in ("backend", "device_type")] + sub.args[:1]
             neuron = any(isinstance(v, ast.Constant) and isinstance(v.value, str)
                          and v.value.split(":")[0] == "neuron" for v in literal)
-            if neuron and (name.endswith("compile") or name.endswith("autocast")):
+            if neuron and (name.endswith(("compile", "autocast"))):
                 found[NEURON_BACKEND] += 1

@@ -4,7 +4,7 @@ when a cell changed. Pure, like the engine: bytes in, values out."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from neuronize.engine import TokenFilter, run_source
 from neuronize.sources.notebook import NotebookError, read_cells, write_cells

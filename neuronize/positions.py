@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState

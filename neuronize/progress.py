@@ -13,7 +13,8 @@ and nothing ever reaches a pipe, a file, JSON or diff output.
 from __future__ import annotations
 
 import time
-from typing import Callable, TextIO
+from typing import TextIO
+from collections.abc import Callable
 
 BAR_WIDTH = 24
 

@@ -7,11 +7,11 @@ operations, constants, and calls to predicates that only ask a question.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import libcst as cst
 
-Qualify = Callable[[cst.CSTNode], Optional[str]]
+Qualify = Callable[[cst.CSTNode], str | None]
 
 #: calls that only answer a question (qualified names; builtins by their bare name)
 PURE_PREDICATES = frozenset({

@@ -9,7 +9,7 @@ import functools
 import importlib
 import pkgutil
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from neuronize.transform import Transform
 
@@ -18,7 +18,7 @@ class SelectionError(ValueError):
     """A --select / --ignore entry that matches no rule."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def all_rules() -> tuple[type[Transform], ...]:
     """Every rule, sorted by id. Raises if two rules share an id or a name."""
     import neuronize.transforms as package

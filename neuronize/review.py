@@ -24,7 +24,7 @@ import builtins
 import dataclasses
 import difflib
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from neuronize.diff import Style
 
@@ -139,7 +139,8 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
     try:
         tree = ast.parse(rebuilt)
     except (SyntaxError, ValueError) as exc:
-        where = f"line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)
+        where = f"line {lineno}: " if lineno else ""
         return [f"{where}the file would not parse ({getattr(exc, 'msg', exc)})"]
     chosen = set(accepted)
     now = _undefined(_names(tree))

@@ -44,7 +44,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 

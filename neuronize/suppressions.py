@@ -14,7 +14,8 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from neuronize.types import Finding
 
@@ -96,7 +97,7 @@ def _comments(source: bytes) -> Iterator[tuple[int, str, bool]]:
         return
 
 
-def _codes(comment: str) -> frozenset[str] | None | bool:
+def _codes(comment: str) -> frozenset[str] | None | Literal[False]:
     """The codes a comment names, ``None`` for all rules, ``False`` when it is no suppression.
 
     Several directives in one comment are merged; a bare one wins.

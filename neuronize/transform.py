@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar, Union
+from typing import ClassVar
 
 import libcst as cst
 
@@ -43,7 +43,7 @@ class Example:
     unsafe_fixes: bool = True
 
 
-Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
 
 
 @dataclass(eq=False)

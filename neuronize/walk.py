@@ -9,7 +9,7 @@ whitespace and punctuation, and costs a fraction of that (measured in benchmarks
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 

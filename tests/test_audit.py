@@ -119,11 +119,16 @@ def test_migrated_script_passes_strict(tmp_path: Path) -> None:
     shutil.copyfile(PIPELINE / "gpt_trainer.before.py", migrated)
     fixed = neuronize("fix", "--target", "cpu", "--unsafe-fixes", "--no-cache", str(migrated))
     assert fixed.returncode in (0, 1), fixed.stderr
-    # What neuronize leaves is what it reports: the CUDA GradScaler (NRN202, report-only, no
-    # documented Neuron scaler). Handled by hand as the finding says, nothing touches CUDA.
+    # What neuronize leaves is what it reports: the CUDA GradScaler (NRN202, no documented Neuron
+    # scaler) and the bf16 capability probe (NRN115, kept whole). Handled by hand as the findings
+    # say, nothing touches CUDA.
     scaler = 'scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))'
-    assert b"NRN202 [report-only]" in fixed.stdout and scaler in migrated.read_text()
-    migrated.write_text(migrated.read_text().replace(scaler, 'scaler = torch.amp.GradScaler("cpu", enabled=False)'))
+    probe = 'dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"'
+    assert b"NRN202 [report-only]" in fixed.stdout and b"NRN115 [report-only]" in fixed.stdout
+    text = migrated.read_text()
+    assert scaler in text and probe in text
+    migrated.write_text(text.replace(scaler, 'scaler = torch.amp.GradScaler("cpu", enabled=False)')
+                        .replace(probe, 'dtype = "bfloat16"'))
     code, data, _ = audit("--strict", "--", sys.executable, "gpt_trainer.py", *FAST, cwd=tmp_path,
                           tmp=tmp_path)
     assert (code, data["touches"], data["outcome"]) == (0, 0, "finished"), data

@@ -13,11 +13,11 @@ from neuronize.diff import Style, findings_touching, import_names, unified_diff,
 from neuronize.transform import Finding, Safety
 
 TWO_PLACES = (
-    b"import torch\n"
+    b"import torch.nn as nn\n"
     + b"".join(b"w%d = %d\n" % (i, i) for i in range(10))
     + b"model = Net().cuda()\n"
     + b"".join(b"x%d = %d\n" % (i, i) for i in range(12))
-    + b"print(torch.cuda.max_memory_allocated())\n"
+    + b"y = x.half()\n"
 )
 
 
@@ -38,10 +38,10 @@ def test_each_hunk_header_names_rule_safety_and_reason(tmp_path):
     proc = neuronize("fix", "--diff", "--unsafe-fixes", "t.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     headers = [l for l in proc.stdout.decode().splitlines() if l.startswith("@@")]
-    assert len(headers) == 3, headers  # the import the engine adds, .cuda(), the memory call
-    assert re.match(r"@@ -1,\d+ \+1,\d+ @@ \[imports\] adds `torch_neuronx` for the edits", headers[0])
-    assert "[NRN102 safe] " in headers[1] and "NRN113" not in headers[1]
-    assert "[NRN113 unsafe] " in headers[2] and "[evidence: SRC]" in headers[2]
+    assert len(headers) == 3, headers  # the import the engine adds, .cuda(), the .half() call
+    assert re.match(r"@@ -1,\d+ \+1,\d+ @@ \[imports\] adds `torch` for the edits", headers[0])
+    assert "[NRN102 safe] " in headers[1] and "NRN205" not in headers[1]
+    assert "[NRN205 unsafe] " in headers[2] and "[evidence: INF]" in headers[2]
 
 
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("patch") is None, reason="needs git and patch")

@@ -57,9 +57,9 @@ RULE_IN_HUNK = re.compile(r"\[(NRN\d+) (?:safe|unsafe)\]")
 #: What the rules still break, one row per pattern: (targets, fixes, hosts, test, "rules: why").
 #: A row stands for every combination of the targets, fixes and hosts it names.
 _KNOWN: list[tuple[str, str, str, str, str]] = [
-    ("neuron", "safe unsafe", "cpu", "test_cli.py::test_main_with_defaults",
-     "NRN101 + NRN201: the default becomes 'neuron', which resolve_device's "
-     "`assert device_type in ['cuda', 'cpu']` rejects; and torch.autocast('neuron') raises on the CPU"),
+    ("neuron", "safe", "cpu", "test_cli.py::test_main_with_defaults",
+     "NRN101 + NRN103: in a safe-only run the default becomes 'neuron' while the CPU fallback "
+     "comparison that would follow it is an unsafe edit (NRN103/NRN110): one edit group (issue 11 item 4)"),
     ("neuron", "safe", "cpu mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
      "NRN101 + NRN103: the --device default becomes 'neuron' (safe), while the fallback "
      "`device_type == 'cuda' and not torch.cuda.is_available()` follows it only with --unsafe-fixes "

@@ -29,18 +29,24 @@ from neuronize.review import (
 
 pexpect = pytest.importorskip("pexpect")
 
-#: one import hunk serving two edits: `autocast` is no longer imported, `torch_neuronx` is
-AMP = b"""import torch
-from torch.cuda.amp import autocast, GradScaler
+#: one import hunk serving two edits: `cudnn` is no longer imported, `torch` is
+AMP = b"""import torch.nn as nn
+from torch.backends import cudnn
 
 
 def train(model, batch):
-    with autocast():
-        loss = model(batch)
-    print(torch.cuda.max_memory_allocated())
-    return loss
+    cudnn.benchmark = True
+    loss = model(batch)
+    a0 = 0
+    a1 = 1
+    a2 = 2
+    a3 = 3
+    a4 = 4
+    a5 = 5
+    a6 = 6
+    return loss.half()
 """
-AMP_HUNKS = 3  # the imports, the autocast edit, the memory call
+AMP_HUNKS = 3  # the imports, the cuDNN flag deletion, the .half() call
 
 #: two safe edits and one unsafe one, far apart
 MIXED = (b"import torch\n" + b"model = Net().cuda()\n" + b"".join(b"a%d = %d\n" % (i, i) for i in range(10))
@@ -69,12 +75,12 @@ def test_hunks_carry_their_findings_and_imports_are_linked(tmp_path):
     before, after, findings = _analyse(tmp_path / "a.py")
     hunks = split_hunks(before, after, findings)
     assert len(hunks) == AMP_HUNKS
-    imports, autocast, memory = hunks
+    imports, flag, half = hunks
     assert imports.findings == () and imports.serves == (1, 2)
-    assert any("`torch_neuronx`" in n and "hunk 3 (NRN113)" in n for n in imports.notes)
-    assert any("`autocast`" in n and "hunk 2 (NRN201)" in n for n in imports.notes)
-    assert {f.rule for f in autocast.findings} == {"NRN201"}
-    assert [f.rule for f in memory.findings] == ["NRN113"]
+    assert any("`torch`" in n and "hunk 3 (NRN205)" in n for n in imports.notes)
+    assert any("`cudnn`" in n and "hunk 2 (NRN350)" in n for n in imports.notes)
+    assert {f.rule for f in flag.findings} == {"NRN350"}
+    assert [f.rule for f in half.findings] == ["NRN205"]
     assert imports.safety.value == "unsafe"  # it goes with unsafe edits
 
 
@@ -107,10 +113,10 @@ def test_check_finds_a_use_whose_import_was_removed_and_a_dangling_name(tmp_path
     before, after, findings = _analyse(tmp_path / "a.py")
     hunks = split_hunks(before, after, findings)
     problems = check_rebuilt(before, after, rebuild(before, after, hunks, {0, 2}), hunks, {0, 2})
-    assert problems == ["line 7: `autocast` would be used but not defined: hunk 1, which removes its "
+    assert problems == ["line 6: `cudnn` would be used but not defined: hunk 1, which removes its "
                         "import, was accepted"]
     problems = check_rebuilt(before, after, rebuild(before, after, hunks, {1, 2}), hunks, {1, 2})
-    assert problems == ["line 8: `torch_neuronx` would be used but not defined: hunk 1, which adds its "
+    assert problems == ["line 14: `torch` would be used but not defined: hunk 1, which adds its "
                         "import, was rejected"]
     assert check_rebuilt(before, after, rebuild(before, after, hunks, {0, 1}), hunks, {0, 1}) == []
     assert check_rebuilt(before, after, b"def f(:\n") == ["line 1: the file would not parse (invalid syntax)"]
@@ -177,7 +183,7 @@ def test_a_broken_choice_is_explained_and_never_returned(tmp_path):
     said: list[str] = []
     ask, prompts = _script("y", "n", "y", "r", "a")
     outcome = review_file("a.py", before, after, findings, ask=ask, say=said.append, style=Style())
-    assert any("`autocast` would be used but not defined" in s for s in said)
+    assert any("`cudnn` would be used but not defined" in s for s in said)
     assert outcome.output == after and outcome.accepted == {0, 1, 2}
     ask, prompts = _script("y", "n", "y", "s")
     outcome = review_file("a.py", before, after, findings, ask=ask, say=said.append, style=Style())
@@ -225,8 +231,8 @@ def test_pty_reject_the_edit_keep_its_import_removal_is_detected(tmp_path):
     assert [g[2] for g in given] == ["y", "n", "y", "s"]
     text = "".join(transcript)
     assert "a.py: hunk 1/3, line 2 [unsafe]" in text
-    assert "removes the import of `autocast`" in text and "[NRN113 unsafe]" in text
-    assert "`autocast` would be used but not defined: hunk 1, which removes its import, was accepted" in text
+    assert "removes the import of `cudnn`" in text and "[NRN205 unsafe]" in text
+    assert "`cudnn` would be used but not defined: hunk 1, which removes its import, was accepted" in text
     assert (tmp_path / "a.py").read_bytes() == AMP  # nothing invalid written
     assert child.exitstatus == 1
 
@@ -242,7 +248,7 @@ def test_pty_reject_the_import_keep_the_edit_then_review_again(tmp_path):
         return next(answers)
 
     _drive(child, answer)
-    assert "`torch_neuronx` would be used but not defined: hunk 1, which adds its import, was rejected" in \
+    assert "`torch` would be used but not defined: hunk 1, which adds its import, was rejected" in \
         "".join(seen)
     (tmp_path / "orig.py").write_bytes(AMP)
     before, after, findings = _analyse(tmp_path / "orig.py")
@@ -250,9 +256,9 @@ def test_pty_reject_the_import_keep_the_edit_then_review_again(tmp_path):
     on_disk = (tmp_path / "a.py").read_bytes()
     assert on_disk == rebuild(before, after, hunks, {1})
     ast.parse(on_disk)
-    assert b"import torch_neuronx" not in on_disk and b"with torch.autocast(" in on_disk
-    assert b"from torch.cuda.amp import autocast, GradScaler" in on_disk
-    assert b"torch.cuda.max_memory_allocated()" in on_disk
+    assert b"import torch\n" not in on_disk and b"cudnn.benchmark" not in on_disk
+    assert b"from torch.backends import cudnn" in on_disk
+    assert b"return loss.half()" in on_disk
 
 
 def test_pty_quit_keeps_accepted_hunks_and_touches_nothing_else(tmp_path):

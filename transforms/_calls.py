@@ -4,7 +4,7 @@ comment stays on its line, a trailing comma stays trailing)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 

@@ -169,7 +169,7 @@ def plan_compile(node: cst.Call, what: str, target: str, backend: cst.BaseExpres
                             "`fallback_execution` (Neuron does not read Inductor options)")
             else:
                 dropped = [k for k in keys if k not in NEURON_OPTIONS]
-                kept = [e for e, k in zip(value_node.elements, keys) if k in NEURON_OPTIONS]
+                kept = [e for e, k in zip(value_node.elements, keys, strict=False) if k in NEURON_OPTIONS]
                 listing = ", ".join(f"`{k}`" for k in dropped)
                 if not kept:
                     remove.append(options_arg)

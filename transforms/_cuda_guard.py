@@ -5,7 +5,7 @@ bitsandbytes, cuDNN, DataParallel, fp16...) that must stay off on Neuron (report
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
@@ -181,9 +181,10 @@ class _GuardScan(cst.CSTVisitor):
                 arg.visit(self)
             return False
         if qualified.startswith(PREFIX):
-            return  # judged by _check_name (owned: migrated by this family; others: markers)
+            return None  # judged by _check_name (owned: migrated by this family; others: markers)
         if self.v.opaque is None:
             self.v.opaque = f"`{short(node.func, 40)}(...)`"
+        return None
 
 
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:

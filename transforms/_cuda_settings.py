@@ -52,7 +52,7 @@ class CudaOnlySettings(Transform):
         self._aliases = local_names(ctx, (*self.removable_calls, *self.contexts))
         cls = type(self)
         if "_last_names" not in cls.__dict__:
-            cls._last_names = frozenset(
+            cls._last_names = frozenset(  # type: ignore[attr-defined]
                 q.rsplit(".", 1)[-1] for q in (*cls.removable_calls, *cls.contexts, *cls.report_calls)
             )
 
@@ -103,7 +103,7 @@ class CudaOnlySettings(Transform):
         flagged = [n for n in names if n is not None and n.startswith(SETTING_PREFIXES)]
         if not flagged or not self._own(flagged[0]):
             return  # not a setting, or another NRN35x rule owns the statement
-        shown = ", ".join(f"`{short(t, 50)}`" for t, n in zip(targets, names) if n in flagged)
+        shown = ", ".join(f"`{short(t, 50)}`" for t, n in zip(targets, names, strict=False) if n in flagged)
         self._removed.add(id(node))
         if len(flagged) != len(targets):
             self.report(node, f"{shown}: {self.reason}; this assignment also sets something else, so remove "
@@ -117,7 +117,7 @@ class CudaOnlySettings(Transform):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value
-        if attr not in self.read_attrs and attr not in self._last_names:
+        if attr not in self.read_attrs and attr not in self._last_names:  # type: ignore[attr-defined]
             return
         qualified = self.ctx.qualify(node)
         if qualified is None:
@@ -150,7 +150,7 @@ class CudaOnlySettings(Transform):
     # -- calls ------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if last_name(func) not in self._last_names:
+        if last_name(func) not in self._last_names:  # type: ignore[attr-defined]
             return
         qualified = self.ctx.qualify(func)
         if qualified is None:
@@ -162,7 +162,7 @@ class CudaOnlySettings(Transform):
             if any(id(a) in self._removed for a in self.ctx.ancestors()):
                 return
             if is_expression_statement(self.ctx):
-                self._drop(self.ctx.parent, f"`{short(node.func, 50)}(...)`",
+                self._drop(self.ctx.parent, f"`{short(node.func, 50)}(...)`",  # type: ignore[arg-type]
                            f"{what}; {self.reason}" + self.extra_note(qualified, node),
                             imports=removals_for(self.ctx, (*self.modules, qualified)))
             else:

@@ -5,7 +5,7 @@ that only pick device settings."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -18,7 +18,7 @@ from neuronize.transforms._calls import argument, insert_after, is_cuda_availabl
 from neuronize.transforms._literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
-from neuronize.transforms._names import last_name, qualified_expr, target_name
+from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms._nodes import iter_conditions, parenthesized
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -197,7 +197,7 @@ def _block_assigns_devices(block: cst.BaseSuite | cst.CSTNode | None) -> bool:
     if isinstance(block, cst.IndentedBlock):
         lines = list(block.body)
     elif isinstance(block, cst.SimpleStatementSuite):
-        lines = [block]
+        lines = [block]  # type: ignore[list-item]
     else:
         return False
     found = False
@@ -406,7 +406,7 @@ def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index:
     if _target.target(ctx) == _target.NEURON:
         new_first, imports = string_like(first.value, "neuron"), ()
     else:
-        new_first, imports = _target.device(ctx, first.value)
+        new_first, imports = _target.device(ctx, first.value)  # type: ignore[assignment]
     args = [first.with_changes(value=new_first) if a is first else a for a in call.args if a is not index]
     args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
     zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0

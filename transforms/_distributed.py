@@ -42,7 +42,7 @@ def in_cuda_only_branch(ctx: FileContext) -> bool:
     """The node the walk is at lies in the branch of an ``if`` / conditional expression that only
     runs on CUDA (:func:`cuda_only_test`)."""
     stack = ctx.stack
-    for child, parent in zip(reversed(stack), reversed(stack[:-1])):
+    for child, parent in zip(reversed(stack), reversed(stack[:-1]), strict=False):
         if isinstance(parent, cst.If) and child is parent.body and cuda_only_test(ctx, parent.test):
             return True
         if isinstance(parent, cst.IfExp) and child is parent.body and cuda_only_test(ctx, parent.test):

@@ -16,7 +16,7 @@ def training_arguments_class(ctx: FileContext, call: cst.Call) -> str | None:
     func = call.func
     if isinstance(func, cst.Attribute):
         last = func.attr.value
-        if not (last.endswith("TrainingArguments") or last.endswith("Config")):
+        if not (last.endswith(("TrainingArguments", "Config"))):
             return None
     elif not isinstance(func, cst.Name):
         return None

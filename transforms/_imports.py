@@ -15,7 +15,7 @@ made lazily inside a function is OPTIONAL (there is, or can easily be, another p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 

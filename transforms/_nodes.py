@@ -3,7 +3,7 @@ conditions (their atoms) and ``with`` blocks (unwrapping one)."""
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -136,7 +136,7 @@ def unwrap_with(node: cst.With, drop: Sequence[cst.WithItem]) -> cst.CSTNode | c
     statements = list(body.body)
     first = statements[0]
     statements[0] = first.with_changes(
-        leading_lines=[*node.leading_lines, *header_comments, *first.leading_lines]
+        leading_lines=[*node.leading_lines, *header_comments, *first.leading_lines]  # type: ignore[attr-defined]
     )
     return cst.FlattenSentinel(statements)
 

@@ -249,7 +249,7 @@ def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode, make) ->
                 return after.with_changes(value=value.with_changes(lpar=(), rpar=()))
             return after
 
-    return rewritten.visit(_Swap())
+    return rewritten.visit(_Swap())  # type: ignore[return-value]
 
 
 def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CSTNode) -> Built:
@@ -310,5 +310,5 @@ def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
         return string_like(like, "inductor") if like is not None else make_string("inductor"), ()
     expr, imports = chosen
     if isinstance(expr, cst.SimpleString) and like is not None:
-        return string_like(like, expr.evaluated_value), imports
+        return string_like(like, expr.evaluated_value), imports  # type: ignore[arg-type]
     return expr, imports

@@ -9,7 +9,7 @@ it sees in :class:`Assignments`; :func:`carried` and :func:`resolve` are pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import libcst as cst
 

@@ -79,6 +79,6 @@ class ChannelsLast(Transform):
         keyword = parent.keyword if isinstance(parent, cst.Arg) else None
         why = "TorchNeuron supports only contiguous/preserve memory formats (pre-beta report)"
         if keyword is not None and keyword.value == "memory_format":
-            self.report(parent, f"`memory_format={short(node, 60, tight=True)}`: {why}; drop the `memory_format=` argument")
+            self.report(parent, f"`memory_format={short(node, 60, tight=True)}`: {why}; drop the `memory_format=` argument")  # type: ignore[arg-type]
         else:
             self.report(node, f"`{short(node, 60, tight=True)}`: {why}; use the default contiguous format")

@@ -153,7 +153,7 @@ class CompileBackend(Transform):
         original = backend_arg.value if backend_arg is not None and string_value(backend_arg.value) else None
         chosen = _host.host_compile_backend(self.ctx, original)
         backend, imports = chosen if chosen is not None else (None, ())
-        plan = plan_compile(node, what, _target.target(self.ctx), backend, extra.get("evidence"))
+        plan = plan_compile(node, what, _target.target(self.ctx), backend, extra.get("evidence"))  # type: ignore[arg-type]
         for where, text, evidence in plan.reports:
             self.report(where, text, evidence=evidence)
         if plan.new is None:
@@ -166,7 +166,7 @@ class CompileBackend(Transform):
             message += "; consider `fullgraph=True` (recommended: graph breaks then raise)"
         if unsafe:
             message += "; assumes the receiver is an `nn.Module`"
-        self.fix(node, plan.new, message, imports=imports, **extra)
+        self.fix(node, plan.new, message, imports=imports, **extra)  # type: ignore[arg-type]
 
     def _host_note(self, backend: cst.BaseExpression | None) -> str:
         """What a host-aware backend means (the neuron target writes one where `"neuron"` would

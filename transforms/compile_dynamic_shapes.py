@@ -139,7 +139,7 @@ class CompileDynamicShapes(Transform):
                         evidence=Evidence.INF)
             return
         if is_expression_statement(self.ctx) and not self._empties_a_loop():
-            self.remove(self.ctx.parent, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "
+            self.remove(self.ctx.parent, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "  # type: ignore[arg-type]
                         "only; pad this input to a fixed size (or a few buckets) instead",
                         evidence=Evidence.INF, imports=removals_for(self.ctx, [qualified]))
         else:

@@ -152,7 +152,7 @@ class CudaAutocast(AmpRule):
         if enabled is not None and follows:
             new_enabled = followed_enabled(self.ctx, enabled.value)
             if new_enabled is not None:
-                swapped = replace_value(swapped, argument(swapped, "enabled", 2), new_enabled)
+                swapped = replace_value(swapped, argument(swapped, "enabled", 2), new_enabled)  # type: ignore[arg-type]
                 why += _target.say(self.ctx, ", and `enabled=` tests for {device}")
         done = _target.say(self.ctx, 'autocast on `"cuda"` -> `{device}`') + why
         if _target.target(self.ctx) != _target.NEURON:

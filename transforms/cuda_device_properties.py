@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
-from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, replacement_for, spelled
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
 from neuronize.transforms._literals import cuda_literal
 from neuronize.transforms._names import qualified_expr
 

@@ -129,7 +129,7 @@ class CudaDeviceString(Transform):
         edit = literal_edit(self.ctx, node, kind, nested)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
-                 imports=edit.imports, **extra)
+                 imports=edit.imports, **extra)  # type: ignore[arg-type]
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str) -> None:
         if expr is None:
@@ -201,7 +201,7 @@ class CudaDeviceString(Transform):
         """The call being visited is an argument of a ``torch.cuda.*`` call (a CUDA-only API, which
         the runtime rules keep or report): its CUDA device stays with it."""
         stack = list(self.ctx.ancestors())
-        for parent, grand in zip(stack, stack[1:]):
+        for parent, grand in zip(stack, stack[1:], strict=False):
             if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
                 return (self.ctx.qualify(grand.func) or "").startswith("torch.cuda.")
         return False
@@ -220,7 +220,7 @@ class CudaDeviceString(Transform):
         edit = indexed_device_edit(self.ctx, node, first, index)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"`{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
-                 imports=edit.imports, **extra)
+                 imports=edit.imports, **extra)  # type: ignore[arg-type]
 
     def _option(self, node: cst.Call) -> None:
         """argparse ``add_argument("--device", default="cuda", choices=[...])`` / click options."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import argument, insert_after, keyword, without_args
 from neuronize.transforms._distributed import (PROCESS_GROUP, backend_edit, dist_function, names_nccl, nccl_backend,
@@ -214,7 +214,7 @@ class NcclBackend(Transform):
             new = cst.Element(make_string("neuron", anchor.value))
             replacement = seq.with_changes(elements=insert_after(seq.elements, index, new))  # type: ignore[attr-defined]
             self.fix(seq, replacement, 'adds `"neuron"` to the backend option\'s `choices`')
-        for node, replacement, msg, safety, evidence in self._others:
+        for node, replacement, msg, safety, evidence in self._others:  # type: ignore[assignment]
             if _target.target(self.ctx) != _target.NEURON:
                 self.report(node, "device-to-backend table: the `\"cuda\"` entry stays for GPU runs; "
                             "`dist.get_default_backend_for_device(device)` gives the backend of any device",

@@ -17,7 +17,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from neuronize.audit.launch import RawRun
 
@@ -97,7 +97,7 @@ def static_findings(files: list[str]) -> tuple[dict[str, list], list[str]]:
     found = find_config(Path(files[0]))
     config = load_config(found) if found is not None else Config()
     rules = select_rules(list(config.select or ()), list(config.ignore))
-    options = Options(target=config.target or "neuron", unsafe_fixes=bool(config.unsafe_fixes))
+    options = Options(target=config.target or "neuron", unsafe_fixes=bool(config.unsafe_fixes))  # type: ignore[arg-type]
     run = api.analyse_paths(files, rules, options, jobs=1, fix=False, config=config, cache=False)
     by_file = {os.path.abspath(f.path): list(f.result.findings) for f in run.files if f.path is not None}
     errors = [f"{f.display}: {f.error.message}" for f in run.errors if f.error is not None]

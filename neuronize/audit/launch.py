@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 CHILD = Path(__file__).resolve().parent / "child"
 #: how long processes get to write their records after SIGTERM, before SIGKILL

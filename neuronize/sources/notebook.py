@@ -50,6 +50,11 @@ _ESCAPES = frozenset("%!?,;/")  # a logical line starting with one of these is I
 _PREFIX = "__neuronize_magic"
 _BOM = "\ufeff"
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """The position of the first non-whitespace character at or after ``pos``."""
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]  # `*` always matches
 _PYTHON_LANGUAGE = re.compile(r"i?python\d*", re.IGNORECASE)
 _CELL_MAGIC = re.compile(r"%%([\w.-]*)")
 _NON_ASCII_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00[0-7])[0-9a-fA-F]{4}")
@@ -78,7 +83,7 @@ def read_cells(data: bytes) -> list[Cell]:
     """Code cells of a notebook whose language is Python (or unspecified). Raises NotebookError."""
     text, nb = _load(data)
     cells: list[Cell] = []
-    for index, cell in enumerate(nb["cells"], start=1):
+    for index, _cell in enumerate(nb["cells"], start=1):
         source = _editable_source(text, nb, index)
         if source is None:
             continue
@@ -146,7 +151,8 @@ def _editable_source(text: str, nb: dict[str, Any], index: int) -> str | None:
     for line in (line.strip() for line in source.splitlines() if line.strip()):
         if not line.startswith("%%"):
             break
-        if _CELL_MAGIC.match(line).group(1) not in PYTHON_CELL_MAGICS:
+        magic = _CELL_MAGIC.match(line)
+        if magic is None or magic.group(1) not in PYTHON_CELL_MAGICS:
             return None
     return source
 
@@ -301,7 +307,7 @@ def _mask(source: str) -> tuple[str, dict[str, tuple[str, str]], str]:
             for number in range(logical_start, k + 1):
                 mask(number, logical_indent)
         k += 1
-    masked = "".join(body + end for body, (_, end) in zip(out, lines))
+    masked = "".join(body + end for body, (_, end) in zip(out, lines, strict=False))
     return masked, table, prefix
 
 
@@ -386,7 +392,7 @@ class _Layout:
 
     def __init__(self, text: str):
         self.text = text
-        start = _WS.match(text, 1 if text.startswith(_BOM) else 0).end()
+        start = _skip_ws(text, 1 if text.startswith(_BOM) else 0)
         members = self.members(start)
         self.separator = ", "  # after a comma between members: "\n " in Jupyter's files
         if len(members) > 1:
@@ -407,28 +413,28 @@ class _Layout:
     def members(self, i: int) -> list[tuple[int, int, int, str]]:
         """(key start, value start, value end, key) for the members of the object at ``i``."""
         text, out = self.text, []
-        i = _WS.match(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
         while text[i] != "}":
             key_start = i
             key, i = _DECODER.raw_decode(text, i)
-            i = _WS.match(text, _WS.match(text, i).end() + 1).end()  # past ':'
+            i = _skip_ws(text, _skip_ws(text, i) + 1)  # past ':'
             _, end = _DECODER.raw_decode(text, i)
             out.append((key_start, i, end, key))
-            i = _WS.match(text, end).end()
+            i = _skip_ws(text, end)
             if text[i] == ",":
-                i = _WS.match(text, i + 1).end()
+                i = _skip_ws(text, i + 1)
         return out
 
     def elements(self, i: int) -> list[tuple[int, int]]:
         """(start, end) of the elements of the array at ``i``."""
         text, out = self.text, []
-        i = _WS.match(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
         while text[i] != "]":
             _, end = _DECODER.raw_decode(text, i)
             out.append((i, end))
-            i = _WS.match(text, end).end()
+            i = _skip_ws(text, end)
             if text[i] == ",":
-                i = _WS.match(text, i + 1).end()
+                i = _skip_ws(text, i + 1)
         return out
 
     def list_format(self, raw: str, start: int) -> tuple[str, str, str]:
@@ -457,7 +463,7 @@ def _render(source: str, old_raw: str, layout: _Layout, start: int, ensure_ascii
         return json.dumps(source, ensure_ascii=ensure_ascii)
     opening, between, closing = layout.list_format(old_raw, start)
     # Reuse the original spelling of unchanged lines, whatever escapes the writer used.
-    spelled = {}
+    spelled: dict[str, str] = {}
     for item_start, item_end in layout.elements(start):
         raw = layout.text[item_start:item_end]
         spelled.setdefault(json.loads(raw), raw)

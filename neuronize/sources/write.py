@@ -14,7 +14,7 @@ import re
 import secrets
 import stat
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 TEMP_SUFFIX = ".neuronize-tmp"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.abc
 import sys
 from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 _pending: dict[str, Callable[[ModuleType], None]] = {}
 

@@ -12,7 +12,8 @@ import functools
 import inspect
 import os
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from . import pretend as emulation
 from .record import Recorder
@@ -35,7 +36,7 @@ def install(torch: Any, recorder: Recorder, pretend: bool) -> None:
     recorder.add_library(os.path.dirname(torch.__file__))
     typing_extensions = sys.modules.get("typing_extensions")  # torch's @deprecated wrappers
     if typing_extensions is not None and getattr(typing_extensions, "__file__", None):
-        recorder.add_library(typing_extensions.__file__)
+        recorder.add_library(typing_extensions.__file__)  # type: ignore[arg-type]
     _install_cuda_namespace(torch, recorder, pretend)
     _install_placements(torch, recorder, pretend)
     _install_amp(torch, recorder, pretend)
@@ -127,7 +128,7 @@ def _recording(recorder: Recorder, kind: str, what: str, impl: Callable[..., Any
 def _wrap_init(cls: type, change: Callable[..., tuple[tuple, dict]]) -> None:
     """Wrap ``cls.__init__`` in place: ``change(args, kwargs)`` records and may alter the call.
     A C type that refuses a new ``__init__`` stays unwrapped (and unrecorded)."""
-    original = cls.__init__
+    original = cls.__init__  # type: ignore[misc]
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:

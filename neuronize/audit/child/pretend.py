@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import time
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 GIB = 2**30
 
@@ -35,7 +36,7 @@ class Event:
     def synchronize(self) -> None:
         pass
 
-    def elapsed_time(self, end: "Event") -> float:
+    def elapsed_time(self, end: Event) -> float:
         return ((end._at or 0.0) - (self._at or 0.0)) * 1000.0
 
 
@@ -45,7 +46,7 @@ class Stream:
     def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
         self.device = device
 
-    def __enter__(self) -> "Stream":
+    def __enter__(self) -> Stream:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -120,7 +121,7 @@ CANNOT_EMULATE = {
 }
 
 #: classes under torch.cuda replaced by stand-ins
-CLASSES = {"Stream": Stream, "ExternalStream": Stream, "Event": Event}
+CLASSES: dict[str, type] = {"Stream": Stream, "ExternalStream": Stream, "Event": Event}
 
 NVTX = {"range_push": lambda *a, **k: 0, "range_pop": lambda *a, **k: 0,
         "mark": lambda *a, **k: None, "range": lambda *a, **k: contextlib.nullcontext()}

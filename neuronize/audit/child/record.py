@@ -15,6 +15,7 @@ import sys
 import sysconfig
 import threading
 from types import FrameType
+from typing import TextIO
 
 _AUDIT_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"])
@@ -30,7 +31,7 @@ class Recorder:
         self.lines: dict[str, set[int]] = {}
         self._kinds: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._file = None
+        self._file: TextIO | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -90,7 +91,7 @@ class Recorder:
         kind = self._kinds.get(filename)
         if kind is None:
             path = os.path.abspath(filename) if not filename.startswith("<") else filename
-            if path.startswith("<") or path.startswith(_AUDIT_DIR):
+            if path.startswith(("<", _AUDIT_DIR)):
                 kind = "audit" if path.startswith(_AUDIT_DIR) else "stdlib"
             elif any(path.startswith(d) for d in self.library_dirs):
                 kind = "library"
@@ -115,8 +116,10 @@ class Recorder:
             if kind == "library":
                 if not through_torch:
                     return None
-                if "<locals>" not in frame.f_code.co_qualname:  # not a decorator's wrapper
-                    via = frame.f_code.co_qualname
+                # co_qualname is Python 3.11+; co_name on 3.10
+                qualname = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+                if "<locals>" not in qualname:  # not a decorator's wrapper
+                    via = qualname
             frame = frame.f_back
         return None
 
