@@ -15,6 +15,12 @@ from neuronize.transform import Evidence
 NKI_PATH = "port it to an NKI kernel registered with `torch_neuronx.nki_op` (check aws-neuron/nki-library first)"
 NKI_PATH_KERNELS = ("port the kernels to NKI kernels registered with `torch_neuronx.nki_op` "
                     "(check aws-neuron/nki-library first)")
+#: the public pages on the way forward for custom kernels (NKI), cited by the kernel rules
+KERNEL_REFERENCES = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
+)
 SDPA = "use `F.scaled_dot_product_attention` (on Neuron it lowers to an NKI flash-attention kernel)"
 NEURON_TOOLS = "use `neuron-ls` / `neuron-top` / Neuron Explorer"
 BF16_WEIGHTS = "load the model in bf16 (`torch_dtype=torch.bfloat16`)"

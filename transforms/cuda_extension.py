@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
 from neuronize.transforms._literals import string_value, switches_off
 from neuronize.transforms._names import inside_call_to
-from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
 
 CPP_EXT = "torch.utils.cpp_extension"
 CUDA_EXTENSION = f"{CPP_EXT}.CUDAExtension"
@@ -75,11 +75,7 @@ class CudaExtension(Transform):
     evidence = Evidence.DOC
     section = "kernels"
     effort = "high"
-    references = (
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
-    )
+    references = KERNEL_REFERENCES
     tokens = (b"cpp_extension", b".cu\"", b".cu'", b".cuh\"", b".cuh'", b"CUDAExtension")
     examples = (
         Example(

@@ -9,6 +9,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value, string_values
 from neuronize.transforms._messages import short
+from neuronize.transforms._packages import KERNEL_REFERENCES
 
 CUSTOM_OP = "torch.library.custom_op"
 REGISTER_KERNEL = "torch.library.register_kernel"
@@ -64,11 +65,7 @@ class CustomOpCuda(Transform):
     evidence = Evidence.DOC
     section = "kernels"
     effort = "high"
-    references = (
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
-    )
+    references = KERNEL_REFERENCES
     tokens = (b"custom_op", b"register_kernel", b".impl(", b"library")
     examples = (
         Example(

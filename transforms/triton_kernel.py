@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._imports import classify_import, imported_modules, module_matches
 from neuronize.transforms._messages import short
-from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
 
 KERNEL_DECORATORS = {
     "triton.jit": "@triton.jit",
@@ -60,11 +60,7 @@ class TritonKernel(Transform):
     evidence = Evidence.DOC_OLD
     section = "kernels"
     effort = "high"
-    references = (
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/get-started/quickstart-nki-kernel.html",
-    )
+    references = KERNEL_REFERENCES
     tokens = (b"triton",)
     examples = (
         Example("import triton\n\n@triton.jit\ndef k(x_ptr):\n    pass\n", None),
