@@ -422,7 +422,65 @@ def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], o
     # a member suppressed, or held back by import safety (a new Report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
-    return _settle_groups(kept, held), unused
+    return _guards_follow_bodies(_settle_groups(kept, held), parents), unused
+
+
+def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
+    """An edit to the test of an ``if`` is as safe as the weakest fix in its body, and not made when
+    the body keeps code a rule reports: a guard rewritten for Neuron around a body left for CUDA
+    would switch that body on where it cannot run, or off where it used to run (a safe-only run
+    that migrates ``if torch.cuda.is_available():`` but keeps its unsafe body)."""
+    guards: dict[int, cst.If] = {}
+    for r, _ in located:
+        if r.fixable:
+            guard = _guard_of(r.node, parents)
+            if guard is not None:
+                guards[id(r)] = guard
+    if not guards:
+        return located
+    body_safety: dict[int, Safety] = {}
+    for guard in {id(g): g for g in guards.values()}.values():
+        weakest = Safety.SAFE
+        for r, _ in located:
+            if _inside(r.node, guard.body, parents):
+                own = r.safety if r.fixable else Safety.REPORT_ONLY
+                weakest = max(weakest, own, key=_WEAKNESS.index)
+        body_safety[id(guard)] = weakest
+    out: Located = []
+    for r, f in located:
+        guard = guards.get(id(r))
+        weakest = body_safety[id(guard)] if guard is not None else Safety.SAFE
+        if guard is None or _WEAKNESS.index(weakest) <= _WEAKNESS.index(r.safety):
+            out.append((r, f))
+        elif weakest is Safety.REPORT_ONLY:
+            out.append((dataclasses.replace(r, replacement=None), dataclasses.replace(
+                f, fixable=False, message=f"{f.message} [not applied: the guarded code keeps code reported "
+                                          "for CUDA; a guard and its body move together]")))
+        else:
+            out.append((dataclasses.replace(r, safety=weakest), dataclasses.replace(
+                f, safety=weakest, message=f"{f.message} [{weakest}, like the edits of its guarded code]")))
+    return out
+
+
+def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | None:
+    """The ``if`` whose test holds ``node``, if any."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, cst.If):
+            return parent if parent.test is child else None
+        if isinstance(parent, (cst.BaseSuite, cst.BaseStatement)):
+            return None
+        child = parent
+    return None
+
+
+def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if parent is block:
+            return True
+        child = parent
+    return False
 
 
 def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Located:

@@ -18,6 +18,7 @@ PURE_PREDICATES = frozenset({
     "isinstance", "issubclass", "hasattr", "callable", "len", "range", "enumerate", "zip", "reversed",
     "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_bf16_supported",
     "torch.cuda.is_initialized", "torch.accelerator.is_available", "torch.accelerator.device_count",
+    "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index",
     "torch.backends.mps.is_available", "torch.backends.cudnn.is_available",
     "torch.distributed.is_available", "torch.distributed.is_initialized",
     "torch.distributed.is_nccl_available", "torch.distributed.is_torchelastic_launched",
