@@ -17,7 +17,7 @@ import libcst as cst
 
 from neuronize.roles import FileRoles, Role
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.syntax)
-from neuronize.syntax import dotted_name, iter_statements
+from neuronize.syntax import dotted_name, imported_names, iter_statements
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
 
@@ -39,34 +39,13 @@ class ImportTable:
         self.modules: set[str] = set()  # every module imported, fully qualified
 
     def add(self, stmt: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(stmt, cst.Import):
-            for alias in stmt.names:
-                full = dotted_name(alias.name)
-                if full is None:
-                    continue
-                self.modules.add(full)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self._names[alias.asname.name.value] = full
-                else:
-                    head = full.split(".")[0]
-                    self._names[head] = head
-            return
-        if stmt.relative or stmt.module is None:
-            return
-        base = dotted_name(stmt.module)
-        if base is None:
-            return
-        self.modules.add(base)
-        if isinstance(stmt.names, cst.ImportStar):
-            return
-        for alias in stmt.names:
-            if not isinstance(alias.name, cst.Name):
+        for imported in imported_names(stmt):
+            self.modules.add(imported.module)
+            if imported.local is None:  # a star import binds nothing we can name
                 continue
-            local = alias.name.value
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self._names[local] = f"{base}.{alias.name.value}"
-            self.modules.add(f"{base}.{alias.name.value}")
+            self._names[imported.local] = imported.target
+            if imported.name is not None:  # `from a import x`: `a.x` is imported too
+                self.modules.add(imported.target)
 
     def qualify(self, node: cst.CSTNode) -> str | None:
         """The fully qualified name an expression refers to, if it starts at an import."""

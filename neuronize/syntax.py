@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -17,6 +18,57 @@ def dotted_name(node: cst.CSTNode) -> str | None:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
+
+
+@dataclass(frozen=True)
+class ImportedName:
+    """One name an import statement binds (relative imports bind nothing we can qualify).
+
+    ``import a.b`` -> module ``a.b``, name None, local ``a``, target ``a``;
+    ``import a.b as c`` -> local ``c``, target ``a.b``; ``from a import x as y`` -> module ``a``,
+    name ``x``, local ``y``, target ``a.x``; ``from a import *`` -> name ``*``, local None.
+    """
+
+    module: str
+    name: str | None
+    local: str | None
+    target: str
+    asname: str | None = None
+
+
+def imported_names(stmt: cst.Import | cst.ImportFrom) -> Iterator[ImportedName]:
+    """What ``stmt`` binds, alias by alias: the one reading of import statements."""
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            asname = _asname(alias)
+            if asname is not None:
+                yield ImportedName(full, None, asname, full, asname)
+            else:
+                head = full.split(".")[0]
+                yield ImportedName(full, None, head, head)
+        return
+    if stmt.relative or stmt.module is None:
+        return
+    base = dotted_name(stmt.module)
+    if base is None:
+        return
+    if isinstance(stmt.names, cst.ImportStar):
+        yield ImportedName(base, "*", None, base)
+        return
+    for alias in stmt.names:
+        if not isinstance(alias.name, cst.Name):
+            continue
+        asname = _asname(alias)
+        yield ImportedName(base, alias.name.value, asname or alias.name.value, f"{base}.{alias.name.value}", asname)
+
+
+def _asname(alias: cst.ImportAlias) -> str | None:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return None
 
 
 def iter_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
-from neuronize.syntax import module_matches  # noqa: F401 - re-exported for the rules
+from neuronize.syntax import imported_names, module_matches  # noqa: F401 - module_matches is re-exported for the rules
 from neuronize.transform import ImportRequest
 from neuronize.transforms._messages import short
 
@@ -55,12 +55,6 @@ def _lines(node: cst.CSTNode, top: bool) -> Iterator[tuple[cst.SimpleStatementLi
             yield from _lines(child, False)
 
 
-def _asname(alias: cst.ImportAlias) -> str | None:
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    return None
-
-
 def bindings(module: cst.Module) -> Iterator[Binding]:
     """Every name the module's import statements bind (in functions and blocks too), in order.
 
@@ -68,26 +62,14 @@ def bindings(module: cst.Module) -> Iterator[Binding]:
     """
     for line, top in _lines(module, True):
         for small in line.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    full = dotted_name(alias.name)
-                    if full is None:
-                        continue
-                    asname = _asname(alias)
-                    local = asname or full.split(".")[0]
-                    yield Binding(local, full if asname else local, full, None, asname, line, top)
-            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                base = dotted_name(small.module)
-                if base is None:
-                    continue
-                if isinstance(small.names, cst.ImportStar):
-                    yield Binding("*", f"{base}.*", base, "*", None, line, top)
-                    continue
-                for alias in small.names:
-                    if isinstance(alias.name, cst.Name):
-                        asname = _asname(alias)
-                        yield Binding(asname or alias.name.value, f"{base}.{alias.name.value}", base,
-                                      alias.name.value, asname, line, top)
+            if not isinstance(small, (cst.Import, cst.ImportFrom)):
+                continue
+            for imported in imported_names(small):
+                if imported.local is None:  # a star import
+                    yield Binding("*", f"{imported.module}.*", imported.module, "*", None, line, top)
+                else:
+                    yield Binding(imported.local, imported.target, imported.module, imported.name,
+                                  imported.asname, line, top)
 
 
 def removal_of(ctx: FileContext, local: str, *, qualified: str | None = None,
@@ -267,22 +249,12 @@ def imported_modules(node: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, t
 
     ``import a.b, c`` -> ("a.b", ()), ("c", ()); ``from a.b import x, y`` -> ("a.b", ("x", "y")).
     """
+    found = list(imported_names(node))
     if isinstance(node, cst.Import):
-        for alias in node.names:
-            full = dotted_name(alias.name)
-            if full is not None:
-                yield full, ()
-        return
-    if node.relative or node.module is None:
-        return
-    base = dotted_name(node.module)
-    if base is None:
-        return
-    if isinstance(node.names, cst.ImportStar):
-        yield base, ("*",)
-        return
-    names = tuple(a.name.value for a in node.names if isinstance(a.name, cst.Name))
-    yield base, names
+        for imported in found:
+            yield imported.module, ()
+    elif found:
+        yield found[0].module, tuple(imported.name for imported in found if imported.name is not None)
 
 
 
