@@ -9,6 +9,7 @@ import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transform import Transform
+from neuronize.types import Target
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removals_for
 from neuronize.transforms._messages import short
@@ -57,7 +58,7 @@ class CudaOnlySettings(Transform):
             )
 
     #: every target: the settings are deleted (neuron, cpu) or kept for CUDA (accelerator)
-    targets: ClassVar[tuple[str, ...]] = _target.ALL
+    targets: ClassVar[tuple[Target, ...]] = _target.ALL
 
     def _drop(self, statement: cst.CSTNode, what: str, reason: str, **kw: Any) -> None:
         """Delete the setting ``statement`` (``what`` it is, and why); under ``--target
