@@ -14,7 +14,8 @@ from neuronize.transforms._cuda_runtime import _CudaApiRule, owned
 from neuronize.transforms._host import has_cpu_path
 from neuronize.transforms._imports import bindings, removal_of, removals_for
 from neuronize.transforms._messages import short
-from neuronize.transforms._value_flow import Assignments, carried, option_dest, resolve
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._value_flow import Assignments, assigned, carried, follow, option_dest, option_names, resolve
 
 NEURON = cst.SimpleString('"neuron"')
 
@@ -203,3 +204,87 @@ def test_followed_device_and_enabled():
     assert short(followed_enabled(ctx, enabled)) == 'device == "neuron"'
     assert short(followed_device(ctx, cst.parse_expression('x.device.type == "cuda"'))) == "x.device.type"
     assert followed_device(ctx, cst.parse_expression("use_amp")) is None
+
+
+# -- value flow (_value_flow), shared by NRN401 and NRN101 ------------------------------------------
+def _walk(code: str) -> tuple[FileContext, Assignments]:
+    """The file's context and what a walk records (what NRN401's visitor feeds the flow)."""
+    ctx = _ctx(code)
+    seen = Assignments()
+
+    class _Record(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.scopes: list[cst.CSTNode] = [ctx.module]
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.scopes.append(node)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.scopes.pop()
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            self.scopes.append(node)
+
+        def leave_ClassDef(self, node: cst.ClassDef) -> None:
+            self.scopes.pop()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            seen.statement(self.scopes[-1], node)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            seen.statement(self.scopes[-1], node)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            seen.call(node, ctx.qualify)
+
+    ctx.module.visit(_Record())
+    return ctx, seen
+
+
+def _nccl(expr: cst.BaseExpression) -> bool:
+    return string_value(expr) == "nccl"
+
+
+@pytest.mark.parametrize(("code", "use", "via"), [
+    ('class Cfg:\n    comm: str = "nccl"\n', "cfg.comm", "cfg.comm"),  # a class default
+    ('from dataclasses import field\nclass Cfg:\n    comm: str = field(default="nccl")\n', "cfg.comm", "cfg.comm"),
+    ('args = object()\nargs.comm = "nccl"\n', "args.comm", "args.comm"),  # an attribute set after parsing
+    ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--comm", default="nccl")\n', "args.comm", None),
+    ('comm = "nccl"\n', "comm", None),
+])
+def test_follow_reaches_literals_through_names_attributes_and_defaults(code, use, via):
+    ctx, seen = _walk(code)
+    followed = follow(cst.parse_expression(use), ctx.module, ctx.module, seen, _nccl, ctx.qualify)
+    assert [r.via for r in followed.reached] == [via] and not followed.unresolved
+
+
+def test_follow_reports_what_it_cannot_follow_and_cuda_only_uses():
+    ctx, seen = _walk("import torch\nargs.comm = pick()\ntorch.cuda.set_device(args.rank)\n")
+    assert follow(cst.parse_expression("args.comm"), ctx.module, ctx.module, seen, _nccl, ctx.qualify).unresolved
+    assert follow(cst.parse_expression("args.other"), ctx.module, ctx.module, seen, _nccl, ctx.qualify).unresolved
+    rank = follow(cst.parse_expression("cfg.rank"), ctx.module, ctx.module, seen, _nccl, ctx.qualify)
+    assert rank.cuda_only == "torch.cuda.set_device"
+
+
+def test_assigned_and_option_names():
+    stmt = cst.parse_statement('device: str = field(default="cuda")\n')
+    assert isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.AnnAssign)
+    assert [short(v) for _, v in assigned(stmt.body[0])] == ['"cuda"']
+    call = _call('p.add_argument("-b", "--dist-backend", dest="backend")')
+    assert option_names(call) == ["-b", "--dist-backend", "backend"] and option_dest(call) == "backend"
+
+
+def test_backend_plan_keeps_what_also_reaches_cuda_only_code_or_deepspeed():
+    from neuronize.transforms._distributed import BackendUse, plan_backends
+
+    code = ('import torch\nimport torch.distributed as dist\nimport deepspeed\n'
+            'cfg.comm = "nccl"\ntorch.cuda.nccl_tuning(cfg.comm)\nSHARED = "nccl"\nLOCAL = "nccl"\n')
+    ctx, seen = _walk(code)
+
+    def use(expr: str, kind: str = "init_process_group") -> BackendUse:
+        return BackendUse(_call("f()"), kind, cst.parse_expression(expr), ctx.module)
+
+    plan = plan_backends(ctx, [use("cfg.comm"), use("SHARED"), use("SHARED", "deepspeed"), use("LOCAL")], seen, set())
+    kept = sorted(why.split(" ")[0] for _, why in plan.kept)
+    assert kept == ["`cfg.comm`", "it"]  # the CUDA-only use, and DeepSpeed
+    assert len(plan.edits) == 1 and plan.edits[0].safety.value == "safe"
