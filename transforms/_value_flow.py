@@ -32,8 +32,10 @@ Qualify = Callable[[cst.CSTNode], "str | None"]
 Wanted = Callable[[cst.BaseExpression], bool]
 #: calls whose value is read from the environment (unknowable), with a default that may reach
 ENV_GETTERS = ("os.environ.get", "os.getenv", "os.environ.setdefault")
+#: methods whose second argument is a default value (``cfg.get("device", "cuda")``)
+LOOKUPS = frozenset({"get", "getenv", "pop", "setdefault"})
 #: dataclass / pydantic / attrs field constructors: ``x: str = field(default="nccl")``
-FIELD_CALLS = frozenset({"field", "Field", "attrib", "attr.ib"})
+FIELD_CALLS = frozenset({"field", "Field"})
 #: the functions whose arguments only mean something on CUDA: a value passed to one of them is
 #: CUDA's, whatever else it reaches
 CUDA_FUNCTION_PREFIXES = ("torch.cuda.", "torch.backends.cuda.", "torch.backends.cudnn.")
@@ -56,30 +58,42 @@ class Found:
     opaque: bool = False
 
 
+def alternatives(expr: cst.BaseExpression, qualify: Qualify) -> tuple[tuple[cst.BaseExpression, ...], bool] | None:
+    """The expressions whose value ``expr`` may take, and whether some of its value comes from
+    elsewhere (unknowable here): the branches of a conditional, either side of ``or``, the default
+    of a lookup (``os.environ.get(k, d)``, ``cfg.get(k, d)``, ``getattr(o, n, d)``). None when
+    ``expr`` is none of these."""
+    if isinstance(expr, cst.IfExp):
+        return (expr.body, expr.orelse), False
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        return (expr.left, expr.right), False
+    if not isinstance(expr, cst.Call):
+        return None
+    name = last_name(expr.func)
+    if qualify(expr.func) in ENV_GETTERS or (name in LOOKUPS and isinstance(expr.func, cst.Attribute)):
+        default = argument(expr, "default", 1)
+    elif name == "getattr" and isinstance(expr.func, cst.Name):
+        default = argument(expr, "default", 2)
+    else:
+        return None
+    return ((default.value,) if default is not None else ()), True
+
+
 def carried(expr: cst.BaseExpression, wanted: Wanted, qualify: Qualify) -> Found:
     """The literals among the values ``expr`` may evaluate to for which ``wanted`` holds
-    (``wanted`` sees string literals and qualified names alike)."""
+    (``wanted`` sees string literals and qualified names alike), through :func:`alternatives`."""
     found = Found()
     if string_value(expr) is not None or wanted(expr):
         if wanted(expr):
             found.literals.append(expr)
         return found
-    parts: tuple[cst.BaseExpression, ...] = ()
-    if isinstance(expr, cst.IfExp):
-        parts = (expr.body, expr.orelse)
-    elif isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
-        parts = (expr.left, expr.right)
-    elif isinstance(expr, cst.Call) and qualify(expr.func) in ENV_GETTERS:
-        default = argument(expr, "default", 1)
-        found.opaque = True
-        if default is not None:
-            found.literals += carried(default.value, wanted, qualify).literals
-        return found
-    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
         return found  # {"cuda": "nccl", ...}[device]: a table, handled where it is written
-    else:
+    alternative = alternatives(expr, qualify)
+    if alternative is None:
         found.opaque = True
         return found
+    parts, found.opaque = alternative
     for part in parts:
         sub = carried(part, wanted, qualify)
         found.literals += sub.literals
