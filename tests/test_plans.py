@@ -288,3 +288,17 @@ def test_backend_plan_keeps_what_also_reaches_cuda_only_code_or_deepspeed():
     kept = sorted(why.split(" ")[0] for _, why in plan.kept)
     assert kept == ["`cfg.comm`", "it"]  # the CUDA-only use, and DeepSpeed
     assert len(plan.edits) == 1 and plan.edits[0].safety.value == "safe"
+
+
+@pytest.mark.parametrize(("code", "named"), [
+    ('dist.init_process_group("nccl")', "`init_process_group`"),
+    ('dist.init_process_group(backend="gloo")', None),  # a CPU group
+    ('deepspeed.init_distributed(dist_backend="nccl")', "`deepspeed.init_distributed`"),
+    ("deepspeed.init_distributed()", "`deepspeed.init_distributed`"),
+    ("dist.new_group([0, 1])", None),
+])
+def test_process_group_creation_that_needs_an_untouched_runtime(code, named):
+    from neuronize.transforms.runtime_before_process_group import creation
+
+    ctx = _ctx("import deepspeed\nimport torch.distributed as dist\n")
+    assert creation(ctx, _call(code)) == named
