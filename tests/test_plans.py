@@ -302,3 +302,73 @@ def test_process_group_creation_that_needs_an_untouched_runtime(code, named):
 
     ctx = _ctx("import deepspeed\nimport torch.distributed as dist\n")
     assert creation(ctx, _call(code)) == named
+
+
+# -- the device positions of NRN101 (_device_choice) -----------------------------------------------
+@pytest.mark.parametrize(("code", "expected"), [
+    ('torch.zeros(2, device="cuda")', [('"cuda"', "`device=` argument")]),
+    ('torch.load(f, map_location="cuda:0")', [('"cuda:0"', "`map_location=` argument")]),
+    ('torch.autocast(device="cuda")', []),  # NRN2xx's
+    ('x.to("cuda")', [('"cuda"', "`.to()`")]),
+    ('torch.set_default_device("cuda")', [('"cuda"', "`torch.set_default_device`")]),
+    ('cfg.get("device", "cuda")', [('cfg.get("device", "cuda")', "default of `device`")]),
+    ('cfg.get("name", "cuda")', []),
+])
+def test_call_device_positions(code, expected):
+    from neuronize.transforms._device_choice import call_device_positions
+
+    ctx = _ctx("import torch\n")
+    assert [(short(e), w) for e, w in call_device_positions(ctx, _call(code))] == expected
+
+
+def test_device_option_and_setting():
+    from neuronize.transforms._device_choice import device_option, device_setting
+
+    option = device_option(_call('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])'))
+    assert option is not None and option[0] == "--device"
+    assert option[1] is not None and short(option[1].value) == '"cuda"'
+    assert option[2] is not None and short(option[2]) == '["cpu", "cuda"]'
+    assert device_option(_call('p.add_argument("--lr", default=0.1)')) is None
+    for code, value in [('self.device = "cuda"', '"cuda"'), ('device: str = field(default="cuda:0")', '"cuda:0"'),
+                        ('cfg["device"] = d', "d"), ('name = "cuda"', None)]:
+        stmt = cst.parse_statement(code + "\n")
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        small = stmt.body[0]
+        assert isinstance(small, (cst.Assign, cst.AnnAssign))
+        found = device_setting(small)
+        assert (short(found[0]) if found else None) == value
+
+
+# -- the NRN35x skeleton (_cuda_settings) ----------------------------------------------------------
+def test_setting_targets_and_unwrap_plan():
+    from neuronize.transforms._cuda_settings import context_items, plan_unwrap, setting_targets
+
+    ctx = _ctx("import torch\n")
+    stmt = cst.parse_statement("torch.backends.cudnn.benchmark = other = True\n")
+    assert isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign)
+    flagged, shown, mixed = setting_targets(ctx, stmt.body[0])
+    assert flagged == ["torch.backends.cudnn.benchmark"] and mixed and shown == "`torch.backends.cudnn.benchmark`"
+    with_stmt = cst.parse_statement("with torch.cuda.nvtx.range('step'), open(f) as h:\n    run(h)\n")
+    assert isinstance(with_stmt, cst.With)
+    found = context_items(ctx, with_stmt, {"torch.cuda.nvtx.range": "marks a range"})
+    assert [q for _, q in found] == ["torch.cuda.nvtx.range"]
+    result, message = plan_unwrap(with_stmt, [found[0][0]], "marks a range", "meaningless on Neuron")
+    assert result is not None and message.startswith("`torch.cuda.nvtx.range('step')` removed from the `with`")
+
+
+# -- XLA-era code (_xla) ---------------------------------------------------------------------------
+def test_xla_plans():
+    from neuronize.transforms._xla import import_removals, imports_xla, optimizer_step, xla_backend_plan
+
+    ctx = _ctx("import torch.distributed as dist\nimport torch_xla.core.xla_model as xm\n")
+    plan = xla_backend_plan(ctx, _call('dist.init_process_group("xla", init_method="xla://")'))
+    assert plan is not None and short(plan[0]) == 'dist.init_process_group("neuron")'
+    assert "init_method" in plan[1]
+    assert xla_backend_plan(ctx, _call('dist.init_process_group("gloo")')) is None
+    step = optimizer_step(_call("xm.optimizer_step(opt, barrier=True)"))
+    assert step is not None and short(step) == "opt.step()"
+    assert optimizer_step(_call("xm.optimizer_step(opt, optimizer_args={})")) is None
+    assert [r.module for r in import_removals(ctx, cst.parse_expression("xm.mark_step"))] == [
+        "torch_xla.core.xla_model", "torch_xla.core"]
+    stmt = cst.parse_statement("from torch_xla.core import xla_model\n")
+    assert isinstance(stmt, cst.SimpleStatementLine) and imports_xla(stmt.body[0])
