@@ -29,8 +29,10 @@ class CudaDeviceString(Transform):
         `device: str = "cuda"` or `field(default="cuda")`), `{"device": "cuda"}`, defaults of
         parameters named like a device (`def f(device="cuda")`), `.get("device", "cuda")`
         defaults, and argparse / click `--device` options (`default="cuda"`; `"neuron"` is added
-        to a `choices=[...]` list next to `"cuda"`). Branches of a conditional expression in
-        those places are rewritten too (`"cuda" if args.gpu else "cpu"`).
+        to a `choices=[...]` list next to `"cuda"`). The value in those places is followed the
+        way NRN401 follows a backend: the branches of a conditional expression (`"cuda" if
+        args.gpu else "cpu"`), either side of `or` (`opts.get("device") or "cuda"`) and the
+        default of a lookup (`getenv("DEVICE", "cuda")`) are rewritten too.
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
         `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`) is rewritten
         as one unit to `"neuron" if torch.accelerator.is_available() and
