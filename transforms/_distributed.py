@@ -13,6 +13,7 @@ from neuronize.transforms import _target
 from neuronize.transforms._imports import guarded_torch_neuronx_import, import_anchor, has_main_block
 from neuronize.transforms._calls import argument, insert_after, keyword
 from neuronize.transforms._literals import make_string, string_value
+from neuronize.transforms._messages import short
 from neuronize.transforms._value_flow import Assignments, follow
 
 
@@ -258,8 +259,8 @@ def plan_backends(ctx: FileContext, uses: list[BackendUse], seen: Assignments,
             elif use.options:
                 why.setdefault(key, PG_OPTIONS_WHY)
             if followed.cuda_only is not None:
-                code = cst.Module([]).code_for_node(use.backend)
-                why.setdefault(key, f"`{code}` is also passed to `{followed.cuda_only}(...)`, which only runs on CUDA")
+                why.setdefault(key, f"`{short(use.backend, None)}` is also passed to `{followed.cuda_only}(...)`, "
+                               "which only runs on CUDA")
         per_use.append((use, ids))
     edited: set[int] = set()
     for key, literal in literals.items():
