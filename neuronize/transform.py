@@ -21,7 +21,7 @@ from neuronize.context import FileContext
 
 # Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
 # import them from here, where they belong to the vocabulary of writing a rule.
-from neuronize.types import Evidence, Finding, ImportRequest, Safety
+from neuronize.types import Evidence, Finding, ImportRequest, Safety, Target
 
 __all__ = ["DOC_HEADINGS", "Evidence", "Example", "Finding", "ImportRequest", "Replacement",
            "Report", "Reporter", "Safety", "Transform"]
@@ -113,7 +113,7 @@ class Transform:
     references: ClassVar[tuple[str, ...]]
     #: the ``--target`` values whose fixes this rule writes itself (transforms/_target.py); under
     #: any other target its fixes are reported, not applied (their code would be Neuron-only)
-    targets: ClassVar[tuple[str, ...]] = ("neuron",)
+    targets: ClassVar[tuple[Target, ...]] = (Target.NEURON,)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

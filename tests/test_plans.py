@@ -14,7 +14,8 @@ from neuronize.transforms._cuda_runtime import _CudaApiRule, owned
 from neuronize.transforms._host import has_cpu_path
 from neuronize.transforms._imports import bindings, removal_of, removals_for
 from neuronize.transforms._messages import short
-from neuronize.transforms._value_flow import Assignments, carried, option_dest, resolve
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._value_flow import Assignments, assigned, carried, follow, option_dest, option_names, resolve
 
 NEURON = cst.SimpleString('"neuron"')
 
@@ -203,3 +204,171 @@ def test_followed_device_and_enabled():
     assert short(followed_enabled(ctx, enabled)) == 'device == "neuron"'
     assert short(followed_device(ctx, cst.parse_expression('x.device.type == "cuda"'))) == "x.device.type"
     assert followed_device(ctx, cst.parse_expression("use_amp")) is None
+
+
+# -- value flow (_value_flow), shared by NRN401 and NRN101 ------------------------------------------
+def _walk(code: str) -> tuple[FileContext, Assignments]:
+    """The file's context and what a walk records (what NRN401's visitor feeds the flow)."""
+    ctx = _ctx(code)
+    seen = Assignments()
+
+    class _Record(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.scopes: list[cst.CSTNode] = [ctx.module]
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.scopes.append(node)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.scopes.pop()
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            self.scopes.append(node)
+
+        def leave_ClassDef(self, node: cst.ClassDef) -> None:
+            self.scopes.pop()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            seen.statement(self.scopes[-1], node)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            seen.statement(self.scopes[-1], node)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            seen.call(node, ctx.qualify)
+
+    ctx.module.visit(_Record())
+    return ctx, seen
+
+
+def _nccl(expr: cst.BaseExpression) -> bool:
+    return string_value(expr) == "nccl"
+
+
+@pytest.mark.parametrize(("code", "use", "via"), [
+    ('class Cfg:\n    comm: str = "nccl"\n', "cfg.comm", "cfg.comm"),  # a class default
+    ('from dataclasses import field\nclass Cfg:\n    comm: str = field(default="nccl")\n', "cfg.comm", "cfg.comm"),
+    ('args = object()\nargs.comm = "nccl"\n', "args.comm", "args.comm"),  # an attribute set after parsing
+    ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--comm", default="nccl")\n', "args.comm", None),
+    ('comm = "nccl"\n', "comm", None),
+])
+def test_follow_reaches_literals_through_names_attributes_and_defaults(code, use, via):
+    ctx, seen = _walk(code)
+    followed = follow(cst.parse_expression(use), ctx.module, ctx.module, seen, _nccl, ctx.qualify)
+    assert [r.via for r in followed.reached] == [via] and not followed.unresolved
+
+
+def test_follow_reports_what_it_cannot_follow_and_cuda_only_uses():
+    ctx, seen = _walk("import torch\nargs.comm = pick()\ntorch.cuda.set_device(args.rank)\n")
+    assert follow(cst.parse_expression("args.comm"), ctx.module, ctx.module, seen, _nccl, ctx.qualify).unresolved
+    assert follow(cst.parse_expression("args.other"), ctx.module, ctx.module, seen, _nccl, ctx.qualify).unresolved
+    rank = follow(cst.parse_expression("cfg.rank"), ctx.module, ctx.module, seen, _nccl, ctx.qualify)
+    assert rank.cuda_only == "torch.cuda.set_device"
+
+
+def test_assigned_and_option_names():
+    stmt = cst.parse_statement('device: str = field(default="cuda")\n')
+    assert isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.AnnAssign)
+    assert [short(v) for _, v in assigned(stmt.body[0])] == ['"cuda"']
+    call = _call('p.add_argument("-b", "--dist-backend", dest="backend")')
+    assert option_names(call) == ["-b", "--dist-backend", "backend"] and option_dest(call) == "backend"
+
+
+def test_backend_plan_keeps_what_also_reaches_cuda_only_code_or_deepspeed():
+    from neuronize.transforms._distributed import BackendUse, plan_backends
+
+    code = ('import torch\nimport torch.distributed as dist\nimport deepspeed\n'
+            'cfg.comm = "nccl"\ntorch.cuda.nccl_tuning(cfg.comm)\nSHARED = "nccl"\nLOCAL = "nccl"\n')
+    ctx, seen = _walk(code)
+
+    def use(expr: str, kind: str = "init_process_group") -> BackendUse:
+        return BackendUse(_call("f()"), kind, cst.parse_expression(expr), ctx.module)
+
+    plan = plan_backends(ctx, [use("cfg.comm"), use("SHARED"), use("SHARED", "deepspeed"), use("LOCAL")], seen, set())
+    kept = sorted(why.split(" ")[0] for _, why in plan.kept)
+    assert kept == ["`cfg.comm`", "it"]  # the CUDA-only use, and DeepSpeed
+    assert len(plan.edits) == 1 and plan.edits[0].safety.value == "safe"
+
+
+@pytest.mark.parametrize(("code", "named"), [
+    ('dist.init_process_group("nccl")', "`init_process_group`"),
+    ('dist.init_process_group(backend="gloo")', None),  # a CPU group
+    ('deepspeed.init_distributed(dist_backend="nccl")', "`deepspeed.init_distributed`"),
+    ("deepspeed.init_distributed()", "`deepspeed.init_distributed`"),
+    ("dist.new_group([0, 1])", None),
+])
+def test_process_group_creation_that_needs_an_untouched_runtime(code, named):
+    from neuronize.transforms.runtime_before_process_group import creation
+
+    ctx = _ctx("import deepspeed\nimport torch.distributed as dist\n")
+    assert creation(ctx, _call(code)) == named
+
+
+# -- the device positions of NRN101 (_device_choice) -----------------------------------------------
+@pytest.mark.parametrize(("code", "expected"), [
+    ('torch.zeros(2, device="cuda")', [('"cuda"', "`device=` argument")]),
+    ('torch.load(f, map_location="cuda:0")', [('"cuda:0"', "`map_location=` argument")]),
+    ('torch.autocast(device="cuda")', []),  # NRN2xx's
+    ('x.to("cuda")', [('"cuda"', "`.to()`")]),
+    ('torch.set_default_device("cuda")', [('"cuda"', "`torch.set_default_device`")]),
+    ('cfg.get("device", "cuda")', [('cfg.get("device", "cuda")', "default of `device`")]),
+    ('cfg.get("name", "cuda")', []),
+])
+def test_call_device_positions(code, expected):
+    from neuronize.transforms._device_choice import call_device_positions
+
+    ctx = _ctx("import torch\n")
+    assert [(short(e), w) for e, w in call_device_positions(ctx, _call(code))] == expected
+
+
+def test_device_option_and_setting():
+    from neuronize.transforms._device_choice import device_option, device_setting
+
+    option = device_option(_call('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])'))
+    assert option is not None and option[0] == "--device"
+    assert option[1] is not None and short(option[1].value) == '"cuda"'
+    assert option[2] is not None and short(option[2]) == '["cpu", "cuda"]'
+    assert device_option(_call('p.add_argument("--lr", default=0.1)')) is None
+    for code, value in [('self.device = "cuda"', '"cuda"'), ('device: str = field(default="cuda:0")', '"cuda:0"'),
+                        ('cfg["device"] = d', "d"), ('name = "cuda"', None)]:
+        stmt = cst.parse_statement(code + "\n")
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        small = stmt.body[0]
+        assert isinstance(small, (cst.Assign, cst.AnnAssign))
+        found = device_setting(small)
+        assert (short(found[0]) if found else None) == value
+
+
+# -- the NRN35x skeleton (_cuda_settings) ----------------------------------------------------------
+def test_setting_targets_and_unwrap_plan():
+    from neuronize.transforms._cuda_settings import context_items, plan_unwrap, setting_targets
+
+    ctx = _ctx("import torch\n")
+    stmt = cst.parse_statement("torch.backends.cudnn.benchmark = other = True\n")
+    assert isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign)
+    flagged, shown, mixed = setting_targets(ctx, stmt.body[0])
+    assert flagged == ["torch.backends.cudnn.benchmark"] and mixed and shown == "`torch.backends.cudnn.benchmark`"
+    with_stmt = cst.parse_statement("with torch.cuda.nvtx.range('step'), open(f) as h:\n    run(h)\n")
+    assert isinstance(with_stmt, cst.With)
+    found = context_items(ctx, with_stmt, {"torch.cuda.nvtx.range": "marks a range"})
+    assert [q for _, q in found] == ["torch.cuda.nvtx.range"]
+    result, message = plan_unwrap(with_stmt, [found[0][0]], "marks a range", "meaningless on Neuron")
+    assert result is not None and message.startswith("`torch.cuda.nvtx.range('step')` removed from the `with`")
+
+
+# -- XLA-era code (_xla) ---------------------------------------------------------------------------
+def test_xla_plans():
+    from neuronize.transforms._xla import import_removals, imports_xla, optimizer_step, xla_backend_plan
+
+    ctx = _ctx("import torch.distributed as dist\nimport torch_xla.core.xla_model as xm\n")
+    plan = xla_backend_plan(ctx, _call('dist.init_process_group("xla", init_method="xla://")'))
+    assert plan is not None and short(plan[0]) == 'dist.init_process_group("neuron")'
+    assert "init_method" in plan[1]
+    assert xla_backend_plan(ctx, _call('dist.init_process_group("gloo")')) is None
+    step = optimizer_step(_call("xm.optimizer_step(opt, barrier=True)"))
+    assert step is not None and short(step) == "opt.step()"
+    assert optimizer_step(_call("xm.optimizer_step(opt, optimizer_args={})")) is None
+    assert [r.module for r in import_removals(ctx, cst.parse_expression("xm.mark_step"))] == [
+        "torch_xla.core.xla_model", "torch_xla.core"]
+    stmt = cst.parse_statement("from torch_xla.core import xla_model\n")
+    assert isinstance(stmt, cst.SimpleStatementLine) and imports_xla(stmt.body[0])

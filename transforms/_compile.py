@@ -14,6 +14,7 @@ from neuronize.transforms._calls import double_star_arg, drop_elements, keyword,
 from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
+from neuronize.types import Target
 
 #: keyword arguments of ``torch.compile`` (all keyword-only after the model)
 COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
@@ -90,7 +91,7 @@ class CompilePlan:
         self.reports.append((node, message, evidence))
 
 
-def plan_compile(node: cst.Call, what: str, target: str, backend: cst.BaseExpression | None,
+def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExpression | None,
                  evidence: Evidence | None = None) -> CompilePlan:
     """The plan for ``node``, a ``torch.compile`` call (``what`` names it in messages) under
     ``target``, whose backend expression is ``backend`` (None: keep PyTorch's default).
@@ -228,7 +229,7 @@ class OptimizePlan:
         self.fix = (node, replacement, message)
 
 
-def plan_optimize(node: cst.Call, target: str, backend: cst.BaseExpression | None) -> OptimizePlan:
+def plan_optimize(node: cst.Call, target: Target, backend: cst.BaseExpression | None) -> OptimizePlan:
     """The plan for ``torch._dynamo.optimize(...)`` under ``target`` (``backend``: the target's
     compile backend, None to keep the default)."""
     plan = OptimizePlan()
@@ -258,7 +259,7 @@ def plan_optimize(node: cst.Call, target: str, backend: cst.BaseExpression | Non
     return plan
 
 
-def _optimize_portable(plan: OptimizePlan, node: cst.Call, arg: cst.Arg | None, target: str,
+def _optimize_portable(plan: OptimizePlan, node: cst.Call, arg: cst.Arg | None, target: Target,
                        backend: cst.BaseExpression | None) -> OptimizePlan:
     """``--target cpu``: Inductor is the CPU's backend (kept). ``accelerator``: the backend
     chosen from the detected device."""

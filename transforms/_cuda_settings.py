@@ -9,6 +9,7 @@ import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transform import Transform
+from neuronize.types import Target
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removals_for
 from neuronize.transforms._messages import short
@@ -19,6 +20,54 @@ from neuronize.transforms._nodes import assign_targets, has_call, is_expression_
 #: handled by the rule owning its first target. Setting them is harmless on a Neuron host, so
 #: it does not make guarded code CUDA-only either (reading them does: see ``_cuda_runtime``).
 SETTING_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
+
+
+def setting_targets(ctx: FileContext, node: cst.Assign | cst.AugAssign) -> tuple[list[str], str, bool]:
+    """What an assignment sets among the CUDA-only settings (:data:`SETTING_PREFIXES`): their
+    qualified names (first target first), how a message shows them, and whether the assignment
+    sets something else too (then the CUDA part is removed by hand)."""
+    targets = assign_targets(node)
+    names = [ctx.qualify(t) if isinstance(t, cst.Attribute) else None for t in targets]
+    flagged = [n for n in names if n is not None and n.startswith(SETTING_PREFIXES)]
+    shown = ", ".join(f"`{short(t, 50)}`" for t, n in zip(targets, names, strict=False) if n in flagged)
+    return flagged, shown, len(flagged) != len(targets)
+
+
+def context_items(ctx: FileContext, node: cst.With, contexts: dict[str, str]) -> list[tuple[cst.WithItem, str]]:
+    """The items of a ``with`` statement that enter one of ``contexts``, with its qualified name."""
+    found: list[tuple[cst.WithItem, str]] = []
+    for item in node.items:
+        call = item.item
+        qualified = ctx.qualify(call.func) if isinstance(call, cst.Call) else None
+        if qualified is not None and qualified in contexts:
+            found.append((item, qualified))
+    return found
+
+
+def plan_unwrap(node: cst.With, drop: list[cst.WithItem], what: str,
+                reason: str) -> tuple[cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement] | None, str]:
+    """The ``with`` statement without the items ``drop`` (its body kept where no item is left),
+    and the message of the fix; no statement, and the message of a report, where that cannot be
+    done mechanically."""
+    inner = ", ".join(short(item.item, 50) for item in drop)
+    shown = ", ".join(f"`{short(item.item, 50)}`" for item in drop)
+    result = unwrap_with(node, drop)
+    if isinstance(result, str):
+        return None, f"{shown}: {what}; {reason}; unwrap it by hand: {result}"
+    if isinstance(result, cst.FlattenSentinel):
+        return result, f"`with {inner}:` removed, its body kept: {what}; {reason}"
+    return result, f"{shown} removed from the `with` statement: {what}; {reason}"
+
+
+def used_as_value(ctx: FileContext, node: cst.Name | cst.Attribute) -> bool:
+    """The name or attribute being visited is used as a value: not called, assigned, deleted,
+    imported, nor the base of a longer attribute."""
+    parent = ctx.parent
+    if isinstance(parent, cst.Call) and parent.func is node:
+        return False
+    if isinstance(node, cst.Name) and isinstance(parent, (cst.ImportAlias, cst.AsName)):
+        return False
+    return not isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del, cst.Attribute, cst.ImportFrom))
 
 
 class CudaOnlySettings(Transform):
@@ -57,7 +106,7 @@ class CudaOnlySettings(Transform):
             )
 
     #: every target: the settings are deleted (neuron, cpu) or kept for CUDA (accelerator)
-    targets: ClassVar[tuple[str, ...]] = _target.ALL
+    targets: ClassVar[tuple[Target, ...]] = _target.ALL
 
     def _drop(self, statement: cst.CSTNode, what: str, reason: str, **kw: Any) -> None:
         """Delete the setting ``statement`` (``what`` it is, and why); under ``--target
@@ -98,14 +147,11 @@ class CudaOnlySettings(Transform):
     def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
         if not self.assign_prefixes:
             return
-        targets = assign_targets(node)
-        names = [self.ctx.qualify(t) if isinstance(t, cst.Attribute) else None for t in targets]
-        flagged = [n for n in names if n is not None and n.startswith(SETTING_PREFIXES)]
+        flagged, shown, mixed = setting_targets(self.ctx, node)
         if not flagged or not self._own(flagged[0]):
             return  # not a setting, or another NRN35x rule owns the statement
-        shown = ", ".join(f"`{short(t, 50)}`" for t, n in zip(targets, names, strict=False) if n in flagged)
         self._removed.add(id(node))
-        if len(flagged) != len(targets):
+        if mixed:
             self.report(node, f"{shown}: {self.reason}; this assignment also sets something else, so remove "
                         "the CUDA part by hand")
             return
@@ -120,12 +166,7 @@ class CudaOnlySettings(Transform):
         if attr not in self.read_attrs and attr not in self._last_names:  # type: ignore[attr-defined]
             return
         qualified = self.ctx.qualify(node)
-        if qualified is None:
-            return
-        parent = self.ctx.parent
-        if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del, cst.Attribute, cst.ImportFrom)):
-            return
-        if isinstance(parent, cst.Call) and parent.func is node:
+        if qualified is None or not used_as_value(self.ctx, node):
             return
         if any(id(a) in self._removed for a in self.ctx.ancestors()):
             return
@@ -136,12 +177,7 @@ class CudaOnlySettings(Transform):
             self.report(node, f"`{short(node, 50)}` is passed as a value: {self.reason}; remove its use by hand")
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value not in self._aliases:
-            return
-        parent = self.ctx.parent
-        if isinstance(parent, (cst.Call, cst.Attribute)) and getattr(parent, "func", None) is node:
-            return
-        if isinstance(parent, (cst.Attribute, cst.ImportAlias, cst.AsName, cst.AssignTarget)):
+        if node.value not in self._aliases or not used_as_value(self.ctx, node):
             return
         qualified = self.ctx.qualify(node)
         if qualified in self.removable_calls or qualified in self.contexts:
@@ -178,32 +214,18 @@ class CudaOnlySettings(Transform):
     def visit_With(self, node: cst.With) -> None:
         if not self.contexts:
             return
-        drop: list[cst.WithItem] = []
-        found: list[str] = []
-        for item in node.items:
-            call = item.item
-            if isinstance(call, cst.Call):
-                qualified = self.ctx.qualify(call.func)
-                if qualified in self.contexts:
-                    drop.append(item)
-                    found.append(qualified)
-        if not drop:
+        found = context_items(self.ctx, node, self.contexts)
+        if not found:
             return
+        drop = [item for item, _ in found]
         kept = self.keep_context(drop)
         if kept is not None:
             self.report(node, kept)
             return
-        inner = ", ".join(short(item.item, 50) for item in drop)
-        shown = ", ".join(f"`{short(item.item, 50)}`" for item in drop)
-        what = self.contexts[found[0]]
-        result = unwrap_with(node, drop)
-        if isinstance(result, str):
-            self.report(node, f"{shown}: {what}; {self.reason}; unwrap it by hand: {result}")
+        first = found[0][1]
+        result, message = plan_unwrap(node, drop, self.contexts[first], self.reason)
+        if result is None:
+            self.report(node, message)
             return
-        if isinstance(result, cst.FlattenSentinel):
-            message = f"`with {inner}:` removed, its body kept: {what}; {self.reason}"
-        else:
-            message = f"{shown} removed from the `with` statement: {what}; {self.reason}"
-        self.fix(node, result, message + self.extra_note(found[0], node),
-                 imports=removals_for(self.ctx, (*self.modules, *found)))
-
+        self.fix(node, result, message + self.extra_note(first, node),
+                 imports=removals_for(self.ctx, (*self.modules, *(q for _, q in found))))

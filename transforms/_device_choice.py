@@ -14,12 +14,13 @@ from neuronize.transform import ImportRequest
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removal_of
 from neuronize.transforms._messages import short
-from neuronize.transforms._calls import argument, insert_after, is_cuda_available_call
+from neuronize.transforms._calls import argument, insert_after, is_cuda_available_call, keyword
 from neuronize.transforms._literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms._nodes import iter_conditions, parenthesized
+from neuronize.transforms._value_flow import LOOKUPS, alternatives, assigned, option_names
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
 EXCLUDED_DEVICE_CALLS = frozenset({
@@ -34,7 +35,6 @@ def device_named(name: str | None) -> bool:
         return False
     low = name.lower()
     return "device" in low and "device_map" not in low
-
 
 
 # -- comparisons with "cuda" ---------------------------------------------------------------
@@ -331,8 +331,6 @@ def with_choice(container: cst.List | cst.Tuple, added: str) -> cst.List | cst.T
 
 
 # -- device literals in device positions (NRN101) ---------------------------------------------------
-#: methods whose second argument is a default value (``cfg.get("device", "cuda")``)
-GETTERS = frozenset({"get", "getenv", "pop", "setdefault"})
 INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
               "one device (review single-process multi-device code)")
 PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
@@ -347,9 +345,10 @@ def index_note(ctx: FileContext) -> str:
 
 
 def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
-    """The CUDA device literals an expression in a device position evaluates to: itself, the
-    branches of a conditional (not the idiom, not a choice by comparison, not a kept CUDA index),
-    the default of ``x.get(key, default)`` / ``getattr(x, name, default)``."""
+    """The CUDA device literals an expression in a device position evaluates to: itself, and
+    through its :func:`~neuronize.transforms._value_flow.alternatives` (the branches of a
+    conditional, but not the idiom, a choice by comparison or a kept CUDA index; either side of
+    ``or``; the default of ``x.get(key, default)`` / ``getattr(x, name, default)``)."""
     kind = cuda_literal(expr)
     if kind is not None:
         yield expr, kind
@@ -359,19 +358,9 @@ def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tupl
             return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
         if idiom_branch(ctx, expr) is not None or selection_ifexp(ctx, expr):
             return  # the idiom (rewritten as a unit) / a "cuda" comparison choosing a device (NRN103)
-        yield from device_literals(ctx, expr.body)
-        yield from device_literals(ctx, expr.orelse)
-        return
-    if isinstance(expr, cst.Call):
-        name = last_name(expr.func)
-        if name in GETTERS and isinstance(expr.func, cst.Attribute):
-            default = argument(expr, "default", 1)
-            if default is not None:
-                yield from device_literals(ctx, default.value)
-        elif name == "getattr" and isinstance(expr.func, cst.Name):
-            default = argument(expr, "default", 2)
-            if default is not None:
-                yield from device_literals(ctx, default.value)
+    found = alternatives(expr, ctx.qualify)
+    for part in found[0] if found is not None else ():
+        yield from device_literals(ctx, part)
 
 
 @dataclass(frozen=True)
@@ -460,3 +449,84 @@ def available_polarities(ctx: FileContext, test: cst.BaseExpression) -> set[bool
     """Whether each ``torch.cuda.is_available()`` of ``test`` is negated (``{False}``: every one
     says "CUDA is here")."""
     return set(_available_polarity(ctx, test, False))
+
+
+# -- where a device is meant (NRN101's positions) ---------------------------------------------------
+#: calls that declare a command-line option (argparse, click)
+OPTION_CALLS = frozenset({"add_argument", "option"})
+
+
+def in_test_file(path: str) -> bool:
+    """A test module (``test_*.py``, ``*_test.py``, under ``tests/``)."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1]
+
+
+def kept_for_other_code(ctx: FileContext) -> bool:
+    """The call being visited is an argument of ``init_process_group(device_id=...)`` (the
+    distributed rules': a ``device_id`` must keep its index) or of a ``torch.cuda.*`` call (a
+    CUDA-only API, which the runtime rules keep or report): its CUDA device stays with it."""
+    stack = list(ctx.ancestors())
+    if any(isinstance(a, cst.Arg) and a.keyword is not None and a.keyword.value == "device_id" for a in stack):
+        return True
+    for parent, grand in zip(stack, stack[1:], strict=False):
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            return (ctx.qualify(grand.func) or "").startswith("torch.cuda.")
+    return False
+
+
+def in_excluded_call(ctx: FileContext) -> bool:
+    """The node being visited is an argument of a call whose device is another rule's
+    (``torch.Generator(device=...)`` is NRN106's; autocast and GradScaler are NRN2xx's)."""
+    stack = list(ctx.ancestors())
+    return (len(stack) > 1 and isinstance(stack[0], cst.Arg) and isinstance(stack[1], cst.Call)
+            and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS)
+
+
+def call_device_positions(ctx: FileContext, node: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """The expressions ``node`` takes where a device is meant, with how a message names each:
+    ``device=`` / ``map_location=`` (not of :data:`EXCLUDED_DEVICE_CALLS`), the target of
+    ``.to(...)``, ``torch.set_default_device(...)``, and a lookup of a device-named key
+    (``cfg.get("device", "cuda")``: the call itself, whose default is followed)."""
+    name = last_name(node.func)
+    if name is None:
+        return
+    if name not in EXCLUDED_DEVICE_CALLS:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
+                yield arg.value, f"`{arg.keyword.value}=` argument"
+    if name == "to":
+        if isinstance(node.func, cst.Attribute) and node.args and node.args[0].keyword is None \
+                and not node.args[0].star:
+            yield node.args[0].value, "`.to()`"
+    elif name == "set_default_device":
+        first = argument(node, "device", 0)
+        if first is not None and ctx.qualify(node.func) == "torch.set_default_device":
+            yield first.value, "`torch.set_default_device`"
+    elif name in LOOKUPS or name == "getattr":
+        key = argument(node, "key", 1 if name == "getattr" else 0)
+        if key is not None and device_named(string_value(key.value)):
+            yield node, f"default of `{string_value(key.value)}`"
+
+
+def device_option(call: cst.Call) -> tuple[str, cst.Arg | None, cst.List | cst.Tuple | None] | None:
+    """A command-line option that holds a device (``add_argument("--device", default="cuda",
+    choices=[...])``): its name, its ``default=`` and its literal ``choices=`` list; None for
+    any other option."""
+    option = next((n for n in option_names(call) if device_named(n)), None)
+    if option is None:
+        return None
+    choices = keyword(call, "choices")
+    listed = choices.value if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)) else None
+    return option, keyword(call, "default"), listed
+
+
+def device_setting(node: cst.Assign | cst.AnnAssign) -> tuple[cst.BaseExpression, str] | None:
+    """The value a statement gives a device-named target (``device = ...``, ``self.device = ...``,
+    ``cfg["device"] = ...``, a dataclass field ``device: str = field(default=...)``), with how a
+    message names it; None when it sets no device."""
+    for target, value in assigned(node):
+        if device_named(target_name(target)):
+            return value, f"`{short(target)}` setting"
+    return None

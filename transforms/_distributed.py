@@ -3,7 +3,7 @@ functions in any spelling, NCCL backend names, and ``import torch_neuronx``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -11,8 +11,10 @@ from neuronize.context import FileContext
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._imports import guarded_torch_neuronx_import, import_anchor, has_main_block
-from neuronize.transforms._calls import insert_after
+from neuronize.transforms._calls import argument, insert_after, keyword
 from neuronize.transforms._literals import make_string, string_value
+from neuronize.transforms._messages import short
+from neuronize.transforms._value_flow import Assignments, follow
 
 
 #: the edit group of a file's process-group migration: backend, `set_device` deletion, device ids,
@@ -170,3 +172,109 @@ def nccl_choice(choices: cst.BaseExpression) -> int | None:
     values = [string_value(e.value) for e in choices.elements]
     nccl = [i for i, v in enumerate(values) if v is not None and nccl_backend(v) == "plain"]
     return nccl[0] if nccl and "neuron" not in values else None
+
+
+# -- where backends are used, and the plan of their edits (NRN401) ------------------------------
+#: DeepSpeed's process-group set-up: ``deepspeed.init_distributed(dist_backend="nccl")``
+DEEPSPEED_INIT = frozenset({"deepspeed.init_distributed", "deepspeed.comm.init_distributed",
+                            "deepspeed.comm.comm.init_distributed"})
+DEEPSPEED_WHY = ("it reaches DeepSpeed's `init_distributed(dist_backend=...)`, and DeepSpeed has no Neuron "
+                 "accelerator: create the process group with `torch.distributed.init_process_group(\"neuron\")` "
+                 "before it (DeepSpeed then uses the existing group)")
+PG_OPTIONS_WHY = "`pg_options` travel with this backend (options such as `ProcessGroupNCCL.Options` belong to NCCL)"
+BRANCH_WHY = "it is in a branch that only runs on CUDA (on Trainium the other branch runs)"
+
+
+def creates_process_group(qualified: str | None) -> str | None:
+    """``"init_process_group"`` / ``"new_group"`` for torch.distributed's functions, ``"deepspeed"``
+    for DeepSpeed's ``init_distributed``; None for any other call."""
+    if qualified in DEEPSPEED_INIT:
+        return "deepspeed"
+    name = dist_function(qualified)
+    return name if name in ("init_process_group", "new_group") else None
+
+
+def backend_argument(call: cst.Call, kind: str) -> cst.Arg | None:
+    """The backend argument of a call :func:`creates_process_group` names."""
+    if kind == "deepspeed":
+        return argument(call, "dist_backend", 0)
+    return argument(call, "backend", 0 if kind == "init_process_group" else 2)
+
+
+@dataclass(frozen=True)
+class BackendUse:
+    """A call that creates a process group, seen by the walk: its backend, and what travels with it."""
+
+    call: cst.Call
+    kind: str  # "init_process_group", "new_group" or "deepspeed"
+    backend: cst.BaseExpression
+    scope: cst.CSTNode
+    options: bool = False  # `pg_options=` given (not None)
+    device_id: cst.Arg | None = None
+
+
+@dataclass
+class BackendPlan:
+    """What NRN401 does at the end of a file: literal edits, literals kept (and why), backends it
+    cannot follow, ``choices=`` lists that get ``"neuron"``, ``device_id=`` arguments to drop."""
+
+    edits: list[BackendEdit] = field(default_factory=list)
+    kept: list[tuple[cst.BaseExpression, str]] = field(default_factory=list)
+    unresolved: list[cst.BaseExpression] = field(default_factory=list)
+    choices: list[tuple[cst.BaseExpression, int]] = field(default_factory=list)
+    device_ids: list[tuple[cst.Call, cst.Arg]] = field(default_factory=list)
+
+
+def plan_backends(ctx: FileContext, uses: list[BackendUse], seen: Assignments,
+                  branch_kept: set[int]) -> BackendPlan:
+    """The plan for every NCCL backend that reaches a process group in the file (pure: nothing is
+    reported here). ``branch_kept`` holds the ids of literals in a branch that only runs on CUDA.
+
+    A literal is kept (reported) when it is in such a branch, travels with ``pg_options``, reaches
+    DeepSpeed, or when the name or attribute it came through is also passed to a CUDA-only
+    function; one reached only through an attribute or a class default is at most unsafe."""
+    plan = BackendPlan()
+    why: dict[int, str] = dict.fromkeys(branch_kept, BRANCH_WHY)
+    via: dict[int, str | None] = {}
+    literals: dict[int, cst.BaseExpression] = {}
+    per_use: list[tuple[BackendUse, list[int]]] = []
+    for use in uses:
+        followed = follow(use.backend, use.scope, ctx.module, seen, lambda e: names_nccl(ctx, e), ctx.qualify)
+        if followed.unresolved:
+            plan.unresolved.append(use.backend)
+        for call in followed.options:
+            choices = keyword(call, "choices")
+            at = nccl_choice(choices.value) if choices is not None else None
+            if choices is not None and at is not None:
+                plan.choices.append((choices.value, at))
+        ids = []
+        for reached in followed.reached:
+            key = id(reached.literal)
+            ids.append(key)
+            literals.setdefault(key, reached.literal)
+            if via.get(key, "") is not None:  # reached directly anywhere: direct
+                via[key] = reached.via
+            if use.kind == "deepspeed":
+                why[key] = DEEPSPEED_WHY
+            elif use.options:
+                why.setdefault(key, PG_OPTIONS_WHY)
+            if followed.cuda_only is not None:
+                why.setdefault(key, f"`{short(use.backend, None)}` is also passed to `{followed.cuda_only}(...)`, "
+                               "which only runs on CUDA")
+        per_use.append((use, ids))
+    edited: set[int] = set()
+    for key, literal in literals.items():
+        if key in why:
+            plan.kept.append((literal, why[key]))
+            continue
+        edit = backend_edit(ctx, literal)
+        if via.get(key) is not None:
+            edit = BackendEdit(edit.node, edit.replacement,
+                               f"{edit.message} (reached through `{via[key]}`: other code may set or read it too)",
+                               Safety.UNSAFE, edit.imports)
+        plan.edits.append(edit)
+        edited.add(key)
+    for use, ids in per_use:
+        if use.device_id is not None and any(i in edited for i in ids):
+            plan.device_ids.append((use.call, use.device_id))
+    return plan

@@ -28,14 +28,17 @@ from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._messages import short
 from neuronize.transforms._literals import make_string, string_like
 from neuronize.transforms._names import qualified_expr
+from neuronize.types import Target
 
-#: The targets, defined once for the rules (they equal the members of neuronize's Target enum).
-NEURON, ACCELERATOR, CPU = "neuron", "accelerator", "cpu"
-ALL = (NEURON, ACCELERATOR, CPU)
+#: The targets are :class:`neuronize.types.Target` (defined once, read by config and CLI too);
+#: short names for the rules, which compare ``_target.target(ctx) == _target.NEURON``.
+NEURON, ACCELERATOR, CPU = Target.NEURON, Target.ACCELERATOR, Target.CPU
+#: every target: the ``targets`` of a rule that writes its fixes for all of them
+ALL: tuple[Target, ...] = tuple(Target)
 Built = tuple[cst.BaseExpression, tuple[ImportRequest, ...]]
 
 
-def target(ctx: FileContext) -> str:
+def target(ctx: FileContext) -> Target:
     """The file's target: :data:`NEURON`, :data:`ACCELERATOR` or :data:`CPU`."""
     return ctx.options.target
 
@@ -69,7 +72,7 @@ VOCABULARY = {
 }
 
 
-def fill(target: str, template: str, **fields: object) -> str:
+def fill(target: Target, template: str, **fields: object) -> str:
     """``template`` filled from ``target``'s :class:`Vocabulary` (and ``fields``)."""
     return template.format_map({**asdict(VOCABULARY[target]), **fields})
 

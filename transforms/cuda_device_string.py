@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import in_selection_if, validation_list, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
+from neuronize.transforms import _target
+from neuronize.transforms._calls import argument
+from neuronize.transforms._device_choice import (
+    OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
+    has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
+    indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, rewrite_idiom,
+    selection_ifexp, validation_list, with_choice)
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
-from neuronize.transforms._names import last_name, target_name
-from neuronize.transforms import _target
-
-OPTION_CALLS = frozenset({"add_argument", "option"})
-
-
-def _in_test_file(path: str) -> bool:
-    """A test module (``test_*.py``, ``*_test.py``, under ``tests/``)."""
-    parts = path.replace("\\", "/").split("/")
-    name = parts[-1]
-    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1]
+from neuronize.transforms._names import last_name
 
 
 class CudaDeviceString(Transform):
@@ -35,8 +29,10 @@ class CudaDeviceString(Transform):
         `device: str = "cuda"` or `field(default="cuda")`), `{"device": "cuda"}`, defaults of
         parameters named like a device (`def f(device="cuda")`), `.get("device", "cuda")`
         defaults, and argparse / click `--device` options (`default="cuda"`; `"neuron"` is added
-        to a `choices=[...]` list next to `"cuda"`). Branches of a conditional expression in
-        those places are rewritten too (`"cuda" if args.gpu else "cpu"`).
+        to a `choices=[...]` list next to `"cuda"`). The value in those places is followed the
+        way NRN401 follows a backend: the branches of a conditional expression (`"cuda" if
+        args.gpu else "cpu"`), either side of `or` (`opts.get("device") or "cuda"`) and the
+        default of a lookup (`getenv("DEVICE", "cuda")`) are rewritten too.
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
         `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`) is rewritten
         as one unit to `"neuron" if torch.accelerator.is_available() and
@@ -121,7 +117,7 @@ class CudaDeviceString(Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
-        if kind is Kind.INDEXED and string_value(node) is not None and _in_test_file(self.ctx.path):
+        if kind is Kind.INDEXED and string_value(node) is not None and in_test_file(self.ctx.path):
             self.report(node, f"{where}: `{short(node)}` names another device on purpose in a test (a cross-device "
                               "case): kept; a Neuron process sees one device, port or skip the test by hand",
                         evidence=Evidence.INF)
@@ -137,6 +133,13 @@ class CudaDeviceString(Transform):
         for node, kind in device_literals(self.ctx, expr):
             self._fix_literal(node, kind, where, nested=node is not expr)
 
+    def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
+        """``"neuron"`` (the CPU's ``"cpu"``) next to ``"cuda"`` in a list of accepted devices."""
+        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
+        new = with_choice(container, added)
+        if new is not None:
+            self.fix(container, new, f'{what}: added `"{added}"` next to `"cuda"` so the migrated default is accepted')
+
     # -- the idiom -----------------------------------------------------------------------------
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if _target.is_kept_cuda_index(self.ctx, node) or _target.in_kept_cuda_index(self.ctx):
@@ -148,9 +151,7 @@ class CudaDeviceString(Transform):
                 self.report(node, f"device choice `{short(node)}`: choose `\"neuron\"` with "
                             "`torch.accelerator.is_available()` by hand (shape too unusual to rewrite)")
             return
-        stack = list(self.ctx.ancestors())
-        if len(stack) > 1 and isinstance(stack[0], cst.Arg) and isinstance(stack[1], cst.Call) \
-                and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS:
+        if in_excluded_call(self.ctx):
             return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
         plan = rewrite_idiom(self.ctx, node, *found)
         self._done.update((id(plan.literal), id(plan.branch)))
@@ -163,48 +164,21 @@ class CudaDeviceString(Transform):
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if name is None:
-            return
-        if any(isinstance(a, cst.Arg) and a.keyword is not None and a.keyword.value == "device_id"
-               for a in self.ctx.ancestors()):
-            return  # `init_process_group(device_id=...)` is the distributed rules' (it must keep an index)
-        if self._argument_of_cuda_api():
-            return  # `torch.cuda.get_device_properties(torch.device("cuda"))`: the CUDA API needs a CUDA device
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
-                if name in EXCLUDED_DEVICE_CALLS:
-                    break
-                self._fix_all(arg.value, f"`{arg.keyword.value}=` argument")
-        if name == "device":
-            if is_torch_device_call(self.ctx, node) and id(node) not in self._done:
-                parent = self.ctx.parent
-                if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
-                    return  # `torch.device("cuda") if d == "cuda" else ...`: NRN103 rewrites it whole
-                self._torch_device(node)
-        elif name == "to":
-            if isinstance(node.func, cst.Attribute) and node.args and node.args[0].keyword is None \
-                    and not node.args[0].star:
-                self._fix_all(node.args[0].value, "`.to()`")
-        elif name == "set_default_device":
-            if self.ctx.qualify(node.func) == "torch.set_default_device":
-                first = argument(node, "device", 0)
-                if first is not None:
-                    self._fix_all(first.value, "`torch.set_default_device`")
+        if name is None or kept_for_other_code(self.ctx):
+            return  # `device_id=` must keep its index; a `torch.cuda.*` API needs a CUDA device
+        for expr, where in call_device_positions(self.ctx, node):
+            self._fix_all(expr, where)
+        if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
+            parent = self.ctx.parent
+            if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
+                return  # `torch.device("cuda") if d == "cuda" else ...`: NRN103 rewrites it whole
+            self._torch_device(node)
         elif name in OPTION_CALLS:
-            self._option(node)
-        elif name in GETTERS or name == "getattr":
-            key = argument(node, "key", 1 if name == "getattr" else 0)
-            if key is not None and device_named(string_value(key.value)):
-                self._fix_all(node, f"default of `{string_value(key.value)}`")
-
-    def _argument_of_cuda_api(self) -> bool:
-        """The call being visited is an argument of a ``torch.cuda.*`` call (a CUDA-only API, which
-        the runtime rules keep or report): its CUDA device stays with it."""
-        stack = list(self.ctx.ancestors())
-        for parent, grand in zip(stack, stack[1:], strict=False):
-            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-                return (self.ctx.qualify(grand.func) or "").startswith("torch.cuda.")
-        return False
+            option = device_option(node)
+            if option is not None:
+                self._fix_all(option[1].value if option[1] is not None else None, f"`{option[0]}` default")
+                if option[2] is not None:
+                    self._add_choice(option[2], f"`{option[0]}` choices")
 
     def _torch_device(self, node: cst.Call) -> None:
         first = argument(node, "type", 0)
@@ -222,62 +196,23 @@ class CudaDeviceString(Transform):
         self.fix(node, edit.replacement, f"`{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
                  imports=edit.imports, **extra)  # type: ignore[arg-type]
 
-    def _option(self, node: cst.Call) -> None:
-        """argparse ``add_argument("--device", default="cuda", choices=[...])`` / click options."""
-        names = [string_value(a.value) for a in node.args if a.keyword is None and not a.star]
-        dest = keyword(node, "dest")
-        if dest is not None:
-            names.append(string_value(dest.value))
-        option = next((n for n in names if device_named(n)), None)
-        if option is None:
-            return
-        default = keyword(node, "default")
-        if default is not None:
-            self._fix_all(default.value, f"`{option}` default")
-        choices = keyword(node, "choices")
-        if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)):
-            self._add_choice(choices.value, option)
-
-    def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
-        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        new = with_choice(container, added)
-        if new is not None:
-            self.fix(container, new, f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated '
-                     "default is accepted")
-
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
         container = validation_list(self.ctx, node)
-        if container is None:
-            return
-        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        new = with_choice(container, added)
-        if new is not None:
-            self.fix(container, new, f'device validation `{short(node)}`: added `"{added}"` next to `"cuda"` so '
-                     "the migrated default is accepted")
+        if container is not None:
+            self._add_choice(container, f"device validation `{short(node)}`")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            if device_named(target_name(t.target)):
-                if in_selection_if(self.ctx):
-                    return
-                self._fix_all(node.value, f"`{short(t.target)}` setting")
-                return
+        self._setting(node)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is None or not device_named(target_name(node.target)):
-            return
-        if in_selection_if(self.ctx):
-            return
-        where = f"`{short(node.target)}` setting"
-        value = node.value
-        if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
-            default = argument(value, "default", 0 if last_name(value.func) == "Field" else None)
-            if default is not None:
-                self._fix_all(default.value, where)
-            return
-        self._fix_all(value, where)
+        self._setting(node)
+
+    def _setting(self, node: cst.Assign | cst.AnnAssign) -> None:
+        found = device_setting(node)
+        if found is not None and not in_selection_if(self.ctx):
+            self._fix_all(*found)
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and device_named(node.name.value):

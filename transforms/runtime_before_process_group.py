@@ -9,12 +9,18 @@ import libcst as cst
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._distributed import dist_function
+from neuronize.transforms._distributed import backend_argument, creates_process_group
 from neuronize.transforms._literals import cuda_literal, string_value
+from neuronize.transforms._messages import short
 
 # torch.cuda / torch.neuron calls that do not touch a device (or that other rules delete)
 _HARMLESS = {"is_available", "device_count", "set_device", "manual_seed", "manual_seed_all", "seed",
              "is_initialized", "is_bf16_supported", "get_device_name", "get_device_capability"}
+#: choosing the current device where it is not `torch.cuda` (whose `set_device` NRN116 deletes in
+#: process-group code): the Neuron process group picks each process's NeuronCore itself
+_SET_DEVICE = {"torch.neuron.set_device", "torch.accelerator.set_device_index", "torch.accelerator.set_device_idx"}
+SET_DEVICE_WHY = ("the Neuron process group pins each process to its NeuronCore itself and requires the device "
+                  "runtime to be untouched until it is created; delete it (or move it after)")
 
 
 def _is_device_expr(ctx: FileContext, node: cst.BaseExpression) -> bool:
@@ -37,6 +43,11 @@ def _placement(ctx: FileContext, node: cst.Call) -> str | None:
     """What kind of device work ``node`` is, if any."""
     func = node.func
     qualified = ctx.qualify(func)
+    module = _device_module_call(ctx, func)
+    if qualified in _SET_DEVICE or module == "set_device":
+        return f"`{short(func, 60)}(...)`"
+    if module is not None:
+        return None if module in _HARMLESS or module.startswith("amp") else f"`{short(func, 60)}(...)`"
     if qualified is not None:
         for prefix in ("torch.cuda.", "torch.neuron."):
             if qualified.startswith(prefix):
@@ -57,6 +68,50 @@ def _placement(ctx: FileContext, node: cst.Call) -> str | None:
     if device is not None and _is_device_expr(ctx, device.value) and qualified != "torch.device":
         return "a tensor created with `device=`"
     return None
+
+
+def _device_module_call(ctx: FileContext, func: cst.BaseExpression) -> str | None:
+    """``set_device`` for ``torch.get_device_module().set_device`` (the device module of any
+    device, ``torch.neuron`` on Trainium); None for any other function."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) \
+            and ctx.qualify(func.value.func) == "torch.get_device_module":
+        return func.attr.value
+    return None
+
+
+def creation(ctx: FileContext, node: cst.Call) -> str | None:
+    """How a message names the call when ``node`` creates a process group that touches the device
+    runtime (``init_process_group``, DeepSpeed's ``init_distributed``); None for a call that does
+    not, or a CPU-only group (``"gloo"``, ``"mpi"``)."""
+    kind = creates_process_group(ctx.qualify(node.func))
+    if kind not in ("init_process_group", "deepspeed"):
+        return None
+    backend = backend_argument(node, kind)
+    if backend is not None and string_value(backend.value) in ("gloo", "mpi"):
+        return None  # a CPU-only group: the device runtime is not involved
+    return "`init_process_group`" if kind == "init_process_group" else "`deepspeed.init_distributed`"
+
+
+def enclosing_body(ancestors: list[cst.CSTNode]) -> tuple[list[cst.CSTNode] | None, cst.CSTNode | None]:
+    """The statements of the function (or module) a node sits in, given its ``ancestors``
+    (innermost first), and the one of them that holds it; ``(None, None)`` in a class body, a
+    lambda or a one-line function."""
+    seen: list[cst.CSTNode] = []
+    for anc in ancestors:
+        body: list[cst.CSTNode] | None = None
+        if isinstance(anc, cst.FunctionDef):
+            if not isinstance(anc.body, cst.IndentedBlock):
+                return None, None
+            body = list(anc.body.body)
+        elif isinstance(anc, cst.Module):
+            body = list(anc.body)
+        elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            return None, None
+        if body is not None:
+            ids = {id(s) for s in body}
+            return body, next((s for s in seen if id(s) in ids), None)
+        seen.append(anc)
+    return None, None
 
 
 class _Finder(cst.CSTVisitor):
@@ -86,17 +141,21 @@ class RuntimeBeforeProcessGroup(Transform):
     """Finds device placement that runs before the process group is created.
 
     What it does:
-        In the function (or module body) that calls `dist.init_process_group(...)`, reports
-        every statement before that call which places a model or tensor on a device
-        (`.cuda()`, `.to(device)`, `device=...` in a factory) or calls a `torch.cuda.*` /
-        `torch.neuron.*` runtime function (seeding, `set_device`, `is_available` and
-        `device_count` are not counted). Only statement order in one body is checked; work done in
-        other functions is not followed. Report only.
+        In the function (or module body) that calls `dist.init_process_group(...)` or DeepSpeed's
+        `deepspeed.init_distributed(...)`, reports every statement before that call which places
+        a model or tensor on a device (`.cuda()`, `.to(device)`, `device=...` in a factory), calls
+        a `torch.cuda.*` / `torch.neuron.*` / `torch.get_device_module().*` runtime function
+        (seeding, `is_available` and `device_count` are not counted), or chooses the current device
+        other than through `torch.cuda` (`torch.get_device_module().set_device(local_rank)`,
+        `torch.neuron.set_device`, `torch.accelerator.set_device_index`; NRN116 deletes
+        `torch.cuda.set_device`). A group on `"gloo"` or `"mpi"` is not counted. Only statement
+        order in one body is checked; work done in other functions is not followed. Report only.
 
     Why on TorchNeuron:
         The `"neuron"` process group pins each process to its NeuronCore
         (`NEURON_RT_VISIBLE_CORES`) and asserts that the Neuron runtime was not initialised before
-        `init_process_group`; placing anything on the device first initialises it.
+        `init_process_group`; placing anything on the device first initialises it, and choosing
+        a core by hand (`set_device(local_rank)`) conflicts with the one the group picks.
 
     Example:
         model = Net().cuda()
@@ -120,7 +179,7 @@ class RuntimeBeforeProcessGroup(Transform):
     section = "distributed"
     effort = "medium"
     references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",)
-    tokens = (b"init_process_group",)
+    tokens = (b"init_process_group", b"init_distributed")
     examples = (
         Example(
             "import torch.distributed as dist\n\n\ndef main(model):\n    model = model.cuda()\n"
@@ -133,12 +192,10 @@ class RuntimeBeforeProcessGroup(Transform):
         self._done: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if dist_function(self.ctx.qualify(node.func)) != "init_process_group":
+        created = creation(self.ctx, node)
+        if created is None:
             return
-        backend = argument(node, "backend", 0)
-        if backend is not None and string_value(backend.value) in ("gloo", "mpi"):
-            return  # a CPU-only group: the device runtime is not involved
-        body, statement = self._enclosing_body()
+        body, statement = enclosing_body(list(self.ctx.ancestors()))
         if body is None or statement is None:
             return
         for earlier in body:
@@ -148,28 +205,10 @@ class RuntimeBeforeProcessGroup(Transform):
                 if id(call) in self._done:
                     continue
                 self._done.add(id(call))
-                self.report(call, f"{what} runs before `init_process_group` in this body: the Neuron "
-                            "process group requires the device runtime to be untouched until it is "
-                            "created; move this after `init_process_group`")
-
-    def _enclosing_body(self) -> tuple[list[cst.CSTNode] | None, cst.CSTNode | None]:
-        seen: list[cst.CSTNode] = []
-        for anc in self.ctx.ancestors():
-            body: list[cst.CSTNode] | None = None
-            if isinstance(anc, cst.FunctionDef):
-                if not isinstance(anc.body, cst.IndentedBlock):
-                    return None, None
-                body = list(anc.body.body)
-            elif isinstance(anc, cst.Module):
-                body = list(anc.body)
-            elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
-                return None, None
-            if body is not None:
-                ids = {id(s) for s in body}
-                statement = next((s for s in seen if id(s) in ids), None)
-                return body, statement
-            seen.append(anc)
-        return None, None
+                why = SET_DEVICE_WHY if "set_device" in what else (
+                    "the Neuron process group requires the device runtime to be untouched until it is created; "
+                    f"move this after {created}")
+                self.report(call, f"{what} runs before {created} in this body: {why}")
 
     def _placements(self, statement: cst.CSTNode) -> Iterator[tuple[cst.Call, str]]:
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):

@@ -5,36 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
-from neuronize.transforms._calls import argument, keyword, without_args
-from neuronize.transforms._distributed import dist_function, request_torch_neuronx
+from neuronize.transforms._calls import argument
+from neuronize.transforms._distributed import request_torch_neuronx
 from neuronize.transforms._literals import string_like, string_value
+from neuronize.transforms._messages import short
 from neuronize.transforms._names import qualified_expr
-
-_DEVICE = ("torch_xla.core.xla_model.xla_device", "torch_xla.device")
-_SYNC = ("torch_xla.core.xla_model.mark_step", "torch_xla.sync")
-_STEP = "torch_xla.core.xla_model.optimizer_step"
-_HINTS = {
-    "get_ordinal": "`dist.get_rank()`",
-    "get_local_ordinal": '`int(os.environ["LOCAL_RANK"])`',
-    "xrt_world_size": "`dist.get_world_size()`",
-    "world_size": "`dist.get_world_size()`",
-    "global_ordinal": "`dist.get_rank()`",
-    "local_ordinal": '`int(os.environ["LOCAL_RANK"])`',
-    "is_master_ordinal": "`dist.get_rank() == 0`",
-    "master_print": "a `print` on rank 0",
-    "save": "`torch.save` on rank 0",
-    "rendezvous": "`dist.barrier()`",
-    "all_reduce": "`dist.all_reduce`",
-    "all_gather": "`dist.all_gather_into_tensor`",
-    "reduce_scatter": "`dist.reduce_scatter_tensor`",
-    "spawn": "`torchrun --nproc_per_node=<NeuronCores>`",
-    "MpDeviceLoader": "the plain `DataLoader` (move batches with `.to(\"neuron\")`)",
-    "ParallelLoader": "the plain `DataLoader` (move batches with `.to(\"neuron\")`)",
-}
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+from neuronize.transforms._xla import (XLA_DEVICE, XLA_HINTS, XLA_STEP, XLA_SYNC, import_removals, imports_xla,
+                                       optimizer_step, xla_backend_plan)
 
 
 class XlaEraCode(Transform):
@@ -113,24 +90,6 @@ class XlaEraCode(Transform):
         #: why the file's torch_xla code is TPU code (no tie to torch-neuronx): then it is left alone
         self._tpu = ctx.roles.tpu
 
-    # -- imports of the XLA-era module this call came through ---------------------------------
-    def _removals(self, func: cst.BaseExpression) -> tuple[ImportRequest, ...]:
-        head = func
-        while isinstance(head, cst.Attribute):
-            head = head.value
-        if not isinstance(head, cst.Name):
-            return ()
-        full = self.ctx.qualify(head)
-        if not full or not full.startswith("torch_xla"):
-            return ()
-        if full == head.value:
-            return (ImportRequest(full, remove=True),)
-        module, _, obj = full.rpartition(".")
-        return (
-            ImportRequest(full, asname=head.value, remove=True),
-            ImportRequest(module, obj=obj, asname=None if obj == head.value else head.value, remove=True),
-        )
-
     def visit_Call(self, node: cst.Call) -> None:
         if self._tpu:
             return
@@ -148,49 +107,34 @@ class XlaEraCode(Transform):
                 self.fix(arg.value, string_like(arg.value, "neuron"),
                          f'`torch.device("{value}")` -> `"neuron"`: the native device', safety=Safety.SAFE,
                          evidence=Evidence.DOC)
-        elif dist_function(qualified) in ("init_process_group", "new_group"):
-            name = dist_function(qualified)
-            arg = argument(node, "backend", 0 if name == "init_process_group" else 2)
-            if arg is None or string_value(arg.value) != "xla":
-                return
-            self._reported_xla = True
-            new = node.with_changes(args=[
-                a.with_changes(value=string_like(a.value, "neuron")) if a is arg else a for a in node.args])
-            init = keyword(new, "init_method")
-            dropped = ""
-            if init is not None and (string_value(init.value) or "").startswith("xla://"):
-                new = without_args(new, init)
-                dropped = ' and drops `init_method="xla://"` (env:// is the default)'
-            self._backend_fixes.append((node, new, f'backend `"xla"` -> `"neuron"`{dropped}: the native '
-                                        "process-group backend"))
+        else:
+            plan = xla_backend_plan(self.ctx, node)
+            if plan is not None:
+                self._reported_xla = True
+                self._backend_fixes.append((node, *plan))
 
     def _xla_call(self, node: cst.Call, qualified: str) -> None:
-        removals = self._removals(node.func)
+        removals = import_removals(self.ctx, node.func)
         parent = self.ctx.parent
-        if qualified in _DEVICE:
+        if qualified in XLA_DEVICE:
             expr, imports = qualified_expr(self.ctx, "torch.device")
             replacement = cst.Call(func=expr, args=[cst.Arg(cst.SimpleString('"neuron"'))],
                                    lpar=node.lpar, rpar=node.rpar)
             indexed = bool(node.args)
             self.fix(node, replacement,
-                     f'`{_code(node.func)}()` -> `torch.device("neuron")`: the native device'
+                     f'`{short(node.func, None)}()` -> `torch.device("neuron")`: the native device'
                      + ("; the index is dropped (one NeuronCore per process)" if indexed else ""),
                      safety=Safety.UNSAFE if indexed else Safety.SAFE,
                      evidence=Evidence.INF if indexed else Evidence.DOC, imports=(*imports, *removals))
-        elif qualified in _SYNC:
+        elif qualified in XLA_SYNC:
             if isinstance(parent, cst.Expr):
-                self.remove(parent, f"deletes `{_code(node.func)}()`: the native backend runs "
+                self.remove(parent, f"deletes `{short(node.func, None)}()`: the native backend runs "
                             "eagerly, with no lazy graph to cut", evidence=Evidence.THIRD_PARTY, imports=removals)
             else:
                 self.report(node, "`mark_step()` has no native counterpart (eager execution): remove it")
-        elif qualified == _STEP:
-            positional = [a for a in node.args if a.keyword is None]
-            others = [a for a in node.args if a.keyword is not None and a.keyword.value != "barrier"]
-            opt = argument(node, "optimizer", 0)
-            if isinstance(parent, cst.Expr) and opt is not None and not others and len(node.args) - (
-                    1 if keyword(node, "barrier") else 0) == 1 and not any(a.star for a in node.args):
-                del positional
-                step = cst.Call(func=cst.Attribute(value=opt.value, attr=cst.Name("step")))
+        elif qualified == XLA_STEP:
+            step = optimizer_step(node) if isinstance(parent, cst.Expr) else None
+            if step is not None:
                 self.fix(node, step, "`xm.optimizer_step(opt)` -> `opt.step()`: XLA's version also all-reduced "
                          "gradients across replicas; natively that is DDP/FSDP's job, so check the model is wrapped",
                          imports=removals)
@@ -199,7 +143,7 @@ class XlaEraCode(Transform):
                             "the gradients")
         else:
             last = qualified.rsplit(".", 1)[-1]
-            hint = _HINTS.get(last)
+            hint = XLA_HINTS.get(last)
             instead = f"use {hint}" if hint else "rewrite it with native PyTorch (`torch.distributed`, `torchrun`)"
             self.report(node, f"`{qualified}` is PyTorch/XLA API, which native TorchNeuron does not use: {instead}",
                         evidence=Evidence.DOC)
@@ -223,7 +167,7 @@ class XlaEraCode(Transform):
         for stmt in original_node.body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
-                    if not self._imports_xla(small):
+                    if not imports_xla(small):
                         continue
                     if self._tpu:  # once per file: the file is another accelerator's code
                         self.report(small, f"left alone: this file {self._tpu}, so it looks like TPU code; "
@@ -232,11 +176,3 @@ class XlaEraCode(Transform):
                         return
                     self.report(small, "imports PyTorch/XLA, which native TorchNeuron does not use; do not "
                                 "mix the two APIs in one workload", evidence=Evidence.DOC)
-
-    @staticmethod
-    def _imports_xla(small: cst.BaseSmallStatement) -> bool:
-        if isinstance(small, cst.Import):
-            return any(cst.Module([]).code_for_node(a.name).split(".")[0] == "torch_xla" for a in small.names)
-        if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-            return cst.Module([]).code_for_node(small.module).split(".")[0] == "torch_xla"
-        return False
