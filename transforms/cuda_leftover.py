@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._distributed import cuda_only_test
 from neuronize.transforms._leftovers import (
@@ -30,17 +31,20 @@ class CudaLeftover(Transform):
         an attribute, a config field or a default, a `{"cuda:0": "cuda:1"}` remap. Reports GPU
         indexes used as devices: `.to(local_rank)`, `.to(self.gpu_id)`, `device=args.gpu`,
         `.cuda(i)`, `torch.device(rank)`, `f"{device.type}:{args.gpu}"`, and selected with
-        `torch.accelerator.set_device_index(rank)` (`0` is no GPU index: it names the one device a
-        Neuron process has). A literal list of devices
-        or backends (`choices=["cpu", "cuda"]`, `x in ("cuda", "xpu")`, `Literal[...]`,
-        `SUPPORTED_DEVICES = (...)`, a table keyed by device) is device-agnostic: it gets one
-        finding, asking for `"neuron"`, when it validates what a program accepts and lacks it.
-        Never looked at: comments, docstrings, messages (`print`, logging, `warn`), dict keys (they
-        name what an entry is for: a remap's source device, a table's), code that runs only on CUDA (under `if torch.cuda.is_available():` or
-        `if device.type == "cuda":`, whose own finding says what to do).
+        `torch.accelerator.set_device_index(rank)` (`0` is no GPU index: it names the one device
+        a Neuron process has). A literal list of devices or backends (`choices=["cpu", "cuda"]`,
+        `x in ("cuda", "xpu")`, `Literal[...]`, `SUPPORTED_DEVICES = (...)`, a table keyed by
+        device) is device-agnostic: it gets one finding, asking for `"neuron"`, when it validates
+        what a program accepts and lacks it.
+        Never looked at: comments, docstrings, messages (`print`, logging, `warn`), dict keys
+        (they name what an entry is for: a remap's source device, a table's), and code that runs
+        only on CUDA: under `if device.type == "cuda":` or `x.is_cuda` (whose own finding says what
+        to do), under `if torch.cuda.is_available():` where that check stays (another target, a
+        dispatch over devices; on the neuron target NRN110 turns it into the Neuron check, so
+        its block is scanned), past the Neuron check a migration writes (host-aware fallbacks).
         This rule's findings give way to every other rule's: a value inside, around or at code
-        another rule reported in the same run (up to its statement; a reported `if` does not claim
-        its body) is theirs, so `check` lists each site once. Selecting this rule alone, or
+        another rule reported in the same run (up to its statement; a reported `if` does not
+        claim its body) is theirs, so `check` lists each site once. Selecting this rule alone, or
         ignoring another, hands the other rule's sites to it.
 
     Why on TorchNeuron:
@@ -191,15 +195,19 @@ class CudaLeftover(Transform):
 
     # -- context -------------------------------------------------------------------------------
     def _cuda_only(self) -> bool:
-        """The node being visited runs only off Trainium: in the body of ``if
-        torch.cuda.is_available():`` or ``if device.type == "cuda":``, or past the Neuron or
+        """The node being visited runs only off Trainium: in the body of ``if device.type ==
+        "cuda":``, of ``if torch.cuda.is_available():`` where that check stays, or past the Neuron or
         accelerator check the migration writes (``"neuron" if <Neuron host> else "cuda"``, the
         host-aware fallback of a file that also runs on the CPU)."""
         return any(required(test, self._cuda_atom if in_body else self._trainium_atom)
                    for test, in_body in branches(self.ctx.stack))
 
     def _cuda_atom(self, test: cst.BaseExpression) -> bool:
-        return is_cuda_available_call(self.ctx, test) or cuda_only_test(self.ctx, test)
+        if is_cuda_available_call(self.ctx, test):
+            # kept for CUDA by the other targets and in a dispatch over devices; on the neuron target
+            # NRN110 turns it into the Neuron check, so what it guards runs on Trainium
+            return _target.target(self.ctx) != _target.NEURON or bool(self.ctx.device_dispatch())
+        return cuda_only_test(self.ctx, test)
 
     def _trainium_atom(self, test: cst.BaseExpression) -> bool:
         return is_neuron_check(test) or (
