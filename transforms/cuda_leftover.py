@@ -15,6 +15,7 @@ from neuronize.transforms._leftovers import (
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
+from neuronize.transforms._value_flow import enclosing_scope
 
 #: literal collections whose strings are entries of a list, not values used by the code
 _COLLECTIONS = (cst.List, cst.Tuple, cst.Set)
@@ -31,8 +32,9 @@ class CudaLeftover(Transform):
         an attribute, a config field or a default, a `{"cuda:0": "cuda:1"}` remap. Reports GPU
         indexes used as devices: `.to(local_rank)`, `.to(self.gpu_id)`, `device=args.gpu`,
         `.cuda(i)`, `torch.device(rank)`, `f"{device.type}:{args.gpu}"`, and selected with
-        `torch.accelerator.set_device_index(rank)` (`0` is no GPU index: it names the one device
-        a Neuron process has). A literal list of devices or backends (`choices=["cpu", "cuda"]`,
+        `torch.accelerator.set_device_index(rank)`, also through a name assigned one earlier in
+        the function or class (`idx = int(os.environ["LOCAL_RANK"])`; `0` is no GPU index: it
+        names the one device a Neuron process has). A literal list of devices or backends (`choices=["cpu", "cuda"]`,
         `x in ("cuda", "xpu")`, `Literal[...]`, `SUPPORTED_DEVICES = (...)`, a table keyed by
         device) is device-agnostic: it gets one finding, asking for `"neuron"`, when it validates
         what a program accepts and lacks it.
@@ -98,6 +100,8 @@ class CudaLeftover(Transform):
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._lists: dict[int, bool] = {}  # id of a collection -> it is a device list (decided once)
+        #: names assigned a GPU index so far (`idx = int(os.environ["LOCAL_RANK"])`), by scope
+        self._indexes: set[tuple[int, str]] = set()
 
     # -- strings -------------------------------------------------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -190,8 +194,27 @@ class CudaLeftover(Transform):
 
     def _index(self, call: str, expr: cst.BaseExpression, node: cst.CSTNode | None = None,
                selects: bool = False) -> None:
-        if (node is not None or gpu_index(expr)) and not self._cuda_only():
+        if (node is not None or gpu_index(expr) or self._holds_index(expr)) and not self._cuda_only():
             self.report(node or expr, index_message(call, expr, selects), evidence=Evidence.SRC)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and gpu_index(node.value):
+            key = self._key(node.targets[0].target)
+            if key is not None:
+                self._indexes.add(key)
+
+    def _holds_index(self, expr: cst.BaseExpression) -> bool:
+        key = self._key(expr)
+        return key is not None and (key in self._indexes or (id(self.ctx.module), key[1]) in self._indexes)
+
+    def _key(self, target: cst.BaseExpression) -> tuple[int, str] | None:
+        """A name in its function (or the module), ``self.name`` in its class."""
+        if isinstance(target, cst.Name):
+            return id(enclosing_scope(self.ctx)), target.value
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            cls = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+            return None if cls is None else (id(cls), f"self.{target.attr.value}")
+        return None
 
     # -- context -------------------------------------------------------------------------------
     def _cuda_only(self) -> bool:
