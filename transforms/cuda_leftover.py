@@ -236,6 +236,7 @@ class CudaLeftover(Transform):
         return is_neuron_check(test) or (
             isinstance(test, cst.Call) and self.ctx.qualify(test.func) == "torch.accelerator.is_available")
 
+
 def _entries(container: cst.CSTNode) -> list[cst.CSTNode]:
     """The entries of a list, tuple or set, the keys of a dict, the arguments of ``Literal[...]``."""
     if isinstance(container, cst.Subscript):
