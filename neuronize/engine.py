@@ -8,7 +8,8 @@ bad input (a bad file is an error value, the run goes on).
 - **Parse** once with libcst. No metadata wrapper on the way in: names come from an import alias
   table, parents from the walk's own stack.
 - **Analyse**: one walk (:mod:`neuronize.walk`: syntax nodes only, no node rebuilt); every
-  enabled rule's ``visit_*`` / ``leave_*`` runs on the same tree.
+  enabled rule's ``visit_*`` / ``leave_*`` runs on the same tree. A catch-all rule's findings on
+  code another rule reported are then dropped (:mod:`neuronize.claims`).
 - **Positions** are resolved only for files that have findings, and only for reported nodes
   (:mod:`neuronize.positions`).
 - **Apply** the accepted fixes in one transformer pass. A fix inside another fix is deferred and
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
+from neuronize.claims import drop_claimed
 from neuronize.context import FileContext, collect_imports
 from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
@@ -123,7 +125,7 @@ def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Opti
     reporter = Reporter()
     dispatch = _Dispatch([rule.for_file(ctx, reporter) for rule in rules], ctx)
     walk(module, dispatch.enter, dispatch.leave)
-    return reporter.reports, dispatch.parents
+    return drop_claimed(reporter.reports, dispatch.parents), dispatch.parents
 
 
 # -- applying fixes ------------------------------------------------------------------------

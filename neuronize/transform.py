@@ -99,7 +99,9 @@ class Transform:
     - ``examples``: :class:`Example` pairs, run by the test suite;
     - ``section``: the section of the migration report its leftover findings go in (``SECTIONS``);
     - ``effort``: the work a report-only finding still needs by hand (``EFFORTS``; default medium);
-    - ``references``: public documentation URLs, printed by ``neuronize explain``.
+    - ``references``: public documentation URLs, printed by ``neuronize explain``;
+    - ``catch_all``: True for a report-only rule whose findings give way to every other rule's on
+      the same code (:mod:`neuronize.claims`).
     """
 
     id: ClassVar[str]
@@ -114,6 +116,7 @@ class Transform:
     #: the ``--target`` values whose fixes this rule writes itself (transforms/_target.py); under
     #: any other target its fixes are reported, not applied (their code would be Neuron-only)
     targets: ClassVar[tuple[Target, ...]] = (Target.NEURON,)
+    catch_all: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -263,6 +266,8 @@ def _validate_rule(cls: type[Transform]) -> None:
         raise TypeError(f"{where}: a rule needs at least one Example")
     if cls.safety is Safety.REPORT_ONLY and any(e.after not in (None, e.before) for e in cls.examples):
         raise TypeError(f"{where}: a report-only rule's examples cannot change the code")
+    if cls.catch_all and cls.safety is not Safety.REPORT_ONLY:
+        raise TypeError(f"{where}: a catch-all rule must be report-only")
     if cls.section not in SECTIONS:
         raise TypeError(f"{where}: section {cls.section!r} must be one of {', '.join(SECTIONS)}")
     if cls.effort not in EFFORTS:

@@ -7,12 +7,17 @@ import pytest
 
 from neuronize.context import FileContext, Options, collect_imports
 from neuronize.registry import all_rules
+from neuronize.walk import walk
 from neuronize.transforms import _target
 from neuronize.transforms._amp import followed_device, followed_enabled
 from neuronize.transforms._compile import plan_compile
 from neuronize.transforms._cuda_runtime import _CudaApiRule, owned
 from neuronize.transforms._host import has_cpu_path
 from neuronize.transforms._imports import bindings, removal_of, removals_for
+from neuronize.transforms._leftovers import (
+    branches, cuda_value, gpu_index, gpu_indexed_device, in_message, index_message, is_neuron_check, leftover_message,
+    list_message, listed, required, site, validates,
+)
 from neuronize.transforms._messages import short
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._value_flow import Assignments, assigned, carried, follow, option_dest, option_names, resolve
@@ -372,3 +377,103 @@ def test_xla_plans():
         "torch_xla.core.xla_model", "torch_xla.core"]
     stmt = cst.parse_statement("from torch_xla.core import xla_model\n")
     assert isinstance(stmt, cst.SimpleStatementLine) and imports_xla(stmt.body[0])
+
+
+# -- leftovers (NRN999) ----------------------------------------------------------------------------
+def _stack_to(code: str, found) -> list[cst.CSTNode]:
+    """The walk's stack from the module down to the first node for which ``found`` holds."""
+    stack: list[cst.CSTNode] = []
+    hit: list[list[cst.CSTNode]] = []
+
+    def enter(node: cst.CSTNode) -> None:
+        stack.append(node)
+        if not hit and found(node):
+            hit.append(list(stack))
+
+    walk(cst.parse_module(code), enter, lambda node: stack.pop())
+    assert hit, f"nothing found in {code!r}"
+    return hit[0]
+
+
+def _string(value: str):
+    return lambda node: isinstance(node, (cst.SimpleString, cst.FormattedString)) and short(node) == value
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ('"cuda"', "device"), ('"cuda:3"', "device"), ('f"cuda:{rank}"', "device"), ('"cuda:{}".format(i)', "device"),
+    ('"nccl"', "backend"), ('"cpu:gloo,cuda:nccl"', "backend"),
+    ('"cpu"', None), ('"using cuda"', None), ('f"on cuda:{rank} now"', None), ('"neuron"', None),
+])
+def test_cuda_value(code, expected):
+    assert cuda_value(cst.parse_expression(code)) == expected
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    (["cpu", "cuda"], "device"), (["cuda", "xpu", "neuron"], "device"), (["cuda", "rocm"], "device"),
+    (["nccl", "gloo"], "backend"), (["cuda:0"], None), (["cuda:0", "cuda:1"], None),
+    (["cuda", "nccl"], None), (["cpu:gloo", "cuda:nccl"], None), (["cuda", None, "x"], None),
+])
+def test_listed(values, expected):
+    assert listed(values) == expected
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ('p.add_argument("--d", choices=["cpu", "cuda"])\n', True),
+    ('ok = d in ("cpu", "cuda")\n', True),
+    ('SUPPORTED_DEVICES = ("cpu", "cuda")\n', True),
+    ('for d in ["cpu", "cuda"]:\n    pass\n', False),
+    ('devices = ["cpu", "cuda"]\n', False),
+    ('f(["cpu", "cuda"])\n', False),
+])
+def test_validates(code, expected):
+    stack = _stack_to(code, lambda node: isinstance(node, (cst.List, cst.Tuple)))
+    assert validates(stack[-1], stack) is expected
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("local_rank", True), ("args.gpu", True), ("self.gpu_id", True), ("rank % 8", True), ("3", True),
+    ('int(os.environ["LOCAL_RANK"])', True), ("dist.get_rank()", True), ("device_idx", True),
+    ("0", False), ("device", False), ("dtype", False), ("self.device", False), ("num_gpus", False),
+    ("world_size", False),
+])
+def test_gpu_index(code, expected):
+    assert gpu_index(cst.parse_expression(code)) is expected
+
+
+def test_gpu_indexed_device():
+    found = gpu_indexed_device(cst.parse_expression('f"{device.type}:{args.gpu}"'))  # type: ignore[arg-type]
+    assert found is not None and short(found) == "args.gpu"
+    assert gpu_indexed_device(cst.parse_expression('f"{device.type}:{n}"')) is None  # type: ignore[arg-type]
+    assert gpu_indexed_device(cst.parse_expression('f"{acc}:1"')) is None  # type: ignore[arg-type]
+
+
+def test_in_message_and_site():
+    assert in_message(_stack_to('print("cuda")\n', _string('"cuda"')))
+    assert not in_message(_stack_to('run("cuda")\n', _string('"cuda"')))
+    assert site(_stack_to('loc = f"cuda:{r}"\n', _string('f"cuda:{r}"'))) == ("assigned to `loc`", None)
+    assert site(_stack_to('torch.load(p, map_location={"cuda:0": "cuda:1"})\n', _string('"cuda:1"'))) == (
+        "`map_location=` argument", "map_location")
+    assert site(_stack_to('def f(backend="nccl"):\n    pass\n', _string('"nccl"'))) == ("default of `backend`", None)
+    assert site(_stack_to('f(("cuda:0",) + args)\n', _string('"cuda:0"'))) == ("a call argument", None)
+    assert site(_stack_to('"cuda"\n', _string('"cuda"'))) == ("", None)
+
+
+def test_branches_and_required_checks():
+    code = 'x = ("neuron" if ok and t == "neuron" else "cuda") if a else b\n'
+    stack = _stack_to(code, _string('"cuda"'))
+    tests = [(short(test), in_body) for test, in_body in branches(stack)]
+    assert tests == [('ok and t == "neuron"', False), ("a", True)]
+    assert required(cst.parse_expression('ok and t == "neuron"'), is_neuron_check)
+    assert not required(cst.parse_expression('ok or t == "neuron"'), is_neuron_check)
+    assert not is_neuron_check(cst.parse_expression('t != "neuron"'))
+
+
+def test_leftover_messages_say_what_to_do():
+    node = cst.parse_expression('f"cuda:{rank}"')
+    assert "load onto `\"cpu\"`" in leftover_message("device", node, "`map_location=` argument", "map_location")
+    assert "(assigned to `loc`)" in leftover_message("device", node, "assigned to `loc`")
+    assert "NKI kernel" in leftover_message("device", node, "`device_types=` argument", "device_types")
+    assert "make it `\"neuron\"`" in leftover_message("backend", cst.parse_expression('"nccl"'), "", "map_location")
+    assert 'add it' in list_message("device", cst.parse_expression('["cpu", "cuda"]'))
+    assert "delete the call" in index_message("`set_device_index()`", cst.parse_expression("rank"), selects=True)
+    assert "pass the device" in index_message("`to()`", cst.parse_expression("rank"))

@@ -164,7 +164,7 @@ def test_every_rule_has_a_kind_and_an_effort():
         assert effort(finding) in ("none", "low", "medium", "high")
     assert kind_of("NRN103")[0] == "review" and kind_of("NRN909")[0] == "distributed"
     assert kind_of("NRN901")[0] == "kernels" and kind_of("NRN903")[0] == "libraries"
-    assert kind_of("NRN999") == ("other", "Other")
+    assert kind_of("NRN899") == ("other", "Other")
 
 
 def test_dependency_from_message():
