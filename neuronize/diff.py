@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import os
 import tokenize
 from dataclasses import dataclass
 from typing import IO
@@ -33,13 +32,10 @@ NO_NEWLINE = "\\ No newline at end of file\n"
 
 def use_color(stream: IO[str] | IO[bytes], no_color: bool = False) -> bool:
     """ANSI colour only on a terminal, and never with ``--no-color`` or a non-empty ``NO_COLOR``
-    (https://no-color.org)."""
-    if no_color or os.environ.get("NO_COLOR"):
-        return False
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+    (https://no-color.org); the rules are :func:`neuronize.output.wants_color`'s."""
+    from neuronize.output import wants_color
+
+    return wants_color(stream, "never" if no_color else "auto")
 
 
 @dataclass(frozen=True)
