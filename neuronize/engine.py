@@ -34,7 +34,7 @@ from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
 from neuronize.undefined import introduced
 from neuronize.purity import Qualify, is_pure, is_pure_context
-from neuronize.suppressions import parse_suppressions
+from neuronize.suppressions import Suppression, parse_suppressions, unknown_codes
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
 
@@ -399,7 +399,7 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
     if not suppressions:
         return located, []
     kept = [(r, f) for r, f in located if not any(s.matches(f) and _covers(s, f) for s in suppressions)]
-    unused: list[Finding] = []
+    unused: list[Finding] = _misspelt(suppressions)
     if options.report_unused_suppressions:
         used = {id(s) for _, f in located for s in suppressions if s.matches(f) and _covers(s, f)}
         enabled = {r.id for r in rules} | {r.name for r in rules}
@@ -411,6 +411,22 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
                                       f"unused suppression ({what}): nothing is reported here any more",
                                       False, s.line, 1))
     return kept, unused
+
+
+def _misspelt(suppressions: Sequence[Suppression]) -> list[Finding]:
+    """A suppression naming no rule is reported whatever the options: its typo silences nothing."""
+    from neuronize.registry import all_rules
+
+    ids = frozenset({r.id for r in all_rules()} | {UNUSED_SUPPRESSION[0]})
+    names = frozenset({r.name for r in all_rules()} | {UNUSED_SUPPRESSION[1]})
+    found = []
+    for s in suppressions:
+        for code, close in unknown_codes(s, ids, names):
+            hint = f" (did you mean {close}?)" if close else " (see `neuronize rules`)"
+            found.append(Finding(s.line, s.column, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
+                                 f"unknown rule `{code}` in a suppression: it silences nothing{hint}",
+                                 False, s.line, s.column))
+    return found
 
 
 def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], options: Options,
