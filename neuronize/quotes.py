@@ -1,8 +1,8 @@
 """Strings a fix inserts are written in the quote style around them, not always in double quotes.
 
-A new string follows the first string literal of the code it replaces (``torch.device('cuda')``
-becomes ``torch.device('neuron')``); where that code has none (``.cuda()`` -> ``.to(...)``), it
-follows the file: single quotes when most of the file's one-line string literals use them.
+A new string follows the string it replaces (``torch.device('cuda')`` becomes
+``torch.device('neuron')``), else a string of the code it rewrites; where that code has none
+(``.cuda()`` -> ``.to(...)``), it follows the file: single quotes when most of the file's one-line string literals use them.
 Only plain literals (no prefix, no escapes, no quote of the other kind inside) are re-quoted, so
 the value never changes.
 """
@@ -47,10 +47,13 @@ def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
 
 def requote(original: cst.CSTNode, replacement: cst.CSTNode, file_style: str) -> cst.CSTNode:
     """``replacement`` with the strings it adds to ``original`` in the surrounding quote style."""
-    kept = _strings(original)
-    style = next((s.quote for s in kept if s.quote in ("'", '"')), file_style)
-    kept_ids = {id(s) for s in kept}
-    if all(id(s) in kept_ids or not _convertible(s, style) for s in _strings(replacement)):
+    before = _strings(original)
+    after = _strings(replacement)
+    kept_ids = {id(s) for s in before} & {id(s) for s in after}
+    # the quote of a string the fix replaces, else of one it keeps, else the file's
+    replaced = [s for s in before if id(s) not in kept_ids] + before
+    style = next((s.quote for s in replaced if s.quote in ("'", '"')), file_style)
+    if all(id(s) in kept_ids or not _convertible(s, style) for s in after):
         return replacement
 
     class Requote(cst.CSTTransformer):
