@@ -181,7 +181,8 @@ class _Applier(cst.CSTTransformer):
         self._fixes = fixes
         self._on_path = on_path
         self._qualify = qualify
-        #: id(pass marker) -> the comments of what it stands for (dropped by _drop_removed)
+        #: id(pass marker) -> (marker, comments kept, comments attached to the deleted statement),
+        #: for _drop_removed
         self._removed: dict[int, tuple[cst.CSTNode, list[cst.EmptyLine], list[cst.EmptyLine]]] = {}
         #: blocks (and one-line suites) that removals emptied, by id; the nodes are held so that
         #: no other node can take the id of one that was garbage-collected
