@@ -203,7 +203,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
     from neuronize import api, output, report
     from neuronize.baseline import load_baseline, write_baseline
     from neuronize.config import ConfigError
-    from neuronize.diff import Style, unified_diff
+    from neuronize.diff import Style, unified_diff, wants_color
     from neuronize.registry import SelectionError
     from neuronize.settings import describe
 
@@ -278,7 +278,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
     stream = sys.stderr if stdout_is_data else sys.stdout
     out = (lambda line: click.echo(line, err=True)) if stdout_is_data else click.echo
     if diff:
-        style = Style(output.wants_color(sys.stdout, kw["color"]))
+        style = Style(wants_color(sys.stdout, kw["color"]))
         for f in run.files:
             if f.result.changed and f.source is not None and f.result.output is not None:
                 sys.stdout.write(unified_diff(f.display, f.source, f.result.output,
@@ -306,7 +306,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
         for line in report.to_github(run, include_applied=include_applied):
             out(line)
     elif fmt == "full":
-        style = Style(output.wants_color(stream, kw["color"]))
+        style = Style(wants_color(stream, kw["color"]))
         for line in output.full_findings(run, style, include_applied=include_applied):
             click.echo(line, err=stdout_is_data, color=style.color)
     else:
@@ -414,8 +414,7 @@ def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
 def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     """Hunk-by-hunk review in this (the parent) process; each file is written after its review."""
     from neuronize import api
-    from neuronize.diff import Style
-    from neuronize.output import wants_color
+    from neuronize.diff import Style, wants_color
     from neuronize.review import review_run
     from neuronize.types import RunResult, Safety
 

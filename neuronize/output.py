@@ -1,5 +1,6 @@
 """How ``check`` and ``fix`` show findings to a person: ruff's ``full`` format (the source line
-and a caret under the code), ``--statistics``, the one-line summary, and when to use colour.
+and a caret under the code), ``--statistics``, the one-line summary, the default format.
+(When to use colour is :func:`neuronize.diff.wants_color`'s, beside the styles.)
 
 The machine formats (JSON, SARIF, GitHub annotations, the Markdown report) and the one-line
 ``concise`` form are :mod:`neuronize.report`'s; this module only adds the human views on top.
@@ -7,7 +8,6 @@ The machine formats (JSON, SARIF, GitHub annotations, the Markdown report) and t
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -21,23 +21,6 @@ from neuronize.types import FileResult, Finding, RunResult, Safety
 #: lines of a multi-line finding shown before the rest is elided
 MAX_LINES = 3
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def wants_color(stream: IO[str] | IO[bytes], choice: str = "auto") -> bool:
-    """``--color always|never`` decides; with ``auto`` a non-empty ``FORCE_COLOR`` turns colour
-    on (it wins over ``NO_COLOR``: it is set for one run, ``NO_COLOR`` is a standing
-    preference), a non-empty ``NO_COLOR`` (https://no-color.org) turns it off, else colour only
-    on a terminal."""
-    if choice != "auto":
-        return choice == "always"
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    if os.environ.get("NO_COLOR"):
-        return False
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def default_format(stream: IO[str] | IO[bytes]) -> str:
