@@ -248,10 +248,10 @@ def _run_inner(mode: str, **kw: Any) -> int:
         click.echo(f"neuronize: error: {exc}", err=True)
         return EXIT_ERROR
     if kw["verbose"]:
-        for line in _verbose_lines(resolver, run):
+        for line in output.verbose_lines(resolver, run):
             click.echo(f"neuronize: {line}", err=True)
     if not run.files and not run.skipped and not from_stdin:
-        click.echo(f"neuronize: warning: {_nothing_found(paths, resolver)}", err=True)
+        click.echo(f"neuronize: warning: {output.nothing_found(paths)}", err=True)
 
     if writing and from_stdin:
         entry = run.files[0]
@@ -275,8 +275,6 @@ def _run_inner(mode: str, **kw: Any) -> int:
         run, baselined = api.apply_baseline(run, baseline, Path(kw["baseline"]))
 
     stdout_is_data = diff or (writing and from_stdin)
-    stream = sys.stderr if stdout_is_data else sys.stdout
-    out = (lambda line: click.echo(line, err=True)) if stdout_is_data else click.echo
     if diff:
         style = Style(wants_color(sys.stdout, kw["color"]))
         for f in run.files:
@@ -290,28 +288,9 @@ def _run_inner(mode: str, **kw: Any) -> int:
         _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw)))
     if mode == "report":
         return _write_report(run, kw)
-    fmt = kw["output_format"] or output.default_format(stream)
-    if kw["fix_only"]:
-        pass  # the leftovers are not listed (ruff's --fix-only)
-    elif kw["statistics"]:
-        for line in output.statistics(run, unsafe, include_applied=include_applied):
-            out(line)
-    elif fmt == "json":
-        out(report.to_json(run, include_applied=include_applied))
-    elif fmt == "markdown":
-        out(report.to_markdown(run, command=_report_command(kw)))
-    elif fmt == "sarif":
-        out(report.to_sarif(run, include_applied=include_applied))
-    elif fmt == "github":
-        for line in report.to_github(run, include_applied=include_applied):
-            out(line)
-    elif fmt == "full":
-        style = Style(wants_color(stream, kw["color"]))
-        for line in output.full_findings(run, style, include_applied=include_applied):
-            click.echo(line, err=stdout_is_data, color=style.color)
-    else:
-        for line in report.text_findings(run, include_applied=include_applied):
-            out(line)
+    if not kw["fix_only"]:  # ruff's --fix-only lists nothing
+        _print_findings(run, kw, mode, include_applied=include_applied, unsafe=unsafe,
+                        err=stdout_is_data)
     for line in report.error_lines(run):
         click.echo(line, err=True)
     if not kw["quiet"]:
@@ -323,6 +302,36 @@ def _run_inner(mode: str, **kw: Any) -> int:
         if mode != "check" or kw["verbose"] or baselined:
             click.echo(summary, err=True)
     return _exit_code(mode, run, kw, writing=writing, from_stdin=from_stdin)
+
+
+def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-untyped-def]
+                    include_applied: bool, unsafe: bool, err: bool) -> None:
+    """The findings in the chosen ``--output-format`` (or ``--statistics``), on stdout (on
+    stderr when stdout carries a diff or the fixed code)."""
+    from neuronize import output, report
+    from neuronize.diff import Style, wants_color
+
+    stream = sys.stderr if err else sys.stdout
+    fmt = kw["output_format"] or output.default_format(stream)
+    if kw["statistics"]:
+        lines = output.statistics(run, unsafe, include_applied=include_applied)
+    elif fmt == "json":
+        lines = [report.to_json(run, include_applied=include_applied)]
+    elif fmt == "markdown":
+        lines = [report.to_markdown(run, command=_report_command(kw))]
+    elif fmt == "sarif":
+        lines = [report.to_sarif(run, include_applied=include_applied)]
+    elif fmt == "github":
+        lines = report.to_github(run, include_applied=include_applied)
+    elif fmt == "full":
+        style = Style(wants_color(stream, kw["color"]))
+        for line in output.full_findings(run, style, include_applied=include_applied):
+            click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
+        return
+    else:
+        lines = report.text_findings(run, include_applied=include_applied)
+    for line in lines:
+        click.echo(line, err=err)
 
 
 def _exit_code(mode: str, run, kw: dict[str, Any], *, writing: bool,  # type: ignore[no-untyped-def]
@@ -353,6 +362,7 @@ def _exit_code(mode: str, run, kw: dict[str, Any], *, writing: bool,  # type: ig
 def _show_files(resolver, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-def]
     """``--show-files``: every file a run would look at, with the configuration it uses."""
     from neuronize.api import discover_files
+    from neuronize.output import nothing_found
     from neuronize.types import SkipReason
 
     files, skipped = discover_files(kw["paths"], resolver, kw["force_exclude"])
@@ -362,42 +372,8 @@ def _show_files(resolver, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped
     for s in skipped:
         click.echo(f"neuronize: {s.display}: {s.reason}", err=True)
     if not files and not skipped:
-        click.echo(f"neuronize: warning: {_nothing_found(kw['paths'], resolver)}", err=True)
+        click.echo(f"neuronize: warning: {nothing_found(kw['paths'])}", err=True)
     return EXIT_ERROR if any(s.reason is SkipReason.NO_SUCH_FILE for s in skipped) else EXIT_CLEAN
-
-
-def _nothing_found(paths: Sequence[str], resolver) -> str:  # type: ignore[no-untyped-def]
-    """Why a run found nothing to check: nothing there, or everything excluded."""
-    import os
-
-    from neuronize.sources.discover import SOURCE_SUFFIXES
-
-    where = ", ".join(paths) or "."
-    for path in paths or (".",):
-        for _, _, names in os.walk(path):
-            if any(name.endswith(SOURCE_SUFFIXES) for name in names):
-                return (f"no file to check in {where}: every Python file there is excluded "
-                        "(.gitignore, the configuration's exclude, or a skipped folder such as "
-                        "build/ or a virtual environment); see `--show-settings`")
-        if os.path.isfile(path):
-            return f"{path} is excluded by the configuration (--force-exclude); nothing checked"
-    return f"no Python files or notebooks found in {where}; nothing checked"
-
-
-def _verbose_lines(resolver, run) -> list[str]:  # type: ignore[no-untyped-def]
-    """``-v``: which configuration each file used, and what the run skipped."""
-    per_config: dict[str, int] = {}
-    for f in run.files:
-        if f.path is None:
-            continue
-        config = resolver.for_path(f.path).config.path
-        key = str(config) if config is not None else "no configuration (defaults)"
-        per_config[key] = per_config.get(key, 0) + 1
-    lines = [f"{n} file(s) with settings from {key}" for key, n in per_config.items()]
-    skipped = sum(1 for f in run.files if f.result.skipped)
-    lines.append(f"{len(run.files)} file(s) found, {skipped} without CUDA-specific tokens "
-                 "(not parsed)")
-    return lines
 
 
 def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:

@@ -8,15 +8,20 @@ The machine formats (JSON, SARIF, GitHub annotations, the Markdown report) and t
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from neuronize.diff import Style, decode
 from neuronize.report import _pending, finding_tag, location
+from neuronize.sources.discover import SOURCE_SUFFIXES
 from neuronize.types import FileResult, Finding, RunResult, Safety
+
+if TYPE_CHECKING:
+    from neuronize.settings import Resolver
 
 #: lines of a multi-line finding shown before the rest is elided
 MAX_LINES = 3
@@ -157,3 +162,33 @@ def found_line(run: RunResult, unsafe_fixes: bool) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def nothing_found(paths: Sequence[str]) -> str:
+    """Why a run found nothing to check: nothing there, or everything excluded."""
+    where = ", ".join(paths) or "."
+    for path in paths or (".",):
+        for _, _, names in os.walk(path):
+            if any(name.endswith(SOURCE_SUFFIXES) for name in names):
+                return (f"no file to check in {where}: every Python file there is excluded "
+                        "(.gitignore, the configuration's exclude, or a skipped folder such as "
+                        "build/ or a virtual environment); see `--show-settings`")
+        if os.path.isfile(path):
+            return f"{path} is excluded by the configuration (--force-exclude); nothing checked"
+    return f"no Python files or notebooks found in {where}; nothing checked"
+
+
+def verbose_lines(resolver: Resolver, run: RunResult) -> list[str]:
+    """``-v``: which configuration each file used, and what the run skipped."""
+    per_config: dict[str, int] = {}
+    for f in run.files:
+        if f.path is None:
+            continue
+        config = resolver.for_path(f.path).config.path
+        key = str(config) if config is not None else "no configuration (defaults)"
+        per_config[key] = per_config.get(key, 0) + 1
+    lines = [f"{n} file(s) with settings from {key}" for key, n in per_config.items()]
+    skipped = sum(1 for f in run.files if f.result.skipped)
+    lines.append(f"{len(run.files)} file(s) found, {skipped} without CUDA-specific tokens "
+                 "(not parsed)")
+    return lines
