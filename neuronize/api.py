@@ -13,15 +13,16 @@ from collections.abc import Iterable, Sequence
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
-from neuronize.config import Config, ignored_codes_for
+from neuronize.config import Config
 from neuronize.engine import TokenFilter, prefilter_for, run_source
 from neuronize.notebooks import findings_by_cell, run_notebook
 from neuronize.progress import Progress
-from neuronize.registry import all_rules, matches
-from neuronize.sources.discover import Discovered, Excludes, discover
+from neuronize.registry import all_rules
+from neuronize.settings import Resolver
+from neuronize.sources.discover import Discovered, discover
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
 from neuronize.transform import Transform
-from neuronize.types import FileError, FileResult, Finding, Options, RunResult, SourceResult
+from neuronize.types import FileError, FileResult, Finding, Options, RunResult, Skipped, SourceResult
 
 #: below this many bytes in all, worker processes cost more than they save
 PARALLEL_THRESHOLD = 2_000_000
@@ -134,21 +135,19 @@ def analyse_paths(
     force_exclude: bool = False,
     cache: bool = True,
     progress: Progress | None = None,
+    resolver: Resolver | None = None,
 ) -> RunResult:
     """Analyse every discovered file (in worker processes when it pays) and return the results.
 
-    ``config`` supplies the project's excludes and per-file ignores; ``fix=False`` analyses
-    without computing rewritten files (``check``); results are cached by content unless
-    ``cache=False``; ``progress`` is told the number of files, then each one as it finishes.
+    ``config`` supplies the project's excludes and per-file ignores; ``resolver`` instead gives
+    each file the settings of its nearest configuration (``rules``, ``options`` and ``config``
+    are then unused); ``fix=False`` analyses without computing rewritten files (``check``);
+    results are cached by content unless ``cache=False``; ``progress`` is told the number of
+    files, then each one as it finishes.
     """
-    config = config or Config()
-    excludes = Excludes(
-        root=config.root,
-        patterns=(*(config.exclude or ()), *config.extend_exclude),
-        replace_defaults=config.exclude is not None,
-    )
-    files, skipped = discover(paths, excludes, force_exclude)
-    rule_ids = tuple(r.id for r in rules)
+    if resolver is None:
+        resolver = Resolver.fixed(tuple(rules), options, config)
+    files, skipped = discover_files(paths, resolver, force_exclude)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     store = _cache(str(default_directory())) if cache else None
@@ -169,8 +168,9 @@ def analyse_paths(
     futures = {}
     try:
         for i in order:
-            outcome = _cheap_outcome(files[i].path, _rules_for(files[i].path, rules, rule_ids, config),
-                                     options, fix, store)
+            settings = resolver.for_path(files[i].path)
+            outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path),
+                                     settings.options, fix, store)
             if not isinstance(outcome, Job):
                 done(i, *outcome)
             elif not parallel:
@@ -198,19 +198,11 @@ def analyse_paths(
     return run
 
 
-def _rules_for(path: Path, rules: Sequence[type[Transform]], rule_ids: tuple[str, ...],
-               config: Config) -> tuple[str, ...]:
-    """The enabled rules minus the project's ``per-file-ignores`` for this file."""
-    if not config.per_file_ignores or config.root is None:
-        return rule_ids
-    try:
-        relative = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(config.root)))
-    except ValueError:
-        return rule_ids
-    ignored = ignored_codes_for(config, relative.as_posix())
-    if not ignored:
-        return rule_ids
-    return tuple(r.id for r in rules if not any(matches(r, code) for code in ignored))
+def discover_files(paths: Iterable[str], resolver: Resolver, force_exclude: bool = False
+                   ) -> tuple[list[Discovered], list[Skipped]]:
+    """The files a run looks at (``--show-files``), each folder with its own configuration's
+    excludes."""
+    return discover(paths, resolver, force_exclude)  # type: ignore[arg-type]  # duck-typed Excludes
 
 
 def write_changes(run: RunResult) -> RunResult:

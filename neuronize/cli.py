@@ -30,11 +30,16 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.argument("paths", nargs=-1, type=click.Path()),
         click.option("--select", multiple=True, metavar="CODES",
                      help="Only these rules: ids, id prefixes (NRN1) or names, comma-separated."),
+        click.option("--extend-select", multiple=True, metavar="CODES",
+                     help="Add these rules to the configured selection."),
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules."),
         click.option("--output-format",
-                     type=click.Choice(["text", "json", "markdown", "sarif", "github"]), default="text",
-                     show_default=True, help="How findings are printed on stdout (markdown: the "
-                     "migration report; sarif: SARIF 2.1.0; github: workflow annotations)."),
+                     type=click.Choice(["full", "concise", "text", "json", "markdown", "sarif",
+                                        "github"]), default=None,
+                     help="How findings are printed on stdout. full: each with its source line and "
+                          "a caret (the default on a terminal); concise (or text): one line each "
+                          "(the default otherwise); markdown: the migration report; sarif: SARIF "
+                          "2.1.0; github: workflow annotations."),
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
                      help="Also apply fixes that can change behaviour (default: the config's "
                           "unsafe-fixes, else no)."),
@@ -43,8 +48,14 @@ def _common(func):  # type: ignore[no-untyped-def]
                           "(torch.accelerator: CPU, CUDA or Neuron unchanged) or cpu (validate a "
                           "migration locally). Default: the config's target, else neuron."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
-                     help="A pyproject.toml to read [tool.neuronize] from (default: the nearest "
-                          "one above the first path)."),
+                     help="One pyproject.toml or neuronize.toml for every file (default: each file "
+                          "uses the nearest one above it)."),
+        click.option("--show-settings", is_flag=True,
+                     help="Print the settings the first path is checked with, and where each "
+                          "came from; check nothing."),
+        click.option("--show-files", is_flag=True,
+                     help="List the files that would be checked, and their configuration; check "
+                          "nothing."),
         click.option("--baseline", type=click.Path(dir_okay=False), default=None,
                      help="Report only findings not recorded in this baseline file."),
         click.option("--force-exclude", is_flag=True,
@@ -55,9 +66,34 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
                      help="Worker processes (default: all cores)."),
         click.option("--quiet", "-q", is_flag=True, help="No summary or progress bar on stderr."),
+        click.option("--verbose", "-v", is_flag=True,
+                     help="Also say which configuration each file used, and the detailed summary."),
+        click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                     show_default=True,
+                     help="ANSI colour; auto: on a terminal, unless NO_COLOR is set (FORCE_COLOR "
+                          "forces it)."),
         click.option("--no-cache", is_flag=True,
                      help="Do not read or write the result cache ($NEURONIZE_CACHE_DIR, else "
                           "~/.cache/neuronize)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _lint(func):  # type: ignore[no-untyped-def]
+    """The options of the commands that judge the code (`check`, `fix`), as ruff spells them."""
+    options = [
+        click.option("--statistics", is_flag=True,
+                     help="Print how many findings each rule has, instead of the findings."),
+        click.option("--exit-zero", is_flag=True,
+                     help="Exit 0 even when findings are left (errors still exit 2)."),
+        click.option("--exit-non-zero-on-fix", is_flag=True,
+                     help="Exit 1 when a file was (or, with --diff, would be) changed, even if "
+                          "nothing is left."),
+        click.option("--fix-only", is_flag=True,
+                     help="Apply the fixes and do not list the findings left; exit 0 unless "
+                          "--exit-non-zero-on-fix."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -75,22 +111,28 @@ def cli() -> None:
 
 @cli.command()
 @_common
+@_lint
 @click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
               help="Record every current finding in this file (then use --baseline FILE).")
-def check(**kwargs: object) -> None:
-    """Report what needs to change for TorchNeuron. Never writes (except --write-baseline)."""
-    sys.exit(_run(mode="check", diff=False, **kwargs))
+@click.option("--fix", "apply_fixes", is_flag=True, help="The same as `neuronize fix` (as in ruff).")
+@click.option("--diff", is_flag=True, help="The same as `neuronize fix --diff` (as in ruff).")
+def check(apply_fixes: bool, **kwargs: Any) -> None:
+    """Report what needs to change for TorchNeuron. Never writes (except --write-baseline, --fix)."""
+    if apply_fixes or kwargs["diff"] or kwargs["fix_only"]:
+        sys.exit(_run(mode="fix", **kwargs))
+    sys.exit(_run(mode="check", **kwargs))
 
 
 @cli.command()
 @_common
+@_lint
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff that `git apply` accepts.")
 @click.option("--interactive", "-i", is_flag=True,
               help="Review the edits hunk by hunk (y/n/a/d/q/?) before writing. Needs a terminal.")
 @click.option("--review", type=click.Choice(["all", "unsafe"]), default=None,
               help="With -i: which hunks to ask about. `unsafe` applies safe hunks without asking "
                    "and offers the unsafe fixes (implies -i and --unsafe-fixes).")
-@click.option("--no-color", is_flag=True, help="No ANSI colour (also: the NO_COLOR variable).")
+@click.option("--no-color", is_flag=True, help="The same as --color never.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), default=None,
               help="Also write this run's Markdown migration report to this file.")
 def fix(**kwargs: object) -> None:
@@ -106,14 +148,13 @@ def fix(**kwargs: object) -> None:
 @_common
 @click.option("--output", "-o", "output_file", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
-@click.pass_context
-def report(ctx: click.Context, **kwargs: object) -> None:
+def report(**kwargs: object) -> None:
     """Write the migration report: what `fix` would edit, and what is left, with the way forward.
 
     Markdown by default (--output-format sarif|github|json|text for the other renderings).
     Never changes a source file. Exit code 0, or 2 if a file could not be processed.
     """
-    if ctx.get_parameter_source("output_format") is click.core.ParameterSource.DEFAULT:
+    if kwargs["output_format"] is None:
         kwargs["output_format"] = "markdown"
     sys.exit(_run(mode="report", diff=False, **kwargs))
 
@@ -127,42 +168,59 @@ def _run(mode: str, **kw: Any) -> int:
         return EXIT_ERROR
 
 
-def _load_settings(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """Rules, options and config from the command line over ``[tool.neuronize]``."""
-    from neuronize.config import Config, find_config, load_config
-    from neuronize.registry import select_rules
-    from neuronize.types import Options
+def _resolver(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """Settings per file: each file's nearest configuration, the command line on top.
 
+    The settings of the first path (or the current directory) are resolved at once, so a bad
+    option or configuration fails before any work (configurations met later fail when met).
+    """
+    from neuronize.settings import Overrides, Resolver
+
+    overrides = Overrides(
+        select=tuple(_split_codes(kw["select"])),
+        extend_select=tuple(_split_codes(kw["extend_select"])),
+        ignore=tuple(_split_codes(kw["ignore"])),
+        unsafe_fixes=kw["unsafe_fixes"],
+        target=kw.get("target"),
+        config_file=Path(kw["config_file"]) if kw.get("config_file") else None,
+        report_unused_suppressions=kw["unused_suppressions"],
+    )
+    resolver = Resolver(overrides)
+    resolver.for_path(_first_file(kw))
+    return resolver
+
+
+def _first_file(kw: dict[str, Any]) -> Path:
+    """The file whose settings stand for the run (``--show-settings``, standard input)."""
     paths = [p for p in kw["paths"] if p != "-"]
-    if kw.get("config_file"):
-        config = load_config(Path(kw["config_file"]))
-    else:
-        found = find_config(Path(paths[0]) if paths else Path.cwd())
-        config = load_config(found) if found is not None else Config()
-    select = _split_codes(kw["select"]) or list(config.select or ())
-    ignore = [*config.ignore, *_split_codes(kw["ignore"])]
-    rules = select_rules(select, ignore)
-    unsafe = kw["unsafe_fixes"] if kw["unsafe_fixes"] is not None else bool(config.unsafe_fixes)
-    target = Target(kw.get("target") or config.target or Target.NEURON)
-    options = Options(target=target, unsafe_fixes=unsafe,
-                      report_unused_suppressions=kw["unused_suppressions"])
-    return rules, options, config
+    if not paths:
+        return Path(kw.get("stdin_filename") or "-")
+    first = Path(paths[0])
+    return first / "-" if first.is_dir() else first
 
 
 def _run_inner(mode: str, **kw: Any) -> int:
-    from neuronize import api, report
+    from neuronize import api, output, report
     from neuronize.baseline import load_baseline, write_baseline
     from neuronize.config import ConfigError
-    from neuronize.diff import Style, unified_diff, use_color
+    from neuronize.diff import Style, unified_diff, wants_color
     from neuronize.registry import SelectionError
+    from neuronize.settings import describe
 
+    if kw.get("no_color"):
+        kw["color"] = "never"
     try:
-        rules, options, config = _load_settings(kw)
+        resolver = _resolver(kw)
         baseline = load_baseline(Path(kw["baseline"])) if kw.get("baseline") else None
     except (SelectionError, ConfigError, ValueError) as exc:
         click.echo(f"neuronize: error: {exc}", err=True)
         return EXIT_ERROR
-    diff = kw["diff"]
+    if kw["show_settings"]:
+        click.echo(describe(resolver.for_path(_first_file(kw)), _first_file(kw)))
+        return EXIT_CLEAN
+    if kw["show_files"]:
+        return _show_files(resolver, kw)
+    diff = kw.get("diff", False)
     writing = mode == "fix" and not diff
     paths = kw["paths"]
     from_stdin = paths == ("-",)
@@ -171,16 +229,29 @@ def _run_inner(mode: str, **kw: Any) -> int:
         if problem:
             click.echo(f"neuronize: error: {problem}", err=True)
             return EXIT_ERROR
-    if from_stdin:
-        run = api.analyse_stdin(sys.stdin.buffer.read(), kw["stdin_filename"] or "-", rules, options,
-                                fix=mode != "check")
-    else:
-        from neuronize.progress import Progress
+    try:
+        if from_stdin:
+            name = Path(kw["stdin_filename"] or "-")
+            settings = resolver.for_path(name)
+            ids = settings.rule_ids(name)
+            run = api.analyse_stdin(sys.stdin.buffer.read(), str(name),
+                                    [r for r in settings.rules if r.id in ids], settings.options,
+                                    fix=mode != "check")
+        else:
+            from neuronize.progress import Progress
 
-        with Progress(0, enabled=not kw["quiet"]) as bar:
-            run = api.analyse_paths(paths, rules, options, jobs=kw["jobs"], fix=mode != "check",
-                                    config=config, force_exclude=kw["force_exclude"],
-                                    cache=not kw["no_cache"], progress=bar)
+            with Progress(0, enabled=not kw["quiet"]) as bar:
+                run = api.analyse_paths(paths, (), jobs=kw["jobs"], fix=mode != "check",
+                                        force_exclude=kw["force_exclude"], cache=not kw["no_cache"],
+                                        progress=bar, resolver=resolver)
+    except (SelectionError, ConfigError) as exc:
+        click.echo(f"neuronize: error: {exc}", err=True)
+        return EXIT_ERROR
+    if kw["verbose"]:
+        for line in output.verbose_lines(resolver, run):
+            click.echo(f"neuronize: {line}", err=True)
+    if not run.files and not run.skipped and not from_stdin:
+        click.echo(f"neuronize: warning: {output.nothing_found(paths)}", err=True)
 
     if writing and from_stdin:
         entry = run.files[0]
@@ -204,44 +275,80 @@ def _run_inner(mode: str, **kw: Any) -> int:
         run, baselined = api.apply_baseline(run, baseline, Path(kw["baseline"]))
 
     stdout_is_data = diff or (writing and from_stdin)
-    out = (lambda line: click.echo(line, err=True)) if stdout_is_data else click.echo
     if diff:
-        style = Style(use_color(sys.stdout, kw.get("no_color", False)))
+        style = Style(wants_color(sys.stdout, kw["color"]))
         for f in run.files:
             if f.result.changed and f.source is not None and f.result.output is not None:
                 sys.stdout.write(unified_diff(f.display, f.source, f.result.output,
                                               findings=f.result.findings, style=style))
         sys.stdout.flush()
     include_applied = mode == "check" or diff
+    unsafe = any(s.options.unsafe_fixes for s in resolver.used())
     if kw.get("report_file"):
         _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw)))
     if mode == "report":
         return _write_report(run, kw)
-    if kw["output_format"] == "json":
-        out(report.to_json(run, include_applied=include_applied))
-    elif kw["output_format"] == "markdown":
-        out(report.to_markdown(run, command=_report_command(kw)))
-    elif kw["output_format"] == "sarif":
-        out(report.to_sarif(run, include_applied=include_applied))
-    elif kw["output_format"] == "github":
-        for line in report.to_github(run, include_applied=include_applied):
-            out(line)
-    else:
-        for line in report.text_findings(run, include_applied=include_applied):
-            out(line)
+    if not kw["fix_only"]:  # ruff's --fix-only lists nothing
+        _print_findings(run, kw, mode, include_applied=include_applied, unsafe=unsafe,
+                        err=stdout_is_data)
     for line in report.error_lines(run):
         click.echo(line, err=True)
     if not kw["quiet"]:
         summary = report.summary_line(run, wrote=writing)
         if baselined:
             summary += f"; {baselined} baselined finding(s) not shown"
-        click.echo(summary, err=True)
+        if mode == "check" and (run.files or run.skipped):
+            click.echo(output.found_line(run, unsafe), err=True)
+        if mode != "check" or kw["verbose"] or baselined:
+            click.echo(summary, err=True)
+    return _exit_code(mode, run, kw, writing=writing, from_stdin=from_stdin)
 
+
+def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-untyped-def]
+                    include_applied: bool, unsafe: bool, err: bool) -> None:
+    """The findings in the chosen ``--output-format`` (or ``--statistics``), on stdout (on
+    stderr when stdout carries a diff or the fixed code)."""
+    from neuronize import output, report
+    from neuronize.diff import Style, wants_color
+
+    stream = sys.stderr if err else sys.stdout
+    fmt = kw["output_format"] or output.default_format(stream)
+    if kw["statistics"]:
+        lines = output.statistics(run, unsafe, include_applied=include_applied)
+    elif fmt == "json":
+        lines = [report.to_json(run, include_applied=include_applied)]
+    elif fmt == "markdown":
+        lines = [report.to_markdown(run, command=_report_command(kw))]
+    elif fmt == "sarif":
+        lines = [report.to_sarif(run, include_applied=include_applied)]
+    elif fmt == "github":
+        lines = report.to_github(run, include_applied=include_applied)
+    elif fmt == "full":
+        style = Style(wants_color(stream, kw["color"]))
+        for line in output.full_findings(run, style, include_applied=include_applied):
+            click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
+        return
+    else:
+        lines = report.text_findings(run, include_applied=include_applied)
+    for line in lines:
+        click.echo(line, err=err)
+
+
+def _exit_code(mode: str, run, kw: dict[str, Any], *, writing: bool,  # type: ignore[no-untyped-def]
+               from_stdin: bool) -> int:
+    """0 / 1 / 2 as the README's table says, with ruff's --exit-zero, --fix-only and
+    --exit-non-zero-on-fix."""
     if run.errors or run.missing:
         return EXIT_ERROR
+    if kw.get("exit_non_zero_on_fix"):
+        if any(f.written for f in run.files) or (not writing and mode == "fix"
+                                                  and any(f.result.changed for f in run.files)):
+            return EXIT_PENDING
+    if kw.get("exit_zero") or kw.get("fix_only"):
+        return EXIT_CLEAN
     if mode == "check":
         pending = any(f.result.findings for f in run.files)
-    elif diff:
+    elif kw.get("diff"):
         pending = any(f.result.changed for f in run.files) or any(
             not finding.applied for f in run.files for finding in f.result.findings)
     else:
@@ -250,6 +357,23 @@ def _run_inner(mode: str, **kw: Any) -> int:
             for f in run.files for finding in f.result.findings
         )
     return EXIT_PENDING if pending else EXIT_CLEAN
+
+
+def _show_files(resolver, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-def]
+    """``--show-files``: every file a run would look at, with the configuration it uses."""
+    from neuronize.api import discover_files
+    from neuronize.output import nothing_found
+    from neuronize.types import SkipReason
+
+    files, skipped = discover_files(kw["paths"], resolver, kw["force_exclude"])
+    for f in files:
+        config = resolver.for_path(f.path).config.path
+        click.echo(f"{f.display}" + (f"  ({config})" if kw["verbose"] and config else ""))
+    for s in skipped:
+        click.echo(f"neuronize: {s.display}: {s.reason}", err=True)
+    if not files and not skipped:
+        click.echo(f"neuronize: warning: {nothing_found(kw['paths'])}", err=True)
+    return EXIT_ERROR if any(s.reason is SkipReason.NO_SUCH_FILE for s in skipped) else EXIT_CLEAN
 
 
 def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
@@ -266,11 +390,11 @@ def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
 def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     """Hunk-by-hunk review in this (the parent) process; each file is written after its review."""
     from neuronize import api
-    from neuronize.diff import Style, use_color
+    from neuronize.diff import Style, wants_color
     from neuronize.review import review_run
     from neuronize.types import RunResult, Safety
 
-    style = Style(use_color(sys.stdout, kw.get("no_color", False)))
+    style = Style(wants_color(sys.stdout, kw["color"]))
 
     def ask(prompt: str) -> str:
         click.echo(prompt, nl=False)

@@ -1,4 +1,6 @@
-"""``[tool.neuronize]`` in ``pyproject.toml``: project settings, so a team need not repeat flags.
+"""``[tool.neuronize]`` in ``pyproject.toml`` (or a standalone ``neuronize.toml``): project
+settings, so a team need not repeat flags. Which file governs which source is
+:mod:`neuronize.settings`' job.
 
 Reading the configuration only parses TOML; nothing from the project is imported or executed.
 Every mistake (an unknown key, a wrong type, a code that matches no rule) is a :class:`ConfigError`
@@ -30,6 +32,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
         tomllib = None  # type: ignore[assignment]
 
 TABLE = "[tool.neuronize]"
+#: a standalone configuration file: the settings at its top level; wins over pyproject.toml
+STANDALONE = "neuronize.toml"
 
 
 class ConfigError(ValueError):
@@ -63,33 +67,41 @@ class Config:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (a file or folder) with our table.
-
-    A ``pyproject.toml`` without ``[tool.neuronize]`` is passed over, as ruff does, so a
-    sub-package's unrelated ``pyproject.toml`` does not hide the project's settings. One that
-    mentions ``tool.neuronize`` but cannot be parsed is returned, so :func:`load_config` reports
-    the error instead of the settings vanishing.
-    """
+    """The nearest configuration at or above ``start`` (a file or folder): see :func:`config_in`."""
     start = Path(start).absolute()
     folder = start if start.is_dir() else start.parent
     for candidate in (folder, *folder.parents):
-        pyproject = candidate / "pyproject.toml"
-        try:
-            data = pyproject.read_bytes()
-        except OSError:
-            continue
-        if b"neuronize" not in data:
-            continue
-        try:
-            parsed = _parse(pyproject, data)
-        except ConfigError:
-            if re.search(rb"tool\s*\.\s*[\"']?neuronize", data):
-                return pyproject
-            continue
-        tool = parsed.get("tool")
-        if isinstance(tool, dict) and "neuronize" in tool:
-            return pyproject
+        found = config_in(candidate)
+        if found is not None:
+            return found
     return None
+
+
+def config_in(folder: Path) -> Path | None:
+    """The configuration file of one folder, or ``None``.
+
+    A ``neuronize.toml`` (settings at its top level, like ruff's ``ruff.toml``) wins over a
+    ``pyproject.toml`` in the same folder. A ``pyproject.toml`` without ``[tool.neuronize]`` is
+    passed over, as ruff does, so a sub-package's unrelated ``pyproject.toml`` does not hide the
+    project's settings. One that mentions ``tool.neuronize`` but cannot be parsed is returned, so
+    :func:`load_config` reports the error instead of the settings vanishing.
+    """
+    standalone = folder / STANDALONE
+    if standalone.is_file():
+        return standalone
+    pyproject = folder / "pyproject.toml"
+    try:
+        data = pyproject.read_bytes()
+    except OSError:
+        return None
+    if b"neuronize" not in data:
+        return None
+    try:
+        parsed = _parse(pyproject, data)
+    except ConfigError:
+        return pyproject if re.search(rb"tool\s*\.\s*[\"']?neuronize", data) else None
+    tool = parsed.get("tool")
+    return pyproject if isinstance(tool, dict) and "neuronize" in tool else None
 
 
 def load_config(path: Path) -> Config:
@@ -99,15 +111,21 @@ def load_config(path: Path) -> Config:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    tool = _parse(path, data).get("tool", {})
-    table = tool.get("neuronize") if isinstance(tool, dict) else None
+    parsed = _parse(path, data)
+    if path.name == STANDALONE:
+        table: object = parsed
+        where = f"{path}:"
+    else:
+        tool = parsed.get("tool", {})
+        table = tool.get("neuronize") if isinstance(tool, dict) else None
+        where = f"{path}: {TABLE}"
     if table is None:
         return Config(path=path)
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: {TABLE} must be a table, not {_kind(table)}")
+        raise ConfigError(f"{where} must be a table, not {_kind(table)}")
 
     def fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{path}: {TABLE} {key}: {problem}")
+        return ConfigError(f"{where} {key}: {problem}")
 
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
@@ -115,7 +133,7 @@ def load_config(path: Path) -> Config:
         close = difflib.get_close_matches(key.replace("_", "-"), _KEYS, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
-            f"{path}: {TABLE} unknown key {key!r} ({hint}known: {', '.join(sorted(_KEYS))})"
+            f"{where} unknown key {key!r} ({hint}known: {', '.join(sorted(_KEYS))})"
         )
     values = {_KEYS[key]: _PARSERS[key](value, key, fail) for key, value in table.items()}
     return Config(path=path, **values)

@@ -101,6 +101,17 @@ class FileContext:
     stack: list[cst.CSTNode] = field(default_factory=list)
     _dispatch: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
     _roles: FileRoles | None = None
+    _quote: str | None = None
+
+    @property
+    def quote_style(self) -> str:
+        """The quote most of the file's strings use, for the strings fixes add
+        (:mod:`neuronize.quotes`); computed on first use, once per file."""
+        if self._quote is None:
+            from neuronize.quotes import file_quote
+
+            self._quote = file_quote(self.source)
+        return self._quote
 
     @property
     def roles(self) -> FileRoles:

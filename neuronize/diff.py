@@ -33,8 +33,20 @@ NO_NEWLINE = "\\ No newline at end of file\n"
 
 def use_color(stream: IO[str] | IO[bytes], no_color: bool = False) -> bool:
     """ANSI colour only on a terminal, and never with ``--no-color`` or a non-empty ``NO_COLOR``
-    (https://no-color.org)."""
-    if no_color or os.environ.get("NO_COLOR"):
+    (https://no-color.org); the rules are :func:`wants_color`'s."""
+    return wants_color(stream, "never" if no_color else "auto")
+
+
+def wants_color(stream: IO[str] | IO[bytes], choice: str = "auto") -> bool:
+    """``--color always|never`` decides; with ``auto`` a non-empty ``FORCE_COLOR`` turns colour
+    on (it wins over ``NO_COLOR``: it is set for one run, ``NO_COLOR`` is a standing
+    preference), a non-empty ``NO_COLOR`` (https://no-color.org) turns it off, else colour only
+    on a terminal."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
         return False
     try:
         return stream.isatty()

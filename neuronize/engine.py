@@ -36,7 +36,7 @@ from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
 from neuronize.undefined import introduced
 from neuronize.purity import Qualify, is_pure, is_pure_context
-from neuronize.suppressions import parse_suppressions
+from neuronize.suppressions import Suppression, parse_suppressions, unknown_codes
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
 
@@ -139,6 +139,18 @@ def _comment_lines(stmt: cst.CSTNode) -> list[cst.EmptyLine]:
     return keep
 
 
+def _own_comments(stmt: cst.SimpleStatementLine) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+    """What happens to the comments of a deleted line: ``(kept, attached)``.
+
+    Its trailing comment is its own and goes with it (``flag = True  # faster``). The comment
+    lines right above it, with no blank line between (``attached``), go too if it ends its group
+    of lines; comments above a blank line belong to what follows, and stay.
+    """
+    lines = list(stmt.leading_lines)
+    split = max((i + 1 for i, line in enumerate(lines) if line.comment is None), default=0)
+    return lines[:split], lines[split:]
+
+
 def _block_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
     """The comments left in a block that removals emptied (its ``pass`` line, its footer), and
     the one after its header's colon."""
@@ -171,8 +183,9 @@ class _Applier(cst.CSTTransformer):
         self._fixes = fixes
         self._on_path = on_path
         self._qualify = qualify
-        #: id(pass marker) -> the comments of what it stands for (dropped by _drop_removed)
-        self._removed: dict[int, tuple[cst.CSTNode, list[cst.EmptyLine]]] = {}
+        #: id(pass marker) -> (marker, comments kept, comments attached to the deleted statement),
+        #: for _drop_removed
+        self._removed: dict[int, tuple[cst.CSTNode, list[cst.EmptyLine], list[cst.EmptyLine]]] = {}
         #: blocks (and one-line suites) that removals emptied, by id; the nodes are held so that
         #: no other node can take the id of one that was garbage-collected
         self._emptied: dict[int, cst.CSTNode] = {}
@@ -184,9 +197,9 @@ class _Applier(cst.CSTTransformer):
         report = self._fixes.get(id(original_node))
         if report is not None:
             replacement = report.replacement
-            if isinstance(replacement, cst.RemovalSentinel) and isinstance(
-                original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
-            ):
+            if isinstance(replacement, cst.RemovalSentinel) and isinstance(original_node, cst.SimpleStatementLine):
+                return self._marker(*_own_comments(original_node))
+            if isinstance(replacement, cst.RemovalSentinel) and isinstance(original_node, cst.BaseCompoundStatement):
                 return self._marker(_comment_lines(original_node))
             return replacement
         if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
@@ -200,10 +213,15 @@ class _Applier(cst.CSTTransformer):
             return self._prune(updated_node)
         return updated_node
 
-    def _marker(self, comments: list[cst.EmptyLine]) -> cst.SimpleStatementLine:
-        """A stand-in for a deleted statement, dropped from its block by :meth:`_drop_removed`."""
+    def _marker(self, comments: list[cst.EmptyLine], attached: list[cst.EmptyLine] | None = None
+                ) -> cst.SimpleStatementLine:
+        """A stand-in for a deleted statement, dropped from its block by :meth:`_drop_removed`.
+
+        ``comments`` stay; ``attached`` (the comment lines right above the statement) go with it
+        when it ends its group of lines (see :meth:`_drop_removed`), and stay otherwise.
+        """
         marker = cst.SimpleStatementLine(body=[cst.Pass()])
-        self._removed[id(marker)] = (marker, comments)
+        self._removed[id(marker)] = (marker, comments, attached or [])
         return marker
 
     def _prune(self, node: cst.BaseCompoundStatement) -> cst.CSTNode:
@@ -235,6 +253,19 @@ class _Applier(cst.CSTTransformer):
             node = node.with_changes(leading_lines=[*node.leading_lines, *comments])
         return node
 
+    def _ends_group(self, stmts: list[cst.BaseStatement], index: int) -> bool:
+        """Whether the statement at ``index`` (deleted) and the deleted ones right after it end
+        a group of lines: the block ends, or a blank line comes before the next kept statement."""
+        for stmt in stmts[index + 1:]:
+            removed = self._removed.get(id(stmt))
+            # a marker has no lines of its own: those of the statement it stands for
+            lines = [*removed[1], *removed[2]] if removed else getattr(stmt, "leading_lines", ())
+            if any(line.comment is None for line in lines):
+                return True
+            if removed is None:
+                return False
+        return True
+
     def _was_emptied(self, block: cst.CSTNode) -> bool:
         return self._emptied.get(id(block)) is block
 
@@ -253,13 +284,21 @@ class _Applier(cst.CSTTransformer):
             return block
         body: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
-        for stmt in block.body:
+        stmts = list(block.body)
+        for i, stmt in enumerate(stmts):
             removed = self._removed.get(id(stmt))
             if removed is not None:
-                carry.extend(removed[1])
+                _, kept, attached = removed
+                if attached and not self._ends_group(stmts, i):
+                    kept, attached = [*kept, *attached], []  # it also speaks of the lines after
+                if any(line.comment for line in kept):
+                    carry.extend(kept)
                 continue
-            if carry:
-                stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])  # type: ignore[attr-defined]
+            if carry or (not body and i > 0):
+                lines = [*carry, *stmt.leading_lines]  # type: ignore[attr-defined]
+                while not body and lines and lines[0].comment is None:
+                    lines.pop(0)  # what stood above is gone: no blank line opens the block
+                stmt = stmt.with_changes(leading_lines=lines)
                 carry = []
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
@@ -401,7 +440,7 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
     if not suppressions:
         return located, []
     kept = [(r, f) for r, f in located if not any(s.matches(f) and _covers(s, f) for s in suppressions)]
-    unused: list[Finding] = []
+    unused: list[Finding] = _misspelt(suppressions)
     if options.report_unused_suppressions:
         used = {id(s) for _, f in located for s in suppressions if s.matches(f) and _covers(s, f)}
         enabled = {r.id for r in rules} | {r.name for r in rules}
@@ -413,6 +452,22 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
                                       f"unused suppression ({what}): nothing is reported here any more",
                                       False, s.line, 1))
     return kept, unused
+
+
+def _misspelt(suppressions: Sequence[Suppression]) -> list[Finding]:
+    """A suppression naming no rule is reported whatever the options: its typo silences nothing."""
+    from neuronize.registry import all_rules
+
+    ids = frozenset({r.id for r in all_rules()} | {UNUSED_SUPPRESSION[0]})
+    names = frozenset({r.name for r in all_rules()} | {UNUSED_SUPPRESSION[1]})
+    found = []
+    for s in suppressions:
+        for code, close in unknown_codes(s, ids, names):
+            hint = f" (did you mean {close}?)" if close else " (see `neuronize rules`)"
+            found.append(Finding(s.line, s.column, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
+                                 f"unknown rule `{code}` in a suppression: it silences nothing{hint}",
+                                 False, s.line, s.column))
+    return found
 
 
 def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], options: Options,

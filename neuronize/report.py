@@ -25,15 +25,19 @@ def location(display: str, finding: Finding) -> str:
     return f"{display}:{cell}{finding.line}:{finding.column}"
 
 
+def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
+    """What can be done about a finding: ``safe fix``, ``unsafe fix``, ``report-only``, ``fixed``."""
+    if finding.applied and f.written:
+        return "fixed"
+    return "report-only" if not finding.fixable else f"{finding.safety.value} fix"
+
+
 def text_findings(run: RunResult, include_applied: bool = True) -> list[str]:
     """``path:line:col NRNxxx [safety] message`` lines, in file order."""
     lines = []
     for f, finding in _pending(run, include_applied):
-        tag = "report-only" if not finding.fixable else f"{finding.safety.value} fix"
-        if finding.applied and f.written:
-            tag = "fixed"
         lines.append(
-            f"{location(f.display, finding)} {finding.rule} [{tag}] {finding.message}"
+            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}"
         )
     return lines
 

@@ -1,4 +1,5 @@
-"""Inline suppressions: ``# neuronize: ignore`` and ``# neuronize: ignore[NRN101, cuda-method]``.
+"""Inline suppressions: ``# neuronize: ignore``, ``# neuronize: ignore[NRN101, cuda-method]`` and
+ruff's spelling ``# noqa: NRN101``.
 
 A suppression covers its own line and, when the comment stands alone on its line, the next line,
 so a reviewed call can be marked either at its end or just above it (which is the only place a
@@ -6,6 +7,10 @@ comment fits on a multi-line call without reformatting it). Comments are found w
 :mod:`tokenize`, so the same text inside a string never counts. A malformed directive
 (``ignore[`` without ``]``, or ``ignore[]``) suppresses nothing: a typo must never turn into
 "ignore every rule".
+
+``# noqa: NRN102, E501`` is honoured for the ``NRN`` codes it names (other tools' codes are theirs),
+on its own line only, as ruff and flake8 read it. A bare ``# noqa`` is not: it was written to quiet
+another linter, and honouring it would hide CUDA code nobody reviewed for the migration.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
@@ -22,6 +27,10 @@ from neuronize.types import Finding
 _DIRECTIVE = re.compile(
     r"#\s*neuronize:\s*ignore(?![\w-])(?:\s*\[(?P<codes>[^\]#]*)(?P<close>\])?)?"
 )
+_NOQA = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)",
+                   re.IGNORECASE)
+_OUR_CODE = re.compile(r"(?i)NRN[0-9]+")
+_DIGIT_LIKE = str.maketrans("OIL", "011")
 _SKIP = frozenset({tokenize.ENCODING, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                    tokenize.DEDENT, tokenize.COMMENT})
 
@@ -33,6 +42,7 @@ class Suppression:
     line: int
     codes: frozenset[str] | None
     applies_to: frozenset[int]
+    column: int = field(default=1, compare=False)  # where the comment starts, 1-based
 
     def matches(self, finding: Finding) -> bool:
         """Whether this names the finding's rule (ids in any case, names as ``rule_by_code``)."""
@@ -47,16 +57,24 @@ def parse_suppressions(source: bytes) -> list[Suppression]:
     Source that cannot be tokenized (a bad encoding, an unclosed bracket) yields the
     suppressions found before the point of failure; those after it are not seen.
     """
-    if b"neuronize:" not in source:
+    if b"neuronize:" not in source and b"noqa" not in source.lower():
         return []
     found: list[Suppression] = []
-    for line, comment, alone in _comments(source):
+    for line, column, comment, alone in _comments(source):
         codes = _codes(comment)
-        if codes is False:
-            continue
-        covers = {line, line + 1} if alone else {line}
-        found.append(Suppression(line, codes, frozenset(covers)))
+        if codes is not False:
+            covers = {line, line + 1} if alone else {line}
+            found.append(Suppression(line, codes, frozenset(covers), column))
+        elif _noqa_codes(comment):
+            found.append(Suppression(line, _noqa_codes(comment), frozenset({line}), column))
     return found
+
+
+def _noqa_codes(comment: str) -> frozenset[str]:
+    """The ``NRN`` codes a ``# noqa: ...`` comment names (empty: none of ours, or no noqa)."""
+    return frozenset(code.upper() for match in _NOQA.finditer(comment)
+                     for code in re.split(r"[\s,]+", match.group("codes"))
+                     if _OUR_CODE.fullmatch(code))
 
 
 def filter_findings(
@@ -83,14 +101,34 @@ def filter_findings(
     return kept, [s for s in suppressions if id(s) not in used]
 
 
-def _comments(source: bytes) -> Iterator[tuple[int, str, bool]]:
-    """``(line, comment text, alone on its line)`` for each comment mentioning neuronize."""
+def unknown_codes(suppression: Suppression, ids: frozenset[str], names: frozenset[str]
+                  ) -> list[tuple[str, str | None]]:
+    """The codes of ``suppression`` that name no rule (a typo silences nothing), each with the
+    closest known id or name, if one is close."""
+    import difflib
+
+    unknown = []
+    for code in sorted(suppression.codes or ()):
+        if code.upper() in ids or code in names:
+            continue
+        if code[:3].upper() == "NRN":
+            # letters typed for look-alike digits (NRN1O2) first
+            close = difflib.get_close_matches(code.upper().translate(_DIGIT_LIKE), sorted(ids), n=1)
+        else:
+            close = difflib.get_close_matches(code, sorted(names), n=1)
+        unknown.append((code, close[0] if close else None))
+    return unknown
+
+
+def _comments(source: bytes) -> Iterator[tuple[int, int, str, bool]]:
+    """``(line, column, comment text, alone on its line)`` for each comment that may be a
+    suppression."""
     last_code_row = 0
     try:  # tokenize() reads the encoding eagerly, so it too belongs inside the try
         for tok in tokenize.tokenize(io.BytesIO(source).readline):
             if tok.type == tokenize.COMMENT:
-                if "neuronize:" in tok.string:
-                    yield tok.start[0], tok.string, last_code_row < tok.start[0]
+                if "neuronize:" in tok.string or "noqa" in tok.string.lower():
+                    yield tok.start[0], tok.start[1] + 1, tok.string, last_code_row < tok.start[0]
             elif tok.type not in _SKIP:
                 last_code_row = tok.end[0]
     except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError, ValueError):

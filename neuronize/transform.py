@@ -180,6 +180,10 @@ class Transform:
         if evidence.weak and safety is Safety.SAFE:
             # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
             safety = Safety.UNSAFE
+        if isinstance(replacement, cst.CSTNode):
+            from neuronize.quotes import requote
+
+            replacement = requote(node, replacement, self.ctx.quote_style)
         self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports,
                            group)
 

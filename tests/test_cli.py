@@ -28,7 +28,8 @@ def test_check_reports_and_exits_1_without_writing(repo):
     assert "train.py:2:9 NRN102" in out
     assert "train.py:3:9 NRN102" in out
     assert (repo / "train.py").read_bytes() == CUDA_SCRIPT
-    assert "2 file(s) checked" in proc.stderr.decode()
+    assert proc.stderr.decode() == (
+        "Found 2 findings in 1 file (1 fixable with `neuronize fix`, 1 with `--unsafe-fixes`).\n")
 
 
 def test_a_real_process_says_exactly_what_the_in_process_run_says(repo):

@@ -44,9 +44,8 @@ def test_an_emptied_if_with_a_pure_test_goes_with_its_comments() -> None:
         import torch
         # before
         # header
-        # inside
         y = 1
-    """)
+    """)  # "# inside" was drop()'s own comment, and went with it
 
 
 def test_an_emptied_if_whose_test_has_side_effects_keeps_pass() -> None:

@@ -23,7 +23,9 @@ FIXED_LINE = b'm = Net().to("neuron")'
                      id="mixed-newlines"),
         pytest.param(b"\xef\xbb\xbfm = Net().cuda()\n", b"\xef\xbb\xbf" + FIXED_LINE + b"\n", id="bom"),
         pytest.param(b"# -*- coding: latin-1 -*-\ns = '\xe9t\xe9'\nm = Net().cuda()\n",
-                     b"# -*- coding: latin-1 -*-\ns = '\xe9t\xe9'\n" + FIXED_LINE + b"\n", id="latin-1-cookie"),
+                     # the file's strings are single-quoted: so is the one the fix adds
+                     b"# -*- coding: latin-1 -*-\ns = '\xe9t\xe9'\n" + FIXED_LINE.replace(b'"', b"'") + b"\n",
+                     id="latin-1-cookie"),
         pytest.param(b"def f():\n\tm = Net().cuda()  # tab-indented\n\treturn m\n",
                      b"def f():\n\t" + FIXED_LINE + b"  # tab-indented\n\treturn m\n", id="tabs"),
         pytest.param(b"m = Net().cuda()\n\n\n   \n", FIXED_LINE + b"\n\n\n   \n", id="trailing-blank-lines"),

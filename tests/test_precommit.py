@@ -18,7 +18,9 @@ def _git(*args: str, cwd: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def hook_env(tmp_path_factory):
+    """The committed neuronize revision, and one pre-commit home for the module (the hook's
+    environment is built once)."""
     if shutil.which("git") is None or shutil.which("pre-commit") is None:
         pytest.skip("git and pre-commit are needed")
     try:
@@ -27,20 +29,29 @@ def project(tmp_path_factory):
         pytest.skip("neuronize is not a git checkout")
     if "neuronize-check" not in _git("show", f"{rev}:.pre-commit-hooks.yaml", cwd=ROOT):
         pytest.skip("the hooks file is not committed yet")
-    repo = tmp_path_factory.mktemp("repo")
-    _git("init", "-q", cwd=repo)
-    _git("config", "user.email", "dev@example.com", cwd=repo)
-    _git("config", "user.name", "Dev", cwd=repo)
-    (repo / ".pre-commit-config.yaml").write_text(
+    return rev, {**os.environ, "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("pre-commit-home"))}
+
+
+def _new_repo(path: Path, rev: str, args: str = "") -> Path:
+    _git("init", "-q", cwd=path)
+    _git("config", "user.email", "dev@example.com", cwd=path)
+    _git("config", "user.name", "Dev", cwd=path)
+    (path / ".pre-commit-config.yaml").write_text(
         "repos:\n"
         f"  - repo: {ROOT}\n"
         f"    rev: {rev}\n"
         "    hooks:\n"
         "      - id: neuronize-check\n"
-        "        args: [--baseline, .neuronize-baseline.json]\n"
+        + (f"        args: [{args}]\n" if args else "")
     )
+    return path
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, hook_env):
+    rev, env = hook_env
+    repo = _new_repo(tmp_path_factory.mktemp("repo"), rev, "--baseline, .neuronize-baseline.json")
     (repo / "legacy.py").write_text("import torch\nmodel = Net().cuda()  # accepted on day one\n")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("pre-commit-home"))}
     subprocess.run(["neuronize", "check", "--write-baseline", ".neuronize-baseline.json", "."],
                    cwd=repo, check=True, capture_output=True)
     _git("add", ".", cwd=repo)
@@ -84,3 +95,33 @@ def test_no_python_files_is_skipped(project):
     proc = _run_hook(project, "notes.md")
     assert proc.returncode == 0
     assert "no files to check" in proc.stdout.lower()
+
+
+def test_monorepo_each_file_uses_its_own_pyproject(tmp_path, hook_env):
+    """Two projects in one repository, each with its own [tool.neuronize]: pre-commit runs the
+    hook once from the root with files of both, and each file is judged by its own settings."""
+    rev, env = hook_env
+    (tmp_path / "mono").mkdir()
+    repo = _new_repo(tmp_path / "mono", rev)
+    (repo / "serving").mkdir()
+    (repo / "serving" / "pyproject.toml").write_text(
+        '[project]\nname = "serving"\n[tool.neuronize]\nignore = ["cuda-method"]\n')
+    (repo / "training" / "generated").mkdir(parents=True)
+    (repo / "training" / "pyproject.toml").write_text(
+        '[tool.neuronize]\ntarget = "cpu"\nextend-exclude = ["generated/"]\n')
+    cuda = "import torch\nbatch = batch.cuda()\n"
+    for path in ("serving/app.py", "training/train.py", "training/generated/model_pb.py"):
+        (repo / path).write_text(cuda)
+    _git("add", ".", cwd=repo)
+    proc = subprocess.run(["pre-commit", "run", "--all-files"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    # training/: its own target, and its own exclude although pre-commit names the file
+    assert 'training/train.py:2:9 NRN102 [safe fix] `.cuda()` -> `.to("cpu")`' in proc.stdout
+    assert "generated" not in proc.stdout
+    assert "serving/" not in proc.stdout  # serving/ ignores cuda-method
+    (repo / "training" / "train.py").write_text("import torch\nbatch = batch.to('cpu')\n")
+    _git("add", ".", cwd=repo)
+    proc = subprocess.run(["pre-commit", "run", "--all-files"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -181,7 +181,7 @@ def test_summary_after_every_run(tmp_path, command):
     (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport flash_attn\n")
     (tmp_path / "clean.py").write_bytes(b"print(1)\n")
     (tmp_path / "bad.py").write_bytes(b"y = x.cuda(\n")
-    proc = neuronize(*command, ".", cwd=tmp_path)
+    proc = neuronize(*command, "-v", ".", cwd=tmp_path)  # check's detailed summary needs -v
     summary = proc.stderr.decode().splitlines()[-1]
     verb = "changed" if command == ("fix",) else "would change"
     assert summary.startswith(f"3 file(s) checked: 1 {verb}"), summary

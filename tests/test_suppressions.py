@@ -172,3 +172,56 @@ def test_redundant_suppressions_are_all_used() -> None:
 def test_nothing_to_filter() -> None:
     findings = [finding(1)]
     assert filter_findings(findings, []) == (findings, [])
+
+
+# -- ruff's spelling, and typos --------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("comment", "codes"),
+    [
+        ("# noqa: NRN102", {"NRN102"}),
+        ("# noqa:NRN102,E501", {"NRN102"}),
+        ("# NOQA: nrn102 NRN101", {"NRN102", "NRN101"}),
+        ("# type: ignore  # noqa: F401, NRN903", {"NRN903"}),
+    ],
+)
+def test_noqa_names_our_codes_on_its_own_line(comment: str, codes: set[str]) -> None:
+    suppression = one(f"x = y.cuda()  {comment}\n".encode())
+    assert suppression.codes == frozenset(codes)
+    assert suppression.applies_to == frozenset({1})
+    alone = one(f"{comment}\nx = y.cuda()\n".encode())
+    assert alone.applies_to == frozenset({1})  # flake8 and ruff: never the next line
+
+
+@pytest.mark.parametrize("comment", ["# noqa", "# noqa: E501", "# noqa:F401,W291", "# noqa NRN102"])
+def test_noqa_without_our_codes_is_not_ours(comment: str) -> None:
+    """A bare `# noqa` quiets another linter; it must not hide CUDA code from the migration."""
+    assert parse_suppressions(f"x = y.cuda()  {comment}\n".encode()) == []
+
+
+def _check(tmp_path, source: bytes):  # type: ignore[no-untyped-def]
+    from helpers import neuronize
+
+    (tmp_path / "m.py").write_bytes(source)
+    return neuronize("check", "m.py", cwd=tmp_path)
+
+
+def test_noqa_silences_a_finding_like_neuronize_ignore(tmp_path) -> None:
+    proc = _check(tmp_path, b"import torch\na = m.cuda()  # noqa: NRN102\nb = m.cuda()  # noqa\n"
+                            b"c = m.cuda()  # neuronize: ignore[NRN102]\n")
+    lines = proc.stdout.decode().splitlines()
+    assert [line.split()[0] for line in lines] == ["m.py:3:5"]
+
+
+def test_a_misspelt_rule_in_a_suppression_is_reported(tmp_path) -> None:
+    proc = _check(tmp_path, b"import torch\na = m.cuda()  # neuronize: ignore[NRN1O2]\n"
+                            b"b = m.cuda()  # neuronize: ignore[cuda-methd, NRN102]\n"
+                            b"c = m.cuda()  # noqa: NRN1020\n")
+    assert proc.returncode == 1
+    out = proc.stdout.decode()
+    assert ("m.py:2:15 NRN000 [report-only] unknown rule `NRN1O2` in a suppression: it silences "
+            "nothing (did you mean NRN102?)") in out
+    assert "m.py:2:5 NRN102" in out  # the typo silenced nothing
+    assert "unknown rule `cuda-methd` in a suppression: it silences nothing (did you mean cuda-method?)" in out
+    assert "m.py:3:5 NRN102" not in out  # NRN102 is also named there
+    assert "m.py:4:15 NRN000 [report-only] unknown rule `NRN1020`" in out

@@ -22,8 +22,9 @@ exact criterion of "a device choice":
 
 Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
 CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
-while the other targets delete them (the guard is unwrapped, and the statements below reduce to
-their trailing comment, which every target keeps).
+while the other targets delete them (the guard is unwrapped, and the statements below go).
+Comments are left out on both sides: a deleted statement takes its own comments with it, so
+which comments remain follows what each target deletes.
 
 After that the two outputs must be identical, line for line. The test prints the first line pair
 that is not.
@@ -155,14 +156,14 @@ def normalise(text: str) -> list[str]:
                 continue
         out.append(lines[i])
         i += 1
-    # the exceptions: a CUDA-only statement reduces to its comment (or nothing)
+    # the exceptions: a CUDA-only statement goes; and comments: a deleted statement takes its
+    # own comments with it, so which comments are left depends on what each target deletes
     result: list[str] = []
     for line in out:
         code, comment = _code_and_comment(line)
-        if any(p.match(code) for p in EXCEPTIONS.values()):
-            if comment:
-                result.append(line[: len(line) - len(line.lstrip())] + comment)
+        if any(p.match(code) for p in EXCEPTIONS.values()) or (comment and not code):
             continue
+        line = line[: len(line) - len(line.lstrip())] + code if comment else line
         if not line.strip() and result and not result[-1].strip():
             continue  # blank lines: a deleted statement may leave one more or less
         result.append(line)

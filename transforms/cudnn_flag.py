@@ -15,7 +15,8 @@ class CudnnFlag(CudaOnlySettings):
         Deletes assignments to `torch.backends.cudnn.<setting>` (`benchmark`, `deterministic`,
         `enabled`, `allow_tf32`, `benchmark_limit`, and the rest of the namespace), in any
         spelling (`from torch.backends import cudnn`, `import torch.backends.cudnn as cudnn`),
-        keeping comments and inserting `pass` where a block would be empty; drops the `cudnn`
+        with its own comments (the one on its line, and those right above it when nothing else
+        follows them), inserting `pass` where a block would be empty; drops the `cudnn`
         import once unused. Unwraps `with torch.backends.cudnn.flags(...):` blocks (in a
         multi-item `with`, only that item goes). Reports reads of these flags (`if
         torch.backends.cudnn.benchmark:`), which cannot be deleted.
@@ -53,7 +54,7 @@ class CudnnFlag(CudaOnlySettings):
     examples = (
         Example(
             "import torch\ntorch.backends.cudnn.benchmark = True  # autotune convs\nmodel = Net()\n",
-            "import torch\n# autotune convs\nmodel = Net()\n",
+            "import torch\nmodel = Net()\n",
         ),
         Example(
             "import torch\nif args.fast:\n    torch.backends.cudnn.benchmark = True\n",

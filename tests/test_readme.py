@@ -1,0 +1,59 @@
+"""The README's Quick start works as written: the user's path first, then the contributor's.
+
+Exactly two set-up commands (install and try it; install the test dependencies and run the
+suite), and every command shown is run here, except `pip install` itself (the test runs in the
+environment that command made).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from helpers import ROOT, neuronize, pipeline_repo
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _quick_start_commands() -> list[str]:
+    section = README[README.index("## Quick start\n"):README.index("## Using it\n")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    return [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()
+            if line.strip()]
+
+
+def test_two_set_up_commands_user_first_then_contributor() -> None:
+    set_up = [c for c in _quick_start_commands() if c.startswith("pip install")]
+    assert set_up == [
+        "pip install -e . && neuronize fix --diff --unsafe-fixes fixtures/pipeline/gpt_trainer.before.py",
+        "pip install -e '.[test]' && python -m pytest",
+    ]
+    commands = _quick_start_commands()
+    assert commands[0] == set_up[0] and commands[-1] == set_up[1]  # user first, tests last
+    assert "pip install -e '.[test]'" in (ROOT / ".ci" / "run").read_text()  # CI runs the same
+
+
+def test_trying_it_on_the_bundled_example_shows_a_diff() -> None:
+    install, _, command = _quick_start_commands()[0].partition(" && ")
+    assert install == "pip install -e ."
+    argv = shlex.split(command)
+    assert argv[0] == "neuronize"
+    proc = neuronize(*argv[1:], cwd=ROOT)
+    assert proc.returncode == 1  # a diff is pending
+    assert proc.stdout.startswith(b"--- a/fixtures/pipeline/gpt_trainer.before.py\n")
+    assert b'"neuron"' in proc.stdout
+
+
+def test_running_it_on_your_repo(tmp_path: Path) -> None:
+    repo = pipeline_repo(tmp_path)
+    before = {p.name: p.read_bytes() for p in repo.iterdir()}
+    yours = [c for c in _quick_start_commands() if "path/to/your/repo" in c]
+    assert [shlex.split(c)[:2] for c in yours] == [["neuronize", "check"], ["neuronize", "fix"],
+                                                   ["neuronize", "fix"]]
+    for command in yours:
+        argv = [str(repo) if a == "path/to/your/repo" else a for a in shlex.split(command)]
+        proc = neuronize(*argv[1:], cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr  # findings remain for a person
+    after = {p.name: p.read_bytes() for p in repo.iterdir()}
+    assert after != before  # the last command wrote the safe edits
