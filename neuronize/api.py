@@ -14,11 +14,13 @@ from collections.abc import Iterable, Sequence
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config, ignored_codes_for
-from neuronize.engine import TokenFilter, prefilter_for, run_source
-from neuronize.notebooks import findings_by_cell, run_notebook
+from neuronize.engine import TokenFilter, prefilter_for
+from neuronize.kinds_engine import run_kind
+from neuronize.notebooks import findings_by_cell
 from neuronize.progress import Progress
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, discover
+from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
 from neuronize.transform import Transform
 from neuronize.types import FileError, FileResult, Finding, Options, RunResult, SourceResult
@@ -37,10 +39,12 @@ class Job:
     options: Options
     fix: bool
     cache_dir: str | None = None  # None: no cache
+    kind: SourceKind = SourceKind.PYTHON
 
 
 def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix: bool,
-                   cache: ResultCache | None) -> tuple[SourceResult, bytes | None] | Job:
+                   cache: ResultCache | None, kind: SourceKind = SourceKind.PYTHON
+                   ) -> tuple[SourceResult, bytes | None] | Job:
     """What the parent can answer without parsing (unreadable, no candidate token, cached),
     with the bytes it read; otherwise the job for a worker."""
     try:
@@ -49,13 +53,13 @@ def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix:
         return SourceResult(error=FileError("is a directory")), None
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
-    if not _prefilter(rule_ids).search(source):
+    if not _prefilter(rule_ids, kind).search(source):
         return SourceResult(skipped=True), None
     if cache is not None:
-        hit = cache.get(cache.key(source, rule_ids, options, fix))
+        hit = cache.get(cache.key(source, (*rule_ids, f"kind={kind}"), options, fix))
         if hit is not None:
             return hit, source
-    return Job(str(path), rule_ids, options, fix, None if cache is None else str(cache.directory))
+    return Job(str(path), rule_ids, options, fix, None if cache is None else str(cache.directory), kind)
 
 
 def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
@@ -65,15 +69,11 @@ def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
     rules = _rules_by_id(job.rule_ids)
-    prefilter = _prefilter(job.rule_ids)
-    if job.path.endswith(".ipynb"):
-        result = run_notebook(source, rules, job.options, job.path, prefilter, fix=job.fix)
-    else:
-        result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
-                            fix=job.fix)
+    prefilter = _prefilter(job.rule_ids, job.kind)
+    result = run_kind(source, job.kind, rules, job.options, path=job.path, prefilter=prefilter, fix=job.fix)
     cache = _cache(job.cache_dir)
     if cache is not None:
-        cache.put(cache.key(source, job.rule_ids, job.options, job.fix), result)
+        cache.put(cache.key(source, (*job.rule_ids, f"kind={job.kind}"), job.options, job.fix), result)
     return result, (source if result.changed else None)
 
 
@@ -97,7 +97,7 @@ def _cache(directory: str | None) -> ResultCache | None:
 
 
 _RULE_CACHE: dict[tuple[str, ...], tuple[type[Transform], ...]] = {}
-_FILTER_CACHE: dict[tuple[str, ...], TokenFilter] = {}
+_FILTER_CACHE: dict[tuple[tuple[str, ...], SourceKind], TokenFilter] = {}
 
 
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
@@ -107,10 +107,10 @@ def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
     return _RULE_CACHE[ids]
 
 
-def _prefilter(ids: tuple[str, ...]) -> TokenFilter:
-    if ids not in _FILTER_CACHE:
-        _FILTER_CACHE[ids] = prefilter_for(_rules_by_id(ids))
-    return _FILTER_CACHE[ids]
+def _prefilter(ids: tuple[str, ...], kind: SourceKind) -> TokenFilter:
+    if (ids, kind) not in _FILTER_CACHE:
+        _FILTER_CACHE[ids, kind] = prefilter_for(_rules_by_id(ids), kind)
+    return _FILTER_CACHE[ids, kind]
 
 
 def _sizes(files: Sequence[Discovered]) -> list[int]:
@@ -134,12 +134,14 @@ def analyse_paths(
     force_exclude: bool = False,
     cache: bool = True,
     progress: Progress | None = None,
+    kinds: Sequence[SourceKind] | None = None,
 ) -> RunResult:
     """Analyse every discovered file (in worker processes when it pays) and return the results.
 
     ``config`` supplies the project's excludes and per-file ignores; ``fix=False`` analyses
     without computing rewritten files (``check``); results are cached by content unless
     ``cache=False``; ``progress`` is told the number of files, then each one as it finishes.
+    ``kinds`` limits the kinds of source looked at (None: every kind, see sources/kinds.py).
     """
     config = config or Config()
     excludes = Excludes(
@@ -147,7 +149,7 @@ def analyse_paths(
         patterns=(*(config.exclude or ()), *config.extend_exclude),
         replace_defaults=config.exclude is not None,
     )
-    files, skipped = discover(paths, excludes, force_exclude)
+    files, skipped = discover(paths, excludes, force_exclude, kinds)
     rule_ids = tuple(r.id for r in rules)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
@@ -169,8 +171,8 @@ def analyse_paths(
     futures = {}
     try:
         for i in order:
-            outcome = _cheap_outcome(files[i].path, _rules_for(files[i].path, rules, rule_ids, config),
-                                     options, fix, store)
+            outcome = _cheap_outcome(files[i].path, _rules_for(files[i], rules, rule_ids, config),
+                                     options, fix, store, files[i].kind)
             if not isinstance(outcome, Job):
                 done(i, *outcome)
             elif not parallel:
@@ -198,9 +200,17 @@ def analyse_paths(
     return run
 
 
-def _rules_for(path: Path, rules: Sequence[type[Transform]], rule_ids: tuple[str, ...],
+def _rules_for(file: Discovered, rules: Sequence[type[Transform]], rule_ids: tuple[str, ...],
                config: Config) -> tuple[str, ...]:
-    """The enabled rules minus the project's ``per-file-ignores`` for this file."""
+    """The enabled rules that read this file's kind, minus the project's ``per-file-ignores``."""
+    rules = [r for r in rules if file.kind in r.kinds]
+    rule_ids = tuple(r.id for r in rules)
+    return _ignored_for(file.path, rules, rule_ids, config)
+
+
+def _ignored_for(path: Path, rules: Sequence[type[Transform]], rule_ids: tuple[str, ...],
+                 config: Config) -> tuple[str, ...]:
+    """``rule_ids`` minus the project's ``per-file-ignores`` for ``path``."""
     if not config.per_file_ignores or config.root is None:
         return rule_ids
     try:
@@ -243,7 +253,9 @@ def write_file(f: FileResult) -> FileResult:
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
                   options: Options, *, fix: bool = True) -> RunResult:
-    result = run_source(source, rules, options, path=display, fix=fix)
+    name = Path(display)
+    kind = kind_by_name(name) or kind_by_content(name, source) or SourceKind.PYTHON
+    result = run_kind(source, kind, rules, options, path=display, fix=fix)
     return RunResult(files=[FileResult(display, None, result, source)])
 
 

@@ -14,7 +14,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal
 
 from neuronize.types import Finding
@@ -49,8 +49,14 @@ def parse_suppressions(source: bytes) -> list[Suppression]:
     """
     if b"neuronize:" not in source:
         return []
+    return suppressions_in(_comments(source))
+
+
+def suppressions_in(comments: Iterable[tuple[int, str, bool]]) -> list[Suppression]:
+    """The suppressions among ``(line, comment text, alone on its line)`` comments: the one
+    syntax for every kind of source, whoever finds its comments."""
     found: list[Suppression] = []
-    for line, comment, alone in _comments(source):
+    for line, comment, alone in comments:
         codes = _codes(comment)
         if codes is False:
             continue
