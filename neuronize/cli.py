@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import click
 
 from neuronize import __version__
+from neuronize.sources.kinds import SourceKind, parse_kinds
 from neuronize.types import Target
 
 EXIT_CLEAN, EXIT_PENDING, EXIT_ERROR = 0, 1, 2
@@ -52,6 +53,12 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--unused-suppressions", is_flag=True,
                      help="Report `# neuronize: ignore` comments that silence nothing."),
         click.option("--stdin-filename", metavar="NAME", help="Name to show for code read from '-'."),
+        click.option("--kinds", "kinds", multiple=True, metavar="KINDS",
+                     help="Only these kinds of source, comma-separated: python, notebook, requirements, "
+                          "pyproject, shell, dockerfile, yaml-config, json-config (default: the config's "
+                          "kinds, else all)."),
+        click.option("--exclude-kinds", multiple=True, metavar="KINDS",
+                     help="Leave these kinds of source out (added to the config's extend-exclude-kinds)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
                      help="Worker processes (default: all cores)."),
         click.option("--quiet", "-q", is_flag=True, help="No summary or progress bar on stderr."),
@@ -149,6 +156,16 @@ def _load_settings(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     return rules, options, config
 
 
+def _chosen_kinds(kw: dict[str, Any], config: Any) -> tuple[SourceKind, ...] | None:
+    """The kinds of source to read: ``--kinds`` over the config's ``kinds``, minus ``--exclude-kinds``
+    and the config's ``extend-exclude-kinds`` (ruff's select / extend-exclude pattern); None: all."""
+    chosen = parse_kinds(kw.get("kinds") or ()) or config.kinds
+    left_out = {*config.extend_exclude_kinds, *parse_kinds(kw.get("exclude_kinds") or ())}
+    if chosen is None and not left_out:
+        return None
+    return tuple(k for k in (chosen or tuple(SourceKind)) if k not in left_out)
+
+
 def _run_inner(mode: str, **kw: Any) -> int:
     from neuronize import api, report
     from neuronize.baseline import load_baseline, write_baseline
@@ -158,6 +175,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
 
     try:
         rules, options, config = _load_settings(kw)
+        kinds = _chosen_kinds(kw, config)
         baseline = load_baseline(Path(kw["baseline"])) if kw.get("baseline") else None
     except (SelectionError, ConfigError, ValueError) as exc:
         click.echo(f"neuronize: error: {exc}", err=True)
@@ -180,7 +198,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
         with Progress(0, enabled=not kw["quiet"]) as bar:
             run = api.analyse_paths(paths, rules, options, jobs=kw["jobs"], fix=mode != "check",
                                     config=config, force_exclude=kw["force_exclude"],
-                                    cache=not kw["no_cache"], progress=bar)
+                                    cache=not kw["no_cache"], progress=bar, kinds=kinds)
 
     if writing and from_stdin:
         entry = run.files[0]

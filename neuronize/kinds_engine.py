@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from neuronize.engine import MAX_ROUNDS, UNUSED_SUPPRESSION, TokenFilter, accepts, prefilter_for, run_source
 from neuronize.line_rule import KindContext, LineReport, LineRule, TextDocument
-from neuronize.sources.kinds import COMMENT_PREFIX, SourceKind
+from neuronize.sources.kinds import CODE_KINDS, COMMENT_PREFIX, SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.lines import DecodeError, Edit, OverlappingEdits, apply_edits, comment_start, decode, split_lines
 from neuronize.suppressions import Suppression, suppressions_in
 from neuronize.transform import Transform
@@ -180,6 +181,21 @@ def _invalid(kind: SourceKind, before: str, after: str) -> str | None:
         except ValueError as exc:
             return f"the rewritten file would not be valid JSON ({exc})"
     return None
+
+
+def text_problems(display: str, before: bytes, rebuilt: bytes) -> list[str] | None:
+    """What is wrong with ``rebuilt`` (a file of a line-based kind put together from reviewed
+    hunks): one line each, empty when it may be written; None when ``display`` is Python or a
+    notebook (their own checks apply)."""
+    path = Path(display)
+    kind = kind_by_name(path) or kind_by_content(path, before)
+    if kind is None or kind in CODE_KINDS:
+        return None
+    try:
+        problem = _invalid(kind, decode(before), decode(rebuilt))
+    except DecodeError as exc:
+        return [exc.message]
+    return [] if problem is None else [problem]
 
 
 def _findings(located: Located, applied: set[int], extra: Sequence[Finding]) -> tuple[Finding, ...]:

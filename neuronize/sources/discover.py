@@ -21,6 +21,9 @@ SOURCE_SUFFIXES = (".py", ".ipynb")  # the code kinds; the others: neuronize/sou
 #: either (pre-commit passes every staged text file to the hook): it is passed over quietly
 NOT_PYTHON_SUFFIXES = (".txt", ".md", ".rst", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh",
                        ".lock", ".csv", ".tsv", ".in")
+#: plain-text files without a suffix that pre-commit's ``plain-text`` type passes on
+NOT_PYTHON_NAMES = frozenset({"license", "licence", "copying", "notice", "authors", "contributors", "readme",
+                              "changelog", "changes", "codeowners", "manifest", "version", "owners"})
 SKIP_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "site-packages",
@@ -170,7 +173,8 @@ def explicit_kind(path: Path) -> SourceKind | None:
     """The kind of a file named on the command line: its own, else Python (as ever), unless its
     suffix says it is some other text."""
     kind = kind_of(path)
-    if kind is None and not path.name.lower().endswith(NOT_PYTHON_SUFFIXES):
+    name = path.name.lower()
+    if kind is None and not name.endswith(NOT_PYTHON_SUFFIXES) and name not in NOT_PYTHON_NAMES:
         return SourceKind.PYTHON
     return kind
 
