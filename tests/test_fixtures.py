@@ -44,7 +44,7 @@ def test_every_rule_has_fixtures(fixtures_dir):
 
 
 def test_every_fixture_folder_belongs_to_a_rule(fixtures_dir):
-    expected = {f"{r.id}_{r.name}" for r in all_rules()} | {"pipeline", "notebooks", "io", "differential", "audit"}
+    expected = {f"{r.id}_{r.name}" for r in all_rules()} | {"pipeline", "notebooks", "io", "differential", "audit", "project"}
     for folder in fixtures_dir.iterdir():
         if folder.is_dir():
             assert folder.name in expected, f"fixtures/{folder.name} belongs to no rule"
