@@ -209,3 +209,15 @@ def test_stdin_takes_its_kind_from_the_file_name(tmp_path):
                            "requirements-gpu.txt"], input="torch==2.14.0+cu124\n", capture_output=True, text=True,
                           cwd=tmp_path)
     assert proc.stdout.startswith("torch==2.14.0\ntorch-neuronx==2.14.*;")
+
+
+def test_interactive_review_of_a_requirements_file_takes_hunk_by_hunk():
+    from neuronize.diff import Style
+    from neuronize.review import review_file
+
+    before = b"torch==2.13.0+cu121\nnumpy\n\n\n\n\n\n\nexport=1\ntorchvision==0.28.0+cu121\n"
+    result = run_kind(before, SourceKind.REQUIREMENTS, RULES, UNSAFE, path="requirements.txt")
+    answers = iter(["n", "y"])
+    outcome = review_file("requirements.txt", before, result.output, result.findings,
+                          ask=lambda prompt: next(answers), say=lambda line: None, style=Style(False))
+    assert outcome.output == b"torch==2.13.0+cu121\nnumpy\n\n\n\n\n\n\nexport=1\ntorchvision==0.28.0\n"
