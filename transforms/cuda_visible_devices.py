@@ -24,7 +24,8 @@ class CudaVisibleDevices(LineRule):
         train.py`, `ENV CUDA_VISIBLE_DEVICES=0`) adds `NEURON_RT_VISIBLE_CORES` with the same value,
         keeping the CUDA variable for CUDA hosts. In a script that starts its workers with a
         launcher (`torchrun`, `accelerate launch`, `deepspeed`) it only reports: there the
-        `"neuron"` process group gives each process its own core and expects exactly one.
+        `"neuron"` process group gives each process its own core and expects exactly one. An
+        empty value (hiding every GPU for a CPU run) is reported too.
 
     Why on TorchNeuron:
         The Neuron runtime reads `NEURON_RT_VISIBLE_CORES` (a core, a list or a range such as
@@ -77,7 +78,11 @@ class CudaVisibleDevices(LineRule):
             for match in _ASSIGN.finditer(line.code):
                 span = Span(line.index, match.start(), match.end())
                 value = match.group("value")
-                if launcher:
+                if value.strip("\"'") in ("", "-1"):
+                    self.flag(span, "an empty `CUDA_VISIBLE_DEVICES` hides every GPU to run on the CPU; the Neuron "
+                              "runtime has no documented way to hide all NeuronCores like this: make the script's "
+                              "device choice explicit (`--device cpu`)")
+                elif launcher:
                     self.flag(span, "`CUDA_VISIBLE_DEVICES` does not select NeuronCores; under a launcher the "
                               "`\"neuron\"` process group gives each process its own core (from `LOCAL_RANK`) and "
                               "expects exactly one: limit the number of processes instead of setting "
