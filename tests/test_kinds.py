@@ -93,6 +93,19 @@ def test_discovery_finds_every_kind_by_name_or_content(tmp_path):
     }
 
 
+def test_requirements_pulled_in_with_r_are_requirements_too(tmp_path):
+    (tmp_path / "requirements.txt").write_text("-r deps/base.txt\n--constraint=pins.txt\n-r https://x/y.txt\n")
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "deps" / "base.txt").write_text("-r ../common.txt\ntorch==2.13.0+cu121\n")
+    (tmp_path / "pins.txt").write_text("numpy<3\n")
+    (tmp_path / "common.txt").write_text("tqdm\n")
+    (tmp_path / "other.txt").write_text("not pulled in\n")
+    found, _ = discover([str(tmp_path)])
+    assert sorted((f.display, f.kind) for f in found) == [
+        (f"{tmp_path}/common.txt", "requirements"), (f"{tmp_path}/deps/base.txt", "requirements"),
+        (f"{tmp_path}/pins.txt", "requirements"), (f"{tmp_path}/requirements.txt", "requirements")]
+
+
 def test_discovery_limited_to_some_kinds(tmp_path):
     _tree(tmp_path)
     found, _ = discover([str(tmp_path)], kinds=parse_kinds("python,dockerfile"))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
-from neuronize.sources.kinds import SourceKind, kind_of
+from neuronize.sources.kinds import SourceKind, included_requirements, kind_of
 from neuronize.types import SkipReason, Skipped
 
 if TYPE_CHECKING:  # imported where used: a run on single files never needs it
@@ -143,6 +143,9 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
             for file, found_kind in _walk(path, excludes):
                 if found_kind in wanted:
                     add(file, _display(raw, file, path), False, found_kind)
+            if SourceKind.REQUIREMENTS in wanted:
+                for file in _includes(found, path, excludes):
+                    add(file, _display(raw, file, path), False, SourceKind.REQUIREMENTS)
         elif path.exists() or path.is_symlink():
             if force_exclude and _force_excluded(path, excludes):
                 continue
@@ -152,6 +155,24 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
         else:
             skipped.append(Skipped(raw, SkipReason.NO_SUCH_FILE))
     return found, skipped
+
+
+def _includes(found: list[Discovered], root: Path, excludes: Excludes) -> list[Path]:
+    """Files under ``root`` that the requirements files found pull in with ``-r`` / ``-c``
+    (``-r base.txt``), and the files those pull in, not found by name."""
+    seen = {Path(os.path.realpath(f.path)) for f in found}
+    queue = [f.path for f in found if f.kind is SourceKind.REQUIREMENTS]
+    out: list[Path] = []
+    while queue:
+        for file in included_requirements(queue.pop()):
+            real = Path(os.path.realpath(file))
+            if real in seen or not file.is_file() or not _inside(real, [Path(os.path.realpath(root))]) \
+                    or excludes.excluded(file, False):
+                continue
+            seen.add(real)
+            out.append(Path(os.path.normpath(file)))
+            queue.append(file)
+    return out
 
 
 def _display(raw: str, file: Path, root: Path) -> str:

@@ -116,6 +116,22 @@ def kind_of(path: Path) -> SourceKind | None:
     return kind_by_content(path, head)
 
 
+_INCLUDE = re.compile(rb"^[ \t]*(?:-r|--requirement|-c|--constraint)(?:[ \t]*=[ \t]*|[ \t]+)(?P<file>[^\s#]+)",
+                      re.MULTILINE)
+
+
+def included_requirements(path: Path) -> list[Path]:
+    """The files a requirements file pulls in with ``-r`` / ``-c`` (requirements too, whatever
+    their names), relative to its folder; URLs and variables left out."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(HEAD)
+    except OSError:
+        return []
+    names = (m.group("file").decode("utf-8", "replace") for m in _INCLUDE.finditer(head))
+    return [path.parent / name for name in names if "://" not in name and "$" not in name]
+
+
 def parse_kinds(values: str | tuple[str, ...] | list[str]) -> tuple[SourceKind, ...]:
     """Kind names (``python,requirements`` or a list) as kinds; ValueError names a bad one."""
     names = values.split(",") if isinstance(values, str) else [v for x in values for v in x.split(",")]
