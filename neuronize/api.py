@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Sequence
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory

@@ -12,11 +12,10 @@ import difflib
 import functools
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Mapping
-
 
 from neuronize.registry import SelectionError, select_rules
 from neuronize.sources.kinds import SourceKind, parse_kinds

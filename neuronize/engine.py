@@ -23,24 +23,24 @@ import ast
 import dataclasses
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import libcst as cst
 
 from neuronize.context import FileContext, collect_imports
-from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
-from neuronize.undefined import introduced
+from neuronize.positions import locate_in_code
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.sources.kinds import SourceKind
 from neuronize.suppressions import parse_suppressions
 from neuronize.transform import Report, Reporter, Transform
-from neuronize.walk import walk
 
 # FileError and SourceResult are also imported from here by tests (their home is neuronize.types)
 from neuronize.types import FileError, Finding, ImportRequest, Options, Safety, SourceResult
+from neuronize.undefined import introduced
+from neuronize.walk import walk
 
 MAX_ROUNDS = 3
 

@@ -13,8 +13,8 @@ and nothing ever reaches a pipe, a file, JSON or diff output.
 from __future__ import annotations
 
 import time
-from typing import TextIO
 from collections.abc import Callable
+from typing import TextIO
 
 BAR_WIDTH = 24
 

@@ -23,14 +23,13 @@ import ast
 import builtins
 import dataclasses
 import difflib
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, encoding_of, finding_label, import_names, split_hunks,  # noqa: F401
-                             split_lines, text_of)
+from neuronize.hunks import Hunk, encoding_of, finding_label, import_names, split_hunks, split_lines, text_of  # noqa: F401
 from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
 

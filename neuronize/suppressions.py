@@ -13,8 +13,8 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from dataclasses import dataclass
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from neuronize.types import Finding

@@ -74,6 +74,7 @@ def _tree(root: Path) -> None:
         "docker/Dockerfile": "FROM x\n", "docker/gpu.Dockerfile": "FROM x\n", "Containerfile": "FROM x\n",
         "configs/accelerate.yaml": "distributed_type: MULTI_GPU\n", "configs/ds.json": '{"zero_optimization": {}}\n',
         ".github/workflows/ci.yml": "on: push\n", "data/vocab.json": '{"hello": 1}\n', "job.slurm": "#SBATCH -N 1\n",
+        "environment.yml": "dependencies:\n  - cudatoolkit\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +90,7 @@ def test_discovery_finds_every_kind_by_name_or_content(tmp_path):
         "constraints-gpu.txt": "requirements", "pyproject.toml": "pyproject", "scripts/run.sh": "shell",
         "scripts/launch": "shell", "docker/Dockerfile": "dockerfile", "docker/gpu.Dockerfile": "dockerfile",
         "Containerfile": "dockerfile", "configs/accelerate.yaml": "yaml-config",
-        "configs/ds.json": "json-config", "job.slurm": "shell",
+        "configs/ds.json": "json-config", "job.slurm": "shell", "environment.yml": "conda",
     }
 
 

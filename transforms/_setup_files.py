@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from neuronize.line_rule import TextDocument
 from neuronize.sources.kinds import SourceKind
+from neuronize.sources.requirements import conda_items, pyproject_items, requirements_lines
 from neuronize.sources.shell import CodeLine, dockerfile_lines, shell_lines
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -23,7 +24,7 @@ CONTAINER_URL = f"{_DOCS}/containers/tutorials/build-run-neuron-container.html"
 TORCH_INDEX_URL = f"{_DOCS}/torch/index.html"
 
 #: kinds that hold dependency lists
-DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT)
+DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.CONDA)
 #: kinds that run shell commands
 COMMAND_KINDS = (SourceKind.SHELL, SourceKind.DOCKERFILE)
 CONFIG_KINDS = (SourceKind.YAML_CONFIG, SourceKind.JSON_CONFIG)
@@ -84,3 +85,12 @@ LAUNCHERS = re.compile(r"\b(?:torchrun|torch\.distributed\.(?:run|launch)|accele
 
 def launches_processes(doc: TextDocument) -> bool:
     return any(LAUNCHERS.search(line.code) for line in code_lines(doc))
+
+
+def dependency_items(doc: TextDocument) -> Iterator[object]:
+    """The requirements (and index options, conda packages) of a dependency file of any kind."""
+    if doc.kind is SourceKind.PYPROJECT:
+        return pyproject_items(doc.lines)
+    if doc.kind is SourceKind.CONDA:
+        return conda_items(doc.lines)
+    return requirements_lines(doc.lines)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from neuronize.transforms._setup_files import CONFIG_KINDS, CORES_PER_INSTANCE, DIST_TUTORIAL_URL, TORCH_INDEX_URL
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.configs import json_entries, yaml_entries
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import CONFIG_KINDS, CORES_PER_INSTANCE, DIST_TUTORIAL_URL, TORCH_INDEX_URL
 
 
 class AccelerateGpuConfig(LineRule):

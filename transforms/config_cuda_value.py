@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import CONFIG_KINDS, DISTRIBUTED_URL, TORCH_INDEX_URL
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.configs import Entry, json_entries, yaml_entries
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import CONFIG_KINDS, DISTRIBUTED_URL, TORCH_INDEX_URL
 
 _DEVICE_KEYS = frozenset({"device", "device_type", "train_device", "eval_device"})
 _CUDA_DEVICE = re.compile(r"^cuda(?::\d+)?$")

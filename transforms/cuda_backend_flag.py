@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_settings import CudaOnlySettings
+
+from neuronize.transform import Evidence, Example, Safety
 
 _SDP = "it enables or disables one of CUDA's attention kernels"
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import DLC_URL, NEURON_IMAGE, SETUP_URL, code_lines
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.kinds import SourceKind
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import DLC_URL, NEURON_IMAGE, SETUP_URL, code_lines
 
 _FROM = re.compile(r"^[ \t]*FROM[ \t]+(?:--platform=\S+[ \t]+)?(?P<image>\S+)", re.IGNORECASE)
 _ARG = re.compile(r"^[ \t]*ARG[ \t]+(?P<name>\w+)=[\"']?(?P<image>[^\s\"']+)", re.IGNORECASE)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from neuronize.line_rule import LineRule, Span, TextDocument
-from neuronize.sources.kinds import SourceKind
-from neuronize.sources.requirements import Requirement, normalise, pyproject_items, requirements_lines
+from neuronize.sources.requirements import Requirement, normalise
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._packages import PACKAGES, Package
-from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL
+from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, dependency_items
 
 #: the table of CUDA-only packages, by distribution name as PEP 503 compares it
 _BY_DISTRIBUTION = {normalise(name): package for name, package in PACKAGES.items() if package.reported}
@@ -70,7 +69,7 @@ class CudaOnlyRequirement(LineRule):
     examples = (Example("flash-attn==2.6.3\nnvidia-cudnn-cu12==9.1.0.70\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        items = pyproject_items(doc.lines) if doc.kind is SourceKind.PYPROJECT else requirements_lines(doc.lines)
+        items = dependency_items(doc)
         for item in items:
             if not isinstance(item, Requirement):
                 continue

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from neuronize.transforms import _target
-from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
+
+from neuronize.transform import Evidence, Example, Safety
 
 TARGET = "torch.accelerator.synchronize"
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import COMMAND_KINDS, DLC_URL, NEURON_IMAGE, SETUP_URL, code_lines
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import COMMAND_KINDS, DLC_URL, NEURON_IMAGE, SETUP_URL, code_lines
 
 _INSTALL = re.compile(r"\b(?:apt-get|apt|yum|dnf|conda|mamba|micromamba)\b[^;&|]*\binstall\b")
 _PACKAGE = re.compile(r"(?<![\w.-])(?P<package>cuda-[\w.-]+|cuda(?==)|libcudnn[\w.-]*|libnccl[\w.-]*|"

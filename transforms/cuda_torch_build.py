@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from neuronize.line_rule import LineRule, Span, TextDocument
-from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit
-from neuronize.sources.requirements import Requirement, pyproject_items, requirements_lines
+from neuronize.sources.requirements import Requirement
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import (DEPENDENCY_KINDS, SETUP_URL, TORCH_DISTRIBUTIONS,
+from neuronize.transforms._setup_files import (DEPENDENCY_KINDS, SETUP_URL, TORCH_DISTRIBUTIONS, dependency_items,
                                                is_cuda_local_version)
 
 
@@ -53,7 +52,7 @@ class CudaTorchBuild(LineRule):
     examples = (Example("torch==2.13.0+cu121\n", "torch==2.13.0\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        items = pyproject_items(doc.lines) if doc.kind is SourceKind.PYPROJECT else requirements_lines(doc.lines)
+        items = dependency_items(doc)
         for item in items:
             if (isinstance(item, Requirement) and item.key in TORCH_DISTRIBUTIONS and item.local_start >= 0
                     and is_cuda_local_version(item.local)):

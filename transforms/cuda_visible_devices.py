@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import (
+    COMMAND_KINDS,
+    DIST_TUTORIAL_URL,
+    NRT_ENV_URL,
+    RUNTIME_URL,
+    code_lines,
+    launches_processes,
+)
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.lines import Edit
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import (COMMAND_KINDS, DIST_TUTORIAL_URL, NRT_ENV_URL, RUNTIME_URL,
-                                               code_lines, launches_processes)
 
 _ASSIGN = re.compile(r"(?<![\w$])CUDA_VISIBLE_DEVICES(?P<eq>=)(?P<value>\"[^\"]*\"|'[^']*'|[^\s;&|)]*)")
 _ENV_SPACE_FORM = re.compile(r"^[ \t]*ENV[ \t]+CUDA_VISIBLE_DEVICES[ \t]+\S")

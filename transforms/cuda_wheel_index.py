@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from neuronize.line_rule import LineRule, Span, TextDocument
-from neuronize.sources.kinds import SourceKind
-from neuronize.sources.requirements import IndexOption, pyproject_items, requirements_lines
+from neuronize.sources.requirements import IndexOption
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, is_cuda_index
+from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, dependency_items, is_cuda_index
 
 
 class CudaWheelIndex(LineRule):
@@ -52,7 +51,7 @@ class CudaWheelIndex(LineRule):
     examples = (Example("--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.13.0\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        items = pyproject_items(doc.lines) if doc.kind is SourceKind.PYPROJECT else requirements_lines(doc.lines)
+        items = dependency_items(doc)
         for item in items:
             if isinstance(item, IndexOption) and is_cuda_index(item.value):
                 self.flag(Span(item.line, item.start, item.end),

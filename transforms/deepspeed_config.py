@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from neuronize.transforms._setup_files import TORCH_INDEX_URL
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.configs import json_entries, yaml_entries
 from neuronize.sources.kinds import SourceKind
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import TORCH_INDEX_URL
 
 _DEEPSPEED_KEYS = frozenset({"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
                              "gradient_accumulation_steps", "zero_allow_untested_optimizer"})

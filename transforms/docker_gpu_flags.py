@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import CONTAINER_URL, code_lines
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.kinds import SourceKind
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import CONTAINER_URL, code_lines
 
 _DOCKER = re.compile(r"\b(?:docker|podman)\b")
 _FLAG = re.compile(r"--gpus(?:[= \t]+(?:\"[^\"]*\"|'[^']*'|\S+))?|--runtime[= \t]+nvidia\b")

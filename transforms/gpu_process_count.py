@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import CORES_PER_INSTANCE, DIST_TUTORIAL_URL, TORCH_INDEX_URL, code_lines
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.configs import yaml_entries
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.shell import CodeLine
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import (CORES_PER_INSTANCE, DIST_TUTORIAL_URL, TORCH_INDEX_URL, code_lines)
 
 _COUNTS = re.compile(
     r"(?P<what>--nproc[_-]per[_-]node|--num[_-]gpus|--num[_-]processes|--gpus[_-]per[_-]node|--gres=gpu|"

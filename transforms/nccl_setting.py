@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import COMMAND_KINDS, DISTRIBUTED_URL, NRT_ENV_URL, code_lines
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import COMMAND_KINDS, DISTRIBUTED_URL, NRT_ENV_URL, code_lines
 
 _ASSIGNMENT = re.compile(r"(?<![\w$])(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)=")
 _ENV_SPACE_FORM = re.compile(r"^[ \t]*ENV[ \t]+(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)[ \t]+\S")

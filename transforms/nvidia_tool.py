@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from neuronize.transforms._setup_files import COMMAND_KINDS, TROUBLESHOOTING_URL, code_lines
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import COMMAND_KINDS, TROUBLESHOOTING_URL, code_lines
 
 _TOOL = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>nvidia-smi|nvcc|nvidia-docker|nvidia-container-cli)(?![\w.-])")
 _INSTEAD = {

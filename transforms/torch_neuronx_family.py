@@ -5,9 +5,10 @@ from __future__ import annotations
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit
-from neuronize.sources.requirements import Requirement, pyproject_items, requirements_lines
+from neuronize.sources.requirements import Requirement
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, families_text, neuronx_family, torch_minor
+from neuronize.transforms._setup_files import (DEPENDENCY_KINDS, SETUP_URL, dependency_items, families_text,
+                                               neuronx_family, torch_minor)
 
 #: where torch-neuronx installs: Linux on x86_64 only (a laptop or a Mac still installs the rest)
 MARKER = 'platform_system == "Linux" and platform_machine == "x86_64"'
@@ -57,9 +58,8 @@ class TorchNeuronxFamily(LineRule):
     examples = (Example("torch==2.13.0\n", f"torch==2.13.0\ntorch-neuronx==2.13.*; {MARKER}\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        pyproject = doc.kind is SourceKind.PYPROJECT
-        items = [i for i in (pyproject_items(doc.lines) if pyproject else requirements_lines(doc.lines))
-                 if isinstance(i, Requirement)]
+        in_place = doc.kind is SourceKind.REQUIREMENTS  # a line of its own can be added there only
+        items = [i for i in dependency_items(doc) if isinstance(i, Requirement)]
         if any(i.key == "torch-neuronx" for i in items):
             return
         for item in items:
@@ -74,7 +74,7 @@ class TorchNeuronxFamily(LineRule):
             elif family is None:
                 self.flag(span, f"torch {torch_minor(version) or version} has no TorchNeuron family (Neuron 2.33: "
                           f"{families_text()}); move to one of those versions to run on Trainium")
-            elif pyproject or doc.lines[item.line].text.rstrip().endswith("\\"):
+            elif not in_place or doc.lines[item.line].text.rstrip().endswith("\\"):
                 self.flag(span, f"add `torch-neuronx=={family}` (the TorchNeuron family for torch "
                           f"{torch_minor(version)}) next to this requirement for Trainium")
             else:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Iterable, Iterator
 
 from neuronize.sources.kinds import SourceKind, included_requirements, kind_of
-from neuronize.types import SkipReason, Skipped
+from neuronize.types import Skipped, SkipReason
 
 if TYPE_CHECKING:  # imported where used: a run on single files never needs it
     import pathspec

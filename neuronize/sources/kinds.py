@@ -25,6 +25,7 @@ class SourceKind(_Word):
     NOTEBOOK = "notebook"
     REQUIREMENTS = "requirements"  # requirements*.txt, constraints*.txt, requirements/*.txt
     PYPROJECT = "pyproject"  # pyproject.toml dependency tables
+    CONDA = "conda"  # conda environment files (environment*.yml, conda*.yml)
     SHELL = "shell"  # *.sh, *.bash, Slurm batch files, scripts with a shell shebang
     DOCKERFILE = "dockerfile"  # Dockerfile, *.Dockerfile, Dockerfile.*, Containerfile
     YAML_CONFIG = "yaml-config"  # Accelerate / DeepSpeed / Lightning / Hydra YAML
@@ -38,12 +39,13 @@ LINE_KINDS = tuple(k for k in SourceKind if k not in CODE_KINDS)
 
 #: the comment that starts a suppression on a line of each kind (None: the kind has no comments)
 COMMENT_PREFIX: dict[SourceKind, str | None] = {
-    SourceKind.REQUIREMENTS: "#", SourceKind.PYPROJECT: "#", SourceKind.SHELL: "#",
+    SourceKind.REQUIREMENTS: "#", SourceKind.PYPROJECT: "#", SourceKind.CONDA: "#", SourceKind.SHELL: "#",
     SourceKind.DOCKERFILE: "#", SourceKind.YAML_CONFIG: "#", SourceKind.JSON_CONFIG: None,
 }
 
 _REQUIREMENTS = ("requirements*.txt", "*requirements.txt", "*-requirements*.txt", "constraints*.txt",
                  "*constraints.txt")
+_CONDA = ("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")
 _SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 _DOCKERFILES = ("dockerfile", "containerfile", "*.dockerfile", "dockerfile.*", "containerfile.*")
 _SHEBANG = re.compile(rb"\A#![ \t]*\S*?(?:/|/env[ \t]+(?:-\S+[ \t]+)*)(?:ba|z|k|da)?sh\b")
@@ -75,6 +77,8 @@ def kind_by_name(path: Path) -> SourceKind | None:
         return SourceKind.REQUIREMENTS
     if lower == "pyproject.toml":
         return SourceKind.PYPROJECT
+    if any(fnmatch.fnmatch(lower, p) for p in _CONDA):
+        return SourceKind.CONDA
     if lower.endswith(_SHELL_SUFFIXES):
         return SourceKind.SHELL
     if any(fnmatch.fnmatch(lower, p) for p in _DOCKERFILES):

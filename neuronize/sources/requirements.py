@@ -1,6 +1,7 @@
-"""Requirement specifiers where they are written: lines of requirements files, and the quoted
+"""Requirement specifiers where they are written: lines of requirements files, the quoted
 strings of ``pyproject.toml`` dependency tables (``[project] dependencies``,
-``[project.optional-dependencies]``, ``[dependency-groups]``). Offsets only; nothing reformatted.
+``[project.optional-dependencies]``, ``[dependency-groups]``), and the ``dependencies`` (with their
+``pip:`` list) and ``channels`` of conda environment files. Offsets only; nothing reformatted.
 """
 
 from __future__ import annotations
@@ -134,3 +135,49 @@ def _brackets(code: str) -> int:
     """``[`` minus ``]`` outside strings."""
     outside = _STRING.sub("", code)
     return outside.count("[") - outside.count("]")
+
+
+@dataclass(frozen=True)
+class CondaPackage:
+    """A conda dependency (``cudatoolkit=11.8``, ``nvidia::cuda-toolkit``) or channel (``nvidia``)."""
+
+    line: int
+    start: int
+    end: int
+    name: str  # without channel and version
+    spec: str  # as written
+    channel: bool = False  # an entry of ``channels:``
+
+
+_LIST_ITEM = re.compile(r"^(?P<indent>[ \t]*)-[ \t]+(?P<q>[\"']?)(?P<spec>[^\"'#]*?)(?P=q)[ \t]*$")
+_TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)[ \t]*:")
+
+
+def conda_items(lines: Sequence[Line]) -> Iterator[Requirement | CondaPackage]:
+    """The dependencies and channels of a conda environment file; ``pip:`` items as requirements."""
+    section = ""
+    pip_indent: int | None = None  # the indent of the ``- pip:`` item whose list we are in
+    for index, line in enumerate(lines):
+        code = code_part(line.text).rstrip()
+        top = _TOP_KEY.match(code)
+        if top is not None:
+            section, pip_indent = top.group("key"), None
+            continue
+        stripped = code.strip()
+        indent = len(code) - len(code.lstrip())
+        if pip_indent is not None and indent <= pip_indent and stripped:
+            pip_indent = None
+        if stripped.startswith("- pip:") or stripped == "- pip :":
+            pip_indent = indent
+            continue
+        item = _LIST_ITEM.match(code)
+        if item is None or section not in ("dependencies", "channels"):
+            continue
+        spec, start = item.group("spec"), item.start("spec")
+        if pip_indent is not None:
+            requirement = parse_specifier(spec, index, start)
+            if requirement is not None:
+                yield requirement
+            continue
+        name = re.split(r"[=<>!~ \[]", spec.split("::")[-1], maxsplit=1)[0]
+        yield CondaPackage(index, start, start + len(spec), name.lower(), spec, channel=section == "channels")
