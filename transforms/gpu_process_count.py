@@ -67,7 +67,8 @@ class GpuProcessCount(LineRule):
         batch = [CodeLine(i, line.text) for i, line in enumerate(doc.lines) if line.text.startswith("#SBATCH")]
         for line in (*batch, *code_lines(doc)):
             for match in _COUNTS.finditer(line.code):
-                if match.group("what") == "--num_gpus" and "deepspeed" not in line.code:
-                    continue
+                if match.group("value").strip("\"'") == "1" or (
+                        match.group("what") == "--num_gpus" and "deepspeed" not in line.code):
+                    continue  # one process is one process on any device
                 self.flag(Span(line.index, match.start(), match.end()),
                           f"`{match.group()}` sizes the job in GPUs; on Trainium it is {CORES_PER_INSTANCE}")

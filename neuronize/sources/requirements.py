@@ -95,9 +95,8 @@ _ARRAY_KEY = re.compile(r"^[ \t]*(?P<key>[A-Za-z0-9_.\"'-]+)[ \t]*=[ \t]*\[")
 
 def _dependency_array(table: str, key: str) -> bool:
     key = key.strip("\"'")
-    return ((table == "project" and key in ("dependencies", "requires"))
-            or table in ("project.optional-dependencies", "dependency-groups")
-            or (table == "build-system" and key == "requires"))
+    return ((table == "project" and key == "dependencies")
+            or table in ("project.optional-dependencies", "dependency-groups"))
 
 
 def pyproject_items(lines: Sequence[Line]) -> Iterator[Requirement | IndexOption]:
