@@ -14,9 +14,9 @@ import io
 import json
 import posixpath
 import tokenize
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterable, Sequence
 
 from neuronize import __version__
 from neuronize.sources.write import write_bytes_atomic

@@ -29,9 +29,9 @@ import enum
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+from collections.abc import Iterable, Sequence
 
 from neuronize.sources.write import write_bytes_atomic
 
@@ -132,7 +132,7 @@ def result_to_json(result: Any) -> dict[str, Any]:
 
 def result_from_json(data: dict[str, Any]) -> Any:
     """The inverse of :func:`result_to_json`; raises on anything malformed or incomplete."""
-    from neuronize.types import FileError, Finding, Safety, SourceResult
+    from neuronize.types import FileError, Finding, SourceResult, Safety
 
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(SourceResult):

@@ -10,16 +10,14 @@ variable called ``cuda``) resolves to nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 
 import libcst as cst
 
 from neuronize.roles import FileRoles, Role
-
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.syntax)
 from neuronize.syntax import dotted_name, imported_names, iter_statements
-
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
 

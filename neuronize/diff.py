@@ -20,9 +20,9 @@ import codecs
 import io
 import os
 import tokenize
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
+from collections.abc import Sequence
 
 # findings_touching and import_names are also imported from here by tests (home: neuronize.hunks)
 from neuronize.hunks import context_hunks, findings_touching, header_note, import_names  # noqa: F401

@@ -21,8 +21,8 @@ import io
 import re
 import textwrap
 import tokenize
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
 from neuronize.types import Finding, Safety
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
+from collections.abc import Iterable
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState

@@ -13,8 +13,8 @@ and nothing ever reaches a pipe, a file, JSON or diff output.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TextIO
+from collections.abc import Callable
 
 BAR_WIDTH = 24
 

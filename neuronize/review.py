@@ -23,8 +23,8 @@ import ast
 import builtins
 import dataclasses
 import difflib
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 
 from neuronize.diff import Style
 

@@ -41,11 +41,11 @@ torch_xla TPU code is a separate fact (:attr:`FileRoles.tpu`), asked only by the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Protocol
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 

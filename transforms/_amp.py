@@ -8,12 +8,12 @@ import functools
 from typing import ClassVar, NamedTuple
 
 import libcst as cst
-from neuronize.transforms import _host, _target
-from neuronize.transforms._literals import string_value
-from neuronize.transforms._names import local_names, mentions, qualified_expr
 
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest, Transform
+from neuronize.transforms import _host, _target
+from neuronize.transforms._literals import string_value
+from neuronize.transforms._names import local_names, mentions, qualified_expr
 
 #: ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``
 AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
-from neuronize.transforms._nodes import count_nodes
 
 from neuronize.context import FileContext
+from neuronize.transforms._nodes import count_nodes
 
 
 # -- finding arguments ---------------------------------------------------------------------

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+from neuronize.context import FileContext
+from neuronize.transform import Evidence
 from neuronize.transforms import _target
 from neuronize.transforms._calls import double_star_arg, drop_elements, keyword, with_keyword
 from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
-
-from neuronize.context import FileContext
-from neuronize.transform import Evidence
 
 #: keyword arguments of ``torch.compile`` (all keyword-only after the model)
 COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})

@@ -4,10 +4,13 @@ bitsandbytes, cuDNN, DataParallel, fp16...) that must stay off on Neuron (report
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
+
+from neuronize.context import FileContext, dotted_name
+from neuronize.walk import iter_syntax
 from neuronize.transforms._cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._cuda_settings import SETTING_PREFIXES
 from neuronize.transforms._literals import string_value
@@ -15,9 +18,6 @@ from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
 from neuronize.transforms._nodes import following_statements
 from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
-
-from neuronize.context import FileContext, dotted_name
-from neuronize.walk import iter_syntax
 
 # -- what guarded code does ----------------------------------------------------------------
 #: Qualified-name prefixes that mean a CUDA-only path.

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import libcst as cst
+
+from neuronize.context import FileContext, dotted_name
+from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removal_of
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import last_name, qualified_expr
-
-from neuronize.context import FileContext, dotted_name
-from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 
 PREFIX = "torch.cuda."
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import libcst as cst
+
+from neuronize.context import FileContext
+from neuronize.transform import Transform
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removals_for
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, local_names
 from neuronize.transforms._nodes import assign_targets, has_call, is_expression_statement, unwrap_with
-
-from neuronize.context import FileContext
-from neuronize.transform import Transform
 
 #: every settings namespace the NRN35x rules delete from; an assignment setting several is
 #: handled by the rule owning its first target. Setting them is harmless on a Neuron host, so

@@ -4,29 +4,22 @@ that only pick device settings."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
+from collections.abc import Iterator
 
 import libcst as cst
-from neuronize.transforms import _target
-from neuronize.transforms._calls import argument, insert_after, is_cuda_available_call
-from neuronize.transforms._imports import removal_of
-from neuronize.transforms._literals import (
-    CUDA_INDEXED,
-    Kind,
-    cuda_literal,
-    is_device_word,
-    make_string,
-    quote_source,
-    string_like,
-    string_value,
-)
-from neuronize.transforms._messages import short
-from neuronize.transforms._names import last_name, target_name
-from neuronize.transforms._nodes import iter_conditions, parenthesized
 
 from neuronize.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
+from neuronize.transforms import _target
+from neuronize.transforms._imports import removal_of
+from neuronize.transforms._messages import short
+from neuronize.transforms._calls import argument, insert_after, is_cuda_available_call
+from neuronize.transforms._literals import (
+    CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
+)
+from neuronize.transforms._names import last_name, target_name
+from neuronize.transforms._nodes import iter_conditions, parenthesized
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
 EXCLUDED_DEVICE_CALLS = frozenset({

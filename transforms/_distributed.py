@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from neuronize.transforms import _target
-from neuronize.transforms._calls import insert_after
-from neuronize.transforms._imports import guarded_torch_neuronx_import, has_main_block, import_anchor
-from neuronize.transforms._literals import make_string, string_value
 
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
+from neuronize.transforms import _target
+from neuronize.transforms._imports import guarded_torch_neuronx_import, import_anchor, has_main_block
+from neuronize.transforms._calls import insert_after
+from neuronize.transforms._literals import make_string, string_value
+
 
 #: the edit group of a file's process-group migration: backend, `set_device` deletion, device ids,
 #: `device_id=`; a `"neuron"` process group next to a kept `torch.cuda.set_device` cannot run

@@ -11,13 +11,13 @@ that hard-codes CUDA (no fallback) had no such host to keep: there the plain Neu
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.context import FileContext
 from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._imports import is_main_guard
 from neuronize.transforms._literals import make_string
 from neuronize.transforms._names import qualified_expr
-
-from neuronize.context import FileContext
 
 #: device strings that name a host without CUDA
 NON_CUDA_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})

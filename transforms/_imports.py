@@ -14,15 +14,15 @@ made lazily inside a function is OPTIONAL (there is, or can easily be, another p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
-from neuronize.transforms._messages import short
 
 from neuronize.context import FileContext, dotted_name
 from neuronize.syntax import imported_names, module_matches  # noqa: F401 - module_matches is re-exported for the rules
 from neuronize.transform import ImportRequest
+from neuronize.transforms._messages import short
 
 
 # -- which statement bound each name -------------------------------------------------------

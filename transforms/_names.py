@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from neuronize.transforms._literals import string_value
 
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest
+from neuronize.transforms._literals import string_value
 
 
 def last_name(node: cst.CSTNode) -> str | None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
-from neuronize.transforms._messages import short
 
 from neuronize.context import FileContext, dotted_name
+from neuronize.transforms._messages import short
 
 
 # -- subtrees ------------------------------------------------------------------------------

@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import libcst as cst
-from neuronize.transforms._calls import is_cuda_available_call
-from neuronize.transforms._literals import make_string, string_like
-from neuronize.transforms._messages import short
-from neuronize.transforms._names import qualified_expr
 
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._messages import short
+from neuronize.transforms._literals import make_string, string_like
+from neuronize.transforms._names import qualified_expr
 
 #: The targets, defined once for the rules (they equal the members of neuronize's Target enum).
 NEURON, ACCELERATOR, CPU = "neuron", "accelerator", "cpu"

@@ -8,14 +8,14 @@ it sees in :class:`Assignments`; :func:`carried` and :func:`resolve` are pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import libcst as cst
-from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._literals import string_value
 
 from neuronize.context import FileContext
+from neuronize.transforms._calls import argument, keyword
+from neuronize.transforms._literals import string_value
 
 Scope = cst.CSTNode  # a FunctionDef, a ClassDef or the Module
 #: calls whose value is read from the environment (unknowable), with a default that may reach

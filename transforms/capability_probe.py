@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._messages import short
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._messages import short
 
 PROBES = frozenset({
     "torch.cuda.get_device_capability",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._messages import short
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._messages import short
 
 FORMATS = frozenset({"torch.channels_last", "torch.channels_last_3d"})
 

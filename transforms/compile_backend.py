@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms import _host, _target
-from neuronize.transforms._calls import keyword, new_keyword
-from neuronize.transforms._compile import STATIC_REASON, call_name, compile_kind, plan_compile, plan_optimize
-from neuronize.transforms._literals import string_value
-from neuronize.transforms._messages import short
-from neuronize.transforms._names import last_name, local_names
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._calls import new_keyword, keyword
+from neuronize.transforms._compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind
+from neuronize.transforms._messages import short
+from neuronize.transforms._names import last_name, local_names
+from neuronize.transforms import _host, _target
+from neuronize.transforms._literals import string_value
 
 #: functions whose compiled form only Inductor provides (their `torch.compile` is left alone)
 INDUCTOR_ONLY = frozenset({"flex_attention", "create_block_mask"})

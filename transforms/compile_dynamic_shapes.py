@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._compile import DEBUG_BACKENDS, call_name, compile_kind
 from neuronize.transforms._imports import removals_for
@@ -13,8 +15,6 @@ from neuronize.transforms._literals import is_false, is_true, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import local_names
 from neuronize.transforms._nodes import assign_targets, is_expression_statement
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 MARKERS = frozenset({"mark_dynamic", "maybe_mark_dynamic", "mark_unbacked"})
 #: Dynamo settings that ask for symbolic shapes, with the value that keeps shapes static

@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms import _target
-from neuronize.transforms._amp import (
-    AUTOCAST,
-    CUDA_AUTOCAST,
-    CUDA_AUTOCAST_PARAMS,
-    FLOAT16,
-    AmpRule,
-    amp_device,
-    followed_enabled,
-    in_fallback_branch,
-)
-from neuronize.transforms._calls import (
-    argument,
-    as_keyword,
-    has_star,
-    index_of,
-    insert_args,
-    keyword,
-    new_keyword,
-    replace_value,
-)
+from neuronize.transforms._amp import AUTOCAST, AmpRule, amp_device, followed_enabled, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
+from neuronize.transforms._calls import argument, as_keyword, has_star, index_of, insert_args, keyword, new_keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
 from neuronize.transforms._literals import is_false, is_string_literal, make_string, string_value
 from neuronize.transforms._names import is_reference, last_name, mentions, qualified_expr
-
-from neuronize.transform import Evidence, Example, Safety
 
 BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
             "Neuron-preferred type (no GradScaler needed) but changes numerics")

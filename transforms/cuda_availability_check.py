@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import libcst as cst
 from neuronize.transforms import _target
-from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
-from neuronize.transforms._cuda_runtime import (
-    Context,
-    CudaRef,
-    _CudaApiRule,
-    capability_probe,
-    classify,
-    probe_kept,
-    spelled,
-    unused_import,
-)
-from neuronize.transforms._literals import branches_mention_cuda
+from neuronize.transform import Evidence, Example, Safety
+import libcst as cst
+
 from neuronize.transforms._names import qualified_expr
 from neuronize.transforms._nodes import assigned_names, parenthesized
-
-from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
+from neuronize.transforms._cuda_runtime import (
+    Context, CudaRef, _CudaApiRule, capability_probe, classify, probe_kept, spelled, unused_import,
+)
+from neuronize.transforms._literals import branches_mention_cuda
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from neuronize.transforms._cuda_settings import CudaOnlySettings
-
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _SDP = "it enables or disables one of CUDA's attention kernels"
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
-from neuronize.transforms._amp import CUDA_CUSTOM, CUSTOM, AmpRule, amp_device
+from neuronize.transform import Evidence, Example, ImportRequest, Safety
+from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM, amp_device
 from neuronize.transforms._calls import insert_args, keyword, new_keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
 from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._names import is_reference, last_name, qualified_expr
-
-from neuronize.transform import Evidence, Example, ImportRequest, Safety
 
 NAMES = ("custom_fwd", "custom_bwd")
 

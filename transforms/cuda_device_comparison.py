@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
-from neuronize.transforms._calls import is_cuda_available_call
-from neuronize.transforms._cuda_guard import SAFE_FOLLOWING_CALLS, migrated_body_calls
-from neuronize.transforms._device_choice import (
-    cuda_membership_list,
-    device_named,
-    has_cuda_comparison,
-    idiom_branch,
-    is_torch_device_call,
-    rewrite_condition,
-    rewrite_cuda_comparison,
-    selection_if,
-    selection_ifexp,
-    validation_list,
-)
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._device_choice import has_cuda_comparison, validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._literals import cuda_literal, string_like
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import target_name
+from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._cuda_guard import SAFE_FOLLOWING_CALLS, migrated_body_calls
 from neuronize.transforms._nodes import iter_conditions
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import last_name
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 _MESH_CALLS = ("init_device_mesh", "DeviceMesh")
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
 from neuronize.transforms._literals import cuda_literal
 from neuronize.transforms._names import qualified_expr
-
-from neuronize.transform import Evidence, Example, ImportRequest, Safety
 
 PROPERTIES = "torch_neuronx.get_device_properties"
 #: attributes of the Neuron device-properties object (reference D12)

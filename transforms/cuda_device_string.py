@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
+
 import libcst as cst
-from neuronize.transforms import _target
+
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._device_choice import (
-    EXCLUDED_DEVICE_CALLS,
-    GETTERS,
-    device_literals,
-    device_named,
-    has_is_available,
-    idiom_branch,
-    in_selection_if,
-    index_note,
-    indexed_device_edit,
-    is_torch_device_call,
-    literal_edit,
-    rewrite_idiom,
-    selection_ifexp,
-    validation_list,
-    with_choice,
-)
+from neuronize.transforms._device_choice import in_selection_if, validation_list, indexed_device_edit, GETTERS, device_literals, index_note, literal_edit, with_choice, rewrite_idiom, EXCLUDED_DEVICE_CALLS, device_named, has_is_available, idiom_branch, is_torch_device_call, selection_ifexp
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
-
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms import _target
 
 OPTION_CALLS = frozenset({"add_argument", "option"})
 

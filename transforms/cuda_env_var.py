@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._calls import argument
-from neuronize.transforms._literals import string_value
 
 from neuronize.context import dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._calls import argument
+from neuronize.transforms._literals import string_value
 
 NO_MEANING = "a CUDA setting with no Neuron meaning; drop it"
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument, keyword
 from neuronize.transforms._literals import string_value, switches_off
 from neuronize.transforms._names import inside_call_to
-from neuronize.transforms._packages import KERNEL_REFERENCES, NKI_PATH, NKI_PATH_KERNELS
-
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
 
 CPP_EXT = "torch.utils.cpp_extension"
 CUDA_EXTENSION = f"{CPP_EXT}.CUDAExtension"

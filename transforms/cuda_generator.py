@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import cuda_literal, make_string, string_value
 from neuronize.transforms._messages import short
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 ADVICE = ("draw random tensors on the CPU with this generator and move them with `.to(\"neuron\")`")
 

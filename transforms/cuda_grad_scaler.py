@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms import _target
-from neuronize.transforms._amp import CUDA_GRAD_SCALER, GRAD_SCALER, AmpRule, in_fallback_branch
+
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._amp import AmpRule, CUDA_GRAD_SCALER, GRAD_SCALER, in_fallback_branch
 from neuronize.transforms._calls import argument, keyword
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import is_reference, last_name
-
-from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms import _target
 
 WHY = ("no Neuron GradScaler is documented and bf16 autocast needs no loss scaling: drop the scaler "
        "and its `scale`/`step`/`update` calls when moving to bf16. Left as is: where CUDA is absent it "

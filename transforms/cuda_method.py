@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 #: what dropping the device index means, per target
 INDEX_NOTE = {

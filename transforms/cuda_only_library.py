@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._imports import classify_import, imported_modules, module_matches
 from neuronize.transforms._literals import string_value, switches_off
 from neuronize.transforms._messages import short
 from neuronize.transforms._packages import PACKAGES, REPORTED
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 # Apex advice by what is imported (submodule or class name).
 APEX_ADVICE = (

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._cuda_runtime import OTHERS, PREFIX, is_legacy_tensor_type, match, owned
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._cuda_runtime import OTHERS, PREFIX, is_legacy_tensor_type, match, owned
 
 #: specific advice where there is some (reference F14 for GPU introspection)
 MONITORING = frozenset({"utilization", "memory_usage", "temperature", "power_draw", "clock_rate",

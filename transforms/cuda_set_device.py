@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from neuronize.transforms import _target
-from neuronize.transforms._cuda_guard import calls_anywhere
-from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
-from neuronize.transforms._distributed import PROCESS_GROUP
-
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_guard import calls_anywhere
+from neuronize.transforms._distributed import PROCESS_GROUP
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
 

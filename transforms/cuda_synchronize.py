@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from neuronize.transforms import _target
-from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
-
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
 TARGET = "torch.accelerator.synchronize"
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.context import dotted_name
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value, string_values
 from neuronize.transforms._messages import short
 from neuronize.transforms._packages import KERNEL_REFERENCES
-
-from neuronize.context import dotted_name
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 CUSTOM_OP = "torch.library.custom_op"
 REGISTER_KERNEL = "torch.library.register_kernel"

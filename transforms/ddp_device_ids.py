@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import keyword, without_args
 from neuronize.transforms._distributed import PROCESS_GROUP, dist_function
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 _DDP = (
     "torch.nn.parallel.DistributedDataParallel",

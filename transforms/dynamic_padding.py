@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._compile import call_name, compile_kind
 from neuronize.transforms._literals import is_true, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import local_names
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 #: callee names that are tokenizers, processors or collators
 TOKENIZER_WORDS = ("token", "tok", "processor", "collat", "encode", "pad")

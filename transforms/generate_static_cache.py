@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, with_keyword
 from neuronize.transforms._literals import make_string
 from neuronize.transforms._messages import short
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 #: keywords only Hugging Face's `generate` takes (a custom `generate` rarely does)
 HF_KEYWORDS = frozenset({

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from neuronize.transforms import _target
-from neuronize.transforms._names import qualified_expr
 
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._names import qualified_expr
 
 
 class HalfPrecisionModel(Transform):

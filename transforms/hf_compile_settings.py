@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, ImportRequest, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, with_keyword, without_args
 from neuronize.transforms._hf import training_arguments_class
 from neuronize.transforms._literals import is_false_or_none, is_true, string_value
-
-from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 
 # Dynamo backends that run anywhere (debugging aids): left alone.
 _PORTABLE = ("neuron", "eager", "aot_eager", "aot_eager_decomp_partition")

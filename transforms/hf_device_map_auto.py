@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._calls import keyword
-from neuronize.transforms._literals import string_value
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._calls import keyword
+from neuronize.transforms._literals import string_value
 
 _PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 _LOADERS = (

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, without_args
 from neuronize.transforms._hf import training_arguments_class
 from neuronize.transforms._literals import is_false_or_none, is_true, string_value
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 _PAIRS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
 _BACKENDS = ("half_precision_backend", "fp16_backend")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
 from neuronize.transforms import _target
+from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._imports import removals_for
 from neuronize.transforms._messages import short
 from neuronize.transforms._nodes import assign_targets, has_call, unwrap_with
-
-from neuronize.transform import Evidence, Example, Safety, Transform
 
 PREFIX = "torch._inductor.config"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from neuronize.transforms import _target
+
+from neuronize.context import dotted_name
+from neuronize.transforms._nodes import assigned_names
 from neuronize.transforms._cuda_guard import flag_uses, guarded_code, scan
 from neuronize.transforms._cuda_runtime import Context, CudaRef, classify
 from neuronize.transforms._messages import short
-from neuronize.transforms._nodes import assigned_names
-
-from neuronize.context import dotted_name
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 # Parents under which a comparison needs no parentheses (it binds tighter than these).

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from neuronize.transforms import _target
 from neuronize.transforms._calls import new_keyword
 from neuronize.transforms._imports import removal_of
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import qualified_expr
-
+from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 DTYPES = {

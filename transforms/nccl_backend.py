@@ -5,24 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from neuronize.transforms import _target
-from neuronize.transforms._calls import argument, insert_after, keyword, without_args
-from neuronize.transforms._distributed import (
-    PROCESS_GROUP,
-    backend_edit,
-    dist_function,
-    in_cuda_only_branch,
-    names_nccl,
-    nccl_backend,
-    nccl_choice,
-    request_torch_neuronx,
-    with_neuron_entry,
-)
-from neuronize.transforms._literals import make_string, string_value
-from neuronize.transforms._value_flow import Assignments, Found, Scope, carried, enclosing_scope, resolve
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-
+from neuronize.transforms import _target
+from neuronize.transforms._calls import argument, insert_after, keyword, without_args
+from neuronize.transforms._distributed import (PROCESS_GROUP, backend_edit, dist_function, names_nccl, nccl_backend,
+                                                in_cuda_only_branch, nccl_choice, request_torch_neuronx,
+                                                with_neuron_entry)
+from neuronize.transforms._value_flow import Assignments, Found, Scope, carried, enclosing_scope, resolve
+from neuronize.transforms._literals import make_string, string_value
 
 @dataclass
 class _Pending:

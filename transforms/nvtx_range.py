@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from neuronize.transforms._cuda_settings import CudaOnlySettings
-
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _NVTX = "an NVTX annotation for NVIDIA Nsight"
 _PROFILER = "it starts or stops the CUDA profiler (Nsight / nvprof)"

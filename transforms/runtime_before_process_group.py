@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-from neuronize.transforms._calls import argument, keyword
-from neuronize.transforms._distributed import dist_function
-from neuronize.transforms._literals import cuda_literal, string_value
 
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._calls import argument, keyword
+from neuronize.transforms._distributed import dist_function
+from neuronize.transforms._literals import cuda_literal, string_value
 
 # torch.cuda / torch.neuron calls that do not touch a device (or that other rules delete)
 _HARMLESS = {"is_available", "device_count", "set_device", "manual_seed", "manual_seed_all", "seed",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 #: words in the names of functions that stand for one attention backend
 BACKEND_WORDS = ("flash", "efficient", "cudnn", "math", "backend")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._literals import switches_off
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._literals import switches_off
 
 WHY = "no sparse-tensor support is documented for TorchNeuron"
 DENSE = "keep the tensor dense (`index_add_`/`scatter_add_`/dense matmul) or run this step on CPU"

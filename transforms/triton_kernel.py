@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import libcst as cst
-from neuronize.transforms._imports import classify_import, imported_modules, module_matches
-from neuronize.transforms._messages import short
-from neuronize.transforms._packages import KERNEL_REFERENCES, NKI_PATH, NKI_PATH_KERNELS
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._imports import classify_import, imported_modules, module_matches
+from neuronize.transforms._messages import short
+from neuronize.transforms._packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
 
 KERNEL_DECORATORS = {
     "triton.jit": "@triton.jit",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import libcst as cst
+
+from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms._calls import argument, keyword, without_args
 from neuronize.transforms._distributed import dist_function, request_torch_neuronx
 from neuronize.transforms._literals import string_like, string_value
 from neuronize.transforms._names import qualified_expr
-
-from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 
 _DEVICE = ("torch_xla.core.xla_model.xla_device", "torch_xla.device")
 _SYNC = ("torch_xla.core.xla_model.mark_step", "torch_xla.sync")

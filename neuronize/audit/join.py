@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterable
 
 from neuronize.audit.launch import RawRun
 

@@ -15,9 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 
 CHILD = Path(__file__).resolve().parent / "child"
 #: how long processes get to write their records after SIGTERM, before SIGKILL

@@ -8,8 +8,8 @@ otherwise 2 when the program could not be started, failed (non-zero exit, or a c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from neuronize.audit import render
 from neuronize.audit.join import Audit, join

@@ -13,8 +13,8 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterable
 from pathlib import Path
+from collections.abc import Iterable
 
 TEMP_SUFFIX = ".neuronize-tmp"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib.abc
 import sys
-from collections.abc import Callable
 from types import ModuleType
+from collections.abc import Callable
 
 _pending: dict[str, Callable[[ModuleType], None]] = {}
 

@@ -12,8 +12,8 @@ import functools
 import inspect
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
+from collections.abc import Callable
 
 from . import pretend as emulation
 from .record import Recorder

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
+from collections.abc import Callable
 
 GIB = 2**30
 
