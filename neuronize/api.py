@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Sequence
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config
-from neuronize.engine import TokenFilter, prefilter_for, run_source
-from neuronize.notebooks import findings_by_cell, run_notebook
+from neuronize.engine import TokenFilter, prefilter_for
+from neuronize.kinds_engine import run_kind
+from neuronize.notebooks import findings_by_cell
 from neuronize.progress import Progress
 from neuronize.registry import all_rules
 from neuronize.settings import Resolver
 from neuronize.sources.discover import Discovered, discover
+from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
 from neuronize.transform import Transform
 from neuronize.types import FileError, FileResult, Finding, Options, RunResult, Skipped, SourceResult
@@ -38,10 +40,12 @@ class Job:
     options: Options
     fix: bool
     cache_dir: str | None = None  # None: no cache
+    kind: SourceKind = SourceKind.PYTHON
 
 
 def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix: bool,
-                   cache: ResultCache | None) -> tuple[SourceResult, bytes | None] | Job:
+                   cache: ResultCache | None, kind: SourceKind = SourceKind.PYTHON
+                   ) -> tuple[SourceResult, bytes | None] | Job:
     """What the parent can answer without parsing (unreadable, no candidate token, cached),
     with the bytes it read; otherwise the job for a worker."""
     try:
@@ -50,13 +54,13 @@ def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix:
         return SourceResult(error=FileError("is a directory")), None
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
-    if not _prefilter(rule_ids).search(source):
+    if not _prefilter(rule_ids, kind).search(source):
         return SourceResult(skipped=True), None
     if cache is not None:
-        hit = cache.get(cache.key(source, rule_ids, options, fix))
+        hit = cache.get(cache.key(source, (*rule_ids, f"kind={kind}"), options, fix))
         if hit is not None:
             return hit, source
-    return Job(str(path), rule_ids, options, fix, None if cache is None else str(cache.directory))
+    return Job(str(path), rule_ids, options, fix, None if cache is None else str(cache.directory), kind)
 
 
 def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
@@ -66,15 +70,11 @@ def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
     rules = _rules_by_id(job.rule_ids)
-    prefilter = _prefilter(job.rule_ids)
-    if job.path.endswith(".ipynb"):
-        result = run_notebook(source, rules, job.options, job.path, prefilter, fix=job.fix)
-    else:
-        result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
-                            fix=job.fix)
+    prefilter = _prefilter(job.rule_ids, job.kind)
+    result = run_kind(source, job.kind, rules, job.options, path=job.path, prefilter=prefilter, fix=job.fix)
     cache = _cache(job.cache_dir)
     if cache is not None:
-        cache.put(cache.key(source, job.rule_ids, job.options, job.fix), result)
+        cache.put(cache.key(source, (*job.rule_ids, f"kind={job.kind}"), job.options, job.fix), result)
     return result, (source if result.changed else None)
 
 
@@ -98,7 +98,7 @@ def _cache(directory: str | None) -> ResultCache | None:
 
 
 _RULE_CACHE: dict[tuple[str, ...], tuple[type[Transform], ...]] = {}
-_FILTER_CACHE: dict[tuple[str, ...], TokenFilter] = {}
+_FILTER_CACHE: dict[tuple[tuple[str, ...], SourceKind], TokenFilter] = {}
 
 
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
@@ -108,10 +108,10 @@ def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
     return _RULE_CACHE[ids]
 
 
-def _prefilter(ids: tuple[str, ...]) -> TokenFilter:
-    if ids not in _FILTER_CACHE:
-        _FILTER_CACHE[ids] = prefilter_for(_rules_by_id(ids))
-    return _FILTER_CACHE[ids]
+def _prefilter(ids: tuple[str, ...], kind: SourceKind) -> TokenFilter:
+    if (ids, kind) not in _FILTER_CACHE:
+        _FILTER_CACHE[ids, kind] = prefilter_for(_rules_by_id(ids), kind)
+    return _FILTER_CACHE[ids, kind]
 
 
 def _sizes(files: Sequence[Discovered]) -> list[int]:
@@ -136,17 +136,19 @@ def analyse_paths(
     cache: bool = True,
     progress: Progress | None = None,
     resolver: Resolver | None = None,
+    kinds: Sequence[SourceKind] | None = None,
 ) -> RunResult:
     """Analyse every discovered file (in worker processes when it pays) and return the results.
 
     ``config`` supplies the project's excludes and per-file ignores; ``resolver`` instead gives
-    each file the settings of its nearest configuration (``rules``, ``options`` and ``config``
-    are then unused); ``fix=False`` analyses without computing rewritten files (``check``);
+    each file the settings of its nearest configuration (``rules``, ``options``, ``config`` and
+    ``kinds`` are then unused); ``kinds`` limits the kinds of source looked at (None: every kind,
+    see sources/kinds.py); ``fix=False`` analyses without computing rewritten files (``check``);
     results are cached by content unless ``cache=False``; ``progress`` is told the number of
     files, then each one as it finishes.
     """
     if resolver is None:
-        resolver = Resolver.fixed(tuple(rules), options, config)
+        resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
@@ -169,8 +171,8 @@ def analyse_paths(
     try:
         for i in order:
             settings = resolver.for_path(files[i].path)
-            outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path),
-                                     settings.options, fix, store)
+            outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path, files[i].kind),
+                                     settings.options, fix, store, files[i].kind)
             if not isinstance(outcome, Job):
                 done(i, *outcome)
             elif not parallel:
@@ -201,8 +203,10 @@ def analyse_paths(
 def discover_files(paths: Iterable[str], resolver: Resolver, force_exclude: bool = False
                    ) -> tuple[list[Discovered], list[Skipped]]:
     """The files a run looks at (``--show-files``), each folder with its own configuration's
-    excludes."""
-    return discover(paths, resolver, force_exclude)  # type: ignore[arg-type]  # duck-typed Excludes
+    excludes and kinds."""
+    files, skipped = discover(paths, resolver, force_exclude,  # type: ignore[arg-type]  # duck-typed Excludes
+                              resolver.discovery_kinds())
+    return [f for f in files if f.kind in resolver.for_path(f.path).kinds], skipped
 
 
 def write_changes(run: RunResult) -> RunResult:
@@ -235,7 +239,9 @@ def write_file(f: FileResult) -> FileResult:
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
                   options: Options, *, fix: bool = True) -> RunResult:
-    result = run_source(source, rules, options, path=display, fix=fix)
+    name = Path(display)
+    kind = kind_by_name(name) or kind_by_content(name, source) or SourceKind.PYTHON
+    result = run_kind(source, kind, rules, options, path=display, fix=fix)
     return RunResult(files=[FileResult(display, None, result, source)])
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 import click
 
@@ -63,6 +63,12 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--unused-suppressions", is_flag=True,
                      help="Report `# neuronize: ignore` comments that silence nothing."),
         click.option("--stdin-filename", metavar="NAME", help="Name to show for code read from '-'."),
+        click.option("--kinds", "kinds", multiple=True, metavar="KINDS",
+                     help="Only these kinds of source, comma-separated: python, notebook, requirements, "
+                          "pyproject, conda, shell, dockerfile, yaml-config, json-config (default: the config's "
+                          "kinds, else all)."),
+        click.option("--exclude-kinds", multiple=True, metavar="KINDS",
+                     help="Leave these kinds of source out (added to the config's extend-exclude-kinds)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
                      help="Worker processes (default: all cores)."),
         click.option("--quiet", "-q", is_flag=True, help="No summary or progress bar on stderr."),
@@ -175,6 +181,7 @@ def _resolver(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     option or configuration fails before any work (configurations met later fail when met).
     """
     from neuronize.settings import Overrides, Resolver
+    from neuronize.sources.kinds import parse_kinds
 
     overrides = Overrides(
         select=tuple(_split_codes(kw["select"])),
@@ -184,6 +191,8 @@ def _resolver(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
         target=kw.get("target"),
         config_file=Path(kw["config_file"]) if kw.get("config_file") else None,
         report_unused_suppressions=kw["unused_suppressions"],
+        kinds=parse_kinds(kw.get("kinds") or ()),
+        exclude_kinds=parse_kinds(kw.get("exclude_kinds") or ()),
     )
     resolver = Resolver(overrides)
     resolver.for_path(_first_file(kw))

@@ -14,13 +14,13 @@ import difflib
 import functools
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Mapping
-
 
 from neuronize.registry import SelectionError, select_rules
+from neuronize.sources.kinds import SourceKind, parse_kinds
 from neuronize.types import Target
 
 if sys.version_info >= (3, 11):
@@ -59,6 +59,10 @@ class Config:
     #: glob (relative to :attr:`root`) -> codes ignored in the files it matches
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     target: Target | None = None
+    #: the kinds of source read (None: every kind; neuronize/sources/kinds.py)
+    kinds: tuple[SourceKind, ...] | None = None
+    #: kinds left out, after ``kinds``
+    extend_exclude_kinds: tuple[SourceKind, ...] = ()
 
     @property
     def root(self) -> Path | None:
@@ -242,6 +246,13 @@ def _per_file(value: object, key: str, fail: Fail) -> dict[str, tuple[str, ...]]
     return result
 
 
+def _kinds(value: object, key: str, fail: Fail) -> tuple[SourceKind, ...]:
+    try:
+        return parse_kinds(list(_strings(value, key, fail)))
+    except ValueError as exc:
+        raise fail(key, str(exc)) from None
+
+
 _PARSERS: Mapping[str, Callable[[Any, str, Fail], Any]] = {
     "select": _select,
     "ignore": _codes,
@@ -250,6 +261,8 @@ _PARSERS: Mapping[str, Callable[[Any, str, Fail], Any]] = {
     "extend-exclude": _patterns,
     "per-file-ignores": _per_file,
     "target": _target,
+    "kinds": _kinds,
+    "extend-exclude-kinds": _kinds,
 }
 _KEYS = {key: key.replace("-", "_") for key in _PARSERS}
 

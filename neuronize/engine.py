@@ -24,24 +24,25 @@ import ast
 import dataclasses
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import libcst as cst
 
 from neuronize.claims import drop_claimed
 from neuronize.context import FileContext, collect_imports
-from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
-from neuronize.undefined import introduced
+from neuronize.positions import locate_in_code
 from neuronize.purity import Qualify, is_pure, is_pure_context
+from neuronize.sources.kinds import SourceKind
 from neuronize.suppressions import Suppression, parse_suppressions, unknown_codes
 from neuronize.transform import Report, Reporter, Transform
-from neuronize.walk import walk
 
 # FileError and SourceResult are also imported from here by tests (their home is neuronize.types)
 from neuronize.types import FileError, Finding, ImportRequest, Options, Safety, SourceResult
+from neuronize.undefined import introduced
+from neuronize.walk import walk
 
 MAX_ROUNDS = 3
 
@@ -71,9 +72,11 @@ class TokenFilter:
         return None
 
 
-def prefilter_for(rules: Iterable[type[Transform]]) -> TokenFilter:
-    """The pre-filter of ``rules``: every token any of them declares."""
-    return TokenFilter(tok for rule in rules for tok in rule.tokens)
+def prefilter_for(rules: Iterable[type[Transform]], kind: SourceKind | None = SourceKind.PYTHON) -> TokenFilter:
+    """The pre-filter of ``rules`` for files of ``kind``: every token any of those that read the
+    kind declares (the tokens of a requirements rule must not make every Python file a
+    candidate); ``kind=None``: of every rule."""
+    return TokenFilter(tok for rule in rules if kind is None or kind in rule.kinds for tok in rule.tokens)
 
 
 # -- analysis ------------------------------------------------------------------------------
@@ -643,6 +646,7 @@ def run_source(
     """
     if b"\x00" in source:
         return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
+    rules = [r for r in rules if SourceKind.PYTHON in r.kinds]  # rules of other kinds: sources/kinds.py
     pattern = prefilter or prefilter_for(rules)
     if not pattern.search(source):
         return SourceResult(skipped=True)

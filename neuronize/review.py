@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, encoding_of, finding_label, import_names, split_hunks,  # noqa: F401
-                             split_lines, text_of)
+from neuronize.hunks import Hunk, encoding_of, finding_label, import_names, split_hunks, split_lines, text_of  # noqa: F401
+from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
 
 
@@ -242,7 +242,9 @@ def review_file(display: str, before: bytes, after: bytes, findings: Sequence[Fi
         output = rebuild(before, after, hunks, accepted)
         if output == before:
             return FileOutcome(accepted, hunks, None, quit_)
-        problems = check_rebuilt(before, after, output, hunks, accepted)
+        problems = text_problems(display, before, output)  # requirements, shell, configs...
+        if problems is None:
+            problems = check_rebuilt(before, after, output, hunks, accepted)
         if not problems:
             return FileOutcome(accepted, hunks, output, quit_)
         say(style.error(f"{display}: the accepted hunks do not make a valid file:"))

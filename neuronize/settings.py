@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronize.config import Config, config_in, find_config, ignored_codes_for, load_config
 from neuronize.registry import matches, select_rules
 from neuronize.sources.discover import Excludes
+from neuronize.sources.kinds import SourceKind
 from neuronize.transform import Transform
 from neuronize.types import Options, Target
 
@@ -40,6 +42,8 @@ class Overrides:
     target: str | None = None
     config_file: Path | None = None
     report_unused_suppressions: bool = False
+    kinds: tuple[SourceKind, ...] = ()
+    exclude_kinds: tuple[SourceKind, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class Settings:
     options: Options
     origins: dict[str, str] = field(default_factory=dict)
     values: dict[str, object] = field(default_factory=dict)
+    #: the kinds of source read (neuronize/sources/kinds.py)
+    kinds: frozenset[SourceKind] = frozenset(SourceKind)
 
     @property
     def excludes(self) -> Excludes:
@@ -75,10 +81,12 @@ class Settings:
             return ()
         return ignored_codes_for(self.config, relative.as_posix())
 
-    def rule_ids(self, path: Path) -> tuple[str, ...]:
-        """The enabled rules minus the ``per-file-ignores`` of ``path``."""
+    def rule_ids(self, path: Path, kind: SourceKind | None = None) -> tuple[str, ...]:
+        """The enabled rules (those that read ``kind``, when given) minus the ``per-file-ignores``
+        of ``path``."""
         ignored = self.ignored_here(path)
-        return tuple(r.id for r in self.rules if not any(matches(r, code) for code in ignored))
+        return tuple(r.id for r in self.rules
+                     if (kind is None or kind in r.kinds) and not any(matches(r, code) for code in ignored))
 
 
 def resolve(config: Config, overrides: Overrides) -> Settings:
@@ -109,6 +117,13 @@ def resolve(config: Config, overrides: Overrides) -> Settings:
     origin("exclude", False, config.exclude is not None)
     origin("extend-exclude", False, bool(config.extend_exclude))
     origin("per-file-ignores", False, bool(config.per_file_ignores))
+    # ruff's select / extend-exclude pattern: --kinds over the configuration's kinds, then both
+    # lists of kinds left out
+    chosen = overrides.kinds or config.kinds or tuple(SourceKind)
+    left_out = {*config.extend_exclude_kinds, *overrides.exclude_kinds}
+    kinds = frozenset(k for k in chosen if k not in left_out)
+    origin("kinds", bool(overrides.kinds), config.kinds is not None)
+    origin("extend-exclude-kinds", bool(overrides.exclude_kinds), bool(config.extend_exclude_kinds))
     options = Options(target=target, unsafe_fixes=unsafe,
                       report_unused_suppressions=overrides.report_unused_suppressions)
     values: dict[str, object] = {
@@ -120,8 +135,10 @@ def resolve(config: Config, overrides: Overrides) -> Settings:
         "exclude": config.exclude,  # None: the built-in excludes
         "extend-exclude": config.extend_exclude,
         "per-file-ignores": config.per_file_ignores,
+        "kinds": tuple(k.value for k in SourceKind if k in kinds),
+        "extend-exclude-kinds": tuple(k.value for k in SourceKind if k in left_out),
     }
-    return Settings(config, rules, options, origins, values)
+    return Settings(config, rules, options, origins, values, kinds)
 
 
 class Resolver:
@@ -144,9 +161,19 @@ class Resolver:
 
     @classmethod
     def fixed(cls, rules: tuple[type[Transform], ...], options: Options,
-              config: Config | None = None) -> Resolver:
-        """Every file runs with these rules, options and configuration (the API's old way)."""
-        return cls(single=Settings(config or Config(), tuple(rules), options))
+              config: Config | None = None, kinds: Iterable[SourceKind] | None = None) -> Resolver:
+        """Every file runs with these rules, options, configuration and kinds (None: all)."""
+        chosen = frozenset(SourceKind) if kinds is None else frozenset(kinds)
+        return cls(single=Settings(config or Config(), tuple(rules), options, kinds=chosen))
+
+    def discovery_kinds(self) -> frozenset[SourceKind] | None:
+        """The kinds worth looking for before any configuration is read (None: every kind)."""
+        if self._single is not None:
+            return self._single.kinds
+        if self.overrides.kinds or self.overrides.exclude_kinds:
+            return frozenset(k for k in (self.overrides.kinds or SourceKind)
+                             if k not in self.overrides.exclude_kinds)
+        return None
 
     def config_path(self, folder: Path) -> Path | None:
         """The configuration governing ``folder``: its own, else its nearest parent's, else the

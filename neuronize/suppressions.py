@@ -18,8 +18,8 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from neuronize.types import Finding
@@ -59,8 +59,14 @@ def parse_suppressions(source: bytes) -> list[Suppression]:
     """
     if b"neuronize:" not in source and b"noqa" not in source.lower():
         return []
+    return suppressions_in(_comments(source))
+
+
+def suppressions_in(comments: Iterable[tuple[int, int, str, bool]]) -> list[Suppression]:
+    """The suppressions among ``(line, column, comment text, alone on its line)`` comments: the one
+    syntax for every kind of source, whoever finds its comments."""
     found: list[Suppression] = []
-    for line, column, comment, alone in _comments(source):
+    for line, column, comment, alone in comments:
         codes = _codes(comment)
         if codes is not False:
             covers = {line, line + 1} if alone else {line}

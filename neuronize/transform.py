@@ -18,6 +18,7 @@ from typing import ClassVar
 import libcst as cst
 
 from neuronize.context import FileContext
+from neuronize.sources.kinds import CODE_KINDS, SourceKind
 
 # Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
 # import them from here, where they belong to the vocabulary of writing a rule.
@@ -90,7 +91,7 @@ class Transform:
 
     - ``id``: ``NRN`` and three digits (1xx device and ``torch.cuda`` runtime, 2xx mixed precision,
       3xx compile, static shapes and CUDA-only flags, 4xx distributed, 5xx Hugging Face,
-      9xx cannot migrate);
+      6xx requirements, launchers, containers and configs, 9xx cannot migrate);
     - ``name``: kebab-case name of the pattern found;
     - ``safety``: the class of its fixes (a finding may override it);
     - ``evidence``: the strongest mark the rule rests on (a finding may override it);
@@ -117,6 +118,9 @@ class Transform:
     #: any other target its fixes are reported, not applied (their code would be Neuron-only)
     targets: ClassVar[tuple[Target, ...]] = (Target.NEURON,)
     catch_all: ClassVar[bool] = False
+    #: the kinds of source the rule reads (neuronize/sources/kinds.py); Python rules read Python
+    #: files and notebook cells, line rules (neuronize/line_rule.py) name theirs
+    kinds: ClassVar[tuple[SourceKind, ...]] = CODE_KINDS
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -240,6 +244,7 @@ SECTIONS: dict[str, str] = {
     "precision": "Mixed precision",
     "compile": "Compilation, static shapes and CUDA-only flags",
     "hf": "Hugging Face",
+    "setup": "Requirements, launchers, containers and configs",
 }
 #: How much work a finding still needs by hand, least first.
 EFFORTS = ("none", "low", "medium", "high")

@@ -27,8 +27,15 @@ then prints one Markdown table row per repository:
 - **second run**: files the second ``fix`` changes again;
 - **unexplained**: changed files for which ``fix --diff`` reported no applied finding;
 - **no token**: modified files that contain none of the pre-filter tokens (must be zero);
-- **stray**: files other than the changed ``*.py`` files that were created, modified or deleted
-  (temporary files left behind, writes to other files).
+- **stray**: files other than the changed sources (``*.py``, notebooks, and the other kinds of
+  source: requirements, pyproject, shell, Dockerfile, YAML/JSON configs) that were created,
+  modified or deleted (temporary files left behind, writes to other files);
+- **other kinds**: files of the kinds other than Python and notebooks that neuronize read, by kind
+  (``req``, ``pyp``, ``sh``, ``dock``, ``yaml``, ``json``), and how many of them changed;
+- **lossy**: files of those kinds whose lines do not join back to the same bytes (must be zero).
+
+Changed files are checked by kind: Python and notebooks parse, JSON configs load, shell scripts
+pass ``bash -n`` (when the original did).
 
 Every column from *crashes* on must be zero; the exit code is 1 otherwise (0 when clean).
 ``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
@@ -56,11 +63,13 @@ from pathlib import Path
 
 from neuronize.engine import prefilter_for
 from neuronize.registry import all_rules
+from neuronize.sources.kinds import CODE_KINDS, SourceKind
+from neuronize.sources.lines import join_lines, split_lines
 from neuronize.sources.notebook import read_cells
 
-SOURCES = (".py", ".ipynb")
-
-INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray")
+INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy")
+SHORT = {SourceKind.REQUIREMENTS: "req", SourceKind.PYPROJECT: "pyp", SourceKind.SHELL: "sh",
+         SourceKind.DOCKERFILE: "dock", SourceKind.YAML_CONFIG: "yaml", SourceKind.JSON_CONFIG: "json"}
 
 
 @dataclass
@@ -78,6 +87,10 @@ class Row:
     unexplained: int = 0
     no_token: int = 0
     stray: int = 0
+    lossy: int = 0
+    #: files of the other kinds read, and changed, by short kind name
+    other_kinds: dict[str, int] = field(default_factory=dict)
+    other_changed: int = 0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -153,6 +166,37 @@ def _crash_reasons(step: str, code: int, payload: dict, stderr: str) -> list[str
     return reasons
 
 
+def _kinds_of(root: Path) -> dict[str, SourceKind]:
+    """Relative path -> kind of every file a run over ``root`` could read (as discovery does)."""
+    from neuronize.sources.discover import discover
+
+    found, _ = discover([str(root)])
+    return {f.path.relative_to(root).as_posix(): f.kind for f in found}
+
+
+def _valid(data: bytes, kind: SourceKind) -> bool:
+    """Python parses, a notebook's cells parse, a JSON config loads, a shell script passes
+    ``bash -n``; the other kinds are lines, always valid."""
+    if kind in CODE_KINDS:
+        return _parses(data, kind is SourceKind.NOTEBOOK)
+    if kind is SourceKind.JSON_CONFIG:
+        try:
+            json.loads(data)
+        except ValueError:
+            return False
+    if kind is SourceKind.SHELL and shutil.which("bash"):
+        return subprocess.run(["bash", "-n"], input=data, capture_output=True).returncode == 0
+    return True
+
+
+def _lossless(data: bytes) -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # not read: an error for that file, not a lossy one
+    return join_lines(split_lines(text)) == text
+
+
 def _parses(data: bytes, notebook: bool = False) -> bool:
     """``ast.parse`` accepts it (a notebook: every Python code cell, magics masked)."""
     try:
@@ -171,13 +215,20 @@ def _parses(data: bytes, notebook: bool = False) -> bool:
 
 def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
     row = Row(repo=repo.name, commit=_commit(repo))
-    token = prefilter_for(all_rules())
+    rules = all_rules()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="neuronize-corpus-") as tmp:
         work = Path(tmp) / repo.name
         shutil.copytree(repo, work, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         cache = Path(tmp) / "cache"
         before = _snapshot(work)
+        kinds = _kinds_of(work)
+        for rel, kind in kinds.items():
+            if kind not in CODE_KINDS:
+                row.other_kinds[SHORT[kind]] = row.other_kinds.get(SHORT[kind], 0) + 1
+                if not _lossless((work / rel).read_bytes()):
+                    row.lossy += 1
+                    row.problems.append(f"lossy lines: {rel}")
 
         code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes")
         row.problems += _crash_reasons("check", code, check, stderr)
@@ -199,21 +250,22 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
         for rel in sorted(set(before) | set(after)):
             if before.get(rel) == after.get(rel):
                 continue
-            if rel not in before or rel not in after or not rel.endswith(SOURCES):
+            if rel not in before or rel not in after or rel not in kinds:
                 row.stray += 1
                 row.problems.append(f"stray: {rel} ({'created' if rel not in before else 'deleted' if rel not in after else 'modified'})")
                 continue
             row.changed += 1
             old = (repo / rel).read_bytes()
             new = (work / rel).read_bytes()
-            notebook = rel.endswith(".ipynb")
-            if _parses(old, notebook) and not _parses(new, notebook):
+            kind = kinds[rel]
+            row.other_changed += kind not in CODE_KINDS
+            if _valid(old, kind) and not _valid(new, kind):
                 row.unparseable += 1
                 row.problems.append(f"unparseable: {rel}")
             if rel not in applied_paths:
                 row.unexplained += 1
                 row.problems.append(f"unexplained change: {rel}")
-            if not token.search(old):
+            if not prefilter_for(rules, kind).search(old):
                 row.no_token += 1
                 row.problems.append(f"modified without a pre-filter token: {rel}")
             if diffs is not None:
@@ -248,21 +300,30 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
 
 def table(rows: list[Row]) -> str:
     head = ("| repository | commit | scanned | changed | failed | findings | applied | crashes | "
-            "unparseable | second run | unexplained | no token | stray | seconds |")
+            "unparseable | second run | unexplained | no token | stray | lossy | other kinds (changed) | seconds |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r.repo} | `{r.commit}` | {r.scanned} | {r.changed} | {r.failed} | {r.findings} | "
             f"{r.applied} | {r.crashes} | {r.unparseable} | {r.second_run} | {r.unexplained} | "
-            f"{r.no_token} | {r.stray} | {r.seconds:.1f} |")
+            f"{r.no_token} | {r.stray} | {r.lossy} | {_other(r)} | {r.seconds:.1f} |")
     total = Row(repo="**total**", commit="")
-    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "seconds"):
+    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "other_changed", "seconds"):
         setattr(total, name, sum(getattr(r, name) for r in rows))
+    for r in rows:
+        for short, count in r.other_kinds.items():
+            total.other_kinds[short] = total.other_kinds.get(short, 0) + count
     lines.append(
         f"| {total.repo} | | {total.scanned} | {total.changed} | {total.failed} | {total.findings} | "
         f"{total.applied} | {total.crashes} | {total.unparseable} | {total.second_run} | "
-        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.seconds:.1f} |")
+        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.lossy} | {_other(total)} | "
+        f"{total.seconds:.1f} |")
     return "\n".join(lines)
+
+
+def _other(row: Row) -> str:
+    kinds = " ".join(f"{k} {v}" for k, v in sorted(row.other_kinds.items()))
+    return f"{kinds or '-'} ({row.other_changed})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,11 @@
 Case names choose options: a name ending in ``_safe`` runs without ``--unsafe-fixes`` (every other
 case runs with them, to show all a rule can do); ``_target-cpu`` / ``_target-accelerator`` pick a
 target. Such a variant needs no ``.before.py`` of its own when it runs ``<case>.before.py``. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
+
+Other kinds of source: ``<case>.before.<file name>`` (``deps.before.requirements.txt``,
+``launch.before.train.sh``, ``image.before.Dockerfile``, ``ds.before.ds_config.json``) is read as
+the kind that file name (and, for YAML/JSON, its content) gives; its output is
+``<case>.after.<file name>``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuronize.context import Options
-from neuronize.engine import SourceResult, run_source
+from neuronize.engine import SourceResult
+from neuronize.kinds_engine import run_kind
+from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name
 from neuronize.registry import all_rules, rule_by_code
 from neuronize.transform import Transform
 
@@ -31,8 +38,20 @@ class Case:
         return f"{self.folder.name}/{self.name}"
 
     @property
+    def file_name(self) -> str:
+        """The name the case's file stands for (``x.py``, ``requirements.txt``, ``Dockerfile``)."""
+        rest = self.before.name.split(".before.", 1)[1]
+        return f"{self.name}.py" if rest == "py" else rest
+
+    @property
+    def kind(self) -> SourceKind:
+        name = Path(self.file_name)
+        return kind_by_name(name) or kind_by_content(name, self.before.read_bytes()) or SourceKind.PYTHON
+
+    @property
     def after(self) -> Path:
-        return self.folder / f"{self.name}.after.py"
+        rest = self.before.name.split(".before.", 1)[1]
+        return self.folder / f"{self.name}.after.{rest}"
 
     @property
     def findings(self) -> Path:
@@ -56,7 +75,7 @@ class Case:
 
     def run(self, source: bytes | None = None) -> SourceResult:
         data = self.before.read_bytes() if source is None else source
-        return run_source(data, self.rules, self.options, path=self.before.name)
+        return run_kind(data, self.kind, self.rules, self.options, path=self.before.name)
 
 
 #: the option suffixes of a case name (see the module docstring)
@@ -68,8 +87,10 @@ def all_cases() -> list[Case]:
     ``<case>_target-<t>``) that only have expected outputs (``.findings.txt``, maybe
     ``.after.py``) and run ``<case>.before.py`` with their options."""
     cases = []
-    for before in sorted(FIXTURES.glob("*/*.before.py")):
-        name = before.name[: -len(".before.py")]
+    for before in sorted(FIXTURES.glob("*/*.before.*")):
+        if before.name.endswith(".before.ipynb"):
+            continue  # notebooks have their own tests (fixtures/notebooks)
+        name = before.name.split(".before.", 1)[0]
         cases.append(Case(before.parent, name, before))
     for findings in sorted(FIXTURES.glob("*/*.findings.txt")):
         name = findings.name[: -len(".findings.txt")]

@@ -477,3 +477,52 @@ def test_leftover_messages_say_what_to_do():
     assert 'add it' in list_message("device", cst.parse_expression('["cpu", "cuda"]'))
     assert "delete the call" in index_message("`set_device_index()`", cst.parse_expression("rank"), selects=True)
     assert "pass the device" in index_message("`to()`", cst.parse_expression("rank"))
+
+
+# -- NRN6xx: requirements, launchers, containers and configs ---------------------------------------
+def test_torch_neuronx_family_follows_the_torch_minor_version():
+    from neuronize.transforms._setup_files import is_cuda_index, is_cuda_local_version, neuronx_family
+
+    assert neuronx_family("2.13.0") == "2.13.*" and neuronx_family("2.14.*") == "2.14.*"
+    assert neuronx_family("2.13.0+cu121") == "2.13.*"
+    assert neuronx_family("2.12.1") is None and neuronx_family("2.1") is None and neuronx_family(None) is None
+    assert is_cuda_local_version("cu121") and not is_cuda_local_version("cpu") and not is_cuda_local_version("rocm6.1")
+    assert is_cuda_index("https://download.pytorch.org/whl/cu118") and is_cuda_index("https://x/whl/nightly/cu126/")
+    assert not is_cuda_index("https://download.pytorch.org/whl/cpu") and not is_cuda_index("https://pypi.org/simple")
+
+
+def test_requirement_specifiers_keep_their_offsets():
+    from neuronize.sources.requirements import parse_specifier
+
+    req = parse_specifier('Torch == 2.13.0+cu121 ; python_version >= "3.10"', 4, 10)
+    assert req is not None and req.key == "torch" and req.version == "2.13.0+cu121" and req.local == "cu121"
+    assert (req.line, req.start, req.name_end, req.local_start) == (4, 10, 15, 25)
+    for not_a_requirement in ("-r base.txt", "./local/pkg", "git+https://x/y.git", "pkg @ https://x/y.whl", ""):
+        assert parse_specifier(not_a_requirement, 0, 0) is None, not_a_requirement
+
+
+def test_cuda_only_packages_come_from_the_python_rules_table():
+    from neuronize.transforms._packages import PACKAGES
+    from neuronize.transforms.cuda_only_requirement import cuda_only_package
+
+    assert cuda_only_package("flash-attn")[1] == PACKAGES["flash_attn"].instead
+    assert cuda_only_package("cupy-cuda12x")[1] == PACKAGES["cupy"].instead
+    assert cuda_only_package("nvidia-cublas-cu12") is not None
+    assert cuda_only_package("nvidia-ml-py")[1] == PACKAGES["pynvml"].instead
+    assert cuda_only_package("numpy") is None and cuda_only_package("triton") is None  # triton: NRN902's
+
+
+def test_config_values_planned_by_key_and_value():
+    from neuronize.sources.configs import Entry
+    from neuronize.transforms.config_cuda_value import plan
+
+    def entry(key: str, value: str) -> Entry:
+        return Entry((key,), value, 0, 0, len(value))
+
+    assert plan(entry("device", "cuda:1"))[0] == "neuron"
+    assert plan(entry("backend", "nccl"))[0] == "neuron"
+    assert plan(entry("precision", "16-mixed"))[0] == "bf16-mixed"
+    assert plan(entry("precision", "16-true"))[0] == "bf16-true"
+    assert plan(entry("accelerator", "gpu"))[0] is None  # reported
+    for fine in (entry("device", "cpu"), entry("name", "cuda"), entry("precision", "32"), entry("backend", "gloo")):
+        assert plan(fine) is None

@@ -125,3 +125,22 @@ def test_monorepo_each_file_uses_its_own_pyproject(tmp_path, hook_env):
     proc = subprocess.run(["pre-commit", "run", "--all-files"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_other_kinds_go_through_the_hook(project):
+    """Requirements, shell scripts and configs are handed to the hook and checked; text files
+    of no kind (a LICENSE, a CI workflow) pass through it untouched."""
+    repo, _ = project
+    (repo / "requirements.txt").write_text("torch==2.13.0+cu121\n")
+    (repo / "train.sh").write_text("#!/bin/bash\nexport NCCL_DEBUG=INFO\n")
+    (repo / "LICENSE").write_text("Permission is granted to use cuda.\n")
+    (repo / "ci.yaml").write_text("on: push\njobs: {}\n")
+    proc = _run_hook(project, "requirements.txt", "train.sh", "LICENSE", "ci.yaml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "requirements.txt:1:1 NRN601" in proc.stdout
+    assert "train.sh:2:8 NRN613" in proc.stdout
+    assert "LICENSE" not in proc.stdout and "ci.yaml" not in proc.stdout
+    (repo / "requirements.txt").write_text("torch==2.13.0+cu121  # neuronize: ignore[NRN601, NRN604]\n")
+    (repo / "train.sh").write_text("#!/bin/bash\n# neuronize: ignore[NRN613]\nexport NCCL_DEBUG=INFO\n")
+    proc = _run_hook(project, "requirements.txt", "train.sh", "LICENSE", "ci.yaml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

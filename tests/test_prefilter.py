@@ -12,6 +12,7 @@ import pytest
 
 from neuronize.context import Options
 from neuronize.engine import prefilter_for, run_source
+from neuronize.kinds_engine import run_kind
 from neuronize.registry import all_rules
 
 RULES = all_rules()
@@ -27,25 +28,26 @@ def _before(example) -> bytes:  # type: ignore[no-untyped-def]
                          ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES])
 def test_every_example_passes_its_rules_filter(rule, index, example):
     source = _before(example)
-    assert prefilter_for([rule]).search(source), (
+    assert prefilter_for([rule], rule.kinds[0]).search(source), (
         f"{rule.id} example {index} contains none of the rule's tokens {rule.tokens}: "
         "the pre-filter would skip it")
-    assert COMBINED.search(source)
+    assert prefilter_for(RULES, rule.kinds[0]).search(source)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
 def test_rule_tokens_are_in_the_combined_filter(rule):
     for token in rule.tokens:
-        assert COMBINED.search(token), token
-        assert prefilter_for([rule]).search(token), token
+        assert prefilter_for(RULES, rule.kinds[0]).search(token), token
+        assert prefilter_for([rule], rule.kinds[0]).search(token), token
 
 
 @pytest.mark.parametrize("rule,index,example", EXAMPLES,
                          ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES])
 def test_examples_still_fire_through_the_filter(rule, index, example):
     """With the whole rule set and its derived filter, the example is parsed and found."""
-    result = run_source(_before(example), RULES, Options(unsafe_fixes=example.unsafe_fixes),
-                        prefilter=COMBINED, fix=False)
+    kind = rule.kinds[0]
+    result = run_kind(_before(example), kind, RULES, Options(unsafe_fixes=example.unsafe_fixes),
+                      prefilter=prefilter_for(RULES, kind), fix=False)
     assert not result.skipped
     assert any(f.rule == rule.id for f in result.findings)
 
@@ -89,9 +91,11 @@ def test_empty_rule_set_filters_everything():
 
 def test_filter_is_derived_from_declared_tokens():
     """Every token of every rule passes the combined filter, and the filter holds nothing else
-    (a token containing a shorter one is left out: the shorter one already decides)."""
-    declared = {tok for rule in RULES for tok in rule.tokens}
+    (a token containing a shorter one is left out: the shorter one already decides). The
+    filter of Python files holds the tokens of the rules that read Python only."""
+    declared = {tok for rule in RULES if "python" in rule.kinds for tok in rule.tokens}
     for token in declared:
         assert COMBINED.search(token), token
     assert set(COMBINED.tokens) <= declared
     assert all(not any(a != b and a in b for b in COMBINED.tokens) for a in COMBINED.tokens)
+    assert not COMBINED.search(b"FROM ubuntu\nNGPU=8\nMULTI_GPU: all\n"), "a line rule's tokens leak in"

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from neuronize.context import Options
-from neuronize.engine import run_source
+from neuronize.kinds_engine import run_kind
 from neuronize.registry import all_rules
 from neuronize.transform import DOC_HEADINGS, Safety
 
@@ -21,7 +21,8 @@ EXAMPLES = [(rule, i, ex) for rule in RULES for i, ex in enumerate(rule.examples
 )
 def test_example(rule, index, example):
     before = textwrap.dedent(example.before).lstrip("\n")
-    result = run_source(before.encode(), (rule,), Options(unsafe_fixes=example.unsafe_fixes))
+    kind = rule.kinds[0]
+    result = run_kind(before.encode(), kind, (rule,), Options(unsafe_fixes=example.unsafe_fixes))
     assert result.error is None, result.error
     assert any(f.rule == rule.id for f in result.findings), f"{rule.id} example {index}: no finding"
     if example.after is None or textwrap.dedent(example.after).lstrip("\n") == before:
@@ -30,8 +31,9 @@ def test_example(rule, index, example):
     after = textwrap.dedent(example.after).lstrip("\n")
     assert result.output is not None, f"{rule.id} example {index}: nothing changed"
     assert result.output.decode() == after
-    ast.parse(result.output)
-    assert run_source(result.output, (rule,), Options(unsafe_fixes=True)).output is None
+    if kind == "python":
+        ast.parse(result.output)
+    assert run_kind(result.output, kind, (rule,), Options(unsafe_fixes=True)).output is None
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])

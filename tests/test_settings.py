@@ -108,13 +108,18 @@ def test_show_settings_names_the_origin_of_each_setting(mono: Path) -> None:
 def test_show_files_lists_what_would_be_checked(mono: Path) -> None:
     proc = neuronize("check", "--show-files", ".", cwd=mono)
     assert proc.returncode == 0
-    assert _lines(proc) == ["a/src/m.py", "b/m.py", "c/m.py"]
+    # a pyproject.toml is a source too (its dependency tables: the whole-repository rules)
+    assert _lines(proc) == ["a/pyproject.toml", "a/src/m.py", "b/m.py", "b/pyproject.toml", "c/m.py",
+                            "pyproject.toml"]
+    python_only = neuronize("check", "--show-files", "--kinds", "python", ".", cwd=mono)
+    assert _lines(python_only) == ["a/src/m.py", "b/m.py", "c/m.py"]
     verbose = neuronize("check", "--show-files", "-v", "b", cwd=mono)
-    assert _lines(verbose) == [f"b/m.py  ({mono / 'b' / 'neuronize.toml'})"]
+    assert _lines(verbose) == [f"b/m.py  ({mono / 'b' / 'neuronize.toml'})",
+                               f"b/pyproject.toml  ({mono / 'b' / 'neuronize.toml'})"]
 
 
 def test_verbose_says_which_configuration_each_file_used(mono: Path) -> None:
-    proc = neuronize("check", "-v", ".", cwd=mono)
+    proc = neuronize("check", "-v", "--kinds", "python", ".", cwd=mono)
     err = proc.stderr.decode()
     for config in ("pyproject.toml", "a/pyproject.toml", "b/neuronize.toml"):
         assert f"neuronize: 1 file(s) with settings from {mono / config}" in err

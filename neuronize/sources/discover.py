@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Iterable, Iterator
 
-from neuronize.types import SkipReason, Skipped
+from neuronize.sources.kinds import SourceKind, included_requirements, kind_of
+from neuronize.types import Skipped, SkipReason
 
 if TYPE_CHECKING:  # imported where used: a run on single files never needs it
     import pathspec
 
 
-SOURCE_SUFFIXES = (".py", ".ipynb")
+SOURCE_SUFFIXES = (".py", ".ipynb")  # the code kinds; the others: neuronize/sources/kinds.py
+#: a file named on the command line with one of these suffixes but of no kind is not Python
+#: either (pre-commit passes every staged text file to the hook): it is passed over quietly
+NOT_PYTHON_SUFFIXES = (".txt", ".md", ".rst", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh",
+                       ".lock", ".csv", ".tsv", ".in")
+#: plain-text files without a suffix that pre-commit's ``plain-text`` type passes on
+NOT_PYTHON_NAMES = frozenset({"license", "licence", "copying", "notice", "authors", "contributors", "readme",
+                              "changelog", "changes", "codeowners", "manifest", "version", "owners"})
 SKIP_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "site-packages",
@@ -65,6 +73,7 @@ class Discovered:
     path: Path
     display: str
     explicit: bool
+    kind: SourceKind = SourceKind.PYTHON
 
 
 def _is_venv(path: Path) -> bool:
@@ -97,7 +106,8 @@ def _inside(path: Path, roots: Iterable[Path]) -> bool:
 
 
 def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
-             force_exclude: bool = False) -> tuple[list[Discovered], list[Skipped]]:
+             force_exclude: bool = False,
+             kinds: Iterable[SourceKind] | None = None) -> tuple[list[Discovered], list[Skipped]]:
     """Files to process, in a stable order, each once; and what was passed over and why.
 
     Files named explicitly are processed even if excluded, unless ``force_exclude`` (pre-commit
@@ -105,14 +115,19 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
     ``.gitignore`` or the project's excludes, outside VCS folders, virtual environments,
     ``site-packages``, ``build`` and ``dist``. Symlinked directories are not followed; a symlinked file is processed only if its
     target lies inside the given paths (nothing outside them is ever written).
+
+    Other kinds of source (``neuronize/sources/kinds.py``) are found the same way; ``kinds``
+    limits the run to some kinds (None: all). A file named explicitly is read as its kind, as
+    Python when its name says nothing else.
     """
+    wanted = frozenset(kinds) if kinds is not None else frozenset(SourceKind)
     given = list(paths) or ["."]
     roots = [Path(os.path.realpath(p)) for p in given]
     found: list[Discovered] = []
     skipped: list[Skipped] = []
     seen: set[Path] = set()
 
-    def add(path: Path, display: str, explicit: bool) -> None:
+    def add(path: Path, display: str, explicit: bool, kind: SourceKind) -> None:
         real = Path(os.path.realpath(path))
         if path.is_symlink() and not _inside(real, roots):
             skipped.append(Skipped(display, SkipReason.SYMLINK_OUTSIDE))
@@ -120,20 +135,44 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
         if real in seen:
             return
         seen.add(real)
-        found.append(Discovered(path, display, explicit))
+        found.append(Discovered(path, display, explicit, kind))
 
     for raw in given:
         path = Path(raw)
         if path.is_dir():
-            for file in _walk(path, excludes):
-                add(file, _display(raw, file, path), False)
+            for file, found_kind in _walk(path, excludes):
+                if found_kind in wanted:
+                    add(file, _display(raw, file, path), False, found_kind)
+            if SourceKind.REQUIREMENTS in wanted:
+                for file in _includes(found, path, excludes):
+                    add(file, _display(raw, file, path), False, SourceKind.REQUIREMENTS)
         elif path.exists() or path.is_symlink():
             if force_exclude and _force_excluded(path, excludes):
                 continue
-            add(path, raw, True)
+            kind = explicit_kind(path)
+            if kind is not None and kind in wanted:
+                add(path, raw, True, kind)
         else:
             skipped.append(Skipped(raw, SkipReason.NO_SUCH_FILE))
     return found, skipped
+
+
+def _includes(found: list[Discovered], root: Path, excludes: Excludes) -> list[Path]:
+    """Files under ``root`` that the requirements files found pull in with ``-r`` / ``-c``
+    (``-r base.txt``), and the files those pull in, not found by name."""
+    seen = {Path(os.path.realpath(f.path)) for f in found}
+    queue = [f.path for f in found if f.kind is SourceKind.REQUIREMENTS]
+    out: list[Path] = []
+    while queue:
+        for file in included_requirements(queue.pop()):
+            real = Path(os.path.realpath(file))
+            if real in seen or not file.is_file() or not _inside(real, [Path(os.path.realpath(root))]) \
+                    or excludes.excluded(file, False):
+                continue
+            seen.add(real)
+            out.append(Path(os.path.normpath(file)))
+            queue.append(file)
+    return out
 
 
 def _display(raw: str, file: Path, root: Path) -> str:
@@ -151,7 +190,17 @@ def _force_excluded(path: Path, excludes: Excludes) -> bool:
                for parent in absolute.parents)
 
 
-def _walk(root: Path, excludes: Excludes) -> Iterator[Path]:
+def explicit_kind(path: Path) -> SourceKind | None:
+    """The kind of a file named on the command line: its own, else Python (as ever), unless its
+    suffix says it is some other text."""
+    kind = kind_of(path)
+    name = path.name.lower()
+    if kind is None and not name.endswith(NOT_PYTHON_SUFFIXES) and name not in NOT_PYTHON_NAMES:
+        return SourceKind.PYTHON
+    return kind
+
+
+def _walk(root: Path, excludes: Excludes) -> Iterator[tuple[Path, SourceKind]]:
     specs: list[tuple[Path, pathspec.PathSpec]] = []
     top = _load_gitignore(root)
     if top is not None:
@@ -160,7 +209,7 @@ def _walk(root: Path, excludes: Excludes) -> Iterator[Path]:
 
 
 def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]],
-              excludes: Excludes) -> Iterator[Path]:
+              excludes: Excludes) -> Iterator[tuple[Path, SourceKind]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -173,8 +222,9 @@ def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]],
                 continue
             nested = _load_gitignore(path)
             yield from _walk_dir(path, specs + [(path, nested)] if nested else specs, excludes)
-        elif (entry.name.endswith(SOURCE_SUFFIXES) and not _ignored(specs, path, False)
-              and not excludes.excluded(path, False)):
+        elif not _ignored(specs, path, False) and not excludes.excluded(path, False):
             if entry.is_symlink() and entry.is_dir():
                 continue
-            yield path
+            kind = kind_of(path)
+            if kind is not None:
+                yield path, kind

@@ -1,0 +1,96 @@
+"""What the rules for requirements, launchers, containers and configs (NRN6xx) share: the public
+pages they cite, the TorchNeuron package families, and small pure planning functions (tested in
+tests/test_plans.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from neuronize.line_rule import TextDocument
+from neuronize.sources.kinds import SourceKind
+from neuronize.sources.requirements import conda_items, pyproject_items, requirements_lines
+from neuronize.sources.shell import CodeLine, dockerfile_lines, shell_lines
+
+_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
+SETUP_URL = f"{_DOCS}/setup/pytorch/index.html"
+DLC_URL = f"{_DOCS}/setup/pytorch/dlc.html"
+RUNTIME_URL = f"{_DOCS}/neuron-runtime/guides/configuration-guide.html"
+NRT_ENV_URL = f"{_DOCS}/neuron-runtime/api/nrt-env-var-reference.html"
+DISTRIBUTED_URL = f"{_DOCS}/torch/guides/torch-distributed.html"
+DIST_TUTORIAL_URL = f"{_DOCS}/torch/tutorials/tutorial-torch-distributed.html"
+TROUBLESHOOTING_URL = f"{_DOCS}/torch/troubleshooting.html"
+CONTAINER_URL = f"{_DOCS}/containers/tutorials/build-run-neuron-container.html"
+TORCH_INDEX_URL = f"{_DOCS}/torch/index.html"
+
+#: kinds that hold dependency lists
+DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.CONDA)
+#: kinds that run shell commands
+COMMAND_KINDS = (SourceKind.SHELL, SourceKind.DOCKERFILE)
+CONFIG_KINDS = (SourceKind.YAML_CONFIG, SourceKind.JSON_CONFIG)
+
+#: PyTorch minor version -> the torch-neuronx family built for it (Neuron 2.33 setup page)
+TORCH_NEURONX_FAMILIES = {"2.13": "2.13.*", "2.14": "2.14.*"}
+#: the torch distributions whose CUDA builds carry a ``+cuXXX`` local version
+TORCH_DISTRIBUTIONS = frozenset({"torch", "torchvision", "torchaudio"})
+
+#: what one process stands for on Trainium, for launcher messages
+CORES_PER_INSTANCE = ("one process per logical NeuronCore: 64 on a trn2.48xlarge (16 Trainium2 chips x 4 "
+                      "logical cores), 4 on a trn2.3xlarge (1 chip); the figure for Trn3 is not established here")
+#: the path forward for a CUDA image or toolkit
+NEURON_IMAGE = ("start from a Neuron deep-learning container (the PyTorch Training (TorchNeuron) image) or the "
+                "single-framework Neuron DLAMI, which ship torch-neuronx and the Neuron runtime")
+
+_LOCAL_CUDA = re.compile(r"^cu\d+$")
+_CUDA_INDEX = re.compile(r"/whl/(?:nightly/|test/)?cu\d+/?$|/whl/(?:nightly/|test/)?cu\d+/")
+
+
+def is_cuda_local_version(local: str) -> bool:
+    """``cu121`` (a CUDA build), not ``cpu`` or ``rocm6.1``."""
+    return bool(_LOCAL_CUDA.match(local))
+
+
+def is_cuda_index(url: str) -> bool:
+    """A PyTorch wheel index of CUDA builds (``https://download.pytorch.org/whl/cu121``)."""
+    return bool(_CUDA_INDEX.search(url))
+
+
+def torch_minor(version: str) -> str | None:
+    """``2.13`` from ``2.13.0``, ``2.13.*`` or ``2.13.0+cu121``; None for anything else."""
+    match = re.match(r"^(\d+)\.(\d+)(?:[.*]|$)", version)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def neuronx_family(version: str | None) -> str | None:
+    """The ``torch-neuronx`` family matching a pinned torch version, or None if there is none."""
+    minor = torch_minor(version) if version else None
+    return TORCH_NEURONX_FAMILIES.get(minor) if minor else None
+
+
+def families_text() -> str:
+    return ", ".join(f"torch {k}.x -> `torch-neuronx=={v}`" for k, v in TORCH_NEURONX_FAMILIES.items())
+
+
+def code_lines(doc: TextDocument) -> Iterator[CodeLine]:
+    """The lines of shell code of a script or a Dockerfile (comments and here-documents left out)."""
+    if doc.kind is SourceKind.DOCKERFILE:
+        return dockerfile_lines(doc.lines)
+    return shell_lines(doc.lines)
+
+
+#: a launcher that starts one process per device: under it, the neuron process group pins each
+#: process to its own core
+LAUNCHERS = re.compile(r"\b(?:torchrun|torch\.distributed\.(?:run|launch)|accelerate[ \t]+launch|deepspeed)\b")
+
+
+def launches_processes(doc: TextDocument) -> bool:
+    return any(LAUNCHERS.search(line.code) for line in code_lines(doc))
+
+
+def dependency_items(doc: TextDocument) -> Iterator[object]:
+    """The requirements (and index options, conda packages) of a dependency file of any kind."""
+    if doc.kind is SourceKind.PYPROJECT:
+        return pyproject_items(doc.lines)
+    if doc.kind is SourceKind.CONDA:
+        return conda_items(doc.lines)
+    return requirements_lines(doc.lines)

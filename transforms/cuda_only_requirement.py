@@ -1,0 +1,81 @@
+"""NRN603: CUDA-only packages in requirements (``nvidia-*`` wheels, ``cupy-cuda12x``, flash-attn...)."""
+
+from __future__ import annotations
+
+from neuronize.line_rule import LineRule, Span, TextDocument
+from neuronize.sources.requirements import Requirement, normalise
+from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._packages import PACKAGES, Package
+from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, dependency_items
+
+#: the table of CUDA-only packages, by distribution name as PEP 503 compares it
+_BY_DISTRIBUTION = {normalise(name): package for name, package in PACKAGES.items() if package.reported}
+
+
+def cuda_only_package(key: str) -> tuple[str, str] | None:
+    """(what it is, the path forward) for a CUDA-only distribution, or None."""
+    if key.startswith("nvidia-") and key not in ("nvidia-ml-py", "nvidia-ml-py3"):
+        return ("an NVIDIA CUDA runtime wheel", "leave it out (torch-neuronx brings the Neuron runtime "
+                "libraries it needs)")
+    if key.startswith(("cupy-cuda", "cupy-rocm")):
+        key = "cupy"
+    if key in ("nvidia-ml-py", "nvidia-ml-py3"):
+        key = "pynvml"
+    package: Package | None = _BY_DISTRIBUTION.get(key)
+    if package is None:
+        return None
+    return (f"{package.what} ({package.verdict})", package.instead)
+
+
+class CudaOnlyRequirement(LineRule):
+    """Finds CUDA-only packages in requirements: `nvidia-*` runtime wheels, `cupy-cuda*`, and the CUDA-only libraries of the Python rules.
+
+    What it does:
+        Reports requirements on NVIDIA's runtime wheels (`nvidia-cudnn-cu12`, ...), CuPy CUDA
+        builds, and the packages the Python rule `cuda-only-library` (NRN903) reports when
+        imported (flash-attn, xformers, bitsandbytes, apex, deepspeed, transformer-engine, ...),
+        each with its path forward. The list is the Python rules' own table.
+
+    Why on TorchNeuron:
+        These packages hold CUDA kernels or CUDA runtime libraries; none of them runs on
+        Trainium. A requirements file that still lists them cannot be installed (or loads
+        nothing useful) on a Trainium host.
+
+    Example:
+        flash-attn==2.6.3
+        nvidia-cudnn-cu12==9.1.0.70
+
+    Use instead:
+        # flash-attn: torch.nn.functional.scaled_dot_product_attention
+        # nvidia-*: nothing (torch-neuronx brings the Neuron runtime)
+
+    Fix safety:
+        Report only: the code that imports them must change first (see the Python rules'
+        findings), and CUDA hosts may still want them in a requirements file of their own.
+
+    Evidence:
+        As for the Python rule on each package: DOC for the GPU tools, 3P/INF for the kernel
+        libraries; NVIDIA's wheels are CUDA runtime libraries by their own description (INF).
+    """
+
+    id = "NRN603"
+    name = "cuda-only-requirement"
+    kinds = DEPENDENCY_KINDS
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.INF
+    section = "setup"
+    tokens = tuple(sorted({b"nvidia", b"cupy", *(k.split("-")[0].encode() for k in _BY_DISTRIBUTION)}))
+    references = (SETUP_URL, "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html")
+    examples = (Example("flash-attn==2.6.3\nnvidia-cudnn-cu12==9.1.0.70\n"),)
+
+    def check(self, doc: TextDocument) -> None:
+        items = dependency_items(doc)
+        for item in items:
+            if not isinstance(item, Requirement):
+                continue
+            found = cuda_only_package(item.key)
+            if found is not None:
+                what, instead = found
+                self.flag(Span(item.line, item.start, item.name_end),
+                          f"`{item.name}` is {what}; on Trainium: {instead}; keep it in a CUDA-only "
+                          "requirements file if CUDA hosts need it")
