@@ -187,7 +187,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
         sys.stdout.buffer.write(entry.result.output or entry.source or b"")
         sys.stdout.flush()
     elif writing and kw.get("interactive"):
-        run = _review(run, kw)
+        proposed, run = run, _review(run, kw)
     elif writing:
         run = api.write_changes(run)
         if run.stale_removed:
@@ -233,6 +233,10 @@ def _run_inner(mode: str, **kw: Any) -> int:
         click.echo(line, err=True)
     if not kw["quiet"]:
         summary = report.summary_line(run, wrote=writing)
+        if writing and kw.get("interactive"):
+            from neuronize.review import review_summary
+
+            summary = review_summary(proposed, run)
         if baselined:
             summary += f"; {baselined} baselined finding(s) not shown"
         click.echo(summary, err=True)
