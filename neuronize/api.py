@@ -269,6 +269,22 @@ def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]
             for entry in entries_for(key, source, found)]
 
 
+def hold_back_baselined(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path
+                        ) -> RunResult:
+    """The run with the edits of baselined findings taken out (``fix --baseline`` leaves
+    accepted findings as they are): see :func:`neuronize.review.hold_back`."""
+    from neuronize.review import hold_back
+
+    folder = Path(baseline_file).absolute().parent
+    out = RunResult(skipped=run.skipped)
+    for f in run.files:
+        groups = _baseline_groups(f, folder) if f.result.changed else []
+        fresh = {id(x) for key, source, found in groups for x in new_findings(key, source, found, baseline)}
+        accepted = {id(x) for _, _, found in groups for x in found} - fresh
+        out.files.append(hold_back(f, lambda x: id(x) in accepted) if accepted else f)
+    return out
+
+
 def apply_baseline(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path
                    ) -> tuple[RunResult, int]:
     """The run with baselined findings dropped, and how many were dropped."""

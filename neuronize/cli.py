@@ -182,6 +182,8 @@ def _run_inner(mode: str, **kw: Any) -> int:
                                     config=config, force_exclude=kw["force_exclude"],
                                     cache=not kw["no_cache"], progress=bar)
 
+    if baseline is not None and mode == "fix":
+        run = api.hold_back_baselined(run, baseline, Path(kw["baseline"]))
     if writing and from_stdin:
         entry = run.files[0]
         sys.stdout.buffer.write(entry.result.output or entry.source or b"")

@@ -478,3 +478,20 @@ def review_summary(proposed: RunResult, reviewed: RunResult) -> str:
     detail = f" ({', '.join(f'{r}: {n}' for r, n in sorted(by_rule.items()))})" if by_rule else ""
     return (f"{files} file(s) reviewed, {written} written: {applied} fix(es) applied, "
             f"{skipped} skipped{detail}")
+
+
+def hold_back(f: FileResult, held: Callable[[Finding], bool]) -> FileResult:
+    """``f`` without the edits of the findings ``held`` picks (``fix --baseline``): the hunks
+    holding one are not applied and import hunks follow the edits kept, as in review. A result
+    that is not a valid file leaves the file unchanged."""
+    if not f.result.changed or f.source is None or not any(held(x) for x in f.result.findings if x.applied):
+        return f
+    assert f.result.output is not None
+    hunks = split_hunks(f.source, f.result.output, f.result.findings, whole=f.display.endswith(".ipynb"))
+    accepted = {h.index for h in hunks if not _is_import_hunk(h) and not any(held(x) for x in h.findings)}
+    accepted |= {h.index for h in hunks if _is_import_hunk(h) and follow_edits(h, accepted)}
+    output = rebuild(f.source, f.result.output, hunks, accepted)
+    if output == f.source or check_rebuilt(f.source, f.result.output, output, hunks, accepted):
+        return _unchanged(f)
+    findings = mark_applied(f.result.findings, hunks, accepted, output == f.result.output)
+    return dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings, output=output))
