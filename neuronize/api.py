@@ -238,7 +238,18 @@ def write_file(f: FileResult) -> FileResult:
     except OSError as exc:
         failed = SourceResult(findings=f.result.findings, error=FileError(f"cannot write: {exc}"))
         return FileResult(f.display, f.path, failed, f.source)
-    return FileResult(f.display, f.path, f.result, f.source, written=True)
+    return FileResult(f.display, f.path, _as_written(f), f.source, written=True)
+
+
+def _as_written(f: FileResult) -> SourceResult:
+    """The result with its findings at their line and column in the file as written (a notebook
+    cell's lines keep their numbering)."""
+    if f.display.endswith(".ipynb") or f.source is None or f.result.output is None:
+        return f.result
+    from neuronize.positions import as_written
+
+    findings = as_written(f.result.findings, f.source, f.result.output)
+    return dataclasses.replace(f.result, findings=findings)
 
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
@@ -254,7 +265,9 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     key = os.path.relpath(os.path.abspath(f.path), os.path.abspath(baseline_dir))
     try:
-        source = f.source if f.source is not None else read_source(f.path)
+        # the findings of a file this run wrote are at their place in the file as written
+        source = f.result.output if f.written and f.result.output is not None else (
+            f.source if f.source is not None else read_source(f.path))
     except OSError:
         return []
     if not f.display.endswith(".ipynb"):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import difflib
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable, Sequence
 
@@ -50,19 +49,10 @@ def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterab
 
 def line_map(before: bytes, after: bytes) -> Callable[[int], int]:
     """Map a 1-based line of ``before`` to the line holding it (or its replacement) in ``after``."""
-    old, new = split_lines(before), split_lines(after)
-    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    from neuronize.positions import position_map
 
-    def mapped(line: int) -> int:
-        i = line - 1
-        for tag, i1, i2, j1, j2 in ops:
-            if i1 <= i < i2:
-                if tag == "equal":
-                    return j1 + (i - i1) + 1
-                return j1 + min(i - i1, max(j2 - j1 - 1, 0)) + 1
-        return line
-
-    return mapped
+    mapped = position_map(before, after)
+    return lambda line: mapped(line, 1)[0]
 
 
 # -- checking a rebuilt file -------------------------------------------------------------------
@@ -458,26 +448,23 @@ def _unchanged(f: FileResult) -> FileResult:
 
 def review_summary(proposed: RunResult, reviewed: RunResult) -> str:
     """The summary after ``fix -i``: the fixes applied and skipped in the files under review
-    (those the fixes would change), and the files left unreviewed after ``q``."""
-    applied = skipped = files = 0
-    by_rule: dict[str, int] = {}
+    (those the fixes would change), and how many of them were written."""
+    from collections import Counter
+
+    offered: Counter[str] = Counter()
+    applied: Counter[str] = Counter()
+    files = written = 0
     for before, after in zip(proposed.files, reviewed.files):
         if not before.result.changed or before.error is not None:
             continue
         files += 1
-        now = {x for x in after.result.findings if x.applied and after.written}
-        for x in before.result.findings:
-            if not x.applied:
-                continue
-            if x in now or dataclasses.replace(x, applied=True) in now:
-                applied += 1
-            else:
-                skipped += 1
-                by_rule[x.rule] = by_rule.get(x.rule, 0) + 1
-    written = sum(1 for f in reviewed.files if f.written)
-    detail = f" ({', '.join(f'{r}: {n}' for r, n in sorted(by_rule.items()))})" if by_rule else ""
-    return (f"{files} file(s) reviewed, {written} written: {applied} fix(es) applied, "
-            f"{skipped} skipped{detail}")
+        written += after.written
+        offered.update(x.rule for x in before.result.findings if x.applied)
+        applied.update(x.rule for x in after.result.findings if x.applied and after.written)
+    skipped = offered - applied
+    detail = f" ({', '.join(f'{r}: {n}' for r, n in sorted(skipped.items()))})" if skipped else ""
+    return (f"{files} file(s) reviewed, {written} written: {sum(applied.values())} fix(es) applied, "
+            f"{sum(skipped.values())} skipped{detail}")
 
 
 def hold_back(f: FileResult, held: Callable[[Finding], bool]) -> FileResult:
