@@ -9,7 +9,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
@@ -294,8 +294,12 @@ def hold_back_baselined(run: RunResult, baseline: frozenset[BaselineEntry], base
         groups = _baseline_groups(f, folder) if f.result.changed else []
         fresh = {id(x) for key, source, found in groups for x in new_findings(key, source, found, baseline)}
         accepted = {id(x) for _, _, found in groups for x in found} - fresh
-        out.files.append(hold_back(f, lambda x: id(x) in accepted) if accepted else f)
+        out.files.append(hold_back(f, _one_of(accepted)) if accepted else f)
     return out
+
+
+def _one_of(ids: set[int]) -> Callable[[Finding], bool]:
+    return lambda finding: id(finding) in ids
 
 
 def apply_baseline(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path

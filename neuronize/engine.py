@@ -35,6 +35,7 @@ from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
 from neuronize.undefined import introduced
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.suppressions import parse_suppressions
+from neuronize.syntax_error import python_syntax_error
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.walk import walk
 
@@ -548,8 +549,13 @@ def _findings(located: Located, applied: Callable[[Report], bool], extra: Sequen
 # -- the pipeline --------------------------------------------------------------------------
 def _error_for(exc: BaseException, source: bytes) -> FileError:
     if isinstance(exc, cst.ParserSyntaxError):
+        # CPython's message and position: what the user's editor and interpreter say
+        described = python_syntax_error(source)
+        if described is not None:
+            return described
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
-        return FileError(f"syntax error: {first}", exc.raw_line, exc.raw_column + 1)
+        return FileError(f"libcst cannot parse this file, though Python can: {first}", exc.raw_line,
+                         exc.raw_column + 1)
     if isinstance(exc, UnicodeDecodeError):
         line = source[: exc.start].count(b"\n") + 1
         return FileError(f"cannot decode: {exc.reason} (byte 0x{source[exc.start]:02x})", line)
@@ -646,7 +652,10 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
-        return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending))
+        # libcst reads some Python 2 (`except X, e:`) that CPython refuses: say so, as `fix` does
+        refused = python_syntax_error(source) if located else None
+        return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending),
+                            error=refused)
     if _bytes(module, code) != source:
         return SourceResult(
             findings=_findings(located, _never, unused),
@@ -687,8 +696,11 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         try:
             ast.parse(source)
             problem = f"internal error: the rewritten file would not parse ({exc.msg}); please report it"
-        except SyntaxError:  # libcst accepts what CPython refuses (e.g. >200 nested brackets)
-            problem = f"Python cannot compile this file ({exc.msg})"
+        except SyntaxError:  # libcst accepts what CPython refuses (e.g. `except X, e:`)
+            described = python_syntax_error(source)
+            assert described is not None
+            return SourceResult(findings=_findings(located, _never, unused), error=dataclasses.replace(
+                described, message=f"{described.message}; left alone"))
         return SourceResult(findings=_findings(located, _never, unused),
                             error=FileError(f"{problem}; left alone", exc.lineno))
     undefined = _introduced_names(source, tree)

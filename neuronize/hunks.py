@@ -248,7 +248,7 @@ def split_hunk(hunk: Hunk, applied: Sequence[Finding]) -> list[Hunk]:
     finding spanning several blocks no longer holds them together). Indices are left to the
     caller; import links are not recomputed (a split hunk holds edits, not imports)."""
     blocks = [op for op in hunk.ops if op[0] != "equal"]
-    pieces = []
+    pieces: list[Op] = []
     for block in blocks:
         tag, i1, i2, j1, j2 = block
         if tag == "replace" and i2 - i1 == j2 - j1:

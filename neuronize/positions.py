@@ -201,7 +201,7 @@ def _resync(old: Sequence[bytes], new: Sequence[bytes], i: int, j: int) -> tuple
 def _column(old: str, new: str, column: int) -> int:
     """Where 1-based ``column`` of ``old`` is in ``new`` (a replaced stretch: its start)."""
     c = column - 1
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if i1 <= c < i2:
             return (j1 + (c - i1) if tag == "equal" else j1) + 1
     return min(c, len(new)) + 1

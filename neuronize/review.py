@@ -454,7 +454,7 @@ def review_summary(proposed: RunResult, reviewed: RunResult) -> str:
     offered: Counter[str] = Counter()
     applied: Counter[str] = Counter()
     files = written = 0
-    for before, after in zip(proposed.files, reviewed.files):
+    for before, after in zip(proposed.files, reviewed.files, strict=True):
         if not before.result.changed or before.error is not None:
             continue
         files += 1
