@@ -140,6 +140,19 @@ def header_note(hunk: Hunk) -> str:
     return " ".join([*hunk.notes, *(finding_label(f) for f in hunk.findings)])
 
 
+def short_note(hunk: Hunk, width: int) -> str:
+    """The header note cut to ``width`` columns: ``[imports]`` and ``[NRN101 safe]`` tags only
+    (the reasons go elsewhere), and ``+N more`` for tags that do not fit."""
+    tags = [*(["[imports]"] if hunk.notes else []), *(f"[{f.rule} {f.safety.value}]" for f in hunk.findings)]
+    tags = list(dict.fromkeys(tags))
+    for shown in range(len(tags), 0, -1):
+        more = f" +{len(tags) - shown} more" if shown < len(tags) else ""
+        text = " ".join(tags[:shown]) + more
+        if len(text) <= width:
+            return text
+    return ""
+
+
 # -- review's hunks ----------------------------------------------------------------------------
 def _blocks(old: Sequence[bytes], new: Sequence[bytes]) -> list[Op]:
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
