@@ -238,7 +238,7 @@ def write_file(f: FileResult) -> FileResult:
     except OSError as exc:
         failed = SourceResult(findings=f.result.findings, error=FileError(f"cannot write: {exc}"))
         return FileResult(f.display, f.path, failed, f.source)
-    return FileResult(f.display, f.path, _as_written(f), f.source, written=True)
+    return FileResult(f.display, f.path, _as_written(f), f.source, written=True, as_read=f.result.findings)
 
 
 def _as_written(f: FileResult) -> SourceResult:

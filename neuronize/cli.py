@@ -64,6 +64,23 @@ def _common(func):  # type: ignore[no-untyped-def]
     return func
 
 
+def _link_base_option(func):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--link-base", metavar="URL", default=None,
+        help="Make the Markdown report's links absolute: URL + the path in the repository "
+             "(default: the `origin` remote's web address at the commit read, or after `fix` at "
+             "the current branch, when it is on GitHub, GitLab or Bitbucket; `none`: relative "
+             "links).")(func)
+
+
+def _links(kw: dict[str, Any], wrote: bool):  # type: ignore[no-untyped-def]
+    """Where the Markdown report's links point (see neuronize.links)."""
+    from neuronize.links import links_for
+
+    paths = [p for p in kw["paths"] if p != "-"]
+    return links_for(kw.get("link_base"), Path(paths[0]) if paths else Path.cwd(), wrote=wrote)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="neuronize")
 def cli() -> None:
@@ -75,6 +92,7 @@ def cli() -> None:
 
 @cli.command()
 @_common
+@_link_base_option
 @click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
               help="Record every current finding in this file (then use --baseline FILE).")
 def check(**kwargs: object) -> None:
@@ -84,6 +102,7 @@ def check(**kwargs: object) -> None:
 
 @cli.command()
 @_common
+@_link_base_option
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff that `git apply` accepts.")
 @click.option("--interactive", "-i", is_flag=True,
               help="Review the edits hunk by hunk (y/n/a/d/q/?) before writing. Needs a terminal.")
@@ -104,6 +123,7 @@ def fix(**kwargs: object) -> None:
 
 @cli.command()
 @_common
+@_link_base_option
 @click.option("--output", "-o", "output_file", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
 @click.pass_context
@@ -216,13 +236,14 @@ def _run_inner(mode: str, **kw: Any) -> int:
         sys.stdout.flush()
     include_applied = mode == "check" or diff
     if kw.get("report_file"):
-        _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw)))
+        _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw),
+                                                            links=_links(kw, writing)))
     if mode == "report":
         return _write_report(run, kw)
     if kw["output_format"] == "json":
         out(report.to_json(run, include_applied=include_applied))
     elif kw["output_format"] == "markdown":
-        out(report.to_markdown(run, command=_report_command(kw)))
+        out(report.to_markdown(run, command=_report_command(kw), links=_links(kw, writing)))
     elif kw["output_format"] == "sarif":
         out(report.to_sarif(run, include_applied=include_applied))
     elif kw["output_format"] == "github":
@@ -312,7 +333,7 @@ def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-de
 
     fmt = kw["output_format"]
     if fmt == "markdown":
-        text = report.to_markdown(run, command=_report_command(kw))
+        text = report.to_markdown(run, command=_report_command(kw), links=_links(kw, False))
     elif fmt == "sarif":
         text = report.to_sarif(run)
     elif fmt == "github":
@@ -347,10 +368,15 @@ def rules(fmt: str) -> None:
 @cli.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print a rule's documentation (by id or name)."""
-    from neuronize.docs import explain_rule
+    """Print a rule's documentation (by id or name), or what an evidence mark (INF, 3P, SRC,
+    DOC-old, DOC) means."""
+    from neuronize.docs import explain_evidence, explain_rule
     from neuronize.registry import rule_by_code
 
+    mark = explain_evidence(code)
+    if mark is not None:
+        click.echo(mark, nl=False)
+        return
     rule = rule_by_code(code)
     if rule is None:
         click.echo(f"neuronize: error: no rule {code!r} (see `neuronize rules`)", err=True)

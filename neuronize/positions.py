@@ -115,7 +115,7 @@ def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int,
     ``after``: unchanged lines move by the lines inserted or removed above them; in a changed
     line, the column follows the characters kept (an edit before it on the line moves it)."""
     old, new = split_lines(before), split_lines(after)
-    ops = _line_ops(old, new)
+    ops = line_ops(old, new)
     encoding = encoding_of(before)
 
     def mapped(line: int, column: int) -> tuple[int, int]:
@@ -128,18 +128,25 @@ def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int,
             if j1 == j2:  # the line was deleted: the start of what follows
                 return j1 + 1, 1
             text = old[i].decode(encoding, "replace")
-            # the most similar line of the replacement (an edit keeps most of a line); in a long
-            # block, the line at the same offset
-            candidates = range(j1, j2) if j2 - j1 <= 50 else [min(j1 + i - i1, j2 - 1)]
-            score, j = max(((difflib.SequenceMatcher(None, text, new[k].decode(encoding, "replace"),
-                                                     autojunk=False).ratio(), k) for k in candidates),
-                           key=lambda pair: (pair[0], -pair[1]))  # a tie: the first line
-            if score < 0.5:
-                return j + 1, 1
+            j = counterpart(text, new, j1, j2, i - i1, encoding)
+            if j is None:
+                return min(j1 + i - i1, j2 - 1) + 1, 1
             return j + 1, _column(text, new[j].decode(encoding, "replace"), column)
         return line, column
 
     return mapped
+
+
+def counterpart(text: str, lines: Sequence[bytes], start: int, stop: int, offset: int,
+                encoding: str) -> int | None:
+    """The line of ``lines[start:stop]`` (a replacement block) that ``text`` became: the most
+    similar one (an edit keeps most of a line; in a long block, the line at the same
+    ``offset``), or None when none is similar enough (the line was removed, not edited)."""
+    candidates = range(start, stop) if stop - start <= 50 else [min(start + offset, stop - 1)]
+    score, best = max(((difflib.SequenceMatcher(None, text, lines[k].decode(encoding, "replace"),
+                                                autojunk=False).ratio(), k) for k in candidates),
+                      key=lambda pair: (pair[0], -pair[1]))  # a tie: the first line
+    return best if score >= 0.5 else None
 
 
 #: how far apart (old lines + new lines) two stretches of equal lines may be re-synchronised
@@ -147,7 +154,7 @@ _WINDOW = 400
 _SYNC = 3  # equal lines in a row that re-synchronise the two files
 
 
-def _line_ops(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[str, int, int, int, int]]:
+def line_ops(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[str, int, int, int, int]]:
     """difflib-style opcodes of two line lists, in time linear in their length for the local
     edits fixes make (difflib's matcher is quadratic-ish on a large file of unique lines: 12 s
     for 1 MB). After a difference, the nearest point where ``_SYNC`` lines agree again is

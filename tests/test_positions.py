@@ -82,7 +82,7 @@ def test_position_map_follows_kept_characters():
 def test_line_ops_rebuild_the_new_lines_and_stay_cheap_on_a_large_file():
     import random
 
-    from neuronize.positions import _line_ops, position_map
+    from neuronize.positions import line_ops, position_map
 
     rng = random.Random(1)
     for _ in range(300):
@@ -96,7 +96,7 @@ def test_line_ops_rebuild_the_new_lines_and_stay_cheap_on_a_large_file():
             elif new:
                 new[min(k, len(new) - 1):min(k, len(new) - 1) + (kind == "d")] = [] if kind == "d" else [b"y\n"]
         rebuilt, position = [], (0, 0)
-        for tag, i1, i2, j1, j2 in _line_ops(old, new):
+        for tag, i1, i2, j1, j2 in line_ops(old, new):
             assert (i1, j1) == position
             assert tag != "equal" or old[i1:i2] == new[j1:j2]
             rebuilt += new[j1:j2]
