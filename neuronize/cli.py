@@ -370,14 +370,16 @@ def rules(fmt: str) -> None:
 def explain(code: str) -> None:
     """Print a rule's documentation (by id or name), or what an evidence mark (INF, 3P, SRC,
     DOC-old, DOC) means."""
-    from neuronize.docs import explain_evidence, explain_rule
-    from neuronize.registry import rule_by_code
+    from neuronize.evidence import explain_evidence
 
     mark = explain_evidence(code)
     if mark is not None:
         click.echo(mark, nl=False)
         return
-    rule = rule_by_code(code)
+    from neuronize.docs import explain_rule
+    from neuronize.registry import load_rule
+
+    rule = load_rule(code)
     if rule is None:
         click.echo(f"neuronize: error: no rule {code!r} (see `neuronize rules`)", err=True)
         sys.exit(EXIT_ERROR)

@@ -233,7 +233,7 @@ def _as_read(f, finding: Finding) -> Finding:  # type: ignore[no-untyped-def]
 
 def _evidence_legend(findings: Iterable[Finding]) -> list[str]:
     """What each ``[evidence: X]`` mark in the report means, with where to read more."""
-    from neuronize.docs import EVIDENCE_MEANINGS
+    from neuronize.evidence import EVIDENCE_MEANINGS
 
     used = sorted({m.group(1) for x in findings for m in _EVIDENCE_MARK.finditer(x.message)})
     if not used:

@@ -219,7 +219,7 @@ def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_pat
 
 
 def test_every_evidence_mark_resolves_to_a_sentence():
-    from neuronize.docs import EVIDENCE_MEANINGS
+    from neuronize.evidence import EVIDENCE_MEANINGS
     from neuronize.types import Evidence
 
     assert set(EVIDENCE_MEANINGS) == {e.value for e in Evidence}
