@@ -15,7 +15,6 @@ from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config, ignored_codes_for
 from neuronize.engine import TokenFilter, prefilter_for, run_source
-from neuronize.notebooks import findings_by_cell, run_notebook
 from neuronize.progress import Progress
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, discover
@@ -67,6 +66,8 @@ def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
     rules = _rules_by_id(job.rule_ids)
     prefilter = _prefilter(job.rule_ids)
     if job.path.endswith(".ipynb"):
+        from neuronize.notebooks import run_notebook  # notebooks only: not at every start
+
         result = run_notebook(source, rules, job.options, job.path, prefilter, fix=job.fix)
     else:
         result = run_source(source, rules, job.options, path=job.path, prefilter=prefilter,
@@ -272,6 +273,8 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     if not f.display.endswith(".ipynb"):
         return [(key, source, list(f.result.findings))]
+    from neuronize.notebooks import findings_by_cell
+
     return [(key, cell_source, found) for cell_source, found in findings_by_cell(source, f.result.findings)]
 
 

@@ -24,13 +24,13 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 from collections.abc import Sequence
 
-# findings_touching and import_names are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, context_hunks, finding_label, findings_touching,  # noqa: F401
-                             header_note, import_names, short_note)
 from neuronize.types import Finding
+
+if TYPE_CHECKING:
+    from neuronize.hunks import Hunk
 
 #: a hunk header longer than this keeps only its ``[NRN101 safe]`` tags; the reasons go before
 #: the file's ``---`` line (a patch preamble, which ``git apply`` and ``patch`` skip)
@@ -124,6 +124,8 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
                  findings: Sequence[Finding] = (), style: Style = Style()) -> str:
     """The diff of one file, with ``a/`` and ``b/`` prefixes (``git apply`` style); each hunk
     header names the findings whose edits it holds (see the module docstring)."""
+    from neuronize.hunks import context_hunks, header_note, short_note  # a diff's work, not start-up's
+
     old, new = _lines(decode(before)), _lines(decode(after))
     if old == new:
         return ""
@@ -165,6 +167,8 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
 def _reasons(display: str, number: int, hunk: Hunk) -> list[str]:
     """The preamble lines of a hunk whose header was cut: each reason in full, wrapped."""
     import textwrap
+
+    from neuronize.hunks import finding_label
 
     lines = [f"# {display}, hunk {number} (line {hunk.old_start + 1}):"]
     for note in [*hunk.notes, *(finding_label(f) for f in hunk.findings)]:

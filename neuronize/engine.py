@@ -23,7 +23,6 @@ import ast
 import dataclasses
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
@@ -606,19 +605,30 @@ def run_source(
 #: thread with a large stack instead; Python-level recursion limits then fail cleanly, as an
 #: error for that one file.
 _DEEP_STACK = 512 * 1024 * 1024
-_deep_executor: ThreadPoolExecutor | None = None
 
 
 def _on_deep_stack(func: Callable[..., SourceResult], *args: object) -> SourceResult:
-    global _deep_executor
-    if _deep_executor is None:
-        previous = threading.stack_size(_DEEP_STACK)
+    """``func(*args)`` on a thread of its own with a ``_DEEP_STACK`` stack (a plain thread: the
+    executor of concurrent.futures would cost its import, and logging's, at every start)."""
+    outcome: list[SourceResult] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
         try:
-            _deep_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neuronize-parse")
-            _deep_executor.submit(lambda: None).result()  # the thread is created now, on this stack size
-        finally:
-            threading.stack_size(previous)
-    return _deep_executor.submit(func, *args).result()
+            outcome.append(func(*args))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(exc)
+
+    previous = threading.stack_size(_DEEP_STACK)
+    try:
+        thread = threading.Thread(target=target, name="neuronize-parse", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def accepts(options: Options) -> Callable[[Report], bool]:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 #: ``--link-base none``: keep relative links even in a repository with a known remote
 NO_LINK_BASE = "none"
@@ -28,6 +26,8 @@ class Links:
         directory, or absolute)."""
         if self.base is None:
             return display.replace(" ", "%20")
+        from urllib.parse import quote
+
         path = display
         if self.root is not None:
             path = os.path.relpath(os.path.abspath(display), self.root)
@@ -62,6 +62,8 @@ def repository_root(start: Path) -> Path | None:
 
 
 def _git(root: Path, *args: str) -> str | None:
+    import subprocess
+
     try:
         proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               timeout=10, check=False)
@@ -100,6 +102,8 @@ def _detected_base(root: Path, wrote: bool) -> str | None:
     ref = _git(root, "symbolic-ref", "--short", "-q", "HEAD") if wrote else _git(root, "rev-parse", "HEAD")
     if ref is None:
         return None
+    from urllib.parse import quote
+
     web, kind = address
     middle = {"github": "blob", "gitlab": "-/blob", "bitbucket": "src"}[kind]
     return f"{web}/{middle}/{quote(ref)}/"

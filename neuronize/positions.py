@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from neuronize.hunks import encoding_of, split_lines
 from neuronize.types import Finding
 
 _NEWLINE = re.compile(r"\r\n?|\n")
@@ -114,6 +113,8 @@ def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int,
     """Map a 1-based (line, column) of ``before`` to where that text (or what replaced it) is in
     ``after``: unchanged lines move by the lines inserted or removed above them; in a changed
     line, the column follows the characters kept (an edit before it on the line moves it)."""
+    from neuronize.hunks import encoding_of, split_lines
+
     old, new = split_lines(before), split_lines(after)
     ops = line_ops(old, new)
     encoding = encoding_of(before)

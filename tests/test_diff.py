@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from helpers import neuronize
-from neuronize.diff import Style, findings_touching, import_names, unified_diff, use_color
+from neuronize.diff import Style, unified_diff, use_color
+from neuronize.hunks import findings_touching, import_names
 from neuronize.transform import Finding, Safety
 
 TWO_PLACES = (
