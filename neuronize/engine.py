@@ -713,30 +713,25 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                 described, message=f"{described.message}; left alone"))
         return SourceResult(findings=_findings(located, _never, unused),
                             error=FileError(f"{problem}; left alone", exc.lineno))
-    undefined = _introduced_names(source, tree)
+    # the safety nets compare the output with the source: one AST of the source serves both
+    source_tree = _python_tree(source)
+    undefined = introduced(source_tree, tree) if source_tree is not None else set()
     if undefined:  # a rule wrote a name without asking for its import
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
             "left alone; please report it"))
-    added = hazards(tree) - _source_hazards(source)
+    added = hazards(tree) - (hazards(source_tree) if source_tree is not None else Counter())
     if added:  # a safety net: _import_safe should have held these fixes back
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
 
 
-def _introduced_names(source: bytes, tree: ast.Module) -> set[str]:
+def _python_tree(source: bytes) -> ast.Module | None:
     try:
-        return introduced(ast.parse(source), tree)
+        return ast.parse(source)
     except SyntaxError:
-        return set()
-
-
-def _source_hazards(source: bytes) -> Counter[str]:
-    try:
-        return hazards(ast.parse(source))
-    except SyntaxError:
-        return Counter()
+        return None
 
 
 def _never(report: Report) -> bool:
