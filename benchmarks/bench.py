@@ -71,6 +71,10 @@ def _tree_rss(pid: int) -> int:
 def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Sample:
     """Wall time, exit code and peak memory of ``cmd`` (stdout discarded, stderr kept)."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    # An installed package has its bytecode (pip compiles it, libcst's included): a
+    # PYTHONDONTWRITEBYTECODE environment would make neuronize alone compile its ~100 modules
+    # from source on every start (about 0.7 s here), which no user pays.
+    full_env.pop("PYTHONDONTWRITEBYTECODE", None)
     err = tempfile.TemporaryFile()
     # ru_maxrss of a child forked from this (large) process starts at this process's size, so the
     # per-process peak comes from GNU time, which forks from a tiny process, where it exists.
@@ -265,10 +269,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="sizes of the one-file series (cost against file size); '' for none")
     parser.add_argument("--size-runs", type=int, default=3, help="runs of the size series")
     parser.add_argument("--sizes-only", action="store_true", help="run the size series only")
+    parser.add_argument("--startup-only", action="store_true",
+                        help="measure start-up only: one small file against `import libcst`")
     args = parser.parse_args(argv)
     sizes = [float(x) for x in args.sizes.split(",") if x.strip()]
     if args.sizes_only:
         return 0 if print_size_series(size_series(sizes, args.size_runs)) else 1
+    if args.startup_only:
+        return startup(args.runs)
 
     from neuronize.api import PARALLEL_THRESHOLD
     from neuronize.engine import prefilter_for
@@ -296,6 +304,43 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+SMALL_FILE = ('import torch\n\nmodel = torch.nn.Linear(4, 4).cuda()\n'
+              'x = torch.randn(2, 4, device="cuda")\nprint(model(x))\n')
+
+
+def startup(runs: int) -> int:
+    """The start-up rows alone, interleaved: `check one_small_file.py` (no cache) against
+    `python -c "import libcst"`, with `--version`, `rules`, `explain` and bare Python."""
+    work = Path(tempfile.mkdtemp(prefix="neuronize-startup-"))
+    try:
+        small = work / "train_small.py"
+        small.write_text(SMALL_FILE)
+        py, nz = sys.executable, [sys.executable, "-m", "neuronize"]
+        commands = {
+            'python -c "import libcst"': [py, "-c", "import libcst"],
+            "neuronize check one_small_file.py": nz + ["check", "-q", "--no-cache", str(small)],
+            "neuronize --version": nz + ["--version"],
+            "neuronize explain NRN102": nz + ["explain", "NRN102"],
+            "neuronize rules": nz + ["rules"],
+            "python -c pass": [py, "-c", "pass"],
+        }
+        for cmd in commands.values():  # warm-up: page cache, bytecode
+            run(cmd)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, cmd in commands.items():
+                times[name].append(run(cmd).seconds)
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        for name, value in medians.items():
+            print(f"{name:40} {value:8.3f} s")
+        ratio = medians["neuronize check one_small_file.py"] / medians['python -c "import libcst"']
+        verdict = "met" if ratio <= 1.5 else "NOT met"
+        print(f"{'single-file check / import libcst':40} {ratio:7.3f}x    <= 1.5  {verdict}")
+        return 0 if ratio <= 1.5 else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _bench(args: argparse.Namespace, corpora: list[Path], work: Path, prefilter, threshold: int) -> int:  # type: ignore[no-untyped-def]
     files = _python_files(corpora)
     sizes = {p: p.stat().st_size for p in files}
@@ -311,8 +356,7 @@ def _bench(args: argparse.Namespace, corpora: list[Path], work: Path, prefilter,
     all_list = [str(p) for p in files]
     small = work / "small" / "train_small.py"
     small.parent.mkdir()
-    small.write_text('import torch\n\nmodel = torch.nn.Linear(4, 4).cuda()\n'
-                     'x = torch.randn(2, 4, device="cuda")\nprint(model(x))\n')
+    small.write_text(SMALL_FILE)
 
     py = sys.executable
     nz = [py, "-m", "neuronize"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,6 @@ from neuronize.cache import ResultCache, default_directory
 from neuronize.config import Config
 from neuronize.engine import TokenFilter, prefilter_for
 from neuronize.kinds_engine import run_kind
-from neuronize.notebooks import findings_by_cell
 from neuronize.progress import Progress
 from neuronize.registry import all_rules
 from neuronize.settings import Resolver
@@ -234,7 +233,18 @@ def write_file(f: FileResult) -> FileResult:
     except OSError as exc:
         failed = SourceResult(findings=f.result.findings, error=FileError(f"cannot write: {exc}"))
         return FileResult(f.display, f.path, failed, f.source)
-    return FileResult(f.display, f.path, f.result, f.source, written=True)
+    return FileResult(f.display, f.path, _as_written(f), f.source, written=True, as_read=f.result.findings)
+
+
+def _as_written(f: FileResult) -> SourceResult:
+    """The result with its findings at their line and column in the file as written (a notebook
+    cell's lines keep their numbering)."""
+    if f.display.endswith(".ipynb") or f.source is None or f.result.output is None:
+        return f.result
+    from neuronize.positions import as_written
+
+    findings = as_written(f.result.findings, f.source, f.result.output)
+    return dataclasses.replace(f.result, findings=findings)
 
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
@@ -252,11 +262,15 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     key = os.path.relpath(os.path.abspath(f.path), os.path.abspath(baseline_dir))
     try:
-        source = f.source if f.source is not None else read_source(f.path)
+        # the findings of a file this run wrote are at their place in the file as written
+        source = f.result.output if f.written and f.result.output is not None else (
+            f.source if f.source is not None else read_source(f.path))
     except OSError:
         return []
     if not f.display.endswith(".ipynb"):
         return [(key, source, list(f.result.findings))]
+    from neuronize.notebooks import findings_by_cell
+
     return [(key, cell_source, found) for cell_source, found in findings_by_cell(source, f.result.findings)]
 
 
@@ -265,6 +279,26 @@ def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]
     folder = Path(baseline_file).absolute().parent
     return [entry for f in run.files for key, source, found in _baseline_groups(f, folder)
             for entry in entries_for(key, source, found)]
+
+
+def hold_back_baselined(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path
+                        ) -> RunResult:
+    """The run with the edits of baselined findings taken out (``fix --baseline`` leaves
+    accepted findings as they are): see :func:`neuronize.review.hold_back`."""
+    from neuronize.review import hold_back
+
+    folder = Path(baseline_file).absolute().parent
+    out = RunResult(skipped=run.skipped)
+    for f in run.files:
+        groups = _baseline_groups(f, folder) if f.result.changed else []
+        fresh = {id(x) for key, source, found in groups for x in new_findings(key, source, found, baseline)}
+        accepted = {id(x) for _, _, found in groups for x in found} - fresh
+        out.files.append(hold_back(f, _one_of(accepted)) if accepted else f)
+    return out
+
+
+def _one_of(ids: set[int]) -> Callable[[Finding], bool]:
+    return lambda finding: id(finding) in ids
 
 
 def apply_baseline(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path

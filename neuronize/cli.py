@@ -106,6 +106,23 @@ def _lint(func):  # type: ignore[no-untyped-def]
     return func
 
 
+def _link_base_option(func):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--link-base", metavar="URL", default=None,
+        help="Make the Markdown report's links absolute: URL + the path in the repository "
+             "(default: the `origin` remote's web address at the commit read, or after `fix` at "
+             "the current branch, when it is on GitHub, GitLab or Bitbucket; `none`: relative "
+             "links).")(func)
+
+
+def _links(kw: dict[str, Any], wrote: bool):  # type: ignore[no-untyped-def]
+    """Where the Markdown report's links point (see neuronize.links)."""
+    from neuronize.links import links_for
+
+    paths = [p for p in kw["paths"] if p != "-"]
+    return links_for(kw.get("link_base"), Path(paths[0]) if paths else Path.cwd(), wrote=wrote)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="neuronize")
 def cli() -> None:
@@ -118,6 +135,7 @@ def cli() -> None:
 @cli.command()
 @_common
 @_lint
+@_link_base_option
 @click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
               help="Record every current finding in this file (then use --baseline FILE).")
 @click.option("--fix", "apply_fixes", is_flag=True, help="The same as `neuronize fix` (as in ruff).")
@@ -132,6 +150,7 @@ def check(apply_fixes: bool, **kwargs: Any) -> None:
 @cli.command()
 @_common
 @_lint
+@_link_base_option
 @click.option("--diff", is_flag=True, help="Write nothing; print a unified diff that `git apply` accepts.")
 @click.option("--interactive", "-i", is_flag=True,
               help="Review the edits hunk by hunk (y/n/a/d/q/?) before writing. Needs a terminal.")
@@ -152,6 +171,7 @@ def fix(**kwargs: object) -> None:
 
 @cli.command()
 @_common
+@_link_base_option
 @click.option("--output", "-o", "output_file", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
 def report(**kwargs: object) -> None:
@@ -262,12 +282,14 @@ def _run_inner(mode: str, **kw: Any) -> int:
     if not run.files and not run.skipped and not from_stdin:
         click.echo(f"neuronize: warning: {output.nothing_found(paths)}", err=True)
 
+    if baseline is not None and mode == "fix":
+        run = api.hold_back_baselined(run, baseline, Path(kw["baseline"]))
     if writing and from_stdin:
         entry = run.files[0]
         sys.stdout.buffer.write(entry.result.output or entry.source or b"")
         sys.stdout.flush()
     elif writing and kw.get("interactive"):
-        run = _review(run, kw)
+        proposed, run = run, _review(run, kw)
     elif writing:
         run = api.write_changes(run)
         if run.stale_removed:
@@ -294,7 +316,8 @@ def _run_inner(mode: str, **kw: Any) -> int:
     include_applied = mode == "check" or diff
     unsafe = any(s.options.unsafe_fixes for s in resolver.used())
     if kw.get("report_file"):
-        _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw)))
+        _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw),
+                                                            links=_links(kw, writing)))
     if mode == "report":
         return _write_report(run, kw)
     if not kw["fix_only"]:  # ruff's --fix-only lists nothing
@@ -304,6 +327,10 @@ def _run_inner(mode: str, **kw: Any) -> int:
         click.echo(line, err=True)
     if not kw["quiet"]:
         summary = report.summary_line(run, wrote=writing)
+        if writing and kw.get("interactive"):
+            from neuronize.review import review_summary
+
+            summary = review_summary(proposed, run)
         if baselined:
             summary += f"; {baselined} baselined finding(s) not shown"
         if mode == "check" and (run.files or run.skipped):
@@ -327,7 +354,8 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
     elif fmt == "json":
         lines = [report.to_json(run, include_applied=include_applied)]
     elif fmt == "markdown":
-        lines = [report.to_markdown(run, command=_report_command(kw))]
+        lines = [report.to_markdown(run, command=_report_command(kw),
+                                    links=_links(kw, mode == "fix" and not kw.get("diff")))]
     elif fmt == "sarif":
         lines = [report.to_sarif(run, include_applied=include_applied)]
     elif fmt == "github":
@@ -439,7 +467,7 @@ def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-de
 
     fmt = kw["output_format"]
     if fmt == "markdown":
-        text = report.to_markdown(run, command=_report_command(kw))
+        text = report.to_markdown(run, command=_report_command(kw), links=_links(kw, False))
     elif fmt == "sarif":
         text = report.to_sarif(run)
     elif fmt == "github":
@@ -474,11 +502,18 @@ def rules(fmt: str) -> None:
 @cli.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print a rule's documentation (by id or name)."""
-    from neuronize.docs import explain_rule
-    from neuronize.registry import rule_by_code
+    """Print a rule's documentation (by id or name), or what an evidence mark (INF, 3P, SRC,
+    DOC-old, DOC) means."""
+    from neuronize.evidence import explain_evidence
 
-    rule = rule_by_code(code)
+    mark = explain_evidence(code)
+    if mark is not None:
+        click.echo(mark, nl=False)
+        return
+    from neuronize.docs import explain_rule
+    from neuronize.registry import load_rule
+
+    rule = load_rule(code)
     if rule is None:
         click.echo(f"neuronize: error: no rule {code!r} (see `neuronize rules`)", err=True)
         sys.exit(EXIT_ERROR)

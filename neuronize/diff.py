@@ -10,7 +10,10 @@ second ``@@`` (the "section heading" slot, which ``git apply`` and ``patch`` ign
     @@ -26,7 +26,7 @@ [NRN101 safe] `device` setting: `"cuda"` -> `"neuron"` [NRN110 safe] ...
 
 A hunk no finding explains (an import the engine added or removed for the edits) says so:
-``[imports] adds `torch_neuronx` for the edits in this file``. Colour (ANSI) is used only when
+``[imports] adds `torch_neuronx` for the edits in this file``. A header stays within
+:data:`HEADER_WIDTH` columns: when the reasons do not fit, it keeps the ``[NRN101 safe]`` tags and
+the reasons are written in full as ``#`` lines before the file's ``---`` line, a preamble that
+``git apply`` and ``patch`` skip as they skip a mail's text. Colour (ANSI) is used only when
 asked for, which the command line does only on a terminal without ``--no-color`` / ``NO_COLOR``.
 """
 
@@ -21,12 +24,17 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 from collections.abc import Sequence
 
-# findings_touching and import_names are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import context_hunks, findings_touching, header_note, import_names  # noqa: F401
 from neuronize.types import Finding
+
+if TYPE_CHECKING:
+    from neuronize.hunks import Hunk
+
+#: a hunk header longer than this keeps only its ``[NRN101 safe]`` tags; the reasons go before
+#: the file's ``---`` line (a patch preamble, which ``git apply`` and ``patch`` skip)
+HEADER_WIDTH = 100
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
@@ -128,6 +136,8 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
                  findings: Sequence[Finding] = (), style: Style = Style()) -> str:
     """The diff of one file, with ``a/`` and ``b/`` prefixes (``git apply`` style); each hunk
     header names the findings whose edits it holds (see the module docstring)."""
+    from neuronize.hunks import context_hunks, header_note, short_note  # a diff's work, not start-up's
+
     old, new = _lines(decode(before)), _lines(decode(after))
     if old == new:
         return ""
@@ -144,10 +154,14 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
 
     # a notebook finding's line counts within its cell: it cannot be matched to a hunk by line
     findings = [f for f in findings if getattr(f, "cell", None) is None]
-    for hunk in context_hunks(old, new, findings, context):
+    reasons: list[str] = []
+    for number, hunk in enumerate(context_hunks(old, new, findings, context), start=1):
         header = (f"@@ -{_range(hunk.old_start, hunk.old_end)} "
                   f"+{_range(hunk.new_start, hunk.new_end)} @@")
         note = header_note(hunk)
+        if len(header) + 1 + len(note) > HEADER_WIDTH:
+            reasons += _reasons(display, number, hunk)
+            note = short_note(hunk, HEADER_WIDTH - len(header) - 1)
         out.append(style.hunk(header) + (" " + style.note(note) if note else "") + "\n")
         for tag, i1, i2, j1, j2 in hunk.ops:
             if tag == "equal":
@@ -158,4 +172,18 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
                 emit("-", line)
             for line in new[j1:j2]:
                 emit("+", line)
-    return "".join(out)
+    # Text before a file's `---` line is a patch's preamble, which `git apply` and `patch` skip.
+    return "".join([*(style.note(line) + "\n" for line in reasons), *out])
+
+
+def _reasons(display: str, number: int, hunk: Hunk) -> list[str]:
+    """The preamble lines of a hunk whose header was cut: each reason in full, wrapped."""
+    import textwrap
+
+    from neuronize.hunks import finding_label
+
+    lines = [f"# {display}, hunk {number} (line {hunk.old_start + 1}):"]
+    for note in [*hunk.notes, *(finding_label(f) for f in hunk.findings)]:
+        lines += textwrap.wrap(note, HEADER_WIDTH, initial_indent="#   ", subsequent_indent="#     ",
+                               break_long_words=False, break_on_hyphens=False)
+    return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from neuronize.evidence import EVIDENCE_MEANINGS
 from neuronize.registry import all_rules
 from neuronize.sources.write import write_bytes_atomic
 from neuronize.transform import Transform
@@ -41,7 +42,9 @@ def rules_json() -> str:
 def explain_rule(rule: type[Transform]) -> str:
     header = f"{rule.id} {rule.name} (fix: {rule.safety.value}; evidence: {rule.evidence.value})"
     references = "\n".join(f"    {url}" for url in rule.references)
-    return f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n\nReferences:\n{references}\n"
+    evidence = f"Evidence {rule.evidence.value}: {EVIDENCE_MEANINGS[rule.evidence.value]}"
+    return (f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n\n{evidence}\n\n"
+            f"References:\n{references}\n")
 
 
 def update_readme(path: str = "README.md") -> None:

@@ -26,7 +26,6 @@ import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import libcst as cst
 
@@ -37,6 +36,7 @@ from neuronize.positions import locate_in_code
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.sources.kinds import SourceKind
 from neuronize.suppressions import Suppression, parse_suppressions, unknown_codes
+from neuronize.syntax_error import python_syntax_error
 from neuronize.transform import Report, Reporter, Transform
 
 # FileError and SourceResult are also imported from here by tests (their home is neuronize.types)
@@ -608,8 +608,13 @@ def _findings(located: Located, applied: Callable[[Report], bool], extra: Sequen
 # -- the pipeline --------------------------------------------------------------------------
 def _error_for(exc: BaseException, source: bytes) -> FileError:
     if isinstance(exc, cst.ParserSyntaxError):
+        # CPython's message and position: what the user's editor and interpreter say
+        described = python_syntax_error(source)
+        if described is not None:
+            return described
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
-        return FileError(f"syntax error: {first}", exc.raw_line, exc.raw_column + 1)
+        return FileError(f"libcst cannot parse this file, though Python can: {first}", exc.raw_line,
+                         exc.raw_column + 1)
     if isinstance(exc, UnicodeDecodeError):
         line = source[: exc.start].count(b"\n") + 1
         return FileError(f"cannot decode: {exc.reason} (byte 0x{source[exc.start]:02x})", line)
@@ -661,19 +666,30 @@ def run_source(
 #: thread with a large stack instead; Python-level recursion limits then fail cleanly, as an
 #: error for that one file.
 _DEEP_STACK = 512 * 1024 * 1024
-_deep_executor: ThreadPoolExecutor | None = None
 
 
 def _on_deep_stack(func: Callable[..., SourceResult], *args: object) -> SourceResult:
-    global _deep_executor
-    if _deep_executor is None:
-        previous = threading.stack_size(_DEEP_STACK)
+    """``func(*args)`` on a thread of its own with a ``_DEEP_STACK`` stack (a plain thread: the
+    executor of concurrent.futures would cost its import, and logging's, at every start)."""
+    outcome: list[SourceResult] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
         try:
-            _deep_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neuronize-parse")
-            _deep_executor.submit(lambda: None).result()  # the thread is created now, on this stack size
-        finally:
-            threading.stack_size(previous)
-    return _deep_executor.submit(func, *args).result()
+            outcome.append(func(*args))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(exc)
+
+    previous = threading.stack_size(_DEEP_STACK)
+    try:
+        thread = threading.Thread(target=target, name="neuronize-parse", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def accepts(options: Options) -> Callable[[Report], bool]:
@@ -707,7 +723,10 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
-        return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending))
+        # libcst reads some Python 2 (`except X, e:`) that CPython refuses: say so, as `fix` does
+        refused = python_syntax_error(source) if located else None
+        return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending),
+                            error=refused)
     if _bytes(module, code) != source:
         return SourceResult(
             findings=_findings(located, _never, unused),
@@ -748,34 +767,32 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         try:
             ast.parse(source)
             problem = f"internal error: the rewritten file would not parse ({exc.msg}); please report it"
-        except SyntaxError:  # libcst accepts what CPython refuses (e.g. >200 nested brackets)
-            problem = f"Python cannot compile this file ({exc.msg})"
+        except SyntaxError:  # libcst accepts what CPython refuses (e.g. `except X, e:`)
+            described = python_syntax_error(source)
+            assert described is not None
+            return SourceResult(findings=_findings(located, _never, unused), error=dataclasses.replace(
+                described, message=f"{described.message}; left alone"))
         return SourceResult(findings=_findings(located, _never, unused),
                             error=FileError(f"{problem}; left alone", exc.lineno))
-    undefined = _introduced_names(source, tree)
+    # the safety nets compare the output with the source: one AST of the source serves both
+    source_tree = _python_tree(source)
+    undefined = introduced(source_tree, tree) if source_tree is not None else set()
     if undefined:  # a rule wrote a name without asking for its import
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
             "left alone; please report it"))
-    added = hazards(tree) - _source_hazards(source)
+    added = hazards(tree) - (hazards(source_tree) if source_tree is not None else Counter())
     if added:  # a safety net: _import_safe should have held these fixes back
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
 
 
-def _introduced_names(source: bytes, tree: ast.Module) -> set[str]:
+def _python_tree(source: bytes) -> ast.Module | None:
     try:
-        return introduced(ast.parse(source), tree)
+        return ast.parse(source)
     except SyntaxError:
-        return set()
-
-
-def _source_hazards(source: bytes) -> Counter[str]:
-    try:
-        return hazards(ast.parse(source))
-    except SyntaxError:
-        return Counter()
+        return None
 
 
 def _never(report: Report) -> bool:

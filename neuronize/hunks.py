@@ -53,6 +53,8 @@ class Hunk:
     #: explanations of an edit no finding covers (imports), and the hunks it goes with
     notes: tuple[str, ...] = ()
     serves: tuple[int, ...] = ()
+    #: the hunks that must all be applied for this one to be (they stop using a name it removes)
+    requires: tuple[int, ...] = ()
     safety: Safety = Safety.SAFE
 
     @property
@@ -138,6 +140,19 @@ def header_note(hunk: Hunk) -> str:
     return " ".join([*hunk.notes, *(finding_label(f) for f in hunk.findings)])
 
 
+def short_note(hunk: Hunk, width: int) -> str:
+    """The header note cut to ``width`` columns: ``[imports]`` and ``[NRN101 safe]`` tags only
+    (the reasons go elsewhere), and ``+N more`` for tags that do not fit."""
+    tags = [*(["[imports]"] if hunk.notes else []), *(f"[{f.rule} {f.safety.value}]" for f in hunk.findings)]
+    tags = list(dict.fromkeys(tags))
+    for shown in range(len(tags), 0, -1):
+        more = f" +{len(tags) - shown} more" if shown < len(tags) else ""
+        text = " ".join(tags[:shown]) + more
+        if len(text) <= width:
+            return text
+    return ""
+
+
 # -- review's hunks ----------------------------------------------------------------------------
 def _blocks(old: Sequence[bytes], new: Sequence[bytes]) -> list[Op]:
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
@@ -164,8 +179,8 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
     ``whole``: one hunk for the whole change (notebooks, whose finding lines count within a cell).
     """
     old, new = split_lines(before), split_lines(after)
-    blocks = _blocks(old, new)
     applied = [f for f in findings if f.applied]
+    blocks = _refine(_blocks(old, new), applied)
     if whole:
         if not blocks:
             return []
@@ -202,22 +217,60 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
             merged[-1] = list(range(merged[-1][0], merged[-1][-1] + 1))
         else:
             merged.append(list(range(members[0], members[-1] + 1)))
-    encoding = encoding_of(before)
-    hunks: list[Hunk] = []
-    for index, members in enumerate(merged):
-        first, last = blocks[members[0]], blocks[members[-1]]
-        ops: list[Op] = []
-        for k in members:
-            if ops:
-                _, _, pi2, _, pj2 = ops[-1]
-                if pi2 < blocks[k][1]:
-                    ops.append(("equal", pi2, blocks[k][1], pj2, blocks[k][3]))
-            ops.append(blocks[k])
-        inside = sorted({f for k in members for f in applied
-                         if findings_touching([f], blocks[k][1], blocks[k][2])})
-        hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(ops), tuple(inside),
-                          safety=safety_of(inside)))
-    return _link_imports(hunks, old, new, encoding)
+    hunks = [_hunk(index, [blocks[k] for k in members], applied) for index, members in enumerate(merged)]
+    return _link_imports(hunks, old, new, encoding_of(before))
+
+
+def _hunk(index: int, blocks: Sequence[Op], applied: Sequence[Finding]) -> Hunk:
+    """One review hunk made of change ``blocks`` (in order), with the equal stretches between."""
+    ops: list[Op] = []
+    for block in blocks:
+        if ops:
+            _, _, pi2, _, pj2 = ops[-1]
+            if pi2 < block[1]:
+                ops.append(("equal", pi2, block[1], pj2, block[3]))
+        ops.append(block)
+    inside = sorted({f for b in blocks for f in applied if findings_touching([f], b[1], b[2])})
+    first, last = blocks[0], blocks[-1]
+    return Hunk(index, first[1], last[2], first[3], last[4], tuple(ops), tuple(inside),
+                safety=safety_of(inside))
+
+
+def _refine(blocks: Sequence[Op], applied: Sequence[Finding]) -> list[Op]:
+    """Blocks cut where the findings they hold change: a block replacing as many lines as it
+    has, line for line, is cut between lines touched by different findings, so that two fixes on
+    neighbouring lines (one safe, one unsafe) are two decisions, not one."""
+    out: list[Op] = []
+    for block in blocks:
+        tag, i1, i2, j1, j2 = block
+        if tag != "replace" or i2 - i1 != j2 - j1 or i2 - i1 < 2:
+            out.append(block)
+            continue
+        start, key = 0, None
+        for k in range(i2 - i1 + 1):
+            here = frozenset(findings_touching(applied, i1 + k, i1 + k + 1)) if k < i2 - i1 else None
+            if k and here != key:
+                out.append(("replace", i1 + start, i1 + k, j1 + start, j1 + k))
+                start = k
+            key = here
+    return out
+
+
+def split_hunk(hunk: Hunk, applied: Sequence[Finding]) -> list[Hunk]:
+    """``s`` in review, as in ``git add -p``: the hunk cut into one hunk per change block (a
+    finding spanning several blocks no longer holds them together). Indices are left to the
+    caller; import links are not recomputed (a split hunk holds edits, not imports)."""
+    blocks = [op for op in hunk.ops if op[0] != "equal"]
+    pieces: list[Op] = []
+    for block in blocks:
+        tag, i1, i2, j1, j2 = block
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            pieces.extend(("replace", i1 + k, i1 + k + 1, j1 + k, j1 + k + 1) for k in range(i2 - i1))
+        else:
+            pieces.append(block)
+    if len(pieces) < 2:
+        return [hunk]
+    return [_hunk(hunk.index, [piece], applied) for piece in pieces]
 
 
 def _uses(text: str, name: str) -> bool:
@@ -237,6 +290,7 @@ def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes],
         removed = [n for n in old_names if n not in new_names]
         notes: list[str] = []
         serves: set[int] = set()
+        requires: set[int] = set()
         for name in added:
             users = [o.index for o in hunks if o is not h
                      and _uses(_strip_imports(text_of(new[o.new_start:o.new_end], encoding)), name)]
@@ -246,11 +300,13 @@ def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes],
             users = [o.index for o in hunks if o is not h
                      and _uses(_strip_imports(text_of(old[o.old_start:o.old_end], encoding)), name)]
             serves.update(users)
+            requires.update(users)
             notes.append(f"removes the import of `{name}`, unused once the edits are made" + _for(users, hunks))
         if not notes:
             notes.append("no rule: a side effect of the edits in this file")
         safety = Safety.UNSAFE if any(hunks[i].safety is Safety.UNSAFE for i in serves) else Safety.SAFE
-        out[h.index] = dataclasses.replace(h, notes=tuple(notes), serves=tuple(sorted(serves)), safety=safety)
+        out[h.index] = dataclasses.replace(h, notes=tuple(notes), serves=tuple(sorted(serves)),
+                                           requires=tuple(sorted(requires)), safety=safety)
     return out
 
 

@@ -10,6 +10,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from neuronize.transform import Transform
 
@@ -41,6 +42,31 @@ def all_rules() -> tuple[type[Transform], ...]:
             found[obj.id] = obj
             names[obj.name] = obj.id
     return tuple(found[k] for k in sorted(found))
+
+
+def load_rule(code: str) -> type[Transform] | None:
+    """A rule by exact id or name, importing only the module that declares it (``neuronize
+    explain`` loads what it prints); found by reading the rule modules' text for the ``id =`` or
+    ``name =`` line, confirmed on the imported class."""
+    import neuronize.transforms as package
+
+    wanted = re.compile(rf'^\s+(?:id = "{re.escape(code.upper())}"|name = "{re.escape(code)}")\s*$', re.MULTILINE)
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        leaf = info.name.rsplit(".", 1)[-1]
+        if leaf.startswith("_"):
+            continue
+        try:
+            text = (Path(package.__path__[0]) / f"{leaf}.py").read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if not wanted.search(text):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, Transform) and obj.__module__ == module.__name__
+                    and "id" in obj.__dict__ and (obj.id == code.upper() or obj.name == code)):
+                return obj
+    return rule_by_code(code)
 
 
 def rule_by_code(code: str) -> type[Transform] | None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.links import RELATIVE, Links
 from neuronize.transform import EFFORTS, SECTIONS
 from neuronize.types import Finding, RunResult, Safety, SkipReason
 
@@ -170,31 +172,91 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _link(display: str, finding: Finding, line_of=None) -> str:  # type: ignore[no-untyped-def]
-    """``[path:line](path#Lline)``; in a file this run wrote, the line is where it is now."""
-    if line_of is not None and getattr(finding, "cell", None) is None:
-        import dataclasses
-
-        finding = dataclasses.replace(finding, line=line_of(finding.line))
+def _link(display: str, finding: Finding, links: Links = RELATIVE) -> str:
+    """``[path:line](path#Lline)``, the target absolute with a link base; in a file this run
+    wrote, the line is where it is now (see ``neuronize.api.write_file``)."""
     where = location(display, finding).rsplit(":", 1)[0]  # path[:cell N]:line
-    target = display.replace(" ", "%20")
     anchor = f"#L{finding.line}" if getattr(finding, "cell", None) is None else ""
-    return f"[{where}]({target}{anchor})"
+    return f"[{where}]({links.target(display)}{anchor})"
 
 
-def _line_maps(run: RunResult) -> dict[int, object]:
-    from neuronize.review import line_map
-
-    maps: dict[int, object] = {}
-    for f in run.files:
-        if f.written and f.source is not None and f.result.output is not None \
-                and not f.display.endswith(".ipynb"):
-            maps[id(f)] = line_map(f.source, f.result.output)
-    return maps
+#: at most this many lines of each side of an edit are shown in the report
+EDIT_LINES = 6
 
 
-def to_markdown(run: RunResult, command: str = "neuronize report") -> str:
-    """One Markdown document for a pull request or the repository (see README, "Reports")."""
+def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyped-def]
+    """The lines an applied edit changed, as a small ``diff`` block under its list item:
+    the actual before -> after, from the file's change blocks that touch the finding."""
+    from neuronize.hunks import encoding_of, split_lines
+    from neuronize.positions import counterpart
+
+    if f.source is None or f.result.output is None or getattr(finding, "cell", None) is not None:
+        return []
+    old, new = split_lines(f.source), split_lines(f.result.output)
+    encoding = encoding_of(f.source)
+    lo, hi = finding.line - 1, max(finding.end_line, finding.line)  # 0-based, half-open, as read
+    before: list[bytes] = []
+    after: list[bytes] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal" or not (i1 < hi and i2 > lo if i2 > i1 else lo <= i1 <= hi):
+            continue
+        mine = range(max(i1, lo), min(i2, hi))
+        if tag == "replace":
+            # the lines the finding's own lines became; a line rewritten beyond recognition
+            # became the lines of the block no other old line became
+            became = {i: counterpart(old[i].decode(encoding, "replace"), new, j1, j2, i - i1, encoding)
+                      for i in range(i1, i2)}
+            ours = {k for i in mine if (k := became[i]) is not None}
+            if any(became[i] is None for i in mine):
+                ours |= set(range(j1, j2)) - set(became.values())
+            after += [new[k] for k in sorted(ours)]
+        else:
+            after += new[j1:j2]
+        before += [old[i] for i in mine]
+    if not before and not after:
+        return []
+
+    def side(prefix: str, lines: list[bytes]) -> list[str]:
+        text = [prefix + raw.decode(encoding, "replace").lstrip("\ufeff").rstrip("\r\n")
+                for raw in lines[:EDIT_LINES]]
+        if len(lines) > EDIT_LINES:
+            text.append(f"{prefix}... ({len(lines) - EDIT_LINES} more line(s))")
+        return text
+
+    fence = "````" if any(b"```" in raw for raw in (*before, *after)) else "```"
+    return [f"  {fence}diff", *(f"  {line}" for line in (*side("-", before), *side("+", after))),
+            f"  {fence}"]
+
+
+def _as_read(f, finding: Finding) -> Finding:  # type: ignore[no-untyped-def]
+    """``finding`` at its place in the file as read (it is where it is now once written)."""
+    if f.written and len(f.as_read) == len(f.result.findings):
+        return f.as_read[f.result.findings.index(finding)]
+    return finding
+
+
+def _evidence_legend(findings: Iterable[Finding]) -> list[str]:
+    """What each ``[evidence: X]`` mark in the report means, with where to read more."""
+    from neuronize.evidence import EVIDENCE_MEANINGS
+
+    used = sorted({m.group(1) for x in findings for m in _EVIDENCE_MARK.finditer(x.message)})
+    if not used:
+        return []
+    out = ["", "## Evidence marks", "",
+           "A finding resting on less than the TorchNeuron documentation says so with a mark "
+           "(`neuronize explain MARK` prints the same):", ""]
+    out += [f"- `[evidence: {mark}]`: {EVIDENCE_MEANINGS.get(mark, mark)}" for mark in used]
+    return out
+
+
+_EVIDENCE_MARK = re.compile(r"\[evidence: ([\w-]+)\]")
+
+
+def to_markdown(run: RunResult, command: str = "neuronize report", links: Links = RELATIVE) -> str:
+    """One Markdown document for a pull request or the repository (see README, "Reports");
+    ``links`` makes its links absolute (``--link-base``, or the repository's web address)."""
+    from neuronize.positions import line_ops
+    from neuronize.hunks import split_lines
     from neuronize.registry import rule_by_code
 
     wrote = any(f.written for f in run.files)
@@ -203,7 +265,6 @@ def to_markdown(run: RunResult, command: str = "neuronize report") -> str:
     left = [(f, x) for f in run.files for x in f.result.findings if not _done(f, x)]
     failed = list(run.errors)
     missing = list(run.missing)
-    maps = _line_maps(run)
     out = ["# TorchNeuron migration report", ""]
     out.append(f"Generated by neuronize {__version__} with rules targeting {TORCHNEURON_TARGET}. "
                f"Regenerate with `{command}` and compare after upgrading neuronize or TorchNeuron.")
@@ -234,8 +295,11 @@ def to_markdown(run: RunResult, command: str = "neuronize report") -> str:
             out.append(f"| {rule_id} | `{items[0][1].name}` | {safety} | {len(items)} | "
                        f"{effort(items[0][1])} | {summary} |")
         out += ["", "Every edit:", ""]
+        changes = {id(f): line_ops(split_lines(f.source), split_lines(f.result.output)) for f, _ in edits
+                   if f.source is not None and f.result.output is not None}
         for f, x in edits:
-            out.append(f"- {_link(f.display, x, maps.get(id(f)))} {x.rule} ({x.safety.value}): {_cell(x.message)}")
+            out.append(f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.message)}")
+            out += _edit_block(f, _as_read(f, x), changes.get(id(f), ()))
 
     out += ["", "## Left to do", ""]
     if not left:
@@ -256,7 +320,7 @@ def to_markdown(run: RunResult, command: str = "neuronize report") -> str:
                 "|---|---|---|---|---|---|"]
         for f, x in items:
             status = f"{x.safety.value} fix not applied" if x.fixable else "report-only"
-            out.append(f"| {_link(f.display, x, maps.get(id(f)))} | {x.rule} `{x.name}` | {status} | "
+            out.append(f"| {_link(f.display, x, links)} | {x.rule} `{x.name}` | {status} | "
                        f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.message)} |")
         out.append("")
     if left:
@@ -290,8 +354,9 @@ def to_markdown(run: RunResult, command: str = "neuronize report") -> str:
     skipped_clean = sum(1 for f in run.files if f.result.skipped and not f.result.findings)
     if skipped_clean:
         out += ["", f"{skipped_clean} more file(s) contain no CUDA-specific code."]
-    if maps:
+    if wrote:
         out += ["", "Line numbers are those of the files as this run wrote them."]
+    out += _evidence_legend(x for f in run.files for x in f.result.findings)
     return "\n".join(out) + "\n"
 
 

@@ -22,14 +22,14 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import difflib
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable, Sequence
 
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import Hunk, encoding_of, finding_label, import_names, split_hunks, split_lines, text_of  # noqa: F401
+from neuronize.hunks import (Hunk, encoding_of, finding_label, import_names, split_hunk,  # noqa: F401
+                             split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
 
@@ -50,19 +50,10 @@ def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterab
 
 def line_map(before: bytes, after: bytes) -> Callable[[int], int]:
     """Map a 1-based line of ``before`` to the line holding it (or its replacement) in ``after``."""
-    old, new = split_lines(before), split_lines(after)
-    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    from neuronize.positions import position_map
 
-    def mapped(line: int) -> int:
-        i = line - 1
-        for tag, i1, i2, j1, j2 in ops:
-            if i1 <= i < i2:
-                if tag == "equal":
-                    return j1 + (i - i1) + 1
-                return j1 + min(i - i1, max(j2 - j1 - 1, 0)) + 1
-        return line
-
-    return mapped
+    mapped = position_map(before, after)
+    return lambda line: mapped(line, 1)[0]
 
 
 # -- checking a rebuilt file -------------------------------------------------------------------
@@ -175,10 +166,18 @@ y - apply this hunk
 n - do not apply this hunk
 a - apply this hunk and all later hunks in this file
 d - do not apply this hunk or any later hunk in this file
+s - split this hunk into smaller hunks (one per changed line or block)
 q - quit; do not apply this hunk or any other one (hunks already accepted in this file are kept)
-? - print help"""
+? - print help
+A hunk that only adds or removes imports is not asked about: it follows the edits it serves."""
 
-KEYS = "y,n,a,d,q,?"
+
+def _keys(hunk: Hunk) -> str:
+    return "y,n,a,d,s,q,?" if _splittable(hunk) else "y,n,a,d,q,?"
+
+
+def _splittable(hunk: Hunk) -> bool:
+    return bool(hunk.findings) and len(split_hunk(hunk, hunk.findings)) > 1
 
 
 def render_hunk(display: str, before: bytes, after: bytes, hunk: Hunk, total: int,
@@ -235,10 +234,10 @@ def review_file(display: str, before: bytes, after: bytes, findings: Sequence[Fi
     ``prompt_for(hunk)`` False means "apply without asking" (``--review unsafe`` for safe hunks).
     ``ask`` returns the answer line (raising EOFError counts as ``q``).
     """
-    hunks = split_hunks(before, after, findings, whole=display.endswith(".ipynb"))
+    proposed = split_hunks(before, after, findings, whole=display.endswith(".ipynb"))
     while True:
-        accepted, quit_ = _ask_hunks(display, before, after, hunks, ask=ask, say=say, style=style,
-                                     prompt_for=prompt_for)
+        hunks, accepted, quit_ = _ask_hunks(display, before, after, proposed, ask=ask, say=say,
+                                            style=style, prompt_for=prompt_for)
         output = rebuild(before, after, hunks, accepted)
         if output == before:
             return FileOutcome(accepted, hunks, None, quit_)
@@ -270,36 +269,126 @@ def _answer(ask: Ask, prompt: str, allowed: str) -> str:
 
 
 def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk], *, ask: Ask, say: Say,
-               style: Style, prompt_for: Callable[[Hunk], bool]) -> tuple[set[int], bool]:
+               style: Style, prompt_for: Callable[[Hunk], bool]) -> tuple[list[Hunk], set[int], bool]:
+    """The hunks (after any ``s``plit, renumbered), the accepted ones, and whether ``q`` was hit.
+
+    Import hunks are not asked about: once the edits they serve are decided they follow them
+    (:func:`follow_edits`), and only a conflict (an edit needs the import, another rejected edit
+    still uses a name it removes) is put to the reviewer, right after those edits.
+    """
+    hunks = list(hunks)
     accepted: set[int] = set()
+    decided: set[int] = set()
     rest: str | None = None  # "a" or "d" once chosen for the rest of the file
-    for hunk in hunks:
-        if not prompt_for(hunk):
-            accepted.add(hunk.index)
-            rules = ", ".join(dict.fromkeys(f.rule for f in hunk.findings)) or "imports"
-            say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} ({rules}, safe) applied without asking"))
-            continue
-        if rest == "a":
-            accepted.add(hunk.index)
-            continue
-        if rest == "d":
-            continue
+    quit_ = False
+    position = 0
+
+    def settle_imports(final: bool) -> None:
+        for h in hunks:
+            if h.index in decided or not _is_import_hunk(h):
+                continue
+            if not final and not all(i in decided for i in h.serves):
+                continue
+            choice = follow_edits(h, accepted)
+            if choice is None and not final and not quit_:
+                choice = ask_one(h, conflict=True)
+            decided.add(h.index)
+            if choice:
+                accepted.add(h.index)
+            served = ", ".join(str(i + 1) for i in h.serves)
+            verb = "applied" if choice else "not applied"
+            say(style.note(f"{display}: hunk {h.index + 1}/{len(hunks)} (imports) {verb}, "
+                           f"following hunk(s) {served}"))
+
+    def ask_one(hunk: Hunk, conflict: bool = False) -> bool | None:
+        """y/n for one hunk (None: quit); ``s`` splits it in ``hunks`` and asks about the parts."""
+        nonlocal rest, quit_
         say(render_hunk(display, before, after, hunk, len(hunks), style))
+        if conflict:
+            say(style.note("  an edit you applied needs this import, and an edit you skipped "
+                           "still uses a name it removes: decide"))
         while True:
             try:
-                answer = ask(f"({hunk.index + 1}/{len(hunks)}) Apply this hunk to {display} [{KEYS}]? ").strip().lower()
+                answer = ask(f"({hunk.index + 1}/{len(hunks)}) Apply this hunk to {display} "
+                             f"[{_keys(hunk)}]? ").strip().lower()
             except EOFError:
                 answer = "q"
-            if answer in ("y", "n", "a", "d", "q"):
+            if answer in ("y", "n", "a", "d", "q") or (answer == "s" and _splittable(hunk)):
                 break
             say(style.note(HELP))
         if answer == "q":
-            return accepted, True
-        if answer in ("y", "a"):
-            accepted.add(hunk.index)
+            quit_ = True
+            return None
+        if answer == "s":
+            _split_in_place(hunks, hunk.index)
+            return None
         if answer in ("a", "d"):
             rest = answer
-    return accepted, False
+        return answer in ("y", "a")
+
+    while position < len(hunks) and not quit_:
+        hunk = hunks[position]
+        position += 1
+        if _is_import_hunk(hunk):
+            settle_imports(final=False)
+            continue
+        if not prompt_for(hunk):
+            choice: bool | None = True
+            rules = ", ".join(dict.fromkeys(f.rule for f in hunk.findings)) or "imports"
+            say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} ({rules}, safe) applied without asking"))
+        elif rest is not None:
+            choice = rest == "a"
+        else:
+            size = len(hunks)
+            choice = ask_one(hunk)
+            if len(hunks) != size:  # split: ask again from the first part
+                decided = {i if i < hunk.index else i + len(hunks) - size for i in decided}
+                accepted = {i if i < hunk.index else i + len(hunks) - size for i in accepted}
+                position = hunk.index
+                continue
+        if choice is None:
+            break
+        decided.add(hunk.index)
+        if choice:
+            accepted.add(hunk.index)
+        settle_imports(final=False)
+    settle_imports(final=True)
+    return hunks, accepted, quit_
+
+
+def _is_import_hunk(hunk: Hunk) -> bool:
+    return not hunk.findings and bool(hunk.serves)
+
+
+def follow_edits(hunk: Hunk, accepted: set[int]) -> bool | None:
+    """Whether an import hunk goes in, given the accepted edit hunks: not if no edit it serves
+    is accepted; yes if every edit that stops using a name it removes is accepted; None (ask)
+    when an accepted edit needs it but a rejected one still uses a name it removes."""
+    if not any(i in accepted for i in hunk.serves):
+        return False
+    if all(i in accepted for i in hunk.requires):
+        return True
+    needed = any(i in accepted for i in hunk.serves if i not in hunk.requires)
+    return None if needed else False
+
+
+def _split_in_place(hunks: list[Hunk], index: int) -> None:
+    """Replace ``hunks[index]`` by its parts; renumber every hunk and its links."""
+    parts = split_hunk(hunks[index], hunks[index].findings)
+    shift = len(parts) - 1
+
+    def moved(i: int) -> tuple[int, ...]:
+        if i < index:
+            return (i,)
+        if i == index:
+            return tuple(range(index, index + len(parts)))
+        return (i + shift,)
+
+    renumbered = [*hunks[:index], *parts, *hunks[index + 1:]]
+    hunks[:] = [dataclasses.replace(h, index=position,
+                                    serves=tuple(j for i in h.serves for j in moved(i)),
+                                    requires=tuple(j for i in h.requires for j in moved(i)))
+                for position, h in enumerate(renumbered)]
 
 
 def mark_applied(findings: Iterable[Finding], hunks: Sequence[Hunk], accepted: set[int],
@@ -308,11 +397,14 @@ def mark_applied(findings: Iterable[Finding], hunks: Sequence[Hunk], accepted: s
 
     ``complete``: every hunk was accepted (an applied finding that touches no hunk counts then).
     """
-    in_hunk = {f: h.index for h in hunks for f in h.findings}
+    in_hunks: dict[Finding, list[int]] = {}
+    for h in hunks:
+        for f in h.findings:
+            in_hunks.setdefault(f, []).append(h.index)
     out = []
     for f in findings:
-        if f.applied:
-            keep = in_hunk[f] in accepted if f in in_hunk else complete
+        if f.applied:  # a finding split over several hunks is applied when all of them are
+            keep = all(i in accepted for i in in_hunks[f]) if f in in_hunks else complete
             f = dataclasses.replace(f, applied=keep)
         out.append(f)
     return tuple(out)
@@ -355,3 +447,41 @@ def _unchanged(f: FileResult) -> FileResult:
     """``f`` as left alone: nothing applied, nothing to write."""
     findings = tuple(dataclasses.replace(x, applied=False) for x in f.result.findings)
     return dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings, output=None))
+
+
+def review_summary(proposed: RunResult, reviewed: RunResult) -> str:
+    """The summary after ``fix -i``: the fixes applied and skipped in the files under review
+    (those the fixes would change), and how many of them were written."""
+    from collections import Counter
+
+    offered: Counter[str] = Counter()
+    applied: Counter[str] = Counter()
+    files = written = 0
+    for before, after in zip(proposed.files, reviewed.files, strict=True):
+        if not before.result.changed or before.error is not None:
+            continue
+        files += 1
+        written += after.written
+        offered.update(x.rule for x in before.result.findings if x.applied)
+        applied.update(x.rule for x in after.result.findings if x.applied and after.written)
+    skipped = offered - applied
+    detail = f" ({', '.join(f'{r}: {n}' for r, n in sorted(skipped.items()))})" if skipped else ""
+    return (f"{files} file(s) reviewed, {written} written: {sum(applied.values())} fix(es) applied, "
+            f"{sum(skipped.values())} skipped{detail}")
+
+
+def hold_back(f: FileResult, held: Callable[[Finding], bool]) -> FileResult:
+    """``f`` without the edits of the findings ``held`` picks (``fix --baseline``): the hunks
+    holding one are not applied and import hunks follow the edits kept, as in review. A result
+    that is not a valid file leaves the file unchanged."""
+    if not f.result.changed or f.source is None or not any(held(x) for x in f.result.findings if x.applied):
+        return f
+    assert f.result.output is not None
+    hunks = split_hunks(f.source, f.result.output, f.result.findings, whole=f.display.endswith(".ipynb"))
+    accepted = {h.index for h in hunks if not _is_import_hunk(h) and not any(held(x) for x in h.findings)}
+    accepted |= {h.index for h in hunks if _is_import_hunk(h) and follow_edits(h, accepted)}
+    output = rebuild(f.source, f.result.output, hunks, accepted)
+    if output == f.source or check_rebuilt(f.source, f.result.output, output, hunks, accepted):
+        return _unchanged(f)
+    findings = mark_applied(f.result.findings, hunks, accepted, output == f.result.output)
+    return dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings, output=output))

@@ -248,8 +248,22 @@ SECTIONS: dict[str, str] = {
 }
 #: How much work a finding still needs by hand, least first.
 EFFORTS = ("none", "low", "medium", "high")
-#: A label of the project's internal reference file ("reference D8", "§3.1"): never shown to users.
-_REFERENCE_LABEL = re.compile(r"\breference [A-Z]{1,2}\d|§\d|\b[A-Z]\d{1,2} \(")
+#: A label of the project's internal reference file ("reference D8", "§3.1", "D8 ("): never shown
+#: to users. One regex over every docstring cost ~20 ms of each start (a character class tried at
+#: every position): the literal parts are found with str.find first.
+_REFERENCE_WORDS = re.compile(r"\breference [A-Z]{1,2}\d|§\d")
+_LABEL_BEFORE_PAREN = re.compile(r"(?<!\w)[A-Z]\d{1,2}\Z")
+
+
+def _cites_reference_label(doc: str) -> bool:
+    if ("reference " in doc or "§" in doc) and _REFERENCE_WORDS.search(doc):
+        return True
+    at = doc.find(" (")
+    while at != -1:
+        if _LABEL_BEFORE_PAREN.search(doc, max(0, at - 4), at):
+            return True
+        at = doc.find(" (", at + 2)
+    return False
 
 
 def _validate_rule(cls: type[Transform]) -> None:
@@ -284,6 +298,6 @@ def _validate_rule(cls: type[Transform]) -> None:
     if not isinstance(cls.references, tuple) or not cls.references or not all(
             isinstance(u, str) and u.startswith("https://") and " " not in u for u in cls.references):
         raise TypeError(f"{where}: references must be a non-empty tuple of https:// URLs")
-    if _REFERENCE_LABEL.search(doc):
+    if _cites_reference_label(doc):
         raise TypeError(f"{where}: the docstring cites a label of the internal reference file; "
                         "cite the public documentation (references) instead")

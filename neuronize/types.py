@@ -175,6 +175,9 @@ class FileResult:
     result: SourceResult
     source: bytes | None = None
     written: bool = False
+    #: once written, ``result``'s findings are at their place in the file as written; these are
+    #: the same findings at their place in ``source`` (the report shows each edit's before -> after)
+    as_read: tuple[Finding, ...] = ()
 
     @property
     def error(self) -> FileError | None:

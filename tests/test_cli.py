@@ -89,7 +89,7 @@ def test_fix_diff_writes_nothing_and_git_applies(repo):
     proc = neuronize("fix", "--diff", "--unsafe-fixes", ".", cwd=repo)
     assert proc.returncode == 1
     assert (repo / "train.py").read_bytes() == CUDA_SCRIPT
-    assert proc.stdout.startswith(b"--- a/train.py\n+++ b/train.py\n")
+    assert b"\n--- a/train.py\n+++ b/train.py\n" in proc.stdout  # after the reasons (a preamble)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "apply", "--check", "-"], cwd=repo, input=proc.stdout, check=True)
     subprocess.run(["git", "apply", "-"], cwd=repo, input=proc.stdout, check=True)

@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from helpers import neuronize
-from neuronize.diff import Style, findings_touching, import_names, unified_diff, use_color
+from neuronize.diff import Style, unified_diff, use_color
+from neuronize.hunks import findings_touching, import_names
 from neuronize.transform import Finding, Safety
 
 TWO_PLACES = (
@@ -41,7 +42,35 @@ def test_each_hunk_header_names_rule_safety_and_reason(tmp_path):
     assert len(headers) == 3, headers  # the import the engine adds, .cuda(), the .half() call
     assert re.match(r"@@ -1,\d+ \+1,\d+ @@ \[imports\] adds `torch` for the edits", headers[0])
     assert "[NRN102 safe] " in headers[1] and "NRN205" not in headers[1]
-    assert "[NRN205 unsafe] " in headers[2] and "[evidence: INF]" in headers[2]
+    assert "[NRN205 unsafe]" in headers[2]
+    assert all(len(h) <= 100 for h in headers)
+    # a reason too long for the header is in full before the file's `---` line
+    preamble = proc.stdout.decode().split("--- a/t.py")[0]
+    assert "# t.py, hunk 3 (line 22):\n#   [NRN205 unsafe] " in preamble and "[evidence: INF]" in preamble
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("patch") is None, reason="needs git and patch")
+def test_long_reasons_leave_headers_short_and_the_diff_applies(tmp_path):
+    straddle = (b"import torch\nwith torch.autocast(\"cuda\",\n"
+                b"                    dtype=torch.float16, enabled=x.cuda().is_cuda):\n    y = model(x)\n")
+    for tool in ("git", "patch"):
+        work = tmp_path / tool
+        (work / "pkg").mkdir(parents=True)
+        (work / "t.py").write_bytes(TWO_PLACES)
+        (work / "pkg" / "s.py").write_bytes(straddle)
+        proc = neuronize("fix", "--diff", "--unsafe-fixes", ".", cwd=work)
+        text = proc.stdout.decode()
+        assert all(len(line) <= 100 for line in text.splitlines() if line.startswith(("@@", "#")))
+        assert "@@ -1,4 +1,4 @@ [NRN201 safe] [NRN102 safe] [NRN104 unsafe]\n" in text
+        assert "#   [NRN104 unsafe] `x.cuda().is_cuda` -> " in text  # the reason, in the preamble
+        if tool == "git":
+            subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+            subprocess.run(["git", "apply", "--check", "-"], cwd=work, input=proc.stdout, check=True)
+            subprocess.run(["git", "apply", "-"], cwd=work, input=proc.stdout, check=True)
+        else:
+            subprocess.run(["patch", "-p1", "--dry-run", "--quiet"], cwd=work, input=proc.stdout, check=True)
+            subprocess.run(["patch", "-p1", "--quiet"], cwd=work, input=proc.stdout, check=True)
+        assert neuronize("fix", "--diff", "--unsafe-fixes", ".", cwd=work).stdout == b""
 
 
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("patch") is None, reason="needs git and patch")

@@ -40,3 +40,70 @@ def test_locate_matches_position_provider(name, source):
         got = spans[id(node)]
         assert (got.line, got.column) == (want.start.line, want.start.column + 1), (
             type(node).__name__, module.code_for_node(node)[:60])
+
+
+# -- after `fix`: positions in the file as written ------------------------------------------------
+#: `fix --unsafe-fixes` removes lines 2-3 and lengthens `.cuda()` before the leftover on line 4
+MOVES = (b"import torch\nfrom torch.backends import cudnn\ncudnn.benchmark = True\n"
+         b"x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown"])
+def test_after_fix_findings_point_into_the_file_as_written(tmp_path, fmt):
+    from helpers import neuronize
+
+    (tmp_path / "m.py").write_bytes(MOVES)
+    proc = neuronize("fix", "--unsafe-fixes", "--output-format", fmt, "m.py", cwd=tmp_path)
+    written = (tmp_path / "m.py").read_text().splitlines()
+    assert written[1].index("torch.cuda.get_device_capability") + 1 == 38
+    out = proc.stdout.decode()
+    expected = {
+        "text": "m.py:2:38 NRN115 [report-only]",
+        "json": '"line": 2,\n      "column": 38,',
+        "sarif": '"startLine": 2,\n                  "startColumn": 38,',
+        "github": "file=m.py,line=2,col=38,",
+        "markdown": "| [m.py:2](m.py#L2) | NRN115",
+    }[fmt]
+    assert expected in out, out
+
+
+def test_position_map_follows_kept_characters():
+    from neuronize.positions import position_map
+
+    before = b"a = 1\nb = x.cuda() + f(y)\nc = 3\n"
+    after = b"b = x.to('neuron') + f(y)\nc = 3\n"
+    moved = position_map(before, after)
+    assert moved(2, 5) == (1, 5)  # before the edit
+    assert moved(2, 16) == (1, 22)  # `f(y)`, after it
+    assert moved(3, 1) == (2, 1)
+    assert moved(1, 3) == (1, 1)  # a deleted line: the start of what follows
+
+
+def test_line_ops_rebuild_the_new_lines_and_stay_cheap_on_a_large_file():
+    import random
+
+    from neuronize.positions import line_ops, position_map
+
+    rng = random.Random(1)
+    for _ in range(300):
+        old = [rng.choice([b"a\n", b"b\n", b"c\n", b"\n"]) for _ in range(rng.randint(0, 30))]
+        new = list(old)
+        for _ in range(rng.randint(0, 5)):
+            k = rng.randint(0, len(new))
+            kind = rng.choice("idr")
+            if kind == "i":
+                new[k:k] = [rng.choice([b"x\n", b"a\n"])]
+            elif new:
+                new[min(k, len(new) - 1):min(k, len(new) - 1) + (kind == "d")] = [] if kind == "d" else [b"y\n"]
+        rebuilt, position = [], (0, 0)
+        for tag, i1, i2, j1, j2 in line_ops(old, new):
+            assert (i1, j1) == position
+            assert tag != "equal" or old[i1:i2] == new[j1:j2]
+            rebuilt += new[j1:j2]
+            position = (i2, j2)
+        assert position == (len(old), len(new)) and rebuilt == new
+    # a generated module of unique lines, an edit every hundred lines: a linear walk
+    block = b"".join(b"w_%d = [0.1, 0.2]\n" % i for i in range(99)) + b"x = t.cuda()\n"
+    before = block * 200
+    moved = position_map(before, b"import torch\n" + before.replace(b".cuda()", b'.to("neuron")'))
+    assert moved(19_950, 5) == (19_951, 5) and moved(20_000, 7) == (20_001, 7)

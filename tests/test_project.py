@@ -87,6 +87,21 @@ def test_baseline_ratchet(tmp_path):
     assert b"2 baselined finding(s) not shown" in proc.stderr
 
 
+def test_fix_with_a_baseline_leaves_baselined_findings_unedited(tmp_path):
+    (tmp_path / "old.py").write_bytes(b"import torch\nx = Net().cuda()\n")
+    assert neuronize("check", "--write-baseline", "baseline.json", ".", cwd=tmp_path).returncode == 0
+    (tmp_path / "old.py").write_bytes(b"import torch\nx = Net().cuda()\ny = torch.zeros(2).cuda()\n")
+    proc = neuronize("fix", "--baseline", "baseline.json", ".", cwd=tmp_path)
+    # the accepted line stays as it was; the new one is fixed, and the summary counts that fix
+    assert (tmp_path / "old.py").read_bytes() == (
+        b'import torch\nx = Net().cuda()\ny = torch.zeros(2).to("neuron")\n')
+    assert b"fixes applied: 1 safe" in proc.stderr and b"1 baselined finding(s) not shown" in proc.stderr
+    assert proc.returncode == 0
+    # nothing new: nothing written, the summary says no fix was applied
+    proc = neuronize("fix", "--baseline", "baseline.json", "--diff", ".", cwd=tmp_path)
+    assert proc.stdout == b"" and proc.returncode == 0
+
+
 NOTEBOOK = {
     "cells": [
         {"cell_type": "markdown", "metadata": {}, "source": ["# Train on `cuda`\n", "Notes."]},

@@ -193,3 +193,89 @@ def test_summary_after_every_run(tmp_path, command):
     else:
         assert "2 finding(s) left (NRN102: 1, NRN903: 1)" in summary
     assert neuronize(*command, "--quiet", ".", cwd=tmp_path).stderr.decode().count("file(s) checked") == 0
+
+
+# -- a report ready for a pull request (issue 14 item 7) ----------------------------------------
+#: `fix --unsafe-fixes` deletes lines 2-3 and edits line 4
+PR_SOURCE = (b"import torch\nfrom torch.backends import cudnn\ncudnn.benchmark = True\n"
+             b"x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n")
+
+
+def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_path):
+    (tmp_path / "t.py").write_bytes(PR_SOURCE)
+    proc = neuronize("fix", "--unsafe-fixes", "--report", "MIGRATION.md", "t.py", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # NRN115 is left
+    text = (tmp_path / "MIGRATION.md").read_text()
+    assert ("- [t.py:2](t.py#L2) NRN350 (unsafe): `cudnn.benchmark = True` removed: a cuDNN setting, "
+            "meaningless on Neuron [evidence: INF]\n  ```diff\n  -cudnn.benchmark = True\n  ```\n") in text
+    assert ("- [t.py:2](t.py#L2) NRN102 (safe): `.cuda()` -> `.to(\"neuron\")`\n  ```diff\n"
+            "  -x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n"
+            "  +x = torch.zeros(2).to(\"neuron\"); y = torch.cuda.get_device_capability()\n  ```\n") in text
+    # every evidence mark the report uses is explained in it, as `neuronize explain` explains it
+    legend = text.split("## Evidence marks", 1)[1]
+    for mark in ("INF", "3P"):
+        tag, meaning = neuronize("explain", mark).stdout.decode().strip().split("]: ", 1)
+        assert f"- `{tag}]`: {meaning}" in legend
+
+
+def test_every_evidence_mark_resolves_to_a_sentence():
+    from neuronize.evidence import EVIDENCE_MEANINGS
+    from neuronize.types import Evidence
+
+    assert set(EVIDENCE_MEANINGS) == {e.value for e in Evidence}
+    for mark in EVIDENCE_MEANINGS:
+        proc = neuronize("explain", mark.lower())
+        assert proc.returncode == 0 and proc.stdout.decode().startswith(f"[evidence: {mark}]: ")
+    explained = neuronize("explain", "NRN350").stdout.decode()
+    assert f"Evidence INF: {EVIDENCE_MEANINGS['INF']}" in explained
+
+
+def test_link_base_makes_links_absolute(tmp_path):
+    (tmp_path / "t.py").write_bytes(PR_SOURCE)
+    proc = neuronize("report", "--unsafe-fixes", "--link-base", "https://example.org/acme/train/blob/main",
+                     "t.py", cwd=tmp_path)
+    assert "[t.py:4](https://example.org/acme/train/blob/main/t.py#L4) NRN102" in proc.stdout.decode()
+
+
+def _git(cwd, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@b", "PATH": __import__("os").environ["PATH"]}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.skipif(__import__("shutil").which("git") is None, reason="needs git")
+def test_links_follow_the_git_remote_commit_and_branch(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.py").write_bytes(PR_SOURCE)
+    _git(tmp_path, "init", "-q", "-b", "migrate")
+    _git(tmp_path, "remote", "add", "origin", "git@github.com:acme/train.git")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "start")
+    sha = _git(tmp_path, "rev-parse", "HEAD")
+    base = "https://github.com/acme/train/blob"
+    # `report` reads the commit: links at that commit, paths from the repository's top
+    text = neuronize("report", "--unsafe-fixes", ".", cwd=tmp_path / "src").stdout.decode()
+    assert f"[t.py:4]({base}/{sha}/src/t.py#L4) NRN102" in text
+    relative = neuronize("report", "--link-base", "none", ".", cwd=tmp_path / "src").stdout.decode()
+    assert "[t.py:4](t.py#L4)" in relative
+    # `fix --report`: the lines as written, on the branch the edits will be pushed on
+    neuronize("fix", "--unsafe-fixes", "--report", "../MIGRATION.md", ".", cwd=tmp_path / "src")
+    text = (tmp_path / "MIGRATION.md").read_text()
+    assert f"[t.py:2]({base}/migrate/src/t.py#L2) NRN102" in text
+
+
+@pytest.mark.parametrize(("remote", "web"), [
+    ("git@github.com:acme/train.git", ("https://github.com/acme/train", "github")),
+    ("https://github.com/acme/train", ("https://github.com/acme/train", "github")),
+    ("ssh://git@gitlab.com:2222/group/sub/train.git", ("https://gitlab.com/group/sub/train", "gitlab")),
+    ("https://user@bitbucket.org/acme/train.git", ("https://bitbucket.org/acme/train", "bitbucket")),
+    ("/srv/git/train.git", None),
+    ("git@example.com:acme/train.git", None),
+])
+def test_web_address_of_a_remote(remote, web):
+    from neuronize.links import web_address
+
+    assert web_address(remote) == web

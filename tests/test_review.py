@@ -53,7 +53,7 @@ MIXED = (b"import torch\n" + b"model = Net().cuda()\n" + b"".join(b"a%d = %d\n" 
          + b"batch = batch.cuda(3)\n" + b"".join(b"b%d = %d\n" % (i, i) for i in range(10))
          + b"torch.cuda.synchronize()\n")
 
-PROMPT = re.compile(r"\((\d+)/(\d+)\) Apply this hunk to (\S+) \[y,n,a,d,q,\?\]\? ")
+PROMPT = re.compile(r"\((\d+)/(\d+)\) Apply this hunk to (\S+) \[y,n,a,d,(?:s,)?q,\?\]\? ")
 AGAIN = re.compile(r"Review (\S+) again \(r\) or leave it unchanged \(s\) \[r,s\]\? ")
 
 
@@ -181,11 +181,15 @@ def test_a_broken_choice_is_explained_and_never_returned(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
     before, after, findings = _analyse(tmp_path / "a.py")
     said: list[str] = []
-    ask, prompts = _script("y", "n", "y", "r", "a")
+    # skip the cuDNN flag, keep the .half() edit: the import hunk both adds `torch` (needed) and
+    # removes `cudnn` (still used), so it is put to the reviewer, after the edits it serves
+    ask, prompts = _script("n", "y", "y", "r", "a")
     outcome = review_file("a.py", before, after, findings, ask=ask, say=said.append, style=Style())
+    assert prompts[2].startswith("(1/3) Apply this hunk")
+    assert any("still uses a name it removes: decide" in s for s in said)
     assert any("`cudnn` would be used but not defined" in s for s in said)
     assert outcome.output == after and outcome.accepted == {0, 1, 2}
-    ask, prompts = _script("y", "n", "y", "s")
+    ask, prompts = _script("n", "y", "y", "s")
     outcome = review_file("a.py", before, after, findings, ask=ask, say=said.append, style=Style())
     assert outcome.output is None and outcome.problems
 
@@ -217,9 +221,24 @@ def _drive(child, answer):  # type: ignore[no-untyped-def]
     return given
 
 
-def test_pty_reject_the_edit_keep_its_import_removal_is_detected(tmp_path):
+def test_pty_an_import_hunk_follows_the_edits_it_serves(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
-    answers = iter(["y", "n", "y", "s"])
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
+    transcript: list[str] = []
+    given = _drive(child, lambda name, index, total, shown: transcript.append(shown) or "y")
+    # asked about the two edits only, in file order; the imports follow them without a question
+    assert [(g[1], g[2]) for g in given] == [(2, "y"), (3, "y")]
+    rest = child.before or ""
+    assert "a.py: hunk 1/3 (imports) applied, following hunk(s) 2, 3" in "".join(transcript) + rest
+    (tmp_path / "orig.py").write_bytes(AMP)
+    assert (tmp_path / "a.py").read_bytes() == _analyse(tmp_path / "orig.py")[1]  # fully migrated
+
+
+def test_pty_a_conflicting_import_hunk_is_asked_and_checked(tmp_path):
+    (tmp_path / "a.py").write_bytes(AMP)
+    # skip the cuDNN flag, keep .half(): the imports add `torch` (needed) and remove `cudnn`
+    # (still used): asked after the edits; accepting it breaks the file, which is not written
+    answers = iter(["n", "y", "y", "s"])
     child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
     transcript: list[str] = []
 
@@ -228,18 +247,19 @@ def test_pty_reject_the_edit_keep_its_import_removal_is_detected(tmp_path):
         return next(answers)
 
     given = _drive(child, answer)
-    assert [g[2] for g in given] == ["y", "n", "y", "s"]
+    assert [(g[1], g[2]) for g in given] == [(2, "n"), (3, "y"), (1, "y"), (0, "s")]
     text = "".join(transcript)
     assert "a.py: hunk 1/3, line 2 [unsafe]" in text
     assert "removes the import of `cudnn`" in text and "[NRN205 unsafe]" in text
+    assert "still uses a name it removes: decide" in text
     assert "`cudnn` would be used but not defined: hunk 1, which removes its import, was accepted" in text
     assert (tmp_path / "a.py").read_bytes() == AMP  # nothing invalid written
     assert child.exitstatus == 1
 
 
-def test_pty_reject_the_import_keep_the_edit_then_review_again(tmp_path):
+def test_pty_reject_the_conflicting_import_then_review_again(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
-    answers = iter(["n", "y", "y", "r", "n", "y", "n"])
+    answers = iter(["n", "y", "n", "r", "y", "n"])
     child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
     seen: list[str] = []
 
@@ -254,11 +274,70 @@ def test_pty_reject_the_import_keep_the_edit_then_review_again(tmp_path):
     before, after, findings = _analyse(tmp_path / "orig.py")
     hunks = split_hunks(before, after, findings)
     on_disk = (tmp_path / "a.py").read_bytes()
-    assert on_disk == rebuild(before, after, hunks, {1})
+    # second pass: the flag edit kept, .half() skipped; the imports follow the flag edit
+    assert on_disk == rebuild(before, after, hunks, {0, 1})
     ast.parse(on_disk)
-    assert b"import torch\n" not in on_disk and b"cudnn.benchmark" not in on_disk
-    assert b"from torch.backends import cudnn" in on_disk
-    assert b"return loss.half()" in on_disk
+    assert b"cudnn" not in on_disk and b"return loss.half()" in on_disk
+
+
+#: a safe fix and an unsafe one on neighbouring lines, and a safe fix spanning two lines around
+#: an unsafe one
+NEIGHBOURS = b"""import torch
+model = Net().cuda()
+batch = batch.cuda(3)
+y = model(batch)
+"""
+STRADDLE = b"""import torch
+with torch.autocast("cuda",
+                    dtype=torch.float16, enabled=x.cuda().is_cuda):
+    y = model(x)
+"""
+
+
+def test_neighbouring_safe_and_unsafe_fixes_are_two_hunks(tmp_path):
+    (tmp_path / "n.py").write_bytes(NEIGHBOURS)
+    before, after, findings = _analyse(tmp_path / "n.py")
+    hunks = split_hunks(before, after, findings)
+    assert [h.safety.value for h in hunks] == ["safe", "unsafe"]
+    assert [h.ops for h in hunks] == [(("replace", 1, 2, 1, 2),), (("replace", 2, 3, 2, 3),)]
+
+
+def test_pty_review_unsafe_keeps_the_safe_neighbour(tmp_path):
+    (tmp_path / "n.py").write_bytes(NEIGHBOURS)
+    child = _spawn(["fix", "--review", "unsafe", "n.py"], tmp_path)
+    given = _drive(child, lambda *a: "n")
+    assert len(given) == 1
+    out = (tmp_path / "n.py").read_bytes()
+    assert b'model = Net().to("neuron")' in out and b"batch = batch.cuda(3)" in out
+
+
+def test_pty_split_a_hunk_like_git_add_p(tmp_path):
+    (tmp_path / "s.py").write_bytes(STRADDLE)
+    answers = iter(["s", "y", "n"])
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "s.py"], tmp_path)
+    prompts: list[tuple[int, int]] = []
+
+    def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
+        prompts.append((index, total))
+        return next(answers)
+
+    given = _drive(child, answer)
+    assert [g[2] for g in given] == ["s", "y", "n"]
+    assert prompts == [(1, 1), (1, 2), (2, 2)]
+    out = (tmp_path / "s.py").read_bytes()
+    assert b'torch.autocast("neuron",' in out and b"enabled=x.cuda().is_cuda" in out
+    ast.parse(out)
+
+
+def test_pty_summary_counts_the_reviewed_files_only(tmp_path):
+    (tmp_path / "m.py").write_bytes(MIXED)
+    (tmp_path / "clean.py").write_bytes(b"import torch\nx = torch.zeros(2)\n")
+    (tmp_path / "left.py").write_bytes(b"import pycuda.autoinit\n")
+    answers = iter(["y", "n", "y"])
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "."], tmp_path)
+    _drive(child, lambda *a: next(answers))
+    tail = child.before or ""
+    assert "1 file(s) reviewed, 1 written: 2 fix(es) applied, 1 skipped (NRN102: 1)" in tail, tail
 
 
 def test_pty_quit_keeps_accepted_hunks_and_touches_nothing_else(tmp_path):

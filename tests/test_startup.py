@@ -1,0 +1,61 @@
+"""Start-up loads only what a command prints (issue 14 item 8). Which modules get imported is
+asserted in a fresh interpreter; how long it takes is measured by benchmarks/bench.py, never here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import json, sys
+sys.argv = ["neuronize", *json.loads(sys.argv[1])]
+from neuronize.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("\\nMODULES=" + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules(*args: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    return set(json.loads(proc.stdout.rsplit("MODULES=", 1)[1]))
+
+
+def _rule_modules(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.startswith("neuronize.transforms.")
+            and not m.rsplit(".", 1)[1].startswith("_")}
+
+
+def test_version_imports_neither_libcst_nor_the_rules():
+    modules = _modules("--version")
+    assert "libcst" not in modules
+    assert not any(m.startswith("neuronize.transforms") for m in modules)
+    assert "neuronize.engine" not in modules and "neuronize.api" not in modules
+
+
+@pytest.mark.parametrize(("code", "module"), [("NRN350", "cudnn_flag"), ("cuda-method", "cuda_method")])
+def test_explain_loads_the_one_rule_it_prints(code, module):
+    modules = _modules("explain", code)
+    assert _rule_modules(modules) == {f"neuronize.transforms.{module}"}
+    assert "neuronize.engine" not in modules and "neuronize.api" not in modules
+
+
+def test_explain_an_evidence_mark_loads_no_rule():
+    modules = _modules("explain", "INF")
+    assert "libcst" not in modules and not _rule_modules(modules)
+
+
+def test_rules_loads_the_rules_and_nothing_of_the_engine():
+    from neuronize.registry import all_rules
+
+    modules = _modules("rules")
+    assert len(_rule_modules(modules)) == len({r.__module__ for r in all_rules()})
+    for heavy in ("neuronize.engine", "neuronize.api", "neuronize.report", "neuronize.cache"):
+        assert heavy not in modules, heavy
