@@ -132,3 +132,20 @@ def test_resolver_reads_each_configuration_once(mono: Path) -> None:
     assert resolver.for_path(mono / "c" / "m.py").config.path == mono / "pyproject.toml"
     assert [s.config.path for s in resolver.used()] == [mono / "a" / "pyproject.toml",
                                                          mono / "pyproject.toml"]
+
+
+def test_a_sub_projects_kinds_apply_inside_it_only(tmp_path: Path) -> None:
+    """``extend-exclude-kinds`` in a sub-project's configuration leaves those kinds out there
+    only; ``--kinds`` on the command line narrows every project."""
+    (tmp_path / "pyproject.toml").write_text("[tool.neuronize]\n")
+    (tmp_path / "svc").mkdir()
+    (tmp_path / "svc" / "pyproject.toml").write_text('[tool.neuronize]\nextend-exclude-kinds = ["requirements", "pyproject"]\n')
+    for folder in (tmp_path, tmp_path / "svc"):
+        (folder / "requirements.txt").write_text("torch==2.13.0+cu121\n")
+        (folder / "m.py").write_bytes(SCRIPT)
+    listed = _lines(neuronize("check", "--show-files", ".", cwd=tmp_path))
+    assert listed == ["m.py", "pyproject.toml", "requirements.txt", "svc/m.py"]
+    shown = neuronize("check", "--show-settings", "svc/m.py", cwd=tmp_path).stdout.decode()
+    assert '"requirements", "pyproject"' in shown.replace("[", "").replace("]", "")
+    only = _lines(neuronize("check", "--show-files", "--kinds", "requirements", ".", cwd=tmp_path))
+    assert only == ["requirements.txt"]
