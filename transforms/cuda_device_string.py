@@ -11,7 +11,7 @@ from neuronize.transforms._device_choice import in_selection_if, validation_list
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
-from neuronize.transforms import _target
+from neuronize.transforms import _host, _target
 
 OPTION_CALLS = frozenset({"add_argument", "option"})
 
@@ -117,7 +117,8 @@ class CudaDeviceString(Transform):
         self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
 
     # -- reporting ---------------------------------------------------------------------------
-    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False) -> None:
+    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False,
+                     group: str | None = None) -> None:
         if id(node) in self._done:
             return
         self._done.add(id(node))
@@ -129,13 +130,18 @@ class CudaDeviceString(Transform):
         edit = literal_edit(self.ctx, node, kind, nested)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
-                 imports=edit.imports, **extra)  # type: ignore[arg-type]
+                 imports=edit.imports, group=group, **extra)  # type: ignore[arg-type]
 
-    def _fix_all(self, expr: cst.BaseExpression | None, where: str) -> None:
+    def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None) -> None:
         if expr is None:
             return
         for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, nested=node is not expr)
+            self._fix_literal(node, kind, where, nested=node is not expr, group=group)
+
+    def _fix_default(self, expr: cst.BaseExpression | None, where: str) -> None:
+        """A device default (option, parameter, setting): one edit group with the comparisons that
+        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`."""
+        self._fix_all(expr, where, group=_host.device_choice_group(self.ctx))
 
     # -- the idiom -----------------------------------------------------------------------------
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -195,7 +201,7 @@ class CudaDeviceString(Transform):
         elif name in GETTERS or name == "getattr":
             key = argument(node, "key", 1 if name == "getattr" else 0)
             if key is not None and device_named(string_value(key.value)):
-                self._fix_all(node, f"default of `{string_value(key.value)}`")
+                self._fix_default(node, f"default of `{string_value(key.value)}`")
 
     def _argument_of_cuda_api(self) -> bool:
         """The call being visited is an argument of a ``torch.cuda.*`` call (a CUDA-only API, which
@@ -233,28 +239,31 @@ class CudaDeviceString(Transform):
             return
         default = keyword(node, "default")
         if default is not None:
-            self._fix_all(default.value, f"`{option}` default")
+            self._fix_default(default.value, f"`{option}` default")
         choices = keyword(node, "choices")
         if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)):
             self._add_choice(choices.value, option)
 
-    def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
-        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        new = with_choice(container, added)
+    def _accept_default(self, container: cst.List | cst.Tuple, where: str) -> None:
+        """Add the migrated default to a list of accepted device names: the target's device (on the
+        accelerator target, the same expression as the default: it is ``"mps"`` on a Mac)."""
+        target = _target.target(self.ctx)
+        added = "cpu" if target == _target.CPU else "neuron"
+        value, imports = _target.device(self.ctx) if target == _target.ACCELERATOR else (None, ())
+        new = with_choice(container, added, value)
         if new is not None:
-            self.fix(container, new, f'`{option}` choices: added `"{added}"` next to `"cuda"` so the migrated '
-                     "default is accepted")
+            shown = f'"{added}"' if value is None else _target.say(self.ctx, "{device}")
+            self.fix(container, new, f'{where}: added `{shown}` next to `"cuda"` so the migrated default is '
+                     "accepted", imports=imports, group=_host.device_choice_group(self.ctx))
+
+    def _add_choice(self, container: cst.List | cst.Tuple, option: str) -> None:
+        self._accept_default(container, f"`{option}` choices")
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
         container = validation_list(self.ctx, node)
-        if container is None:
-            return
-        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        new = with_choice(container, added)
-        if new is not None:
-            self.fix(container, new, f'device validation `{short(node)}`: added `"{added}"` next to `"cuda"` so '
-                     "the migrated default is accepted")
+        if container is not None:
+            self._accept_default(container, f"device validation `{short(node)}`")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -262,7 +271,7 @@ class CudaDeviceString(Transform):
             if device_named(target_name(t.target)):
                 if in_selection_if(self.ctx):
                     return
-                self._fix_all(node.value, f"`{short(t.target)}` setting")
+                self._fix_default(node.value, f"`{short(t.target)}` setting")
                 return
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
@@ -275,15 +284,15 @@ class CudaDeviceString(Transform):
         if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
             default = argument(value, "default", 0 if last_name(value.func) == "Field" else None)
             if default is not None:
-                self._fix_all(default.value, where)
+                self._fix_default(default.value, where)
             return
-        self._fix_all(value, where)
+        self._fix_default(value, where)
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and device_named(node.name.value):
-            self._fix_all(node.default, f"default of parameter `{node.name.value}`")
+            self._fix_default(node.default, f"default of parameter `{node.name.value}`")
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)
         if device_named(key):
-            self._fix_all(node.value, f'`"{key}"` entry')
+            self._fix_default(node.value, f'`"{key}"` entry')
