@@ -25,7 +25,9 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   torch.cuda.is_available(): pytest.skip(...)``).
 - Inductor-driving code: the **file** when it imports Inductor internals (``compile_fx``,
   ``standalone_compile``, ``fx_passes``, custom graph passes); such a module exists to drive
-  Inductor. Setting or patching ``torch._inductor.config`` alone is not this role (a training
+  Inductor; also when it imports a module named for that work (a project's ``precompile``,
+  ``jit_backend`` or ``*inductor*`` module: the compile entry points built on it). Setting or
+  patching ``torch._inductor.config`` alone is not this role (a training
   script tuning its compile does that, and there the settings can go). A branch taken when the backend is ``"inductor"``:
   the **``if``** statement.
 - CUDA-graph managers: the **function or class** that uses ``torch.cuda.graph``/``CUDAGraph``,
@@ -33,6 +35,12 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   wraps CUDA graphs (``wrap_with_cuda_graph``); a class as a whole, because its capture stream is
   made in one method and used in another.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
+- CUDA-only libraries (the package table of ``neuronize.transforms._packages``): an **argument**
+  of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
+  ``te.Linear(..., device=torch.cuda.current_device())``): the library runs only on CUDA, so the
+  CUDA value handed to it is what it needs; and the **function or class** that uses a serving
+  engine that owns its device (vLLM: its CUDA-graph capture, cache flushes and streams are the
+  engine's), as a class as a whole (the engine is built in one method and fed in another).
 
 A fix a rule defers to ``leave_Module`` (after the walk) sees only the file-level roles.
 torch_xla TPU code is a separate fact (:attr:`FileRoles.tpu`), asked only by the XLA-era rule.
@@ -45,13 +53,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Protocol
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
 from neuronize.syntax import iter_statements, module_matches
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
+LIBRARY = "cuda-library"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -63,6 +72,8 @@ _MESSAGES = {
               "CUDA/CPU and give Neuron a path of its own",
     CUDA_GRAPH: "not applied: {where} manages CUDA graphs ({reason}); its streams, events and memory "
                 "calls belong to the capture",
+    LIBRARY: "not applied: {where} serves a CUDA-only library ({reason}), which needs the CUDA value; "
+             "keep it, and replace the library by hand where Neuron must run this code",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
@@ -89,6 +100,10 @@ _SKIP_BODY = re.compile(r"skip", re.IGNORECASE)
 
 _INDUCTOR_TEXT = re.compile(rb"\b(standalone_compile|compile_fx|post_grad_custom_\w+|pre_grad_custom_\w+)\b")
 _INDUCTOR_BRANCH = re.compile(r"""["']inductor["']""")
+#: the last name of a module that drives Inductor (a project's AOT precompile or compile backend)
+_INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|compile_fx)$")
+#: serving engines that own the device they run on: a module importing one is their wrapper
+ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
 _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
 _GRAPH = re.compile(r"\bCUDAGraph\b|\bcuda\.graph\(|\bmake_graphed_callables\b|\bgraph_pool_handle\b"
                     r"|\bcudagraph_trees\b")
@@ -104,6 +119,8 @@ class Imports(Protocol):
     modules: set[str]
 
     def local_names_for(self, qualified: str) -> list[str]: ...
+
+    def qualify(self, node: cst.CSTNode) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -179,14 +196,23 @@ class FileRoles:
 
     def _inductor_file(self) -> Role | None:
         if b"inductor" not in self._source:
-            return None
+            return self._inductor_module()
         for module in sorted(self._names.modules):
             if module.startswith("torch._inductor.") and not module.startswith("torch._inductor.config"):
                 return Role(INDUCTOR, f"imports `{module}`")
         found = _INDUCTOR_TEXT.search(self._source)
         if found:
             return Role(INDUCTOR, f"uses `{found.group(1).decode()}`")
+        return self._inductor_module()
+
+    def _inductor_module(self) -> Role | None:
+        for module in sorted(self._names.modules):
+            if module.startswith("torch.") or "." not in module:
+                continue  # torch's own modules are judged above; a top-level package is a dependency
+            if _INDUCTOR_MODULE.match(module.rsplit(".", 1)[-1]):
+                return Role(INDUCTOR, f"imports the compile module `{module}`")
         return None
+
 
     # -- node-level --------------------------------------------------------------------------
     def role_for(self, stack: Sequence[cst.CSTNode]) -> Role | None:
@@ -201,6 +227,41 @@ class FileRoles:
                 role = regions.get(id(node))
                 if role is not None:
                     return role
+        return self._library_argument(stack) if self._library_locals else None
+
+    @cached_property
+    def _library_locals(self) -> frozenset[str]:
+        """The local names bound to CUDA-only packages (``xformers``, ``te``...); empty for most
+        files, which then skip :meth:`_library_argument`."""
+        from neuronize.transforms._packages import CUDA_ONLY_PACKAGES  # the rules import this module
+
+        return self._package_locals(CUDA_ONLY_PACKAGES)
+
+    def _package_locals(self, packages: Iterable[str]) -> frozenset[str]:
+        """The local names bound to ``packages`` or their modules, the project's own package excepted."""
+        found: set[str] = set()
+        for module in self._names.modules:
+            package = module_matches(module, packages)
+            if package is not None and not self.is_own_package(package.split(".")[0]):
+                parts = module.split(".")  # `import xformers.ops` binds `xformers`
+                found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+        return frozenset(local for module in found for local in self._names.local_names_for(module))
+
+    def _library_argument(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """An argument of a call into a CUDA-only package: the CUDA value is what the library needs."""
+        from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
+
+        for call, arg in zip(stack, stack[1:], strict=False):
+            if not (isinstance(call, cst.Call) and isinstance(arg, cst.Arg)):
+                continue
+            head = call.func
+            while isinstance(head, cst.Attribute):
+                head = head.value
+            if not (isinstance(head, cst.Name) and head.value in self._library_locals):
+                continue
+            qualified = self._names.qualify(call.func)
+            if qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+                return Role(LIBRARY, f"it is handed to `{qualified}`", "this argument")
         return None
 
     @cached_property
@@ -212,7 +273,9 @@ class FileRoles:
         fakes = any(b in src for b in _FAKE_BYTES)
         inductor = b"inductor" in src
         gates = b"skip" in lowered or b"requires" in src or b"mark" in src
-        if not (graphs or fakes or inductor or gates):
+        engine = self._package_locals(ENGINE_PACKAGES)
+        uses_engine = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(engine))) + r")\b") if engine else None
+        if not (graphs or fakes or inductor or gates or engine):
             return {}
         regions: dict[int, Role] = {}
         for stmt in iter_statements(self._module.body):
@@ -229,6 +292,9 @@ class FileRoles:
                     role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
                 if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
                     role = Role(FAKE, "it works with fake tensors", where)
+                if role is None and uses_engine is not None and (found := uses_engine.search(self._code(stmt))):
+                    role = Role(LIBRARY, f"it uses `{found.group(0)}` of a serving engine that owns its CUDA "
+                                "device", where)
             elif isinstance(stmt, cst.With) and fakes:
                 if any(_FAKE.search(self._code(item)) for item in stmt.items):
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")

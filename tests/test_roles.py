@@ -8,7 +8,7 @@ import pytest
 from neuronize.context import FileContext, collect_imports
 from neuronize.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, TEST, is_test_path
+from neuronize.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 
@@ -162,3 +162,34 @@ def test_own_package_is_no_dependency() -> None:
     assert [f.message.split("`")[1] for f in inside.findings] == ["import flash_attn"]
     outside = run_source(source, (rule,), Options(), path="app/train.py")
     assert len(outside.findings) == 2
+
+
+def test_inductor_compile_modules() -> None:
+    """A module importing a project's precompile / compile-backend module is part of that pipeline."""
+    entry = "import torch\nfrom proj.graph.precompile import run\n"
+    assert _file_role(entry) == (INDUCTOR, "imports the compile module `proj.graph.precompile`")
+    assert _file_role("import torch\nfrom proj.graph.jit_backend import build\n")[0] == INDUCTOR  # type: ignore[index]
+    assert _file_role("import torch\nfrom proj.graph.inductor_passes import fuse\n")[0] == INDUCTOR  # type: ignore[index]
+    assert _file_role("import torch\nfrom proj.graph.compiler import build\n") is None
+
+
+def test_cuda_only_library_arguments() -> None:
+    source = ("import torch\nimport xformers.ops\nfrom transformer_engine import pytorch as te\n"
+              "y = xformers.ops.memory_efficient_attention(torch.ones(1, device='cuda'))\n"
+              "layer = te.Linear(2, 2, device=torch.cuda.current_device())\n"
+              "z = torch.ones(2, device='cuda')\n")
+    assert _role_at(source, "torch.ones(1, device='cuda')") == LIBRARY
+    assert _role_at(source, "torch.cuda.current_device()") == LIBRARY
+    assert _role_at(source, "torch.ones(2, device='cuda')") is None
+    # the project's own package is not a dependency
+    own = "import torch\nimport xformers.ops\ny = xformers.ops.f(torch.ones(1, device='cuda'))\n"
+    assert _role_at(own, "torch.ones(1, device='cuda')", "xformers/ops/x.py") is None
+
+
+def test_serving_engine_wrapper() -> None:
+    source = ("import torch\nfrom vllm import LLM\nclass Gen:\n    def make(self):\n        self.llm = LLM('m')\n"
+              "    def flush(self):\n        torch.cuda.empty_cache()\n"
+              "def elsewhere():\n    torch.cuda.empty_cache()\n")
+    assert _role_at(source, "torch.cuda.empty_cache()") == LIBRARY
+    assert _role_at(source.replace("self.llm = LLM('m')", "pass"), "torch.cuda.empty_cache()") is None
+    assert _role_at(source, "torch.cuda.empty_cache()", "vllm/worker.py") is None  # the engine's own code
