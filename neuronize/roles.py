@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
-from neuronize.syntax import iter_statements, module_matches
+from neuronize.syntax import imported_names, iter_statements, module_matches
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
 LIBRARY = "cuda-library"
@@ -178,6 +178,24 @@ class FileRoles:
                 return Role(KERNEL, f"imports the compiled CUDA extension `{module}`")
             if module in _EXTENSION_BUILDERS:
                 return Role(KERNEL, f"builds a CUDA extension with `{module.rsplit('.', 1)[-1]}`")
+        return self._built_on_kernels()
+
+    def _built_on_kernels(self) -> Role | None:
+        """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
+        path of the package table: ``mamba_ssm``...), the project's own package excepted: its
+        benchmarks, evaluations and converters build models that run only on those kernels."""
+        from neuronize.transforms._packages import PACKAGES, Path  # the rules import this module
+
+        kernels = tuple(name for name, p in PACKAGES.items() if p.path is Path.NKI and p.cuda_only)
+        for stmt in self._module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    for imported in imported_names(small):
+                        package = module_matches(imported.module, kernels)
+                        if package is not None and not self.is_own_package(package.split(".")[0]):
+                            return Role(KERNEL, f"imports `{package}`, whose models run on CUDA kernels")
         return None
 
     def _test_file(self) -> Role | None:

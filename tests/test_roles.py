@@ -193,3 +193,12 @@ def test_serving_engine_wrapper() -> None:
     assert _role_at(source, "torch.cuda.empty_cache()") == LIBRARY
     assert _role_at(source.replace("self.llm = LLM('m')", "pass"), "torch.cuda.empty_cache()") is None
     assert _role_at(source, "torch.cuda.empty_cache()", "vllm/worker.py") is None  # the engine's own code
+
+
+def test_module_built_on_a_kernel_package() -> None:
+    """Benchmarks and converters of a model made of CUDA kernels: the file as a whole."""
+    bench = "import torch\nfrom mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel\ndevice = 'cuda'\n"
+    assert _file_role(bench, "benchmarks/bench.py") == (KERNEL, "imports `mamba_ssm`, whose models run on CUDA kernels")
+    assert _file_role(bench, "mamba_ssm/utils/generation.py") is None  # the package's own code
+    guarded = "import torch\ntry:\n    import mamba_ssm\nexcept ImportError:\n    mamba_ssm = None\n"
+    assert _file_role(guarded) is None  # a fallback exists
