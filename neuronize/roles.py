@@ -224,12 +224,23 @@ class FileRoles:
         return self._inductor_module()
 
     def _inductor_module(self) -> Role | None:
-        for module in sorted(self._names.modules):
+        for module in sorted(self._imported_modules):
             if module.startswith("torch.") or "." not in module:
                 continue  # torch's own modules are judged above; a top-level package is a dependency
             if _INDUCTOR_MODULE.match(module.rsplit(".", 1)[-1]):
                 return Role(INDUCTOR, f"imports the compile module `{module}`")
         return None
+
+    @cached_property
+    def _imported_modules(self) -> frozenset[str]:
+        """The modules the file's import statements name as modules (``a.b`` of ``from a.b import
+        c``, not ``a.b.c``, which may be a function)."""
+        found: set[str] = set()
+        for stmt in iter_statements(self._module.body):
+            for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    found.update(imported.module for imported in imported_names(small))
+        return frozenset(found)
 
 
     # -- node-level --------------------------------------------------------------------------

@@ -202,3 +202,7 @@ def test_module_built_on_a_kernel_package() -> None:
     assert _file_role(bench, "mamba_ssm/utils/generation.py") is None  # the package's own code
     guarded = "import torch\ntry:\n    import mamba_ssm\nexcept ImportError:\n    mamba_ssm = None\n"
     assert _file_role(guarded) is None  # a fallback exists
+
+
+def test_a_function_named_for_inductor_is_not_a_compile_module() -> None:
+    assert _file_role("import torch\nfrom proj.distributed.compile import maybe_regional_inductor\n") is None
