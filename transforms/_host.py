@@ -18,6 +18,7 @@ from neuronize.context import FileContext
 from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._device_choice import selection_if, selection_ifexp
+from neuronize.transforms._distributed import PROCESS_GROUP
 from neuronize.transforms._imports import is_main_guard
 from neuronize.transforms._literals import make_string
 from neuronize.transforms._names import qualified_expr
@@ -106,6 +107,20 @@ def _finds_device_choice(ctx: FileContext) -> bool:
     finder = _ChoiceFinder(ctx)
     ctx.module.visit(finder)
     return finder.found
+
+
+#: what shows that a file sets up CUDA processes: its device placement moves with that set-up
+_PROCESS_SET_UP = (b"init_process_group", b"set_device")
+
+
+def placement_group(ctx: FileContext) -> str | None:
+    """The process-group edit group (:data:`_distributed.PROCESS_GROUP`) for a device placement in
+    a file that creates a process group or pins its CUDA device (``init_process_group("nccl")``,
+    ``torch.cuda.set_device``), else None: tensors put on ``"neuron"`` next to a kept ``"nccl"``
+    group or ``torch.cuda.set_device`` run nowhere, so a safe-only run must not apply them alone."""
+    if not any(token in ctx.source for token in _PROCESS_SET_UP):
+        return None
+    return PROCESS_GROUP
 
 
 def device_choice_group(ctx: FileContext) -> str | None:

@@ -135,6 +135,7 @@ class CudaDeviceString(Transform):
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None) -> None:
         if expr is None:
             return
+        group = group or _host.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
             self._fix_literal(node, kind, where, nested=node is not expr, group=group)
 
