@@ -102,6 +102,8 @@ _INDUCTOR_TEXT = re.compile(rb"\b(standalone_compile|compile_fx|post_grad_custom
 _INDUCTOR_BRANCH = re.compile(r"""["']inductor["']""")
 #: the last name of a module that drives Inductor (a project's AOT precompile or compile backend)
 _INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|compile_fx)$")
+#: CUDA device probes: the device handed to one is asked about as a CUDA device
+_CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
 #: serving engines that own the device they run on: a module importing one is their wrapper
 ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
 _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
@@ -256,7 +258,9 @@ class FileRoles:
                 role = regions.get(id(node))
                 if role is not None:
                     return role
-        return self._library_argument(stack) if self._library_locals else None
+        if not self._library_locals and b"get_device_" not in self._source:
+            return None
+        return self._library_argument(stack) or self._library_value(stack)
 
     @cached_property
     def _library_locals(self) -> frozenset[str]:
@@ -278,20 +282,79 @@ class FileRoles:
 
     def _library_argument(self, stack: Sequence[cst.CSTNode]) -> Role | None:
         """An argument of a call into a CUDA-only package: the CUDA value is what the library needs."""
+        for call, arg in zip(stack, stack[1:], strict=False):
+            if isinstance(call, cst.Call) and isinstance(arg, cst.Arg):
+                qualified = self._cuda_only_call(call)
+                if qualified is not None:
+                    return Role(LIBRARY, f"it is handed to `{qualified}`", "this argument")
+        return None
+
+    def _cuda_only_call(self, call: cst.Call) -> str | None:
+        """The qualified name of ``call`` when it is a CUDA-only API: a CUDA-only package's, or a
+        CUDA device probe (``torch.cuda.get_device_capability`` / ``get_device_properties``)."""
         from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
 
-        for call, arg in zip(stack, stack[1:], strict=False):
-            if not (isinstance(call, cst.Call) and isinstance(arg, cst.Arg)):
-                continue
-            head = call.func
-            while isinstance(head, cst.Attribute):
-                head = head.value
-            if not (isinstance(head, cst.Name) and head.value in self._library_locals):
-                continue
-            qualified = self._names.qualify(call.func)
-            if qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
-                return Role(LIBRARY, f"it is handed to `{qualified}`", "this argument")
+        head = call.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return None
+        qualified = self._names.qualify(call.func)
+        if qualified in _CUDA_PROBES:
+            return qualified
+        if head.value in self._library_locals and qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+            return qualified
         return None
+
+    def _library_value(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """The value of ``name = ...`` in a function whose every other use of ``name`` is an argument
+        of a CUDA-only API (an xformers self-test's probe tensor, the device a capability probe
+        asks about): the value goes nowhere else."""
+        assign = next((n for n in reversed(stack) if isinstance(n, cst.Assign)), None)
+        scope = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
+        if assign is None or scope is None or len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return None
+        uses = self._uses(scope, target.value)
+        if uses and all(use is not None for use in uses):
+            return Role(LIBRARY, f"`{target.value}` is only handed to `{uses[0]}`", "this value")
+        return None
+
+    def _uses(self, scope: cst.FunctionDef, name: str) -> list[str | None]:
+        """For each read of ``name`` in ``scope``: the CUDA-only API it is an argument of, or None."""
+        roles = self
+        found: list[str | None] = []
+
+        class Uses(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.calls: list[cst.Call] = []
+                self.in_arg: list[bool] = []
+
+            def visit_Call(self, node: cst.Call) -> None:
+                self.calls.append(node)
+
+            def leave_Call(self, original_node: cst.Call) -> None:
+                self.calls.pop()
+
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+                return False  # a (re)binding, not a use
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value == name:
+                    call = self.calls[-1] if self.calls else None
+                    api = roles._cuda_only_call(call) if call is not None and node in [a.value for a in call.args] else None
+                    found.append(api)
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                if node.attr.value == name:
+                    node.value.visit(self)
+                    return False
+                return True
+
+        scope.body.visit(Uses())
+        return found
 
     @cached_property
     def _regions(self) -> dict[int, Role]:

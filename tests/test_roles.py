@@ -206,3 +206,14 @@ def test_module_built_on_a_kernel_package() -> None:
 
 def test_a_function_named_for_inductor_is_not_a_compile_module() -> None:
     assert _file_role("import torch\nfrom proj.distributed.compile import maybe_regional_inductor\n") is None
+
+
+def test_a_value_only_handed_to_cuda_only_apis() -> None:
+    source = ("import torch\nimport xformers.ops as xops\n"
+              "def check():\n    q = torch.randn(2, device='cuda')\n    return xops.memory_efficient_attention(q, q, q)\n"
+              "def cap():\n    d = torch.device('cuda')\n    return torch.cuda.get_device_capability(d)\n"
+              "def train(m):\n    e = torch.device('cuda')\n    torch.cuda.get_device_properties(e)\n    return m.to(e)\n")
+    assert _role_at(source, "torch.randn(2, device='cuda')") == LIBRARY
+    assert _role_at(source, "torch.device('cuda')") == LIBRARY
+    # a device that also places the model is migrated as usual
+    assert _role_at(source.replace("d = torch.device('cuda')", "d = 0"), "torch.device('cuda')") is None
