@@ -306,6 +306,17 @@ class FileRoles:
             return qualified
         return None
 
+    def _library_subclass(self, stmt: cst.ClassDef, where: str) -> Role | None:
+        """A class built on a CUDA-only package's class (``class TELinear(te.pytorch.Linear)``):
+        what it hands its base (``device=torch.cuda.current_device()``) is the library's."""
+        from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
+
+        for base in stmt.bases:
+            qualified = self._names.qualify(base.value)
+            if qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+                return Role(LIBRARY, f"it subclasses `{qualified}`", where)
+        return None
+
     def _library_value(self, stack: Sequence[cst.CSTNode]) -> Role | None:
         """The value of ``name = ...`` in a function whose every other use of ``name`` is an argument
         of a CUDA-only API (an xformers self-test's probe tensor, the device a capability probe
@@ -367,7 +378,8 @@ class FileRoles:
         gates = b"skip" in lowered or b"requires" in src or b"mark" in src
         engine = self._package_locals(ENGINE_PACKAGES)
         uses_engine = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(engine))) + r")\b") if engine else None
-        if not (graphs or fakes or inductor or gates or engine):
+        libraries = bool(self._library_locals)
+        if not (graphs or fakes or inductor or gates or engine or libraries):
             return {}
         regions: dict[int, Role] = {}
         for stmt in iter_statements(self._module.body):
@@ -384,6 +396,8 @@ class FileRoles:
                     role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
                 if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
                     role = Role(FAKE, "it works with fake tensors", where)
+                if role is None and libraries and isinstance(stmt, cst.ClassDef):
+                    role = self._library_subclass(stmt, where)
                 if role is None and uses_engine is not None and (found := uses_engine.search(self._code(stmt))):
                     role = Role(LIBRARY, f"it uses `{found.group(0)}` of a serving engine that owns its CUDA "
                                 "device", where)

@@ -217,3 +217,9 @@ def test_a_value_only_handed_to_cuda_only_apis() -> None:
     assert _role_at(source, "torch.device('cuda')") == LIBRARY
     # a device that also places the model is migrated as usual
     assert _role_at(source.replace("d = torch.device('cuda')", "d = 0"), "torch.device('cuda')") is None
+
+
+def test_a_subclass_of_a_cuda_only_library_class() -> None:
+    source = ("import torch\nimport transformer_engine as te\nclass Fused(te.pytorch.Linear):\n"
+              "    def __init__(self):\n        super().__init__(2, 2, device=torch.cuda.current_device())\n")
+    assert _role_at(source, "torch.cuda.current_device()") == LIBRARY
