@@ -123,6 +123,16 @@ def placement_group(ctx: FileContext) -> str | None:
     return PROCESS_GROUP
 
 
+#: the device-generic and CUDA ``custom_fwd`` / ``custom_bwd``
+_CUSTOM_AMP = ("torch.amp.custom_fwd", "torch.amp.custom_bwd", "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd")
+
+
+def uses_custom_amp(ctx: FileContext) -> bool:
+    """The file imports ``custom_fwd`` / ``custom_bwd``: a ``device_type`` it sets is their AMP
+    device type, which must stay host-aware (see :func:`host_aware`)."""
+    return b"custom_" in ctx.source and any(m in ctx.names.modules for m in _CUSTOM_AMP)
+
+
 def device_choice_group(ctx: FileContext) -> str | None:
     """:data:`DEVICE_CHOICE` for a device default in a file that chooses a device by comparing one
     with ``"cuda"`` (``if device == "cuda" and not torch.cuda.is_available(): ...``, the choices

@@ -272,8 +272,19 @@ class CudaDeviceString(Transform):
             if device_named(target_name(t.target)):
                 if in_selection_if(self.ctx):
                     return
+                if target_name(t.target) == "device_type" and _host.uses_custom_amp(self.ctx):
+                    self._amp_device_type(node.value, f"`{short(t.target)}` setting")
+                    return
                 self._fix_default(node.value, f"`{short(t.target)}` setting")
                 return
+
+    def _amp_device_type(self, value: cst.BaseExpression, where: str) -> None:
+        """``kwargs["device_type"] = "cuda"`` next to ``custom_fwd``: the AMP device type, which the
+        precision rules make host-aware; a plain ``"neuron"`` would raise at every call elsewhere."""
+        if cuda_literal(value) is not None:
+            self.report(value, f"{where}: `{short(value)}` is the device type of `custom_fwd`/`custom_bwd` "
+                        "here; kept: `\"neuron\"` would raise at every call on a host without torch-neuronx; "
+                        "pass `device_type=\"neuron\"` only where Neuron is present, by hand")
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is None or not device_named(target_name(node.target)):
