@@ -6,7 +6,7 @@ from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
 
-from neuronize.transforms._names import qualified_expr
+from neuronize.transforms._names import last_name, qualified_expr
 from neuronize.transforms._nodes import assigned_names, parenthesized
 from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
 from neuronize.transforms._cuda_runtime import (
@@ -20,6 +20,9 @@ _TARGETS = {
     "current_device": "torch.accelerator.current_device_index",
 }
 
+
+#: calls whose arguments are shown to a person (a printed fact about CUDA stays about CUDA)
+_DIAGNOSTIC_CALLS = frozenset({"print", "info", "debug", "warning", "warn", "log", "write"})
 
 class CudaAvailabilityCheck(_CudaApiRule):
     """Finds CUDA availability and device-count queries (`torch.cuda.is_available()` and friends).
@@ -164,6 +167,17 @@ class CudaAvailabilityCheck(_CudaApiRule):
                 return next(ancestors, None)
         return None
 
+    def _printed(self, ref: CudaRef) -> bool:
+        """The value is an argument of ``print`` or a logging call (``print("CUDA:", torch.cuda.is_available())``,
+        f-strings included): a diagnostic that names CUDA."""
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, cst.Call) and anc is not ref.call:
+                name = last_name(anc.func)
+                return name in _DIAGNOSTIC_CALLS
+            if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+                return False
+        return False
+
     def on_ref(self, ref: CudaRef) -> None:
         target = _TARGETS[ref.fn]
         if ref.fn in ("is_available", "device_count") and self._in_map_location():
@@ -182,6 +196,11 @@ class CudaAvailabilityCheck(_CudaApiRule):
         if ref.fn == "current_device":
             self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",
                          safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            return
+        if self._printed(ref):
+            self.report(ref.outer, f"{spelled(ref)} is printed or logged as a fact about CUDA: kept (a Neuron "
+                                   "check would print False on a CUDA host under a CUDA label); report the "
+                                   "Neuron device by hand if wanted", evidence=Evidence.INF)
             return
         kind, where = classify(self.ctx, ref)
         if kind is Context.SKIP:
