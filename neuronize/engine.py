@@ -570,14 +570,16 @@ def _settle_groups(located: Located, held: set[str]) -> Located:
     of the group; when a member has no fix, or was suppressed (``held``), no fix of the group is
     applied. Findings name their group, so review treats it as one decision."""
     weakest: dict[str, Safety] = {}
+    members: dict[str, int] = {}
     for r, _ in located:
         if r.group is not None:
             own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
             weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
+            members[r.group] = members.get(r.group, 0) + 1
     settled: Located = []
     for r, f in located:
-        if r.group is None:
-            settled.append((r, f))
+        if r.group is None or (members[r.group] == 1 and r.group not in held):
+            settled.append((r, f))  # a group of one edit is that edit: nothing to say about it
             continue
         group = weakest[r.group]
         if not r.fixable:

@@ -25,7 +25,9 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   torch.cuda.is_available(): pytest.skip(...)``).
 - Inductor-driving code: the **file** when it imports Inductor internals (``compile_fx``,
   ``standalone_compile``, ``fx_passes``, custom graph passes); such a module exists to drive
-  Inductor. Setting or patching ``torch._inductor.config`` alone is not this role (a training
+  Inductor; also when it imports a module named for that work (a project's ``precompile``,
+  ``jit_backend`` or ``*inductor*`` module: the compile entry points built on it). Setting or
+  patching ``torch._inductor.config`` alone is not this role (a training
   script tuning its compile does that, and there the settings can go). A branch taken when the backend is ``"inductor"``:
   the **``if``** statement.
 - CUDA-graph managers: the **function or class** that uses ``torch.cuda.graph``/``CUDAGraph``,
@@ -33,6 +35,12 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   wraps CUDA graphs (``wrap_with_cuda_graph``); a class as a whole, because its capture stream is
   made in one method and used in another.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
+- CUDA-only libraries (the package table of ``neuronize.transforms._packages``): an **argument**
+  of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
+  ``te.Linear(..., device=torch.cuda.current_device())``): the library runs only on CUDA, so the
+  CUDA value handed to it is what it needs; and the **function or class** that uses a serving
+  engine that owns its device (vLLM: its CUDA-graph capture, cache flushes and streams are the
+  engine's), as a class as a whole (the engine is built in one method and fed in another).
 
 A fix a rule defers to ``leave_Module`` (after the walk) sees only the file-level roles.
 torch_xla TPU code is a separate fact (:attr:`FileRoles.tpu`), asked only by the XLA-era rule.
@@ -45,13 +53,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Protocol
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
-from neuronize.syntax import iter_statements, module_matches
+from neuronize.syntax import imported_names, iter_statements, module_matches
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
+LIBRARY = "cuda-library"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -63,6 +72,8 @@ _MESSAGES = {
               "CUDA/CPU and give Neuron a path of its own",
     CUDA_GRAPH: "not applied: {where} manages CUDA graphs ({reason}); its streams, events and memory "
                 "calls belong to the capture",
+    LIBRARY: "not applied: {where} serves a CUDA-only library ({reason}), which needs the CUDA value; "
+             "keep it, and replace the library by hand where Neuron must run this code",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
@@ -89,6 +100,12 @@ _SKIP_BODY = re.compile(r"skip", re.IGNORECASE)
 
 _INDUCTOR_TEXT = re.compile(rb"\b(standalone_compile|compile_fx|post_grad_custom_\w+|pre_grad_custom_\w+)\b")
 _INDUCTOR_BRANCH = re.compile(r"""["']inductor["']""")
+#: the last name of a module that drives Inductor (a project's AOT precompile or compile backend)
+_INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|compile_fx)$")
+#: CUDA device probes: the device handed to one is asked about as a CUDA device
+_CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
+#: serving engines that own the device they run on: a module importing one is their wrapper
+ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
 _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
 _GRAPH = re.compile(r"\bCUDAGraph\b|\bcuda\.graph\(|\bmake_graphed_callables\b|\bgraph_pool_handle\b"
                     r"|\bcudagraph_trees\b")
@@ -104,6 +121,8 @@ class Imports(Protocol):
     modules: set[str]
 
     def local_names_for(self, qualified: str) -> list[str]: ...
+
+    def qualify(self, node: cst.CSTNode) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -161,6 +180,24 @@ class FileRoles:
                 return Role(KERNEL, f"imports the compiled CUDA extension `{module}`")
             if module in _EXTENSION_BUILDERS:
                 return Role(KERNEL, f"builds a CUDA extension with `{module.rsplit('.', 1)[-1]}`")
+        return self._built_on_kernels()
+
+    def _built_on_kernels(self) -> Role | None:
+        """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
+        path of the package table: ``mamba_ssm``...), the project's own package excepted: its
+        benchmarks, evaluations and converters build models that run only on those kernels."""
+        from neuronize.transforms._packages import PACKAGES, Path  # the rules import this module
+
+        kernels = tuple(name for name, p in PACKAGES.items() if p.path is Path.NKI and p.cuda_only)
+        for stmt in self._module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    for imported in imported_names(small):
+                        package = module_matches(imported.module, kernels)
+                        if package is not None and not self.is_own_package(package.split(".")[0]):
+                            return Role(KERNEL, f"imports `{package}`, whose models run on CUDA kernels")
         return None
 
     def _test_file(self) -> Role | None:
@@ -179,14 +216,34 @@ class FileRoles:
 
     def _inductor_file(self) -> Role | None:
         if b"inductor" not in self._source:
-            return None
+            return self._inductor_module()
         for module in sorted(self._names.modules):
             if module.startswith("torch._inductor.") and not module.startswith("torch._inductor.config"):
                 return Role(INDUCTOR, f"imports `{module}`")
         found = _INDUCTOR_TEXT.search(self._source)
         if found:
             return Role(INDUCTOR, f"uses `{found.group(1).decode()}`")
+        return self._inductor_module()
+
+    def _inductor_module(self) -> Role | None:
+        for module in sorted(self._imported_modules):
+            if module.startswith("torch.") or "." not in module:
+                continue  # torch's own modules are judged above; a top-level package is a dependency
+            if _INDUCTOR_MODULE.match(module.rsplit(".", 1)[-1]):
+                return Role(INDUCTOR, f"imports the compile module `{module}`")
         return None
+
+    @cached_property
+    def _imported_modules(self) -> frozenset[str]:
+        """The modules the file's import statements name as modules (``a.b`` of ``from a.b import
+        c``, not ``a.b.c``, which may be a function)."""
+        found: set[str] = set()
+        for stmt in iter_statements(self._module.body):
+            for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    found.update(imported.module for imported in imported_names(small))
+        return frozenset(found)
+
 
     # -- node-level --------------------------------------------------------------------------
     def role_for(self, stack: Sequence[cst.CSTNode]) -> Role | None:
@@ -201,7 +258,114 @@ class FileRoles:
                 role = regions.get(id(node))
                 if role is not None:
                     return role
+        if not self._library_locals and b"get_device_" not in self._source:
+            return None
+        return self._library_argument(stack) or self._library_value(stack)
+
+    @cached_property
+    def _library_locals(self) -> frozenset[str]:
+        """The local names bound to CUDA-only packages (``xformers``, ``te``...); empty for most
+        files, which then skip :meth:`_library_argument`."""
+        from neuronize.transforms._packages import CUDA_ONLY_PACKAGES  # the rules import this module
+
+        return self._package_locals(CUDA_ONLY_PACKAGES)
+
+    def _package_locals(self, packages: Iterable[str]) -> frozenset[str]:
+        """The local names bound to ``packages`` or their modules, the project's own package excepted."""
+        found: set[str] = set()
+        for module in self._names.modules:
+            package = module_matches(module, packages)
+            if package is not None and not self.is_own_package(package.split(".")[0]):
+                parts = module.split(".")  # `import xformers.ops` binds `xformers`
+                found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+        return frozenset(local for module in found for local in self._names.local_names_for(module))
+
+    def _library_argument(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """An argument of a call into a CUDA-only package: the CUDA value is what the library needs."""
+        for call, arg in zip(stack, stack[1:], strict=False):
+            if isinstance(call, cst.Call) and isinstance(arg, cst.Arg):
+                qualified = self._cuda_only_call(call)
+                if qualified is not None:
+                    return Role(LIBRARY, f"it is handed to `{qualified}`", "this argument")
         return None
+
+    def _cuda_only_call(self, call: cst.Call) -> str | None:
+        """The qualified name of ``call`` when it is a CUDA-only API: a CUDA-only package's, or a
+        CUDA device probe (``torch.cuda.get_device_capability`` / ``get_device_properties``)."""
+        from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
+
+        head = call.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return None
+        qualified = self._names.qualify(call.func)
+        if qualified in _CUDA_PROBES:
+            return qualified
+        if head.value in self._library_locals and qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+            return qualified
+        return None
+
+    def _library_subclass(self, stmt: cst.ClassDef, where: str) -> Role | None:
+        """A class built on a CUDA-only package's class (``class TELinear(te.pytorch.Linear)``):
+        what it hands its base (``device=torch.cuda.current_device()``) is the library's."""
+        from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
+
+        for base in stmt.bases:
+            qualified = self._names.qualify(base.value)
+            if qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+                return Role(LIBRARY, f"it subclasses `{qualified}`", where)
+        return None
+
+    def _library_value(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """The value of ``name = ...`` in a function whose every other use of ``name`` is an argument
+        of a CUDA-only API (an xformers self-test's probe tensor, the device a capability probe
+        asks about): the value goes nowhere else."""
+        assign = next((n for n in reversed(stack) if isinstance(n, cst.Assign)), None)
+        scope = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
+        if assign is None or scope is None or len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return None
+        uses = self._uses(scope, target.value)
+        if uses and all(use is not None for use in uses):
+            return Role(LIBRARY, f"`{target.value}` is only handed to `{uses[0]}`", "this value")
+        return None
+
+    def _uses(self, scope: cst.FunctionDef, name: str) -> list[str | None]:
+        """For each read of ``name`` in ``scope``: the CUDA-only API it is an argument of, or None."""
+        roles = self
+        found: list[str | None] = []
+
+        class Uses(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.calls: list[cst.Call] = []
+                self.in_arg: list[bool] = []
+
+            def visit_Call(self, node: cst.Call) -> None:
+                self.calls.append(node)
+
+            def leave_Call(self, original_node: cst.Call) -> None:
+                self.calls.pop()
+
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+                return False  # a (re)binding, not a use
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value == name:
+                    call = self.calls[-1] if self.calls else None
+                    api = roles._cuda_only_call(call) if call is not None and node in [a.value for a in call.args] else None
+                    found.append(api)
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                if node.attr.value == name:
+                    node.value.visit(self)
+                    return False
+                return True
+
+        scope.body.visit(Uses())
+        return found
 
     @cached_property
     def _regions(self) -> dict[int, Role]:
@@ -212,7 +376,10 @@ class FileRoles:
         fakes = any(b in src for b in _FAKE_BYTES)
         inductor = b"inductor" in src
         gates = b"skip" in lowered or b"requires" in src or b"mark" in src
-        if not (graphs or fakes or inductor or gates):
+        engine = self._package_locals(ENGINE_PACKAGES)
+        uses_engine = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(engine))) + r")\b") if engine else None
+        libraries = bool(self._library_locals)
+        if not (graphs or fakes or inductor or gates or engine or libraries):
             return {}
         regions: dict[int, Role] = {}
         for stmt in iter_statements(self._module.body):
@@ -229,6 +396,11 @@ class FileRoles:
                     role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
                 if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
                     role = Role(FAKE, "it works with fake tensors", where)
+                if role is None and libraries and isinstance(stmt, cst.ClassDef):
+                    role = self._library_subclass(stmt, where)
+                if role is None and uses_engine is not None and (found := uses_engine.search(self._code(stmt))):
+                    role = Role(LIBRARY, f"it uses `{found.group(0)}` of a serving engine that owns its CUDA "
+                                "device", where)
             elif isinstance(stmt, cst.With) and fakes:
                 if any(_FAKE.search(self._code(item)) for item in stmt.items):
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")

@@ -57,17 +57,15 @@ RULE_IN_HUNK = re.compile(r"\[(NRN\d+) (?:safe|unsafe)\]")
 #: What the rules still break, one row per pattern: (targets, fixes, hosts, test, "rules: why").
 #: A row stands for every combination of the targets, fixes and hosts it names.
 _KNOWN: list[tuple[str, str, str, str, str]] = [
-    ("neuron", "safe", "cpu", "test_cli.py::test_main_with_defaults",
-     "NRN101 + NRN103: in a safe-only run the default becomes 'neuron' while the CPU fallback "
-     "comparison that would follow it is an unsafe edit (NRN103/NRN110): one edit group (issue 11 item 4)"),
-    ("neuron", "safe", "cpu mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
-     "NRN101 + NRN103: the --device default becomes 'neuron' (safe), while the fallback "
-     "`device_type == 'cuda' and not torch.cuda.is_available()` follows it only with --unsafe-fixes "
-     "(NRN103, NRN110 are unsafe): the two edits belong to one edit group (issue 11 item 4)"),
-    ("accelerator", "safe unsafe", "mps", "test_cli.py::test_default_device_resolves_to_one_this_host_has",
-     "NRN101: the --device default becomes current_accelerator().type, 'mps' on a Mac, which "
-     "`assert device_type in ['cuda', 'neuron', 'cpu']` rejects (only 'neuron' is added to the list)"),
 ]
+#: Goals a safe-only run of the neuron target leaves unmet by design, with why: an edit group with an
+#: unsafe member is not applied by a safe-only run (keeping what worked comes before the goal).
+#: Held strictly too: such a goal that passes must be removed from here.
+SAFE_ONLY_UNMET_GOALS: dict[str, str] = {
+    "tests/test_cli.py::test_goal_default_is_neuron":
+        "the --device default moves with its CPU fallback test (edit group device-choice), whose rewrite "
+        "is unsafe (NRN103 device choice, NRN110 availability)",
+}
 KNOWN_REGRESSIONS: dict[tuple[str, str, str, str], str] = {
     (target, fixes, host, f"tests/{test}"): why
     for targets, fixes_list, hosts, test, why in _KNOWN
@@ -182,6 +180,8 @@ def test_rewrite_keeps_what_passed(runs, target, fixes, host):
     after = runs.run((target, fixes), host)
     found = regressions(before, after, goals_must_pass=target == "neuron" and host == "neuron")
     known = {test for (t, f, h, test) in KNOWN_REGRESSIONS if (t, f, h) == (target, fixes, host)}
+    if (target, fixes, host) == ("neuron", "safe", "neuron"):
+        known |= set(SAFE_ONLY_UNMET_GOALS)
     unlisted = {test: outcome for test, outcome in found.items() if test not in known}
     fixed = sorted(known - set(found))
     assert not unlisted, (
@@ -189,7 +189,7 @@ def test_rewrite_keeps_what_passed(runs, target, fixes, host):
         f"rules that cause them alone: {runs.blame((target, fixes), host, set(unlisted))}\n"
         + runs.log((target, fixes), host)[-6000:]
     )
-    assert not fixed, f"these now pass: remove them from KNOWN_REGRESSIONS: {fixed}"
+    assert not fixed, f"these now pass: remove them from KNOWN_REGRESSIONS / SAFE_ONLY_UNMET_GOALS: {fixed}"
 
 
 def test_regressions_script_lists_a_broken_test(tmp_path):

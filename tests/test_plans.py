@@ -9,7 +9,7 @@ from neuronize.context import FileContext, Options, collect_imports
 from neuronize.registry import all_rules
 from neuronize.walk import walk
 from neuronize.transforms import _target
-from neuronize.transforms._amp import followed_device, followed_enabled
+from neuronize.transforms._amp import custom_device, followed_device, followed_enabled, plan_autocast
 from neuronize.transforms._compile import plan_compile
 from neuronize.transforms._cuda_runtime import _CudaApiRule, owned
 from neuronize.transforms._host import has_cpu_path
@@ -526,3 +526,46 @@ def test_config_values_planned_by_key_and_value():
     assert plan(entry("accelerator", "gpu"))[0] is None  # reported
     for fine in (entry("device", "cpu"), entry("name", "cuda"), entry("precision", "32"), entry("backend", "gloo")):
         assert plan(fine) is None
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    # a file with a CPU path: the device is host-aware, and bf16 only on the Neuron branch
+    ('import torch\nd = "cpu"\nwith torch.autocast("cuda"):\n    pass\n',
+     ['torch.autocast("neuron" if N else "cuda", dtype=torch.bfloat16 if N else None)',
+      'torch.autocast("neuron" if N else "cuda")']),
+    # the device follows `enabled=`: bf16 goes with it (the other hosts run autocast disabled)
+    ('import torch\nwith torch.autocast("cuda", enabled=device == "cuda"):\n    pass\n',
+     ['torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=device == "neuron")',
+      'torch.autocast(torch.device(device).type, enabled=device == "neuron")']),
+    # hard-coded CUDA: the plain device; an explicit dtype is kept, with no bf16 fix
+    ('import torch\nx = torch.ones(1).cuda()\nwith torch.autocast("cuda", dtype=torch.float16):\n    pass\n',
+     ['torch.autocast("neuron", dtype=torch.float16)']),
+])
+def test_autocast_plan(code, expected):
+    ctx = FileContext(module=cst.parse_module(code), names=collect_imports(cst.parse_module(code)),
+                      source=code.encode())
+    call = next(n for n in _calls_in(ctx.module) if getattr(n.func, "attr", None) is not None
+                and n.func.attr.value == "autocast")
+    plan = plan_autocast(ctx, call, "autocast")
+    neuron = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
+    assert [ctx.module.code_for_node(f.call).replace(neuron, "N") for f in plan] == expected
+    assert [f.bf16 for f in plan] == ["bfloat16" in e for e in expected]
+
+
+def _calls_in(module: cst.Module) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    module.visit(Calls())
+    return found
+
+
+def test_custom_fwd_device_is_host_aware_even_where_cuda_is_hard_coded():
+    code = "import torch\nx = torch.ones(1).cuda()\n"
+    ctx = FileContext(module=cst.parse_module(code), names=collect_imports(cst.parse_module(code)),
+                      source=code.encode())
+    assert short(custom_device(ctx, cst.SimpleString('"cuda"')).expr, 200).endswith('else "cuda"')
+    assert short(custom_device(_ctx(code, "cpu"), cst.SimpleString('"cuda"')).expr) == '"cpu"'

@@ -8,7 +8,7 @@ import pytest
 from neuronize.context import FileContext, collect_imports
 from neuronize.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, TEST, is_test_path
+from neuronize.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 
@@ -162,3 +162,64 @@ def test_own_package_is_no_dependency() -> None:
     assert [f.message.split("`")[1] for f in inside.findings] == ["import flash_attn"]
     outside = run_source(source, (rule,), Options(), path="app/train.py")
     assert len(outside.findings) == 2
+
+
+def test_inductor_compile_modules() -> None:
+    """A module importing a project's precompile / compile-backend module is part of that pipeline."""
+    entry = "import torch\nfrom proj.graph.precompile import run\n"
+    assert _file_role(entry) == (INDUCTOR, "imports the compile module `proj.graph.precompile`")
+    assert _file_role("import torch\nfrom proj.graph.jit_backend import build\n")[0] == INDUCTOR  # type: ignore[index]
+    assert _file_role("import torch\nfrom proj.graph.inductor_passes import fuse\n")[0] == INDUCTOR  # type: ignore[index]
+    assert _file_role("import torch\nfrom proj.graph.compiler import build\n") is None
+
+
+def test_cuda_only_library_arguments() -> None:
+    source = ("import torch\nimport xformers.ops\nfrom transformer_engine import pytorch as te\n"
+              "y = xformers.ops.memory_efficient_attention(torch.ones(1, device='cuda'))\n"
+              "layer = te.Linear(2, 2, device=torch.cuda.current_device())\n"
+              "z = torch.ones(2, device='cuda')\n")
+    assert _role_at(source, "torch.ones(1, device='cuda')") == LIBRARY
+    assert _role_at(source, "torch.cuda.current_device()") == LIBRARY
+    assert _role_at(source, "torch.ones(2, device='cuda')") is None
+    # the project's own package is not a dependency
+    own = "import torch\nimport xformers.ops\ny = xformers.ops.f(torch.ones(1, device='cuda'))\n"
+    assert _role_at(own, "torch.ones(1, device='cuda')", "xformers/ops/x.py") is None
+
+
+def test_serving_engine_wrapper() -> None:
+    source = ("import torch\nfrom vllm import LLM\nclass Gen:\n    def make(self):\n        self.llm = LLM('m')\n"
+              "    def flush(self):\n        torch.cuda.empty_cache()\n"
+              "def elsewhere():\n    torch.cuda.empty_cache()\n")
+    assert _role_at(source, "torch.cuda.empty_cache()") == LIBRARY
+    assert _role_at(source.replace("self.llm = LLM('m')", "pass"), "torch.cuda.empty_cache()") is None
+    assert _role_at(source, "torch.cuda.empty_cache()", "vllm/worker.py") is None  # the engine's own code
+
+
+def test_module_built_on_a_kernel_package() -> None:
+    """Benchmarks and converters of a model made of CUDA kernels: the file as a whole."""
+    bench = "import torch\nfrom mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel\ndevice = 'cuda'\n"
+    assert _file_role(bench, "benchmarks/bench.py") == (KERNEL, "imports `mamba_ssm`, whose models run on CUDA kernels")
+    assert _file_role(bench, "mamba_ssm/utils/generation.py") is None  # the package's own code
+    guarded = "import torch\ntry:\n    import mamba_ssm\nexcept ImportError:\n    mamba_ssm = None\n"
+    assert _file_role(guarded) is None  # a fallback exists
+
+
+def test_a_function_named_for_inductor_is_not_a_compile_module() -> None:
+    assert _file_role("import torch\nfrom proj.distributed.compile import maybe_regional_inductor\n") is None
+
+
+def test_a_value_only_handed_to_cuda_only_apis() -> None:
+    source = ("import torch\nimport xformers.ops as xops\n"
+              "def check():\n    q = torch.randn(2, device='cuda')\n    return xops.memory_efficient_attention(q, q, q)\n"
+              "def cap():\n    d = torch.device('cuda')\n    return torch.cuda.get_device_capability(d)\n"
+              "def train(m):\n    e = torch.device('cuda')\n    torch.cuda.get_device_properties(e)\n    return m.to(e)\n")
+    assert _role_at(source, "torch.randn(2, device='cuda')") == LIBRARY
+    assert _role_at(source, "torch.device('cuda')") == LIBRARY
+    # a device that also places the model is migrated as usual
+    assert _role_at(source.replace("d = torch.device('cuda')", "d = 0"), "torch.device('cuda')") is None
+
+
+def test_a_subclass_of_a_cuda_only_library_class() -> None:
+    source = ("import torch\nimport transformer_engine as te\nclass Fused(te.pytorch.Linear):\n"
+              "    def __init__(self):\n        super().__init__(2, 2, device=torch.cuda.current_device())\n")
+    assert _role_at(source, "torch.cuda.current_device()") == LIBRARY

@@ -95,6 +95,10 @@ EXCEPTIONS: dict[str, re.Pattern[str]] = {
 }
 #: other justified differences, erased by a rewrite of the line: (pattern, replacement, reason)
 REWRITES: list[tuple[re.Pattern[str], str, str]] = [
+    # NRN201: a host-aware autocast sets bf16 on the target's branch only; cpu's autocast is not
+    # host-aware (every host has a CPU), so its bf16 is unconditional
+    (re.compile(r"torch\.bfloat16 if " + re.escape(RT) + r"is_available\(\) else None"), "torch.bfloat16",
+     "bf16 only on the target's branch of a host-aware autocast"),
     # NRN115: `torch.cuda.get_device_name(i)` is `torch_neuronx.get_device_properties(i).name` on Neuron;
     # torch.cpu has no device properties, so cpu / accelerator report the call and leave it
     (re.compile(re.escape(RT) + r"get_device_properties\(([^()]*)\)\.name"), RT + r"get_device_name(\1)",

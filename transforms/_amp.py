@@ -12,7 +12,8 @@ import libcst as cst
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest, Transform
 from neuronize.transforms import _host, _target
-from neuronize.transforms._literals import string_value
+from neuronize.transforms._calls import argument, has_star, index_of, insert_args, new_keyword, replace_value
+from neuronize.transforms._literals import is_false, string_value
 from neuronize.transforms._names import local_names, mentions, qualified_expr
 
 #: ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``
@@ -48,6 +49,13 @@ CUSTOM = frozenset({
 
 FLOAT16 = frozenset({"torch.float16", "torch.half"})
 
+BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
+            "Neuron-preferred type (no GradScaler needed) but changes numerics")
+CPU_BF16_WHY = "(CUDA's default fp16 is not the CPU autocast default)"
+FP16_NOTE = ("; it keeps its float16 `dtype=`, which is not the documented Neuron path: "
+             "prefer `torch.bfloat16`")
+DEFAULT_NOTE = "; the dtype stays the Neuron default (the unsafe fix sets `dtype=torch.bfloat16`)"
+BRANCH_NOTE = " where the device is {kind} (elsewhere the default dtype stays: float16 on CUDA)"
 
 
 def in_fallback_branch(ctx: FileContext, generic: frozenset[str]) -> bool:
@@ -109,6 +117,16 @@ def followed_enabled(ctx: FileContext, enabled: cst.BaseExpression) -> cst.BaseE
     return enabled.deep_replace(cuda, device)  # type: ignore[return-value]
 
 
+class AmpFix(NamedTuple):
+    """One fix an autocast call gets: the new call, its message and imports; ``bf16``: it sets
+    ``dtype=torch.bfloat16`` (unsafe: it changes numerics, and rests on source, not documentation)."""
+
+    call: cst.Call
+    message: str
+    imports: tuple[ImportRequest, ...]
+    bf16: bool
+
+
 class AmpDevice(NamedTuple):
     """The ``device_type`` an autocast / ``custom_fwd`` gets."""
 
@@ -142,6 +160,60 @@ def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.Base
     return AmpDevice(expr, imports, "", False)
 
 
+def bf16_dtype(ctx: FileContext, device: AmpDevice) -> _target.Built:
+    """The ``dtype=`` the bf16 fix writes: ``torch.bfloat16``; where the device is host-aware
+    (``"neuron" if <Neuron> else "cuda"``), ``torch.bfloat16 if <Neuron> else None``, so that the
+    CUDA branch keeps its default dtype (float16) and only the target's device runs bf16."""
+    bf16, imports = qualified_expr(ctx, "torch.bfloat16")
+    if device.follows or not isinstance(device.expr, cst.IfExp):
+        return bf16, imports
+    return cst.IfExp(test=device.expr.test, body=bf16, orelse=cst.Name("None")), imports
+
+
+def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
+    """The fixes of ``call``, a ``torch.autocast`` call whose ``device_type`` (keyword or first
+    argument) is ``"cuda"``: the device (:func:`amp_device`), ``enabled=`` following it, and where
+    no dtype is given and the region is not disabled, an unsafe fix that also sets bf16
+    (:func:`bf16_dtype`), next to the safe one on the neuron target. ``head`` names the change in
+    the message (a :func:`_target.say` template)."""
+    device = argument(call, "device_type", 0)
+    assert device is not None
+    dtype, enabled = argument(call, "dtype", 1), argument(call, "enabled", 2)
+    amp = amp_device(ctx, device.value, enabled.value if enabled is not None else None)
+    new = replace_value(call, device, amp.expr)
+    head, tail = _target.say(ctx, head), amp.note
+    followed = followed_enabled(ctx, enabled.value) if enabled is not None and amp.follows else None
+    if followed is not None:
+        new = replace_value(new, argument(new, "enabled", 2), followed)  # type: ignore[arg-type]
+        tail += _target.say(ctx, ", and `enabled=` tests for {device}")
+    if dtype is not None or (enabled is not None and is_false(enabled.value)) or has_star(call):
+        note = FP16_NOTE if dtype is not None and mentions(ctx, dtype.value, FLOAT16) else ""
+        return [AmpFix(new, head + tail + note, amp.imports, False)]
+    value, imports = bf16_dtype(ctx, amp)
+    full = insert_args(new, index_of(call, device) + 1, [new_keyword("dtype", value)])
+    branch = _target.say(ctx, BRANCH_NOTE) if isinstance(value, cst.IfExp) else ""
+    neuron = _target.target(ctx) == _target.NEURON
+    why = f": {BF16_WHY}" if neuron else f" {CPU_BF16_WHY}"
+    fixes = [AmpFix(full, f"{head} with `dtype=torch.bfloat16`{branch}{tail}{why}", (*imports, *amp.imports), True)]
+    if neuron:
+        fixes.append(AmpFix(new, head + tail + DEFAULT_NOTE, amp.imports, False))
+    return fixes
+
+
+def custom_device(ctx: FileContext, original: cst.BaseExpression) -> AmpDevice:
+    """The ``device_type`` a CUDA ``custom_fwd`` / ``custom_bwd`` gets: host-aware in every file
+    (``--target cpu``: ``"cpu"``). An autograd function runs on whatever device its inputs are on;
+    ``custom_fwd(device_type="cuda")`` works on every host, while ``"neuron"`` raises at each call
+    where torch-neuronx is absent, so even a file that hard-codes CUDA keeps the CUDA value there."""
+    if _target.target(ctx) == _target.CPU:
+        expr, imports = _target.device(ctx, original)
+        return AmpDevice(expr, imports, "", False)
+    expr, imports = _host.host_aware(ctx, original)
+    return AmpDevice(expr, imports, _target.say(ctx, "; {kind} only where that device is present: the function "
+                                                "runs on its inputs' device, where the CUDA value is harmless "
+                                                'and `"neuron"` raises at each call'), False)
+
+
 class AmpRule(Transform):
     """Base of the mixed-precision rules: the file's local spellings of the family's callables,
     worked out once per file, so most nodes are turned away by a set lookup."""
@@ -160,4 +232,3 @@ class AmpRule(Transform):
     @functools.cached_property
     def cuda_locals(self) -> frozenset[str]:
         return local_names(self.ctx, self.CUDA_QUALIFIED)
-

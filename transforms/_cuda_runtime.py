@@ -384,15 +384,67 @@ def capability_probe(ctx: FileContext, ref: CudaRef) -> str | None:
             continue
         break
     if chain is None:
-        return None
+        return _probe_after_exit(ctx, ref)
     own = ctx.qualify(ref.node) or ""
     others = [name for name in _probes_in(ctx, chain) if name != own]
     if own == "torch.cuda.is_available":  # an availability check: part of a probe if one is asked
         others = [name for name in others if name.startswith(CAPABILITY_PROBES)]
-    return others[0] if others else None
+    return others[0] if others else _probe_after_exit(ctx, ref)
+
+
+def _probe_after_exit(ctx: FileContext, ref: CudaRef) -> str | None:
+    """The probe a ``torch.cuda.is_available()`` check guards by leaving early: ``if not
+    torch.cuda.is_available() or not flash: return`` followed, in the same block, by
+    ``torch.cuda.get_device_properties(...)``. The check and the probe are one question about
+    CUDA: rewritten alone, the check sends Neuron into the CUDA probe and CUDA away from it."""
+    if ctx.qualify(ref.node) != "torch.cuda.is_available":
+        return None
+    child: cst.CSTNode = ref.outer
+    ancestors = list(ctx.ancestors())
+    for i, anc in enumerate(ancestors):
+        if anc is ref.call or anc is ref.node:
+            continue
+        if isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget)):
+            child = anc
+            continue
+        if not (isinstance(anc, cst.If) and anc.test is child and _only_exits(anc.body)):
+            return None
+        block = ancestors[i + 1] if i + 1 < len(ancestors) else None
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or anc not in body:
+            return None
+        for stmt in body[body.index(anc) + 1:]:
+            found = [name for name in _probes_in(ctx, stmt) if name.startswith(CAPABILITY_PROBES)]
+            if found:
+                return found[0]
+        return None
+    return None
+
+
+def _only_exits(block: cst.BaseSuite) -> bool:
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if not all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines):
+        return False
+    smalls = [s for line in lines for s in line.body]  # type: ignore[union-attr]
+    return bool(smalls) and all(isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in smalls)
 
 
 def probe_kept(ref: CudaRef, probe: str) -> str:
     """The message of a reference kept because it is part of a capability probe."""
     return (f"{spelled(ref)} is part of a CUDA capability probe (with `{probe}`): kept, the whole probe "
             "stays CUDA (False on Neuron); choose the Neuron path by hand")
+
+
+#: calls whose arguments are shown to a person (a printed fact about CUDA stays about CUDA)
+DIAGNOSTIC_CALLS = frozenset({"print", "info", "debug", "warning", "warn", "log", "write"})
+
+
+def printed(ctx: FileContext, ref: CudaRef) -> bool:
+    """The reference is an argument of ``print`` or a logging call (``print("CUDA:",
+    torch.cuda.is_available())``, f-strings included): a diagnostic that names CUDA."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.Call) and anc is not ref.call:
+            return last_name(anc.func) in DIAGNOSTIC_CALLS
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+            return False
+    return False

@@ -314,11 +314,15 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
     return IdiomRewrite(replacement, message, imports, literal, branch, kind)
 
 
-def with_choice(container: cst.List | cst.Tuple, added: str) -> cst.List | cst.Tuple | None:
-    """An option's ``choices=[..., "cuda", ...]`` with ``added`` next to its last ``"cuda"``;
-    None when ``added`` is there already, no plain ``"cuda"`` is, or an element is starred."""
+def with_choice(container: cst.List | cst.Tuple, added: str,
+                value: cst.BaseExpression | None = None) -> cst.List | cst.Tuple | None:
+    """An option's ``choices=[..., "cuda", ...]`` with ``added`` (or the expression ``value``,
+    the accelerator target's device) next to its last ``"cuda"``; None when it is there already,
+    no plain ``"cuda"`` is, or an element is starred."""
     elements = container.elements
     values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
+    if value is not None and any(e.value.deep_equals(value) for e in elements):
+        return None
     if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
         return None
     cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
@@ -326,7 +330,7 @@ def with_choice(container: cst.List | cst.Tuple, added: str) -> cst.List | cst.T
     if not cuda_at:
         return None
     anchor = elements[cuda_at[-1]]
-    new = cst.Element(value=make_string(added, anchor.value))
+    new = cst.Element(value=value if value is not None else make_string(added, anchor.value))
     return container.with_changes(elements=insert_after(elements, cuda_at[-1], new))
 
 

@@ -10,24 +10,47 @@ that hard-codes CUDA (no fallback) had no such host to keep: there the plain Neu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._device_choice import selection_if, selection_ifexp
+from neuronize.transforms._distributed import PROCESS_GROUP
 from neuronize.transforms._imports import is_main_guard
 from neuronize.transforms._literals import make_string
 from neuronize.transforms._names import qualified_expr
 
+#: the edit group of a file's device defaults and the comparisons that choose a fallback from them
+#: (``default="cuda"`` and ``if device == "cuda" and not torch.cuda.is_available(): device = "cpu"``):
+#: a default changed to ``"neuron"`` whose fallback test still says ``"cuda"`` never falls back, so a
+#: host that used to fall back to the CPU breaks; the two move together, at the weaker safety
+DEVICE_CHOICE = "device-choice"
 #: device strings that name a host without CUDA
 NON_CUDA_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
 #: names of parameters and attributes that carry a device chosen elsewhere (so not hard-coded)
 DEVICE_NAMES = frozenset({"device", "device_type", "dev", "device_name"})
 
 #: the answers for the modules being worked on (the rules ask for each node they consider), keyed
-#: by identity; the module is kept with its answer so that its id is not reused while cached
-_CPU_PATH: dict[int, tuple[cst.Module, bool]] = {}
+#: by question and module identity; the module is kept with its answer so that its id is not reused
+#: while cached
+_ANSWERS: dict[tuple[str, int], tuple[cst.Module, bool]] = {}
 _CACHED = 64
+
+
+def _once(ctx: FileContext, question: str, answer: Callable[[FileContext], bool]) -> bool:
+    """``answer(ctx)``, computed once per module."""
+    key = (question, id(ctx.module))
+    cached = _ANSWERS.get(key)
+    if cached is not None and cached[0] is ctx.module:
+        return cached[1]
+    found = answer(ctx)
+    if len(_ANSWERS) >= _CACHED:
+        _ANSWERS.clear()
+    _ANSWERS[key] = (ctx.module, found)
+    return found
 
 
 class _Finder(cst.CSTVisitor):
@@ -58,15 +81,63 @@ def has_cpu_path(ctx: FileContext) -> bool:
     (``device`` parameters, ``args.device``, ``self.device``, ``x.device``)."""
     if b"cuda" not in ctx.source.lower():
         return True  # names no CUDA at all: it ran wherever PyTorch runs
-    cached = _CPU_PATH.get(id(ctx.module))
-    if cached is not None and cached[0] is ctx.module:
-        return cached[1]
+    return _once(ctx, "cpu-path", _finds_cpu_path)
+
+
+def _finds_cpu_path(ctx: FileContext) -> bool:
     finder = _Finder(ctx)
     ctx.module.visit(finder)
-    if len(_CPU_PATH) >= _CACHED:
-        _CPU_PATH.clear()
-    _CPU_PATH[id(ctx.module)] = (ctx.module, finder.found)
     return finder.found
+
+
+class _ChoiceFinder(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.If) and selection_if(node):
+            self.found = True
+        elif isinstance(node, cst.IfExp) and selection_ifexp(self.ctx, node):
+            self.found = True
+        return not self.found
+
+
+def _finds_device_choice(ctx: FileContext) -> bool:
+    finder = _ChoiceFinder(ctx)
+    ctx.module.visit(finder)
+    return finder.found
+
+
+#: what shows that a file sets up CUDA processes: its device placement moves with that set-up
+_PROCESS_SET_UP = (b"init_process_group", b"set_device")
+
+
+def placement_group(ctx: FileContext) -> str | None:
+    """The process-group edit group (:data:`_distributed.PROCESS_GROUP`) for a device placement in
+    a file that creates a process group or pins its CUDA device (``init_process_group("nccl")``,
+    ``torch.cuda.set_device``), else None: tensors put on ``"neuron"`` next to a kept ``"nccl"``
+    group or ``torch.cuda.set_device`` run nowhere, so a safe-only run must not apply them alone."""
+    if not any(token in ctx.source for token in _PROCESS_SET_UP):
+        return None
+    return PROCESS_GROUP
+
+
+#: the device-generic and CUDA ``custom_fwd`` / ``custom_bwd``
+_CUSTOM_AMP = ("torch.amp.custom_fwd", "torch.amp.custom_bwd", "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd")
+
+
+def uses_custom_amp(ctx: FileContext) -> bool:
+    """The file imports ``custom_fwd`` / ``custom_bwd``: a ``device_type`` it sets is their AMP
+    device type, which must stay host-aware (see :func:`host_aware`)."""
+    return b"custom_" in ctx.source and any(m in ctx.names.modules for m in _CUSTOM_AMP)
+
+
+def device_choice_group(ctx: FileContext) -> str | None:
+    """:data:`DEVICE_CHOICE` for a device default in a file that chooses a device by comparing one
+    with ``"cuda"`` (``if device == "cuda" and not torch.cuda.is_available(): ...``, the choices
+    NRN103 rewrites), else None: where nothing tests it, a default moves alone."""
+    return DEVICE_CHOICE if _once(ctx, "device-choice", _finds_device_choice) else None
 
 
 def host_aware(ctx: FileContext, original: cst.BaseExpression) -> _target.Built:

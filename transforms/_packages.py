@@ -118,6 +118,12 @@ PACKAGES: dict[str, Package] = {
     "triton": Package("Triton GPU kernels", NKI_PATH_KERNELS, Evidence.DOC_OLD, path=Path.NKI, reported=False),
     "vllm": Package("vLLM's CUDA serving engine", "use vLLM's Neuron plugin", Evidence.THIRD_PARTY,
                     path=Path.NONE, reported=False),
+    "megablocks": Package("MegaBlocks grouped-GEMM / block-sparse MoE CUDA kernels",
+                          f"use a stock PyTorch MoE (batched `torch.bmm`) or {NKI_PATH_KERNELS}", Evidence.INF,
+                          path=Path.NKI),
+    "torchcomms": Package("torchcomms GPU communicators (NCCLX, MCCL)",
+                          "use `torch.distributed` with the `\"neuron\"` process group", Evidence.INF,
+                          reported=False),
 }
 
 # Longest first, so that `deepspeed.ops` wins over `deepspeed`.

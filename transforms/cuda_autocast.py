@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transform import Evidence, Example, Safety
+from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms import _target
-from neuronize.transforms._amp import AUTOCAST, AmpRule, amp_device, followed_enabled, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, FLOAT16, in_fallback_branch
-from neuronize.transforms._calls import argument, as_keyword, has_star, index_of, insert_args, keyword, new_keyword, replace_value
+from neuronize.transforms._amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, plan_autocast
+from neuronize.transforms._calls import argument, as_keyword, has_star, insert_args, keyword, new_keyword
 from neuronize.transforms._imports import cuda_import_removals
-from neuronize.transforms._literals import is_false, is_string_literal, make_string, string_value
-from neuronize.transforms._names import is_reference, last_name, mentions, qualified_expr
-
-BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16; bf16 is the "
-            "Neuron-preferred type (no GradScaler needed) but changes numerics")
-FP16_NOTE = ("; it keeps its float16 `dtype=`, which is not the documented Neuron path: "
-             "prefer `torch.bfloat16`")
-DEFAULT_NOTE = "; the dtype stays the Neuron default (the unsafe fix sets `dtype=torch.bfloat16`)"
+from neuronize.transforms._literals import is_string_literal, make_string, string_value
+from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 
 class CudaAutocast(AmpRule):
@@ -41,7 +35,9 @@ class CudaAutocast(AmpRule):
         parameter or option), the device is host-aware, `"neuron" if <Neuron is present> else
         "cuda"`: `torch.autocast("neuron")` raises on a host without torch-neuronx even when
         disabled (and a decorator runs at import), while CUDA autocast was a harmless no-op
-        there. A file that hard-codes CUDA gets `"neuron"`. A
+        there; its unsafe bf16 fix then writes `dtype=torch.bfloat16 if <Neuron is present> else
+        None`, so that CUDA keeps its float16 default. A file that hard-codes CUDA gets
+        `"neuron"`. A
         `torch.cuda.amp.autocast` passed on without being called (`partial(autocast, ...)`) is
         reported, and so is one in the `except` branch of a `try` that uses `torch.autocast`
         (a fallback for old PyTorch).
@@ -144,36 +140,7 @@ class CudaAutocast(AmpRule):
         device = argument(node, "device_type", 0)
         if device is None or string_value(device.value) != "cuda":
             return  # a variable, "cpu", "neuron", or not an autocast call we understand
-        dtype = argument(node, "dtype", 1)
-        enabled = argument(node, "enabled", 2)
-        new_device, device_imports, why, follows = amp_device(self.ctx, device.value,
-                                                              enabled.value if enabled is not None else None)
-        swapped = replace_value(node, device, new_device)
-        if enabled is not None and follows:
-            new_enabled = followed_enabled(self.ctx, enabled.value)
-            if new_enabled is not None:
-                swapped = replace_value(swapped, argument(swapped, "enabled", 2), new_enabled)  # type: ignore[arg-type]
-                why += _target.say(self.ctx, ", and `enabled=` tests for {device}")
-        done = _target.say(self.ctx, 'autocast on `"cuda"` -> `{device}`') + why
-        if _target.target(self.ctx) != _target.NEURON:
-            if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
-                bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
-                full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
-                self.fix(node, full, f"{done} with `dtype=torch.bfloat16` (CUDA's default fp16 is not the "
-                         "CPU autocast default)", safety=Safety.UNSAFE, evidence=Evidence.SRC,
-                         imports=(*imports, *device_imports))
-                return
-            self.fix(node, swapped, done, imports=device_imports)
-            return
-        if dtype is None and not (enabled is not None and is_false(enabled.value)) and not has_star(node):
-            bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
-            full = insert_args(swapped, index_of(node, device) + 1, [new_keyword("dtype", bf16)])
-            self.fix(node, full, f"{done} with `dtype=torch.bfloat16`: {BF16_WHY}",
-                     safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=(*imports, *device_imports))
-            self.fix(node, swapped, done + DEFAULT_NOTE, imports=device_imports)
-            return
-        note = FP16_NOTE if dtype is not None and mentions(self.ctx, dtype.value, FLOAT16) else ""
-        self.fix(node, swapped, done + note, imports=device_imports)
+        self._apply(node, plan_autocast(self.ctx, node, 'autocast on `"cuda"` -> `{device}`'))
 
     def _cuda_amp_call(self, node: cst.Call) -> None:
         """`torch.cuda.amp.autocast(...)` -> `torch.autocast(device_type="neuron", ...)`."""
@@ -185,39 +152,20 @@ class CudaAutocast(AmpRule):
             self.report(node, "`torch.cuda.amp.autocast(*args/**kwargs)`: rewrite it by hand as "
                               '`torch.autocast(device_type="neuron", dtype=torch.bfloat16, ...)`')
             return
-        positional = [a for a in node.args if a.keyword is None]
-        if len(positional) > len(CUDA_AUTOCAST_PARAMS):
+        if len([a for a in node.args if a.keyword is None]) > len(CUDA_AUTOCAST_PARAMS):
             self.report(node, "`torch.cuda.amp.autocast` with unexpected arguments: rewrite it by hand as "
                               '`torch.autocast(device_type="neuron", ...)`')
             return
         func, imports = qualified_expr(self.ctx, "torch.autocast")
-        imports = imports + cuda_import_removals(self.ctx, node.func)
-        args = [as_keyword(a, CUDA_AUTOCAST_PARAMS[i]) if a.keyword is None else a
-                for i, a in enumerate(node.args)]
-        converted = node.with_changes(func=func, args=args)
-        dtype = keyword(converted, "dtype")
-        enabled = keyword(converted, "enabled")
-        new_device, device_imports, why, follows = amp_device(self.ctx, make_string("cuda"),
-                                                              enabled.value if enabled is not None else None)
-        device = new_keyword("device_type", new_device)
-        imports = (*imports, *device_imports)
-        if enabled is not None and follows:
-            new_enabled = followed_enabled(self.ctx, enabled.value)
-            if new_enabled is not None:
-                converted = replace_value(converted, enabled, new_enabled)
-                enabled = keyword(converted, "enabled")
-                why += _target.say(self.ctx, ", and `enabled=` tests for {device}")
-        done = _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`") + why
-        if dtype is None and not (enabled is not None and is_false(enabled.value)):
-            bf16, bf16_imports = qualified_expr(self.ctx, "torch.bfloat16")
-            full = insert_args(converted, 0, [device, new_keyword("dtype", bf16)])
-            self.fix(node, full, _target.say(self.ctx, "`torch.cuda.amp.autocast` -> `torch.autocast("
-                                             "device_type={device}, dtype=torch.bfloat16)`: {why}", why=BF16_WHY),
-                     safety=Safety.UNSAFE, evidence=Evidence.SRC, imports=imports + bf16_imports)
-            self.fix(node, insert_args(converted, 0, [device]), done + DEFAULT_NOTE, imports=imports)
-            return
-        note = FP16_NOTE if dtype is not None and mentions(self.ctx, dtype.value, FLOAT16) else ""
-        self.fix(node, insert_args(converted, 0, [device]), done + note, imports=imports)
+        args = [as_keyword(a, CUDA_AUTOCAST_PARAMS[i]) if a.keyword is None else a for i, a in enumerate(node.args)]
+        generic = insert_args(node.with_changes(func=func, args=args), 0, [new_keyword("device_type", make_string("cuda"))])
+        plan = plan_autocast(self.ctx, generic, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`")
+        self._apply(node, plan, (*imports, *cuda_import_removals(self.ctx, node.func)))
+
+    def _apply(self, node: cst.Call, plan: list[AmpFix], imports: tuple[ImportRequest, ...] = ()) -> None:
+        for fix in plan:
+            extra = {"safety": Safety.UNSAFE, "evidence": Evidence.SRC} if fix.bf16 else {}
+            self.fix(node, fix.call, fix.message, imports=(*imports, *fix.imports), **extra)  # type: ignore[arg-type]
 
     # -- references that are not calls ----------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

@@ -10,7 +10,7 @@ from neuronize.transforms._names import qualified_expr
 from neuronize.transforms._nodes import assigned_names, parenthesized
 from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
 from neuronize.transforms._cuda_runtime import (
-    Context, CudaRef, _CudaApiRule, capability_probe, classify, probe_kept, spelled, unused_import,
+    Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
 )
 from neuronize.transforms._literals import branches_mention_cuda
 
@@ -19,6 +19,7 @@ _TARGETS = {
     "device_count": "torch.accelerator.device_count",
     "current_device": "torch.accelerator.current_device_index",
 }
+
 
 
 class CudaAvailabilityCheck(_CudaApiRule):
@@ -182,6 +183,11 @@ class CudaAvailabilityCheck(_CudaApiRule):
         if ref.fn == "current_device":
             self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",
                          safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            return
+        if printed(self.ctx, ref):
+            self.report(ref.outer, f"{spelled(ref)} is printed or logged as a fact about CUDA: kept (a Neuron "
+                                   "check would print False on a CUDA host under a CUDA label); report the "
+                                   "Neuron device by hand if wanted", evidence=Evidence.INF)
             return
         kind, where = classify(self.ctx, ref)
         if kind is Context.SKIP:

@@ -6,13 +6,15 @@ import libcst as cst
 
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
-from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM, amp_device
+from neuronize.transforms._amp import AmpRule, CUDA_CUSTOM, CUSTOM, custom_device
 from neuronize.transforms._calls import insert_args, keyword, new_keyword, replace_value
 from neuronize.transforms._imports import cuda_import_removals
 from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 NAMES = ("custom_fwd", "custom_bwd")
+#: the neuron target's device check, as the examples show it
+_NEURON = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
 
 
 MESSAGE = ("`{fn}` for CUDA autocast -> `torch.amp.{fn}(device_type={device})`, so the autograd function "
@@ -27,11 +29,12 @@ class CudaCustomFwd(AmpRule):
         and `@torch.cuda.amp.custom_bwd` (any spelling: `from torch.cuda.amp import custom_fwd`,
         `amp.custom_fwd` after `from torch.cuda import amp`), and their use as plain functions,
         to `torch.amp.custom_fwd(device_type="neuron", ...)` / `torch.amp.custom_bwd(device_type="neuron")`,
-        keeping `cast_inputs=`, and `torch.amp.custom_fwd(device_type="cuda")` to `"neuron"`.
-        In a file with a CPU path the device is host-aware (`"neuron" if <Neuron is present>
-        else "cuda"`): `custom_fwd(device_type="neuron")` raises when the function runs on a
-        host without torch-neuronx. The `torch.cuda.amp` import is dropped once nothing uses it. A `torch.cuda.amp.custom_fwd`
-        passed on as a value is reported.
+        keeping `cast_inputs=`, and `torch.amp.custom_fwd(device_type="cuda")` likewise. The
+        device is host-aware in every file, `"neuron" if <Neuron is present> else "cuda"`: an
+        autograd function runs on whatever device its inputs are on, and
+        `custom_fwd(device_type="neuron")` raises at every call on a host without torch-neuronx,
+        while the CUDA value worked there. The `torch.cuda.amp` import is dropped once nothing
+        uses it. A `torch.cuda.amp.custom_fwd` passed on as a value is reported.
 
     Why on TorchNeuron:
         `custom_fwd` records the autocast state of one device type when the forward runs and
@@ -52,12 +55,15 @@ class CudaCustomFwd(AmpRule):
     Use instead:
         class ScaledGelu(torch.autograd.Function):
             @staticmethod
-            @torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)
+            @torch.amp.custom_fwd(device_type="neuron" if NEURON else "cuda", cast_inputs=torch.float32)
             def forward(ctx, x): ...
 
             @staticmethod
-            @torch.amp.custom_bwd(device_type="neuron")
+            @torch.amp.custom_bwd(device_type="neuron" if NEURON else "cuda")
             def backward(ctx, grad): ...
+
+        where `NEURON` stands for `torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron"`, written out.
 
     Fix safety:
         Unsafe: that `torch.amp.custom_fwd(device_type="neuron")` and
@@ -79,16 +85,13 @@ class CudaCustomFwd(AmpRule):
     examples = (
         Example(
             "import torch\n\n@torch.cuda.amp.custom_bwd\ndef backward(ctx, g):\n    return g\n",
-            'import torch\n\n@torch.amp.custom_bwd(device_type="neuron")\ndef backward(ctx, g):\n    return g\n',
-        ),
-        Example(
-            "from torch.cuda.amp import custom_fwd\n\n@custom_fwd(cast_inputs=torch.float32)\ndef forward(ctx, x):\n    return x\n",
-            'import torch\n\n@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)\n'
-            "def forward(ctx, x):\n    return x\n",
+            f'import torch\n\n@torch.amp.custom_bwd(device_type="neuron" if {_NEURON} else "cuda")\n'
+            "def backward(ctx, g):\n    return g\n",
         ),
         Example(
             "import torch\n\n@torch.amp.custom_fwd(device_type='cuda')\ndef forward(ctx, x):\n    return x\n",
-            "import torch\n\n@torch.amp.custom_fwd(device_type='neuron')\ndef forward(ctx, x):\n    return x\n",
+            f"import torch\n\n@torch.amp.custom_fwd(device_type='neuron' if {_NEURON} else 'cuda')\n"
+            "def forward(ctx, x):\n    return x\n",
         ),
     )
 
@@ -101,7 +104,7 @@ class CudaCustomFwd(AmpRule):
         return _target.say(self.ctx, MESSAGE, fn=fn)
 
     def _device_keyword(self) -> tuple[cst.Arg, tuple[ImportRequest, ...], str]:
-        device, imports, note, _ = amp_device(self.ctx, make_string("cuda"), None)
+        device, imports, note, _ = custom_device(self.ctx, make_string("cuda"))
         return new_keyword("device_type", device), imports, note
 
     # -- bare decorators: @torch.cuda.amp.custom_fwd ---------------------------------------------
@@ -130,7 +133,7 @@ class CudaCustomFwd(AmpRule):
         if qualified in CUSTOM or (qualified in CUDA_CUSTOM and device is not None):
             # (the second case: `torch.amp.custom_fwd` behind a fallback import of the CUDA one)
             if device is not None and string_value(device.value) == "cuda":
-                value, imports, note, _ = amp_device(self.ctx, device.value, None)
+                value, imports, note, _ = custom_device(self.ctx, device.value)
                 self.fix(node, replace_value(node, device, value), self._message(qualified) + note, imports=imports)
             return
         if qualified not in CUDA_CUSTOM:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transforms import _target
+from neuronize.transforms import _host, _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._device_choice import has_cuda_comparison, validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._literals import cuda_literal, string_like
@@ -88,13 +88,15 @@ class CudaDeviceComparison(Transform):
 
     def _fix_choice(self, node: cst.CSTNode, neuron_form: cst.CSTNode, template: str, *,
                     quote_test: bool = False, safety: Safety | None = None,
-                    evidence: Evidence | None = None, **fields: str) -> None:
+                    evidence: Evidence | None = None, group: str | None = _host.DEVICE_CHOICE,
+                    **fields: str) -> None:
         """Fix ``node`` with its Neuron rewrite carrying the target's device (``neuron_form`` with
-        each ``"neuron"`` it wrote replaced), the message quoting the code written."""
+        each ``"neuron"`` it wrote replaced), the message quoting the code written. A device choice
+        moves with the device defaults it tests (:data:`_host.DEVICE_CHOICE`)."""
         replacement, imports = _target.retarget_literals(self.ctx, node, neuron_form)
         old, new = (node.test, neuron_form.test) if quote_test else (node, neuron_form)  # type: ignore[attr-defined]
         self.fix(node, replacement, _target.say(self.ctx, template, new=_target.shown(self.ctx, old, new), **fields),
-                 imports=imports, safety=safety, evidence=evidence)
+                 imports=imports, safety=safety, evidence=evidence, group=group)
 
     # -- device choices: rewritten -----------------------------------------------------------
     def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:
@@ -158,7 +160,7 @@ class CudaDeviceComparison(Transform):
         self._fix_choice(node.test, rewrite_condition(node.test), "guard `if {old}:` -> `if {new}:`: its body "
                          "({calls}) is migrated, so the guard follows or {kind} would never take it",
                          old=short(node.test), calls=", ".join(f"`torch.cuda.{c}()`" for c in calls),
-                         safety=Safety.SAFE if safe else None, evidence=Evidence.DOC if safe else None)
+                         safety=Safety.SAFE if safe else None, evidence=Evidence.DOC if safe else None, group=None)
         return True
 
     def _fix_block(self, block: cst.BaseSuite | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms import _target
+from neuronize.transforms import _host, _target
 from neuronize.transforms._calls import argument
 from neuronize.transforms._device_choice import (
     OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
@@ -14,7 +14,8 @@ from neuronize.transforms._device_choice import (
     selection_ifexp, validation_list, with_choice)
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
-from neuronize.transforms._names import last_name
+from neuronize.transforms._names import last_name, target_name
+from neuronize.transforms._value_flow import assigned
 
 
 class CudaDeviceString(Transform):
@@ -113,7 +114,8 @@ class CudaDeviceString(Transform):
         self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
 
     # -- reporting ---------------------------------------------------------------------------
-    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False) -> None:
+    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False,
+                     group: str | None = None) -> None:
         if id(node) in self._done:
             return
         self._done.add(id(node))
@@ -125,20 +127,31 @@ class CudaDeviceString(Transform):
         edit = literal_edit(self.ctx, node, kind, nested)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
-                 imports=edit.imports, **extra)  # type: ignore[arg-type]
+                 imports=edit.imports, group=group, **extra)  # type: ignore[arg-type]
 
-    def _fix_all(self, expr: cst.BaseExpression | None, where: str) -> None:
+    def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None) -> None:
         if expr is None:
             return
+        group = group or _host.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, nested=node is not expr)
+            self._fix_literal(node, kind, where, nested=node is not expr, group=group)
+
+    def _fix_default(self, expr: cst.BaseExpression | None, where: str) -> None:
+        """A device default (option, parameter, setting): one edit group with the comparisons that
+        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`."""
+        self._fix_all(expr, where, group=_host.device_choice_group(self.ctx))
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
-        """``"neuron"`` (the CPU's ``"cpu"``) next to ``"cuda"`` in a list of accepted devices."""
-        added = "cpu" if _target.target(self.ctx) == _target.CPU else "neuron"
-        new = with_choice(container, added)
+        """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
+        (on the accelerator target, the default's own expression: it is ``"mps"`` on a Mac)."""
+        target = _target.target(self.ctx)
+        added = "cpu" if target == _target.CPU else "neuron"
+        value, imports = _target.device(self.ctx) if target == _target.ACCELERATOR else (None, ())
+        new = with_choice(container, added, value)
         if new is not None:
-            self.fix(container, new, f'{what}: added `"{added}"` next to `"cuda"` so the migrated default is accepted')
+            shown = f'"{added}"' if value is None else _target.say(self.ctx, "{device}")
+            self.fix(container, new, f'{what}: added `{shown}` next to `"cuda"` so the migrated default is accepted',
+                     imports=imports, group=_host.device_choice_group(self.ctx))
 
     # -- the idiom -----------------------------------------------------------------------------
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -167,7 +180,7 @@ class CudaDeviceString(Transform):
         if name is None or kept_for_other_code(self.ctx):
             return  # `device_id=` must keep its index; a `torch.cuda.*` API needs a CUDA device
         for expr, where in call_device_positions(self.ctx, node):
-            self._fix_all(expr, where)
+            (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
         if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
             parent = self.ctx.parent
             if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
@@ -176,7 +189,7 @@ class CudaDeviceString(Transform):
         elif name in OPTION_CALLS:
             option = device_option(node)
             if option is not None:
-                self._fix_all(option[1].value if option[1] is not None else None, f"`{option[0]}` default")
+                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default")
                 if option[2] is not None:
                     self._add_choice(option[2], f"`{option[0]}` choices")
 
@@ -211,14 +224,27 @@ class CudaDeviceString(Transform):
 
     def _setting(self, node: cst.Assign | cst.AnnAssign) -> None:
         found = device_setting(node)
-        if found is not None and not in_selection_if(self.ctx):
-            self._fix_all(*found)
+        if found is None or in_selection_if(self.ctx):
+            return
+        names = {target_name(t) for t, _ in assigned(node)}
+        if "device_type" in names and _host.uses_custom_amp(self.ctx):
+            self._amp_device_type(*found)
+        else:
+            self._fix_default(*found)
+
+    def _amp_device_type(self, value: cst.BaseExpression, where: str) -> None:
+        """``kwargs["device_type"] = "cuda"`` next to ``custom_fwd``: the AMP device type, which the
+        precision rules make host-aware; a plain ``"neuron"`` would raise at every call elsewhere."""
+        if cuda_literal(value) is not None:
+            self.report(value, f"{where}: `{short(value)}` is the device type of `custom_fwd`/`custom_bwd` "
+                        "here; kept: `\"neuron\"` would raise at every call on a host without torch-neuronx; "
+                        "pass `device_type=\"neuron\"` only where Neuron is present, by hand")
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and device_named(node.name.value):
-            self._fix_all(node.default, f"default of parameter `{node.name.value}`")
+            self._fix_default(node.default, f"default of parameter `{node.name.value}`")
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)
         if device_named(key):
-            self._fix_all(node.value, f'`"{key}"` entry')
+            self._fix_default(node.value, f'`"{key}"` entry')

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.transforms import _target
@@ -12,6 +14,9 @@ from neuronize.transforms._nodes import assign_targets, has_call, unwrap_with
 
 PREFIX = "torch._inductor.config"
 
+
+#: symmetric memory (async tensor parallelism): CUDA-only
+_SYMMETRIC_MEMORY = re.compile(r"_symmetric_memory|\bsymm_mem")
 
 class InductorConfig(Transform):
     """Finds TorchInductor settings (`torch._inductor.config.*`), which the Neuron backend does not use.
@@ -91,12 +96,38 @@ class InductorConfig(Transform):
             self.report(node, f"{names}: Inductor setting, unused by the Neuron backend; this assignment also "
                         "sets something else, so remove the Inductor part by hand")
             return
+        bound = self._bound_to_neighbours(node, knobs)
+        if bound:
+            self.report(node, f"{names}: Inductor setting, unused by the Neuron backend; kept: {bound}, so "
+                        "deleting it alone would leave that code wrong; review the block by hand")
+            return
         side_effects = has_call(node.value)
         message = f"Inductor setting {names} removed: the Neuron backend does not use TorchInductor"
         if side_effects:
             message += f" (the value `{short(node.value, 50)}` is no longer computed)"
         self.remove(node, message, safety=Safety.UNSAFE if side_effects else None,
                     imports=removals_for(self.ctx, [PREFIX]))
+
+    def _bound_to_neighbours(self, node: cst.CSTNode, knobs: list[cst.Attribute]) -> str | None:
+        """Why the setting belongs to the statements around it (same block), if it does: one of them
+        names it (a log line saying it was set), or they enable symmetric memory (async tensor
+        parallelism, a CUDA-only feature the setting is part of)."""
+        line = self.ctx.parent
+        block = self.ctx.stack[-3] if len(self.ctx.stack) > 2 else None
+        siblings = getattr(block, "body", None)
+        if not isinstance(siblings, (list, tuple)) or line not in siblings:
+            return None
+        names = {k.attr.value for k in knobs}
+        for other in siblings:
+            if other is line or isinstance(other, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            code = self.ctx.module.code_for_node(other)
+            named = next((n for n in names if n in code), None)
+            if named is not None:
+                return f"the code next to it refers to `{named}`"
+            if _SYMMETRIC_MEMORY.search(code):
+                return "the code next to it enables symmetric memory (CUDA-only), which the setting goes with"
+        return None
 
     def _is_knob(self, target: cst.Attribute) -> bool:
         qualified = self.ctx.qualify(target)

@@ -25,12 +25,13 @@ NO_PARENS = (
 #: bytes of a file whose `is_cuda` checks choose or feed CUDA kernels: a `torch.cuda.device(...)`
 #: context (or the `torch.neuron.device(...)` another rule made of it: a second run decides the
 #: same), a kernel language (Triton, Helion, TileLang, CUTLASS), a launch `kernel[grid](...)`, a
-#: compiled extension, or an `is_cuda` line that says "kernel" / "fused". Every `is_cuda` in such a
+#: compiled extension, a choice among SDPA's CUDA kernels (`SDPBackend`: flash, memory-efficient,
+#: cuDNN), or an `is_cuda` line that says "kernel" / "fused". Every `is_cuda` in such a
 #: file is kept (one decision per file: the assert that keeps other tensors out of a kernel and the
 #: check that picks it go together).
 _KERNEL_FILE = re.compile(
     rb"(?:cuda|neuron)\.device\(|^\s*(?:import|from)\s+(?:triton|helion|tilelang|cutlass)\b|\w\[[^\]\n]*grid[^\]\n]*\]\(|load_inline\(|"
-    rb"is_cuda\b[^\n]*(?:kernel|fused)|(?:kernel|fused)[^\n]*\bis_cuda\b", re.MULTILINE | re.IGNORECASE)
+    rb"\bSDPBackend\b|is_cuda\b[^\n]*(?:kernel|fused)|(?:kernel|fused)[^\n]*\bis_cuda\b", re.MULTILINE | re.IGNORECASE)
 
 #: bytes that can assign or define `is_cuda` (a superset of what `_AssignedIsCuda` finds)
 _DEFINES_IS_CUDA = re.compile(rb"\bis_cuda\b[^\n=]*=(?!=)|def\s+is_cuda\b")
