@@ -341,10 +341,13 @@ def rules(fmt: str) -> None:
 @cli.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print a rule's documentation (by id or name)."""
-    from neuronize.docs import explain_rule
+    """Print a rule's documentation (by id or name), or `packages`: the CUDA-only packages."""
+    from neuronize.docs import TOPICS, explain_rule
     from neuronize.registry import rule_by_code
 
+    if code.lower() in TOPICS:
+        click.echo(TOPICS[code.lower()](), nl=False)
+        return
     rule = rule_by_code(code)
     if rule is None:
         click.echo(f"neuronize: error: no rule {code!r} (see `neuronize rules`)", err=True)

@@ -28,9 +28,15 @@ then prints one Markdown table row per repository:
 - **unexplained**: changed files for which ``fix --diff`` reported no applied finding;
 - **no token**: modified files that contain none of the pre-filter tokens (must be zero);
 - **stray**: files other than the changed ``*.py`` files that were created, modified or deleted
-  (temporary files left behind, writes to other files).
+  (temporary files left behind, writes to other files);
+- **CUDA left, no finding**: CUDA-specific code still in the migrated copy on a line that no
+  finding of the second ``fix`` run covers (that run reports on the migrated files, so its lines
+  are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
+  ``.cuda()`` calls, ``"nccl"`` and imports of the CUDA-only packages of
+  ``neuronize.transforms._packages``. A cheap ``ast`` scan, not a rule: it names what a user who
+  trusts the report would meet unannounced. ``--diffs`` writes the sites to ``<repo>.left.txt``.
 
-Every column from *crashes* on must be zero; the exit code is 1 otherwise (0 when clean).
+Every column from *crashes* to *stray* must be zero; the exit code is 1 otherwise (0 when clean).
 ``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
 when a second run changes something). The result cache goes to a temporary directory
 (``NEURONIZE_CACHE_DIR``) so that every run really analyses the files. Changed files are parsed
@@ -45,6 +51,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,10 +64,93 @@ from pathlib import Path
 from neuronize.engine import prefilter_for
 from neuronize.registry import all_rules
 from neuronize.sources.notebook import read_cells
+from neuronize.syntax import module_matches
+from neuronize.transforms._packages import PACKAGES
 
 SOURCES = (".py", ".ipynb")
 
 INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray")
+#: what the "CUDA left, no finding" column looks for: a device string, torch.cuda, .cuda(), "nccl",
+#: an import of a CUDA-only package (the project's one table) or of a compiled `*_cuda` extension
+LEFT_KINDS = ("device string", "torch.cuda", ".cuda()", "nccl", "CUDA-only import")
+_DEVICE_STRING = re.compile(r"cuda(:\d+)?")
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def cuda_sites(source: bytes) -> list[tuple[int, str]]:
+    """(line, kind) of each piece of CUDA-specific code in a Python source (nothing if it does not
+    parse). ``torch`` under another name (``import torch as T``) and ``from torch import cuda``
+    count; a ``torch.cuda.x.y`` chain counts once."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    torch_names = {"torch"}
+    cuda_names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            torch_names |= {a.asname for a in node.names if a.name == "torch" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch" and not node.level:
+            cuda_names |= {a.asname or a.name for a in node.names if a.name == "cuda"}
+    sites: list[tuple[int, str]] = []
+    inner: set[int] = set()  # nodes inside a chain already counted (ast.walk visits outer first)
+    for node in ast.walk(tree):
+        kind = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _DEVICE_STRING.fullmatch(node.value):
+                kind = "device string"
+            elif node.value == "nccl":
+                kind = "nccl"
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:
+            name = _dotted(node)
+            head = name.split(".") if name else []
+            if len(head) >= 2 and ((head[0] in torch_names and head[1] == "cuda") or head[0] in cuda_names):
+                kind = "torch.cuda"
+                value = node.value
+                while isinstance(value, ast.Attribute):
+                    inner.add(id(value))
+                    value = value.value
+                inner.add(id(value))
+        elif isinstance(node, ast.Name) and node.id in cuda_names and id(node) not in inner \
+                and isinstance(node.ctx, ast.Load):
+            kind = "torch.cuda"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+            kind = ".cuda()"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(module_matches(m, PACKAGES) or m.split(".")[0].endswith("_cuda") for m in modules):
+                kind = "CUDA-only import"
+        if kind is not None:
+            sites.append((node.lineno, kind))
+    return sorted(sites)
+
+
+def uncovered_sites(source: bytes, spans: list[tuple[int | None, int, int]],
+                    notebook: bool = False) -> list[tuple[int | None, int, str]]:
+    """(cell, line, kind) of the CUDA sites of a migrated source that no finding covers;
+    ``spans`` are the findings' (cell, first line, last line)."""
+    try:
+        cells = [(c.index, c.source) for c in read_cells(source)] if notebook else [(None, source)]
+    except ValueError:
+        return []
+    left = []
+    for cell, text in cells:
+        for line, kind in cuda_sites(text):
+            if not any(c == cell and first <= line <= last for c, first, last in spans):
+                left.append((cell, line, kind))
+    return left
 
 
 @dataclass
@@ -78,6 +168,9 @@ class Row:
     unexplained: int = 0
     no_token: int = 0
     stray: int = 0
+    left: int = 0
+    left_kinds: dict[str, int] = field(default_factory=dict)
+    left_sites: list[str] = field(default_factory=list)
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -236,32 +329,60 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
                         once[rel].decode("utf-8", "replace").splitlines(keepends=True),
                         (work / rel).read_bytes().decode("utf-8", "replace").splitlines(keepends=True),
                         f"a/{rel}", f"b/{rel}"))
+        _count_left(row, work, again)
         row.crashes = sum(1 for p in row.problems if p.split(":")[0] in ("check", "fix --diff", "fix", "second fix"))
         if diffs is not None:
             diffs.mkdir(parents=True, exist_ok=True)
             (diffs / f"{repo.name}.diff").write_text("".join(diff_chunks), encoding="utf-8")
+            (diffs / f"{repo.name}.left.txt").write_text("".join(f"{site}\n" for site in row.left_sites),
+                                                         encoding="utf-8")
             if second_chunks:
                 (diffs / f"{repo.name}.second-run.diff").write_text("".join(second_chunks), encoding="utf-8")
     row.seconds = time.monotonic() - started
     return row
 
 
+def _count_left(row: Row, work: Path, report: dict) -> None:
+    """The "CUDA left, no finding" column: ``report`` is a ``fix`` run's JSON on the migrated copy."""
+    spans: dict[str, list[tuple[int | None, int, int]]] = {}
+    for f in report.get("findings", []):
+        spans.setdefault(f["path"], []).append((f.get("cell"), f["line"], max(f["line"], f.get("end_line") or 0)))
+    for path in sorted(work.rglob("*")):
+        if path.suffix not in SOURCES or not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(work).as_posix()
+        for cell, line, kind in uncovered_sites(path.read_bytes(), spans.get(rel, []), rel.endswith(".ipynb")):
+            row.left += 1
+            row.left_kinds[kind] = row.left_kinds.get(kind, 0) + 1
+            where = f"{rel}:cell {cell}:{line}" if cell is not None else f"{rel}:{line}"
+            text = _line_text(path, cell, line)
+            row.left_sites.append(f"{where}: {kind}: {text}")
+
+
+def _line_text(path: Path, cell: int | None, line: int) -> str:
+    data = path.read_bytes()
+    if cell is not None:
+        data = next((c.source for c in read_cells(data) if c.index == cell), b"")
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
 def table(rows: list[Row]) -> str:
     head = ("| repository | commit | scanned | changed | failed | findings | applied | crashes | "
-            "unparseable | second run | unexplained | no token | stray | seconds |")
+            "unparseable | second run | unexplained | no token | stray | CUDA left, no finding | seconds |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r.repo} | `{r.commit}` | {r.scanned} | {r.changed} | {r.failed} | {r.findings} | "
             f"{r.applied} | {r.crashes} | {r.unparseable} | {r.second_run} | {r.unexplained} | "
-            f"{r.no_token} | {r.stray} | {r.seconds:.1f} |")
+            f"{r.no_token} | {r.stray} | {r.left} | {r.seconds:.1f} |")
     total = Row(repo="**total**", commit="")
-    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "seconds"):
+    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "left", "seconds"):
         setattr(total, name, sum(getattr(r, name) for r in rows))
     lines.append(
         f"| {total.repo} | | {total.scanned} | {total.changed} | {total.failed} | {total.findings} | "
         f"{total.applied} | {total.crashes} | {total.unparseable} | {total.second_run} | "
-        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.seconds:.1f} |")
+        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.left} | {total.seconds:.1f} |")
     return "\n".join(lines)
 
 
@@ -285,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         row = run_repo(repo, args.python, args.diffs)
         for problem in row.problems:
             print(f"  {repo.name}: {problem}", file=sys.stderr)
+        if row.left:
+            kinds = ", ".join(f"{k}: {row.left_kinds[k]}" for k in LEFT_KINDS if k in row.left_kinds)
+            print(f"  {repo.name}: CUDA left with no finding: {row.left} ({kinds})", file=sys.stderr)
         rows.append(row)
     print(table(rows))
     return 1 if any(r.bad() for r in rows) else 0

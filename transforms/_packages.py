@@ -45,6 +45,8 @@ class Package:
     cuda_only: bool = True
     #: NRN903 reports its imports (False: another rule owns the package)
     reported: bool = True
+    #: for a package with a common name (`kernels`): only imports of these names mean the package
+    names: frozenset[str] = frozenset()
 
 
 PACKAGES: dict[str, Package] = {
@@ -113,6 +115,50 @@ PACKAGES: dict[str, Package] = {
     "awq": Package("AutoAWQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF),
     "exllamav2": Package("ExLlamaV2 CUDA kernels", BF16_WEIGHTS, Evidence.INF),
     "nvidia.dali": Package("NVIDIA DALI GPU data loading", "use a CPU `DataLoader` pipeline", Evidence.INF),
+    "deep_ep": Package("DeepEP expert-parallel all-to-all CUDA/NVSHMEM kernels",
+                       "use `torch.distributed.all_to_all_single` over the `\"neuron\"` process group",
+                       Evidence.INF),
+    "fla": Package("flash-linear-attention Triton kernels",
+                   f"use the model's pure-PyTorch recurrence, or {NKI_PATH_KERNELS}", Evidence.INF, path=Path.NKI),
+    "helion": Package("Helion kernels (compiled to Triton)", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    "kernels": Package(
+        "Hugging Face kernel hub (prebuilt CUDA kernels downloaded at run time)",
+        "use the stock PyTorch layer the hub kernel replaces (skip `kernelize` / `get_kernel` on Neuron)",
+        Evidence.INF,
+        names=frozenset({"get_kernel", "get_local_kernel", "get_locked_kernel", "load_kernel", "has_kernel",
+                         "kernelize", "use_kernel_forward_from_hub", "use_kernel_mapping", "register_kernel_mapping",
+                         "LayerRepository", "LocalLayerRepository", "Mode"}),
+        cuda_only=False,  # a common name: a project's own `kernels` module is no CUDA-only path
+    ),
+    # A submodule of a package that also runs elsewhere (vllm, torchao, torch) is `cuda_only=False`:
+    # CUDA_ONLY_PACKAGES holds top-level names, and those packages are no CUDA-only path as a whole.
+    "vllm._custom_ops": Package("vLLM's compiled CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI,
+                                cuda_only=False),
+    "vllm._C": Package("vLLM's compiled CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI,
+                       cuda_only=False),
+    "torchao.float8": Package("TorchAO FP8 training (`torch._scaled_mm` CUDA kernels)",
+                              "train in bf16 (`torch.autocast(\"neuron\", dtype=torch.bfloat16)`)",
+                              Evidence.THIRD_PARTY, path=Path.NONE, cuda_only=False),
+    "torchao.prototype.mx_formats": Package("TorchAO MX formats (CUDA kernels)", "train in bf16",
+                                            Evidence.THIRD_PARTY, path=Path.NONE, cuda_only=False),
+    "torchao.ops": Package("TorchAO compiled CUDA kernels (int4/marlin/fp6 GEMMs)", NKI_PATH_KERNELS,
+                           Evidence.INF, path=Path.NKI, cuda_only=False),
+    "torchao.kernel": Package("TorchAO Triton kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI,
+                              cuda_only=False),
+    "megablocks": Package("MegaBlocks MoE Triton/CUDA kernels",
+                          "use stock PyTorch MoE layers with `torch._grouped_mm`", Evidence.THIRD_PARTY),
+    "grouped_gemm": Package("CUTLASS grouped GEMM CUDA kernels", "use `torch._grouped_mm`", Evidence.THIRD_PARTY),
+    "fbgemm_gpu": Package("FBGEMM GPU kernels (embedding bags, quantized GEMMs)",
+                          "use `nn.EmbeddingBag` and bf16 GEMMs, or " + NKI_PATH_KERNELS, Evidence.INF),
+    "sgl_kernel": Package("SGLang CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    "cutlass": Package("NVIDIA CUTLASS Python DSL (CuTe) kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    "torch.distributed._symmetric_memory": Package(
+        "CUDA symmetric memory (NVSHMEM / CUDA IPC buffers)",
+        "use the collectives of `torch.distributed` over the `\"neuron\"` process group",
+        Evidence.INF,
+        path=Path.NONE,
+        cuda_only=False,
+    ),
     # Only CUDA-only-path markers: NRN902 (triton-kernel) reports Triton; vLLM has a Neuron
     # plugin of its own, so its import is no migration finding.
     "triton": Package("Triton GPU kernels", NKI_PATH_KERNELS, Evidence.DOC_OLD, path=Path.NKI, reported=False),
@@ -124,3 +170,44 @@ PACKAGES: dict[str, Package] = {
 REPORTED = tuple(sorted((name for name, p in PACKAGES.items() if p.reported), key=len, reverse=True))
 #: Top-level packages whose use means a CUDA-only path.
 CUDA_ONLY_PACKAGES = frozenset(name.split(".")[0] for name, p in PACKAGES.items() if p.cuda_only)
+
+
+def is_cuda_extension_module(module: str) -> bool:
+    """``selective_scan_cuda``, ``fused_layer_norm_cuda``: a top-level module named ``*_cuda`` is
+    by convention a compiled CUDA extension (``CUDAExtension(name="..._cuda")``)."""
+    top = module.split(".")[0]
+    return top.endswith("_cuda") and top != "_cuda"
+
+
+def imported_package(module: str, names: tuple[str, ...] = ()) -> str | None:
+    """The table entry an import of ``module`` (``names`` imported from it) is a use of, or None.
+
+    Longest entry first (``deepspeed.ops`` before ``deepspeed``); a package with a common name
+    counts only when one of its API names is imported (``from kernels import get_kernel``), so a
+    project's own ``kernels/`` folder is not mistaken for it."""
+    modules = (module, *(f"{module}.{name}" for name in names))  # `from vllm import _custom_ops`
+    for name in REPORTED:
+        if any(m == name or m.startswith(name + ".") for m in modules):
+            wanted = PACKAGES[name].names
+            if wanted and not set(names) & wanted:
+                return None
+            return name
+    if module == "numba" and "cuda" in names:
+        return "numba.cuda"
+    return None
+
+
+def table_text() -> str:
+    """The table as text, for ``neuronize explain packages``: grouped by the path forward."""
+    lines = ["CUDA-only packages (neuronize reports their imports as NRN903 findings)", ""]
+    for path in Path:
+        group = [(name, p) for name, p in sorted(PACKAGES.items()) if p.path is path]
+        lines.append(f"Path forward: {path.value}")
+        for name, p in group:
+            note = "" if p.reported else " (reported by another rule, or not a migration finding)"
+            lines.append(f"  {name}: {p.what} ({p.evidence.value}){note}")
+            lines.append(f"      {p.verdict}; {p.instead}")
+        lines.append("")
+    lines.append("Also: any top-level module named `*_cuda` (a compiled CUDA extension): "
+                 + NKI_PATH_KERNELS + ".")
+    return "\n".join(lines) + "\n"
