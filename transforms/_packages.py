@@ -166,6 +166,25 @@ PACKAGES: dict[str, Package] = {
                     path=Path.NONE, reported=False),
 }
 
+_INT4 = "keep the weights in bf16 (no int4 weight-only GEMM kernel on Neuron)"
+_ATTENTION = "call `F.scaled_dot_product_attention`, which picks the device's kernel"
+#: aten ops that only GPU builds implement (stock PyTorch registers no CPU kernel for them, and
+#: TorchNeuron none): calling one directly ties the code to CUDA. Op -> the way forward.
+CUDA_ONLY_ATEN_OPS: dict[str, str] = {
+    "_weight_int4pack_mm": _INT4,
+    "_convert_weight_to_int4pack": _INT4,
+    "_cslt_sparse_mm": "use a dense `torch.mm` (cuSPARSELt 2:4 sparsity is NVIDIA-only)",
+    "_cslt_compress": "keep the weight dense (cuSPARSELt 2:4 sparsity is NVIDIA-only)",
+    "_mixed_dtypes_linear": "use `F.linear` on bf16 weights",
+    "_flash_attention_forward": _ATTENTION,
+    "_flash_attention_backward": _ATTENTION,
+    "_efficient_attention_forward": _ATTENTION,
+    "_efficient_attention_backward": _ATTENTION,
+    "_scaled_dot_product_flash_attention": _ATTENTION,
+    "_scaled_dot_product_efficient_attention": _ATTENTION,
+    "_scaled_dot_product_cudnn_attention": _ATTENTION,
+}
+
 # Longest first, so that `deepspeed.ops` wins over `deepspeed`.
 REPORTED = tuple(sorted((name for name, p in PACKAGES.items() if p.reported), key=len, reverse=True))
 #: Top-level packages whose use means a CUDA-only path.
