@@ -7,6 +7,7 @@ runtime rules (NRN110...) treat code that uses one as a CUDA-only path (kept, no
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 from neuronize.transform import Evidence
@@ -47,13 +48,15 @@ class Package:
     reported: bool = True
     #: for a package with a common name (`kernels`): only imports of these names mean the package
     names: frozenset[str] = frozenset()
+    #: its names on PyPI when they differ from the module's (`pip install nvidia-ml-py` -> pynvml)
+    distributions: tuple[str, ...] = ()
 
 
 PACKAGES: dict[str, Package] = {
     "flash_attn": Package("FlashAttention CUDA kernels", SDPA, Evidence.THIRD_PARTY),
     "flash_attn_interface": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY),
     "xformers": Package("xFormers CUDA/Triton kernels", SDPA, Evidence.THIRD_PARTY),
-    "flashinfer": Package("FlashInfer CUDA kernels", SDPA, Evidence.THIRD_PARTY),
+    "flashinfer": Package("FlashInfer CUDA kernels", SDPA, Evidence.THIRD_PARTY, distributions=("flashinfer-python",)),
     "apex": Package(
         "NVIDIA Apex fused CUDA kernels",
         "use stock PyTorch (`nn.LayerNorm`/`nn.RMSNorm`, `torch.optim.AdamW`, "
@@ -90,13 +93,14 @@ PACKAGES: dict[str, Package] = {
                          Evidence.INF, path=Path.NKI),
     "causal_conv1d": Package("causal-conv1d CUDA kernel", "use `nn.Conv1d` with left padding, or "
                              + NKI_PATH_KERNELS, Evidence.INF),
-    "pynvml": Package("NVML GPU introspection", NEURON_TOOLS, Evidence.DOC, path=Path.NONE),
+    "pynvml": Package("NVML GPU introspection", NEURON_TOOLS, Evidence.DOC, path=Path.NONE,
+                      distributions=("nvidia-ml-py", "nvidia-ml-py3")),
     "py3nvml": Package("NVML GPU introspection", NEURON_TOOLS, Evidence.DOC, path=Path.NONE),
     "nvidia_smi": Package("nvidia-smi GPU introspection", NEURON_TOOLS, Evidence.DOC, path=Path.NONE),
     "GPUtil": Package("GPU introspection via nvidia-smi", NEURON_TOOLS, Evidence.DOC, path=Path.NONE),
     "nvitop": Package("NVML GPU monitoring", "use `neuron-top` / Neuron Explorer", Evidence.DOC, path=Path.NONE),
     "cupy": Package("CuPy CUDA arrays", "use torch ops on the `neuron` device, or NumPy on the host",
-                    Evidence.INF),
+                    Evidence.INF, distributions=("cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x")),
     "cupyx": Package("CuPy CUDA arrays", "use torch ops on the `neuron` device, or NumPy on the host",
                      Evidence.INF),
     "pycuda": Package("PyCUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
@@ -112,14 +116,15 @@ PACKAGES: dict[str, Package] = {
     "tensorrt": Package("NVIDIA TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF),
     "torch_tensorrt": Package("Torch-TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF),
     "auto_gptq": Package("AutoGPTQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF),
-    "awq": Package("AutoAWQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF),
+    "awq": Package("AutoAWQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF, distributions=("autoawq",)),
     "exllamav2": Package("ExLlamaV2 CUDA kernels", BF16_WEIGHTS, Evidence.INF),
     "nvidia.dali": Package("NVIDIA DALI GPU data loading", "use a CPU `DataLoader` pipeline", Evidence.INF),
     "deep_ep": Package("DeepEP expert-parallel all-to-all CUDA/NVSHMEM kernels",
                        "use `torch.distributed.all_to_all_single` over the `\"neuron\"` process group",
                        Evidence.INF),
     "fla": Package("flash-linear-attention Triton kernels",
-                   f"use the model's pure-PyTorch recurrence, or {NKI_PATH_KERNELS}", Evidence.INF, path=Path.NKI),
+                   f"use the model's pure-PyTorch recurrence, or {NKI_PATH_KERNELS}", Evidence.INF, path=Path.NKI,
+                   distributions=("flash-linear-attention", "fla-core")),
     "helion": Package("Helion kernels (compiled to Triton)", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
     "kernels": Package(
         "Hugging Face kernel hub (prebuilt CUDA kernels downloaded at run time)",
@@ -151,7 +156,8 @@ PACKAGES: dict[str, Package] = {
     "fbgemm_gpu": Package("FBGEMM GPU kernels (embedding bags, quantized GEMMs)",
                           "use `nn.EmbeddingBag` and bf16 GEMMs, or " + NKI_PATH_KERNELS, Evidence.INF),
     "sgl_kernel": Package("SGLang CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
-    "cutlass": Package("NVIDIA CUTLASS Python DSL (CuTe) kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    "cutlass": Package("NVIDIA CUTLASS Python DSL (CuTe) kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI,
+                       distributions=("nvidia-cutlass-dsl", "nvidia-cutlass")),
     "torch.distributed._symmetric_memory": Package(
         "CUDA symmetric memory (NVSHMEM / CUDA IPC buffers)",
         "use the collectives of `torch.distributed` over the `\"neuron\"` process group",
@@ -213,6 +219,23 @@ def imported_package(module: str, names: tuple[str, ...] = ()) -> str | None:
             return name
     if module == "numba" and "cuda" in names:
         return "numba.cuda"
+    return None
+
+
+def _normalized(name: str) -> str:
+    """A PyPI project name as PEP 503 compares them (`Flash_Attn` == `flash-attn`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def distribution_package(distribution: str) -> str | None:
+    """The table entry a PyPI project installs (`flash-attn` -> flash_attn, `nvidia-ml-py` ->
+    pynvml), or None. Entries that are submodules (`deepspeed.ops`) have no project of their own."""
+    wanted = _normalized(distribution)
+    for name, package in PACKAGES.items():
+        if not package.reported or "." in name:
+            continue
+        if wanted == _normalized(name) or wanted in map(_normalized, package.distributions):
+            return name
     return None
 
 
