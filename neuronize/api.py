@@ -17,6 +17,7 @@ from neuronize.config import Config, ignored_codes_for
 from neuronize.engine import TokenFilter, prefilter_for, run_source
 from neuronize.notebooks import findings_by_cell, run_notebook
 from neuronize.progress import Progress
+from neuronize.project_packages import top_level_packages
 from neuronize.registry import all_rules, matches
 from neuronize.sources.discover import Discovered, Excludes, discover
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
@@ -148,6 +149,8 @@ def analyse_paths(
         replace_defaults=config.exclude is not None,
     )
     files, skipped = discover(paths, excludes, force_exclude)
+    if not options.own_packages:
+        options = dataclasses.replace(options, own_packages=top_level_packages(f.display for f in files))
     rule_ids = tuple(r.id for r in rules)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail

@@ -77,3 +77,23 @@ def test_corpus_harness_finds_cuda_code_left_without_a_finding():
         (7, "device string"), (8, "nccl"), (9, "torch.cuda")]
     left = harness.uncovered_sites(source, [(None, 3, 5), (None, 9, 9)])
     assert [(line, kind) for _, line, kind in left] == [(6, ".cuda()"), (7, "device string"), (8, "nccl")]
+
+
+def test_top_level_packages_of_a_run():
+    from neuronize.project_packages import top_level_packages
+
+    paths = ["mamba_ssm/__init__.py", "mamba_ssm/ops/__init__.py", "src/kit/__init__.py", "tests/test_a.py",
+             "setup.py"]
+    assert top_level_packages(paths) == ("kit", "mamba_ssm")
+
+
+def test_a_cuda_only_librarys_own_repository_reports_its_dependencies_not_itself(tmp_path):
+    (tmp_path / "mamba_ssm").mkdir()
+    (tmp_path / "mamba_ssm" / "__init__.py").write_bytes(b"import causal_conv1d\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_scan.py").write_bytes(b"from mamba_ssm.ops import scan\nimport causal_conv1d\n")
+    report = neuronize("check", "--output-format", "json", ".", cwd=tmp_path)
+    import json
+
+    where = sorted((f["path"], f["line"]) for f in json.loads(report.stdout)["findings"])
+    assert where == [("mamba_ssm/__init__.py", 1), ("tests/test_scan.py", 2)]

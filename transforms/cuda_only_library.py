@@ -84,8 +84,11 @@ class CudaOnlyLibrary(Transform):
         get_kernel`, and `kernels.get_kernel(...)` calls), and any top-level module named
         `*_cuda` (by convention a compiled CUDA extension). `neuronize explain packages` prints the
         whole table with the path forward for each (stock PyTorch, NKI, or none yet).
-        Imports of the project's own package (inside `mamba_ssm/`, `import mamba_ssm.utils`)
-        and relative imports are not dependencies and are not reported.
+        Imports of the project's own packages (`import mamba_ssm.utils` inside `mamba_ssm/`, and
+        in the tests and benchmarks of a run that also looks at `mamba_ssm/__init__.py`) and
+        relative imports are not dependencies and are not reported: a CUDA-only library's own
+        repository gets one finding per dependency, and its kernels are reported where they are
+        written (NRN901, NRN902).
         Each finding names the package, says whether it is a HARD dependency (top-level,
         unguarded import) or OPTIONAL (inside `try/except ImportError`, under an `if` guard such
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
@@ -168,7 +171,8 @@ class CudaOnlyLibrary(Transform):
     def _own(self, package: str) -> bool:
         # Inside the library itself (mamba_ssm/ops/... importing mamba_ssm.utils) the import is the
         # project's own module, not a dependency: the kernels are reported where they are written.
-        return self.ctx.roles.is_own_package(package.split(".")[0])
+        top = package.split(".")[0]
+        return self.ctx.roles.is_own_package(top) or top in self.ctx.options.own_packages
 
     def _report_extension(self, node: cst.CSTNode, module: str) -> None:
         dep = classify_import(self.ctx)
