@@ -33,8 +33,10 @@ then prints one Markdown table row per repository:
   finding of the second ``fix`` run covers (that run reports on the migrated files, so its lines
   are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
   ``.cuda()`` calls, ``"nccl"`` and imports of the CUDA-only packages of
-  ``neuronize.transforms._packages``. A cheap ``ast`` scan, not a rule: it names what a user who
-  trusts the report would meet unannounced. ``--diffs`` writes the sites to ``<repo>.left.txt``.
+  ``neuronize.transforms._packages`` (not of the project's own packages), but not the ``"cuda"``
+  of the host-aware ``"neuron" if ... else "cuda"`` the migration writes. A cheap ``ast`` scan,
+  not a rule: it names what a user who trusts the report would meet unannounced. ``--diffs``
+  writes the sites to ``<repo>.left.txt`` and the ``check`` findings to ``<repo>.findings.json``.
 
 Every column from *crashes* to *stray* must be zero; the exit code is 1 otherwise (0 when clean).
 ``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
@@ -62,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronize.engine import prefilter_for
+from neuronize.project_packages import top_level_packages
 from neuronize.registry import all_rules
 from neuronize.sources.notebook import read_cells
 from neuronize.syntax import module_matches
@@ -87,10 +90,23 @@ def _dotted(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
-def cuda_sites(source: bytes) -> list[tuple[int, str]]:
+def _host_aware_fallbacks(tree: ast.Module) -> set[int]:
+    """ids of the ``"cuda"`` in ``"neuron" if <Neuron is present> else "cuda"``: the migration's
+    own device choice, which keeps CUDA where it ran (not CUDA code left behind)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp) and isinstance(node.body, ast.Constant) and node.body.value == "neuron" \
+                and isinstance(node.orelse, ast.Constant):
+            found.add(id(node.orelse))
+    return found
+
+
+def cuda_sites(source: bytes, own: tuple[str, ...] = ()) -> list[tuple[int, str]]:
     """(line, kind) of each piece of CUDA-specific code in a Python source (nothing if it does not
     parse). ``torch`` under another name (``import torch as T``) and ``from torch import cuda``
-    count; a ``torch.cuda.x.y`` chain counts once."""
+    count; a ``torch.cuda.x.y`` chain counts once; imports of ``own`` (the project's own
+    top-level packages) and the host-aware ``"neuron" if ... else "cuda"`` the migration writes
+    do not."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -105,15 +121,17 @@ def cuda_sites(source: bytes) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom) and node.module == "torch" and not node.level:
             cuda_names |= {a.asname or a.name for a in node.names if a.name == "cuda"}
     sites: list[tuple[int, str]] = []
-    inner: set[int] = set()  # nodes inside a chain already counted (ast.walk visits outer first)
+    inner = _host_aware_fallbacks(tree)  # and nodes inside a chain already counted (outer ones come first)
     for node in ast.walk(tree):
         kind = None
+        if id(node) in inner:
+            continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if _DEVICE_STRING.fullmatch(node.value):
                 kind = "device string"
             elif node.value == "nccl":
                 kind = "nccl"
-        elif isinstance(node, ast.Attribute) and id(node) not in inner:
+        elif isinstance(node, ast.Attribute):
             name = _dotted(node)
             head = name.split(".") if name else []
             if len(head) >= 2 and ((head[0] in torch_names and head[1] == "cuda") or head[0] in cuda_names):
@@ -123,14 +141,14 @@ def cuda_sites(source: bytes) -> list[tuple[int, str]]:
                     inner.add(id(value))
                     value = value.value
                 inner.add(id(value))
-        elif isinstance(node, ast.Name) and node.id in cuda_names and id(node) not in inner \
-                and isinstance(node.ctx, ast.Load):
+        elif isinstance(node, ast.Name) and node.id in cuda_names and isinstance(node.ctx, ast.Load):
             kind = "torch.cuda"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
             kind = ".cuda()"
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            if any(module_matches(m, PACKAGES) or m.split(".")[0].endswith("_cuda") for m in modules):
+            if any((module_matches(m, PACKAGES) or m.split(".")[0].endswith("_cuda"))
+                   and m.split(".")[0] not in own for m in modules):
                 kind = "CUDA-only import"
         if kind is not None:
             sites.append((node.lineno, kind))
@@ -138,7 +156,7 @@ def cuda_sites(source: bytes) -> list[tuple[int, str]]:
 
 
 def uncovered_sites(source: bytes, spans: list[tuple[int | None, int, int]],
-                    notebook: bool = False) -> list[tuple[int | None, int, str]]:
+                    notebook: bool = False, own: tuple[str, ...] = ()) -> list[tuple[int | None, int, str]]:
     """(cell, line, kind) of the CUDA sites of a migrated source that no finding covers;
     ``spans`` are the findings' (cell, first line, last line)."""
     try:
@@ -147,7 +165,7 @@ def uncovered_sites(source: bytes, spans: list[tuple[int | None, int, int]],
         return []
     left = []
     for cell, text in cells:
-        for line, kind in cuda_sites(text):
+        for line, kind in cuda_sites(text, own):
             if not any(c == cell and first <= line <= last for c, first, last in spans):
                 left.append((cell, line, kind))
     return left
@@ -274,6 +292,9 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
 
         code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes")
         row.problems += _crash_reasons("check", code, check, stderr)
+        if diffs is not None:
+            diffs.mkdir(parents=True, exist_ok=True)
+            (diffs / f"{repo.name}.findings.json").write_text(json.dumps(check, indent=1), encoding="utf-8")
         row.findings = len(check.get("findings", []))
         # `check` applies nothing; `fix --diff` says which findings the edits come from.
         code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", "--unsafe-fixes")
@@ -347,11 +368,11 @@ def _count_left(row: Row, work: Path, report: dict) -> None:
     spans: dict[str, list[tuple[int | None, int, int]]] = {}
     for f in report.get("findings", []):
         spans.setdefault(f["path"], []).append((f.get("cell"), f["line"], max(f["line"], f.get("end_line") or 0)))
-    for path in sorted(work.rglob("*")):
-        if path.suffix not in SOURCES or not path.is_file() or path.is_symlink():
-            continue
+    paths = [p for p in sorted(work.rglob("*")) if p.suffix in SOURCES and p.is_file() and not p.is_symlink()]
+    own = top_level_packages(p.relative_to(work).as_posix() for p in paths)
+    for path in paths:
         rel = path.relative_to(work).as_posix()
-        for cell, line, kind in uncovered_sites(path.read_bytes(), spans.get(rel, []), rel.endswith(".ipynb")):
+        for cell, line, kind in uncovered_sites(path.read_bytes(), spans.get(rel, []), rel.endswith(".ipynb"), own):
             row.left += 1
             row.left_kinds[kind] = row.left_kinds.get(kind, 0) + 1
             where = f"{rel}:cell {cell}:{line}" if cell is not None else f"{rel}:{line}"
