@@ -68,7 +68,7 @@ from neuronize.project_packages import top_level_packages
 from neuronize.registry import all_rules
 from neuronize.sources.notebook import read_cells
 from neuronize.syntax import module_matches
-from neuronize.transforms._packages import PACKAGES
+from neuronize.transforms._packages import REPORTED
 
 SOURCES = (".py", ".ipynb")
 
@@ -147,7 +147,7 @@ def cuda_sites(source: bytes, own: tuple[str, ...] = ()) -> list[tuple[int, str]
             kind = ".cuda()"
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            if any((module_matches(m, PACKAGES) or m.split(".")[0].endswith("_cuda"))
+            if any((module_matches(m, (*REPORTED, "triton")) or m.split(".")[0].endswith("_cuda"))
                    and m.split(".")[0] not in own for m in modules):
                 kind = "CUDA-only import"
         if kind is not None:
@@ -156,18 +156,25 @@ def cuda_sites(source: bytes, own: tuple[str, ...] = ()) -> list[tuple[int, str]
 
 
 def uncovered_sites(source: bytes, spans: list[tuple[int | None, int, int]],
-                    notebook: bool = False, own: tuple[str, ...] = ()) -> list[tuple[int | None, int, str]]:
+                    notebook: bool = False, own: tuple[str, ...] = (),
+                    mentioned: str = "") -> list[tuple[int | None, int, str]]:
     """(cell, line, kind) of the CUDA sites of a migrated source that no finding covers;
-    ``spans`` are the findings' (cell, first line, last line)."""
+    ``spans`` are the findings' (cell, first line, last line). An import also counts as covered
+    when a finding of the file names its package in ``mentioned`` (the findings' messages): one
+    finding per dependency and file is the intent."""
     try:
         cells = [(c.index, c.source) for c in read_cells(source)] if notebook else [(None, source)]
     except ValueError:
         return []
     left = []
     for cell, text in cells:
+        lines = text.decode("utf-8", "replace").splitlines()
         for line, kind in cuda_sites(text, own):
-            if not any(c == cell and first <= line <= last for c, first, last in spans):
-                left.append((cell, line, kind))
+            if any(c == cell and first <= line <= last for c, first, last in spans):
+                continue
+            if kind == "CUDA-only import" and _package_mentioned(lines[line - 1], mentioned):
+                continue
+            left.append((cell, line, kind))
     return left
 
 
@@ -363,16 +370,25 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
     return row
 
 
+def _package_mentioned(line: str, mentioned: str) -> bool:
+    """Whether the top-level module of the import on ``line`` is named (in backticks) in ``mentioned``."""
+    found = re.match(r"\s*(?:from|import)\s+(\w+)", line)
+    return bool(found) and re.search(rf"`[^`\n]*\b{found.group(1)}\b[^`\n]*`", mentioned) is not None
+
+
 def _count_left(row: Row, work: Path, report: dict) -> None:
     """The "CUDA left, no finding" column: ``report`` is a ``fix`` run's JSON on the migrated copy."""
     spans: dict[str, list[tuple[int | None, int, int]]] = {}
+    messages: dict[str, str] = {}
     for f in report.get("findings", []):
         spans.setdefault(f["path"], []).append((f.get("cell"), f["line"], max(f["line"], f.get("end_line") or 0)))
+        messages[f["path"]] = messages.get(f["path"], "") + f["message"] + "\n"
     paths = [p for p in sorted(work.rglob("*")) if p.suffix in SOURCES and p.is_file() and not p.is_symlink()]
     own = top_level_packages(p.relative_to(work).as_posix() for p in paths)
     for path in paths:
         rel = path.relative_to(work).as_posix()
-        for cell, line, kind in uncovered_sites(path.read_bytes(), spans.get(rel, []), rel.endswith(".ipynb"), own):
+        for cell, line, kind in uncovered_sites(path.read_bytes(), spans.get(rel, []), rel.endswith(".ipynb"), own,
+                                                messages.get(rel, "")):
             row.left += 1
             row.left_kinds[kind] = row.left_kinds.get(kind, 0) + 1
             where = f"{rel}:cell {cell}:{line}" if cell is not None else f"{rel}:{line}"

@@ -141,6 +141,11 @@ PACKAGES: dict[str, Package] = {
                                 cuda_only=False),
     "vllm._C": Package("vLLM's compiled CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI,
                        cuda_only=False),
+    **{module: Package("vLLM's GPU worker / FlashAttention backend internals",
+                       "use vLLM's Neuron plugin (vllm-neuron), which brings its own worker and attention",
+                       Evidence.INF, path=Path.NONE, cuda_only=False)
+       for module in ("vllm.v1.worker.gpu_model_runner", "vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu",
+                      "vllm.v1.attention.backends.flash_attn")},
     "torchao.float8": Package("TorchAO FP8 training (`torch._scaled_mm` CUDA kernels)",
                               "train in bf16 (`torch.autocast(\"neuron\", dtype=torch.bfloat16)`)",
                               Evidence.THIRD_PARTY, path=Path.NONE, cuda_only=False),
