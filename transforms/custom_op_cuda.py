@@ -44,7 +44,8 @@ class CustomOpCuda(Transform):
     """Finds ops that exist only as CUDA kernels: `torch.library` registrations for CUDA, CUDA-only aten ops.
 
     What it does:
-        Reports `torch.library.custom_op(..., device_types="cuda")` (call or decorator),
+        Reports `torch.library.custom_op(..., device_types="cuda")` (call or decorator, also
+        through another name bound to it: `_custom_op = torch.library.custom_op`),
         `torch.library.register_kernel(op, "cuda")`, `torch.library.impl(op, "CUDA")` (also the
         older `torch.library.impl(lib, "op", "CUDA")`), and, on
         objects defined in the same file (a name bound to `torch.library.Library(...)`, a
@@ -106,9 +107,13 @@ class CustomOpCuda(Transform):
         super().__init__(ctx)
         self._libraries: set[str] = set()  # names bound to `torch.library.Library(...)`
         self._ops: set[str] = set()  # names bound to custom ops (decorated functions)
+        self._makers: set[str] = set()  # other names of `torch.library.custom_op` (a version guard's alias)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
+        if isinstance(value, (cst.Name, cst.Attribute)) and self.ctx.qualify(value) == CUSTOM_OP:
+            self._makers.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+            return
         if not isinstance(value, cst.Call):
             return
         qualified = self.ctx.qualify(value.func)
@@ -130,6 +135,8 @@ class CustomOpCuda(Transform):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         qualified = self.ctx.qualify(func)
+        if qualified is None and isinstance(func, cst.Name) and func.value in self._makers:
+            qualified = CUSTOM_OP
         op = aten_op(qualified)
         if op is not None:
             self.report(node, f"`{short(func, 60, tight=True)}(...)`: `aten::{op}` has GPU kernels only (no CPU or "
