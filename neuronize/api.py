@@ -17,6 +17,7 @@ from neuronize.config import Config
 from neuronize.engine import TokenFilter, prefilter_for
 from neuronize.kinds_engine import run_kind
 from neuronize.progress import Progress
+from neuronize.project_packages import top_level_packages
 from neuronize.registry import all_rules
 from neuronize.settings import Resolver
 from neuronize.sources.discover import Discovered, discover
@@ -149,6 +150,7 @@ def analyse_paths(
     if resolver is None:
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
+    own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     store = _cache(str(default_directory())) if cache else None
@@ -170,8 +172,10 @@ def analyse_paths(
     try:
         for i in order:
             settings = resolver.for_path(files[i].path)
+            here = settings.options if settings.options.own_packages else \
+                dataclasses.replace(settings.options, own_packages=own)
             outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path, files[i].kind),
-                                     settings.options, fix, store, files[i].kind)
+                                     here, fix, store, files[i].kind)
             if not isinstance(outcome, Job):
                 done(i, *outcome)
             elif not parallel:

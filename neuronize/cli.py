@@ -502,17 +502,20 @@ def rules(fmt: str) -> None:
 @cli.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print a rule's documentation (by id or name), or what an evidence mark (INF, 3P, SRC,
-    DOC-old, DOC) means."""
+    """Print a rule's documentation (by id or name), what an evidence mark (INF, 3P, SRC,
+    DOC-old, DOC) means, or `packages`: the CUDA-only packages and the way forward for each."""
     from neuronize.evidence import explain_evidence
 
     mark = explain_evidence(code)
     if mark is not None:
         click.echo(mark, nl=False)
         return
-    from neuronize.docs import explain_rule
+    from neuronize.docs import TOPICS, explain_rule
     from neuronize.registry import load_rule
 
+    if code.lower() in TOPICS:
+        click.echo(TOPICS[code.lower()](), nl=False)
+        return
     rule = load_rule(code)
     if rule is None:
         click.echo(f"neuronize: error: no rule {code!r} (see `neuronize rules`)", err=True)

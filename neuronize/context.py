@@ -72,9 +72,15 @@ class ImportTable:
         return any(m == prefix or m.startswith(prefix + ".") for m in self.modules)
 
 
-def collect_imports(module: cst.Module) -> ImportTable:
-    """Build the alias table by walking statements only (never expressions: that is the cheap part)."""
+def collect_imports(module: cst.Module, inherited: ImportTable | None = None) -> ImportTable:
+    """Build the alias table by walking statements only (never expressions: that is the cheap part).
+
+    ``inherited``: names bound before the module runs (a notebook's earlier cells); the module's
+    own imports override them."""
     table = ImportTable()
+    if inherited is not None:
+        table._names.update(inherited._names)
+        table.modules |= inherited.modules
     for stmt in iter_statements(module.body):
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:

@@ -39,12 +39,27 @@ def rules_json() -> str:
     )
 
 
+def packages_text() -> str:
+    """``neuronize explain packages``: the one table of CUDA-only packages, with the path forward."""
+    from neuronize.transforms._packages import table_text
+
+    return table_text()
+
+
+#: ``neuronize explain <topic>``: tables the rules share, printed as they are (no rule of that name)
+TOPICS = {"packages": packages_text}
+#: a rule whose documentation ends with a topic's table
+RULE_TOPICS = {"NRN903": "packages"}
+
+
 def explain_rule(rule: type[Transform]) -> str:
     header = f"{rule.id} {rule.name} (fix: {rule.safety.value}; evidence: {rule.evidence.value})"
     references = "\n".join(f"    {url}" for url in rule.references)
     evidence = f"Evidence {rule.evidence.value}: {EVIDENCE_MEANINGS[rule.evidence.value]}"
-    return (f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n\n{evidence}\n\n"
+    text = (f"{header}\n{'=' * len(header)}\n\n{rule.documentation()}\n\n{evidence}\n\n"
             f"References:\n{references}\n")
+    topic = RULE_TOPICS.get(rule.id)
+    return text if topic is None else f"{text}\n{TOPICS[topic]()}"
 
 
 def update_readme(path: str = "README.md") -> None:

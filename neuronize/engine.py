@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 
 from neuronize.claims import drop_claimed
-from neuronize.context import FileContext, collect_imports
-from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
+from neuronize.context import FileContext, ImportTable, collect_imports
 from neuronize.positions import locate_in_code
+from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.sources.kinds import SourceKind
 from neuronize.suppressions import Suppression, parse_suppressions, unknown_codes
@@ -122,8 +122,8 @@ class _Dispatch:
 
 
 def _analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
-             path: str, source: bytes) -> tuple[list[Report], Parents]:
-    ctx = FileContext(module=module, names=collect_imports(module), options=options, path=path,
+             path: str, source: bytes, inherited: ImportTable | None = None) -> tuple[list[Report], Parents]:
+    ctx = FileContext(module=module, names=collect_imports(module, inherited), options=options, path=path,
                       source=source)
     reporter = Reporter()
     dispatch = _Dispatch([rule.for_file(ctx, reporter) for rule in rules], ctx)
@@ -645,11 +645,13 @@ def run_source(
     path: str = "<string>",
     prefilter: TokenFilter | None = None,
     fix: bool = True,
+    inherited: bytes = b"",
 ) -> SourceResult:
     """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
 
     Never raises on bad input. With ``fix=False`` (``check``) no fix is applied and ``output``
-    stays None; findings still say which fixes would apply.
+    stays None; findings still say which fixes would apply. ``inherited``: import statements
+    that ran before this source (a notebook's earlier cells), so names they bind are known.
     """
     if b"\x00" in source:
         return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
@@ -658,7 +660,7 @@ def run_source(
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return _on_deep_stack(_run_parsed, source, rules, options, path, fix)
+        return _on_deep_stack(_run_parsed, source, rules, options, path, fix, inherited)
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=_error_for(exc, source))
 
@@ -716,10 +718,11 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
 
 
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
-                path: str, fix: bool) -> SourceResult:
+                path: str, fix: bool, inherited_source: bytes = b"") -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
-    reports, parents = _analyse(module, rules, options, path, source)
+    inherited = collect_imports(cst.parse_module(inherited_source)) if inherited_source else None
+    reports, parents = _analyse(module, rules, options, path, source, inherited)
     located, code = _locate(module, reports)
     located, unused = _decide(source, located, rules, options, module, parents)
     accepted = accepts(options)
@@ -746,7 +749,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         # resolves, a guard whose CUDA-only body another rule removed. Run to a fixed point, so
         # that a second run of neuronize changes nothing.
         marker_free = b"neuronize:" not in source
-        reports, parents = _analyse(new, rules, options, path, source)  # the bytes as read: a superset test
+        reports, parents = _analyse(new, rules, options, path, source, inherited)  # the bytes as read: a superset test
         again, code = _locate(new, reports)
         again, _ = _decide(source if marker_free else _bytes(new, code), again, rules, options, new, parents)
         pending = [r for r, _ in again if accepted(r)]

@@ -6,10 +6,70 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import ast
+import warnings
+
 from neuronize.engine import TokenFilter, run_source
-from neuronize.sources.notebook import NotebookError, read_cells, write_cells
+from neuronize.notebook_magics import gpu_magics
+from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
 from neuronize.transform import Transform
-from neuronize.types import FileError, Finding, Options, SourceResult
+from neuronize.types import FileError, Finding, Options, Safety, SourceResult
+
+
+def _tree(source: bytes) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, str]]:
+    """(bound name, import statement) of each top-level import of a cell."""
+    found = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                spelled = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                found.append((alias.asname or alias.name.split(".")[0], spelled))
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            for alias in stmt.names:
+                if alias.name != "*":
+                    spelled = f"from {stmt.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                    found.append((alias.asname or alias.name, spelled))
+    return found
+
+
+def inherited_imports(cells: Sequence[Cell]) -> list[bytes]:
+    """For each cell, the imports of earlier cells that it uses without importing them itself
+    (a notebook runs its cells in one namespace: `torch` imported in cell 2 is `torch` in
+    cell 4). Only names the cell mentions, so no rule can pick a spelling the cell never used."""
+    earlier: dict[str, str] = {}
+    out = []
+    for cell in cells:
+        tree = _tree(cell.source)
+        if tree is None:
+            out.append(b"")
+            continue
+        own = _imports(tree)
+        bound = {name for name, _ in own}
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        lines = [stmt for name, stmt in earlier.items() if name in used and name not in bound]
+        out.append("".join(f"{line}\n" for line in lines).encode())
+        earlier.update(own)
+    return out
+
+
+def magic_findings(cell: Cell, rules: Sequence[type[Transform]]) -> list[Finding]:
+    """Findings for the GPU-specific IPython lines of a cell, under enabled rules only."""
+    by_id = {rule.id: rule for rule in rules}
+    found = []
+    for line, rule_id, message in gpu_magics(cell.magics):
+        rule = by_id.get(rule_id)
+        if rule is not None:
+            found.append(Finding(line, 1, rule.id, rule.name, Safety.REPORT_ONLY, message, False, cell=cell.index))
+    return found
 
 
 def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Options, path: str,
@@ -26,10 +86,11 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     changed: dict[int, bytes] = {}
     errors: list[str] = []
     would_change = False
-    for cell in cells:
+    for cell, inherited in zip(cells, inherited_imports(cells), strict=True):
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
-                            prefilter=prefilter, fix=fix)
+                            prefilter=prefilter, fix=fix, inherited=inherited)
         findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
+        findings.extend(magic_findings(cell, rules))
         would_change = would_change or result.would_change
         if result.error is not None:
             where = f"cell {cell.index}" + (f", line {result.error.line}" if result.error.line else "")

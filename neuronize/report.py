@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.links import RELATIVE, Links
+from neuronize.repeats import collapse, more
 from neuronize.transform import EFFORTS, SECTIONS
 from neuronize.types import Finding, RunResult, Safety, SkipReason
 
@@ -35,11 +36,13 @@ def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
 
 
 def text_findings(run: RunResult, include_applied: bool = True) -> list[str]:
-    """``path:line:col NRNxxx [safety] message`` lines, in file order."""
+    """``path:line:col NRNxxx [safety] message`` lines, in file order; a report-only finding
+    repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`)."""
     lines = []
-    for f, finding in _pending(run, include_applied):
+    for f, finding, repeats in collapse(list(_pending(run, include_applied))):
+        others = more([location(g.display, x) for g, x in repeats])
         lines.append(
-            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}"
+            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}{others}"
         )
     return lines
 
@@ -318,9 +321,11 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
         out += [f"### {titles[key]} ({len(items)}: {rules_here})", "",
                 "| where | rule | status | dependency | effort | path forward |",
                 "|---|---|---|---|---|---|"]
-        for f, x in items:
+        for f, x, repeats in collapse(items):
             status = f"{x.safety.value} fix not applied" if x.fixable else "report-only"
-            out.append(f"| {_link(f.display, x, links)} | {x.rule} `{x.name}` | {status} | "
+            places = [_link(g.display, y, links) for g, y in repeats]
+            where = f"{_link(f.display, x, links)}{more(places, limit=None)}"
+            out.append(f"| {where} | {x.rule} `{x.name}` | {status} | "
                        f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.message)} |")
         out.append("")
     if left:

@@ -70,6 +70,8 @@ class Options:
     target: Target = Target.NEURON
     unsafe_fixes: bool = False
     report_unused_suppressions: bool = False
+    #: top-level packages of the project being migrated (sorted): importing one is no dependency
+    own_packages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

@@ -32,12 +32,20 @@ then prints one Markdown table row per repository:
   modified or deleted (temporary files left behind, writes to other files);
 - **other kinds**: files of the kinds other than Python and notebooks that neuronize read, by kind
   (``req``, ``pyp``, ``sh``, ``dock``, ``yaml``, ``json``), and how many of them changed;
-- **lossy**: files of those kinds whose lines do not join back to the same bytes (must be zero).
+- **lossy**: files of those kinds whose lines do not join back to the same bytes (must be zero);
+- **CUDA left, no finding**: CUDA-specific code still in the migrated copy on a line that no
+  finding of the second ``fix`` run covers (that run reports on the migrated files, so its lines
+  are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
+  ``.cuda()`` calls, ``"nccl"`` and imports of the CUDA-only packages of
+  ``neuronize.transforms._packages`` (not of the project's own packages), but not the ``"cuda"``
+  of the host-aware ``"neuron" if ... else "cuda"`` the migration writes. A cheap ``ast`` scan,
+  not a rule: it names what a user who trusts the report would meet unannounced. ``--diffs``
+  writes the sites to ``<repo>.left.txt`` and the ``check`` findings to ``<repo>.findings.json``.
 
 Changed files are checked by kind: Python and notebooks parse, JSON configs load, shell scripts
 pass ``bash -n`` (when the original did).
 
-Every column from *crashes* on must be zero; the exit code is 1 otherwise (0 when clean).
+Every column from *crashes* to *stray* must be zero; the exit code is 1 otherwise (0 when clean).
 ``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
 when a second run changes something). The result cache goes to a temporary directory
 (``NEURONIZE_CACHE_DIR``) so that every run really analyses the files. Changed files are parsed
@@ -52,6 +60,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,14 +71,122 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronize.engine import prefilter_for
+from neuronize.project_packages import top_level_packages
 from neuronize.registry import all_rules
 from neuronize.sources.kinds import CODE_KINDS, SourceKind
 from neuronize.sources.lines import join_lines, split_lines
 from neuronize.sources.notebook import read_cells
+from neuronize.syntax import module_matches
+from neuronize.transforms._packages import REPORTED
 
 INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy")
 SHORT = {SourceKind.REQUIREMENTS: "req", SourceKind.PYPROJECT: "pyp", SourceKind.SHELL: "sh",
          SourceKind.DOCKERFILE: "dock", SourceKind.YAML_CONFIG: "yaml", SourceKind.JSON_CONFIG: "json"}
+SOURCES = (".py", ".ipynb")
+
+#: what the "CUDA left, no finding" column looks for: a device string, torch.cuda, .cuda(), "nccl",
+#: an import of a CUDA-only package (the project's one table) or of a compiled `*_cuda` extension
+LEFT_KINDS = ("device string", "torch.cuda", ".cuda()", "nccl", "CUDA-only import")
+_DEVICE_STRING = re.compile(r"cuda(:\d+)?")
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _host_aware_fallbacks(tree: ast.Module) -> set[int]:
+    """ids of the ``"cuda"`` in ``"neuron" if <Neuron is present> else "cuda"``: the migration's
+    own device choice, which keeps CUDA where it ran (not CUDA code left behind)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp) and isinstance(node.body, ast.Constant) and node.body.value == "neuron" \
+                and isinstance(node.orelse, ast.Constant):
+            found.add(id(node.orelse))
+    return found
+
+
+def cuda_sites(source: bytes, own: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+    """(line, kind) of each piece of CUDA-specific code in a Python source (nothing if it does not
+    parse). ``torch`` under another name (``import torch as T``) and ``from torch import cuda``
+    count; a ``torch.cuda.x.y`` chain counts once; imports of ``own`` (the project's own
+    top-level packages) and the host-aware ``"neuron" if ... else "cuda"`` the migration writes
+    do not."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    torch_names = {"torch"}
+    cuda_names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            torch_names |= {a.asname for a in node.names if a.name == "torch" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch" and not node.level:
+            cuda_names |= {a.asname or a.name for a in node.names if a.name == "cuda"}
+    sites: list[tuple[int, str]] = []
+    inner = _host_aware_fallbacks(tree)  # and nodes inside a chain already counted (outer ones come first)
+    for node in ast.walk(tree):
+        kind = None
+        if id(node) in inner:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _DEVICE_STRING.fullmatch(node.value):
+                kind = "device string"
+            elif node.value == "nccl":
+                kind = "nccl"
+        elif isinstance(node, ast.Attribute):
+            name = _dotted(node)
+            head = name.split(".") if name else []
+            if len(head) >= 2 and ((head[0] in torch_names and head[1] == "cuda") or head[0] in cuda_names):
+                kind = "torch.cuda"
+                value = node.value
+                while isinstance(value, ast.Attribute):
+                    inner.add(id(value))
+                    value = value.value
+                inner.add(id(value))
+        elif isinstance(node, ast.Name) and node.id in cuda_names and isinstance(node.ctx, ast.Load):
+            kind = "torch.cuda"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+            kind = ".cuda()"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any((module_matches(m, (*REPORTED, "triton")) or m.split(".")[0].endswith("_cuda"))
+                   and m.split(".")[0] not in own for m in modules):
+                kind = "CUDA-only import"
+        if kind is not None:
+            sites.append((node.lineno, kind))
+    return sorted(sites)
+
+
+def uncovered_sites(source: bytes, spans: list[tuple[int | None, int, int]],
+                    notebook: bool = False, own: tuple[str, ...] = (),
+                    mentioned: str = "") -> list[tuple[int | None, int, str]]:
+    """(cell, line, kind) of the CUDA sites of a migrated source that no finding covers;
+    ``spans`` are the findings' (cell, first line, last line). An import also counts as covered
+    when a finding of the file names its package in ``mentioned`` (the findings' messages): one
+    finding per dependency and file is the intent."""
+    try:
+        cells = [(c.index, c.source) for c in read_cells(source)] if notebook else [(None, source)]
+    except ValueError:
+        return []
+    left = []
+    for cell, text in cells:
+        lines = text.decode("utf-8", "replace").splitlines()
+        for line, kind in cuda_sites(text, own):
+            if any(c == cell and first <= line <= last for c, first, last in spans):
+                continue
+            if kind == "CUDA-only import" and _package_mentioned(lines[line - 1], mentioned):
+                continue
+            left.append((cell, line, kind))
+    return left
 
 
 @dataclass
@@ -91,6 +208,9 @@ class Row:
     #: files of the other kinds read, and changed, by short kind name
     other_kinds: dict[str, int] = field(default_factory=dict)
     other_changed: int = 0
+    left: int = 0
+    left_kinds: dict[str, int] = field(default_factory=dict)
+    left_sites: list[str] = field(default_factory=list)
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -232,6 +352,9 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
 
         code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes")
         row.problems += _crash_reasons("check", code, check, stderr)
+        if diffs is not None:
+            diffs.mkdir(parents=True, exist_ok=True)
+            (diffs / f"{repo.name}.findings.json").write_text(json.dumps(check, indent=1), encoding="utf-8")
         row.findings = len(check.get("findings", []))
         # `check` applies nothing; `fix --diff` says which findings the edits come from.
         code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", "--unsafe-fixes")
@@ -288,27 +411,64 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
                         once[rel].decode("utf-8", "replace").splitlines(keepends=True),
                         (work / rel).read_bytes().decode("utf-8", "replace").splitlines(keepends=True),
                         f"a/{rel}", f"b/{rel}"))
+        _count_left(row, work, again)
         row.crashes = sum(1 for p in row.problems if p.split(":")[0] in ("check", "fix --diff", "fix", "second fix"))
         if diffs is not None:
             diffs.mkdir(parents=True, exist_ok=True)
             (diffs / f"{repo.name}.diff").write_text("".join(diff_chunks), encoding="utf-8")
+            (diffs / f"{repo.name}.left.txt").write_text("".join(f"{site}\n" for site in row.left_sites),
+                                                         encoding="utf-8")
             if second_chunks:
                 (diffs / f"{repo.name}.second-run.diff").write_text("".join(second_chunks), encoding="utf-8")
     row.seconds = time.monotonic() - started
     return row
 
 
+def _package_mentioned(line: str, mentioned: str) -> bool:
+    """Whether the top-level module of the import on ``line`` is named (in backticks) in ``mentioned``."""
+    found = re.match(r"\s*(?:from|import)\s+(\w+)", line)
+    return bool(found) and re.search(rf"`[^`\n]*\b{found.group(1)}\b[^`\n]*`", mentioned) is not None
+
+
+def _count_left(row: Row, work: Path, report: dict) -> None:
+    """The "CUDA left, no finding" column: ``report`` is a ``fix`` run's JSON on the migrated copy."""
+    spans: dict[str, list[tuple[int | None, int, int]]] = {}
+    messages: dict[str, str] = {}
+    for f in report.get("findings", []):
+        spans.setdefault(f["path"], []).append((f.get("cell"), f["line"], max(f["line"], f.get("end_line") or 0)))
+        messages[f["path"]] = messages.get(f["path"], "") + f["message"] + "\n"
+    paths = [p for p in sorted(work.rglob("*")) if p.suffix in SOURCES and p.is_file() and not p.is_symlink()]
+    own = top_level_packages(p.relative_to(work).as_posix() for p in paths)
+    for path in paths:
+        rel = path.relative_to(work).as_posix()
+        for cell, line, kind in uncovered_sites(path.read_bytes(), spans.get(rel, []), rel.endswith(".ipynb"), own,
+                                                messages.get(rel, "")):
+            row.left += 1
+            row.left_kinds[kind] = row.left_kinds.get(kind, 0) + 1
+            where = f"{rel}:cell {cell}:{line}" if cell is not None else f"{rel}:{line}"
+            text = _line_text(path, cell, line)
+            row.left_sites.append(f"{where}: {kind}: {text}")
+
+
+def _line_text(path: Path, cell: int | None, line: int) -> str:
+    data = path.read_bytes()
+    if cell is not None:
+        data = next((c.source for c in read_cells(data) if c.index == cell), b"")
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
 def table(rows: list[Row]) -> str:
     head = ("| repository | commit | scanned | changed | failed | findings | applied | crashes | "
-            "unparseable | second run | unexplained | no token | stray | lossy | other kinds (changed) | seconds |")
+            "unparseable | second run | unexplained | no token | stray | lossy | other kinds (changed) | CUDA left, no finding | seconds |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r.repo} | `{r.commit}` | {r.scanned} | {r.changed} | {r.failed} | {r.findings} | "
             f"{r.applied} | {r.crashes} | {r.unparseable} | {r.second_run} | {r.unexplained} | "
-            f"{r.no_token} | {r.stray} | {r.lossy} | {_other(r)} | {r.seconds:.1f} |")
+            f"{r.no_token} | {r.stray} | {r.lossy} | {_other(r)} | {r.left} | {r.seconds:.1f} |")
     total = Row(repo="**total**", commit="")
-    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "other_changed", "seconds"):
+    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "other_changed", "left", "seconds"):
         setattr(total, name, sum(getattr(r, name) for r in rows))
     for r in rows:
         for short, count in r.other_kinds.items():
@@ -317,7 +477,7 @@ def table(rows: list[Row]) -> str:
         f"| {total.repo} | | {total.scanned} | {total.changed} | {total.failed} | {total.findings} | "
         f"{total.applied} | {total.crashes} | {total.unparseable} | {total.second_run} | "
         f"{total.unexplained} | {total.no_token} | {total.stray} | {total.lossy} | {_other(total)} | "
-        f"{total.seconds:.1f} |")
+        f"{total.left} | {total.seconds:.1f} |")
     return "\n".join(lines)
 
 
@@ -346,6 +506,9 @@ def main(argv: list[str] | None = None) -> int:
         row = run_repo(repo, args.python, args.diffs)
         for problem in row.problems:
             print(f"  {repo.name}: {problem}", file=sys.stderr)
+        if row.left:
+            kinds = ", ".join(f"{k}: {row.left_kinds[k]}" for k in LEFT_KINDS if k in row.left_kinds)
+            print(f"  {repo.name}: CUDA left with no finding: {row.left} ({kinds})", file=sys.stderr)
         rows.append(row)
     print(table(rows))
     return 1 if any(r.bad() for r in rows) else 0

@@ -90,7 +90,8 @@ class CudaCustomFwd(AmpRule):
         ),
         Example(
             "import torch\n\n@torch.amp.custom_fwd(device_type='cuda')\ndef forward(ctx, x):\n    return x\n",
-            f"import torch\n\n@torch.amp.custom_fwd(device_type='neuron' if {_NEURON} else 'cuda')\n"
+            "import torch\n\n@torch.amp.custom_fwd(device_type='neuron' if "
+            + _NEURON.replace('"', "'") + " else 'cuda')\n"
             "def forward(ctx, x):\n    return x\n",
         ),
     )

@@ -22,7 +22,7 @@ def advice_for(key: str) -> tuple[str, Evidence] | None:
     if key == "CUDA_LAUNCH_BLOCKING":
         return ("has no effect on Neuron; `NEURON_LAUNCH_BLOCKING=1` is the candidate synchronous-mode "
                 "analogue", Evidence.INF)
-    if key == "PYTORCH_CUDA_ALLOC_CONF":
+    if key in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         return "no Neuron allocator setting is documented; drop it", Evidence.INF
     if key.startswith(("NCCL_", "TORCH_NCCL_")):
         return ("the `\"neuron\"` process group documents no NCCL mapping; drop it (multi-node needs "
@@ -49,8 +49,8 @@ class CudaEnvVar(Transform):
 
     What it does:
         Reports string keys such as `CUDA_VISIBLE_DEVICES`, `CUDA_LAUNCH_BLOCKING`,
-        `PYTORCH_CUDA_ALLOC_CONF`, `NCCL_*` / `TORCH_NCCL_*`, `TORCH_CUDA_ARCH_LIST`, `CUDA_HOME`,
-        `CUBLAS_WORKSPACE_CONFIG` and other `CUDA_*` names when they are used with
+        `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_ALLOC_CONF`, `NCCL_*` / `TORCH_NCCL_*`,
+        `TORCH_CUDA_ARCH_LIST`, `CUDA_HOME`, `CUBLAS_WORKSPACE_CONFIG` and other `CUDA_*` names when they are used with
         `os.environ[...]` (set, read, `del`), `os.environ.get/setdefault/pop/update`,
         `"KEY" in os.environ`, `os.getenv`, `os.putenv`, `os.unsetenv`, a copy of the environment
         (`env = os.environ.copy()` then `env["KEY"] = ...`, `dict(os.environ, KEY=...)`,
@@ -91,7 +91,7 @@ class CudaEnvVar(Transform):
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html",
     )
-    tokens = (b"CUDA_", b"NCCL_", b"CUBLAS_", b"NVIDIA_VISIBLE_DEVICES")
+    tokens = (b"CUDA_", b"NCCL_", b"CUBLAS_", b"NVIDIA_VISIBLE_DEVICES", b"PYTORCH_ALLOC_CONF")
     examples = (
         Example('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', None),
         Example('from os import getenv\ndebug = getenv("NCCL_DEBUG", "WARN")\n', None),

@@ -19,6 +19,8 @@ GRAPH_APIS = {
     "torch.cuda.graph_pool_handle": "`torch.cuda.graph_pool_handle()`",
     "torch.cuda.graphs.graph_pool_handle": "`torch.cuda.graph_pool_handle()`",
     "torch.compiler.cudagraph_mark_step_begin": "`torch.compiler.cudagraph_mark_step_begin()`",
+    "torch._inductor.cudagraph_mark_step_begin": "`torch._inductor.cudagraph_mark_step_begin()`",
+    "torch._inductor.cudagraph_trees.mark_step_begin": "`cudagraph_trees.mark_step_begin()`",
 }
 
 
@@ -28,7 +30,9 @@ class CudaGraphs(Transform):
     What it does:
         Reports calls of `torch.cuda.CUDAGraph()`, `torch.cuda.graph(...)` (usually a `with`
         block), `torch.cuda.make_graphed_callables(...)`, `torch.cuda.graph_pool_handle()` and
-        `torch.compiler.cudagraph_mark_step_begin()`, in any import spelling
+        `torch.compiler.cudagraph_mark_step_begin()` (also its older spellings
+        `torch._inductor.cudagraph_mark_step_begin()` and `cudagraph_trees.mark_step_begin()`), in
+        any import spelling
         (`from torch.cuda import CUDAGraph`, `import torch as T`).
 
     Why on TorchNeuron:

@@ -6,10 +6,10 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
-from neuronize.transforms._imports import classify_import, imported_modules, module_matches
+from neuronize.transforms._imports import classify_import, imported_modules
 from neuronize.transforms._literals import string_value, switches_off
 from neuronize.transforms._messages import short
-from neuronize.transforms._packages import PACKAGES, REPORTED
+from neuronize.transforms._packages import NKI_PATH_KERNELS, PACKAGES, imported_package, is_cuda_extension_module
 
 # Apex advice by what is imported (submodule or class name).
 APEX_ADVICE = (
@@ -23,6 +23,33 @@ APEX_ADVICE = (
 )
 
 BNB_CONFIG_SUFFIX = "BitsAndBytesConfig"
+#: calls that switch attention to a FlashAttention (or other CUDA-only) kernel library:
+#: PyTorch's FlashAttention implementation switch, diffusers' attention backends
+FLASH_SWITCHES = ("torch.nn.attention.activate_flash_attention_impl", "set_attention_backend",
+                  "attention_backend")
+#: diffusers attention backends that run on any device (the rest load CUDA-only libraries)
+PORTABLE_BACKENDS = ("native", "_native_math", "_native_npu", "_native_xla", "_native_cpu")
+HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.get_locked_kernel",
+               "kernels.load_kernel", "kernels.kernelize")
+
+
+def flash_switch(qualified: str | None, func: cst.BaseExpression, node: cst.Call) -> str | None:
+    """The backend a call switches attention to, when that backend is CUDA-only, else None.
+
+    ``activate_flash_attention_impl("FA3")``; ``model.set_attention_backend("flash")`` and
+    ``with attention_backend("_flash_3_hub"):`` (diffusers), whose non-native backends (flash,
+    sage, xformers, flex on CUDA...) load CUDA kernel libraries."""
+    last = qualified or (func.attr.value if isinstance(func, cst.Attribute) else
+                         func.value if isinstance(func, cst.Name) else "")
+    if not last.endswith(FLASH_SWITCHES) or not node.args:
+        return None
+    value = string_value(node.args[0].value)
+    if value is None:
+        return None
+    if last == FLASH_SWITCHES[0]:
+        return value
+    portable = value.startswith(PORTABLE_BACKENDS) or value in ("flex", "_native_flex")
+    return None if portable else value
 
 
 def _flash_attention_choice(node: cst.BaseExpression) -> str | None:
@@ -49,16 +76,27 @@ class CudaOnlyLibrary(Transform):
         Reports every import statement (and `importlib.import_module("...")` with a literal name)
         of a library whose kernels exist only for NVIDIA GPUs: flash_attn, xformers, flashinfer,
         apex, bitsandbytes, deepspeed, transformer_engine, liger_kernel, mamba_ssm, causal_conv1d,
-        pynvml/nvidia_smi/GPUtil/nvitop, cupy, pycuda, numba.cuda, torchao, TensorRT, DALI,
-        AutoGPTQ/AutoAWQ/ExLlamaV2.
-        Imports of the project's own package (inside `mamba_ssm/`, `import mamba_ssm.utils`)
-        and relative imports are not dependencies and are not reported.
+        pynvml/nvidia_smi/GPUtil/nvitop, cupy, pycuda, numba.cuda, torchao (and its CUDA-only
+        parts: float8, MX formats, ops), TensorRT, DALI, AutoGPTQ/AutoAWQ/ExLlamaV2, DeepEP,
+        flash-linear-attention (`fla`), Helion, MegaBlocks, grouped_gemm, fbgemm_gpu, vLLM's
+        compiled ops, sgl_kernel, CUTLASS, CUDA symmetric memory
+        (`torch.distributed._symmetric_memory`), the Hugging Face kernel hub (`from kernels import
+        get_kernel`, and `kernels.get_kernel(...)` calls), and any top-level module named
+        `*_cuda` (by convention a compiled CUDA extension). `neuronize explain packages` prints the
+        whole table with the path forward for each (stock PyTorch, NKI, or none yet).
+        Imports of the project's own packages (`import mamba_ssm.utils` inside `mamba_ssm/`, and
+        in the tests and benchmarks of a run that also looks at `mamba_ssm/__init__.py`) and
+        relative imports are not dependencies and are not reported: a CUDA-only library's own
+        repository gets one finding per dependency, and its kernels are reported where they are
+        written (NRN901, NRN902).
         Each finding names the package, says whether it is a HARD dependency (top-level,
         unguarded import) or OPTIONAL (inside `try/except ImportError`, under an `if` guard such
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
         replacement. Also reports `BitsAndBytesConfig(...)`, `load_in_8bit=` / `load_in_4bit=`
         (unless `False`), and `attn_implementation="flash_attention_2"` /
-        `use_flash_attention_2=True` in calls.
+        `use_flash_attention_2=True` in calls, and switches to FlashAttention kernels:
+        `torch.nn.attention.activate_flash_attention_impl("FA3")` and diffusers'
+        `set_attention_backend("flash")` / `attention_backend("_flash_3")` (native backends pass).
 
     Why on TorchNeuron:
         These libraries ship CUDA (or Triton) kernels only; none has a Trainium build. An
@@ -102,7 +140,8 @@ class CudaOnlyLibrary(Transform):
         b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"pycuda", b"numba", b"torchao",
         b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllamav2", b"load_in_8bit", b"load_in_4bit",
         b"BitsAndBytesConfig",
-        b"flash_attention",
+        b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
+        b"fbgemm_gpu", b"sgl_kernel", b"cutlass", b"_symmetric_memory", b"_cuda", b"attention_backend",
     )
     examples = (
         Example("from flash_attn import flash_attn_func\n", None),
@@ -120,9 +159,10 @@ class CudaOnlyLibrary(Transform):
     def _check_import(self, node: cst.Import | cst.ImportFrom) -> None:
         seen: set[str] = set()
         for module, names in imported_modules(node):
-            package = module_matches(module, REPORTED)
-            if package is None and module == "numba" and "cuda" in names:
-                package = "numba.cuda"
+            package = imported_package(module, names)
+            if package is None and is_cuda_extension_module(module) and not self._own(module.split(".")[0]):
+                self._report_extension(node, module)
+                continue
             if package is None or package in seen or self._own(package):
                 continue
             seen.add(package)
@@ -131,7 +171,13 @@ class CudaOnlyLibrary(Transform):
     def _own(self, package: str) -> bool:
         # Inside the library itself (mamba_ssm/ops/... importing mamba_ssm.utils) the import is the
         # project's own module, not a dependency: the kernels are reported where they are written.
-        return self.ctx.roles.is_own_package(package.split(".")[0])
+        top = package.split(".")[0]
+        return self.ctx.roles.is_own_package(top) or top in self.ctx.options.own_packages
+
+    def _report_extension(self, node: cst.CSTNode, module: str) -> None:
+        dep = classify_import(self.ctx)
+        self.report(node, f"`{short(node, 60, tight=True)}` ({dep.label}): `{module.split('.')[0]}` is by its name a "
+                    f"compiled CUDA extension, which does not exist on Trainium; {NKI_PATH_KERNELS}")
 
     def _report_package(self, node: cst.CSTNode, package: str, module: str, names: tuple[str, ...],
                         shown: str) -> None:
@@ -140,10 +186,9 @@ class CudaOnlyLibrary(Transform):
         if package == "apex":
             instead = _apex_advice(module, names) or instead
         dep = classify_import(self.ctx)
-        top = package.split(".")[0] if package != "deepspeed.ops" else "deepspeed"
         self.report(
             node,
-            f"`{shown}` ({dep.label}): `{top}` ({lib.what}) {lib.verdict}; {instead}",
+            f"`{shown}` ({dep.label}): `{package}` ({lib.what}) {lib.verdict}; {instead}",
             evidence=lib.evidence,
         )
 
@@ -154,6 +199,17 @@ class CudaOnlyLibrary(Transform):
             qualified is None and isinstance(node.func, cst.Name) and node.func.value == "__import__"
         ):
             self._check_dynamic_import(node)
+            return
+        if qualified in HUB_LOADERS:
+            hub = PACKAGES["kernels"]
+            self.report(node, f"`{short(node, 60, tight=True)}` loads from the {hub.what}, which "
+                        f"{hub.verdict}; {hub.instead}")
+            return
+        backend = flash_switch(qualified, node.func, node)
+        if backend is not None:
+            self.report(node, f"`{short(node, 60, tight=True)}` switches attention to the `{backend}` kernels, "
+                        "CUDA-only libraries; on Neuron keep the native backend "
+                        f"(`F.scaled_dot_product_attention`)", evidence=Evidence.THIRD_PARTY)
             return
         if qualified is not None and qualified.rsplit(".", 1)[-1] == BNB_CONFIG_SUFFIX:
             self.report(
@@ -196,6 +252,6 @@ class CudaOnlyLibrary(Transform):
         module = string_value(arg.value) if arg is not None else None
         if module is None:
             return
-        package = module_matches(module, REPORTED)
+        package = imported_package(module)
         if package is not None and not self._own(package):
             self._report_package(node, package, module, (), short(node, 60, tight=True))

@@ -9,13 +9,28 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value, string_values
 from neuronize.transforms._messages import short
-from neuronize.transforms._packages import KERNEL_REFERENCES
+from neuronize.transforms._packages import CUDA_ONLY_ATEN_OPS, KERNEL_REFERENCES
 
 CUSTOM_OP = "torch.library.custom_op"
 REGISTER_KERNEL = "torch.library.register_kernel"
 IMPL = "torch.library.impl"
 LIBRARY = "torch.library.Library"
 OP_MAKERS = frozenset({CUSTOM_OP, "torch.library.triton_op"})
+
+
+def aten_op(qualified: str | None) -> str | None:
+    """The CUDA-only aten op a call's qualified name reaches (``torch.ops.aten._weight_int4pack_mm``,
+    its ``.default`` overload, or the ``torch._weight_int4pack_mm`` binding), else None."""
+    if qualified is None:
+        return None
+    parts = qualified.split(".")
+    if parts[:3] == ["torch", "ops", "aten"] and len(parts) in (4, 5):
+        name = parts[3]
+    elif len(parts) == 2 and parts[0] == "torch":
+        name = parts[1]
+    else:
+        return None
+    return name if name in CUDA_ONLY_ATEN_OPS else None
 
 
 def _names_cuda(node: cst.BaseExpression | None) -> bool:
@@ -26,15 +41,20 @@ def _names_cuda(node: cst.BaseExpression | None) -> bool:
 
 
 class CustomOpCuda(Transform):
-    """Finds `torch.library` custom ops whose kernel is registered for CUDA only.
+    """Finds ops that exist only as CUDA kernels: `torch.library` registrations for CUDA, CUDA-only aten ops.
 
     What it does:
-        Reports `torch.library.custom_op(..., device_types="cuda")` (call or decorator),
-        `torch.library.register_kernel(op, "cuda")`, `torch.library.impl(op, "CUDA")`, and, on
+        Reports `torch.library.custom_op(..., device_types="cuda")` (call or decorator, also
+        through another name bound to it: `_custom_op = torch.library.custom_op`),
+        `torch.library.register_kernel(op, "cuda")`, `torch.library.impl(op, "CUDA")` (also the
+        older `torch.library.impl(lib, "op", "CUDA")`), and, on
         objects defined in the same file (a name bound to `torch.library.Library(...)`, a
         function decorated with `custom_op`), `lib.impl("op", fn, "CUDA")` and
         `@my_op.register_kernel("cuda")`. A device list that names CUDA among others counts
-        (`("cpu", "cuda")`); so do dispatch keys such as `"AutogradCUDA"`.
+        (`("cpu", "cuda")`); so do dispatch keys such as `"AutogradCUDA"`. Also reports calls of
+        aten ops that only GPU builds implement (`torch.ops.aten._weight_int4pack_mm`,
+        `_convert_weight_to_int4pack`, the cuSPARSELt `_cslt_*` ops, `_mixed_dtypes_linear`, the
+        flash / memory-efficient / cuDNN attention kernels), under `torch.ops.aten` or `torch`.
 
     Why on TorchNeuron:
         The kernel is registered for the CUDA dispatch key only, so the op has no implementation
@@ -46,7 +66,9 @@ class CustomOpCuda(Transform):
             ...
 
     Use instead:
-        Register a Neuron implementation: an NKI kernel with
+        For a CUDA-only aten op: bf16 weights instead of int4 packing, `F.scaled_dot_product_attention`
+        instead of a direct attention kernel, dense `torch.mm` instead of cuSPARSELt. For a
+        registration: register a Neuron implementation: an NKI kernel with
         `torch_neuronx.nki_op("mylib::fused_gelu", mutates_args=...)` (typed signature; backward
         through `register_autograd()`), checking aws-neuron/nki-library first. If the body is plain
         PyTorch, registering it without `device_types` (or for `"neuron"`) may be enough (INF).
@@ -56,7 +78,8 @@ class CustomOpCuda(Transform):
 
     Evidence:
         DOC: `torch.ops` backed by CUDA kernels; NKI registration; real-world patterns
-        (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel).
+        (`custom_op(..., device_types="cuda")` declares a CUDA-only kernel). INF: the aten ops
+        listed have no CPU kernel in stock PyTorch and none in TorchNeuron.
     """
 
     id = "NRN904"
@@ -66,7 +89,8 @@ class CustomOpCuda(Transform):
     section = "kernels"
     effort = "high"
     references = KERNEL_REFERENCES
-    tokens = (b"custom_op", b"register_kernel", b".impl(", b"library")
+    tokens = (b"custom_op", b"register_kernel", b".impl(", b"library", b"int4pack", b"_cslt_",
+              b"_mixed_dtypes_linear", b"_attention_forward", b"_attention_backward", b"_scaled_dot_product_")
     examples = (
         Example(
             "import torch\n\n"
@@ -83,9 +107,13 @@ class CustomOpCuda(Transform):
         super().__init__(ctx)
         self._libraries: set[str] = set()  # names bound to `torch.library.Library(...)`
         self._ops: set[str] = set()  # names bound to custom ops (decorated functions)
+        self._makers: set[str] = set()  # other names of `torch.library.custom_op` (a version guard's alias)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
+        if isinstance(value, (cst.Name, cst.Attribute)) and self.ctx.qualify(value) == CUSTOM_OP:
+            self._makers.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+            return
         if not isinstance(value, cst.Call):
             return
         qualified = self.ctx.qualify(value.func)
@@ -107,10 +135,21 @@ class CustomOpCuda(Transform):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         qualified = self.ctx.qualify(func)
-        if qualified == CUSTOM_OP:
+        if qualified is None and isinstance(func, cst.Name) and func.value in self._makers:
+            qualified = CUSTOM_OP
+        op = aten_op(qualified)
+        if op is not None:
+            self.report(node, f"`{short(func, 60, tight=True)}(...)`: `aten::{op}` has GPU kernels only (no CPU or "
+                        f"Neuron kernel); {CUDA_ONLY_ATEN_OPS[op]}", evidence=Evidence.INF)
+        elif qualified == CUSTOM_OP:
             arg = argument(node, "device_types")
             if arg is not None and _names_cuda(arg.value):
                 self._report(node, f"`torch.library.custom_op(..., device_types={short(arg.value, 60, tight=True)})`")
+        elif qualified == IMPL and node.args and string_value(node.args[0].value) is None:
+            # the older form, `impl(lib, "op", "CUDA")`: the dispatch key comes third
+            arg = argument(node, "dispatch_key", 2)
+            if arg is not None and _names_cuda(arg.value):
+                self._report(node, f"`torch.library.impl(..., {short(arg.value, 60, tight=True)})`", name_at=1)
         elif qualified in (REGISTER_KERNEL, IMPL):
             arg = argument(node, "device_types" if qualified == REGISTER_KERNEL else "types", 1)
             if arg is not None and _names_cuda(arg.value):
@@ -128,8 +167,9 @@ class CustomOpCuda(Transform):
                 spelled = f"{owner}.{func.attr.value}"
                 self._report(node, f"`{spelled}(..., {short(arg.value, 60, tight=True)})`", op=func.attr.value == "impl")
 
-    def _report(self, node: cst.Call, what: str, op: bool = True) -> None:
-        first = argument(node, "qualname", 0) or argument(node, "name", 0) or argument(node, "op_name", 0)
+    def _report(self, node: cst.Call, what: str, op: bool = True, name_at: int = 0) -> None:
+        first = (argument(node, "qualname", name_at) or argument(node, "name", name_at)
+                 or argument(node, "op_name", name_at))
         name = string_value(first.value) if first is not None and op else None
         label = f" for `{name}`" if name else ""
         self.report(

@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._literals import string_value
+from neuronize.transforms._messages import short
 
 _PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 _LOADERS = (
@@ -18,21 +19,51 @@ _LOADERS = (
 )
 
 
-def _gpu_map(node: cst.BaseExpression) -> bool:
-    """``"cuda"``, ``"cuda:0"``, ``0`` or a dict literal (``{"": 0}``, per-layer GPU indices)."""
+#: device names in a ``device_map`` that are not GPUs
+_HOST_DEVICES = ("cpu", "disk", "meta")
+
+
+def device_map_kind(node: cst.BaseExpression) -> str | None:
+    """What a ``device_map`` value says: ``"planner"`` (``"auto"``...), ``"gpu"`` (``"cuda:0"``,
+    ``0``, ``{"": 0}``, an f-string naming cuda), ``"variable"`` (a device from a name or an
+    expression: ``{"": local_rank}``, ``args.device_map``), or None (host devices only, ``None``)."""
     value = string_value(node)
     if value is not None:
-        return value == "cuda" or value.startswith("cuda:")
-    return isinstance(node, (cst.Integer, cst.Dict))
+        if value in _PLANNERS:
+            return "planner"
+        return "gpu" if value == "cuda" or value.startswith("cuda:") else None
+    if isinstance(node, cst.Integer) or (isinstance(node, cst.FormattedString)
+                                         and "cuda" in cst.Module([]).code_for_node(node)):
+        return "gpu"
+    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
+        return None
+    if isinstance(node, cst.Dict):
+        kinds = {device_map_kind(el.value) for el in node.elements if isinstance(el, cst.DictElement)}
+        return "gpu" if "gpu" in kinds else "variable" if kinds - {None} else None
+    return "variable"
+
+
+def _parameters(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+    """The parameter names of the innermost enclosing function (a value only passed through)."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.FunctionDef):
+            params = anc.params
+            every = [*params.posonly_params, *params.params, *params.kwonly_params]
+            return frozenset(p.name.value for p in every)
+    return frozenset()
 
 
 class HfDeviceMapAuto(Transform):
-    """Finds Hugging Face models placed with accelerate's GPU memory planner.
+    """Finds Hugging Face models placed on GPUs by `device_map` (accelerate's memory planner, GPU indices).
 
     What it does:
         Reports `device_map="auto"` (and `"balanced"`, `"sequential"`...) in `from_pretrained(...)`,
         `pipeline(...)` and accelerate's dispatch helpers, `device_map` values naming GPUs
-        (`"cuda"`, `0`, `{"": 0}`, per-layer dicts), and `max_memory=` budgets. Report only.
+        (`"cuda"`, `0`, `{"": 0}`, per-layer dicts), and `max_memory=` budgets. A device chosen at
+        run time (`device_map={"": local_rank}`, `device_map=args.device_map`) is reported as one
+        to check, not as a GPU plan; a value only passed through (a parameter of the enclosing
+        function) and host devices (`{"": "cpu"}`, `"disk"`, `"meta"`) are not reported.
+        Report only.
 
     Why on TorchNeuron:
         Whether accelerate's planner sees NeuronCore memory is unverified (no Neuron memory probe
@@ -81,16 +112,22 @@ class HfDeviceMapAuto(Transform):
                 return
             where = f"`{qualified.rsplit('.', 1)[-1]}`"  # type: ignore[union-attr]
         device_map = keyword(node, "device_map")
-        if device_map is not None:
-            value = string_value(device_map.value)
-            if value in _PLANNERS:
-                self.report(device_map, f'`device_map="{value}"` in {where}: whether accelerate sees NeuronCore '
-                            "memory is unverified; load on CPU with `torch_dtype=torch.bfloat16`, then "
-                            '`.to("neuron")`; across several NeuronCores use a tensor-parallel plan (`tp_plan`) '
-                            "under torchrun")
-            elif _gpu_map(device_map.value):
-                self.report(device_map, f"`device_map` in {where} names GPUs: load on CPU, then "
-                            '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD)
+        kind = device_map_kind(device_map.value) if device_map is not None else None
+        if device_map is None or kind is None:
+            pass
+        elif kind == "planner":
+            self.report(device_map, f'`device_map="{string_value(device_map.value)}"` in {where}: whether '
+                        "accelerate sees NeuronCore memory is unverified; load on CPU with "
+                        '`torch_dtype=torch.bfloat16`, then `.to("neuron")`; across several NeuronCores use a '
+                        "tensor-parallel plan (`tp_plan`) under torchrun")
+        elif kind == "gpu":
+            self.report(device_map, f"`device_map` in {where} names GPUs: load on CPU, then "
+                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD)
+        elif not (isinstance(device_map.value, cst.Name) and device_map.value.value in _parameters(self.ctx)):
+            shown = short(device_map.value, 40, tight=True)
+            self.report(device_map, f"`device_map={shown}` in {where} places the model on a device chosen at "
+                        "run time (under torchrun usually a GPU index); check it on Neuron: load on CPU, then "
+                        '`.to("neuron")`', evidence=Evidence.INF)
         max_memory = keyword(node, "max_memory")
         if max_memory is not None and not (isinstance(max_memory.value, cst.Name)
                                            and max_memory.value.value == "None"):

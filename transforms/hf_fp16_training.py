@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, without_args
-from neuronize.transforms._hf import training_arguments_class
+from neuronize.transforms._hf import deepspeed_fp16_section, training_arguments_class
 from neuronize.transforms._literals import is_false_or_none, is_true, string_value
 
 _PAIRS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
@@ -24,6 +24,9 @@ class HfFp16Training(Transform):
         `fp16=` dropped), and drops `half_precision_backend=` / `fp16_backend=` set to `"apex"`,
         `"cuda_amp"` or `"amp"` (GPU-only mixed-precision engines). An fp16 flag taken from a variable
         (`fp16=args.fp16`) is reported. `fp16_opt_level` is left alone (only Apex reads it).
+        Also reports, without a fix, fp16 with loss scaling configured elsewhere:
+        `Accelerator(mixed_precision="fp16")` and the `"fp16"` section of a DeepSpeed config dict
+        (`{"fp16": {"enabled": True, "loss_scale": 0}, "zero_optimization": {...}}`).
 
     Why on TorchNeuron:
         Trainium training runs in bf16; no Neuron gradient scaler for fp16 is documented, and
@@ -67,7 +70,21 @@ class HfFp16Training(Transform):
         Example("import transformers\nargs = transformers.TrainingArguments('out', fp16=opts.fp16)\n"),
     )
 
+    def visit_Dict(self, node: cst.Dict) -> None:
+        section = deepspeed_fp16_section(node)
+        if section is not None:
+            self.report(section, "DeepSpeed `\"fp16\"` section: fp16 with dynamic loss scaling, which has no "
+                        "documented Neuron counterpart; Trainium trains in bf16: use `\"bf16\": {\"enabled\": true}`"
+                        " (and FSDP2 or DDP instead of DeepSpeed, see NRN903)", evidence=Evidence.INF)
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualify(node.func) == "accelerate.Accelerator":
+            precision = keyword(node, "mixed_precision")
+            if precision is not None and string_value(precision.value) == "fp16":
+                self.report(precision, '`Accelerator(mixed_precision="fp16")` scales the loss with a CUDA '
+                            'GradScaler; Trainium trains in bf16: use `mixed_precision="bf16"` (on GPUs older '
+                            "than Ampere bf16 is slow or missing: check your fleet)", evidence=Evidence.INF)
+            return
         cls = training_arguments_class(self.ctx, node)
         if cls is None:
             return

@@ -74,6 +74,8 @@ class NotebookError(ValueError):
 class Cell:
     index: int  # 1-based position among ALL cells of the notebook (what users count)
     source: bytes  # the cell's Python code, UTF-8, IPython magics masked, ends with "\n" if non-empty
+    #: (line, text) of each masked IPython line (``!nvidia-smi``, ``%env X=1``), text unindented
+    magics: tuple[tuple[int, str], ...] = ()
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -87,8 +89,10 @@ def read_cells(data: bytes) -> list[Cell]:
         source = _editable_source(text, nb, index)
         if source is None:
             continue
-        masked, _, _ = _mask(_with_final_newline(source))
-        cells.append(Cell(index, _encode(masked, text, index)))
+        masked, table, _ = _mask(_with_final_newline(source))
+        magics = tuple((number, table[body.strip()][0].strip())
+                       for number, body in enumerate(masked.splitlines(), start=1) if body.strip() in table)
+        cells.append(Cell(index, _encode(masked, text, index), magics))
     return cells
 
 

@@ -1,0 +1,51 @@
+"""Repeated findings, told once: the same report-only finding (same rule, same message but for the
+code snippet that names the place) at several places is one line with a count in the text and
+Markdown outputs. JSON, SARIF and GitHub annotations keep every location."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TypeVar
+
+from neuronize.types import Finding
+
+T = TypeVar("T")
+
+#: the leading `code` of a message, which names the place (`from causal_conv1d import f`)
+_SNIPPET = re.compile(r"^`[^`]*`\s*")
+#: how many of the other places a collapsed line names
+SHOWN = 3
+
+
+def repeat_key(finding: Finding) -> tuple[str, str] | None:
+    """Findings with one key say the same thing; None for a fix (each edit is its own decision)."""
+    if finding.fixable or finding.applied:
+        return None
+    return finding.rule, _SNIPPET.sub("", finding.message, count=1)
+
+
+def collapse(items: Sequence[tuple[T, Finding]]) -> list[tuple[T, Finding, list[tuple[T, Finding]]]]:
+    """Each finding that is the first of its key, with the later ones (in the given order)."""
+    firsts: dict[tuple[str, str], list[tuple[T, Finding]]] = {}
+    out: list[tuple[T, Finding, list[tuple[T, Finding]]]] = []
+    for owner, finding in items:
+        key = repeat_key(finding)
+        if key is not None and key in firsts:
+            firsts[key].append((owner, finding))
+            continue
+        repeats: list[tuple[T, Finding]] = []
+        if key is not None:
+            firsts[key] = repeats
+        out.append((owner, finding, repeats))
+    return out
+
+
+def more(places: Sequence[str], limit: int | None = SHOWN) -> str:
+    """`` (and 4 more like it: a.py:3:1, b.py:9:1, c.py:2:5, ...)``, or nothing; ``limit=None``
+    names every place."""
+    if not places:
+        return ""
+    cut = len(places) if limit is None else limit
+    shown = ", ".join(places[:cut]) + (", ..." if len(places) > cut else "")
+    return f" (and {len(places)} more like it: {shown})"

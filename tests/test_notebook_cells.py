@@ -1,0 +1,63 @@
+"""A notebook is one namespace: earlier cells' imports count in later cells; GPU shell lines are reported."""
+
+from __future__ import annotations
+
+import json
+
+from neuronize.notebook_magics import gpu_magics
+from tests.helpers import neuronize
+
+
+def _cell(*lines: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": list(lines)}
+
+
+NOTEBOOK = {
+    "cells": [
+        _cell("!nvidia-smi\n", "%pip install -q flash-attn transformers\n", "%env CUDA_VISIBLE_DEVICES=0\n"),
+        _cell("import torch\n", "import os\n"),
+        {"cell_type": "markdown", "metadata": {}, "source": ["## Training step\n"]},
+        _cell("with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n", "    loss = model(batch)\n",
+              "os.environ[\"NCCL_DEBUG\"] = \"INFO\"\n"),
+        _cell("import numpy as torch_like\n", "print(torch_like.zeros(2))\n"),
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def test_a_later_cell_uses_an_earlier_cells_import(tmp_path):
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    report = json.loads(neuronize("check", "--output-format", "json", "train.ipynb", cwd=tmp_path).stdout)
+    where = {(f["cell"], f["line"], f["rule"]) for f in report["findings"]}
+    assert (4, 1, "NRN201") in where  # `torch` comes from cell 2
+    assert (4, 3, "NRN911") in where  # and `os` too
+    assert neuronize("fix", "train.ipynb", cwd=tmp_path).returncode == 1  # report-only findings are left
+    cells = json.loads(path.read_text())["cells"]
+    assert cells[3]["source"][0] == 'with torch.autocast("neuron", dtype=torch.bfloat16):\n'
+    assert cells[1]["source"] == ["import torch\n", "import os\n"]  # the cell that imports is untouched
+
+
+def test_gpu_shell_lines_are_reported_under_the_rule_that_owns_the_thing(tmp_path):
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    report = json.loads(neuronize("check", "--output-format", "json", "train.ipynb", cwd=tmp_path).stdout)
+    first = sorted((f["line"], f["rule"]) for f in report["findings"] if f["cell"] == 1)
+    assert first == [(1, "NRN903"), (2, "NRN903"), (3, "NRN911")]
+    ignored = neuronize("check", "--output-format", "json", "--ignore", "NRN903", "train.ipynb", cwd=tmp_path)
+    assert not [f for f in json.loads(ignored.stdout)["findings"] if f["rule"] == "NRN903"]
+
+
+def test_gpu_magics_by_kind():
+    found = gpu_magics([
+        (1, "gpus = !nvidia-smi -L | wc -l"),
+        (2, "!pip install bitsandbytes>=0.43 --index-url https://download.pytorch.org/whl/cu121"),
+        (3, "!export TORCH_NCCL_BLOCKING_WAIT=1 && python train.py"),
+        (4, "!ls -la"),
+        (5, "%matplotlib inline"),
+        (6, "!pip install torch numpy"),
+    ])
+    assert [(line, rule) for line, rule, _ in found] == [
+        (1, "NRN903"), (2, "NRN903"), (2, "NRN903"), (3, "NRN911")]
