@@ -41,7 +41,9 @@ def test_trying_it_on_the_bundled_example_shows_a_diff() -> None:
     assert argv[0] == "neuronize"
     proc = neuronize(*argv[1:], cwd=ROOT)
     assert proc.returncode == 1  # a diff is pending
-    assert proc.stdout.startswith(b"--- a/fixtures/pipeline/gpt_trainer.before.py\n")
+    # the hunks' reasons come first, as `#` lines that git apply and patch skip
+    assert proc.stdout.startswith(b"# fixtures/pipeline/gpt_trainer.before.py, hunk 1")
+    assert b"\n--- a/fixtures/pipeline/gpt_trainer.before.py\n" in proc.stdout
     assert b'"neuron"' in proc.stdout
 
 
