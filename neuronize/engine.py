@@ -446,15 +446,24 @@ def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
     unused: list[Finding] = _misspelt(suppressions)
     if options.report_unused_suppressions:
         used = {id(s) for _, f in located for s in suppressions if s.matches(f) and _covers(s, f)}
-        enabled = {r.id for r in rules} | {r.name for r in rules}
-        for s in suppressions:
-            relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)
-            if id(s) not in used and relevant:
-                what = "every rule" if s.codes is None else ", ".join(sorted(s.codes))
-                unused.append(Finding(s.line, 1, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
-                                      f"unused suppression ({what}): nothing is reported here any more",
-                                      False, s.line, 1))
+        unused += unused_suppressions(suppressions, used, rules)
     return kept, unused
+
+
+def unused_suppressions(suppressions: Sequence[Suppression], used: set[int],
+                        rules: Sequence[type[Transform]]) -> list[Finding]:
+    """NRN000 for each suppression (by ``id``) not in ``used`` that names an enabled rule (or
+    every rule): the one report for every kind of source."""
+    enabled = {r.id for r in rules} | {r.name for r in rules}
+    found = []
+    for s in suppressions:
+        relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)
+        if id(s) not in used and relevant:
+            what = "every rule" if s.codes is None else ", ".join(sorted(s.codes))
+            found.append(Finding(s.line, 1, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
+                                 f"unused suppression ({what}): nothing is reported here any more",
+                                 False, s.line, 1))
+    return found
 
 
 def _misspelt(suppressions: Sequence[Suppression]) -> list[Finding]:

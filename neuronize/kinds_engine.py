@@ -15,13 +15,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from neuronize.engine import MAX_ROUNDS, UNUSED_SUPPRESSION, TokenFilter, accepts, prefilter_for, run_source
+from neuronize.engine import MAX_ROUNDS, TokenFilter, accepts, prefilter_for, run_source, unused_suppressions
 from neuronize.line_rule import KindContext, LineReport, LineRule, TextDocument
 from neuronize.sources.kinds import CODE_KINDS, COMMENT_PREFIX, SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.lines import DecodeError, Edit, OverlappingEdits, apply_edits, comment_start, decode, split_lines
 from neuronize.suppressions import Suppression, suppressions_in
 from neuronize.transform import Transform
-from neuronize.types import FileError, Finding, Options, Safety, SourceResult
+from neuronize.types import FileError, Finding, Options, SourceResult
 
 
 def run_kind(source: bytes, kind: SourceKind, rules: Sequence[type[Transform]], options: Options = Options(),
@@ -118,14 +118,7 @@ def _suppress(doc: TextDocument, located: Located, rules: Sequence[type[LineRule
     unused: list[Finding] = []
     if options.report_unused_suppressions:
         used = {id(s) for _, f in located for s in silenced_by(f)}
-        enabled = {r.id for r in rules} | {r.name for r in rules}
-        for s in suppressions:
-            relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)
-            if id(s) not in used and relevant:
-                what = "every rule" if s.codes is None else ", ".join(sorted(s.codes))
-                unused.append(Finding(s.line, 1, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
-                                      f"unused suppression ({what}): nothing is reported here any more",
-                                      False, s.line, 1))
+        unused += unused_suppressions(suppressions, used, rules)
     return kept, unused
 
 
