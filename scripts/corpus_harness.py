@@ -3,7 +3,7 @@
 
 Usage::
 
-    python scripts/corpus_harness.py CORPUS_DIR [--diffs OUT_DIR] [--only NAME] [--jobs N]
+    python scripts/corpus_harness.py CORPUS_DIR [--diffs OUT_DIR] [--only NAME] [--python PYTHON]
 
 CORPUS_DIR holds one checkout per sub-directory (e.g. ``/tmp/corpus/karpathy+nanoGPT``). The
 repositories are public code fetched by you and kept outside this project; they are never
