@@ -65,7 +65,8 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--stdin-filename", metavar="NAME", help="Name to show for code read from '-'."),
         click.option("--kinds", "kinds", multiple=True, metavar="KINDS",
                      help="Only these kinds of source, comma-separated: python, notebook, requirements, "
-                          "pyproject, conda, shell, dockerfile, yaml-config, json-config (default: the config's "
+                          "pyproject, setup-cfg, conda, shell, makefile, dockerfile, yaml-config, json-config "
+                          "(default: the config's "
                           "kinds, else all)."),
         click.option("--exclude-kinds", multiple=True, metavar="KINDS",
                      help="Leave these kinds of source out (added to the config's extend-exclude-kinds)."),

@@ -17,6 +17,8 @@ from neuronize.registry import all_rules
 from neuronize.sources.discover import discover
 from neuronize.sources.kinds import SourceKind, kind_of, parse_kinds
 from neuronize.sources.lines import Edit, apply_edits, join_lines, split_lines
+from neuronize.sources.requirements import setup_cfg_items
+from neuronize.sources.shell import MAKE, makefile_lines
 from neuronize.types import Options
 
 RULES = all_rules()
@@ -45,6 +47,9 @@ def test_an_edit_changes_only_its_span():
     (SourceKind.YAML_CONFIG, b"trainer:\r\n  precision: '16-mixed'   # amp\r\n  devices: 2"),
     (SourceKind.JSON_CONFIG, b'{"fp16": {"enabled": true},\r\n "train_batch_size": 8, "device": "cuda:0"}'),
     (SourceKind.DOCKERFILE, b"FROM nvidia/cuda:12.1.0-base\r\nENV CUDA_VISIBLE_DEVICES=0\r\n"),
+    (SourceKind.MAKEFILE, b"# gpus\r\ntrain:\r\n\tCUDA_VISIBLE_DEVICES=$(GPUS) python train.py\r\n\t@echo \"# kept\"\t"),
+    (SourceKind.SETUP_CFG, b"[options]\r\ninstall_requires =\r\n\ttorch==2.13.0+cu121  ; python_version >= '3.10'\r\n"
+                           b"    # pins\r\n\tnumpy"),
 ])
 def test_untouched_bytes_survive_and_a_second_run_changes_nothing(kind, source):
     result = run_kind(source, kind, RULES, UNSAFE, path="f")
@@ -58,6 +63,21 @@ def test_untouched_bytes_survive_and_a_second_run_changes_nothing(kind, source):
         assert b"\n" not in result.output.replace(b"\r\n", b"")  # CRLF throughout, added lines too
         assert new[-1] == old[-1] or len(old) in fixed  # no final newline stays so
         assert run_kind(result.output, kind, RULES, UNSAFE, path="f").output is None
+
+
+def test_makefile_recipes_are_shell_and_its_own_lines_are_make():
+    text = "# note\nGPUS ?= 0,1\ntrain: data\n\tpython a.py \\\n  --gpus $(GPUS)  # go\n\t# shell comment\n"
+    lines = [(line.index, line.code, line.instruction) for line in makefile_lines(split_lines(text))]
+    assert lines == [(1, "GPUS ?= 0,1", MAKE), (2, "train: data", MAKE), (3, "\tpython a.py \\", ""),
+                     (4, "  --gpus $(GPUS)  ", "")]
+
+
+def test_setup_cfg_requirements_are_read_in_their_sections_only():
+    text = ("[options]\npython_requires = >=3.10\ninstall_requires = numpy\n    torch>=2.1  # cpu\n"
+            "    ; note\n    file: reqs.txt\ntests_require =\n    pytest\n[options.extras_require]\n"
+            "gpu =\n\tcupy-cuda12x\n[tool:pytest]\naddopts = -q\n")
+    found = [(r.line, r.name, r.start) for r in setup_cfg_items(split_lines(text))]
+    assert found == [(2, "numpy", 19), (3, "torch", 4), (10, "cupy-cuda12x", 1)]
 
 
 def test_undecodable_file_is_an_error_naming_its_line():
@@ -74,7 +94,8 @@ def _tree(root: Path) -> None:
         "docker/Dockerfile": "FROM x\n", "docker/gpu.Dockerfile": "FROM x\n", "Containerfile": "FROM x\n",
         "configs/accelerate.yaml": "distributed_type: MULTI_GPU\n", "configs/ds.json": '{"zero_optimization": {}}\n',
         ".github/workflows/ci.yml": "on: push\n", "data/vocab.json": '{"hello": 1}\n', "job.slurm": "#SBATCH -N 1\n",
-        "environment.yml": "dependencies:\n  - cudatoolkit\n",
+        "environment.yml": "dependencies:\n  - cudatoolkit\n", "Makefile": "all:\n\techo\n",
+        "tools/gpu.mk": "X = 1\n", "GNUmakefile": "all:\n", "setup.cfg": "[options]\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -91,6 +112,7 @@ def test_discovery_finds_every_kind_by_name_or_content(tmp_path):
         "scripts/launch": "shell", "docker/Dockerfile": "dockerfile", "docker/gpu.Dockerfile": "dockerfile",
         "Containerfile": "dockerfile", "configs/accelerate.yaml": "yaml-config",
         "configs/ds.json": "json-config", "job.slurm": "shell", "environment.yml": "conda",
+        "Makefile": "makefile", "tools/gpu.mk": "makefile", "GNUmakefile": "makefile", "setup.cfg": "setup-cfg",
     }
 
 
@@ -134,6 +156,8 @@ def test_unknown_kind_names_are_refused():
     (SourceKind.SHELL, b"export NCCL_DEBUG=INFO  # neuronize: ignore[NRN613]\n"),
     (SourceKind.DOCKERFILE, b"# neuronize: ignore[NRN621]\nFROM nvidia/cuda:12.1.0-base\n"),
     (SourceKind.YAML_CONFIG, b"device: cuda  # neuronize: ignore[NRN633]\n"),
+    (SourceKind.MAKEFILE, b"export NCCL_DEBUG = INFO  # neuronize: ignore[NRN613]\n"),
+    (SourceKind.SETUP_CFG, b"[options]\ninstall_requires =\n    # neuronize: ignore[NRN601]\n    torch==2.13.0+cu121\n"),
 ])
 def test_suppression_comments_in_every_kind(kind, source):
     result = run_kind(source, kind, RULES, UNSAFE)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from neuronize.line_rule import TextDocument
 from neuronize.sources.kinds import SourceKind
-from neuronize.sources.requirements import conda_items, pyproject_items, requirements_lines
-from neuronize.sources.shell import CodeLine, dockerfile_lines, shell_lines
+from neuronize.sources.requirements import conda_items, pyproject_items, requirements_lines, setup_cfg_items
+from neuronize.sources.shell import CodeLine, dockerfile_lines, makefile_lines, shell_lines
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 SETUP_URL = f"{_DOCS}/setup/pytorch/index.html"
@@ -24,9 +24,9 @@ CONTAINER_URL = f"{_DOCS}/containers/tutorials/build-run-neuron-container.html"
 TORCH_INDEX_URL = f"{_DOCS}/torch/index.html"
 
 #: kinds that hold dependency lists
-DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.CONDA)
+DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA)
 #: kinds that run shell commands
-COMMAND_KINDS = (SourceKind.SHELL, SourceKind.DOCKERFILE)
+COMMAND_KINDS = (SourceKind.SHELL, SourceKind.DOCKERFILE, SourceKind.MAKEFILE)
 CONFIG_KINDS = (SourceKind.YAML_CONFIG, SourceKind.JSON_CONFIG)
 
 #: PyTorch minor version -> the torch-neuronx family built for it (Neuron 2.33 setup page)
@@ -72,10 +72,19 @@ def families_text() -> str:
 
 
 def code_lines(doc: TextDocument) -> Iterator[CodeLine]:
-    """The lines of shell code of a script or a Dockerfile (comments and here-documents left out)."""
+    """The lines of shell code of a script, a Dockerfile or a Makefile (comments and here-documents
+    left out; a Makefile's own lines are kept, marked ``MAKE``: their exports reach the recipes)."""
     if doc.kind is SourceKind.DOCKERFILE:
         return dockerfile_lines(doc.lines)
+    if doc.kind is SourceKind.MAKEFILE:
+        return makefile_lines(doc.lines)
     return shell_lines(doc.lines)
+
+
+def make_assignment(name: str) -> re.Pattern[str]:
+    """A Makefile variable assignment of the variable(s) ``name`` (a regular expression, captured as
+    ``name``): ``NCCL_DEBUG = INFO``, ``export CUDA_VISIBLE_DEVICES ?= 0``, ``override X := 1``."""
+    return re.compile(rf"^[ \t]*(?:(?:export|override)[ \t]+)*(?P<name>{name})[ \t]*(?:::|[:?+!])?=")
 
 
 #: a launcher that starts one process per device: under it, the neuron process group pins each
@@ -93,4 +102,6 @@ def dependency_items(doc: TextDocument) -> Iterator[object]:
         return pyproject_items(doc.lines)
     if doc.kind is SourceKind.CONDA:
         return conda_items(doc.lines)
+    if doc.kind is SourceKind.SETUP_CFG:
+        return setup_cfg_items(doc.lines)
     return requirements_lines(doc.lines)

@@ -11,20 +11,24 @@ from neuronize.transforms._setup_files import (
     RUNTIME_URL,
     code_lines,
     launches_processes,
+    make_assignment,
 )
 
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.lines import Edit
+from neuronize.sources.shell import MAKE
 from neuronize.transform import Evidence, Example, Safety
 
-_ASSIGN = re.compile(r"(?<![\w$])CUDA_VISIBLE_DEVICES(?P<eq>=)(?P<value>\"[^\"]*\"|'[^']*'|[^\s;&|)]*)")
+_ASSIGN = re.compile(r"(?<![\w$])CUDA_VISIBLE_DEVICES(?P<eq>=)"
+                     r"(?P<value>\"[^\"]*\"|'[^']*'|(?:\$\([^()]*\)|\$\{[^}]*\}|[^\s;&|)])*)")
+_MAKE_ASSIGN = make_assignment("CUDA_VISIBLE_DEVICES")
 _ENV_SPACE_FORM = re.compile(r"^[ \t]*ENV[ \t]+CUDA_VISIBLE_DEVICES[ \t]+\S")
 _WHY = ("GPU indices are not NeuronCore indices: NEURON_RT_VISIBLE_CORES counts logical NeuronCores "
         "(a Trainium2 chip has 4 at the default logical-core setting), so check the figures")
 
 
 class CudaVisibleDevices(LineRule):
-    """Finds `CUDA_VISIBLE_DEVICES` set in shell scripts and Dockerfiles.
+    """Finds `CUDA_VISIBLE_DEVICES` set in shell scripts, Makefiles and Dockerfiles.
 
     What it does:
         Next to each assignment (`export CUDA_VISIBLE_DEVICES=0,1`, `CUDA_VISIBLE_DEVICES=0 python
@@ -32,7 +36,9 @@ class CudaVisibleDevices(LineRule):
         keeping the CUDA variable for CUDA hosts. In a script that starts its workers with a
         launcher (`torchrun`, `accelerate launch`, `deepspeed`) it only reports: there the
         `"neuron"` process group gives each process its own core and expects exactly one. An
-        empty value (hiding every GPU for a CPU run) is reported too.
+        empty value (hiding every GPU for a CPU run) is reported too, and so is a Makefile
+        variable (`CUDA_VISIBLE_DEVICES ?= 0,1`), where a word added after the value would
+        become part of it; a Makefile recipe line is shell and gets the fix.
 
     Why on TorchNeuron:
         The Neuron runtime reads `NEURON_RT_VISIBLE_CORES` (a core, a list or a range such as
@@ -76,6 +82,13 @@ class CudaVisibleDevices(LineRule):
             return  # already set for Neuron: the script's author decided
         launcher = launches_processes(doc)
         for line in code_lines(doc):
+            if line.instruction == MAKE:
+                make = _MAKE_ASSIGN.match(line.code)
+                if make is not None:  # in make, a word added after the value would be part of it
+                    self.flag(Span(line.index, make.start("name"), len(line.code.rstrip())),
+                              "`CUDA_VISIBLE_DEVICES` does not select NeuronCores; export `NEURON_RT_VISIBLE_CORES` "
+                              f"from the Makefile as well ({_WHY})")
+                continue
             if _ENV_SPACE_FORM.match(line.code):
                 start = line.code.index("CUDA_VISIBLE_DEVICES")
                 self.flag(Span(line.index, start, len(line.code.rstrip())),

@@ -41,7 +41,7 @@ class DockerGpuFlags(LineRule):
 
     id = "NRN615"
     name = "docker-gpu-flags"
-    kinds = (SourceKind.SHELL,)
+    kinds = (SourceKind.SHELL, SourceKind.MAKEFILE)
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
     section = "setup"

@@ -47,7 +47,7 @@ class GpuProcessCount(LineRule):
 
     id = "NRN612"
     name = "gpu-process-count"
-    kinds = (SourceKind.SHELL, SourceKind.DOCKERFILE, SourceKind.YAML_CONFIG)
+    kinds = (SourceKind.SHELL, SourceKind.MAKEFILE, SourceKind.DOCKERFILE, SourceKind.YAML_CONFIG)
     safety = Safety.REPORT_ONLY
     evidence = Evidence.DOC
     section = "setup"

@@ -1,21 +1,23 @@
-"""NRN613: NCCL settings in launch scripts and Dockerfiles (``NCCL_*``, ``TORCH_NCCL_*``, ``--backend nccl``)."""
+"""NRN613: NCCL settings in launch scripts, Makefiles and Dockerfiles (``NCCL_*``, ``TORCH_NCCL_*``, ``--backend nccl``)."""
 
 from __future__ import annotations
 
 import re
 
-from neuronize.transforms._setup_files import COMMAND_KINDS, DISTRIBUTED_URL, NRT_ENV_URL, code_lines
+from neuronize.transforms._setup_files import (COMMAND_KINDS, DISTRIBUTED_URL, NRT_ENV_URL, code_lines,
+                                               make_assignment)
 
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.transform import Evidence, Example, Safety
 
 _ASSIGNMENT = re.compile(r"(?<![\w$])(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)=")
 _ENV_SPACE_FORM = re.compile(r"^[ \t]*ENV[ \t]+(?P<name>(?:TORCH_)?NCCL_[A-Z0-9_]+)[ \t]+\S")
+_MAKE_FORM = make_assignment(r"(?:TORCH_)?NCCL_[A-Z0-9_]+")  # a Makefile's ``export NCCL_DEBUG = INFO``
 _BACKEND = re.compile(r"--(?:dist[_-])?backend[= \t]+[\"']?nccl\b")
 
 
 class NcclSetting(LineRule):
-    """Finds NCCL settings in launch scripts and Dockerfiles: `NCCL_*` / `TORCH_NCCL_*` variables and `--backend nccl` arguments.
+    """Finds NCCL settings in launch scripts, Makefiles and Dockerfiles: `NCCL_*` / `TORCH_NCCL_*` variables and `--backend nccl` arguments.
 
     What it does:
         Reports each one with the Neuron side of it: the `"neuron"` process-group backend and
@@ -55,7 +57,8 @@ class NcclSetting(LineRule):
 
     def check(self, doc: TextDocument) -> None:
         for line in code_lines(doc):
-            for match in (*_ASSIGNMENT.finditer(line.code), *_ENV_SPACE_FORM.finditer(line.code)):
+            for match in (*_ASSIGNMENT.finditer(line.code), *_ENV_SPACE_FORM.finditer(line.code),
+                          *_MAKE_FORM.finditer(line.code)):
                 self.flag(Span(line.index, match.start("name"), match.end()),
                           f"`{match.group('name')}` is an NCCL setting; TorchNeuron's `\"neuron\"` backend does not "
                           "read it (no Neuron counterpart is documented; multi-node jobs need EFA on every node)")

@@ -1,6 +1,6 @@
 """Which kind of source a file is: Python, a notebook, or one of the files that carry a project's
-install, launch and container set-up (requirements, ``pyproject.toml``, shell scripts,
-Dockerfiles, training/launch configs in YAML or JSON).
+install, launch and container set-up (requirements, ``pyproject.toml``, ``setup.cfg``, shell
+scripts, Makefiles, Dockerfiles, training/launch configs in YAML or JSON).
 
 Decided by the name first; a name that says nothing (a script without a suffix, a ``.yaml`` or
 ``.json`` file) is decided by its first bytes: a shell shebang, or the keys of an Accelerate,
@@ -30,6 +30,8 @@ class SourceKind(_Word):
     DOCKERFILE = "dockerfile"  # Dockerfile, *.Dockerfile, Dockerfile.*, Containerfile
     YAML_CONFIG = "yaml-config"  # Accelerate / DeepSpeed / Lightning / Hydra YAML
     JSON_CONFIG = "json-config"  # DeepSpeed / Accelerate JSON
+    MAKEFILE = "makefile"  # Makefile, GNUmakefile, *.mk: recipes and exported variables are shell
+    SETUP_CFG = "setup-cfg"  # setup.cfg: install_requires and extras_require
 
 
 #: the kinds Python rules handle unless they say otherwise
@@ -41,6 +43,7 @@ LINE_KINDS = tuple(k for k in SourceKind if k not in CODE_KINDS)
 COMMENT_PREFIX: dict[SourceKind, str | None] = {
     SourceKind.REQUIREMENTS: "#", SourceKind.PYPROJECT: "#", SourceKind.CONDA: "#", SourceKind.SHELL: "#",
     SourceKind.DOCKERFILE: "#", SourceKind.YAML_CONFIG: "#", SourceKind.JSON_CONFIG: None,
+    SourceKind.MAKEFILE: "#", SourceKind.SETUP_CFG: "#",
 }
 
 _REQUIREMENTS = ("requirements*.txt", "*requirements.txt", "*-requirements*.txt", "constraints*.txt",
@@ -48,6 +51,7 @@ _REQUIREMENTS = ("requirements*.txt", "*requirements.txt", "*-requirements*.txt"
 _CONDA = ("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")
 _SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 _DOCKERFILES = ("dockerfile", "containerfile", "*.dockerfile", "dockerfile.*", "containerfile.*")
+_MAKEFILES = ("makefile", "gnumakefile", "*.mk")
 _SHEBANG = re.compile(rb"\A#![ \t]*\S*?(?:/|/env[ \t]+(?:-\S+[ \t]+)*)(?:ba|z|k|da)?sh\b")
 #: keys that make a YAML file a launch/training config (at the start of a line, any indent)
 _CONFIG_KEYS = (
@@ -83,6 +87,10 @@ def kind_by_name(path: Path) -> SourceKind | None:
         return SourceKind.SHELL
     if any(fnmatch.fnmatch(lower, p) for p in _DOCKERFILES):
         return SourceKind.DOCKERFILE
+    if any(fnmatch.fnmatch(lower, p) for p in _MAKEFILES):
+        return SourceKind.MAKEFILE
+    if lower == "setup.cfg":
+        return SourceKind.SETUP_CFG
     return None
 
 

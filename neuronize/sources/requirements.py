@@ -1,7 +1,8 @@
 """Requirement specifiers where they are written: lines of requirements files, the quoted
 strings of ``pyproject.toml`` dependency tables (``[project] dependencies``,
-``[project.optional-dependencies]``, ``[dependency-groups]``), and the ``dependencies`` (with their
-``pip:`` list) and ``channels`` of conda environment files. Offsets only; nothing reformatted.
+``[project.optional-dependencies]``, ``[dependency-groups]``), the ``install_requires`` and
+``extras_require`` values of a ``setup.cfg``, and the ``dependencies`` (with their ``pip:`` list)
+and ``channels`` of conda environment files. Offsets only; nothing reformatted.
 """
 
 from __future__ import annotations
@@ -134,6 +135,44 @@ def _brackets(code: str) -> int:
     """``[`` minus ``]`` outside strings."""
     outside = _STRING.sub("", code)
     return outside.count("[") - outside.count("]")
+
+
+_CFG_SECTION = re.compile(r"^\[[ \t]*(?P<name>[^\]]+?)[ \t]*\]")
+_CFG_KEY = re.compile(r"^(?P<key>[A-Za-z0-9_.-]+)[ \t]*[=:][ \t]*")
+
+
+def _cfg_requirement_key(section: str, key: str) -> bool:
+    return (section == "options" and key == "install_requires") or section == "options.extras_require"
+
+
+def setup_cfg_items(lines: Sequence[Line]) -> Iterator[Requirement]:
+    """Specifiers of a ``setup.cfg``: ``[options] install_requires`` and every key of
+    ``[options.extras_require]``, one per line (the value after ``=`` and its indented
+    continuation lines); ``file:`` values and comment lines (``#``, ``;``) left out."""
+    section = ""
+    inside = False  # in the value of a requirements key
+    for index, line in enumerate(lines):
+        text = line.text
+        if not text[:1].isspace():  # a section, a key or a comment at the left edge ends a value
+            inside = False
+            header = _CFG_SECTION.match(text)
+            key = _CFG_KEY.match(text)
+            if header is not None:
+                section = header.group("name").lower()
+            elif key is not None and _cfg_requirement_key(section, key.group("key").lower()):
+                inside = True
+                yield from _cfg_value(text, index, key.end())
+        elif inside and not text.lstrip().startswith(";"):
+            yield from _cfg_value(text, index, 0)
+
+
+def _cfg_value(text: str, index: int, offset: int) -> Iterator[Requirement]:
+    code = code_part(text[offset:])
+    if code.strip().startswith("file:"):
+        return
+    requirement = parse_specifier(code, index, offset)
+    if requirement is not None:
+        yield requirement
 
 
 @dataclass(frozen=True)

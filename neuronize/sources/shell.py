@@ -1,5 +1,6 @@
-"""Shell scripts and Dockerfiles as the rules read them: which lines hold shell code (here-document
-bodies are data, not code), and which Dockerfile instruction each line belongs to."""
+"""Shell scripts, Dockerfiles and Makefiles as the rules read them: which lines hold shell code
+(here-document bodies are data, not code), which Dockerfile instruction each line belongs to, and
+which Makefile lines are recipes (shell) and which are make's own (variables, rules, directives)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from dataclasses import dataclass
 from neuronize.sources.lines import Line, code_part
 
 _HEREDOC = re.compile(r"<<(?P<dash>-?)[ \t]*(?P<q>[\"']?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P=q)")
+#: the instruction of a Makefile line that is make's own: a variable assignment, a rule, a directive
+MAKE = "MAKE"
 _INSTRUCTION = re.compile(r"^[ \t]*(?P<word>[A-Za-z]+)\b")
 
 
 @dataclass(frozen=True)
 class CodeLine:
     """A line of shell code: ``index`` 0-based, ``code`` its text without the comment;
-    ``instruction`` the Dockerfile instruction it belongs to (``RUN``, ``ENV``...; '' in scripts)."""
+    ``instruction`` the Dockerfile instruction it belongs to (``RUN``, ``ENV``...; '' in scripts and
+    Makefile recipes; :data:`MAKE` on a Makefile line make reads itself)."""
 
     index: int
     code: str
@@ -56,3 +60,21 @@ def dockerfile_lines(lines: Sequence[Line]) -> Iterator[CodeLine]:
         continued = code.rstrip().endswith("\\")
         if code.strip():
             yield CodeLine(index, code, instruction)
+
+
+def makefile_lines(lines: Sequence[Line]) -> Iterator[CodeLine]:
+    """The code lines of a Makefile: recipe lines (starting with a tab, and the lines a ``\\``
+    continues) are shell, with instruction ''; every other line is make's own (:data:`MAKE`):
+    ``export NCCL_DEBUG=INFO``, ``GPUS ?= 0,1``, targets, directives and ``define`` bodies."""
+    recipe = False
+    continued = False
+    for index, line in enumerate(lines):
+        text = line.text
+        if not continued:
+            recipe = text.startswith("\t")
+            if not recipe and text.lstrip().startswith("#"):
+                continue  # a comment line of make's (a ``#`` in a recipe goes to the shell)
+        code = code_part(text)
+        continued = code.rstrip().endswith("\\")
+        if code.strip():
+            yield CodeLine(index, code, "" if recipe else MAKE)
