@@ -61,11 +61,16 @@ class Found:
 def alternatives(expr: cst.BaseExpression, qualify: Qualify) -> tuple[tuple[cst.BaseExpression, ...], bool] | None:
     """The expressions whose value ``expr`` may take, and whether some of its value comes from
     elsewhere (unknowable here): the branches of a conditional, either side of ``or``, the default
-    of a lookup (``os.environ.get(k, d)``, ``cfg.get(k, d)``, ``getattr(o, n, d)``). None when
-    ``expr`` is none of these."""
+    of a lookup (``os.environ.get(k, d)``, ``cfg.get(k, d)``, ``getattr(o, n, d)``); not the right
+    side of ``call() or d``, the value when a detection finds nothing. None when ``expr`` is none
+    of these."""
     if isinstance(expr, cst.IfExp):
         return (expr.body, expr.orelse), False
     if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        if isinstance(expr.left, cst.Call) and alternatives(expr.left, qualify) is None:
+            # `detect_device() or "cuda"`: the right side is what runs when the call finds nothing
+            # (a host with no accelerator, where Neuron is absent too): no default to migrate
+            return (), True
         return (expr.left, expr.right), False
     if not isinstance(expr, cst.Call):
         return None
