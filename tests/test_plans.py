@@ -503,13 +503,29 @@ def test_requirement_specifiers_keep_their_offsets():
 
 def test_cuda_only_packages_come_from_the_python_rules_table():
     from neuronize.transforms._packages import PACKAGES
-    from neuronize.transforms.cuda_only_requirement import cuda_only_package
+    from neuronize.transforms._setup_files import cuda_only_package
 
     assert cuda_only_package("flash-attn")[1] == PACKAGES["flash_attn"].instead
     assert cuda_only_package("cupy-cuda12x")[1] == PACKAGES["cupy"].instead
     assert cuda_only_package("nvidia-cublas-cu12") is not None
     assert cuda_only_package("nvidia-ml-py")[1] == PACKAGES["pynvml"].instead
     assert cuda_only_package("numpy") is None and cuda_only_package("triton") is None  # triton: NRN902's
+
+
+def test_dependency_messages_shared_by_requirements_files_and_setup_py():
+    from neuronize.transforms._setup_files import cuda_build_message, cuda_only_message, torch_family_advice
+    from neuronize.transforms.setup_py_requirement import declared_requirements
+
+    call = cst.parse_expression('setup(install_requires=["torch==2.13.0+cu121", "numpy", deps], '
+                                'extras_require={"gpu": ["nvidia-nccl-cu12"], **more}, tests_require=["flash-attn"])')
+    found = {req.name: req for _, req in declared_requirements(call)}
+    assert list(found) == ["torch", "numpy", "nvidia-nccl-cu12"]  # only literals, only these two keywords
+    assert "`+cu121`" in cuda_build_message(found["torch"]) and cuda_build_message(found["numpy"]) is None
+    assert "NVIDIA CUDA runtime wheel" in cuda_only_message(found["nvidia-nccl-cu12"])
+    assert cuda_only_message(found["numpy"]) is None
+    assert torch_family_advice("2.13.0")[0] == "2.13.*"
+    assert torch_family_advice("2.12.0")[0] is None and "no TorchNeuron family" in torch_family_advice("2.12.0")[1]
+    assert torch_family_advice(None)[0] is None and "not pinned" in torch_family_advice(None)[1]
 
 
 def test_config_values_planned_by_key_and_value():

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 
 from neuronize.line_rule import TextDocument
 from neuronize.sources.kinds import SourceKind
-from neuronize.sources.requirements import conda_items, pyproject_items, requirements_lines, setup_cfg_items
+from neuronize.sources.requirements import (Requirement, conda_items, normalise, pyproject_items, requirements_lines,
+                                            setup_cfg_items)
 from neuronize.sources.shell import CodeLine, dockerfile_lines, makefile_lines, shell_lines
+from neuronize.transforms._packages import PACKAGES, Package
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 SETUP_URL = f"{_DOCS}/setup/pytorch/index.html"
@@ -105,3 +107,61 @@ def dependency_items(doc: TextDocument) -> Iterator[object]:
     if doc.kind is SourceKind.SETUP_CFG:
         return setup_cfg_items(doc.lines)
     return requirements_lines(doc.lines)
+
+
+def plain_version(item: Requirement) -> str | None:
+    """The pinned version without its local part (``2.13.0`` from ``==2.13.0+cu121``), or None."""
+    return item.version.split("+")[0] if item.version else None
+
+
+def cuda_build_message(item: Requirement) -> str | None:
+    """The finding on a ``torch`` / ``torchvision`` / ``torchaudio`` pinned to a ``+cuXXX`` build (NRN601),
+    or None for any other requirement."""
+    if item.key not in TORCH_DISTRIBUTIONS or item.local_start < 0 or not is_cuda_local_version(item.local):
+        return None
+    return (f"`{item.name}` is pinned to the CUDA build `+{item.local}`; pin the plain release "
+            f"`{plain_version(item) or ''}` and add the matching `torch-neuronx` family for Trainium")
+
+
+#: the table of CUDA-only packages, by distribution name as PEP 503 compares it
+CUDA_ONLY_DISTRIBUTIONS = {normalise(name): package for name, package in PACKAGES.items() if package.reported}
+
+
+def cuda_only_package(key: str) -> tuple[str, str] | None:
+    """(what it is, the path forward) for a CUDA-only distribution, or None."""
+    if key.startswith("nvidia-") and key not in ("nvidia-ml-py", "nvidia-ml-py3"):
+        return ("an NVIDIA CUDA runtime wheel", "leave it out (torch-neuronx brings the Neuron runtime "
+                "libraries it needs)")
+    if key.startswith(("cupy-cuda", "cupy-rocm")):
+        key = "cupy"
+    if key in ("nvidia-ml-py", "nvidia-ml-py3"):
+        key = "pynvml"
+    package: Package | None = CUDA_ONLY_DISTRIBUTIONS.get(key)
+    if package is None:
+        return None
+    return (f"{package.what} ({package.verdict})", package.instead)
+
+
+def cuda_only_message(item: Requirement) -> str | None:
+    """The finding on a requirement of a CUDA-only package (NRN603), or None."""
+    found = cuda_only_package(item.key)
+    if found is None:
+        return None
+    what, instead = found
+    return (f"`{item.name}` is {what}; on Trainium: {instead}; keep it in a CUDA-only requirements file if "
+            "CUDA hosts need it")
+
+
+def torch_family_advice(version: str | None) -> tuple[str | None, str]:
+    """For a torch pin (its plain version, None if unpinned): the ``torch-neuronx`` family that
+    matches it (None if there is none) and the finding to report when the family is not added in
+    place (NRN604)."""
+    family = neuronx_family(version)
+    if version is None:
+        return None, (f"torch is not pinned to a version TorchNeuron is built for ({families_text()}); "
+                      "pin it and add the matching `torch-neuronx` family for Trainium")
+    if family is None:
+        return None, (f"torch {torch_minor(version) or version} has no TorchNeuron family (Neuron 2.33: "
+                      f"{families_text()}); move to one of those versions to run on Trainium")
+    return family, (f"add `torch-neuronx=={family}` (the TorchNeuron family for torch "
+                    f"{torch_minor(version)}) next to this requirement for Trainium")

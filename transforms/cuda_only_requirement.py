@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 from neuronize.line_rule import LineRule, Span, TextDocument
-from neuronize.sources.requirements import Requirement, normalise
+from neuronize.sources.requirements import Requirement
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._packages import PACKAGES, Package
-from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, dependency_items
-
-#: the table of CUDA-only packages, by distribution name as PEP 503 compares it
-_BY_DISTRIBUTION = {normalise(name): package for name, package in PACKAGES.items() if package.reported}
-
-
-def cuda_only_package(key: str) -> tuple[str, str] | None:
-    """(what it is, the path forward) for a CUDA-only distribution, or None."""
-    if key.startswith("nvidia-") and key not in ("nvidia-ml-py", "nvidia-ml-py3"):
-        return ("an NVIDIA CUDA runtime wheel", "leave it out (torch-neuronx brings the Neuron runtime "
-                "libraries it needs)")
-    if key.startswith(("cupy-cuda", "cupy-rocm")):
-        key = "cupy"
-    if key in ("nvidia-ml-py", "nvidia-ml-py3"):
-        key = "pynvml"
-    package: Package | None = _BY_DISTRIBUTION.get(key)
-    if package is None:
-        return None
-    return (f"{package.what} ({package.verdict})", package.instead)
-
+from neuronize.transforms._setup_files import (CUDA_ONLY_DISTRIBUTIONS, DEPENDENCY_KINDS, SETUP_URL, cuda_only_message,
+                                               dependency_items)
 
 class CudaOnlyRequirement(LineRule):
     """Finds CUDA-only packages in requirements: `nvidia-*` runtime wheels, `cupy-cuda*`, and the CUDA-only libraries of the Python rules.
@@ -64,18 +45,14 @@ class CudaOnlyRequirement(LineRule):
     safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
     section = "setup"
-    tokens = tuple(sorted({b"nvidia", b"cupy", *(k.split("-")[0].encode() for k in _BY_DISTRIBUTION)}))
+    tokens = tuple(sorted({b"nvidia", b"cupy", *(k.split("-")[0].encode() for k in CUDA_ONLY_DISTRIBUTIONS)}))
     references = (SETUP_URL, "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html")
     examples = (Example("flash-attn==2.6.3\nnvidia-cudnn-cu12==9.1.0.70\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        items = dependency_items(doc)
-        for item in items:
+        for item in dependency_items(doc):
             if not isinstance(item, Requirement):
                 continue
-            found = cuda_only_package(item.key)
-            if found is not None:
-                what, instead = found
-                self.flag(Span(item.line, item.start, item.name_end),
-                          f"`{item.name}` is {what}; on Trainium: {instead}; keep it in a CUDA-only "
-                          "requirements file if CUDA hosts need it")
+            message = cuda_only_message(item)
+            if message is not None:
+                self.flag(Span(item.line, item.start, item.name_end), message)

@@ -6,8 +6,7 @@ from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.lines import Edit
 from neuronize.sources.requirements import Requirement
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import (DEPENDENCY_KINDS, SETUP_URL, TORCH_DISTRIBUTIONS, dependency_items,
-                                               is_cuda_local_version)
+from neuronize.transforms._setup_files import DEPENDENCY_KINDS, SETUP_URL, cuda_build_message, dependency_items
 
 
 class CudaTorchBuild(LineRule):
@@ -52,12 +51,11 @@ class CudaTorchBuild(LineRule):
     examples = (Example("torch==2.13.0+cu121\n", "torch==2.13.0\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        items = dependency_items(doc)
-        for item in items:
-            if (isinstance(item, Requirement) and item.key in TORCH_DISTRIBUTIONS and item.local_start >= 0
-                    and is_cuda_local_version(item.local)):
+        for item in dependency_items(doc):
+            if not isinstance(item, Requirement):
+                continue
+            message = cuda_build_message(item)
+            if message is not None:
                 end = item.local_start + 1 + len(item.local)
                 self.propose(Span(item.line, item.start, item.end), [Edit(item.line, item.local_start, end, "")],
-                             f"`{item.name}` is pinned to the CUDA build `+{item.local}`; pin the plain release "
-                             f"`{item.version.split('+')[0] if item.version else ''}` and add the matching "
-                             "`torch-neuronx` family for Trainium")
+                             message)

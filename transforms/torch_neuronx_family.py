@@ -7,8 +7,8 @@ from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit
 from neuronize.sources.requirements import Requirement
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import (DEPENDENCY_KINDS, SETUP_URL, dependency_items, families_text,
-                                               neuronx_family, torch_minor)
+from neuronize.transforms._setup_files import (DEPENDENCY_KINDS, SETUP_URL, dependency_items, plain_version,
+                                               torch_family_advice, torch_minor)
 
 #: where torch-neuronx installs: Linux on x86_64 only (a laptop or a Mac still installs the rest)
 MARKER = 'platform_system == "Linux" and platform_machine == "x86_64"'
@@ -66,17 +66,10 @@ class TorchNeuronxFamily(LineRule):
             if item.key != "torch":
                 continue
             span = Span(item.line, item.start, item.end)
-            version = item.version.split("+")[0] if item.version else None
-            family = neuronx_family(version)
-            if version is None:
-                self.flag(span, f"torch is not pinned to a version TorchNeuron is built for ({families_text()}); "
-                          "pin it and add the matching `torch-neuronx` family for Trainium")
-            elif family is None:
-                self.flag(span, f"torch {torch_minor(version) or version} has no TorchNeuron family (Neuron 2.33: "
-                          f"{families_text()}); move to one of those versions to run on Trainium")
-            elif not in_place or doc.lines[item.line].text.rstrip().endswith("\\"):
-                self.flag(span, f"add `torch-neuronx=={family}` (the TorchNeuron family for torch "
-                          f"{torch_minor(version)}) next to this requirement for Trainium")
+            version = plain_version(item)
+            family, message = torch_family_advice(version)
+            if family is None or version is None or not in_place or doc.lines[item.line].text.rstrip().endswith("\\"):
+                self.flag(span, message)
             else:
                 line = doc.lines[item.line]
                 self.propose(span, [Edit(item.line, len(line.text), len(line.text),
