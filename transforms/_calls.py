@@ -11,6 +11,10 @@ import libcst as cst
 from neuronize.context import FileContext
 from neuronize.transforms._nodes import count_nodes
 
+#: calls whose arguments are text shown to people (``print``, ``logging`` and ``warnings``), not
+#: values the code uses; each rule widens it where its own question needs (file writes, error logs)
+MESSAGE_CALL_NAMES = frozenset({"print", "debug", "info", "warning", "warn", "log"})
+
 
 # -- finding arguments ---------------------------------------------------------------------
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:

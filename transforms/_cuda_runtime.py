@@ -22,6 +22,7 @@ import libcst as cst
 from neuronize.context import FileContext, dotted_name
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
+from neuronize.transforms._calls import MESSAGE_CALL_NAMES
 from neuronize.transforms._imports import removal_of
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import last_name, qualified_expr
@@ -436,7 +437,7 @@ def probe_kept(ref: CudaRef, probe: str) -> str:
 
 
 #: calls whose arguments are shown to a person (a printed fact about CUDA stays about CUDA)
-DIAGNOSTIC_CALLS = frozenset({"print", "info", "debug", "warning", "warn", "log", "write"})
+DIAGNOSTIC_CALLS = MESSAGE_CALL_NAMES | {"write"}
 
 
 def printed(ctx: FileContext, ref: CudaRef) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
+from neuronize.transforms._calls import MESSAGE_CALL_NAMES
 from neuronize.transforms._distributed import nccl_backend
 from neuronize.transforms._literals import cuda_literal, string_value
 from neuronize.transforms._messages import short
@@ -30,7 +31,7 @@ SELECTORS = frozenset({"torch.accelerator.set_device_index", "torch.accelerator.
 #: calls that return a process or GPU index
 INDEX_CALLS = frozenset({"int", "get_rank", "get_local_rank"})
 #: calls whose arguments are text for people, not values the code uses
-MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+MESSAGE_CALLS = MESSAGE_CALL_NAMES | {"error", "critical", "exception"}
 #: a list assigned to a name like this validates (or documents) what the program accepts
 _VALIDATING_NAME = re.compile(r"support|allow|valid|choice|accept|known", re.IGNORECASE)
 
