@@ -25,6 +25,13 @@ def _split_codes(values: Sequence[str]) -> list[str]:
     return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
 
+def _with_options(func, options):  # type: ignore[no-untyped-def]
+    """``func`` with click ``options`` applied, the first listed shown first in ``--help``."""
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def _common(func):  # type: ignore[no-untyped-def]
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
@@ -83,9 +90,7 @@ def _common(func):  # type: ignore[no-untyped-def]
                      help="Do not read or write the result cache ($NEURONIZE_CACHE_DIR, else "
                           "~/.cache/neuronize)."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _with_options(func, options)
 
 
 def _lint(func):  # type: ignore[no-untyped-def]
@@ -102,9 +107,7 @@ def _lint(func):  # type: ignore[no-untyped-def]
                      help="Apply the fixes and do not list the findings left; exit 0 unless "
                           "--exit-non-zero-on-fix."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _with_options(func, options)
 
 
 def _link_base_option(func):  # type: ignore[no-untyped-def]
