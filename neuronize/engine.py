@@ -40,7 +40,7 @@ from neuronize.syntax_error import python_syntax_error
 from neuronize.transform import Report, Reporter, Transform
 
 # FileError and SourceResult are also imported from here by tests (their home is neuronize.types)
-from neuronize.types import FileError, Finding, ImportRequest, Options, Safety, SourceResult
+from neuronize.types import FileError, Finding, ImportRequest, Options, Safety, SourceResult, Target
 from neuronize.undefined import introduced
 from neuronize.walk import walk
 
@@ -768,6 +768,12 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                      if accepted(r) and (r.rule.id, r.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
+    if options.target is Target.ACCELERATOR:
+        from neuronize.transforms._device_name import name_device
+
+        named = name_device(new, source)
+        if named is not new:
+            new, code = named, None
     output = _bytes(new, code) + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see _outermost).

@@ -107,6 +107,15 @@ def import_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_]\w*) = (?!=)")
+
+
+def assigned_names(text: str) -> list[str]:
+    """Names that the one-line assignments ``name = ...`` in ``text`` bind (in a hunk no finding
+    covers: the device ``--target accelerator`` names once per scope)."""
+    return list(dict.fromkeys(m.group(1) for m in map(_ASSIGNMENT.match, text.splitlines()) if m))
+
+
 # -- a unified diff's hunks --------------------------------------------------------------------
 def context_hunks(old: Sequence[str], new: Sequence[str], findings: Sequence[Finding] = (),
                   context: int = 3) -> list[Hunk]:
@@ -286,16 +295,18 @@ def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes],
         old_text = text_of(old[h.old_start:h.old_end], encoding)
         new_text = text_of(new[h.new_start:h.new_end], encoding)
         old_names, new_names = import_names(old_text), import_names(new_text)
-        added = [n for n in new_names if n not in old_names]
+        old_assigned = assigned_names(old_text)
+        added = [(n, "adds the import of") for n in new_names if n not in old_names]
+        added += [(n, "assigns") for n in assigned_names(new_text) if n not in old_assigned]
         removed = [n for n in old_names if n not in new_names]
         notes: list[str] = []
         serves: set[int] = set()
         requires: set[int] = set()
-        for name in added:
+        for name, what in added:
             users = [o.index for o in hunks if o is not h
                      and _uses(_strip_imports(text_of(new[o.new_start:o.new_end], encoding)), name)]
             serves.update(users)
-            notes.append(f"adds the import of `{name}`" + _for(users, hunks))
+            notes.append(f"{what} `{name}`" + _for(users, hunks))
         for name in removed:
             users = [o.index for o in hunks if o is not h
                      and _uses(_strip_imports(text_of(old[o.old_start:o.old_end], encoding)), name)]

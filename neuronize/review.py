@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, encoding_of, finding_label, import_names, split_hunk,  # noqa: F401
+from neuronize.hunks import (Hunk, assigned_names, encoding_of, finding_label, import_names, split_hunk,  # noqa: F401
                              split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
@@ -148,10 +148,13 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
             continue
         culprit = ""
         for h in hunks:
-            new_names = import_names(text_of(new[h.new_start:h.new_end], encoding))
-            old_names = import_names(text_of(old[h.old_start:h.old_end], encoding))
+            new_text, old_text = text_of(new[h.new_start:h.new_end], encoding), text_of(old[h.old_start:h.old_end], encoding)
+            new_names, old_names = import_names(new_text), import_names(old_text)
             if name in new_names and name not in old_names and h.index not in chosen:
                 culprit = f": hunk {h.index + 1}, which adds its import, was rejected"
+                break
+            if name in assigned_names(new_text) and name not in assigned_names(old_text) and h.index not in chosen:
+                culprit = f": hunk {h.index + 1}, which assigns it, was rejected"
                 break
             if name in old_names and name not in new_names and h.index in chosen:
                 culprit = f": hunk {h.index + 1}, which removes its import, was accepted"

@@ -18,7 +18,10 @@ exact criterion of "a device choice":
    is one device value;
 4. runtime namespaces: ``torch.neuron.``, ``torch_neuronx.``, ``torch.accelerator.``,
    ``torch.get_device_module().``, ``torch.cpu.``, ``torch.cuda.`` name the same call;
-5. the ``import torch_neuronx`` line (Neuron only: it registers the device and backend).
+5. the ``import torch_neuronx`` line (Neuron only: it registers the device and backend);
+6. the accelerator's device named once per scope (``transforms/_device_name.py``): a name the
+   accelerator output assigns the device to reads as a device value, and ``name = <device>``
+   lines are left out (on both sides, with the names found in the accelerator output).
 
 Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
 CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
@@ -62,6 +65,8 @@ _DEVICE_SUBS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"torch\.distributed\.get_default_backend_for_device\(" + re.escape(D) + r"\)"), D),
 ]
 _FOLD = [
+    # autocast's device through a named device: `<name> if torch.accelerator.is_available() else "cuda"`
+    (re.compile(re.escape(D) + r" if " + re.escape(RT) + r"is_available\(\) else (['\"])cuda\1"), D),
     (re.compile(re.escape(D) + r" if (?:[^,()]|\(\))*? else " + re.escape(D)), D),
     (re.compile(r"(?<![\w)\]])\(" + re.escape(D) + r"\)"), D),
 ]
@@ -112,12 +117,25 @@ def _code_and_comment(line: str) -> tuple[str, str]:
     return m.group(2), (m.group(3) or "").strip()
 
 
-def normalise(text: str) -> list[str]:
-    """The lines of ``text`` with every device choice erased (see the module docstring)."""
+_NAMED = re.compile(r"^\s*(\w+) = " + _ACC + r"\s*(?:#.*)?$", re.M)
+
+
+def named_devices(text: str) -> frozenset[str]:
+    """The names ``text`` assigns the accelerator's device to."""
+    return frozenset(_NAMED.findall(text))
+
+
+def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
+    """The lines of ``text`` with every device choice erased (see the module docstring); ``named``:
+    names that hold the device."""
     lines: list[str] = []
+    reads = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(named))) + r")\b(?!\s*=[^=])") \
+        if named else None
     for line in _GUARDED_NEURONX.sub("", text).splitlines():
         if _NEURONX_IMPORT.match(line):
             continue
+        if reads is not None:
+            line = reads.sub(D, line)
         for pattern, repl in _DEVICE_SUBS:
             line = pattern.sub(repl, line)
         line = _RUNTIME.sub(RT, line)
@@ -167,6 +185,8 @@ def normalise(text: str) -> list[str]:
         code, comment = _code_and_comment(line)
         if any(p.match(code) for p in EXCEPTIONS.values()) or (comment and not code):
             continue
+        if named and re.fullmatch(r"(\w+) = " + re.escape(D), code) and code.split()[0] in named:
+            continue
         line = line[: len(line) - len(line.lstrip())] + code if comment else line
         if not line.strip() and result and not result[-1].strip():
             continue  # blank lines: a deleted statement may leave one more or less
@@ -189,8 +209,10 @@ def test_every_pipeline_script_is_compared():
 @pytest.mark.parametrize("target", OTHER_TARGETS)
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_only_device_choices_differ(name, target):
-    neuron = normalise(rewrite(name, "neuron"))
-    other = normalise(rewrite(name, target))
+    written = rewrite(name, target)
+    named = named_devices(written)
+    neuron = normalise(rewrite(name, "neuron"), named)
+    other = normalise(written, named)
     for i, (a, b) in enumerate(zip(neuron, other), 1):
         assert a == b, f"{name}: normalised line {i} differs:\n  neuron:  {a}\n  {target}: {b}"
     assert len(neuron) == len(other), f"{name}: {len(neuron)} vs {len(other)} normalised lines"

@@ -11,6 +11,7 @@ from neuronize.context import FileContext
 from neuronize.transform import Evidence
 from neuronize.transforms import _target
 from neuronize.transforms._calls import double_star_arg, drop_elements, keyword, with_keyword
+from neuronize.transforms._device_name import chooses_neuron
 from neuronize.transforms._literals import make_string, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
@@ -119,7 +120,7 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
         value = string_value(backend_arg.value)
         if value == "neuron":
             return plan
-        if value is None and "current_accelerator" in short(backend_arg.value, None):
+        if value is None and chooses_neuron(backend_arg.value):
             return plan  # chosen from the detected device already (host-aware, `--target accelerator`)
         if value is None:
             also = [k for k in ("mode", "options") if keyword(node, k) is not None]
@@ -265,7 +266,7 @@ def _optimize_portable(plan: OptimizePlan, node: cst.Call, arg: cst.Arg | None, 
     chosen from the detected device."""
     note = "`torch._dynamo.optimize` is deprecated: prefer `torch.compile`"
     value = string_value(arg.value) if arg is not None else None
-    if arg is not None and value is None and "current_accelerator" in short(arg.value, None):
+    if arg is not None and value is None and chooses_neuron(arg.value):
         return plan
     if backend is None or (arg is not None and value not in REPLACED_BACKENDS):
         if value == "cudagraphs" or (arg is not None and value is None):

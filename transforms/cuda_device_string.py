@@ -12,6 +12,7 @@ from neuronize.transforms._device_choice import (
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, rewrite_idiom,
     selection_ifexp, validation_list, with_choice)
+from neuronize.transforms._device_name import chosen_from_device
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
@@ -147,6 +148,9 @@ class CudaDeviceString(Transform):
         target = _target.target(self.ctx)
         added = "cpu" if target == _target.CPU else "neuron"
         value, imports = _target.device(self.ctx) if target == _target.ACCELERATOR else (None, ())
+        if value is not None and any(isinstance(e, cst.Element) and chosen_from_device(self.ctx, e.value)
+                                     for e in container.elements):
+            return
         new = with_choice(container, added, value)
         if new is not None:
             shown = f'"{added}"' if value is None else _target.say(self.ctx, "{device}")

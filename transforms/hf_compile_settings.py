@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, ImportRequest, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, with_keyword, without_args
+from neuronize.transforms._device_name import chooses_neuron
 from neuronize.transforms._hf import training_arguments_class
 from neuronize.transforms._literals import is_false_or_none, is_true, string_value
 
@@ -88,7 +89,7 @@ class HfCompileSettings(Transform):
         imports: tuple[ImportRequest, ...] = ()
         if backend is not None:
             value = string_value(backend.value)
-            if value is None and "current_accelerator" in cst.Module([]).code_for_node(backend.value):
+            if value is None and chooses_neuron(backend.value):
                 pass  # chosen from the detected device (`--target accelerator`)
             elif value == "inductor" and _target.target(self.ctx) == _target.CPU:
                 pass  # Inductor compiles for the CPU
