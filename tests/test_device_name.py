@@ -4,9 +4,13 @@ this CPU-only host, and a second run changes and reports nothing."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import torch
+
+from helpers import neuronize
 
 from neuronize.context import Options
 from neuronize.engine import run_source
@@ -188,3 +192,28 @@ def test_a_definition_far_from_its_use_is_a_hunk_that_follows_the_edits():
     definition, *edits = hunks
     assert definition.findings == () and definition.serves == tuple(range(1, len(edits) + 1)) != ()
     assert any("assigns `device`" in note for note in definition.notes)
+
+
+def test_fix_then_check_from_the_command_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent('''\
+        import torch
+
+
+        def main():
+            model = torch.nn.Linear(4, 4).to("cuda")
+            batch = torch.randn(2, 4, device="cuda")
+            return model(batch).to("cuda")
+
+
+        if __name__ == "__main__":
+            print(main().device.type)
+        '''))
+    fixed = neuronize("fix", "--target", "accelerator", "train.py", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    written = script.read_text()
+    assert written.count(ACC) == 1 and "model = torch.nn.Linear(4, 4).to(device)" in written
+    checked = neuronize("check", "--target", "accelerator", "train.py", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout.decode()
+    ran = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "cpu"

@@ -299,10 +299,10 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
             new_test = replacement.test  # type: ignore[attr-defined]
         if side == "body":
             old_text = f"{short(branch)} if {short(node.test)} else ..."
-            new_text = f"{short(new_branch)} if {short(new_test)} else ..."
+            new_text = f"{_target.spell(ctx, new_branch)} if {short(new_test)} else ..."
         else:
             old_text = f"... if {short(node.test)} else {short(branch)}"
-            new_text = f"... if {short(new_test)} else {short(new_branch)}"
+            new_text = f"... if {short(new_test)} else {_target.spell(ctx, new_branch)}"
         new_text = new_text.replace(marker, "<the accelerator is Neuron>")
         message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
     for call in is_available_calls(ctx, node.test):

@@ -18,6 +18,7 @@ Builders return ``(expression, imports)``; the imports go to ``Transform.fix(imp
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 import libcst as cst
@@ -108,6 +109,21 @@ def device(ctx: FileContext, like: cst.CSTNode | None = None, *, parens: bool = 
         return expr, imports
     word = CPU if ctx.options.target == CPU else NEURON
     return make_string(word, quote_like).with_changes(lpar=lpar, rpar=rpar), ()
+
+
+_DEVICE_CORE = (r"(\w+)\.accelerator\.current_accelerator\(\)\.type if \{n}\.accelerator\.is_available\(\) "
+                r"else (['\"])cpu\{q}")
+_DEVICE_CODE = re.compile(r"\(" + _DEVICE_CORE.format(n=1, q=2) + r"\)|" + _DEVICE_CORE.format(n=3, q=4))
+
+
+def spell(ctx: FileContext, expr: cst.CSTNode, limit: int = 90) -> str:
+    """How a message quotes ``expr``, code a fix writes: the accelerator target's device named as
+    :data:`VOCABULARY` names it (spelt out, it would fill the message, and it is the same code
+    everywhere)."""
+    text = short(expr, None)
+    if ctx.options.target == ACCELERATOR:
+        text = _DEVICE_CODE.sub(VOCABULARY[ACCELERATOR].device, text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def process_group_backend(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:

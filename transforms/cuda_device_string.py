@@ -127,7 +127,7 @@ class CudaDeviceString(Transform):
             return
         edit = literal_edit(self.ctx, node, kind, nested)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
-        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
+        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{_target.spell(self.ctx, edit.replacement)}`{edit.note}",
                  imports=edit.imports, group=group, **extra)  # type: ignore[arg-type]
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None) -> None:
@@ -210,7 +210,7 @@ class CudaDeviceString(Transform):
         self._done.add(id(first.value))
         edit = indexed_device_edit(self.ctx, node, first, index)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
-        self.fix(node, edit.replacement, f"`{short(node)}` -> `{short(edit.replacement)}`{edit.note}",
+        self.fix(node, edit.replacement, f"`{short(node)}` -> `{_target.spell(self.ctx, edit.replacement)}`{edit.note}",
                  imports=edit.imports, **extra)  # type: ignore[arg-type]
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
