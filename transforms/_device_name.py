@@ -269,7 +269,8 @@ def device_names(module: cst.Module) -> frozenset[str]:
     class Assigned(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> bool:
             if (len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
-                    and isinstance(node.value, cst.IfExp) and _DEVICE.fullmatch(_code(node.value)) is not None):
+                    and isinstance(node.value, cst.IfExp)
+                    and (m := _DEVICE.fullmatch(_code(node.value))) is not None and m["fallback"] == "cpu"):
                 found.add(node.targets[0].target.value)
             return False
 
@@ -283,18 +284,6 @@ def chosen_from_device(ctx: FileContext, expr: cst.CSTNode) -> bool:
     code = _code(expr)
     if "current_accelerator" in code:
         return True
-    if not any(name in code for name in ("device", "DEVICE")):
+    if "device" not in code.lower():
         return False
-    names = device_names(ctx.module)
-    return any(isinstance(n, cst.Name) and n.value in names for n in _names_in(expr))
-
-
-def _names_in(expr: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class Names(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.append(node)
-
-    expr.visit(Names())
-    return found
+    return bool(set(re.findall(r"[A-Za-z_]\w*", code)) & device_names(ctx.module))
