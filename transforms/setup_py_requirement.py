@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 
 from neuronize.sources.requirements import Requirement, parse_specifier
+from neuronize.syntax import iter_statements
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._setup_files import (SETUP_URL, TORCH_INDEX_URL, cuda_build_message, cuda_only_message,
                                                plain_version, torch_family_advice)
@@ -15,29 +16,70 @@ from neuronize.transforms._setup_files import (SETUP_URL, TORCH_INDEX_URL, cuda_
 _SETUP_CALLS = frozenset({"setuptools.setup", "distutils.core.setup"})
 
 
+Named = Mapping[str, Sequence[cst.BaseExpression]]
+
+
+def named_values(module: cst.Module) -> dict[str, list[cst.BaseExpression]]:
+    """The values the module's own code (not a function's or a class's) assigns to each plain name,
+    ``+=`` included: ``REQUIRED = [...]`` then ``if ...: REQUIRED += [...]`` gives both lists."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for stmt in iter_statements([s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                pairs = [(t.target, small.value) for t in small.targets]
+            elif isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
+                pairs = [(small.target, small.value)]
+            else:
+                continue
+            for target, value in pairs:
+                if isinstance(target, cst.Name):
+                    found.setdefault(target.value, []).append(value)
+    return found
+
+
+def _parts(node: cst.BaseExpression, named: Named, depth: int = 0) -> Iterator[cst.BaseExpression]:
+    """``node`` with names replaced by the values the module assigns them and ``a + b`` split."""
+    if isinstance(node, cst.Name) and depth < 4:
+        for value in named.get(node.value, ()):
+            yield from _parts(value, named, depth + 1)
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        yield from _parts(node.left, named, depth)
+        yield from _parts(node.right, named, depth)
+    else:
+        yield node
+
+
 def _literal_strings(node: cst.BaseExpression) -> Iterator[cst.SimpleString]:
-    """The string literals of a list or tuple literal (anything else, a name or a call, is not followed)."""
+    """The string literals of a list or tuple literal (a call, such as reading a requirements
+    file, is not followed: that file is read as a requirements file)."""
     if isinstance(node, (cst.List, cst.Tuple)):
         for element in node.elements:
             if isinstance(element, cst.Element) and isinstance(element.value, cst.SimpleString):
                 yield element.value
 
 
-def declared_requirements(call: cst.Call) -> Iterator[tuple[cst.SimpleString, Requirement]]:
+def declared_requirements(call: cst.Call, named: Named | None = None) -> Iterator[tuple[cst.SimpleString, Requirement]]:
     """The requirements written as string literals in ``install_requires=[...]`` and the lists of
-    ``extras_require={...: [...]}`` of a ``setup()`` call, each with its literal."""
+    ``extras_require={...: [...]}`` of a ``setup()`` call, each with its literal; ``named``
+    (:func:`named_values`) follows the names the module builds them in."""
+    named = named or {}
+    seen: set[int] = set()  # a list named twice (`extras["all"] = BASE + GPU`) is reported once
     for arg in call.args:
         keyword = arg.keyword.value if arg.keyword else None
         if keyword == "install_requires":
-            lists: list[cst.BaseExpression] = [arg.value]
-        elif keyword == "extras_require" and isinstance(arg.value, cst.Dict):
-            lists = [e.value for e in arg.value.elements if isinstance(e, cst.DictElement)]
+            lists = list(_parts(arg.value, named))
+        elif keyword == "extras_require":
+            lists = [part for table in _parts(arg.value, named) if isinstance(table, cst.Dict)
+                     for e in table.elements if isinstance(e, cst.DictElement) for part in _parts(e.value, named)]
         else:
             continue
         for literal in (s for value in lists for s in _literal_strings(value)):
             text = literal.evaluated_value
             requirement = parse_specifier(text, 0, 0) if isinstance(text, str) else None
-            if requirement is not None:
+            if requirement is not None and id(literal) not in seen:
+                seen.add(id(literal))
                 yield literal, requirement
 
 
@@ -46,8 +88,9 @@ class SetupPyRequirement(Transform):
 
     What it does:
         Reads the string literals of `install_requires=[...]` and of the lists in
-        `extras_require={...}` of a `setuptools.setup(...)` call (a list built elsewhere is not
-        followed) and reports what the requirements-file rules report: a `torch` /
+        `extras_require={...}` of a `setuptools.setup(...)` call, also through the names the
+        module builds them in (`REQUIRED = [...]`, `REQUIRED += [...]`, `base + extra`; a list read
+        from a file at run time is not followed: that file is read as a requirements file) and reports what the requirements-file rules report: a `torch` /
         `torchvision` / `torchaudio` pinned to a `+cuXXX` build (as `cuda-torch-build`, NRN601),
         CUDA-only packages such as `nvidia-*` wheels, `cupy-cuda*` and flash-attn (as
         `cuda-only-requirement`, NRN603), and a torch pin with no `torch-neuronx` family next to
@@ -94,7 +137,7 @@ class SetupPyRequirement(Transform):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualify(node.func) not in _SETUP_CALLS:
             return
-        declared = list(declared_requirements(node))
+        declared = list(declared_requirements(node, named_values(self.ctx.module)))
         has_family = any(requirement.key == "torch-neuronx" for _, requirement in declared)
         for literal, requirement in declared:
             for message in (cuda_build_message(requirement), cuda_only_message(requirement)):
