@@ -96,6 +96,9 @@ def _tree(root: Path) -> None:
         ".github/workflows/ci.yml": "on: push\n", "data/vocab.json": '{"hello": 1}\n', "job.slurm": "#SBATCH -N 1\n",
         "environment.yml": "dependencies:\n  - cudatoolkit\n", "Makefile": "all:\n\techo\n",
         "tools/gpu.mk": "X = 1\n", "GNUmakefile": "all:\n", "setup.cfg": "[options]\n",
+        # lock files are generated from the environment files: not read
+        "conda-lock.yml": "package:\n- name: pytorch-cuda\n  platform: linux-64\n  device: x\n",
+        "envs/gpu.conda-lock.yaml": "package: []\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

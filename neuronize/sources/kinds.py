@@ -49,6 +49,8 @@ COMMENT_PREFIX: dict[SourceKind, str | None] = {
 _REQUIREMENTS = ("requirements*.txt", "*requirements.txt", "*-requirements*.txt", "constraints*.txt",
                  "*constraints.txt")
 _CONDA = ("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")
+#: lock files: generated from the environment files, which are read (lock again after migrating)
+_LOCK_FILES = ("conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml", "*.conda-lock.yaml")
 _SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 _DOCKERFILES = ("dockerfile", "containerfile", "*.dockerfile", "dockerfile.*", "containerfile.*")
 _MAKEFILES = ("makefile", "gnumakefile", "*.mk")
@@ -81,6 +83,8 @@ def kind_by_name(path: Path) -> SourceKind | None:
         return SourceKind.REQUIREMENTS
     if lower == "pyproject.toml":
         return SourceKind.PYPROJECT
+    if _is_lock_file(lower):
+        return None
     if any(fnmatch.fnmatch(lower, p) for p in _CONDA):
         return SourceKind.CONDA
     if lower.endswith(_SHELL_SUFFIXES):
@@ -94,10 +98,14 @@ def kind_by_name(path: Path) -> SourceKind | None:
     return None
 
 
+def _is_lock_file(lower: str) -> bool:
+    return any(fnmatch.fnmatch(lower, p) for p in _LOCK_FILES)
+
+
 def needs_content(path: Path) -> bool:
     """Whether the kind of ``path`` (not decided by its name) depends on its first bytes."""
     lower = path.name.lower()
-    return lower.endswith((".yaml", ".yml", ".json")) or "." not in lower
+    return (lower.endswith((".yaml", ".yml", ".json")) and not _is_lock_file(lower)) or "." not in lower
 
 
 def kind_by_content(path: Path, head: bytes) -> SourceKind | None:
