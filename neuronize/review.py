@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, assigned_names, encoding_of, finding_label, import_names, split_hunk,  # noqa: F401
-                             split_hunks, split_lines, text_of)
+from neuronize.hunks import (Hunk, assigned_names, encoding_of, finding_label, import_names, split_by_safety,  # noqa: F401
+                             split_hunk, split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
 
@@ -335,6 +335,16 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
         if _is_import_hunk(hunk):
             settle_imports(final=False)
             continue
+        parts = split_by_safety(hunk, hunk.findings) if prompt_for(hunk) else [hunk]
+        if any(not prompt_for(part) for part in parts) and len(parts) > 1:
+            # `--review unsafe`: a hunk holding safe and unsafe edits is split, as `s` would, so the
+            # safe part is applied without a question and only the unsafe part is asked
+            say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} holds safe and unsafe edits: "
+                           f"split in {len(parts)}, the safe part(s) applied without asking"))
+            _split_in_place(hunks, hunk.index, parts)
+            decided, accepted = _shifted(decided, hunk.index, len(parts) - 1), _shifted(accepted, hunk.index, len(parts) - 1)
+            position = hunk.index
+            continue
         if not prompt_for(hunk):
             choice: bool | None = True
             rules = ", ".join(dict.fromkeys(f.rule for f in hunk.findings)) or "imports"
@@ -345,8 +355,8 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
             size = len(hunks)
             choice = ask_one(hunk)
             if len(hunks) != size:  # split: ask again from the first part
-                decided = {i if i < hunk.index else i + len(hunks) - size for i in decided}
-                accepted = {i if i < hunk.index else i + len(hunks) - size for i in accepted}
+                decided = _shifted(decided, hunk.index, len(hunks) - size)
+                accepted = _shifted(accepted, hunk.index, len(hunks) - size)
                 position = hunk.index
                 continue
         if choice is None:
@@ -375,9 +385,16 @@ def follow_edits(hunk: Hunk, accepted: set[int]) -> bool | None:
     return None if needed else False
 
 
-def _split_in_place(hunks: list[Hunk], index: int) -> None:
-    """Replace ``hunks[index]`` by its parts; renumber every hunk and its links."""
-    parts = split_hunk(hunks[index], hunks[index].findings)
+def _shifted(indices: set[int], at: int, by: int) -> set[int]:
+    """Hunk numbers after the hunk ``at`` became ``by + 1`` hunks (those before it keep theirs)."""
+    return {i if i < at else i + by for i in indices}
+
+
+def _split_in_place(hunks: list[Hunk], index: int, parts: Sequence[Hunk] | None = None) -> None:
+    """Replace ``hunks[index]`` by its ``parts`` (default: ``s``'s, :func:`split_hunk`); renumber
+    every hunk and its links."""
+    if parts is None:
+        parts = split_hunk(hunks[index], hunks[index].findings)
     shift = len(parts) - 1
 
     def moved(i: int) -> tuple[int, ...]:

@@ -4,6 +4,7 @@ input/output, and the real command driven in a pseudo-terminal the way a person 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 import os
 import re
@@ -23,6 +24,7 @@ from neuronize.review import (
     line_map,
     rebuild,
     review_file,
+    split_by_safety,
     split_hunks,
     split_lines,
 )
@@ -327,6 +329,35 @@ def test_pty_split_a_hunk_like_git_add_p(tmp_path):
     out = (tmp_path / "s.py").read_bytes()
     assert b'torch.autocast("neuron",' in out and b"enabled=x.cuda().is_cuda" in out
     ast.parse(out)
+
+
+def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
+    # the safe autocast finding spans the line of the unsafe `.is_cuda` edit: one hunk, which
+    # `--review unsafe` splits itself; only the unsafe line is asked, and refusing it keeps the
+    # safe edit
+    (tmp_path / "s.py").write_bytes(STRADDLE)
+    child = _spawn(["fix", "--review", "unsafe", "s.py"], tmp_path)
+    shown: list[str] = []
+    given = _drive(child, lambda name, index, total, before: shown.append(before) or "n")
+    assert [(g[1], g[2]) for g in given] == [(2, "n")]
+    said = "".join(shown)
+    assert "s.py: hunk 1/1 holds safe and unsafe edits: split in 2, the safe part(s) applied without asking" in said
+    assert "s.py: hunk 1/2 (NRN201, safe) applied without asking" in said
+    assert "s.py: hunk 2/2, line 3 [unsafe]" in said and "[NRN104 unsafe]" in said
+    out = (tmp_path / "s.py").read_bytes()
+    assert b'with torch.autocast("neuron",\n' in out and b"enabled=x.cuda().is_cuda):" in out
+    ast.parse(out)
+
+
+def test_split_by_safety_keeps_a_hunk_of_one_safety_whole(tmp_path):
+    (tmp_path / "s.py").write_bytes(STRADDLE)
+    before, after, findings = _analyse(tmp_path / "s.py")
+    (mixed,) = split_hunks(before, after, findings)
+    parts = split_by_safety(mixed, mixed.findings)
+    assert [p.safety.value for p in parts] == ["safe", "unsafe"]
+    assert rebuild(before, after, [dataclasses.replace(p, index=i) for i, p in enumerate(parts)], {0, 1}) == after
+    for one in parts:
+        assert split_by_safety(one, one.findings) == [one]
 
 
 def test_pty_summary_counts_the_reviewed_files_only(tmp_path):
