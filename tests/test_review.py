@@ -21,6 +21,7 @@ from neuronize.registry import all_rules
 from neuronize.review import (
     Hunk,
     check_rebuilt,
+    edit_groups,
     line_map,
     rebuild,
     review_file,
@@ -454,7 +455,12 @@ def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
             assert on_disk == original
             continue
         hunks: list[Hunk] = split_hunks(before, after, findings)
-        accepted = {i for i, key in final.get(name, {}).items() if key == "y"}
+        answered = final.get(name, {})
+        accepted = {i for i, key in answered.items() if key == "y"}
+        for hunk in hunks:  # the other hunks of an edit group follow the answer for its first
+            leader = next((o for o in hunks if o.index in answered and set(edit_groups(o)) & set(edit_groups(hunk))), None)
+            if hunk.index not in answered and leader is not None and answered[leader.index] == "y":
+                accepted.add(hunk.index)
         rebuilt = rebuild(before, after, hunks, accepted)
         if check_rebuilt(before, after, rebuilt, hunks, accepted):
             assert on_disk == original
@@ -488,3 +494,37 @@ def test_a_notebook_is_one_hunk_and_must_stay_json():
     outcome = review_file("nb.ipynb", before, after, (), ask=ask, say=lambda s: None, style=Style())
     assert len(outcome.hunks) == 1 and len(prompts) == 1 and outcome.output == after
     assert check_rebuilt(before, after, b'{"cells": [') != []
+
+
+#: a device move and, further down the same function, the device's name: one edit group
+#: (`same-device main()`) in two hunks
+PAIR = b"""import torch
+
+
+def main():
+    device = torch.device("cuda")
+    a = 1
+    b = 2
+    c = 3
+    d = 4
+    print(torch.cuda.get_device_name(0))
+    return torch.ones(2).to(device)
+"""
+
+
+@pytest.mark.parametrize("key", ["y", "n"])
+def test_pty_the_hunks_of_an_edit_group_follow_one_answer(tmp_path, key):
+    (tmp_path / "p.py").write_bytes(PAIR)
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "p.py"], tmp_path)
+    shown: list[str] = []
+    given = _drive(child, lambda name, index, total, before: shown.append(before) or key)
+    said = "".join(shown) + (child.before or "")
+    assert [(g[1], g[2]) for g in given] == [(1, key)]  # the second hunk is not asked
+    assert "one edit group with hunk(s) 2 (`same-device main()`): your answer applies to them too" in said
+    verb = "applied" if key == "y" else "not applied"
+    assert f"p.py: hunk 2/2 (NRN115) {verb}, like the hunk already decided in its edit group" in said
+    out = (tmp_path / "p.py").read_bytes()
+    if key == "y":
+        assert b'torch.device("neuron")' in out and b"torch_neuronx.get_device_properties(0).name" in out
+    else:
+        assert out == PAIR
