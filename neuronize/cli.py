@@ -103,6 +103,9 @@ def _lint(func):  # type: ignore[no-untyped-def]
         click.option("--exit-non-zero-on-fix", is_flag=True,
                      help="Exit 1 when a file was (or, with --diff, would be) changed, even if "
                           "nothing is left."),
+        click.option("--show-repeats", is_flag=True,
+                     help="In the concise output, one line for every place of a repeated "
+                          "report-only finding (default: one line naming the other places)."),
         click.option("--fix-only", is_flag=True,
                      help="Apply the fixes and do not list the findings left; exit 0 unless "
                           "--exit-non-zero-on-fix."),
@@ -370,7 +373,7 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
             click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
         return
     else:
-        lines = report.text_findings(run, include_applied=include_applied)
+        lines = report.text_findings(run, include_applied=include_applied, show_repeats=kw.get("show_repeats", False))
     for line in lines:
         click.echo(line, err=err)
 

@@ -83,6 +83,15 @@ def finding_label(finding: Finding) -> str:
     return f"[{finding.rule} {finding.safety.value}] {reason}"
 
 
+#: how a finding names its edit group (the engine's note, ``neuronize.engine._settle_groups``)
+_EDIT_GROUP = re.compile(r"\[edit group `([^`]+)`")
+
+
+def edit_groups(hunk: Hunk) -> tuple[str, ...]:
+    """The edit groups the findings of ``hunk`` belong to: fixes applied together or not at all."""
+    return tuple(dict.fromkeys(m.group(1) for f in hunk.findings for m in _EDIT_GROUP.finditer(f.message)))
+
+
 _IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
 
 
@@ -280,6 +289,27 @@ def split_hunk(hunk: Hunk, applied: Sequence[Finding]) -> list[Hunk]:
     if len(pieces) < 2:
         return [hunk]
     return [_hunk(hunk.index, [piece], applied) for piece in pieces]
+
+
+def split_by_safety(hunk: Hunk, applied: Sequence[Finding]) -> list[Hunk]:
+    """``--review unsafe``'s automatic split: the hunk cut like ``s`` (:func:`split_hunk`), then
+    neighbouring parts of the same safety joined again, so that a safe edit sharing a hunk with an
+    unsafe one (a safe finding spanning lines that also hold an unsafe edit) is applied without a
+    question and only the unsafe part is asked. ``[hunk]`` when it is of one safety, or when a
+    part holds no finding (nothing then says how safe that part is)."""
+    parts = split_hunk(hunk, applied)
+    if any(not part.findings for part in parts):
+        return [hunk]
+    runs: list[list[Hunk]] = []
+    for part in parts:
+        if runs and runs[-1][-1].safety is part.safety:
+            runs[-1].append(part)
+        else:
+            runs.append([part])
+    if len(runs) < 2:
+        return [hunk]
+    return [_hunk(hunk.index, [op for part in run for op in part.ops if op[0] != "equal"], applied)
+            for run in runs]
 
 
 def _uses(text: str, name: str) -> bool:

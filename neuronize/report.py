@@ -35,11 +35,14 @@ def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
     return "report-only" if not finding.fixable else f"{finding.safety.value} fix"
 
 
-def text_findings(run: RunResult, include_applied: bool = True) -> list[str]:
+def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False) -> list[str]:
     """``path:line:col NRNxxx [safety] message`` lines, in file order; a report-only finding
-    repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`)."""
+    repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`), unless
+    ``show_repeats`` (``--show-repeats``): then every place is a line of its own."""
+    pending = list(_pending(run, include_applied))
+    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending)
     lines = []
-    for f, finding, repeats in collapse(list(_pending(run, include_applied))):
+    for f, finding, repeats in items:
         others = more([location(g.display, x) for g, x in repeats])
         lines.append(
             f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}{others}"

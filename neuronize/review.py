@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, assigned_names, encoding_of, finding_label, import_names, split_hunk,  # noqa: F401
-                             split_hunks, split_lines, text_of)
+from neuronize.hunks import (Hunk, assigned_names, edit_groups, encoding_of, finding_label,  # noqa: F401
+                             import_names, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
 
@@ -172,7 +172,8 @@ d - do not apply this hunk or any later hunk in this file
 s - split this hunk into smaller hunks (one per changed line or block)
 q - quit; do not apply this hunk or any other one (hunks already accepted in this file are kept)
 ? - print help
-A hunk that only adds or removes imports is not asked about: it follows the edits it serves."""
+A hunk that only adds or removes imports is not asked about: it follows the edits it serves.
+The hunks of one edit group (fixes applied together or not at all) follow the first answered."""
 
 
 def _keys(hunk: Hunk) -> str:
@@ -277,7 +278,8 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
 
     Import hunks are not asked about: once the edits they serve are decided they follow them
     (:func:`follow_edits`), and only a conflict (an edit needs the import, another rejected edit
-    still uses a name it removes) is put to the reviewer, right after those edits.
+    still uses a name it removes) is put to the reviewer, right after those edits. The hunks of
+    an edit group (:func:`neuronize.hunks.edit_groups`) follow the answer given for the first.
     """
     hunks = list(hunks)
     accepted: set[int] = set()
@@ -285,6 +287,8 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
     rest: str | None = None  # "a" or "d" once chosen for the rest of the file
     quit_ = False
     position = 0
+    #: the answer given for each edit group: its other hunks follow it (applied together or not at all)
+    group_choice: dict[str, bool] = {}
 
     def settle_imports(final: bool) -> None:
         for h in hunks:
@@ -307,6 +311,11 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
         """y/n for one hunk (None: quit); ``s`` splits it in ``hunks`` and asks about the parts."""
         nonlocal rest, quit_
         say(render_hunk(display, before, after, hunk, len(hunks), style))
+        groups = set(edit_groups(hunk))
+        others = [h.index + 1 for h in hunks if h is not hunk and groups & set(edit_groups(h))]
+        if others:
+            say(style.note(f"  one edit group with hunk(s) {', '.join(map(str, others))} "
+                           f"({', '.join(f'`{g}`' for g in sorted(groups))}): your answer applies to them too"))
         if conflict:
             say(style.note("  an edit you applied needs this import, and an edit you skipped "
                            "still uses a name it removes: decide"))
@@ -335,8 +344,26 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
         if _is_import_hunk(hunk):
             settle_imports(final=False)
             continue
-        if not prompt_for(hunk):
-            choice: bool | None = True
+        parts = split_by_safety(hunk, hunk.findings) if prompt_for(hunk) else [hunk]
+        if any(not prompt_for(part) for part in parts) and len(parts) > 1:
+            # `--review unsafe`: a hunk holding safe and unsafe edits is split, as `s` would, so the
+            # safe part is applied without a question and only the unsafe part is asked
+            say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} holds safe and unsafe edits: "
+                           f"split in {len(parts)}, the safe part(s) applied without asking"))
+            _split_in_place(hunks, hunk.index, parts)
+            decided, accepted = _shifted(decided, hunk.index, len(parts) - 1), _shifted(accepted, hunk.index, len(parts) - 1)
+            position = hunk.index
+            continue
+        groups = edit_groups(hunk)
+        followed = {group_choice[g] for g in groups if g in group_choice}
+        if len(followed) == 1:
+            choice: bool | None = followed.pop()
+            rules = ", ".join(dict.fromkeys(f.rule for f in hunk.findings))
+            say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} ({rules}) "
+                           f"{'applied' if choice else 'not applied'}, like the hunk already decided in its edit "
+                           f"group ({', '.join(f'`{g}`' for g in groups)})"))
+        elif not prompt_for(hunk):
+            choice = True
             rules = ", ".join(dict.fromkeys(f.rule for f in hunk.findings)) or "imports"
             say(style.note(f"{display}: hunk {hunk.index + 1}/{len(hunks)} ({rules}, safe) applied without asking"))
         elif rest is not None:
@@ -345,8 +372,8 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
             size = len(hunks)
             choice = ask_one(hunk)
             if len(hunks) != size:  # split: ask again from the first part
-                decided = {i if i < hunk.index else i + len(hunks) - size for i in decided}
-                accepted = {i if i < hunk.index else i + len(hunks) - size for i in accepted}
+                decided = _shifted(decided, hunk.index, len(hunks) - size)
+                accepted = _shifted(accepted, hunk.index, len(hunks) - size)
                 position = hunk.index
                 continue
         if choice is None:
@@ -354,6 +381,8 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
         decided.add(hunk.index)
         if choice:
             accepted.add(hunk.index)
+        for group in groups:
+            group_choice.setdefault(group, choice)
         settle_imports(final=False)
     settle_imports(final=True)
     return hunks, accepted, quit_
@@ -375,9 +404,16 @@ def follow_edits(hunk: Hunk, accepted: set[int]) -> bool | None:
     return None if needed else False
 
 
-def _split_in_place(hunks: list[Hunk], index: int) -> None:
-    """Replace ``hunks[index]`` by its parts; renumber every hunk and its links."""
-    parts = split_hunk(hunks[index], hunks[index].findings)
+def _shifted(indices: set[int], at: int, by: int) -> set[int]:
+    """Hunk numbers after the hunk ``at`` became ``by + 1`` hunks (those before it keep theirs)."""
+    return {i if i < at else i + by for i in indices}
+
+
+def _split_in_place(hunks: list[Hunk], index: int, parts: Sequence[Hunk] | None = None) -> None:
+    """Replace ``hunks[index]`` by its ``parts`` (default: ``s``'s, :func:`split_hunk`); renumber
+    every hunk and its links."""
+    if parts is None:
+        parts = split_hunk(hunks[index], hunks[index].findings)
     shift = len(parts) - 1
 
     def moved(i: int) -> tuple[int, ...]:

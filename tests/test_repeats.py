@@ -35,3 +35,15 @@ def test_fixes_never_collapse_and_places_are_named_up_to_a_limit():
     assert [(len(repeats)) for _, _, repeats in grouped] == [4, 0, 0]
     assert more(["a", "b", "c", "d"]) == " (and 4 more like it: a, b, c, ...)"
     assert more(["a", "b"], limit=None) == " (and 2 more like it: a, b)"
+
+
+def test_show_repeats_gives_every_place_a_line_of_its_own(tmp_path):
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_bytes(GUARDED)
+    for command in (("check",), ("fix", "--diff")):
+        result = neuronize(*command, "--show-repeats", "--output-format", "concise", ".", cwd=tmp_path)
+        # `fix --diff` prints the findings on stderr (stdout carries the diff)
+        lines = [line for line in (result.stdout + result.stderr).decode().splitlines() if " NRN903 " in line]
+        assert [line.split(" ")[0] for line in lines] == ["a.py:2:5", "b.py:2:5", "c.py:2:5"]
+        assert not any("more like it" in line for line in lines)
+        assert result.returncode == 1

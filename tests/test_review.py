@@ -4,6 +4,7 @@ input/output, and the real command driven in a pseudo-terminal the way a person 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 import os
 import re
@@ -20,9 +21,11 @@ from neuronize.registry import all_rules
 from neuronize.review import (
     Hunk,
     check_rebuilt,
+    edit_groups,
     line_map,
     rebuild,
     review_file,
+    split_by_safety,
     split_hunks,
     split_lines,
 )
@@ -329,6 +332,35 @@ def test_pty_split_a_hunk_like_git_add_p(tmp_path):
     ast.parse(out)
 
 
+def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
+    # the safe autocast finding spans the line of the unsafe `.is_cuda` edit: one hunk, which
+    # `--review unsafe` splits itself; only the unsafe line is asked, and refusing it keeps the
+    # safe edit
+    (tmp_path / "s.py").write_bytes(STRADDLE)
+    child = _spawn(["fix", "--review", "unsafe", "s.py"], tmp_path)
+    shown: list[str] = []
+    given = _drive(child, lambda name, index, total, before: shown.append(before) or "n")
+    assert [(g[1], g[2]) for g in given] == [(2, "n")]
+    said = "".join(shown)
+    assert "s.py: hunk 1/1 holds safe and unsafe edits: split in 2, the safe part(s) applied without asking" in said
+    assert "s.py: hunk 1/2 (NRN201, safe) applied without asking" in said
+    assert "s.py: hunk 2/2, line 3 [unsafe]" in said and "[NRN104 unsafe]" in said
+    out = (tmp_path / "s.py").read_bytes()
+    assert b'with torch.autocast("neuron",\n' in out and b"enabled=x.cuda().is_cuda):" in out
+    ast.parse(out)
+
+
+def test_split_by_safety_keeps_a_hunk_of_one_safety_whole(tmp_path):
+    (tmp_path / "s.py").write_bytes(STRADDLE)
+    before, after, findings = _analyse(tmp_path / "s.py")
+    (mixed,) = split_hunks(before, after, findings)
+    parts = split_by_safety(mixed, mixed.findings)
+    assert [p.safety.value for p in parts] == ["safe", "unsafe"]
+    assert rebuild(before, after, [dataclasses.replace(p, index=i) for i, p in enumerate(parts)], {0, 1}) == after
+    for one in parts:
+        assert split_by_safety(one, one.findings) == [one]
+
+
 def test_pty_summary_counts_the_reviewed_files_only(tmp_path):
     (tmp_path / "m.py").write_bytes(MIXED)
     (tmp_path / "clean.py").write_bytes(b"import torch\nx = torch.zeros(2)\n")
@@ -423,7 +455,12 @@ def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
             assert on_disk == original
             continue
         hunks: list[Hunk] = split_hunks(before, after, findings)
-        accepted = {i for i, key in final.get(name, {}).items() if key == "y"}
+        answered = final.get(name, {})
+        accepted = {i for i, key in answered.items() if key == "y"}
+        for hunk in hunks:  # the other hunks of an edit group follow the answer for its first
+            leader = next((o for o in hunks if o.index in answered and set(edit_groups(o)) & set(edit_groups(hunk))), None)
+            if hunk.index not in answered and leader is not None and answered[leader.index] == "y":
+                accepted.add(hunk.index)
         rebuilt = rebuild(before, after, hunks, accepted)
         if check_rebuilt(before, after, rebuilt, hunks, accepted):
             assert on_disk == original
@@ -457,3 +494,37 @@ def test_a_notebook_is_one_hunk_and_must_stay_json():
     outcome = review_file("nb.ipynb", before, after, (), ask=ask, say=lambda s: None, style=Style())
     assert len(outcome.hunks) == 1 and len(prompts) == 1 and outcome.output == after
     assert check_rebuilt(before, after, b'{"cells": [') != []
+
+
+#: a device move and, further down the same function, the device's name: one edit group
+#: (`same-device main()`) in two hunks
+PAIR = b"""import torch
+
+
+def main():
+    device = torch.device("cuda")
+    a = 1
+    b = 2
+    c = 3
+    d = 4
+    print(torch.cuda.get_device_name(0))
+    return torch.ones(2).to(device)
+"""
+
+
+@pytest.mark.parametrize("key", ["y", "n"])
+def test_pty_the_hunks_of_an_edit_group_follow_one_answer(tmp_path, key):
+    (tmp_path / "p.py").write_bytes(PAIR)
+    child = _spawn(["fix", "-i", "--unsafe-fixes", "p.py"], tmp_path)
+    shown: list[str] = []
+    given = _drive(child, lambda name, index, total, before: shown.append(before) or key)
+    said = "".join(shown) + (child.before or "")
+    assert [(g[1], g[2]) for g in given] == [(1, key)]  # the second hunk is not asked
+    assert "one edit group with hunk(s) 2 (`same-device main()`): your answer applies to them too" in said
+    verb = "applied" if key == "y" else "not applied"
+    assert f"p.py: hunk 2/2 (NRN115) {verb}, like the hunk already decided in its edit group" in said
+    out = (tmp_path / "p.py").read_bytes()
+    if key == "y":
+        assert b'torch.device("neuron")' in out and b"torch_neuronx.get_device_properties(0).name" in out
+    else:
+        assert out == PAIR

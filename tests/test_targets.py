@@ -97,6 +97,9 @@ EXCEPTIONS: dict[str, re.Pattern[str]] = {
     # NRN112: torch.manual_seed already seeds the CPU: cpu deletes the CUDA seeding, neuron translates
     # it, accelerator keeps it for CUDA
     "CUDA seeding": re.compile(r"^" + re.escape(RT) + r"manual_seed(?:_all)?\(.*\)$"),
+    # NRN112: the same for a restored generator state (a checkpoint resume): the CPU has no CUDA
+    # generator, so cpu deletes the restore, neuron restores the Neuron generator, accelerator keeps it for CUDA
+    "CUDA generator state restored": re.compile(r"^" + re.escape(RT) + r"set_rng_state\(.*\)$"),
 }
 #: other justified differences, erased by a rewrite of the line: (pattern, replacement, reason)
 REWRITES: list[tuple[re.Pattern[str], str, str]] = [

@@ -257,7 +257,7 @@ class _CudaApiRule(Transform):
             self.report(ref.outer, f"{spelled(ref)}: {message}; guard it with "
                                    "`if torch.cuda.is_available():` by hand")
 
-    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
+    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str, *, group: str | None = None) -> None:
         """The neuron target's rewrite of a call that CUDA makes a silent no-op on a host without
         CUDA (seeding, cache control, memory statistics) while ``torch.neuron`` / ``torch_neuronx``
         raise there: rewritten in place under a guard that says "Neuron is here" (see
@@ -268,7 +268,7 @@ class _CudaApiRule(Transform):
 
         local_import = qualified.startswith("torch_neuronx.")
         if not local_import and neuron_guarded(self.ctx, ref.outer):
-            self.rewrite(ref, qualified, message)
+            self.rewrite(ref, qualified, message, group=group)
             return
         statement = enclosing_small_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
@@ -288,17 +288,18 @@ class _CudaApiRule(Transform):
         test, more = _target.available(self.ctx)
         new = cst.If(test=test, body=cst.IndentedBlock(body=body), leading_lines=line.leading_lines)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:` (the CUDA call did nothing "
-                            "on a host without CUDA; this one raises without Neuron)", imports=(*more, *imports))
+                            "on a host without CUDA; this one raises without Neuron)", imports=(*more, *imports),
+                 group=group)
 
     def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
-                              imports: tuple[ImportRequest, ...] = ()) -> None:
+                              imports: tuple[ImportRequest, ...] = (), group: str | None = None) -> None:
         """Replace the call of ``ref`` by ``new`` (which uses ``torch_neuronx``), importing
         ``torch_neuronx`` just before the statement instead of at the top of the module: a module
         that others import must still import on a host without Neuron. Reported where the call is
         not part of a simple statement line."""
         assert ref.call is not None
         if self.ctx.names.imports_module("torch_neuronx"):
-            self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)))
+            self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)), group=group)
             return
         line = next((a for a in self.ctx.ancestors() if isinstance(a, (cst.SimpleStatementLine, cst.BaseSuite))), None)
         if not isinstance(line, cst.SimpleStatementLine):
@@ -317,13 +318,14 @@ class _CudaApiRule(Transform):
                                             leading_lines=line.leading_lines)
         self.fix(line, cst.FlattenSentinel([importing, swapped.with_changes(leading_lines=())]),
                  f"{message} (with `import torch_neuronx` just before it)",
-                 imports=(*imports, *unused_import(self.ctx, ref)))
+                 imports=(*imports, *unused_import(self.ctx, ref)), group=group)
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
-                evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = ()) -> None:
+                evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = (),
+                group: str | None = None) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched)."""
         expr, needed = replacement_for(self.ctx, ref, qualified)
-        self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports)
+        self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
 
 
 def spelled(ref: CudaRef) -> str:

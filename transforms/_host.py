@@ -33,23 +33,25 @@ NON_CUDA_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
 #: names of parameters and attributes that carry a device chosen elsewhere (so not hard-coded)
 DEVICE_NAMES = frozenset({"device", "device_type", "dev", "device_name"})
 
-#: the answers for the modules being worked on (the rules ask for each node they consider), keyed
-#: by question and module identity; the module is kept with its answer so that its id is not reused
-#: while cached
-_ANSWERS: dict[tuple[str, int], tuple[cst.Module, bool]] = {}
+#: the answers for the modules (or scopes) being worked on (the rules ask for each node they
+#: consider), keyed by question and module or scope identity; the node is kept with its answer so
+#: that its id is not reused while cached
+_ANSWERS: dict[tuple[str, int], tuple[cst.CSTNode, bool]] = {}
 _CACHED = 64
 
 
-def _once(ctx: FileContext, question: str, answer: Callable[[FileContext], bool]) -> bool:
-    """``answer(ctx)``, computed once per module."""
-    key = (question, id(ctx.module))
+def _once(ctx: FileContext, question: str, answer: Callable[[FileContext], bool],
+          about: cst.CSTNode | None = None) -> bool:
+    """``answer(ctx)``, computed once per module (or once per node ``about``, a scope)."""
+    subject = ctx.module if about is None else about
+    key = (question, id(subject))
     cached = _ANSWERS.get(key)
-    if cached is not None and cached[0] is ctx.module:
+    if cached is not None and cached[0] is subject:
         return cached[1]
     found = answer(ctx)
     if len(_ANSWERS) >= _CACHED:
         _ANSWERS.clear()
-    _ANSWERS[key] = (ctx.module, found)
+    _ANSWERS[key] = (subject, found)
     return found
 
 
@@ -138,6 +140,78 @@ def device_choice_group(ctx: FileContext) -> str | None:
     with ``"cuda"`` (``if device == "cuda" and not torch.cuda.is_available(): ...``, the choices
     NRN103 rewrites), else None: where nothing tests it, a default moves alone."""
     return DEVICE_CHOICE if _once(ctx, "device-choice", _finds_device_choice) else None
+
+
+#: the edit group (one per scope) of a hard-coded device move and the runtime calls that ask about
+#: or restore the device the code then runs on: a safe-only run that moved the tensors to "neuron"
+#: while `torch.cuda.get_device_name(0)` or a checkpoint's `torch.cuda.set_rng_state(...)` stays
+#: would leave a pair that runs nowhere; they move together, at the weaker safety
+SAME_DEVICE = "same-device"
+#: the runtime calls about the device the code runs on (its name and properties, its bf16 support,
+#: its random-number generator's state)
+SAME_DEVICE_CALLS = frozenset({
+    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.is_bf16_supported",
+    "torch.cuda.get_rng_state", "torch.cuda.set_rng_state",
+})
+_SAME_DEVICE_TOKENS = (b"get_device_name", b"get_device_properties", b"is_bf16_supported", b"_rng_state")
+
+
+def _device_scope(ctx: FileContext) -> cst.Module | cst.FunctionDef:
+    """The function the node being visited runs in, else the module."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.FunctionDef):
+            return anc
+    return ctx.module
+
+
+class _SameDeviceFinder(cst.CSTVisitor):
+    """Does a scope (its own statements, not those of the functions and classes it defines) move
+    something to a hard-coded CUDA device and call one of :data:`SAME_DEVICE_CALLS`?"""
+
+    def __init__(self, ctx: FileContext, scope: cst.CSTNode) -> None:
+        self.ctx = ctx
+        self.scope = scope
+        self.moves = self.asks = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is not self.scope and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(node, (cst.Comparison, cst.SubscriptElement)):
+            return False  # a device compared, or a key looked up, is not a device moved
+        if isinstance(node, cst.DictElement):
+            node.value.visit(self)  # `{"cuda": ...}`: a key
+            return False
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+            self.moves = True  # `.cuda()`
+        elif isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            self.moves |= isinstance(value, str) and value.split(":")[0] == "cuda"
+        elif isinstance(node, cst.FormattedString):
+            head = node.parts[0] if node.parts else None
+            self.moves |= isinstance(head, cst.FormattedStringText) and head.value.split(":")[0] == "cuda"
+        elif isinstance(node, (cst.Attribute, cst.Name)):
+            self.asks |= self.ctx.qualify(node) in SAME_DEVICE_CALLS
+        return not (self.moves and self.asks)
+
+
+def same_device_group(ctx: FileContext) -> str | None:
+    """The edit group of a device move or a same-device runtime call (:data:`SAME_DEVICE_CALLS`)
+    being visited, when its scope (function, else module) holds both: :data:`SAME_DEVICE` and the
+    scope's name, or the file's process-group group (:func:`placement_group`), which its device
+    placement already belongs to. None elsewhere: a move or a call alone in its scope is free."""
+    if not any(token in ctx.source for token in _SAME_DEVICE_TOKENS):
+        return None
+    scope = _device_scope(ctx)
+
+    def holds_both(ctx: FileContext) -> bool:
+        finder = _SameDeviceFinder(ctx, scope)
+        scope.visit(finder)
+        return finder.moves and finder.asks
+
+    if not _once(ctx, SAME_DEVICE, holds_both, about=scope):
+        return None
+    name = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "<module>"
+    return placement_group(ctx) or f"{SAME_DEVICE} {name}"
 
 
 def host_aware(ctx: FileContext, original: cst.BaseExpression) -> _target.Built:

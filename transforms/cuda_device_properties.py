@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transforms import _target
+from neuronize.transforms import _host, _target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
 from neuronize.transforms._literals import cuda_literal
@@ -136,7 +136,8 @@ class CudaDeviceProperties(_CudaApiRule):
                                    "migrate by hand", evidence=Evidence.THIRD_PARTY)
             return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
-        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}", evidence=Evidence.THIRD_PARTY)
+        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}", evidence=Evidence.THIRD_PARTY,
+                     group=_host.same_device_group(self.ctx))
 
     def _read_attribute(self, ref: CudaRef) -> str | None:
         """The attribute read directly from the call's result (``get_device_properties(0).major``)."""
@@ -161,7 +162,7 @@ class CudaDeviceProperties(_CudaApiRule):
                 self.report(ref.outer, f"{spelled(ref)} used as a function: use "
                                        f"`lambda i: {PROPERTIES}(i).name`")
             else:
-                self.rewrite(ref, PROPERTIES, f"{spelled(ref)} -> `{PROPERTIES}`")
+                self.rewrite(ref, PROPERTIES, f"{spelled(ref)} -> `{PROPERTIES}`", group=_host.same_device_group(self.ctx))
             return
         if any(cuda_literal(a.value) is not None or (
                 isinstance(a.value, cst.Call) and self.ctx.qualify(a.value.func) == "torch.device"
@@ -196,4 +197,4 @@ class CudaDeviceProperties(_CudaApiRule):
             message = f"{spelled(ref)} -> `{PROPERTIES}(...).name`{note}"
         else:
             message = f"{spelled(ref)} -> `{PROPERTIES}()`{note}; only `.name` and `.total_memory` are known"
-        self.fix_with_local_import(ref, new, message, imports=imports)
+        self.fix_with_local_import(ref, new, message, imports=imports, group=_host.same_device_group(self.ctx))

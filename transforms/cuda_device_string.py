@@ -133,7 +133,7 @@ class CudaDeviceString(Transform):
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None) -> None:
         if expr is None:
             return
-        group = group or _host.placement_group(self.ctx)
+        group = group or _host.same_device_group(self.ctx) or _host.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
             self._fix_literal(node, kind, where, nested=node is not expr, group=group)
 
@@ -211,7 +211,7 @@ class CudaDeviceString(Transform):
         edit = indexed_device_edit(self.ctx, node, first, index)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"`{short(node)}` -> `{_target.spell(self.ctx, edit.replacement)}`{edit.note}",
-                 imports=edit.imports, **extra)  # type: ignore[arg-type]
+                 imports=edit.imports, group=_host.same_device_group(self.ctx), **extra)  # type: ignore[arg-type]
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transforms import _target
+from neuronize.transforms import _host, _target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 
@@ -96,6 +96,7 @@ class CudaMethod(Transform):
         if indexed:
             self.fix(node, replacement, _target.say(self.ctx, "`.cuda(i)` -> `.to({device})`: {note}",
                                                     note=INDEX_NOTE[_target.target(self.ctx)]),
-                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=imports)
+                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=imports, group=_host.same_device_group(self.ctx))
         else:
-            self.fix(node, replacement, _target.say(self.ctx, "`.cuda()` -> `.to({device})`"), imports=imports)
+            self.fix(node, replacement, _target.say(self.ctx, "`.cuda()` -> `.to({device})`"), imports=imports,
+                     group=_host.same_device_group(self.ctx))

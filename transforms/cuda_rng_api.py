@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuronize.transforms import _target
+from neuronize.transforms import _host, _target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
 
@@ -104,4 +104,6 @@ class CudaRngApi(_CudaApiRule):
         note = ""
         if ref.fn == "set_rng_state":
             note = ": a CUDA RNG state from an old checkpoint does not carry over to Neuron"
-        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+        # the state of the generator of the device the code runs on: moves with that device
+        group = _host.same_device_group(self.ctx) if ref.fn in ("get_rng_state", "set_rng_state") else None
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}", group=group)

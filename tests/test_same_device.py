@@ -1,0 +1,98 @@
+"""A hard-coded device move and the runtime calls about that device in the same scope are one edit
+group (``_host.same_device_group``): a safe-only run moves neither, ``--unsafe-fixes`` both."""
+
+from __future__ import annotations
+
+import textwrap
+
+from neuronize.engine import run_source
+from neuronize.registry import all_rules
+from neuronize.types import SourceResult, Options
+
+RULES = all_rules()
+
+
+def _run(code: str, unsafe: bool) -> tuple[str, SourceResult]:
+    source = textwrap.dedent(code).encode()
+    result = run_source(source, RULES, Options(unsafe_fixes=unsafe))
+    assert result.error is None, result.error
+    return (result.output or source).decode(), result
+
+
+def _groups(result: SourceResult) -> dict[str, str]:
+    """rule id -> the edit group its finding names ("" for none)."""
+    out = {}
+    for f in result.findings:
+        start = f.message.find("[edit group `")
+        out[f.rule] = f.message[start + 13:f.message.index("`", start + 13)] if start >= 0 else ""
+    return out
+
+
+SCRIPT = """\
+    import torch
+    device = "cuda"
+    print(torch.cuda.get_device_name())
+    x = torch.ones(2, device=device)
+"""
+
+
+def test_a_module_level_pair_moves_together() -> None:
+    safe, result = _run(SCRIPT, unsafe=False)
+    assert safe == textwrap.dedent(SCRIPT)  # the move waits for the unsafe call
+    assert _groups(result) == {"NRN101": "same-device <module>", "NRN115": "same-device <module>"}
+    full, _ = _run(SCRIPT, unsafe=True)
+    assert 'device = "neuron"' in full and "torch_neuronx.get_device_properties(" in full
+
+
+def test_a_move_in_another_function_is_free() -> None:
+    code = """\
+        import torch
+        def name():
+            return torch.cuda.get_device_name(0)
+        def place(model):
+            return model.cuda()
+    """
+    safe, result = _run(code, unsafe=False)
+    assert 'model.to("neuron")' in safe and "torch.cuda.get_device_name(0)" in safe
+    assert _groups(result) == {"NRN102": "", "NRN115": ""}
+
+
+def test_compared_devices_and_keys_are_not_moves() -> None:
+    code = """\
+        import torch
+        def pick(device, table):
+            if device == "cuda":
+                table["cuda"] = torch.cuda.get_device_name(0)
+            return {"cuda": 1}
+    """
+    _, result = _run(code, unsafe=True)
+    assert _groups(result).get("NRN115") == ""
+
+
+def test_the_call_joins_the_process_group_its_placement_belongs_to() -> None:
+    code = """\
+        import torch
+        import torch.distributed as dist
+        def main():
+            dist.init_process_group("nccl")
+            model = Net().to("cuda")
+            print(torch.cuda.get_device_name(0))
+    """
+    safe, result = _run(code, unsafe=False)
+    groups = _groups(result)
+    assert groups["NRN101"] == groups["NRN115"] == groups["NRN401"] == "process-group"
+    assert safe == textwrap.dedent(code)  # backend, placement and the call move together
+    full, _ = _run(code, unsafe=True)
+    assert 'init_process_group("neuron")' in full and 'to("neuron")' in full and "torch_neuronx" in full
+
+
+def test_a_suppressed_call_holds_the_move_back() -> None:
+    code = """\
+        import torch
+        def resume(model, state):
+            model = model.cuda()
+            torch.cuda.set_rng_state(state["rng"])  # neuronize: ignore[NRN112]
+            return model
+    """
+    full, _ = _run(code, unsafe=True)
+    assert full == textwrap.dedent(code)
