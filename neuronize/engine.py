@@ -601,7 +601,7 @@ def _settle_groups(located: Located, held: set[str]) -> Located:
             r, f = dataclasses.replace(r, safety=group), dataclasses.replace(f, safety=group)
         else:
             note = f"edit group `{r.group}`"
-        settled.append((r, dataclasses.replace(f, message=f"{f.message} [{note}]")))
+        settled.append((r, dataclasses.replace(f, message=f"{f.message} [{note}]", group=r.group)))
     return settled
 
 

@@ -83,13 +83,9 @@ def finding_label(finding: Finding) -> str:
     return f"[{finding.rule} {finding.safety.value}] {reason}"
 
 
-#: how a finding names its edit group (the engine's note, ``neuronize.engine._settle_groups``)
-_EDIT_GROUP = re.compile(r"\[edit group `([^`]+)`")
-
-
 def edit_groups(hunk: Hunk) -> tuple[str, ...]:
     """The edit groups the findings of ``hunk`` belong to: fixes applied together or not at all."""
-    return tuple(dict.fromkeys(m.group(1) for f in hunk.findings for m in _EDIT_GROUP.finditer(f.message)))
+    return tuple(dict.fromkeys(f.group for f in hunk.findings if f.group is not None))
 
 
 _IMPORT_LINE = re.compile(r"^\s*(import|from)\s")

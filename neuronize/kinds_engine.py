@@ -87,7 +87,7 @@ def _finding(r: LineReport) -> Finding:
         message = f"{message} [edit group `{r.group}`]"
     return Finding(line=r.span.line + 1, column=r.span.start + 1, rule=r.rule.id, name=r.rule.name,
                    safety=r.safety, message=message, fixable=r.fixable, end_line=r.span.line + 1,
-                   end_column=r.span.end + 1)
+                   end_column=r.span.end + 1, group=r.group)
 
 
 def suppressions_of(doc: TextDocument) -> list[Suppression]:

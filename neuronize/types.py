@@ -108,6 +108,8 @@ class Finding:
     applied: bool = False
     #: 1-based cell number for a finding in a notebook (lines then count within the cell)
     cell: int | None = None
+    #: the edit group the finding's fix belongs to (applied with the others or not at all)
+    group: str | None = None
 
     def to_json(self, path: str) -> dict[str, object]:
         return {
@@ -123,6 +125,7 @@ class Finding:
             "fixable": self.fixable,
             "applied": self.applied,
             "message": self.message,
+            **({"group": self.group} if self.group is not None else {}),
         }
 
 

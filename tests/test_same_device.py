@@ -23,8 +23,8 @@ def _groups(result: SourceResult) -> dict[str, str]:
     """rule id -> the edit group its finding names ("" for none)."""
     out = {}
     for f in result.findings:
-        start = f.message.find("[edit group `")
-        out[f.rule] = f.message[start + 13:f.message.index("`", start + 13)] if start >= 0 else ""
+        assert (f.group is not None) == (f"[edit group `{f.group}`" in f.message)  # the message says it
+        out[f.rule] = f.group or ""
     return out
 
 
