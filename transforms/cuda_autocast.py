@@ -13,6 +13,14 @@ from neuronize.transforms._literals import is_string_literal, make_string, strin
 from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 
+
+def _names_device(value: cst.BaseExpression) -> bool:
+    """A first argument that names a device (``"cuda"``, or the host-aware
+    ``"neuron" if <Neuron is here> else "cuda"`` a fix wrote), not ``enabled``."""
+    if isinstance(value, cst.IfExp):
+        return is_string_literal(value.body) and is_string_literal(value.orelse)
+    return is_string_literal(value)
+
 class CudaAutocast(AmpRule):
     """Finds autocast regions and decorators that run mixed precision on a CUDA device.
 
@@ -128,7 +136,7 @@ class CudaAutocast(AmpRule):
             self._device_type_call(node)
         elif qualified in CUDA_AUTOCAST:
             first = argument(node, "enabled", 0)
-            if keyword(node, "device_type") is not None or (first is not None and is_string_literal(first.value)):
+            if keyword(node, "device_type") is not None or (first is not None and _names_device(first.value)):
                 # `torch.autocast` behind a fallback import (`except ImportError: from torch.cuda.amp
                 # import autocast`): the call already has the device-generic signature.
                 self._device_type_call(node)
