@@ -287,6 +287,7 @@ class _Applier(cst.CSTTransformer):
             return block
         body: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
+        gap: list[cst.EmptyLine] = []  # blank lines that set a deleted line apart from what came before
         stmts = list(block.body)
         for i, stmt in enumerate(stmts):
             removed = self._removed.get(id(stmt))
@@ -296,6 +297,8 @@ class _Applier(cst.CSTTransformer):
                     kept, attached = [*kept, *attached], []  # it also speaks of the lines after
                 if any(line.comment for line in kept):
                     carry.extend(kept)
+                elif not carry:
+                    gap = gap or kept
                 continue
             if carry or (not body and i > 0):
                 lines = [*carry, *stmt.leading_lines]  # type: ignore[attr-defined]
@@ -303,6 +306,9 @@ class _Applier(cst.CSTTransformer):
                     lines.pop(0)  # what stood above is gone: no blank line opens the block
                 stmt = stmt.with_changes(leading_lines=lines)
                 carry = []
+            elif gap and not stmt.leading_lines:  # type: ignore[attr-defined]
+                stmt = stmt.with_changes(leading_lines=gap)  # the code after keeps that separation
+            gap = []
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
             emptied = block.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)])
