@@ -119,7 +119,12 @@ class _HardCudaFinder(cst.CSTVisitor):
             return False
         if isinstance(node, cst.Call):
             name = self.ctx.qualify(node.func)
-            return not (name is not None and _harmless(name))  # its "cuda" arguments are harmless too
+            if name is None or not _harmless(name):
+                return True
+            for arg in node.args:  # its "cuda" arguments are harmless too, not what they compute
+                if cuda_literal(arg.value) is None:
+                    arg.value.visit(self)
+            return False
         if isinstance(node, (cst.Name, cst.Attribute)):
             name = self.ctx.qualify(node)
             if name is not None and (name == "torch.cuda" or name.startswith("torch.cuda.")):
