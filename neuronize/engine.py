@@ -287,6 +287,7 @@ class _Applier(cst.CSTTransformer):
             return block
         body: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
+        gap: list[cst.EmptyLine] = []  # blank lines that set a deleted line apart from what came before
         stmts = list(block.body)
         for i, stmt in enumerate(stmts):
             removed = self._removed.get(id(stmt))
@@ -296,6 +297,8 @@ class _Applier(cst.CSTTransformer):
                     kept, attached = [*kept, *attached], []  # it also speaks of the lines after
                 if any(line.comment for line in kept):
                     carry.extend(kept)
+                elif not carry:
+                    gap = gap or kept
                 continue
             if carry or (not body and i > 0):
                 lines = [*carry, *stmt.leading_lines]  # type: ignore[attr-defined]
@@ -303,6 +306,9 @@ class _Applier(cst.CSTTransformer):
                     lines.pop(0)  # what stood above is gone: no blank line opens the block
                 stmt = stmt.with_changes(leading_lines=lines)
                 carry = []
+            elif gap and not stmt.leading_lines:  # type: ignore[attr-defined]
+                stmt = stmt.with_changes(leading_lines=gap)  # the code after keeps that separation
+            gap = []
             body.append(stmt)
         if isinstance(block, cst.IndentedBlock) and not body:
             emptied = block.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)])
@@ -491,7 +497,7 @@ def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], o
     # a member suppressed, or held back by import safety (a new Report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
-    return _guards_follow_bodies(_settle_groups(kept, held), parents), unused
+    return _same_tests_together(_guards_follow_bodies(_settle_groups(kept, held), parents), parents), unused
 
 
 def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
@@ -529,6 +535,66 @@ def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
             out.append((dataclasses.replace(r, safety=weakest), dataclasses.replace(
                 f, safety=weakest, message=f"{f.message} [{weakest}, like the edits of its guarded code]")))
     return out
+
+
+def _same_tests_together(located: Located, parents: Parents) -> Located:
+    """The edits to ``if`` statements of one function that test the same condition share the
+    weakest safety among them, and none is made when one of them is kept: code that checks
+    ``torch.cuda.is_available()`` twice pairs its branches (a log format with a memory field
+    built under the first, filled under the second); rewriting only one pairs a Neuron branch
+    with a CUDA one, which fails on both hosts."""
+    tests: dict[int, list[int]] = {}  # id(If) -> indexes of the findings in its test
+    for i, (r, _) in enumerate(located):
+        guard = _guard_of(r.node, parents)
+        if guard is not None:
+            tests.setdefault(id(guard), []).append(i)
+    if len(tests) < 2:
+        return located
+    guards = {id(g): g for r, _ in located if (g := _guard_of(r.node, parents)) is not None}
+    out = list(located)
+    for family in _families(list(guards.values()), parents):
+        members = [i for g in family for i in tests[id(g)]]
+        weakest = max((located[i][0].safety if located[i][0].fixable else Safety.REPORT_ONLY for i in members),
+                      key=_WEAKNESS.index)
+        for i in members:
+            r, f = located[i]
+            if not r.fixable or _WEAKNESS.index(weakest) <= _WEAKNESS.index(r.safety):
+                continue
+            if weakest is Safety.REPORT_ONLY:
+                out[i] = (dataclasses.replace(r, replacement=None), dataclasses.replace(
+                    f, fixable=False, message=f"{f.message} [not applied: another `if` of this function tests "
+                                              "the same condition and is kept; checks of one condition move "
+                                              "together]"))
+            else:
+                out[i] = (dataclasses.replace(r, safety=weakest), dataclasses.replace(
+                    f, safety=weakest, message=f"{f.message} [{weakest}, like another `if` of this function "
+                                               "testing the same condition]"))
+    return out
+
+
+def _families(guards: list[cst.If], parents: Parents) -> list[list[cst.If]]:
+    """``guards`` in groups of two or more that test equal conditions in one function (or at
+    module level)."""
+    families: list[list[cst.If]] = []
+    for guard in guards:
+        scope = _scope_of(guard, parents)
+        for family in families:
+            if _scope_of(family[0], parents) is scope and family[0].test.deep_equals(guard.test):
+                family.append(guard)
+                break
+        else:
+            families.append([guard])
+    return [family for family in families if len(family) > 1]
+
+
+def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
+    """The function definition around ``node``, or None at module level."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+            return parent
+        child = parent
+    return None
 
 
 def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | None:

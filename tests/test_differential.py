@@ -193,22 +193,23 @@ def test_rewrite_keeps_what_passed(runs, target, fixes, host):
 
 
 def test_regressions_script_lists_a_broken_test(tmp_path):
-    """scripts/regressions.py on a two-test repository: the test the migration breaks is listed."""
+    """scripts/regressions.py on a two-test repository: the test the migration breaks is listed
+    (a test of a cuDNN flag, which an unsafe fix removes)."""
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "lib.py").write_text(
-        "import torch\n\n\ndef scaled(x):\n"
-        "    with torch.autocast('cuda', enabled=False):\n        return x * 2\n"
+        "import torch\n\n\ndef tuned():\n"
+        "    torch.backends.cudnn.benchmark = True\n    return torch.backends.cudnn.benchmark\n"
     )
     (repo / "tests" / "test_lib.py").write_text(
-        "import torch\n\nfrom lib import scaled\n\n\ndef test_scaled():\n"
-        "    assert scaled(torch.ones(1)).item() == 2\n\n\ndef test_untouched():\n    assert True\n"
+        "from lib import tuned\n\n\ndef test_tuned():\n"
+        "    assert tuned() is True\n\n\ndef test_untouched():\n    assert True\n"
     )
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the repository needs no plugin
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "regressions.py"), str(repo), "--", "-q"],
+        [sys.executable, str(ROOT / "scripts" / "regressions.py"), str(repo), "--unsafe-fixes", "--", "-q"],
         capture_output=True, text=True, timeout=300, env=env,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "regressed: 1\n  tests.test_lib::test_scaled (failed)" in done.stdout, done.stdout
-    assert (repo / "lib.py").read_text().count("'cuda'") == 1  # the original is never modified
+    assert "regressed: 1\n  tests.test_lib::test_tuned (failed)" in done.stdout, done.stdout
+    assert "benchmark = True" in (repo / "lib.py").read_text()  # the original is never modified

@@ -20,7 +20,7 @@ from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._device_choice import selection_if, selection_ifexp
 from neuronize.transforms._distributed import PROCESS_GROUP
 from neuronize.transforms._imports import is_main_guard
-from neuronize.transforms._literals import make_string
+from neuronize.transforms._literals import cuda_literal, make_string
 from neuronize.transforms._names import qualified_expr
 
 #: the edit group of a file's device defaults and the comparisons that choose a fallback from them
@@ -77,9 +77,9 @@ class _Finder(cst.CSTVisitor):
 
 
 def has_cpu_path(ctx: FileContext) -> bool:
-    """The file has a path for a host without CUDA: it names no CUDA at all, or it has a
-    ``torch.cuda.is_available()`` check, a
-    ``"cpu"``/``"mps"`` device string, or a device taken from a parameter, an option or a tensor
+    """The file has a path for a host without CUDA: it names no CUDA at all, or only where that
+    runs without it (AMP, backend flags, seeds), or it has a ``torch.cuda.is_available()`` check,
+    a ``"cpu"``/``"mps"`` device string, or a device taken from a parameter, an option or a tensor
     (``device`` parameters, ``args.device``, ``self.device``, ``x.device``)."""
     if b"cuda" not in ctx.source.lower():
         return True  # names no CUDA at all: it ran wherever PyTorch runs
@@ -89,7 +89,56 @@ def has_cpu_path(ctx: FileContext) -> bool:
 def _finds_cpu_path(ctx: FileContext) -> bool:
     finder = _Finder(ctx)
     ctx.module.visit(finder)
-    return finder.found
+    if finder.found:
+        return True
+    hard = _HardCudaFinder(ctx)
+    ctx.module.visit(hard)
+    return not hard.found  # names CUDA only where that runs without it: it ran wherever PyTorch runs
+
+
+#: CUDA spellings that run on a host without CUDA: the AMP family turns itself off there (a
+#: loss computed under `torch.cuda.amp.autocast(enabled=False)` runs on the CPU), backend flags
+#: and seeds only set state; a file naming CUDA only through these still ran everywhere
+_HARMLESS_PREFIXES = ("torch.cuda.amp.", "torch.amp.", "torch.backends.cuda.")
+_HARMLESS = frozenset({"torch.cuda.amp", "torch.autocast", "torch.GradScaler", "torch.cuda.manual_seed",
+                       "torch.cuda.manual_seed_all"})
+
+
+def _harmless(name: str) -> bool:
+    return name in _HARMLESS or name.startswith(_HARMLESS_PREFIXES)
+
+
+class _HardCudaFinder(cst.CSTVisitor):
+    """Finds CUDA that fails without it: a ``torch.cuda`` call outside :data:`_HARMLESS`, a
+    ``.cuda()`` move, a CUDA device string that is no argument of a harmless call."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found or isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False
+        if isinstance(node, cst.Call):
+            name = self.ctx.qualify(node.func)
+            if name is None or not _harmless(name):
+                return True
+            for arg in node.args:  # its "cuda" arguments are harmless too, not what they compute
+                if cuda_literal(arg.value) is None:
+                    arg.value.visit(self)
+            return False
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = self.ctx.qualify(node)
+            if name is not None and (name == "torch.cuda" or name.startswith("torch.cuda.")):
+                self.found = not _harmless(name)
+                return False
+            if isinstance(node, cst.Attribute) and node.attr.value == "cuda" and name is None:
+                self.found = True  # `x.cuda()`
+                return False
+        elif cuda_literal(node) is not None:
+            self.found = True
+            return False
+        return True
 
 
 class _ChoiceFinder(cst.CSTVisitor):

@@ -28,6 +28,9 @@ GPU_INDEX = re.compile(r"^(?:local_?)?rank$|^(?:local_)?gpu(?:_?(?:id|idx|index|
                        r"|^(?:device|dev|cuda)_?(?:id|idx|index)$", re.IGNORECASE)
 #: device-agnostic current-device selection, which takes an index
 SELECTORS = frozenset({"torch.accelerator.set_device_index", "torch.accelerator.device_index"})
+#: FSDP, whose `device_id=` is a device: an integer there is an index like `.to(local_rank)`
+FSDP = frozenset({"torch.distributed.fsdp.FullyShardedDataParallel",
+                  "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"})
 #: calls that return a process or GPU index
 INDEX_CALLS = frozenset({"int", "get_rank", "get_local_rank"})
 #: calls whose arguments are text for people, not values the code uses

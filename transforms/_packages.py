@@ -103,6 +103,10 @@ PACKAGES: dict[str, Package] = {
                     Evidence.INF, distributions=("cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x")),
     "cupyx": Package("CuPy CUDA arrays", "use torch ops on the `neuron` device, or NumPy on the host",
                      Evidence.INF),
+    "cuml": Package("RAPIDS cuML GPU machine learning", "use scikit-learn on the host (the same estimator API)",
+                    Evidence.INF, distributions=("cuml-cu11", "cuml-cu12")),
+    "cudf": Package("RAPIDS cuDF GPU data frames", "use pandas on the host", Evidence.INF,
+                    distributions=("cudf-cu11", "cudf-cu12")),
     "pycuda": Package("PyCUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
     "numba.cuda": Package("Numba CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
     "torchao": Package(

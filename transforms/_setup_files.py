@@ -12,7 +12,7 @@ from neuronize.sources.kinds import SourceKind
 from neuronize.sources.requirements import (Requirement, conda_items, normalise, pyproject_items, requirements_lines,
                                             setup_cfg_items)
 from neuronize.sources.shell import CodeLine, dockerfile_lines, makefile_lines, shell_lines
-from neuronize.transforms._packages import PACKAGES, Package
+from neuronize.transforms._packages import PACKAGES, Package, distribution_package
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 SETUP_URL = f"{_DOCS}/setup/pytorch/index.html"
@@ -136,7 +136,8 @@ def cuda_only_package(key: str) -> tuple[str, str] | None:
         key = "cupy"
     if key in ("nvidia-ml-py", "nvidia-ml-py3"):
         key = "pynvml"
-    package: Package | None = CUDA_ONLY_DISTRIBUTIONS.get(key)
+    # a project named after its module (`flash-attn`), else one of the entry's PyPI names (`cuml-cu12`)
+    package: Package | None = CUDA_ONLY_DISTRIBUTIONS.get(key) or PACKAGES.get(distribution_package(key) or "")
     if package is None:
         return None
     return (f"{package.what} ({package.verdict})", package.instead)

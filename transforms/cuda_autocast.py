@@ -13,6 +13,14 @@ from neuronize.transforms._literals import is_string_literal, make_string, strin
 from neuronize.transforms._names import is_reference, last_name, qualified_expr
 
 
+
+def _names_device(value: cst.BaseExpression) -> bool:
+    """A first argument that names a device (``"cuda"``, or the host-aware
+    ``"neuron" if <Neuron is here> else "cuda"`` a fix wrote), not ``enabled``."""
+    if isinstance(value, cst.IfExp):
+        return is_string_literal(value.body) and is_string_literal(value.orelse)
+    return is_string_literal(value)
+
 class CudaAutocast(AmpRule):
     """Finds autocast regions and decorators that run mixed precision on a CUDA device.
 
@@ -32,7 +40,8 @@ class CudaAutocast(AmpRule):
         `enabled=x.device.type == "cuda"`), the autocast follows that device
         (`device_type=torch.device(device).type`, `enabled=device == "neuron"`). Elsewhere in a
         file with a CPU path (a `torch.cuda.is_available()` check, a `"cpu"` device, a device
-        parameter or option), the device is host-aware, `"neuron" if <Neuron is present> else
+        parameter or option, or no CUDA beyond autocast, a GradScaler, backend flags and seeds,
+        which all run without CUDA), the device is host-aware, `"neuron" if <Neuron is present> else
         "cuda"`: `torch.autocast("neuron")` raises on a host without torch-neuronx even when
         disabled (and a decorator runs at import), while CUDA autocast was a harmless no-op
         there; its unsafe bf16 fix then writes `dtype=torch.bfloat16 if <Neuron is present> else
@@ -89,27 +98,26 @@ class CudaAutocast(AmpRule):
     tokens = (b"autocast",)
     examples = (
         Example(
-            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            'import torch\nwith torch.autocast(device_type="neuron", dtype=torch.bfloat16):\n    y = model(x)\n',
+            "import torch\nmodel = model.cuda()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            'import torch\nmodel = model.cuda()\nwith torch.autocast(device_type="neuron", dtype=torch.bfloat16):\n'
+            "    y = model(x)\n",
         ),
         Example(
-            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            'import torch\nwith torch.autocast(device_type="neuron"):\n    y = model(x)\n',
+            "import torch\nmodel = model.cuda()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            'import torch\nmodel = model.cuda()\nwith torch.autocast(device_type="neuron"):\n    y = model(x)\n',
             unsafe_fixes=False,
         ),
         Example(
+            # nothing here needs CUDA, so it ran on the CPU: the device is host-aware
             'import torch\n\n\ndef context():\n    return torch.autocast(device_type="cuda", dtype=torch.bfloat16)\n',
-            'import torch\n\n\ndef context():\n    return torch.autocast(device_type="neuron", dtype=torch.bfloat16)\n',
+            'import torch\n\n\ndef context():\n    return torch.autocast(device_type="neuron" if '
+            'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+            'else "cuda", dtype=torch.bfloat16)\n',
             unsafe_fixes=False,
         ),
         Example(
-            # a decorator runs at import: autocast("neuron") there would break hosts without Neuron
-            "from torch.cuda.amp import autocast\n\n@autocast()\ndef forward(x):\n    return x\n",
-            None,
-        ),
-        Example(
-            "import torch\nwith torch.autocast('cuda', enabled=False):\n    y = model(x)\n",
-            "import torch\nwith torch.autocast('neuron', enabled=False):\n    y = model(x)\n",
+            "import torch\nx = x.cuda()\nwith torch.autocast('cuda', enabled=False):\n    y = model(x)\n",
+            "import torch\nx = x.cuda()\nwith torch.autocast('neuron', enabled=False):\n    y = model(x)\n",
             unsafe_fixes=False,
         ),
     )
@@ -128,7 +136,7 @@ class CudaAutocast(AmpRule):
             self._device_type_call(node)
         elif qualified in CUDA_AUTOCAST:
             first = argument(node, "enabled", 0)
-            if keyword(node, "device_type") is not None or (first is not None and is_string_literal(first.value)):
+            if keyword(node, "device_type") is not None or (first is not None and _names_device(first.value)):
                 # `torch.autocast` behind a fallback import (`except ImportError: from torch.cuda.amp
                 # import autocast`): the call already has the device-generic signature.
                 self._device_type_call(node)

@@ -9,7 +9,7 @@ from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._distributed import cuda_only_test
 from neuronize.transforms._leftovers import (
-    BACKEND, SELECTORS, branches, cuda_value, gpu_index, in_message, is_neuron_check, required, gpu_indexed_device, index_message, leftover_message, list_message, listed, site,
+    BACKEND, FSDP, SELECTORS, branches, cuda_value, gpu_index, in_message, is_neuron_check, required, gpu_indexed_device, index_message, leftover_message, list_message, listed, site,
     validates,
 )
 from neuronize.transforms._literals import string_value
@@ -31,7 +31,8 @@ class CudaLeftover(Transform):
         `torch.load(map_location=...)`, `"cuda:0"` inside an RPC argument tuple, a backend name in
         an attribute, a config field or a default, a `{"cuda:0": "cuda:1"}` remap. Reports GPU
         indexes used as devices: `.to(local_rank)`, `.to(self.gpu_id)`, `device=args.gpu`,
-        `.cuda(i)`, `torch.device(rank)`, `f"{device.type}:{args.gpu}"`, and selected with
+        `.cuda(i)`, `torch.device(rank)`, `f"{device.type}:{args.gpu}"`, FSDP's
+        `device_id=local_rank` (also through `partial(FSDP, ...)`), and selected with
         `torch.accelerator.set_device_index(rank)`, also through a name assigned one earlier in
         the function or class (`idx = int(os.environ["LOCAL_RANK"])`; `0` is no GPU index: it
         names the one device a Neuron process has). A literal list of devices or backends (`choices=["cpu", "cuda"]`,
@@ -191,6 +192,13 @@ class CudaLeftover(Transform):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "device":
                 self._index("`device=`", arg.value)
+            elif arg.keyword is not None and arg.keyword.value == "device_id" and self._builds_fsdp(node):
+                self._index("FSDP's `device_id=`", arg.value)
+
+    def _builds_fsdp(self, call: cst.Call) -> bool:
+        """``FSDP(..., device_id=...)`` or ``partial(FSDP, device_id=...)``."""
+        wrapped = call.args[0].value if last_name(call.func) == "partial" and call.args else call.func
+        return self.ctx.qualify(wrapped) in FSDP
 
     def _index(self, call: str, expr: cst.BaseExpression, node: cst.CSTNode | None = None,
                selects: bool = False) -> None:

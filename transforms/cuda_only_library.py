@@ -137,7 +137,7 @@ class CudaOnlyLibrary(Transform):
     tokens = (
         b"flash_attn", b"xformers", b"flashinfer", b"apex", b"bitsandbytes", b"deepspeed",
         b"transformer_engine", b"liger_kernel", b"mamba_ssm", b"causal_conv1d", b"nvml",
-        b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"pycuda", b"numba", b"torchao",
+        b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"cuml", b"cudf", b"pycuda", b"numba", b"torchao",
         b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllamav2", b"load_in_8bit", b"load_in_4bit",
         b"BitsAndBytesConfig",
         b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
