@@ -497,7 +497,10 @@ def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], o
     # a member suppressed, or held back by import safety (a new Report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
-    return _same_tests_together(_guards_follow_bodies(_settle_groups(kept, held), parents), parents), unused
+    settled = _guards_follow_bodies(_settle_groups(kept, held), parents)
+    # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
+    same_tests, groups = _same_tests_grouped(settled, parents)
+    return _settle_groups(same_tests, set(), only=groups), unused
 
 
 def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
@@ -537,39 +540,30 @@ def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
     return out
 
 
-def _same_tests_together(located: Located, parents: Parents) -> Located:
-    """The edits to ``if`` statements of one function that test the same condition share the
-    weakest safety among them, and none is made when one of them is kept: code that checks
-    ``torch.cuda.is_available()`` twice pairs its branches (a log format with a memory field
-    built under the first, filled under the second); rewriting only one pairs a Neuron branch
-    with a CUDA one, which fails on both hosts."""
-    tests: dict[int, list[int]] = {}  # id(If) -> indexes of the findings in its test
-    for i, (r, _) in enumerate(located):
-        guard = _guard_of(r.node, parents)
-        if guard is not None:
-            tests.setdefault(id(guard), []).append(i)
-    if len(tests) < 2:
-        return located
+def _same_tests_grouped(located: Located, parents: Parents) -> tuple[Located, set[str]]:
+    """The edits to ``if`` statements of one function that test the same condition, as one edit
+    group each (settled by :func:`_settle_groups`): code that checks ``torch.cuda.is_available()``
+    twice pairs its branches (a log format with a memory field built under the first, filled
+    under the second); rewriting only one pairs a Neuron branch with a CUDA one, which fails on
+    both hosts. Returns the findings and the names of the groups made (an edit already in a group
+    of its own keeps it)."""
     guards = {id(g): g for r, _ in located if (g := _guard_of(r.node, parents)) is not None}
-    out = list(located)
+    if len(guards) < 2:
+        return located, set()
+    names: dict[int, str] = {}
     for family in _families(list(guards.values()), parents):
-        members = [i for g in family for i in tests[id(g)]]
-        weakest = max((located[i][0].safety if located[i][0].fixable else Safety.REPORT_ONLY for i in members),
-                      key=_WEAKNESS.index)
-        for i in members:
-            r, f = located[i]
-            if not r.fixable or _WEAKNESS.index(weakest) <= _WEAKNESS.index(r.safety):
-                continue
-            if weakest is Safety.REPORT_ONLY:
-                out[i] = (dataclasses.replace(r, replacement=None), dataclasses.replace(
-                    f, fixable=False, message=f"{f.message} [not applied: another `if` of this function tests "
-                                              "the same condition and is kept; checks of one condition move "
-                                              "together]"))
-            else:
-                out[i] = (dataclasses.replace(r, safety=weakest), dataclasses.replace(
-                    f, safety=weakest, message=f"{f.message} [{weakest}, like another `if` of this function "
-                                               "testing the same condition]"))
-    return out
+        scope = _scope_of(family[0], parents)
+        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
+        test = " ".join(cst.Module([]).code_for_node(family[0].test).split())
+        name = f"if {test if len(test) <= 40 else test[:37] + '...'} in {where}"
+        names.update((id(g), name) for g in family)
+    out: Located = []
+    for r, f in located:
+        guard = _guard_of(r.node, parents)
+        if guard is not None and id(guard) in names and r.group is None:
+            r = dataclasses.replace(r, group=names[id(guard)])
+        out.append((r, f))
+    return out, set(names.values())
 
 
 def _families(guards: list[cst.If], parents: Parents) -> list[list[cst.If]]:
@@ -640,20 +634,21 @@ def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Loca
 _WEAKNESS = (Safety.SAFE, Safety.UNSAFE, Safety.REPORT_ONLY)
 
 
-def _settle_groups(located: Located, held: set[str]) -> Located:
+def _settle_groups(located: Located, held: set[str], only: set[str] | None = None) -> Located:
     """Edit groups (``Report.group``, one per name in a file): each member takes the weakest safety
     of the group; when a member has no fix, or was suppressed (``held``), no fix of the group is
-    applied. Findings name their group, so review treats it as one decision."""
+    applied. Findings name their group, so review treats it as one decision. ``only``: settle
+    these groups (the others are settled already)."""
     weakest: dict[str, Safety] = {}
     members: dict[str, int] = {}
     for r, _ in located:
-        if r.group is not None:
+        if r.group is not None and (only is None or r.group in only):
             own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
             weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
             members[r.group] = members.get(r.group, 0) + 1
     settled: Located = []
     for r, f in located:
-        if r.group is None or (members[r.group] == 1 and r.group not in held):
+        if r.group not in members or (members[r.group] == 1 and r.group not in held):
             settled.append((r, f))  # a group of one edit is that edit: nothing to say about it
             continue
         group = weakest[r.group]
