@@ -25,7 +25,8 @@ exact criterion of "a device choice":
 
 Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
 CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
-while the other targets delete them (the guard is unwrapped, and the statements below go).
+while the other targets delete them (the guard is unwrapped, and the statements below go), and
+requirements that the device be there, which ``--target cpu`` deletes.
 Comments are left out on both sides: a deleted statement takes its own comments with it, so
 which comments remain follows what each target deletes.
 
@@ -97,7 +98,11 @@ EXCEPTIONS: dict[str, re.Pattern[str]] = {
     # NRN112: torch.manual_seed already seeds the CPU: cpu deletes the CUDA seeding, neuron translates
     # it, accelerator keeps it for CUDA
     "CUDA seeding": re.compile(r"^" + re.escape(RT) + r"manual_seed(?:_all)?\(.*\)$"),
+    # NRN110: a requirement that the device be there stops the run where it is not: cpu deletes it
+    # (the CPU always is); the block form is `_REQUIREMENT`; a body left empty is `pass`
+    "device requirement": re.compile(r"^assert " + re.escape(RT) + r"is_available\(\)(?:,.*)?$|^pass$"),
 }
+_REQUIREMENT = re.compile(r"^(\s*)if not \(?" + re.escape(RT) + r"is_available\(\)\)?:\s*$")
 #: other justified differences, erased by a rewrite of the line: (pattern, replacement, reason)
 REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     # NRN201: a host-aware autocast sets bf16 on the target's branch only; cpu's autocast is not
@@ -154,6 +159,12 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(lines):
+        required = _REQUIREMENT.match(lines[i])
+        if required:  # the requirement's block goes with it
+            i += 1
+            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) > len(required.group(1)):
+                i += 1
+            continue
         m = _GUARD.match(lines[i])
         if m:
             # a guard block emptied by a deletion (only comments and `pass` left): its comments
