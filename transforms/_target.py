@@ -285,7 +285,30 @@ def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CS
         imports.extend(more)
         return new
 
-    return _swap_neuron_strings(original, rewritten, make), tuple(imports)  # type: ignore[return-value]
+    swapped = _swap_neuron_strings(original, rewritten, make)
+    return _one_value(swapped), tuple(imports)  # type: ignore[return-value]
+
+
+def _one_value(node: cst.CSTNode) -> cst.CSTNode:
+    """``node``, or its value where it is a conditional expression whose two branches are the same
+    code (``"cpu" if "cpu" in device else "cpu"``, what a CPU choice becomes under ``--target
+    cpu``): the test decides nothing then (and :func:`_plain_test` has no effects to keep)."""
+    if isinstance(node, cst.IfExp) and _plain_test(node.test):
+        body, orelse = (n.with_changes(lpar=(), rpar=()) for n in (node.body, node.orelse))
+        if cst.Module([]).code_for_node(body) == cst.Module([]).code_for_node(orelse):
+            return body
+    return node
+
+
+def _plain_test(test: cst.BaseExpression) -> bool:
+    """``test`` is made of comparisons and ``.startswith(...)`` tests (nothing it calls has effects)."""
+    if isinstance(test, cst.BooleanOperation):
+        return _plain_test(test.left) and _plain_test(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _plain_test(test.expression)
+    if isinstance(test, cst.Call):
+        return isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith"
+    return isinstance(test, cst.Comparison)
 
 
 _PLACEHOLDER = '"@device@"'
