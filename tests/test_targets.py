@@ -107,8 +107,9 @@ _REQUIREMENT = re.compile(r"^(\s*)if not \(?" + re.escape(RT) + r"is_available\(
 REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     # NRN201: a host-aware autocast sets bf16 on the target's branch only; cpu's autocast is not
     # host-aware (every host has a CPU), so its bf16 is unconditional
-    (re.compile(r"torch\.bfloat16 if " + re.escape(RT) + r"is_available\(\) else None"), "torch.bfloat16",
-     "bf16 only on the target's branch of a host-aware autocast"),
+    (re.compile(r"torch\.bfloat16 if (?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D)
+                + r") else None"), "torch.bfloat16",
+     "bf16 only on the target's branch of a host-aware autocast (the Neuron branch, named or written out)"),
     # NRN115: `torch.cuda.get_device_name(i)` is `torch_neuronx.get_device_properties(i).name` on Neuron;
     # torch.cpu has no device properties, so cpu / accelerator report the call and leave it
     (re.compile(re.escape(RT) + r"get_device_properties\(([^()]*)\)\.name"), RT + r"get_device_name(\1)",

@@ -337,10 +337,18 @@ def compile_backend(ctx: FileContext) -> Built | None:
         return make_string(NEURON), ()
     if ctx.options.target == CPU:
         return None
+    test, imports = neuron_present(ctx)
+    return cst.IfExp(test=test, body=make_string(NEURON), orelse=make_string("inductor")), imports
+
+
+def neuron_present(ctx: FileContext) -> Built:
+    """The test "the accelerator here is Neuron", on any target: ``torch.accelerator.is_available()
+    and torch.accelerator.current_accelerator().type == "neuron"`` (false on CPU, CUDA and MPS).
+    What ``--target accelerator`` writes where only Neuron takes a path (its compile backend,
+    bf16 in a CUDA autocast)."""
     t, imports = _torch(ctx)
     return cst.parse_expression(
-        f'"neuron" if {t}.accelerator.is_available() and '
-        f'{t}.accelerator.current_accelerator().type == "neuron" else "inductor"'), imports
+        f'{t}.accelerator.is_available() and {t}.accelerator.current_accelerator().type == "neuron"'), imports
 
 
 def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
