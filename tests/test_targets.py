@@ -179,14 +179,15 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
                 i = j
                 continue
         if m and i + 1 < len(lines):
+            # the guard's statements (one, or several guards written next to each other, merged)
             indent = m.group(1)
-            body = lines[i + 1]
-            deeper = len(body) - len(body.lstrip()) > len(indent)
-            single = i + 2 >= len(lines) or len(lines[i + 2]) - len(lines[i + 2].lstrip()) <= len(indent) \
-                or not lines[i + 2].strip()
-            if deeper and single:
-                out.append(indent + body.lstrip())
-                i += 2
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) > len(indent):
+                j += 1
+            if j > i + 1:
+                step = len(lines[i + 1]) - len(lines[i + 1].lstrip()) - len(indent)
+                out.extend(line[step:] for line in lines[i + 1:j])
+                i = j
                 continue
         out.append(lines[i])
         i += 1
