@@ -13,7 +13,8 @@ would stop the rewritten code on the very machine it is written for:
   the count is 0 on the CPU (``ZeroDivisionError``), and an integer device names an accelerator
   anyway. Where the name holds the device (:func:`_device_choice.device_named`), the index is the
   CPU device, ``"cpu"`` (:func:`cpu_device_index`); another name (a shard index) is left to the
-  count's rewrite.
+  count's rewrite. So is the current GPU index handed to a device argument
+  (``FSDP(..., device_id=torch.cuda.current_device())``): the CPU has no current index.
 """
 
 from __future__ import annotations
@@ -79,4 +80,14 @@ def cpu_answer(ctx: FileContext, call: cst.Call | None, fn: str) -> tuple[cst.CS
             return (index, make_string("cpu", None).with_changes(lpar=index.lpar, rpar=index.rpar),
                     "GPU index from the device count -> `\"cpu\"`: the count is 0 on the CPU, and an "
                     "integer device names an accelerator")
+    if fn == "current_device" and _device_argument(ctx, call):
+        return (call, make_string("cpu", None), "the current GPU index as a device argument -> `\"cpu\"`: "
+                "without an accelerator there is no current index (`torch.accelerator` raises)")
     return None
+
+
+def _device_argument(ctx: FileContext, call: cst.Call) -> bool:
+    """``call`` is the value of a keyword argument that names a device (``device_id=...``)."""
+    parent = next((anc for anc in ctx.ancestors() if anc is not call), None)
+    return (isinstance(parent, cst.Arg) and parent.value is call and parent.keyword is not None
+            and device_named(parent.keyword.value))
