@@ -209,6 +209,34 @@ def in_cuda_only_block(ctx: FileContext) -> bool:
     return any(isinstance(anc, cst.If) and cuda_only_block(ctx, anc) for anc in ctx.ancestors())
 
 
+#: what a file does that must come before CUDA is first queried (the driver reads the visible
+#: devices once; a forked child cannot use a CUDA its parent initialised)
+_BEFORE_CUDA = ("CUDA_VISIBLE_DEVICES", "os.fork(")
+
+
+def guard_too_early(ctx: FileContext) -> str | None:
+    """Under ``--target accelerator``: why a ``torch.cuda.is_available()`` guard around the
+    module-level statement being visited would query CUDA too early, if it would: the file sets
+    ``CUDA_VISIBLE_DEVICES`` (or forks) later, in a function or further down. The original
+    statement (a setting) queried nothing; the guard runs at import, before that."""
+    if not any(word.encode() in ctx.source for word in _BEFORE_CUDA):
+        return None
+    if any(isinstance(anc, (cst.FunctionDef, cst.ClassDef)) for anc in ctx.ancestors()):
+        return None
+    top = ctx.stack[1] if len(ctx.stack) > 1 else None
+    later = False
+    for stmt in ctx.module.body:
+        if stmt is top:
+            later = True
+            continue
+        if later or isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            code = ctx.module.code_for_node(stmt)
+            for word in _BEFORE_CUDA:
+                if word in code:
+                    return f"`{word.rstrip('(')}` comes later in this file"
+    return None
+
+
 # -- device indexes, device types, backends (second pass of issue 8) ---------------------------------
 def kept_cuda_index(ctx: FileContext, cuda_device: cst.BaseExpression, *, parens: bool = False) -> Built:
     """``--target accelerator`` for a CUDA device with an index (``f"cuda:{rank}"``, ``"cuda:1"``):
