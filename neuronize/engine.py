@@ -831,8 +831,9 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
     if options.target is Target.ACCELERATOR:
         from neuronize.transforms._device_name import name_device
+        from neuronize.transforms._guards_merged import merge_guards
 
-        named = name_device(new, source)
+        named = merge_guards(name_device(new, source), source)
         if named is not new:
             new, code = named, None
     output = _bytes(new, code) + tail

@@ -25,7 +25,8 @@ exact criterion of "a device choice":
 
 Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
 CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
-while the other targets delete them (the guard is unwrapped, and the statements below go).
+while the other targets delete them (the guard is unwrapped, and the statements below go), and
+requirements that the device be there, which ``--target cpu`` deletes.
 Comments are left out on both sides: a deleted statement takes its own comments with it, so
 which comments remain follows what each target deletes.
 
@@ -100,13 +101,18 @@ EXCEPTIONS: dict[str, re.Pattern[str]] = {
     # NRN112: the same for a restored generator state (a checkpoint resume): the CPU has no CUDA
     # generator, so cpu deletes the restore, neuron restores the Neuron generator, accelerator keeps it for CUDA
     "CUDA generator state restored": re.compile(r"^" + re.escape(RT) + r"set_rng_state\(.*\)$"),
+    # NRN110: a requirement that the device be there stops the run where it is not: cpu deletes it
+    # (the CPU always is); the block form is `_REQUIREMENT`; a body left empty is `pass`
+    "device requirement": re.compile(r"^assert " + re.escape(RT) + r"is_available\(\)(?:,.*)?$|^pass$"),
 }
+_REQUIREMENT = re.compile(r"^(\s*)if not \(?" + re.escape(RT) + r"is_available\(\)\)?:\s*$")
 #: other justified differences, erased by a rewrite of the line: (pattern, replacement, reason)
 REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     # NRN201: a host-aware autocast sets bf16 on the target's branch only; cpu's autocast is not
     # host-aware (every host has a CPU), so its bf16 is unconditional
-    (re.compile(r"torch\.bfloat16 if " + re.escape(RT) + r"is_available\(\) else None"), "torch.bfloat16",
-     "bf16 only on the target's branch of a host-aware autocast"),
+    (re.compile(r"torch\.bfloat16 if (?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D)
+                + r") else None"), "torch.bfloat16",
+     "bf16 only on the target's branch of a host-aware autocast (the Neuron branch, named or written out)"),
     # NRN115: `torch.cuda.get_device_name(i)` is `torch_neuronx.get_device_properties(i).name` on Neuron;
     # torch.cpu has no device properties, so cpu / accelerator report the call and leave it
     (re.compile(re.escape(RT) + r"get_device_properties\(([^()]*)\)\.name"), RT + r"get_device_name(\1)",
@@ -157,6 +163,12 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(lines):
+        required = _REQUIREMENT.match(lines[i])
+        if required:  # the requirement's block goes with it
+            i += 1
+            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) > len(required.group(1)):
+                i += 1
+            continue
         m = _GUARD.match(lines[i])
         if m:
             # a guard block emptied by a deletion (only comments and `pass` left): its comments
@@ -170,14 +182,15 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
                 i = j
                 continue
         if m and i + 1 < len(lines):
+            # the guard's statements (one, or several guards written next to each other, merged)
             indent = m.group(1)
-            body = lines[i + 1]
-            deeper = len(body) - len(body.lstrip()) > len(indent)
-            single = i + 2 >= len(lines) or len(lines[i + 2]) - len(lines[i + 2].lstrip()) <= len(indent) \
-                or not lines[i + 2].strip()
-            if deeper and single:
-                out.append(indent + body.lstrip())
-                i += 2
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) > len(indent):
+                j += 1
+            if j > i + 1:
+                step = len(lines[i + 1]) - len(lines[i + 1].lstrip()) - len(indent)
+                out.extend(line[step:] for line in lines[i + 1:j])
+                i = j
                 continue
         out.append(lines[i])
         i += 1

@@ -167,7 +167,11 @@ def bf16_dtype(ctx: FileContext, device: AmpDevice) -> _target.Built:
     bf16, imports = qualified_expr(ctx, "torch.bfloat16")
     if device.follows or not isinstance(device.expr, cst.IfExp):
         return bf16, imports
-    return cst.IfExp(test=device.expr.test, body=bf16, orelse=cst.Name("None")), imports
+    test: cst.BaseExpression = device.expr.test
+    if _target.target(ctx) == _target.ACCELERATOR:  # CUDA is an accelerator too: it keeps float16
+        test, more = _target.neuron_present(ctx)
+        imports = (*imports, *more)
+    return cst.IfExp(test=test, body=bf16, orelse=cst.Name("None")), imports
 
 
 def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
@@ -191,7 +195,7 @@ def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
         return [AmpFix(new, head + tail + note, amp.imports, False)]
     value, imports = bf16_dtype(ctx, amp)
     full = insert_args(new, index_of(call, device) + 1, [new_keyword("dtype", value)])
-    branch = _target.say(ctx, BRANCH_NOTE) if isinstance(value, cst.IfExp) else ""
+    branch = _target.fill(_target.NEURON, BRANCH_NOTE) if isinstance(value, cst.IfExp) else ""  # bf16: Neuron only
     neuron = _target.target(ctx) == _target.NEURON
     why = f": {BF16_WHY}" if neuron else f" {CPU_BF16_WHY}"
     fixes = [AmpFix(full, f"{head} with `dtype=torch.bfloat16`{branch}{tail}{why}", (*imports, *amp.imports), True)]

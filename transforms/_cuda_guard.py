@@ -202,12 +202,14 @@ def guarded_code(ctx: FileContext, stmt: cst.If | cst.While) -> list[cst.CSTNode
     nodes: list[cst.CSTNode] = [stmt.test, stmt.body]
     if stmt.orelse is not None:
         nodes.append(stmt.orelse)
-    if isinstance(stmt, cst.If) and _ends_early(stmt.body):
+    if isinstance(stmt, cst.If) and ends_early(stmt.body):
         nodes.extend(following_statements(ctx, stmt))
     return nodes
 
 
-def _ends_early(body: cst.BaseSuite) -> bool:
+def ends_early(body: cst.BaseSuite, *, stops_only: bool = False) -> bool:
+    """``body`` ends its block early: its last statement raises, returns, breaks, continues or
+    exits; with ``stops_only``, only one that stops the run (``raise``, ``sys.exit``...)."""
     stmts = body.body
     if not stmts:
         return False
@@ -219,7 +221,7 @@ def _ends_early(body: cst.BaseSuite) -> bool:
     else:
         return False
     for small in smalls:
-        if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+        if isinstance(small, cst.Raise) or not stops_only and isinstance(small, (cst.Return, cst.Continue, cst.Break)):
             return True
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             if last_name(small.value.func) in ("exit", "quit", "_exit"):

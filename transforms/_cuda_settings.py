@@ -120,6 +120,11 @@ class CudaOnlySettings(Transform):
         if not isinstance(line, cst.SimpleStatementLine):
             self.report(statement, f"{reason}: guard it with `if torch.cuda.is_available():` by hand")
             return
+        early = _target.guard_too_early(self.ctx)
+        if early is not None:
+            self.report(statement, f"{what} kept as it is: {reason}, and harmless there; an `if "
+                        f"torch.cuda.is_available():` guard would query CUDA at import, and {early}")
+            return
         new, imports = _target.guarded(self.ctx, line)
         self.fix(line, new, f"{what} kept for CUDA under `if torch.cuda.is_available():`: {reason}",
                  safety=kw.get("safety"), evidence=kw.get("evidence"), imports=imports)

@@ -13,7 +13,9 @@ scope, just before the statement that first uses it, and the places the run wrot
 - the device: ``device`` (``DEVICE`` at module level);
 - the compile backend: ``"neuron" if device == "neuron" else "inductor"`` (``device`` is ``"cpu"``
   where no accelerator is found, so the test is the one written out);
-- autocast's device: ``device if torch.accelerator.is_available() else "cuda"``.
+- autocast's device: ``device if torch.accelerator.is_available() else "cuda"``;
+- any other choice on the test "the accelerator is Neuron" (the bf16 of a CUDA autocast,
+  ``torch.bfloat16 if <it> else None``): the test becomes ``device == "neuron"``.
 
 What it keeps: the value is computed in the scope that used it, before its first use there and
 not earlier (a module that sets ``CUDA_VISIBLE_DEVICES`` in ``main()`` still does so before CUDA
@@ -42,9 +44,10 @@ _T = r"(?P<t>[A-Za-z_]\w*)"
 #: the device (``else "cpu"``) and autocast's device (``else "cuda"``), as ``_target`` writes them
 _DEVICE = re.compile(_T + r"\.accelerator\.current_accelerator\(\)\.type if (?P=t)\.accelerator\.is_available\(\) "
                           r"else (?P<q>['\"])(?P<fallback>cpu|cuda)(?P=q)")
-_BACKEND = re.compile(r"(?P<q>['\"])neuron(?P=q) if " + _T + r"\.accelerator\.is_available\(\) and "
-                      r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (['\"])neuron\3 "
-                      r"else (['\"])inductor\4")
+#: the test "the accelerator is Neuron" (``_target.neuron_present``), of the compile backend and
+#: of bf16 in a CUDA autocast: ``<x> if <it> else <y>``
+_NEURON_TEST = re.compile(_T + r"\.accelerator\.is_available\(\) and "
+                          r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 #: the names a scope's device gets, in order of preference (then ``_2``, ``_3``...)
 _NAMES = {True: ("DEVICE", "ACCELERATOR_DEVICE"), False: ("device", "accelerator_device")}
 #: parents of a Name that may bind it (a few only read it too: counted all the same)
@@ -68,9 +71,9 @@ class _Use:
 
     def replaced(self, name: str) -> cst.BaseExpression:
         m, q = self.match, self.match["q"]
-        if self.match.re is _BACKEND:
-            code = f"{q}neuron{q} if {name} == {q}neuron{q} else {q}inductor{q}"
-        elif m["fallback"] == "cuda":
+        if self.match.re is _NEURON_TEST:
+            return self.node.with_changes(test=cst.parse_expression(f"{name} == {q}neuron{q}"))
+        if m["fallback"] == "cuda":
             code = f"{name} if {m['t']}.accelerator.is_available() else {q}cuda{q}"
         else:
             return cst.Name(name)  # a name needs no parentheses
@@ -104,7 +107,7 @@ class _Collect(cst.CSTVisitor):
                 self.bound[node.value] += 1
         if isinstance(node, cst.IfExp):
             match = (_DEVICE.fullmatch(_code(node.with_changes(lpar=(), rpar=())))
-                     or _BACKEND.fullmatch(_code(node.with_changes(lpar=(), rpar=()))))
+                     or _NEURON_TEST.fullmatch(_code(node.test.with_changes(lpar=(), rpar=()))))
             if match is not None:
                 scope = _scope(self.stack)
                 if scope is not None and not _keeps_cuda_index(self.stack):

@@ -209,6 +209,34 @@ def in_cuda_only_block(ctx: FileContext) -> bool:
     return any(isinstance(anc, cst.If) and cuda_only_block(ctx, anc) for anc in ctx.ancestors())
 
 
+#: what a file does that must come before CUDA is first queried (the driver reads the visible
+#: devices once; a forked child cannot use a CUDA its parent initialised)
+_BEFORE_CUDA = ("CUDA_VISIBLE_DEVICES", "os.fork(")
+
+
+def guard_too_early(ctx: FileContext) -> str | None:
+    """Under ``--target accelerator``: why a ``torch.cuda.is_available()`` guard around the
+    module-level statement being visited would query CUDA too early, if it would: the file sets
+    ``CUDA_VISIBLE_DEVICES`` (or forks) later, in a function or further down. The original
+    statement (a setting) queried nothing; the guard runs at import, before that."""
+    if not any(word.encode() in ctx.source for word in _BEFORE_CUDA):
+        return None
+    if any(isinstance(anc, (cst.FunctionDef, cst.ClassDef)) for anc in ctx.ancestors()):
+        return None
+    top = ctx.stack[1] if len(ctx.stack) > 1 else None
+    later = False
+    for stmt in ctx.module.body:
+        if stmt is top:
+            later = True
+            continue
+        if later or isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            code = ctx.module.code_for_node(stmt)
+            for word in _BEFORE_CUDA:
+                if word in code:
+                    return f"`{word.rstrip('(')}` comes later in this file"
+    return None
+
+
 # -- device indexes, device types, backends (second pass of issue 8) ---------------------------------
 def kept_cuda_index(ctx: FileContext, cuda_device: cst.BaseExpression, *, parens: bool = False) -> Built:
     """``--target accelerator`` for a CUDA device with an index (``f"cuda:{rank}"``, ``"cuda:1"``):
@@ -285,7 +313,30 @@ def retarget_literals(ctx: FileContext, original: cst.CSTNode, rewritten: cst.CS
         imports.extend(more)
         return new
 
-    return _swap_neuron_strings(original, rewritten, make), tuple(imports)  # type: ignore[return-value]
+    swapped = _swap_neuron_strings(original, rewritten, make)
+    return _one_value(swapped), tuple(imports)  # type: ignore[return-value]
+
+
+def _one_value(node: cst.CSTNode) -> cst.CSTNode:
+    """``node``, or its value where it is a conditional expression whose two branches are the same
+    code (``"cpu" if "cpu" in device else "cpu"``, what a CPU choice becomes under ``--target
+    cpu``): the test decides nothing then (and :func:`_plain_test` has no effects to keep)."""
+    if isinstance(node, cst.IfExp) and _plain_test(node.test):
+        body, orelse = (n.with_changes(lpar=(), rpar=()) for n in (node.body, node.orelse))
+        if cst.Module([]).code_for_node(body) == cst.Module([]).code_for_node(orelse):
+            return body
+    return node
+
+
+def _plain_test(test: cst.BaseExpression) -> bool:
+    """``test`` is made of comparisons and ``.startswith(...)`` tests (nothing it calls has effects)."""
+    if isinstance(test, cst.BooleanOperation):
+        return _plain_test(test.left) and _plain_test(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _plain_test(test.expression)
+    if isinstance(test, cst.Call):
+        return isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith"
+    return isinstance(test, cst.Comparison)
 
 
 _PLACEHOLDER = '"@device@"'
@@ -314,10 +365,18 @@ def compile_backend(ctx: FileContext) -> Built | None:
         return make_string(NEURON), ()
     if ctx.options.target == CPU:
         return None
+    test, imports = neuron_present(ctx)
+    return cst.IfExp(test=test, body=make_string(NEURON), orelse=make_string("inductor")), imports
+
+
+def neuron_present(ctx: FileContext) -> Built:
+    """The test "the accelerator here is Neuron", on any target: ``torch.accelerator.is_available()
+    and torch.accelerator.current_accelerator().type == "neuron"`` (false on CPU, CUDA and MPS).
+    What ``--target accelerator`` writes where only Neuron takes a path (its compile backend,
+    bf16 in a CUDA autocast)."""
     t, imports = _torch(ctx)
     return cst.parse_expression(
-        f'"neuron" if {t}.accelerator.is_available() and '
-        f'{t}.accelerator.current_accelerator().type == "neuron" else "inductor"'), imports
+        f'{t}.accelerator.is_available() and {t}.accelerator.current_accelerator().type == "neuron"'), imports
 
 
 def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:

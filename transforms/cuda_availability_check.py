@@ -13,6 +13,7 @@ from neuronize.transforms._cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
 )
 from neuronize.transforms._literals import branches_mention_cuda
+from neuronize.transforms._cpu_target import cpu_answer
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -168,6 +169,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
     def on_ref(self, ref: CudaRef) -> None:
         target = _TARGETS[ref.fn]
         if ref.fn in ("is_available", "device_count") and self._in_map_location():
+            return
+        answered = cpu_answer(self.ctx, ref.call, ref.fn)
+        if answered is not None:
+            self.fix(*answered, safety=Safety.UNSAFE, evidence=Evidence.INF)
             return
         probe = capability_probe(self.ctx, ref)
         if probe is not None:

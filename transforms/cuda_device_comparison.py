@@ -95,8 +95,11 @@ class CudaDeviceComparison(Transform):
         moves with the device defaults it tests (:data:`_host.DEVICE_CHOICE`)."""
         replacement, imports = _target.retarget_literals(self.ctx, node, neuron_form)
         old, new = (node.test, neuron_form.test) if quote_test else (node, neuron_form)  # type: ignore[attr-defined]
-        self.fix(node, replacement, _target.say(self.ctx, template, new=_target.shown(self.ctx, old, new), **fields),
-                 imports=imports, safety=safety, evidence=evidence, group=group)
+        message = _target.say(self.ctx, template, new=_target.shown(self.ctx, old, new), **fields)
+        if isinstance(node, cst.IfExp) and not isinstance(replacement, cst.IfExp):
+            message = _target.say(self.ctx, "device choice `... if {old} else ...` -> `{new}`: both branches "
+                                  "are {platform}", old=short(node.test), new=short(replacement))
+        self.fix(node, replacement, message, imports=imports, safety=safety, evidence=evidence, group=group)
 
     # -- device choices: rewritten -----------------------------------------------------------
     def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:

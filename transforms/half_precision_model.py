@@ -37,6 +37,10 @@ class HalfPrecisionModel(Transform):
         model = build_model().to(torch.bfloat16).eval()
         images = images.to(torch.bfloat16)
 
+        With `--target accelerator` the cast is bf16 only where the accelerator is Neuron
+        (`.to(torch.bfloat16 if <the accelerator is Neuron> else torch.float16)`): the CPU and a
+        CUDA box keep float16, as before.
+
     Fix safety:
         Unsafe: bfloat16 has fewer mantissa bits than float16, so outputs change, and every
         tensor that meets the model (inputs cast with `.half()` elsewhere, `torch.float16`
@@ -72,9 +76,15 @@ class HalfPrecisionModel(Transform):
             self.report(node, f"`.half()` left as float16: {reason}; a bf16 edit must be whole (every "
                         "tensor meeting this one follows) or absent")
             return
-        bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
-        new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(value=bf16)])
-        self.fix(node, new, "`.half()` -> `.to(torch.bfloat16)`: bf16 is the Neuron reduced-precision type; "
+        dtype, imports = qualified_expr(self.ctx, "torch.bfloat16")
+        shown, where = "torch.bfloat16", ""
+        if _target.target(self.ctx) == _target.ACCELERATOR:  # CPU and CUDA keep float16, as before
+            neuron, more = _target.neuron_present(self.ctx)
+            fp16, most = qualified_expr(self.ctx, "torch.float16")
+            dtype, imports = cst.IfExp(test=neuron, body=dtype, orelse=fp16), (*imports, *more, *most)
+            shown, where = "torch.bfloat16 if <Neuron> else torch.float16", " on Neuron (float16 elsewhere, as before)"
+        new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(value=dtype)])
+        self.fix(node, new, f"`.half()` -> `.to({shown})`: bf16 is the Neuron reduced-precision type{where}; "
                             "make inputs, buffers and checkpoints that were float16 follow", imports=imports)
 
     def _kept_reason(self) -> str | None:
