@@ -108,6 +108,16 @@ def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[di
     return spans, text
 
 
+def on_changed_lines(module: cst.Module, source: bytes, nodes: Iterable[cst.CSTNode]) -> set[int]:
+    """The ids of ``nodes`` (of ``module``, a rewrite of ``source``) that start on a line the
+    rewrite changed: what a run wrote, as opposed to the same code written by hand."""
+    nodes = list(nodes)
+    spans, code = locate_in_code(module, nodes)
+    old, new = source.splitlines(), code.encode(module.encoding, "surrogateescape").splitlines()
+    changed = {j + 1 for tag, _, _, j1, j2 in line_ops(old, new) if tag != "equal" for j in range(j1, j2)}
+    return {id(n) for n in nodes if spans[id(n)].line in changed}
+
+
 # -- positions in the file as written -----------------------------------------------------------
 def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int, int]]:
     """Map a 1-based (line, column) of ``before`` to where that text (or what replaced it) is in

@@ -137,12 +137,10 @@ def _keeps_cuda_index(path: Sequence[cst.CSTNode]) -> bool:
 
 def _introduced(uses: list[_Use], module: cst.Module, source: bytes) -> list[_Use]:
     """The uses on lines this run changed."""
-    from neuronize.positions import line_ops, locate_in_code
+    from neuronize.positions import on_changed_lines
 
-    spans, code = locate_in_code(module, (u.node for u in uses))
-    old, new = source.splitlines(), code.encode(module.encoding, "surrogateescape").splitlines()
-    changed = {j + 1 for tag, _, _, j1, j2 in line_ops(old, new) if tag != "equal" for j in range(j1, j2)}
-    return [u for u in uses if spans[id(u.node)].line in changed]
+    written = on_changed_lines(module, source, (u.node for u in uses))
+    return [u for u in uses if id(u.node) in written]
 
 
 def _placement(uses: list[_Use]) -> tuple[cst.CSTNode, cst.CSTNode] | None:

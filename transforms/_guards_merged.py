@@ -36,16 +36,6 @@ class _Guards(cst.CSTVisitor):
             self.found.append(node)
 
 
-def _written(module: cst.Module, source: bytes, guards: list[cst.If]) -> set[int]:
-    """The ids of ``guards`` whose ``if`` line this run wrote (it is not a line of ``source``)."""
-    from neuronize.positions import line_ops, locate_in_code
-
-    spans, code = locate_in_code(module, guards)
-    old, new = source.splitlines(), code.encode(module.encoding, "surrogateescape").splitlines()
-    changed = {j + 1 for tag, _, _, j1, j2 in line_ops(old, new) if tag != "equal" for j in range(j1, j2)}
-    return {id(g) for g in guards if spans[id(g)].line in changed}
-
-
 class _Merge(cst.CSTTransformer):
     def __init__(self, written: set[int]) -> None:
         super().__init__()
@@ -83,7 +73,9 @@ def merge_guards(module: cst.Module, source: bytes) -> cst.Module:
     module.visit(collect)
     if len(collect.found) < 2:
         return module
-    written = _written(module, source, collect.found)
+    from neuronize.positions import on_changed_lines
+
+    written = on_changed_lines(module, source, collect.found)
     if len(written) < 2:
         return module
     return module.visit(_Merge(written))  # type: ignore[return-value]
