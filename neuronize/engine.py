@@ -495,11 +495,12 @@ def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], o
 
 
 def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
-    """An edit to the test of an ``if`` is as safe as the weakest fix in its body, and not made when
-    the body keeps code a rule reports: a guard rewritten for Neuron around a body left for CUDA
-    would switch that body on where it cannot run, or off where it used to run (a safe-only run
-    that migrates ``if torch.cuda.is_available():`` but keeps its unsafe body)."""
-    guards: dict[int, cst.If] = {}
+    """An edit to the test of an ``if`` (or of a conditional expression) is as safe as the weakest
+    fix in its body, and not made when the body keeps code a rule reports: a guard rewritten for
+    Neuron around a body left for CUDA would switch that body on where it cannot run, or off where
+    it used to run (a safe-only run that migrates ``if torch.cuda.is_available():`` but keeps its
+    unsafe body; ``torch.cuda.memory_reserved() if torch.cuda.is_available() else 0``)."""
+    guards: dict[int, cst.If | cst.IfExp] = {}
     for r, _ in located:
         if r.fixable:
             guard = _guard_of(r.node, parents)
@@ -531,12 +532,14 @@ def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
     return out
 
 
-def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | None:
-    """The ``if`` whose test holds ``node``, if any."""
+def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | cst.IfExp | None:
+    """The ``if`` or conditional expression whose test holds ``node``, if any."""
     child = node
     while (parent := parents.get(id(child))) is not None:
         if isinstance(parent, cst.If):
             return parent if parent.test is child else None
+        if isinstance(parent, cst.IfExp) and parent.test is child:
+            return parent
         if isinstance(parent, (cst.BaseSuite, cst.BaseStatement)):
             return None
         child = parent
@@ -544,6 +547,9 @@ def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | None:
 
 
 def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
+    """``node`` is ``block`` or lies within it (a conditional expression's body is one node)."""
+    if node is block:
+        return True
     child = node
     while (parent := parents.get(id(child))) is not None:
         if parent is block:

@@ -33,6 +33,12 @@ CUDA_ONLY_NAMES = frozenset({
     "DataParallel", "GradScaler", "CUDAGraph", "BitsAndBytesConfig", "get_device_capability",
     "half", "float16", "cudnn",
 })
+#: ``torch.cuda`` memory statistics read as values: NRN113 migrates them only as statements of
+#: their own (under a Neuron guard), so a value read in guarded code stays CUDA, and so does its guard
+MEMORY_QUERIES = frozenset({
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "memory_cached", "max_memory_cached", "memory_stats", "memory_summary",
+})
 CUDA_ONLY_SUBSTRINGS = ("flash_attn", "flash_attention", "xformers", "bitsandbytes", "triton", "cudnn")
 CUDA_ONLY_KEYWORDS = frozenset({"load_in_8bit", "load_in_4bit", "use_flash_attention_2"})
 #: Calls that keep code device-selection-only or device-agnostic (last dotted component).
@@ -96,6 +102,8 @@ class _GuardScan(cst.CSTVisitor):
             fn = qualified[len(PREFIX):].split(".")[0]
             if fn not in self.owned and fn not in SUBMODULES and fn != "amp":  # see BACKEND_SETTING_CALLS
                 self._mark(f"`{qualified}`")
+            elif fn in MEMORY_QUERIES:
+                self._mark(f"`{qualified}()` read as a value, which stays CUDA")
 
     def _is_backend_setting(self, node: cst.CSTNode) -> bool:
         return (self.ctx.qualify(node) or "").startswith(SETTING_PREFIXES)
