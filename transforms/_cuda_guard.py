@@ -16,7 +16,7 @@ from neuronize.transforms._cuda_settings import SETTING_PREFIXES
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
-from neuronize.transforms._nodes import following_statements
+from neuronize.transforms._nodes import following_statements, iter_conditions
 from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
 
 # -- what guarded code does ----------------------------------------------------------------
@@ -369,3 +369,41 @@ def neuron_guarded(ctx: FileContext, node: cst.CSTNode) -> bool:
             return False
         child = anc
     return False
+
+
+# -- checks of a device already named CUDA: `is_cuda = device.type == "cuda" and torch.cuda.is_available()` --
+def named_cuda_device(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """The comparison naming CUDA that the availability check ``node`` only completes, when that
+    comparison stays CUDA (NRN103 keeps it): the check is ``and``-ed with it into a flag
+    (``is_cuda = device.type == "cuda" and torch.cuda.is_available()``), or sits in the body of an
+    ``if`` testing it that is no device selection (``if device_type == "cuda": assert
+    torch.cuda.is_available()``). On Neuron the comparison is False whatever the check says:
+    the check rewritten alone changes nothing there, and only turns the CUDA path off."""
+    from neuronize.transforms._device_choice import rewrite_cuda_comparison, selection_if
+
+    def compared(test: cst.BaseExpression) -> str | None:
+        atoms = [a for a in iter_conditions(test) if rewrite_cuda_comparison(a) is not None]
+        return short(atoms[0]) if atoms else None
+
+    ancestors = list(ctx.ancestors())
+    position = next((i for i, a in enumerate(ancestors) if a is node), -1)
+    outer = ancestors[position + 1:]
+    child, chain, step = node, None, 0
+    while step < len(outer) and isinstance(outer[step], (cst.BooleanOperation, cst.UnaryOperation,
+                                                         cst.Comparison, cst.ComparisonTarget)):
+        child = outer[step]
+        chain = child if isinstance(child, cst.BooleanOperation) else chain
+        step += 1
+    assign = outer[step] if step < len(outer) else None
+    if isinstance(chain, cst.BooleanOperation) and isinstance(assign, (cst.Assign, cst.AnnAssign)) \
+            and assign.value is child and (found := compared(chain)) is not None:
+        return found
+    child = node
+    for anc in outer:
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, cst.If) and child is anc.body and not selection_if(anc) \
+                and (found := compared(anc.test)) is not None:
+            return found
+        child = anc
+    return None

@@ -8,7 +8,9 @@ import libcst as cst
 
 from neuronize.transforms._names import qualified_expr
 from neuronize.transforms._nodes import assigned_names, parenthesized
-from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
+from neuronize.transforms._cuda_guard import (
+    Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan,
+)
 from neuronize.transforms._cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
 )
@@ -173,6 +175,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
         if probe is not None:
             self.report(ref.outer, probe_kept(ref, probe),
                         evidence=Evidence.INF)
+            return
+        named = named_cuda_device(self.ctx, ref.outer) if ref.fn in ("is_available", "device_count") else None
+        if named is not None:
+            self.report(ref.outer, f"{spelled(ref)} checks a device this code already named CUDA (`{named}`): "
+                                   "kept, that test is False on Neuron whatever the check says; give Neuron "
+                                   "a path of its own by hand", evidence=Evidence.INF)
             return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
         if ref.call is not None and _target.target(self.ctx) == _target.NEURON and ref.fn != "current_device":
