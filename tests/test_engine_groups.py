@@ -50,6 +50,11 @@ def test_an_emptied_if_with_a_pure_test_goes_with_its_comments() -> None:
 
 def test_an_emptied_if_whose_test_has_side_effects_keeps_pass() -> None:
     assert "if probe():\n    pass" in _fix("if probe():\n    drop()\n")
+    assert "if name.startswith(probe()):" in _fix("if name.startswith(probe()):\n    drop()\n")
+
+
+def test_an_emptied_if_testing_a_string_method_goes() -> None:
+    assert _fix("x = 1\nif device.lower().startswith('cuda:'):\n    drop()\n") == "x = 1\n"
 
 
 def test_an_emptied_if_with_an_else_keeps_pass_and_an_emptied_else_goes() -> None:
