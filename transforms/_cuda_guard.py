@@ -4,6 +4,7 @@ bitsandbytes, cuDNN, DataParallel, fp16...) that must stay off on Neuron (report
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 
@@ -165,7 +166,7 @@ class _GuardScan(cst.CSTVisitor):
         if value is None:
             return
         # ("nccl" is not a marker: NRN401 migrates it, and needs the check to see Neuron)
-        if "flash_attention" in value or "flash_attn" in value:
+        if "flash_attention" in value or "flash_attn" in value or _names_gpu_build(value):
             self._mark(f"`{value!r}`")
 
     def visit_Return(self, node: cst.Return) -> None:
@@ -193,6 +194,19 @@ class _GuardScan(cst.CSTVisitor):
         if self.v.opaque is None:
             self.v.opaque = f"`{short(node.func, 40)}(...)`"
         return None
+
+
+#: text naming a GPU build of a package (``onnxruntime-gpu``, ``paddlepaddle-gpu>=2``) or a CUDA
+#: execution provider (``CUDAExecutionProvider``, ``TensorrtExecutionProvider``): chosen by a CUDA
+#: check, it is what the check is for
+_GPU_BUILD = re.compile(r"^[A-Za-z0-9_.\-]+-gpu\b|^(CUDA|Tensorrt)ExecutionProvider$")
+
+
+def _names_gpu_build(text: str) -> bool:
+    """A GPU build or execution provider (above), or a dotted path into a CUDA-only package
+    (``"apex.optimizers.FusedAdam"``, ``"bitsandbytes."``: a class imported by name)."""
+    text = text.strip()
+    return _GPU_BUILD.match(text) is not None or "." in text and text.split(".")[0] in CUDA_ONLY_PACKAGES
 
 
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:
@@ -301,11 +315,20 @@ class _FlagUseFinder(cst.CSTVisitor):
 
 
 def guarded_after(ctx: FileContext, small: cst.CSTNode) -> list[cst.CSTNode]:
-    """The statements after the statement line holding ``small`` (an ``assert``)."""
+    """The statements after the statement line holding ``small`` (an ``assert``), and the test of
+    the ``if`` whose body holds it (the branch the assert validates: ``if name.startswith("apex."):
+    assert torch.cuda.is_available()``)."""
+    found: list[cst.CSTNode] = []
+    child: cst.CSTNode = small
     for anc in ctx.ancestors():
-        if isinstance(anc, cst.SimpleStatementLine):
-            return following_statements(ctx, anc)
-    return []
+        if isinstance(anc, cst.SimpleStatementLine) and not found:
+            found = list(following_statements(ctx, anc))
+        if isinstance(anc, cst.If) and child is anc.body:
+            return [*found, anc.test]
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        child = anc
+    return found
 
 
 def calls_anywhere(ctx: FileContext, names: frozenset[str]) -> bool:
