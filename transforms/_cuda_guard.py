@@ -430,3 +430,20 @@ def named_cuda_device(ctx: FileContext, node: cst.CSTNode) -> str | None:
             return found
         child = anc
     return None
+
+
+def memory_read_nearby(ctx: FileContext) -> str | None:
+    """The first ``torch.cuda`` memory statistic (:data:`MEMORY_QUERIES`) that the function being
+    visited reads as a value: it stays CUDA (NRN113 reports it), so a device's total memory asked
+    of Neuron next to it would be set against CUDA's usage (zero on Neuron)."""
+    function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return None
+    for node in iter_syntax(function.body):
+        if isinstance(node, cst.Call):
+            qualified = ctx.qualify(node.func) or ""
+            parts = qualified[len(PREFIX):].split(".") if qualified.startswith(PREFIX) else []
+            fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0] if len(parts) == 1 else None
+            if fn in MEMORY_QUERIES:
+                return qualified
+    return None
