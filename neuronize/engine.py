@@ -561,12 +561,11 @@ def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
 def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Located:
     """Fixes that would make the module fail to import on a host without Neuron become findings
     (:mod:`neuronize.import_safety`), whichever rule proposed them."""
-    if is_script(module):
-        return located
+    script = is_script(module)  # its top level is the program; its defaults still run at start
     lazy = lazy_annotations(module)
     out: Located = []
     for r, f in located:
-        why = hazard(r, parents, lazy) if r.fixable else None
+        why = hazard(r, parents, lazy, defaults_only=script) if r.fixable else None
         if why is not None:
             r = dataclasses.replace(r, replacement=None)
             f = dataclasses.replace(f, fixable=False, message=(

@@ -143,8 +143,21 @@ def _replacement_nodes(report: Report) -> list[cst.CSTNode]:
     return [replacement] if isinstance(replacement, cst.CSTNode) else []
 
 
-def hazard(report: Report, parents: Parents, lazy_annotations: bool) -> str | None:
-    """What ``report``'s fix would add to the code run at import time that fails without Neuron."""
+def _in_parameter_default(node: cst.CSTNode, parents: Parents) -> bool:
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, cst.Param) and child is parent.default:
+            return True
+        child = parent
+    return False
+
+
+def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_only: bool = False) -> str | None:
+    """What ``report``'s fix would add to the code run at import time that fails without Neuron.
+    ``defaults_only`` (a script, :func:`is_script`): only a parameter's default counts, which runs
+    when the program starts whatever its options (``--device cpu`` never reaches it otherwise)."""
+    if defaults_only and not _in_parameter_default(report.node, parents):
+        return None
     if any(_is_neuronx(r.module) and not r.remove for r in report.imports):
         return IMPORT + " at the top of the module"
     if not report.fixable or not _runs_at_import(report.node, parents, lazy_annotations):
