@@ -102,7 +102,7 @@ class CudaDeviceString(Transform):
                 'torch.accelerator.current_accelerator().type == "neuron" else "cpu"\n'),
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
-        Example('import torch\ndev = torch.device("cuda", local_rank)\n', 'import torch\ndev = torch.device("neuron")\n'),
+        Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
         Example('def run(device: str = "cuda"):\n    pass\n', 'def run(device: str = "neuron"):\n    pass\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
                 'p.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])\n'),
