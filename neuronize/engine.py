@@ -504,11 +504,12 @@ def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], o
 
 
 def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
-    """An edit to the test of an ``if`` is as safe as the weakest fix in its body, and not made when
-    the body keeps code a rule reports: a guard rewritten for Neuron around a body left for CUDA
-    would switch that body on where it cannot run, or off where it used to run (a safe-only run
-    that migrates ``if torch.cuda.is_available():`` but keeps its unsafe body)."""
-    guards: dict[int, cst.If] = {}
+    """An edit to the test of an ``if`` (or of a conditional expression) is as safe as the weakest
+    fix in its body, and not made when the body keeps code a rule reports: a guard rewritten for
+    Neuron around a body left for CUDA would switch that body on where it cannot run, or off where
+    it used to run (a safe-only run that migrates ``if torch.cuda.is_available():`` but keeps its
+    unsafe body; ``torch.cuda.memory_reserved() if torch.cuda.is_available() else 0``)."""
+    guards: dict[int, cst.If | cst.IfExp] = {}
     for r, _ in located:
         if r.fixable:
             guard = _guard_of(r.node, parents)
@@ -541,8 +542,9 @@ def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
 
 
 def _same_tests_grouped(located: Located, parents: Parents) -> tuple[Located, set[str]]:
-    """The edits to ``if`` statements of one function that test the same condition, as one edit
-    group each (settled by :func:`_settle_groups`): code that checks ``torch.cuda.is_available()``
+    """The edits to ``if`` statements and conditional expressions of one function that test the
+    same condition, as one edit group each (settled by :func:`_settle_groups`): code that checks
+    ``torch.cuda.is_available()``
     twice pairs its branches (a log format with a memory field built under the first, filled
     under the second); rewriting only one pairs a Neuron branch with a CUDA one, which fails on
     both hosts. Returns the findings and the names of the groups made (an edit already in a group
@@ -566,10 +568,10 @@ def _same_tests_grouped(located: Located, parents: Parents) -> tuple[Located, se
     return out, set(names.values())
 
 
-def _families(guards: list[cst.If], parents: Parents) -> list[list[cst.If]]:
+def _families(guards: list[cst.If | cst.IfExp], parents: Parents) -> list[list[cst.If | cst.IfExp]]:
     """``guards`` in groups of two or more that test equal conditions in one function (or at
     module level)."""
-    families: list[list[cst.If]] = []
+    families: list[list[cst.If | cst.IfExp]] = []
     for guard in guards:
         scope = _scope_of(guard, parents)
         for family in families:
@@ -591,12 +593,14 @@ def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
     return None
 
 
-def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | None:
-    """The ``if`` whose test holds ``node``, if any."""
+def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | cst.IfExp | None:
+    """The ``if`` or conditional expression whose test holds ``node``, if any."""
     child = node
     while (parent := parents.get(id(child))) is not None:
         if isinstance(parent, cst.If):
             return parent if parent.test is child else None
+        if isinstance(parent, cst.IfExp) and parent.test is child:
+            return parent
         if isinstance(parent, (cst.BaseSuite, cst.BaseStatement)):
             return None
         child = parent
@@ -604,6 +608,9 @@ def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | None:
 
 
 def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
+    """``node`` is ``block`` or lies within it (a conditional expression's body is one node)."""
+    if node is block:
+        return True
     child = node
     while (parent := parents.get(id(child))) is not None:
         if parent is block:
@@ -615,12 +622,11 @@ def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
 def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Located:
     """Fixes that would make the module fail to import on a host without Neuron become findings
     (:mod:`neuronize.import_safety`), whichever rule proposed them."""
-    if is_script(module):
-        return located
+    script = is_script(module)  # its top level is the program; its defaults still run at start
     lazy = lazy_annotations(module)
     out: Located = []
     for r, f in located:
-        why = hazard(r, parents, lazy) if r.fixable else None
+        why = hazard(r, parents, lazy, defaults_only=script) if r.fixable else None
         if why is not None:
             r = dataclasses.replace(r, replacement=None)
             f = dataclasses.replace(f, fixable=False, message=(

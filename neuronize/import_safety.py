@@ -4,7 +4,8 @@ Code that runs when a module is imported (module and class bodies, decorators, d
 annotations without ``from __future__ import annotations``) must not need ``torch_neuronx``: not
 an unguarded ``import torch_neuronx``, not ``torch.neuron.X`` (which exists only with it), not a
 ``torch.compile(..., backend="neuron")`` or ``autocast("neuron")`` (both fail where the backend or
-device is missing). The device autoloads
+device is missing), not a ``torch.device("neuron")`` (an unknown device type there, while
+``torch.device("cuda")`` builds on any host: a default ``device=torch.device("cuda")`` runs at import). The device autoloads
 (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html), so no module needs the
 import to use it.
 
@@ -29,6 +30,7 @@ Parents = dict[int, cst.CSTNode]
 IMPORT = "an unguarded `import torch_neuronx`"
 NEURON_MODULE = "`torch.neuron.X` (there only with torch_neuronx)"
 NEURON_BACKEND = 'a `"neuron"` compile backend or autocast device'
+NEURON_DEVICE = '`torch.device("neuron")` (an unknown device type without torch_neuronx)'
 
 
 def _is_neuronx(module: str | None) -> bool:
@@ -50,22 +52,35 @@ def _neuron_string(node: cst.CSTNode) -> bool:
     return isinstance(value, str) and value.split(":")[0] == "neuron"
 
 
-def _call_hazard(call: cst.Call) -> bool:
+def _is_device_call(name: str) -> bool:
+    """``torch.device(...)`` (or ``device`` imported from torch, or through an alias of torch)."""
+    return name == "device" or name.endswith(".device") and name.count(".") == 1
+
+
+def _call_hazard(call: cst.Call) -> str | None:
+    """What ``call`` needs Neuron for when it runs, if anything."""
     name = dotted_name(call.func) or ""
+    if _is_device_call(name) and call.args and _neuron_string(call.args[0].value) and (
+            call.args[0].keyword is None or call.args[0].keyword.value == "type"):
+        return NEURON_DEVICE
     for i, arg in enumerate(call.args):
         if arg.keyword is not None and arg.keyword.value == "backend" and name.endswith("compile"):
             if _neuron_string(arg.value):
-                return True
+                return NEURON_BACKEND
         elif name.endswith("autocast") and (arg.keyword is None and i == 0 or
                                             arg.keyword is not None and arg.keyword.value == "device_type"):
             if _neuron_string(arg.value):
-                return True
-    return False
+                return NEURON_BACKEND
+    return None
 
 
 def _found_in(node: cst.CSTNode) -> Iterator[str]:
     """The hazards in ``node``'s own code (guarded imports excepted)."""
     if isinstance(node, cst.Try) and any(_catches_import_error(h) for h in node.handlers):
+        return
+    if isinstance(node, cst.IfExp) and _names_neuron(cst.Module([]).code_for_node(node.test)):
+        yield from _found_in(node.test)  # the body is evaluated only where the test chose Neuron
+        yield from _found_in(node.orelse)
         return
     if isinstance(node, cst.Import) and any(_is_neuronx(dotted_name(a.name)) for a in node.names):
         yield IMPORT
@@ -76,8 +91,8 @@ def _found_in(node: cst.CSTNode) -> Iterator[str]:
         if name == "torch.neuron" or name.startswith("torch.neuron."):
             yield NEURON_MODULE
             return
-    elif isinstance(node, cst.Call) and _call_hazard(node):
-        yield NEURON_BACKEND
+    elif isinstance(node, cst.Call) and (found := _call_hazard(node)) is not None:
+        yield found
     for child in node.children:
         yield from _found_in(child)
 
@@ -101,6 +116,12 @@ def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool)
     return True
 
 
+def _names_neuron(test: str) -> bool:
+    """A condition that chooses by the Neuron device (its availability or a device named
+    ``"neuron"``): the value it guards is built only where Neuron was chosen."""
+    return '"neuron"' in test or "'neuron'" in test
+
+
 def _tests_for_neuron(test: str) -> bool:
     """A condition true only where the Neuron device is present (as ``_target.available`` writes
     it): code under it never runs on a host without Neuron."""
@@ -122,8 +143,21 @@ def _replacement_nodes(report: Report) -> list[cst.CSTNode]:
     return [replacement] if isinstance(replacement, cst.CSTNode) else []
 
 
-def hazard(report: Report, parents: Parents, lazy_annotations: bool) -> str | None:
-    """What ``report``'s fix would add to the code run at import time that fails without Neuron."""
+def _in_parameter_default(node: cst.CSTNode, parents: Parents) -> bool:
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, cst.Param) and child is parent.default:
+            return True
+        child = parent
+    return False
+
+
+def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_only: bool = False) -> str | None:
+    """What ``report``'s fix would add to the code run at import time that fails without Neuron.
+    ``defaults_only`` (a script, :func:`is_script`): only a parameter's default counts, which runs
+    when the program starts whatever its options (``--device cpu`` never reaches it otherwise)."""
+    if defaults_only and not _in_parameter_default(report.node, parents):
+        return None
     if any(_is_neuronx(r.module) and not r.remove for r in report.imports):
         return IMPORT + " at the top of the module"
     if not report.fixable or not _runs_at_import(report.node, parents, lazy_annotations):
@@ -134,8 +168,9 @@ def hazard(report: Report, parents: Parents, lazy_annotations: bool) -> str | No
         if _neuron_string(node):  # a literal that becomes a compile backend or autocast device
             arg = parents.get(id(report.node))
             call = parents.get(id(arg)) if isinstance(arg, cst.Arg) else None
-            if isinstance(call, cst.Call) and _call_hazard(call.deep_replace(report.node, node)):  # type: ignore[arg-type]
-                return NEURON_BACKEND
+            if isinstance(call, cst.Call) and (found_in_call := _call_hazard(
+                    call.deep_replace(report.node, node))) is not None:  # type: ignore[arg-type]
+                return found_in_call
     return None
 
 
@@ -202,13 +237,30 @@ def _scan(body: list[ast.stmt], found: Counter[str]) -> None:
 
 
 def _scan_expr(node: ast.AST, found: Counter[str]) -> None:
-    for sub in ast.walk(node):
+    for sub in _evaluated(node):
         if isinstance(sub, ast.Attribute) and ast.unparse(sub).startswith("torch.neuron."):
             found[NEURON_MODULE] += 1
         elif isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
             name = ast.unparse(sub.func)
-            literal = [k.value for k in sub.keywords if k.arg in ("backend", "device_type")] + sub.args[:1]
-            neuron = any(isinstance(v, ast.Constant) and isinstance(v.value, str)
-                         and v.value.split(":")[0] == "neuron" for v in literal)
-            if neuron and (name.endswith(("compile", "autocast"))):
+            if _is_device_call(name):
+                if any(_neuron_constant(v) for v in [k.value for k in sub.keywords if k.arg == "type"] + sub.args[:1]):
+                    found[NEURON_DEVICE] += 1
+            elif name.endswith(("compile", "autocast")) and any(_neuron_constant(v) for v in [
+                    k.value for k in sub.keywords if k.arg in ("backend", "device_type")] + sub.args[:1]):
                 found[NEURON_BACKEND] += 1
+
+
+def _evaluated(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it contains, less the bodies of conditional expressions that choose by
+    the Neuron device (:func:`_names_neuron`)."""
+    yield node
+    if isinstance(node, ast.IfExp) and _names_neuron(ast.unparse(node.test)):
+        children: list[ast.AST] = [node.test, node.orelse]
+    else:
+        children = list(ast.iter_child_nodes(node))
+    for child in children:
+        yield from _evaluated(child)
+
+
+def _neuron_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "neuron"

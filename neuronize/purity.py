@@ -27,6 +27,12 @@ PURE_PREDICATES = frozenset({
     "torch.compiler.is_compiling", "torch.jit.is_scripting", "torch.jit.is_tracing",
 })
 
+#: methods of ``str`` that only answer a question or build a new string (``device.startswith("cuda:")``):
+#: a call of one on a pure receiver is pure
+PURE_STRING_METHODS = frozenset({
+    "startswith", "endswith", "isdigit", "isnumeric", "isalpha", "isalnum", "lower", "upper", "strip",
+})
+
 #: context managers whose entry and exit around an empty body do nothing observable
 PURE_CONTEXTS = frozenset({
     "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.autocast",
@@ -64,6 +70,9 @@ def is_pure(expr: cst.BaseExpression, qualify: Qualify) -> bool:
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         return all(isinstance(e, cst.Element) and is_pure(e.value, qualify) for e in expr.elements)
     if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in PURE_STRING_METHODS:
+            return is_pure(func.value, qualify) and _pure_arguments(expr, qualify)
         return _call_name(expr, qualify) in PURE_PREDICATES and _pure_arguments(expr, qualify)
     return False
 

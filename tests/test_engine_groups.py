@@ -50,6 +50,11 @@ def test_an_emptied_if_with_a_pure_test_goes_with_its_comments() -> None:
 
 def test_an_emptied_if_whose_test_has_side_effects_keeps_pass() -> None:
     assert "if probe():\n    pass" in _fix("if probe():\n    drop()\n")
+    assert "if name.startswith(probe()):" in _fix("if name.startswith(probe()):\n    drop()\n")
+
+
+def test_an_emptied_if_testing_a_string_method_goes() -> None:
+    assert _fix("x = 1\nif device.lower().startswith('cuda:'):\n    drop()\n") == "x = 1\n"
 
 
 def test_an_emptied_if_with_an_else_keeps_pass_and_an_emptied_else_goes() -> None:
@@ -168,3 +173,23 @@ def test_only_the_emptied_block_goes_in_a_long_loop() -> None:
     code = f"def run(steps):\n    for i, t in enumerate(steps):\n{body}        if FLAG:\n            drop()\n    return 1\n"
     out = _fix(code)
     assert out == code.replace("        if FLAG:\n            drop()\n", "")
+
+
+class _Legacy(Transform):
+    """Reports every ``legacy()`` call (a CUDA-only call no rule can migrate)."""
+
+    id, name, safety, evidence, tokens = "NRN997", "legacy", Safety.REPORT_ONLY, Evidence.DOC, (b"legacy",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "legacy":
+            self.report(node, "legacy() stays")
+
+
+def test_a_conditional_expression_keeps_its_test_when_its_body_keeps_reported_code() -> None:
+    from neuronize.transforms.cuda_availability_check import CudaAvailabilityCheck
+
+    rules = (_Legacy, CudaAvailabilityCheck)
+    kept = "import torch\nused = legacy() if torch.cuda.is_available() else 0\n"
+    assert _fix(kept, rules) == kept
+    moved = _fix("import torch\nused = later() if torch.cuda.is_available() else 0\n", rules)
+    assert "torch.cuda" not in moved  # nothing reported in the body: the test is migrated

@@ -4,6 +4,7 @@ bitsandbytes, cuDNN, DataParallel, fp16...) that must stay off on Neuron (report
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 
@@ -16,7 +17,7 @@ from neuronize.transforms._cuda_settings import SETTING_PREFIXES
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
-from neuronize.transforms._nodes import following_statements
+from neuronize.transforms._nodes import following_statements, iter_conditions
 from neuronize.transforms._packages import CUDA_ONLY_PACKAGES
 
 # -- what guarded code does ----------------------------------------------------------------
@@ -32,6 +33,12 @@ CUDA_ONLY_PREFIXES = (
 CUDA_ONLY_NAMES = frozenset({
     "DataParallel", "GradScaler", "CUDAGraph", "BitsAndBytesConfig", "get_device_capability",
     "half", "float16", "cudnn",
+})
+#: ``torch.cuda`` memory statistics read as values: NRN113 migrates them only as statements of
+#: their own (under a Neuron guard), so a value read in guarded code stays CUDA, and so does its guard
+MEMORY_QUERIES = frozenset({
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "memory_cached", "max_memory_cached", "memory_stats", "memory_summary",
 })
 CUDA_ONLY_SUBSTRINGS = ("flash_attn", "flash_attention", "xformers", "bitsandbytes", "triton", "cudnn")
 CUDA_ONLY_KEYWORDS = frozenset({"load_in_8bit", "load_in_4bit", "use_flash_attention_2"})
@@ -96,6 +103,8 @@ class _GuardScan(cst.CSTVisitor):
             fn = qualified[len(PREFIX):].split(".")[0]
             if fn not in self.owned and fn not in SUBMODULES and fn != "amp":  # see BACKEND_SETTING_CALLS
                 self._mark(f"`{qualified}`")
+            elif fn in MEMORY_QUERIES:
+                self._mark(f"`{qualified}()` read as a value, which stays CUDA")
 
     def _is_backend_setting(self, node: cst.CSTNode) -> bool:
         return (self.ctx.qualify(node) or "").startswith(SETTING_PREFIXES)
@@ -157,7 +166,7 @@ class _GuardScan(cst.CSTVisitor):
         if value is None:
             return
         # ("nccl" is not a marker: NRN401 migrates it, and needs the check to see Neuron)
-        if "flash_attention" in value or "flash_attn" in value:
+        if "flash_attention" in value or "flash_attn" in value or _names_gpu_build(value):
             self._mark(f"`{value!r}`")
 
     def visit_Return(self, node: cst.Return) -> None:
@@ -185,6 +194,19 @@ class _GuardScan(cst.CSTVisitor):
         if self.v.opaque is None:
             self.v.opaque = f"`{short(node.func, 40)}(...)`"
         return None
+
+
+#: text naming a GPU build of a package (``onnxruntime-gpu``, ``paddlepaddle-gpu>=2``) or a CUDA
+#: execution provider (``CUDAExecutionProvider``, ``TensorrtExecutionProvider``): chosen by a CUDA
+#: check, it is what the check is for
+_GPU_BUILD = re.compile(r"^[A-Za-z0-9_.\-]+-gpu\b|^(CUDA|Tensorrt)ExecutionProvider$")
+
+
+def _names_gpu_build(text: str) -> bool:
+    """A GPU build or execution provider (above), or a dotted path into a CUDA-only package
+    (``"apex.optimizers.FusedAdam"``, ``"bitsandbytes."``: a class imported by name)."""
+    text = text.strip()
+    return _GPU_BUILD.match(text) is not None or "." in text and text.split(".")[0] in CUDA_ONLY_PACKAGES
 
 
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:
@@ -295,11 +317,20 @@ class _FlagUseFinder(cst.CSTVisitor):
 
 
 def guarded_after(ctx: FileContext, small: cst.CSTNode) -> list[cst.CSTNode]:
-    """The statements after the statement line holding ``small`` (an ``assert``)."""
+    """The statements after the statement line holding ``small`` (an ``assert``), and the test of
+    the ``if`` whose body holds it (the branch the assert validates: ``if name.startswith("apex."):
+    assert torch.cuda.is_available()``)."""
+    found: list[cst.CSTNode] = []
+    child: cst.CSTNode = small
     for anc in ctx.ancestors():
-        if isinstance(anc, cst.SimpleStatementLine):
-            return following_statements(ctx, anc)
-    return []
+        if isinstance(anc, cst.SimpleStatementLine) and not found:
+            found = list(following_statements(ctx, anc))
+        if isinstance(anc, cst.If) and child is anc.body:
+            return [*found, anc.test]
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        child = anc
+    return found
 
 
 def calls_anywhere(ctx: FileContext, names: frozenset[str]) -> bool:
@@ -363,3 +394,58 @@ def neuron_guarded(ctx: FileContext, node: cst.CSTNode) -> bool:
             return False
         child = anc
     return False
+
+
+# -- checks of a device already named CUDA: `is_cuda = device.type == "cuda" and torch.cuda.is_available()` --
+def named_cuda_device(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """The comparison naming CUDA that the availability check ``node`` only completes, when that
+    comparison stays CUDA (NRN103 keeps it): the check is ``and``-ed with it into a flag
+    (``is_cuda = device.type == "cuda" and torch.cuda.is_available()``), or sits in the body of an
+    ``if`` testing it that is no device selection (``if device_type == "cuda": assert
+    torch.cuda.is_available()``). On Neuron the comparison is False whatever the check says:
+    the check rewritten alone changes nothing there, and only turns the CUDA path off."""
+    from neuronize.transforms._device_choice import rewrite_cuda_comparison, selection_if
+
+    def compared(test: cst.BaseExpression) -> str | None:
+        atoms = [a for a in iter_conditions(test) if rewrite_cuda_comparison(a) is not None]
+        return short(atoms[0]) if atoms else None
+
+    ancestors = list(ctx.ancestors())
+    position = next((i for i, a in enumerate(ancestors) if a is node), -1)
+    outer = ancestors[position + 1:]
+    child, chain, step = node, None, 0
+    while step < len(outer) and isinstance(outer[step], (cst.BooleanOperation, cst.UnaryOperation,
+                                                         cst.Comparison, cst.ComparisonTarget)):
+        child = outer[step]
+        chain = child if isinstance(child, cst.BooleanOperation) else chain
+        step += 1
+    assign = outer[step] if step < len(outer) else None
+    if isinstance(chain, cst.BooleanOperation) and isinstance(assign, (cst.Assign, cst.AnnAssign)) \
+            and assign.value is child and (found := compared(chain)) is not None:
+        return found
+    child = node
+    for anc in outer:
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, cst.If) and child is anc.body and not selection_if(anc) \
+                and (found := compared(anc.test)) is not None:
+            return found
+        child = anc
+    return None
+
+
+def memory_read_nearby(ctx: FileContext) -> str | None:
+    """The first ``torch.cuda`` memory statistic (:data:`MEMORY_QUERIES`) that the function being
+    visited reads as a value: it stays CUDA (NRN113 reports it), so a device's total memory asked
+    of Neuron next to it would be set against CUDA's usage (zero on Neuron)."""
+    function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return None
+    for node in iter_syntax(function.body):
+        if isinstance(node, cst.Call):
+            qualified = ctx.qualify(node.func) or ""
+            parts = qualified[len(PREFIX):].split(".") if qualified.startswith(PREFIX) else []
+            fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0] if len(parts) == 1 else None
+            if fn in MEMORY_QUERIES:
+                return qualified
+    return None

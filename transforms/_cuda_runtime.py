@@ -390,7 +390,9 @@ def capability_probe(ctx: FileContext, ref: CudaRef) -> str | None:
         return _probe_after_exit(ctx, ref)
     own = ctx.qualify(ref.node) or ""
     others = [name for name in _probes_in(ctx, chain) if name != own]
-    if own == "torch.cuda.is_available":  # an availability check: part of a probe if one is asked
+    if not own.startswith(CAPABILITY_PROBES):
+        # an availability check or a device count: part of a probe only if one is asked (both
+        # halves of `is_available() and device_count() > n` are migrated alike, in one round)
         others = [name for name in others if name.startswith(CAPABILITY_PROBES)]
     return others[0] if others else _probe_after_exit(ctx, ref)
 

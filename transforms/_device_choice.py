@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
+from neuronize.walk import iter_syntax
 from neuronize.transform import ImportRequest
 from neuronize.transforms import _target
 from neuronize.transforms._imports import removal_of
@@ -478,6 +479,33 @@ def kept_for_other_code(ctx: FileContext) -> bool:
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
             return (ctx.qualify(grand.func) or "").startswith("torch.cuda.")
     return False
+
+
+#: calls that take a device *type* and answer for ``"cuda"`` on any host, while ``"neuron"`` is an
+#: unknown device type (an error) where torch-neuronx is not installed
+DEVICE_TYPE_QUERIES = frozenset({
+    "torch.get_autocast_dtype", "torch.is_autocast_enabled", "torch.set_autocast_dtype",
+    "torch.set_autocast_enabled", "torch.amp.is_autocast_available",
+})
+
+
+def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
+    """Why the CUDA default of ``param`` (the node being visited) stays, when its function passes
+    the parameter, by its bare name, to a query of :data:`DEVICE_TYPE_QUERIES` (``def
+    dtype(device="cuda"): return torch.get_autocast_dtype(device)``): a ``"neuron"`` default would
+    make a call without the argument raise on a host where the CUDA default answered."""
+    function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    if function is None or param.default is None or cuda_literal(param.default) is None:
+        return None
+    name = param.name.value
+    for node in iter_syntax(function.body):
+        if not isinstance(node, cst.Call) or (query := ctx.qualify(node.func)) not in DEVICE_TYPE_QUERIES:
+            continue
+        if any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+            return (f"default of parameter `{name}`: kept, it reaches `{query}(...)`, which answers for "
+                    "`\"cuda\"` on any host while `\"neuron\"` raises without torch-neuronx; pass the device "
+                    "type at the calls instead")
+    return None
 
 
 def in_excluded_call(ctx: FileContext) -> bool:

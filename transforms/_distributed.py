@@ -182,7 +182,8 @@ DEEPSPEED_WHY = ("it reaches DeepSpeed's `init_distributed(dist_backend=...)`, a
                  "accelerator: create the process group with `torch.distributed.init_process_group(\"neuron\")` "
                  "before it (DeepSpeed then uses the existing group)")
 PG_OPTIONS_WHY = "`pg_options` travel with this backend (options such as `ProcessGroupNCCL.Options` belong to NCCL)"
-BRANCH_WHY = "it is in a branch that only runs on CUDA (on Trainium the other branch runs)"
+BRANCH_WHY = ("it is in a branch that only runs on CUDA; on Trainium the other branch runs, so make it give "
+              "`\"neuron\"` there (a `\"gloo\"` group has no Neuron tensors)")
 
 
 def creates_process_group(qualified: str | None) -> str | None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from neuronize.context import FileContext
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
 
 from neuronize.transforms._names import qualified_expr
 from neuronize.transforms._nodes import assigned_names, parenthesized
-from neuronize.transforms._cuda_guard import Verdict, flag_uses, guarded_after, guarded_code, scan
+from neuronize.transforms._cuda_guard import (
+    Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan,
+)
 from neuronize.transforms._cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
 )
@@ -179,6 +182,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.report(ref.outer, probe_kept(ref, probe),
                         evidence=Evidence.INF)
             return
+        named = named_cuda_device(self.ctx, ref.outer) if ref.fn in ("is_available", "device_count") else None
+        if named is not None:
+            self.report(ref.outer, f"{spelled(ref)} checks a device this code already named CUDA (`{named}`): "
+                                   "kept, that test is False on Neuron whatever the check says; give Neuron "
+                                   "a path of its own by hand", evidence=Evidence.INF)
+            return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
         if ref.call is not None and _target.target(self.ctx) == _target.NEURON and ref.fn != "current_device":
             shown = "`<the accelerator is Neuron>`"  # _target.available(): false on a Mac's MPS
@@ -200,23 +209,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
                                    "CUDA behaviour); enable device-agnostic tests on Neuron by hand",
                         evidence=Evidence.INF)
             return
-        flag = ""
-        if kind is Context.IFEXP:
-            assert where is not None
-            if ref.fn == "is_available" and branches_mention_cuda(where):  # type: ignore[arg-type]
-                return  # `"cuda" if torch.cuda.is_available() else "cpu"`: NRN101-109 rewrite the idiom
-            verdict = scan(self.ctx, [where])
-        elif kind is Context.IF:
-            verdict = scan(self.ctx, guarded_code(self.ctx, where))  # type: ignore[arg-type]
-        elif kind is Context.FLAG:
-            names = assigned_names(where)  # type: ignore[arg-type]
-            flag = ", ".join(f"`{n}`" for n in names) or "the stored value"
-            verdict = scan(self.ctx, [where, *flag_uses(self.ctx, names, where)])  # type: ignore[arg-type]
-        elif kind is Context.ASSERT:
-            verdict = scan(self.ctx, guarded_after(self.ctx, where))  # type: ignore[arg-type]
-            verdict.opaque = verdict.opaque or "the code after the assert"
-        else:
-            verdict = Verdict(opaque="the value is used elsewhere")
+        if kind is Context.IFEXP and ref.fn == "is_available" and branches_mention_cuda(where):  # type: ignore[arg-type]
+            return  # `"cuda" if torch.cuda.is_available() else "cpu"`: NRN101-109 rewrite the idiom
+        verdict, flag = _verdict(self.ctx, kind, where)
         if verdict.marker is not None:
             self.report(ref.outer, f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a "
                                    f"Neuron-aware check would switch it on; migrate that path first",
@@ -239,3 +234,21 @@ class CudaAvailabilityCheck(_CudaApiRule):
                          safety=Safety.UNSAFE, evidence=Evidence.INF)
         else:
             self.rewrite(ref, target, f"{head}: the guarded code selects the device or is device-agnostic")
+
+
+def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tuple[Verdict, str]:
+    """What the code a check decides holds (:func:`scan`), by where the check sits; and, for a
+    stored check, the names that hold it (``"`use_gpu`"``), else ``""``."""
+    if kind is Context.IFEXP:
+        return scan(ctx, [where]), ""
+    if kind is Context.IF:
+        return scan(ctx, guarded_code(ctx, where)), ""  # type: ignore[arg-type]
+    if kind is Context.FLAG:
+        names = assigned_names(where)  # type: ignore[arg-type]
+        return (scan(ctx, [where, *flag_uses(ctx, names, where)]),  # type: ignore[arg-type]
+                ", ".join(f"`{n}`" for n in names) or "the stored value")
+    if kind is Context.ASSERT:
+        verdict = scan(ctx, guarded_after(ctx, where))  # type: ignore[arg-type]
+        verdict.opaque = verdict.opaque or "the code after the assert"
+        return verdict, ""
+    return Verdict(opaque="the value is used elsewhere"), ""

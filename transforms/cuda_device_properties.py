@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transforms import _host, _target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
+from neuronize.transforms._cuda_guard import memory_read_nearby
 from neuronize.transforms._literals import cuda_literal
 from neuronize.transforms._names import qualified_expr
 
@@ -172,6 +173,11 @@ class CudaDeviceProperties(_CudaApiRule):
             return
         if any(a.star for a in call.args) or len(call.args) > 1:
             self.report(ref.outer, f"{spelled(ref)} with unusual arguments: migrate to `{PROPERTIES}` by hand")
+            return
+        if (read := memory_read_nearby(self.ctx)) is not None:
+            self.report(ref.outer, f"{spelled(ref)}: kept, this function also reads `{read}()`, which stays CUDA: "
+                                   "Neuron's total memory would be set against CUDA's usage (zero there); migrate "
+                                   "the memory readings together, by hand", evidence=Evidence.SRC)
             return
         if ref.fn == "get_device_properties":
             attr = self._read_attribute(ref)

@@ -10,8 +10,8 @@ from neuronize.transforms._calls import argument
 from neuronize.transforms._device_choice import (
     OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
-    indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, rewrite_idiom,
-    selection_ifexp, validation_list, with_choice)
+    indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
+    rewrite_idiom, selection_ifexp, validation_list, with_choice)
 from neuronize.transforms._device_name import chosen_from_device
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
@@ -102,10 +102,8 @@ class CudaDeviceString(Transform):
                 'torch.accelerator.current_accelerator().type == "neuron" else "cpu"\n'),
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
-        Example('import torch\ndev = torch.device("cuda", local_rank)\n',
-                'import torch\ndev = torch.device("neuron")\n'),
-        Example('def run(device: str = "cuda"):\n    pass\n',
-                'def run(device: str = "neuron"):\n    pass\n'),
+        Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
+        Example('def run(device: str = "cuda"):\n    pass\n', 'def run(device: str = "neuron"):\n    pass\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
                 'p.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])\n'),
     )
@@ -246,7 +244,9 @@ class CudaDeviceString(Transform):
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and device_named(node.name.value):
-            self._fix_default(node.default, f"default of parameter `{node.name.value}`")
+            kept = kept_parameter_default(self.ctx, node)
+            (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
+             else self._fix_default(node.default, f"default of parameter `{node.name.value}`"))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)

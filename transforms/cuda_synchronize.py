@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, spelled
+from neuronize.transforms._cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
 
 TARGET = "torch.accelerator.synchronize"
 
@@ -38,7 +40,8 @@ class CudaSynchronize(_CudaApiRule):
 
     Fix safety:
         Safe: both functions block until queued work on the current device is done and take the
-        same optional device argument. A device argument that names CUDA (`"cuda:0"`) is left
+        same optional device argument, which `torch.accelerator.synchronize` takes by position
+        only: `device=d` becomes `d` (the keyword raises `TypeError` there). A device argument that names CUDA (`"cuda:0"`) is left
         to the device-placement rules.
 
     Evidence:
@@ -86,4 +89,12 @@ class CudaSynchronize(_CudaApiRule):
             self.rewrite(ref, portable, f"{spelled(ref)} -> {shown}: works with or without an accelerator")
             return
         shown = f"`{TARGET}()`" if ref.call is not None else f"`{TARGET}`"
+        if ref.call is not None and any(a.keyword is not None and a.keyword.value == "device" for a in ref.call.args):
+            # torch.accelerator.synchronize(device=None, /): its argument is positional only
+            expr, needed = replacement_for(self.ctx, ref, TARGET)
+            args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) for a in ref.call.args]
+            self.fix(ref.call, ref.call.with_changes(func=expr, args=args),
+                     f"{spelled(ref)} -> {shown}, the device passed by position (it takes no `device=`)",
+                     imports=needed)
+            return
         self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}")

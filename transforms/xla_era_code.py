@@ -72,8 +72,8 @@ class XlaEraCode(Transform):
     tokens = (b"xla", b"optimum")
     examples = (
         Example(
-            "import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n",
-            "import torch\n\ndevice = torch.device(\"neuron\")\n",
+            "import torch_xla.core.xla_model as xm\n\n\ndef setup():\n    return xm.xla_device()\n",
+            "import torch\n\n\ndef setup():\n    return torch.device(\"neuron\")\n",
         ),
         Example(
             "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
