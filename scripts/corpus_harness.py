@@ -82,7 +82,7 @@ from neuronize.transforms._packages import REPORTED
 INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy")
 SHORT = {SourceKind.REQUIREMENTS: "req", SourceKind.PYPROJECT: "pyp", SourceKind.SHELL: "sh",
          SourceKind.DOCKERFILE: "dock", SourceKind.YAML_CONFIG: "yaml", SourceKind.JSON_CONFIG: "json",
-         SourceKind.MAKEFILE: "make", SourceKind.SETUP_CFG: "cfg"}
+         SourceKind.MAKEFILE: "make", SourceKind.SETUP_CFG: "cfg", SourceKind.CONDA: "conda"}
 SOURCES = (".py", ".ipynb")
 
 #: what the "CUDA left, no finding" column looks for: a device string, torch.cuda, .cuda(), "nccl",
