@@ -544,12 +544,12 @@ def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
 def _same_tests_grouped(located: Located, parents: Parents) -> tuple[Located, set[str]]:
     """The edits to ``if`` statements and conditional expressions of one function that test the
     same condition, as one edit group each (settled by :func:`_settle_groups`): code that checks
-    ``torch.cuda.is_available()``
-    twice pairs its branches (a log format with a memory field built under the first, filled
-    under the second); rewriting only one pairs a Neuron branch with a CUDA one, which fails on
-    both hosts. Returns the findings and the names of the groups made (an edit already in a group
-    of its own keeps it)."""
-    guards = {id(g): g for r, _ in located if (g := _guard_of(r.node, parents)) is not None}
+    ``torch.cuda.is_available()`` twice pairs its branches (a log format with a memory field built
+    under the first, filled under the second); rewriting only one pairs a Neuron branch with a CUDA
+    one, which fails on both hosts. Returns the findings and the names of the groups made (an edit
+    already in a group of its own keeps it)."""
+    guard_of = [_guard_of(r.node, parents) for r, _ in located]
+    guards = {id(g): g for g in guard_of if g is not None}
     if len(guards) < 2:
         return located, set()
     names: dict[int, str] = {}
@@ -560,8 +560,7 @@ def _same_tests_grouped(located: Located, parents: Parents) -> tuple[Located, se
         name = f"if {test if len(test) <= 40 else test[:37] + '...'} in {where}"
         names.update((id(g), name) for g in family)
     out: Located = []
-    for r, f in located:
-        guard = _guard_of(r.node, parents)
+    for (r, f), guard in zip(located, guard_of, strict=True):
         if guard is not None and id(guard) in names and r.group is None:
             r = dataclasses.replace(r, group=names[id(guard)])
         out.append((r, f))

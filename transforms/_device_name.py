@@ -42,8 +42,11 @@ from neuronize.context import FileContext
 
 _T = r"(?P<t>[A-Za-z_]\w*)"
 #: the device (``else "cpu"``) and autocast's device (``else "cuda"``), as ``_target`` writes them
-_DEVICE = re.compile(_T + r"\.accelerator\.current_accelerator\(\)\.type if (?P=t)\.accelerator\.is_available\(\) "
-                          r"else (?P<q>['\"])(?P<fallback>cpu|cuda)(?P=q)")
+_DEVICE_TEXT = (_T + r"\.accelerator\.current_accelerator\(\)\.type if (?P=t)\.accelerator\.is_available\(\) "
+                r"else (?P<q>['\"])(?P<fallback>cpu|cuda)(?P=q)")
+_DEVICE = re.compile(_DEVICE_TEXT)
+#: the same in a line of code, in its parentheses first
+_WRITTEN = (re.compile(r"\(" + _DEVICE_TEXT + r"\)"), _DEVICE)
 #: the test "the accelerator is Neuron" (``_target.neuron_present``), of the compile backend and
 #: of bf16 in a CUDA autocast: ``<x> if <it> else <y>``
 _NEURON_TEST = re.compile(_T + r"\.accelerator\.is_available\(\) and "
@@ -255,6 +258,14 @@ def name_device(module: cst.Module, source: bytes) -> cst.Module:
 
 
 # -- recognising what this writes -------------------------------------------------------------
+def spelled_devices(code: str, words: str) -> str:
+    """``code`` with each device the accelerator target writes (``... else "cpu"``, with its
+    parentheses) replaced by ``words``: how a message names it."""
+    for pattern in _WRITTEN:
+        code = pattern.sub(lambda m: words if m["fallback"] == "cpu" else m[0], code)
+    return code
+
+
 def chooses_neuron(expr: cst.CSTNode) -> bool:
     """``expr`` is a compile backend chosen at run time: ``"neuron"`` if some test holds, else
     ``"inductor"`` (the accelerator target's, written out or through a named device)."""

@@ -18,7 +18,6 @@ Builders return ``(expression, imports)``; the imports go to ``Transform.fix(imp
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 import libcst as cst
@@ -26,6 +25,7 @@ import libcst as cst
 from neuronize.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.transforms._calls import is_cuda_available_call
+from neuronize.transforms._device_name import spelled_devices
 from neuronize.transforms._messages import short
 from neuronize.transforms._literals import make_string, string_like
 from neuronize.transforms._names import qualified_expr
@@ -111,18 +111,13 @@ def device(ctx: FileContext, like: cst.CSTNode | None = None, *, parens: bool = 
     return make_string(word, quote_like).with_changes(lpar=lpar, rpar=rpar), ()
 
 
-_DEVICE_CORE = (r"(\w+)\.accelerator\.current_accelerator\(\)\.type if \{n}\.accelerator\.is_available\(\) "
-                r"else (['\"])cpu\{q}")
-_DEVICE_CODE = re.compile(r"\(" + _DEVICE_CORE.format(n=1, q=2) + r"\)|" + _DEVICE_CORE.format(n=3, q=4))
-
-
 def spell(ctx: FileContext, expr: cst.CSTNode, limit: int = 90) -> str:
     """How a message quotes ``expr``, code a fix writes: the accelerator target's device named as
     :data:`VOCABULARY` names it (spelt out, it would fill the message, and it is the same code
     everywhere)."""
     text = short(expr, None)
     if ctx.options.target == ACCELERATOR:
-        text = _DEVICE_CODE.sub(VOCABULARY[ACCELERATOR].device, text)
+        text = spelled_devices(text, VOCABULARY[ACCELERATOR].device)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
