@@ -108,6 +108,9 @@ class FileContext:
     _dispatch: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
     _roles: FileRoles | None = None
     _quote: str | None = None
+    #: answers helpers compute once per file (or per scope of it), keyed by question and node id;
+    #: the nodes live as long as the module this context holds, so their ids stay theirs
+    memo: dict[tuple[str, int], bool] = field(default_factory=dict, repr=False)
 
     @property
     def quote_style(self) -> str:

@@ -33,26 +33,14 @@ NON_CUDA_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
 #: names of parameters and attributes that carry a device chosen elsewhere (so not hard-coded)
 DEVICE_NAMES = frozenset({"device", "device_type", "dev", "device_name"})
 
-#: the answers for the modules (or scopes) being worked on (the rules ask for each node they
-#: consider), keyed by question and module or scope identity; the node is kept with its answer so
-#: that its id is not reused while cached
-_ANSWERS: dict[tuple[str, int], tuple[cst.CSTNode, bool]] = {}
-_CACHED = 64
-
-
 def _once(ctx: FileContext, question: str, answer: Callable[[FileContext], bool],
           about: cst.CSTNode | None = None) -> bool:
-    """``answer(ctx)``, computed once per module (or once per node ``about``, a scope)."""
-    subject = ctx.module if about is None else about
-    key = (question, id(subject))
-    cached = _ANSWERS.get(key)
-    if cached is not None and cached[0] is subject:
-        return cached[1]
-    found = answer(ctx)
-    if len(_ANSWERS) >= _CACHED:
-        _ANSWERS.clear()
-    _ANSWERS[key] = (subject, found)
-    return found
+    """``answer(ctx)``, computed once per file (or once per node ``about``, a scope): kept in the
+    file's context, as rules hold no state of their own."""
+    key = (question, id(ctx.module if about is None else about))
+    if key not in ctx.memo:
+        ctx.memo[key] = answer(ctx)
+    return ctx.memo[key]
 
 
 class _Finder(cst.CSTVisitor):
