@@ -132,7 +132,7 @@ def result_to_json(result: Any) -> dict[str, Any]:
 
 def result_from_json(data: dict[str, Any]) -> Any:
     """The inverse of :func:`result_to_json`; raises on anything malformed or incomplete."""
-    from neuronize.types import FileError, Finding, SourceResult, Safety
+    from neuronize.types import Evidence, FileError, Finding, SourceResult, Safety
 
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(SourceResult):
@@ -144,6 +144,9 @@ def result_from_json(data: dict[str, Any]) -> Any:
                     raise ValueError("finding is not an object")
                 item = dict(item)
                 item["safety"] = Safety(item["safety"])
+                if item.get("evidence") is not None:
+                    item["evidence"] = Evidence(item["evidence"])
+                item["notes"] = tuple((kind, text) for kind, text in item.get("notes", ()))
                 findings.append(Finding(**item))
             value = tuple(findings)
         elif f.name == "output":

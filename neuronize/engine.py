@@ -429,10 +429,10 @@ def _locate(module: cst.Module, reports: Sequence[Report]) -> tuple[Located, str
     located = []
     for r in reports:
         span = spans[id(r.node)]
-        message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
         located.append((r, Finding(
             line=span.line, column=span.column, end_line=span.end_line, end_column=span.end_column,
-            rule=r.rule.id, name=r.rule.name, safety=r.safety, message=message, fixable=r.fixable,
+            rule=r.rule.id, name=r.rule.name, safety=r.safety, message=r.message, fixable=r.fixable,
+            evidence=r.evidence, notes=r.notes, dependency=r.dependency,
         )))
     return located, code
 
@@ -533,11 +533,11 @@ def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
             out.append((r, f))
         elif weakest is Safety.REPORT_ONLY:
             out.append((dataclasses.replace(r, replacement=None), dataclasses.replace(
-                f, fixable=False, message=f"{f.message} [not applied: the guarded code keeps code reported "
-                                          "for CUDA; a guard and its body move together]")))
+                f, fixable=False, notes=(*f.notes, ("guard", "not applied: the guarded code keeps code reported "
+                                                             "for CUDA; a guard and its body move together")))))
         else:
             out.append((dataclasses.replace(r, safety=weakest), dataclasses.replace(
-                f, safety=weakest, message=f"{f.message} [{weakest}, like the edits of its guarded code]")))
+                f, safety=weakest, notes=(*f.notes, ("guard", f"{weakest}, like the edits of its guarded code")))))
     return out
 
 
@@ -628,9 +628,9 @@ def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Loca
         why = hazard(r, parents, lazy, defaults_only=script) if r.fixable else None
         if why is not None:
             r = dataclasses.replace(r, replacement=None)
-            f = dataclasses.replace(f, fixable=False, message=(
-                f"{f.message} [not applied, import safety: {why} would run at import; the module would no "
-                "longer import on a host without Neuron]"))
+            f = dataclasses.replace(f, fixable=False, notes=(*f.notes, (
+                "import-safety", f"not applied, import safety: {why} would run at import; the module would no "
+                "longer import on a host without Neuron")))
         out.append((r, f))
     return out
 
@@ -667,7 +667,7 @@ def _settle_groups(located: Located, held: set[str], only: set[str] | None = Non
             r, f = dataclasses.replace(r, safety=group), dataclasses.replace(f, safety=group)
         else:
             note = f"edit group `{r.group}`"
-        settled.append((r, dataclasses.replace(f, message=f"{f.message} [{note}]", group=r.group)))
+        settled.append((r, dataclasses.replace(f, notes=(*f.notes, ("group", note)), group=r.group)))
     return settled
 
 

@@ -82,12 +82,10 @@ def _first_per_span(reports: list[LineReport]) -> list[LineReport]:
 
 
 def _finding(r: LineReport) -> Finding:
-    message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
-    if r.group is not None:
-        message = f"{message} [edit group `{r.group}`]"
+    notes = (*r.notes, ("group", f"edit group `{r.group}`")) if r.group is not None else r.notes
     return Finding(line=r.span.line + 1, column=r.span.start + 1, rule=r.rule.id, name=r.rule.name,
-                   safety=r.safety, message=message, fixable=r.fixable, end_line=r.span.line + 1,
-                   end_column=r.span.end + 1, group=r.group)
+                   safety=r.safety, message=r.message, fixable=r.fixable, end_line=r.span.line + 1,
+                   end_column=r.span.end + 1, group=r.group, evidence=r.evidence, notes=notes)
 
 
 def suppressions_of(doc: TextDocument) -> list[Suppression]:

@@ -15,7 +15,7 @@ from typing import ClassVar
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit, Line, code_part, newline_of
 from neuronize.transform import Evidence, Safety, Transform
-from neuronize.types import Options
+from neuronize.types import Note, Options
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ class LineReport:
     evidence: Evidence
     edits: tuple[Edit, ...] | None = None
     group: str | None = None
+    #: why a fix became a report: ``(kind, text)`` pairs (:data:`neuronize.types.Note`)
+    notes: tuple[Note, ...] = ()
 
     @property
     def fixable(self) -> bool:
@@ -89,8 +91,8 @@ class LineRule(Transform):
         evidence = evidence or self.evidence
         target = self.kctx.options.target
         if target not in self.targets:
-            self.flag(span, f"{message} (that is the `--target neuron` fix; no automatic `--target "
-                      f"{target}` fix: migrate by hand)", evidence=evidence, group=group)
+            self.kctx.reports.append(LineReport(type(self), span, message, Safety.REPORT_ONLY, evidence, None, group, (
+                ("target", f"that is the `--target neuron` fix; no automatic `--target {target}` fix: migrate by hand"),)))
             return
         if evidence.weak and safety is Safety.SAFE:
             safety = Safety.UNSAFE
