@@ -41,7 +41,7 @@ _GITIGNORE = "# created by neuronize: this directory is a cache\n*\n"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 #: engine modules whose behaviour is part of every result (with the rules' own modules)
 _ENGINE_MODULES = ("types.py", "engine.py", "context.py", "transform.py", "walk.py", "positions.py",
-                   "suppressions.py", "notebooks.py")
+                   "suppressions.py", "notebooks.py", "policy.py")
 
 
 def default_directory() -> Path:

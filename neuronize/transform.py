@@ -10,6 +10,7 @@ files.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -67,6 +68,14 @@ class Report:
     notes: tuple[Note, ...] = ()
     #: ``hard`` / ``optional`` for an import of a CUDA-only package
     dependency: str | None = None
+    #: why the role of the code makes CUDA its point (:mod:`neuronize.roles`), if it does
+    role: str | None = None
+    #: the other devices a dispatch around the node serves (:meth:`FileContext.device_dispatch`)
+    dispatch: tuple[str, ...] = ()
+
+    def without_fix(self, **changes: object) -> Report:
+        """This report with no fix (and ``changes``): what the decision stage holds back."""
+        return dataclasses.replace(self, replacement=None, **changes)  # type: ignore[arg-type]
 
     @property
     def subject(self) -> str | None:
@@ -88,12 +97,12 @@ class Reporter:
 
     def add(self, rule: type[Transform], node: cst.CSTNode, stack: list[cst.CSTNode], message: str,
             safety: Safety, evidence: Evidence, replacement: Replacement | None,
-            imports: tuple[ImportRequest, ...] = (), group: str | None = None, notes: tuple[Note, ...] = (),
-            dependency: str | None = None) -> None:
+            imports: tuple[ImportRequest, ...] = (), group: str | None = None, dependency: str | None = None,
+            role: str | None = None, dispatch: tuple[str, ...] = ()) -> None:
         """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
         ancestors = frozenset(id(n) for n in stack if n is not node)
         self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group,
-                                   notes, dependency))
+                                   dependency=dependency, role=role, dispatch=dispatch))
 
 
 class Transform:
@@ -170,41 +179,21 @@ class Transform:
 
         ``imports`` are added (or removed) only if this fix is applied. Fixes that name the same
         ``group`` in a file are applied together or not at all, at the weakest safety among them.
-        The fix becomes a report, with the reason, under another target, inside code whose role
-        makes CUDA the point (:mod:`neuronize.roles`) and in a branch of a device dispatch.
+        Whether it is applied is decided later, by :mod:`neuronize.policy`: the report records the
+        role of the code (:mod:`neuronize.roles`) and the device dispatch around it for that.
         """
         safety = safety or self.safety
         evidence = evidence or self.evidence
         if safety is Safety.REPORT_ONLY:
             raise ValueError(f"{self.id}: a report-only finding cannot carry a fix")
-        target = self.ctx.options.target
-        if target not in self.targets:
-            # This rule's fix is Neuron-specific: under another target it is advice, not an edit.
-            self._reporter.add(type(self), node, self.ctx.stack, message, Safety.REPORT_ONLY, evidence, None,
-                               group=group, notes=(("target", f"that is the `--target neuron` fix; no automatic "
-                                                              f"`--target {target}` fix: migrate by hand"),))
-            return
-        role = self.ctx.role()
-        if role is not None:
-            self._reporter.add(type(self), node, self.ctx.stack, message, Safety.REPORT_ONLY, evidence, None,
-                               notes=(("role", role.message),))
-            return
-        others = self.ctx.device_dispatch()
-        if others:
-            self._reporter.add(type(self), node, self.ctx.stack, message, Safety.REPORT_ONLY, evidence, None,
-                               group=group, notes=(("dispatch", f"not applied: this branch is part of a dispatch "
-                                                    f"over devices (also {', '.join(others)}): keep it for the device "
-                                                    "it serves and give Neuron a branch of its own if it has none"),))
-            return
-        if evidence.weak and safety is Safety.SAFE:
-            # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
-            safety = Safety.UNSAFE
         if isinstance(replacement, cst.CSTNode):
             from neuronize.quotes import requote
 
             replacement = requote(node, replacement, self.ctx.quote_style)
+        role = self.ctx.role()
         self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports,
-                           group)
+                           group, role=role.message if role is not None else None,
+                           dispatch=self.ctx.device_dispatch())
 
     def remove(
         self,
