@@ -1,8 +1,9 @@
 """The values neuronize deals in: what a rule's finding is, what a file and a run come to.
 
 A leaf module: it imports nothing from neuronize, so every other module can use these types
-(imports form one chain: types <- context <- transform <- engine <- api <- cli). Everything here
-is a plain value: frozen, comparable, picklable (results cross process boundaries and the cache).
+(imports form one chain: types <- context <- transform <- policy <- engine <- api <- cli).
+Everything here is a plain value: frozen, comparable, picklable (results cross process boundaries
+and the cache).
 """
 
 from __future__ import annotations

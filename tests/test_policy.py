@@ -59,3 +59,6 @@ def test_the_rendered_text_shows_inline_notes_then_the_evidence_then_the_decisio
     assert finding.message == '`.cuda()` -> `.to("neuron")`' and finding.subject == ".cuda()"
     assert finding.text.startswith(finding.message + "; not applied: this branch is part of a dispatch")
     assert finding.text.endswith("if it has none [evidence: INF]")
+    data = finding.to_json("m.py")
+    assert data["message"] == finding.text and data["evidence"] == "INF" and data["subject"] == ".cuda()"
+    assert [n["kind"] for n in data["notes"]] == ["dispatch"]  # type: ignore[union-attr]
