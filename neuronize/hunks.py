@@ -79,7 +79,7 @@ def findings_touching(findings: Iterable[Finding], i1: int, i2: int) -> list[Fin
 
 def finding_label(finding: Finding) -> str:
     """``[NRN101 safe] reason``: rule id, safety class and the one-line reason."""
-    reason = " ".join(finding.message.split())
+    reason = " ".join(finding.text.split())
     return f"[{finding.rule} {finding.safety.value}] {reason}"
 
 

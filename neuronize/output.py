@@ -53,7 +53,7 @@ def full_findings(run: RunResult, style: Style, include_applied: bool = True,
     texts: dict[int, list[str] | None] = {}
     for f, finding in _pending(run, include_applied):
         out.append(f"{style.error(finding.rule)} {style.hunk('[' + finding_tag(f, finding) + ']')} "
-                   f"{finding.message}")
+                   f"{finding.text}")
         out.append(f"  {style.hunk('-->')} {location(f.display, finding)}")
         if id(f) not in texts:
             texts[id(f)] = _source_lines(f, read)

@@ -1,10 +1,9 @@
-"""Repeated findings, told once: the same report-only finding (same rule, same message but for the
-code snippet that names the place) at several places is one line with a count in the text and
+"""Repeated findings, told once: the same report-only finding (same rule, same text but for the
+code that names the place, its ``subject``) at several places is one line with a count in the text and
 Markdown outputs. JSON, SARIF and GitHub annotations keep every location."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -12,8 +11,6 @@ from neuronize.types import Finding
 
 T = TypeVar("T")
 
-#: the leading `code` of a message, which names the place (`from causal_conv1d import f`)
-_SNIPPET = re.compile(r"^`[^`]*`\s*")
 #: how many of the other places a collapsed line names
 SHOWN = 3
 
@@ -22,7 +19,10 @@ def repeat_key(finding: Finding) -> tuple[str, str] | None:
     """Findings with one key say the same thing; None for a fix (each edit is its own decision)."""
     if finding.fixable or finding.applied:
         return None
-    return finding.rule, _SNIPPET.sub("", finding.message, count=1)
+    text = finding.text
+    if finding.subject is not None:
+        text = text[len(finding.subject) + 2:].lstrip()  # the message opens with `subject`
+    return finding.rule, text
 
 
 def collapse(items: Sequence[tuple[T, Finding]]) -> list[tuple[T, Finding, list[tuple[T, Finding]]]]:

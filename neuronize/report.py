@@ -4,7 +4,6 @@ migration report formats (Markdown, SARIF 2.1.0, GitHub workflow annotations).""
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -45,7 +44,7 @@ def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bo
     for f, finding, repeats in items:
         others = more([location(g.display, x) for g, x in repeats])
         lines.append(
-            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}{others}"
+            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.text}{others}"
         )
     return lines
 
@@ -139,7 +138,6 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
 #: The report's sections, in order: ``(key, title, ())`` (each rule names its ``section``).
 KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple((k, t, ()) for k, t in SECTIONS.items())
 EFFORT_ORDER = EFFORTS
-_DEPENDENCY = re.compile(r"\((HARD|OPTIONAL) dependency", re.IGNORECASE)
 
 
 def kind_of(rule_id: str) -> tuple[str, str]:
@@ -164,9 +162,8 @@ def effort(finding: Finding) -> str:
 
 
 def dependency(finding: Finding) -> str:
-    """``hard`` / ``optional`` for a CUDA-only import (from the NRN90x message), else ``""``."""
-    match = _DEPENDENCY.search(finding.message)
-    return match.group(1).lower() if match else ""
+    """``hard`` / ``optional`` for a CUDA-only import (an NRN90x finding's field), else ``""``."""
+    return finding.dependency or ""
 
 
 def _done(f, finding: Finding) -> bool:  # type: ignore[no-untyped-def]
@@ -245,7 +242,7 @@ def _evidence_legend(findings: Iterable[Finding]) -> list[str]:
     """What each ``[evidence: X]`` mark in the report means, with where to read more."""
     from neuronize.evidence import EVIDENCE_MEANINGS
 
-    used = sorted({m.group(1) for x in findings for m in _EVIDENCE_MARK.finditer(x.message)})
+    used = sorted({x.evidence.value for x in findings if x.evidence is not None and x.evidence.value != "DOC"})
     if not used:
         return []
     out = ["", "## Evidence marks", "",
@@ -253,9 +250,6 @@ def _evidence_legend(findings: Iterable[Finding]) -> list[str]:
            "(`neuronize explain MARK` prints the same):", ""]
     out += [f"- `[evidence: {mark}]`: {EVIDENCE_MEANINGS.get(mark, mark)}" for mark in used]
     return out
-
-
-_EVIDENCE_MARK = re.compile(r"\[evidence: ([\w-]+)\]")
 
 
 def to_markdown(run: RunResult, command: str = "neuronize report", links: Links = RELATIVE) -> str:
@@ -304,7 +298,7 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
         changes = {id(f): line_ops(split_lines(f.source), split_lines(f.result.output)) for f, _ in edits
                    if f.source is not None and f.result.output is not None}
         for f, x in edits:
-            out.append(f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.message)}")
+            out.append(f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.text)}")
             out += _edit_block(f, _as_read(f, x), changes.get(id(f), ()))
 
     out += ["", "## Left to do", ""]
@@ -329,7 +323,7 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
             places = [_link(g.display, y, links) for g, y in repeats]
             where = f"{_link(f.display, x, links)}{more(places, limit=None)}"
             out.append(f"| {where} | {x.rule} `{x.name}` | {status} | "
-                       f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.message)} |")
+                       f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.text)} |")
         out.append("")
     if left:
         out += ["### Effort by rule", "", "| rule | name | left | effort |", "|---|---|---:|---|"]
@@ -426,7 +420,7 @@ def to_sarif(run: RunResult, include_applied: bool = True) -> str:
             "ruleId": x.rule,
             "ruleIndex": index[x.rule],
             "level": _level(x),
-            "message": {"text": x.message},
+            "message": {"text": x.text},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.display)},
                                                 "region": region}}],
             "properties": {"safety": x.safety.value, "fixable": x.fixable, "applied": x.applied,
@@ -477,7 +471,7 @@ def to_github(run: RunResult, include_applied: bool = True) -> list[str]:
             if x.end_line == x.line and x.end_column > x.column:
                 props.append(f"endColumn={x.end_column}")
         props.append(f"title={_escape_property(f'{x.rule} {x.name} ({x.safety.value})')}")
-        lines.append(f"::{levels[_level(x)]} {','.join(props)}::{_escape_data(x.message)}")
+        lines.append(f"::{levels[_level(x)]} {','.join(props)}::{_escape_data(x.text)}")
     for f in run.errors:
         assert f.error is not None
         props = [f"file={_escape_property(f.display)}"]

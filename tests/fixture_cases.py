@@ -104,7 +104,7 @@ def all_cases() -> list[Case]:
 
 def findings_text(result: SourceResult) -> str:
     lines = [
-        f"{f.line}:{f.column} {f.rule} {f.safety.value} {f.message}" for f in result.findings
+        f"{f.line}:{f.column} {f.rule} {f.safety.value} {f.text}" for f in result.findings
     ]
     if result.error is not None:
         lines.append(f"error: {result.error.line}: {result.error.message}")

@@ -167,13 +167,14 @@ def test_every_rule_has_a_kind_and_an_effort():
     assert kind_of("NRN899") == ("other", "Other")
 
 
-def test_dependency_from_message():
-    def f(message: str) -> Finding:
-        return Finding(1, 1, "NRN903", "cuda-only-library", Safety.REPORT_ONLY, message, False)
+def test_dependency_is_a_field_of_the_finding():
+    from neuronize.engine import run_source
 
-    assert dependency(f("`import apex` (HARD dependency, unguarded import): ...")) == "hard"
-    assert dependency(f("`from x import y` (OPTIONAL dependency, inside `try/except ImportError`)")) == "optional"
-    assert dependency(f("no dependency named")) == ""
+    code = b"import apex\ntry:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\nx.cuda()\n"
+    found = {f.rule + ":" + str(f.line): f for f in run_source(code, all_rules(), fix=False).findings}
+    assert dependency(found["NRN903:1"]) == "hard" and "(HARD dependency" in found["NRN903:1"].text
+    assert dependency(found["NRN903:3"]) == "optional" and "(OPTIONAL dependency" in found["NRN903:3"].text
+    assert dependency(found["NRN102:6"]) == ""
 
 
 @pytest.mark.parametrize("command", [("check",), ("fix",), ("fix", "--diff")])

@@ -177,7 +177,8 @@ class CudaOnlyLibrary(Transform):
     def _report_extension(self, node: cst.CSTNode, module: str) -> None:
         dep = classify_import(self.ctx)
         self.report(node, f"`{short(node, 60, tight=True)}` ({dep.label}): `{module.split('.')[0]}` is by its name a "
-                    f"compiled CUDA extension, which does not exist on Trainium; {NKI_PATH_KERNELS}")
+                    f"compiled CUDA extension, which does not exist on Trainium; {NKI_PATH_KERNELS}",
+                    dependency=dep.kind)
 
     def _report_package(self, node: cst.CSTNode, package: str, module: str, names: tuple[str, ...],
                         shown: str) -> None:
@@ -190,6 +191,7 @@ class CudaOnlyLibrary(Transform):
             node,
             f"`{shown}` ({dep.label}): `{package}` ({lib.what}) {lib.verdict}; {instead}",
             evidence=lib.evidence,
+            dependency=dep.kind,
         )
 
     # -- calls -------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ class TritonKernel(Transform):
             node,
             f"`{short(node, 60, tight=True)}` ({dep.label}): Triton has no Trainium backend; "
             f"{NKI_PATH_KERNELS}, or use stock PyTorch ops",
+            dependency=dep.kind,
         )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -172,5 +172,5 @@ def join(raw: RawRun, root: Path, pretend_cuda: bool) -> Audit:
             end = max(f.line, f.end_line or f.line)
             executed = None if ran is None else any(n in ran for n in range(f.line, end + 1))
             if executed is False:
-                never.append(StaticFinding(file, f.line, end, f.rule, f.message, executed))
+                never.append(StaticFinding(file, f.line, end, f.rule, f.text, executed))
     return Audit(raw, sites, never, analysed, errors, pretend_cuda, root)
