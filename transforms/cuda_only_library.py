@@ -62,6 +62,13 @@ def _flash_attention_choice(node: cst.BaseExpression) -> str | None:
     return value if value is not None and value.startswith("flash_attention") else None
 
 
+def bnb_optimizer(node: cst.BaseExpression) -> bool:
+    """A Hugging Face `optim=` name that runs a bitsandbytes optimizer (`"paged_adamw_32bit"`,
+    `"adamw_bnb_8bit"`, `"lion_8bit"`, `"ademamix_8bit"`...)."""
+    value = (string_value(node) or "").lower()
+    return value.startswith("paged_") or "bnb" in value or value.endswith("8bit")
+
+
 def _apex_advice(module: str, names: tuple[str, ...]) -> str | None:
     # What is imported decides first (`from apex.normalization import FusedRMSNorm`), then the module.
     for parts in (set(names), set(module.split(".")[1:])):
@@ -98,7 +105,9 @@ class CudaOnlyLibrary(Transform):
         unguarded import) or OPTIONAL (inside `try/except ImportError`, under an `if` guard such
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
         replacement. Also reports `BitsAndBytesConfig(...)`, `load_in_8bit=` / `load_in_4bit=`
-        (unless `False`), and `attn_implementation="flash_attention_2"` /
+        (unless `False`), Hugging Face optimizer names that load bitsandbytes
+        (`optim="paged_adamw_32bit"`, `"adamw_bnb_8bit"`, `"lion_8bit"`), and
+        `attn_implementation="flash_attention_2"` /
         `use_flash_attention_2=True` in calls, and switches to FlashAttention kernels:
         `torch.nn.attention.activate_flash_attention_impl("FA3")` and diffusers'
         `set_attention_backend("flash")` / `attention_backend("_flash_3")` (native backends pass).
@@ -147,7 +156,7 @@ class CudaOnlyLibrary(Transform):
         b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"cuml", b"cudf", b"pycuda", b"numba", b"torchao",
         b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllama", b"sglang", b"lightllm", b"varlen",
         b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit",
-        b"BitsAndBytesConfig",
+        b"BitsAndBytesConfig", b"optim=",
         b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
         b"fbgemm_gpu", b"sgl_kernel", b"cutlass", b"_symmetric_memory", b"_cuda", b"attention_backend",
     )
@@ -254,6 +263,9 @@ class CudaOnlyLibrary(Transform):
                         "use `attn_implementation=\"sdpa\"`",
                         evidence=Evidence.THIRD_PARTY,
                     )
+            elif key == "optim" and bnb_optimizer(arg.value):
+                self.report(arg, f"`optim=\"{string_value(arg.value)}\"` is a bitsandbytes optimizer (CUDA kernels "
+                            "only); on Trainium use `optim=\"adamw_torch\"`", evidence=Evidence.THIRD_PARTY)
             elif key == "use_flash_attention_2" and not switches_off(arg.value):
                 self.report(
                     arg,
