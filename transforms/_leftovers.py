@@ -217,9 +217,21 @@ def list_message(kind: str, container: cst.CSTNode) -> str:
             "pass this check (or find an entry here)")
 
 
+#: the device of `init_process_group(device_id=torch.device(device_type, local_rank))`
+PG_DEVICE_ID = "`init_process_group(device_id=torch.device(...))`"
+
+
+def pg_device_id(stack: Sequence[cst.CSTNode]) -> bool:
+    """The call at the end of ``stack`` is the ``device_id=`` of ``init_process_group``."""
+    return len(stack) > 2 and isinstance(stack[-2], cst.Arg) and stack[-2].keyword is not None \
+        and stack[-2].keyword.value == "device_id" and last_name(stack[-3].func) == "init_process_group"  # type: ignore[attr-defined]
+
+
 def index_message(call: str, index: cst.BaseExpression, selects: bool = False) -> str:
     """A GPU index given as a device (or, ``selects``, to select the current device)."""
     advice = ("delete the call where the `\"neuron\"` process group runs (it pins each process to its NeuronCore)"
-              if selects else "pass the device (`\"neuron\"` or the file's device variable) instead")
+              if selects else "PyTorch needs an index here: give 0 where the device type is `neuron` "
+              f"(`0 if device_type == \"neuron\" else {short(index, 30)}`), or drop `device_id=` there"
+              if call == PG_DEVICE_ID else "pass the device (`\"neuron\"` or the file's device variable) instead")
     return (f"{call} gets the GPU index `{short(index, 40)}`: an integer device is an index on the current "
             f"accelerator, and {ONE_DEVICE}: any other index fails; {advice}")

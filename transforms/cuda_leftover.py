@@ -10,7 +10,7 @@ from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._distributed import cuda_only_test
 from neuronize.transforms._leftovers import (
     BACKEND, FSDP, SELECTORS, branches, cuda_value, gpu_index, in_message, is_neuron_check, required, gpu_indexed_device, index_message, leftover_message, list_message, listed, site,
-    labels, test_message, validates,
+    PG_DEVICE_ID, labels, pg_device_id, test_message, validates,
 )
 from neuronize.roles import TEST
 from neuronize.transforms._literals import string_value
@@ -32,7 +32,7 @@ class CudaLeftover(Transform):
         `torch.load(map_location=...)`, `"cuda:0"` inside an RPC argument tuple, a backend name in
         an attribute, a config field or a default, a `{"cuda:0": "cuda:1"}` remap. Reports GPU
         indexes used as devices: `.to(local_rank)`, `.to(self.gpu_id)`, `device=args.gpu`,
-        `.cuda(i)`, `torch.device(rank)`, `f"{device.type}:{args.gpu}"`, FSDP's
+        `.cuda(i)`, `torch.device(rank)`, `torch.device(device_type, local_rank)`, `f"{device.type}:{args.gpu}"`, FSDP's
         `device_id=local_rank` (also through `partial(FSDP, ...)`), and selected with
         `torch.accelerator.set_device_index(rank)`, also through a name assigned one earlier in
         the function or class (`idx = int(os.environ["LOCAL_RANK"])`; `0` is no GPU index: it
@@ -193,7 +193,9 @@ class CudaLeftover(Transform):
         if first is not None:
             if (isinstance(node.func, cst.Attribute) and name in ("to", "cuda")) or (
                     name == "device" and self.ctx.qualify(node.func) == "torch.device"):
-                self._index(f"`{name}()`", first.value)
+                # `torch.device(device_type, local_rank)`: the index is the second argument
+                index = node.args[1] if name == "device" and len(node.args) > 1 else first
+                self._index(PG_DEVICE_ID if pg_device_id(self.ctx.stack) else f"`{name}()`", index.value)
             elif name in ("set_device_index", "device_index") and self.ctx.qualify(node.func) in SELECTORS:
                 self._index(f"`{name}()`", first.value, selects=True)
         for arg in node.args:
