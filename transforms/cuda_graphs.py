@@ -29,6 +29,9 @@ GRAPH_APIS = {
 
 #: a function named for CUDA graphs (`_init_for_cuda_graphs`, `capture_cudagraph`, `CUDAGraphRunner`)
 HELPER_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
+#: a question about graphs, which runs anywhere (`torch.optim.Optimizer._cuda_graph_capture_health_check`,
+#: `is_cuda_graph_enabled()`): no helper that sets one up
+QUESTION = re.compile(r"check|(?:^|_)(?:is|has|can|use|uses)_|capturing|enabled|supported|available", re.IGNORECASE)
 
 
 class CudaGraphs(Transform):
@@ -43,7 +46,9 @@ class CudaGraphs(Transform):
         (`from torch.cuda import CUDAGraph`, `import torch as T`). Also reports calls of the
         program's own CUDA-graph helpers, known by their name (`self._init_for_cuda_graphs()`,
         `capture_cudagraphs(model)`, `CUDAGraphRunner(...)`): the call site is what a Neuron path
-        must skip, wherever the helper is defined (that finding rests on the name: INF).
+        must skip, wherever the helper is defined (that finding rests on the name: INF). A
+        question about graphs (`self._cuda_graph_capture_health_check()`, the optimizer check
+        PyTorch runs on any host; `is_cuda_graph_enabled()`) is not reported.
 
     Why on TorchNeuron:
         CUDA graphs record CUDA kernel launches for cheap replay. TorchNeuron has no such
@@ -96,6 +101,7 @@ class CudaGraphs(Transform):
             self.report(node, f"{what}: {INSTEAD}")
             return
         name = last_name(func) or ""
-        if "raph" in name and HELPER_NAME.search(name) and not qualified.startswith("torch."):
+        if "raph" in name and HELPER_NAME.search(name) and not QUESTION.search(name) \
+                and not qualified.startswith("torch."):
             self.report(node, f"`{name}(...)`, by its name a CUDA-graph helper (it sets up, captures or replays "
                         f"CUDA graphs): {INSTEAD}", evidence=Evidence.INF)
