@@ -62,3 +62,16 @@ def test_gpu_magics_by_kind():
     ])
     assert [(line, rule) for line, rule, _ in found] == [
         (1, "NRN903"), (2, "NRN903"), (2, "NRN903"), (3, "NRN911")]
+
+
+def test_variables_set_for_one_command_are_read():
+    found = gpu_magics([
+        (1, "!CUDA_VISIBLE_DEVICES=0 tune run lora_finetune_single_device --config cfg.yaml"),
+        (2, "!CUDA_VISIBLE_DEVICES= python eval.py"),
+        (3, "!OMP_NUM_THREADS=4 NCCL_DEBUG=INFO torchrun --nproc_per_node 2 train.py"),
+        (4, "!DATA_DIR=/tmp/data python prepare.py"),
+    ])
+    assert [(line, rule) for line, rule, _ in found] == [(1, "NRN911"), (2, "NRN911"), (3, "NRN911")]
+    assert "NEURON_RT_VISIBLE_CORES" in found[0][2]
+    assert "NEURON_RT_VISIBLE_CORES" not in found[1][2] and "cpu" in found[1][2]  # hiding every GPU asks for the CPU
+    assert "`NCCL_DEBUG`" in found[2][2]
