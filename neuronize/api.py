@@ -18,6 +18,7 @@ from neuronize.engine import TokenFilter, prefilter_for
 from neuronize.kinds_engine import run_kind
 from neuronize.progress import Progress
 from neuronize.project_packages import top_level_packages
+from neuronize.sources.line_length import line_length_for
 from neuronize.registry import all_rules
 from neuronize.settings import Resolver
 from neuronize.sources.discover import Discovered, discover
@@ -174,6 +175,9 @@ def analyse_paths(
             settings = resolver.for_path(files[i].path)
             here = settings.options if settings.options.own_packages else \
                 dataclasses.replace(settings.options, own_packages=own)
+            if here.line_length is None:  # lines the fixes write stay within the project's length
+                here = dataclasses.replace(here, line_length=line_length_for(os.path.dirname(
+                    os.path.abspath(files[i].path))))
             outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path, files[i].kind),
                                      here, fix, store, files[i].kind)
             if not isinstance(outcome, Job):

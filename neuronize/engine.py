@@ -34,7 +34,7 @@ import libcst as cst
 from neuronize.claims import drop_claimed
 from neuronize.context import FileContext, ImportTable, collect_imports
 from neuronize.positions import locate_in_code
-from neuronize.import_safety import hazards
+from neuronize.import_safety import hazards, neuron_tests
 from neuronize.policy import Located, Tree, accepts, decide
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.sources.kinds import SourceKind
@@ -485,12 +485,18 @@ def run_source(
     prefilter: TokenFilter | None = None,
     fix: bool = True,
     inherited: bytes = b"",
+    tidy: bool = True,
+    cell: bool = False,
 ) -> SourceResult:
     """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
 
     Never raises on bad input. With ``fix=False`` (``check``) no fix is applied and ``output``
     stays None; findings still say which fixes would apply. ``inherited``: import statements
     that ran before this source (a notebook's earlier cells), so names they bind are known.
+    ``tidy``: the code the fixes wrote is then made what a person would write (:func:`_tidied`);
+    False shows the rules' own edits (a rule's examples, comparisons between targets). ``cell``:
+    the source is a notebook cell, read on its own: a function it defined would be one per cell,
+    so the Neuron test stays written out.
     """
     if b"\x00" in source:
         return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
@@ -499,7 +505,7 @@ def run_source(
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return _on_deep_stack(_run_parsed, source, rules, options, path, fix, inherited)
+        return _on_deep_stack(_run_parsed, source, rules, options, path, fix, inherited, tidy, cell)
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=_error_for(exc, source))
 
@@ -548,7 +554,8 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
 
 
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
-                path: str, fix: bool, inherited_source: bytes = b"") -> SourceResult:
+                path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True,
+                cell: bool = False) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
     inherited = collect_imports(cst.parse_module(inherited_source)) if inherited_source else None
@@ -597,6 +604,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         named = merge_guards(name_device(new, source), source)
         if named is not new:
             new, code = named, None
+    if tidy and new is not module:
+        new, code = _tidied(new, code, source, options, name_tests=not cell)
     output = _bytes(new, code) + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see _outermost).
@@ -624,11 +633,29 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
             "left alone; please report it"))
-    added = hazards(tree) - (hazards(source_tree) if source_tree is not None else Counter())
+    added = hazards(tree, neuron_tests(new)) - (
+        hazards(source_tree, neuron_tests(module)) if source_tree is not None else Counter())
     if added:  # a safety net: _import_safe should have held these fixes back
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+
+
+def _tidied(new: cst.Module, code: str | None, source: bytes, options: Options,
+            name_tests: bool) -> tuple[cst.Module, str | None]:
+    """The code the fixes wrote, as a person would write it: defaults resolved in the body
+    (:mod:`neuronize.transforms._late_defaults`), the Neuron test defined once
+    (:mod:`neuronize.transforms._neuron_test`), lines within the project's length
+    (:mod:`neuronize.transforms._wrapped`)."""
+    from neuronize.transforms._late_defaults import late_defaults
+    from neuronize.transforms._neuron_test import name_neuron_test
+    from neuronize.transforms._wrapped import limit_for, wrap_long_lines
+
+    tidied = late_defaults(new, source)
+    if name_tests:
+        tidied = name_neuron_test(tidied, source)
+    tidied = wrap_long_lines(tidied, source, limit_for(source, options.line_length))
+    return (new, code) if tidied is new else (tidied, None)
 
 
 def _python_tree(source: bytes) -> ast.Module | None:

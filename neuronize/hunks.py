@@ -112,13 +112,19 @@ def import_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_]\w*) = (?!=)")
+_BINDING = re.compile(r"^\s*(?:def ([A-Za-z_]\w*)\(|([A-Za-z_]\w*) = (?!=))")
 
 
 def assigned_names(text: str) -> list[str]:
-    """Names that the one-line assignments ``name = ...`` in ``text`` bind (in a hunk no finding
-    covers: the device ``--target accelerator`` names once per scope)."""
-    return list(dict.fromkeys(m.group(1) for m in map(_ASSIGNMENT.match, text.splitlines()) if m))
+    """Names that the one-line assignments ``name = ...`` and the ``def name(`` lines of ``text``
+    bind (in a hunk no finding covers: the device ``--target accelerator`` names once per scope,
+    the Neuron test a module defines once)."""
+    return list(dict.fromkeys(m.group(1) or m.group(2) for m in map(_BINDING.match, text.splitlines()) if m))
+
+
+def binding_verb(name: str, text: str) -> str:
+    """How a note says that ``text`` binds ``name``: it "defines" a function, "assigns" a value."""
+    return "defines" if re.search(rf"^\s*def {re.escape(name)}\(", text, re.MULTILINE) else "assigns"
 
 
 # -- a unified diff's hunks --------------------------------------------------------------------
@@ -127,7 +133,7 @@ def context_hunks(old: Sequence[str], new: Sequence[str], findings: Sequence[Fin
     """The hunks of a unified diff of ``old`` and ``new`` (text lines, with their endings), with
     ``context`` lines around each change (difflib's grouping: ``diff -u``'s hunks). Each holds the
     applied findings its changes touch; changes no finding touches get a note on the imports they
-    add or remove."""
+    add or remove and the helper functions they define."""
     hunks = []
     for index, group in enumerate(difflib.SequenceMatcher(None, old, new).get_grouped_opcodes(context)):
         inside: list[Finding] = []
@@ -137,11 +143,15 @@ def context_hunks(old: Sequence[str], new: Sequence[str], findings: Sequence[Fin
             inside.extend(f for f in touching if f not in inside)
             if not touching:
                 unexplained.append(block)
-        old_names = import_names("".join("".join(old[i1:i2]) for _, i1, i2, _, _ in unexplained))
-        new_names = import_names("".join("".join(new[j1:j2]) for _, _, _, j1, j2 in unexplained))
+        old_text = "".join("".join(old[i1:i2]) for _, i1, i2, _, _ in unexplained)
+        new_text = "".join("".join(new[j1:j2]) for _, _, _, j1, j2 in unexplained)
+        old_names, new_names = import_names(old_text), import_names(new_text)
         imports = [f"adds `{n}`" for n in new_names if n not in old_names]
         imports += [f"removes `{n}`" for n in old_names if n not in new_names]
-        notes = ("[imports] " + ", ".join(imports) + " for the edits in this file",) if imports else ()
+        defined = [f"defines `{n}`" for n in assigned_names(new_text)
+                   if n not in assigned_names(old_text) and binding_verb(n, new_text) == "defines"]
+        notes = tuple(f"[{tag}] " + ", ".join(what) + " for the edits in this file"
+                      for tag, what in (("imports", imports), ("helper", defined)) if what)
         first, last = group[0], group[-1]
         hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(group), tuple(sorted(inside)),
                           notes=notes, safety=safety_of(inside)))
@@ -157,7 +167,7 @@ def header_note(hunk: Hunk) -> str:
 def short_note(hunk: Hunk, width: int) -> str:
     """The header note cut to ``width`` columns: ``[imports]`` and ``[NRN101 safe]`` tags only
     (the reasons go elsewhere), and ``+N more`` for tags that do not fit."""
-    tags = [*(["[imports]"] if hunk.notes else []), *(f"[{f.rule} {f.safety.value}]" for f in hunk.findings)]
+    tags = [*(note.split(" ", 1)[0] for note in hunk.notes), *(f"[{f.rule} {f.safety.value}]" for f in hunk.findings)]
     tags = list(dict.fromkeys(tags))
     for shown in range(len(tags), 0, -1):
         more = f" +{len(tags) - shown} more" if shown < len(tags) else ""
@@ -323,7 +333,7 @@ def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes],
         old_names, new_names = import_names(old_text), import_names(new_text)
         old_assigned = assigned_names(old_text)
         added = [(n, "adds the import of") for n in new_names if n not in old_names]
-        added += [(n, "assigns") for n in assigned_names(new_text) if n not in old_assigned]
+        added += [(n, binding_verb(n, new_text)) for n in assigned_names(new_text) if n not in old_assigned]
         removed = [n for n in old_names if n not in new_names]
         notes: list[str] = []
         serves: set[int] = set()

@@ -88,7 +88,7 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     would_change = False
     for cell, inherited in zip(cells, inherited_imports(cells), strict=True):
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
-                            prefilter=prefilter, fix=fix, inherited=inherited)
+                            prefilter=prefilter, fix=fix, inherited=inherited, cell=True)
         findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
         findings.extend(magic_findings(cell, rules))
         would_change = would_change or result.would_change

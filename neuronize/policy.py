@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from neuronize.import_safety import hazard, is_script, lazy_annotations
+from neuronize.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -192,9 +192,10 @@ def _import_safe(located: Located[R], tree: Tree) -> Located[R]:
     (:mod:`neuronize.import_safety`), whichever rule proposed them."""
     script = is_script(tree.module)  # its top level is the program; its defaults still run at start
     lazy = lazy_annotations(tree.module)
+    tests = neuron_tests(tree.module)  # the module's own `on_neuron()`: a call of it is the test
     out: Located[R] = []
     for pair in located:
-        why = hazard(pair[0], tree.parents, lazy, defaults_only=script) if pair[0].fixable else None
+        why = hazard(pair[0], tree.parents, lazy, defaults_only=script, tests=tests) if pair[0].fixable else None
         if why is not None:
             pair = _changed(pair, hold=True, note=(
                 "import-safety", f"not applied, import safety: {why} would run at import; the module would no "

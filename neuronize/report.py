@@ -212,6 +212,13 @@ def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyp
             ours = {k for i in mine if (k := became[i]) is not None}
             if any(became[i] is None for i in mine):
                 ours |= set(range(j1, j2)) - set(became.values())
+            else:  # the lines no old line became continue the one above them (a statement split)
+                owners = {k: i for i, k in became.items() if k is not None}
+                owner = None
+                for k in range(j1, j2):
+                    owner = owners.get(k, owner)
+                    if k not in owners and owner in mine:
+                        ours.add(k)
             after += [new[k] for k in sorted(ours)]
         else:
             after += new[j1:j2]

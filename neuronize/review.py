@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, assigned_names, edit_groups, encoding_of, finding_label,  # noqa: F401
+from neuronize.hunks import (Hunk, assigned_names, binding_verb, edit_groups, encoding_of, finding_label,  # noqa: F401
                              import_names, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.types import FileResult, Finding, RunResult
@@ -154,7 +154,7 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
                 culprit = f": hunk {h.index + 1}, which adds its import, was rejected"
                 break
             if name in assigned_names(new_text) and name not in assigned_names(old_text) and h.index not in chosen:
-                culprit = f": hunk {h.index + 1}, which assigns it, was rejected"
+                culprit = f": hunk {h.index + 1}, which {binding_verb(name, new_text)} it, was rejected"
                 break
             if name in old_names and name not in new_names and h.index in chosen:
                 culprit = f": hunk {h.index + 1}, which removes its import, was accepted"

@@ -74,6 +74,9 @@ class Options:
     report_unused_suppressions: bool = False
     #: top-level packages of the project being migrated (sorted): importing one is no dependency
     own_packages: tuple[str, ...] = ()
+    #: the project's line length (ruff's or black's ``line-length``, flake8's ``max-line-length``):
+    #: lines the fixes write stay within it (None: the file's longest line, at least 88)
+    line_length: int | None = None
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

@@ -21,6 +21,7 @@ from neuronize.registry import all_rules
 from neuronize.review import (
     Hunk,
     check_rebuilt,
+    follow_edits,
     edit_groups,
     line_map,
     rebuild,
@@ -461,6 +462,8 @@ def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
             leader = next((o for o in hunks if o.index in answered and set(edit_groups(o)) & set(edit_groups(hunk))), None)
             if hunk.index not in answered and leader is not None and answered[leader.index] == "y":
                 accepted.add(hunk.index)
+        # a hunk that only adds an import or a helper the edits call is not asked: it follows them
+        accepted |= {h.index for h in hunks if not h.findings and h.serves and follow_edits(h, accepted)}
         rebuilt = rebuild(before, after, hunks, accepted)
         if check_rebuilt(before, after, rebuilt, hunks, accepted):
             assert on_disk == original
