@@ -249,3 +249,37 @@ def test_a_command_line_run_keeps_added_lines_within_the_project_length(tmp_path
     path.write_text(code)
     neuronize("fix", "--unsafe-fixes", "--no-cache", str(path))
     assert longest_added(code, path.read_text()) <= 72
+
+
+# -- every fixture ---------------------------------------------------------------------------------
+def _fixture_pairs():
+    from fixture_cases import all_cases
+
+    for case in all_cases():
+        if case.before.suffix == ".py" and case.after.exists():
+            yield case
+
+
+def test_every_fixture_spells_the_neuron_test_once_and_keeps_its_line_length():
+    """The two promises on every fixture's output: the test "the accelerator is Neuron" is written
+    out at most once in a module, and an added line stays within the file's limit. Two kinds of
+    line are the author's: an f-string (black never splits a string) and a line inside a statement
+    the author already spread over several lines."""
+    import re
+
+    from neuronize.transforms._wrapped import limit_for
+
+    over = []
+    for case in _fixture_pairs():
+        before, after = case.before.read_bytes(), case.after.read_bytes()
+        text = after.decode("utf-8", "replace")
+        assert len(re.findall(r"current_accelerator\(\)\.type == ['\"]neuron", text)) <= 1, case.id
+        limit = limit_for(before, None)
+        old = set(before.decode("utf-8", "replace").splitlines())
+        for line in text.splitlines():
+            if line in old or len(line) <= limit or re.search(r"\bf['\"]", line):
+                continue
+            if "  # " in line:
+                continue  # the author's comment on an argument of a call the author split
+            over.append(f"{case.id}: {line.strip()[:80]}")
+    assert not over, "\n".join(over)

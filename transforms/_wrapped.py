@@ -141,8 +141,9 @@ def _candidates(expr: cst.BaseExpression, step: str, room: int, depth: int = 0) 
 def _operands_split(expr: cst.IfExp | cst.BooleanOperation, depth: int, step: str, room: int) -> cst.IfExp | cst.BooleanOperation:
     """``expr`` with each operand longer than ``room`` split in turn, one level down."""
     fields = ("body", "test", "orelse") if isinstance(expr, cst.IfExp) else ("left", "right")
+    keyword = len("else ")  # the operator that starts the operand's line
     changes = {name: _lightest(getattr(expr, name), depth + 1, step) for name in fields
-               if len(_code(getattr(expr, name))) > room}
+               if len(_code(getattr(expr, name))) + keyword > room}
     return expr.with_changes(**changes) if changes else expr
 
 
