@@ -170,8 +170,6 @@ class ResultCache:
         self._fingerprint = fingerprint
         self._prefixes: dict[tuple[object, ...], bytes] = {}
         self._ready = False
-        self.hits = 0
-        self.misses = 0
 
     @property
     def fingerprint(self) -> str:
@@ -213,9 +211,7 @@ class ResultCache:
                 raise ValueError("entry does not belong to this key")
             result = result_from_json(data["result"])
         except Exception:  # noqa: BLE001 - a corrupt or missing entry is a miss, never a crash
-            self.misses += 1
             return None
-        self.hits += 1
         return result
 
     def put(self, key: str, result: Any) -> bool:

@@ -39,12 +39,6 @@ HEADER_WIDTH = 100
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
-def use_color(stream: IO[str] | IO[bytes], no_color: bool = False) -> bool:
-    """ANSI colour only on a terminal, and never with ``--no-color`` or a non-empty ``NO_COLOR``
-    (https://no-color.org); the rules are :func:`wants_color`'s."""
-    return wants_color(stream, "never" if no_color else "auto")
-
-
 def wants_color(stream: IO[str] | IO[bytes], choice: str = "auto") -> bool:
     """``--color always|never`` decides; with ``auto`` a non-empty ``FORCE_COLOR`` turns colour
     on (it wins over ``NO_COLOR``: it is set for one run, ``NO_COLOR`` is a standing

@@ -199,7 +199,7 @@ class _Applier(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         return self._on_path is None or id(node) in self._on_path
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
         report = self._fixes.get(id(original_node))
         if report is not None:
             replacement = report.replacement

@@ -81,7 +81,7 @@ class LineRule(Transform):
     abstract = True
     kinds: ClassVar[tuple[SourceKind, ...]] = ()
 
-    def __init__(self, ctx: KindContext) -> None:  # type: ignore[override]
+    def __init__(self, ctx: KindContext) -> None:
         self.kctx = ctx
 
     def check(self, doc: TextDocument) -> None:

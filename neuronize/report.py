@@ -11,10 +11,10 @@ from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.links import RELATIVE, Links
 from neuronize.repeats import collapse, more
 from neuronize.transform import EFFORTS, SECTIONS
-from neuronize.types import Finding, RunResult, Safety, SkipReason
+from neuronize.types import FileResult, Finding, RunResult, Safety, SkipReason
 
 
-def _pending(run: RunResult, include_applied: bool):  # type: ignore[no-untyped-def]
+def _pending(run: RunResult, include_applied: bool) -> Iterable[tuple[FileResult, Finding]]:
     for f in run.files:
         for finding in f.result.findings:
             if include_applied or not (finding.applied and f.result.changed):
@@ -27,7 +27,7 @@ def location(display: str, finding: Finding) -> str:
     return f"{display}:{cell}{finding.line}:{finding.column}"
 
 
-def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
+def finding_tag(f: FileResult, finding: Finding) -> str:
     """What can be done about a finding: ``safe fix``, ``unsafe fix``, ``report-only``, ``fixed``."""
     if finding.applied and f.written:
         return "fixed"
@@ -166,7 +166,7 @@ def dependency(finding: Finding) -> str:
     return finding.dependency or ""
 
 
-def _done(f, finding: Finding) -> bool:  # type: ignore[no-untyped-def]
+def _done(f: FileResult, finding: Finding) -> bool:
     """The edit is made (written) or would be made by `fix` (computed, not written)."""
     return finding.applied and (f.written or f.result.changed)
 
@@ -187,7 +187,7 @@ def _link(display: str, finding: Finding, links: Links = RELATIVE) -> str:
 EDIT_LINES = 6
 
 
-def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyped-def]
+def _edit_block(f: FileResult, finding: Finding, ops: Iterable[tuple[str, int, int, int, int]]) -> list[str]:
     """The lines an applied edit changed, as a small ``diff`` block under its list item:
     the actual before -> after, from the file's change blocks that touch the finding."""
     from neuronize.hunks import encoding_of, split_lines
@@ -238,7 +238,7 @@ def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyp
             f"  {fence}"]
 
 
-def _as_read(f, finding: Finding) -> Finding:  # type: ignore[no-untyped-def]
+def _as_read(f: FileResult, finding: Finding) -> Finding:
     """``finding`` at its place in the file as read (it is where it is now once written)."""
     if f.written and len(f.as_read) == len(f.result.findings):
         return f.as_read[f.result.findings.index(finding)]

@@ -37,12 +37,21 @@ RULE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 class Example:
     """A tiny before/after pair: documentation and a test at once.
 
-    ``after=None`` means the rule reports on ``before`` and leaves it as it is.
+    ``after=None`` means the rule reports on ``before`` and leaves it as it is; ``finds=False``
+    means the rule has nothing to say about ``before`` (code that looks alike and needs no
+    change). The example runs under ``--target target`` (``Example(..., target="cpu")``).
     """
 
     before: str
     after: str | None = None
     unsafe_fixes: bool = True
+    finds: bool = True
+    target: Target = Target.NEURON
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", Target(self.target))
+        if not self.finds and self.after is not None:
+            raise TypeError("an Example that finds nothing cannot have an `after`")
 
 
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel

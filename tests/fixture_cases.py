@@ -24,7 +24,6 @@ from neuronize.registry import all_rules, rule_by_code
 from neuronize.transform import Transform
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-SUFFIXES = (".before.py", ".before.ipynb")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 from helpers import neuronize
@@ -197,6 +198,7 @@ def test_a_definition_far_from_its_use_is_a_hunk_that_follows_the_edits():
     assert any("assigns `device`" in note for note in definition.notes)
 
 
+@pytest.mark.execution
 def test_fix_then_check_from_the_command_line(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent('''\

@@ -38,6 +38,8 @@ import pytest
 
 pytest.importorskip("torch", reason="the differential test runs a PyTorch project (pip install -e '.[test]')")
 
+pytestmark = pytest.mark.execution
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "fixtures" / "differential" / "tinytrain"
 HOSTS_DIR = Path(__file__).resolve().parent / "hosts"

@@ -208,7 +208,7 @@ class _Rename(cst.CSTTransformer):
         self.replacements = replacements
         self.definitions = definitions  # block id -> (id of its statement, name, value)
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
         if id(original_node) in self.replacements:
             return self.replacements[id(original_node)]
         if id(original_node) in self.definitions:
@@ -246,7 +246,7 @@ def name_device(module: cst.Module, source: bytes) -> cst.Module:
         replacements.update((id(u.node), u.replaced(name)) for u in uses)
     if not replacements:
         return module
-    return module.visit(_Rename(replacements, definitions))  # type: ignore[return-value]
+    return module.visit(_Rename(replacements, definitions))
 
 
 # -- recognising what this writes -------------------------------------------------------------

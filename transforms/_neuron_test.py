@@ -152,7 +152,7 @@ def name_neuron_test(module: cst.Module, source: bytes) -> cst.Module:
     if existing:
         return renamed
     # before the first top-level statement that calls it at import, else after the opening
-    first_use = min(module.body.index(path[1]) for _, path in tests)  # type: ignore[arg-type]
+    first_use = min(module.body.index(path[1]) for _, path in tests)
     at = min(_opening(module), first_use)
     body = list(renamed.body)
     definition = _definition(module, name, spelled)

@@ -56,7 +56,7 @@ class _Replace(cst.CSTTransformer):
         super().__init__()
         self.replacements = replacements
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
         return self.replacements.get(id(original_node), updated_node)
 
 

@@ -130,7 +130,7 @@ def _candidates(expr: cst.BaseExpression, step: str, room: int, depth: int = 0) 
     if call is not None:
         for one_per_line, deeper in ((False, None), (True, None), (True, room)):
             split = _split_call(call, depth, step, one_per_line, deeper)
-            yield split if call is expr else expr.deep_replace(call, split)  # type: ignore[misc]
+            yield split if call is expr else expr.deep_replace(call, split)
     elif _splittable(expr):
         yield _parenthesized(expr, depth, step)
         if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
@@ -153,7 +153,7 @@ def _lightest(expr: cst.BaseExpression, depth: int, step: str) -> cst.BaseExpres
     call = _last_call(expr)
     if call is not None:
         split = _split_call(call, depth, step, one_per_line=False)
-        return split if call is expr else expr.deep_replace(call, split)  # type: ignore[return-value]
+        return split if call is expr else expr.deep_replace(call, split)
     if isinstance(expr, (cst.IfExp, cst.BooleanOperation)) and not expr.lpar:
         return _at_operators(expr, depth - 1, step)
     return expr

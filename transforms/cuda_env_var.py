@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from neuronize.context import dotted_name
+from neuronize.context import FileContext, dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value
@@ -114,7 +114,7 @@ class CudaEnvVar(Transform):
         Example('from os import getenv\ndebug = getenv("NCCL_DEBUG", "WARN")\n', None),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._env_names: set[str] = set()  # local copies of the environment
         self._seen_dicts: set[int] = set()

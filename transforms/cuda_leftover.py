@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
@@ -104,7 +105,7 @@ class CudaLeftover(Transform):
         Example('parser.add_argument("--backend", choices=["nccl", "gloo"])\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._lists: dict[int, bool] = {}  # id of a collection -> it is a device list (decided once)
         #: names assigned a GPU index so far (`idx = int(os.environ["LOCAL_RANK"])`), by scope

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._literals import string_value
@@ -44,7 +45,7 @@ def device_map_kind(node: cst.BaseExpression) -> str | None:
     return "variable"
 
 
-def _parameters(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+def _parameters(ctx: FileContext) -> frozenset[str]:
     """The parameter names of the innermost enclosing function (a value only passed through)."""
     for anc in ctx.ancestors():
         if isinstance(anc, cst.FunctionDef):
@@ -143,7 +144,7 @@ class HfDeviceMapAuto(Transform):
             qualified = self.ctx.qualify(func)
             if qualified not in _LOADERS:
                 return
-            where = f"`{qualified.rsplit('.', 1)[-1]}`"  # type: ignore[union-attr]
+            where = f"`{qualified.rsplit('.', 1)[-1]}`"
         device_map = keyword(node, "device_map")
         value = device_map.value if device_map is not None else None
         if isinstance(value, cst.Name) and (id(enclosing_scope(self.ctx)), value.value) in self._literals:

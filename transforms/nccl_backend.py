@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import insert_after, keyword, without_args
@@ -96,7 +97,7 @@ class NcclBackend(Transform):
                 'import torch.distributed as dist\nif dist.get_backend() == "nccl":\n    pass\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._seen = Assignments()
         self._uses: list[BackendUse] = []

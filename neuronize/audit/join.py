@@ -20,6 +20,7 @@ from pathlib import Path
 from collections.abc import Iterable
 
 from neuronize.audit.launch import RawRun
+from neuronize.types import Finding
 
 #: findings whose fix rewrites a device value (placements and autocast receive it)
 DEVICE_VALUE_RULES = ("NRN101", "NRN103")
@@ -122,7 +123,7 @@ def _guard_tests(source: str, line: int) -> list[tuple[int, int]]:
 
 
 def _cover(site: Site, findings: list, source: str | None, ran: set[int] | None) -> None:
-    def spans(f) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    def spans(f: Finding) -> tuple[int, int]:
         return f.line, max(f.line, f.end_line or f.line)
 
     same_line = [f for f in findings if spans(f)[0] <= site.line <= spans(f)[1]]

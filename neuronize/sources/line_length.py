@@ -15,13 +15,7 @@ import functools
 import os
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    try:
-        import tomli as tomllib  # type: ignore[no-redef]
-    except ModuleNotFoundError:
-        tomllib = None  # type: ignore[assignment]
+from neuronize.config import tomllib  # None on Python 3.10 without tomli: no TOML setting is read
 
 
 def _positive(value: object) -> int | None:
