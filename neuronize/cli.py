@@ -450,7 +450,22 @@ def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     prompt_for = (lambda hunk: hunk.safety is not Safety.SAFE) if kw.get("review") == "unsafe" else (
         lambda hunk: True)
     return review_run(run, ask=ask, say=click.echo, style=style, prompt_for=prompt_for,
-                      write=lambda f: api.write_changes(RunResult(files=[f])).files[0])
+                      write=lambda f: api.write_changes(RunResult(files=[f])).files[0],
+                      safe=_safe_layers(run, kw))
+
+
+def _safe_layers(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """What plain `fix` (no unsafe fixes) makes of each changed file, when the run has unsafe
+    fixes: the review asks about those edits first, and never in one hunk with an unsafe one."""
+    from neuronize import api
+    from neuronize.review import SafeLayer
+
+    if not any(x.applied and x.safety.value == "unsafe" for f in run.files for x in f.result.findings):
+        return None
+    safe = api.analyse_paths(kw["paths"], (), jobs=kw["jobs"], force_exclude=kw["force_exclude"],
+                             cache=not kw["no_cache"], resolver=_resolver({**kw, "unsafe_fixes": False}))
+    return {f.display: SafeLayer(f.result.output, f.result.findings) for f in safe.files
+            if f.error is None and f.display in {g.display for g in run.files if g.result.changed}}
 
 
 def _write_output(path: str, text: str) -> None:
