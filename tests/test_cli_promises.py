@@ -1,0 +1,46 @@
+"""What the command line promises a ruff user, checked the way a person meets it (the CLI run
+in-process through its console entry point): statistics that add up, an ignored rule that stays
+silent, one summary worded for its command, and the small things a user notices."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import neuronize
+
+#: NRN102: two safe `.cuda()` and one unsafe `.cuda(3)`; NRN205: one unsafe `.half()`
+MIXED = b"import torch\nmodel = Net().cuda()\ny = x.cuda()\nbatch = batch.cuda(3)\nmodel.half()\n"
+#: a CUDA-kernel file: its NRN102 `.cuda()` is report-only
+KERNEL = b"import torch\nimport pycuda.autoinit\nz = w.cuda()\n"
+
+
+def _out(proc) -> str:  # type: ignore[no-untyped-def]
+    return proc.stdout.decode()
+
+
+def _err(proc) -> str:  # type: ignore[no-untyped-def]
+    return proc.stderr.decode()
+
+
+# -- 3: --statistics ----------------------------------------------------------------------------
+def test_statistics_say_how_many_each_way_and_add_up_to_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    (tmp_path / "kernel.py").write_bytes(KERNEL)
+    proc = neuronize("check", "--no-cache", "--statistics", ".", cwd=tmp_path)
+    rows = _out(proc).splitlines()
+    assert rows[0].split() == ["4", "NRN102", "[-]", "cuda-method", "2", "fixable,", "1", "with",
+                               "--unsafe-fixes,", "1", "not", "fixable"]
+    assert "1  NRN205  [-] half-precision-model" in rows[1] and rows[1].endswith("1 with --unsafe-fixes")
+    assert rows[2].endswith("1 not fixable") and "[ ]" in rows[2]
+    summary = _err(proc)
+    fixable = sum(int(n) for n in re.findall(r"(\d+) fixable", _out(proc)))
+    later = sum(int(n) for n in re.findall(r"(\d+) with --unsafe-fixes", _out(proc)))
+    assert f"({fixable} fixable with `neuronize fix`, {later} with `--unsafe-fixes`)" in summary
+    unsafe = neuronize("check", "--no-cache", "--statistics", "--unsafe-fixes", ".", cwd=tmp_path)
+    first = _out(unsafe).splitlines()[0]
+    assert first.split()[:4] == ["4", "NRN102", "[-]", "cuda-method"] and first.endswith("3 fixable, 1 not fixable")
+    assert "1  NRN205  [*] half-precision-model" in _out(unsafe)
