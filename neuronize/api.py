@@ -13,6 +13,7 @@ from pathlib import Path
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
+from neuronize.claims import CLAIMER, claimer
 from neuronize.config import Config
 from neuronize.engine import TokenFilter, prefilter_for
 from neuronize.kinds_engine import run_kind
@@ -104,7 +105,8 @@ _FILTER_CACHE: dict[tuple[tuple[str, ...], SourceKind], TokenFilter] = {}
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
     if ids not in _RULE_CACHE:
         by_id = {r.id: r for r in all_rules()}
-        _RULE_CACHE[ids] = tuple(by_id[i] for i in ids)
+        _RULE_CACHE[ids] = tuple(claimer(by_id[i[len(CLAIMER):]]) if i.startswith(CLAIMER) else by_id[i]
+                                 for i in ids)
     return _RULE_CACHE[ids]
 
 
@@ -174,7 +176,7 @@ def analyse_paths(
             settings = resolver.for_path(files[i].path)
             here = settings.options if settings.options.own_packages else \
                 dataclasses.replace(settings.options, own_packages=own)
-            outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path, files[i].kind),
+            outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      here, fix, store, files[i].kind)
             if not isinstance(outcome, Job):
                 done(i, *outcome)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
-from neuronize.claims import drop_claimed
+from neuronize.claims import drop_claimed, is_claimer
 from neuronize.context import FileContext, ImportTable, collect_imports
 from neuronize.positions import locate_in_code
 from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
@@ -460,7 +460,7 @@ def unused_suppressions(suppressions: Sequence[Suppression], used: set[int],
                         rules: Sequence[type[Transform]]) -> list[Finding]:
     """NRN000 for each suppression (by ``id``) not in ``used`` that names an enabled rule (or
     every rule): the one report for every kind of source."""
-    enabled = {r.id for r in rules} | {r.name for r in rules}
+    enabled = {r.id for r in rules if not is_claimer(r)} | {r.name for r in rules if not is_claimer(r)}
     found = []
     for s in suppressions:
         relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)

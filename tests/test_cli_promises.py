@@ -44,3 +44,26 @@ def test_statistics_say_how_many_each_way_and_add_up_to_the_summary(tmp_path: Pa
     first = _out(unsafe).splitlines()[0]
     assert first.split()[:4] == ["4", "NRN102", "[-]", "cuda-method"] and first.endswith("3 fixable, 1 not fixable")
     assert "1  NRN205  [*] half-precision-model" in _out(unsafe)
+
+
+# -- 4: an ignored rule silences its sites ------------------------------------------------------
+OWNED = b"""import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--device", default="cuda")
+model.to("cuda")  # neuronize: ignore[NRN101]
+"""
+
+
+def test_an_ignored_or_suppressed_rule_is_not_reported_by_the_catch_all(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_bytes(OWNED)
+    (tmp_path / "b.py").write_bytes(OWNED)
+    (tmp_path / "pyproject.toml").write_text('[tool.neuronize]\nper-file-ignores = {"b.py" = ["NRN101"]}\n')
+    plain = _out(neuronize("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path))
+    assert "a.py:3:36 NRN101" in plain and "NRN999" not in plain  # per-file-ignores: b.py silent
+    assert "b.py" not in plain
+    ignored = neuronize("check", "--no-cache", "--output-format", "concise", "--ignore", "NRN101", ".", cwd=tmp_path)
+    assert _out(ignored) == "" and ignored.returncode == 0, _out(ignored)
+    # a rule that is not selected does not own anything: the catch-all alone reports it all
+    alone = _out(neuronize("check", "--no-cache", "--output-format", "concise", "--select", "NRN999", "a.py",
+                           cwd=tmp_path))
+    assert "a.py:3:36 NRN999" in alone
