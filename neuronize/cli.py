@@ -291,6 +291,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
 
     if baseline is not None and mode == "fix":
         run = api.hold_back_baselined(run, baseline, Path(kw["baseline"]))
+    proposed = None
     if writing and from_stdin:
         entry = run.files[0]
         sys.stdout.buffer.write(entry.result.output or entry.source or b"")
@@ -300,14 +301,14 @@ def _run_inner(mode: str, **kw: Any) -> int:
     elif writing:
         run = api.write_changes(run)
         if run.stale_removed:
-            click.echo(f"neuronize: removed {len(run.stale_removed)} temp file(s) left by an "
-                       "interrupted run", err=True)
+            click.echo(f"neuronize: removed {report.counted(len(run.stale_removed), 'temp file')} left by "
+                       "an interrupted run", err=True)
     baselined = 0
     if kw.get("write_baseline"):
         target = Path(kw["write_baseline"])
         entries = api.baseline_entries(run, target)
         write_baseline(target, entries)
-        click.echo(f"neuronize: wrote {len(entries)} finding(s) to baseline {target}", err=True)
+        click.echo(f"neuronize: wrote {report.counted(len(entries), 'finding')} to baseline {target}", err=True)
         return EXIT_ERROR if run.errors else EXIT_CLEAN
     if baseline is not None:
         run, baselined = api.apply_baseline(run, baseline, Path(kw["baseline"]))
@@ -332,19 +333,32 @@ def _run_inner(mode: str, **kw: Any) -> int:
                         err=stdout_is_data)
     for line in report.error_lines(run):
         click.echo(line, err=True)
-    if not kw["quiet"]:
-        summary = report.summary_line(run, wrote=writing)
-        if writing and kw.get("interactive"):
-            from neuronize.review import review_summary
-
-            summary = review_summary(proposed, run)
-        if baselined:
-            summary += f"; {baselined} baselined finding(s) not shown"
-        if mode == "check" and (run.files or run.skipped):
-            click.echo(output.found_line(run, unsafe), err=True)
-        if mode != "check" or kw["verbose"] or baselined:
-            click.echo(summary, err=True)
+    if not kw["quiet"] and (mode != "check" or run.files or run.skipped):
+        click.echo(_summary(mode, run, kw, writing=writing, unsafe=unsafe, baselined=baselined,
+                            proposed=proposed if writing and kw.get("interactive") else None), err=True)
     return _exit_code(mode, run, kw, writing=writing, from_stdin=from_stdin)
+
+
+def _summary(mode: str, run, kw: dict[str, Any], *, writing: bool, unsafe: bool,  # type: ignore[no-untyped-def]
+             baselined: int, proposed) -> str:
+    """The run's one summary line, worded for its command: `check` says what it found (with
+    -v, what would change), `fix` what it did (`fix -i`: what the review did)."""
+    from neuronize import output, report
+
+    hidden = f"{report.counted(baselined, 'baselined finding')} not shown" if baselined else ""
+    if mode == "check":
+        found = output.found_line(run, unsafe).rstrip(".")
+        if hidden and not any(f.result.findings for f in run.files):
+            found = "No new findings"
+        parts = [found, hidden, report.files_line(run, wrote=False) if kw["verbose"] else ""]
+        return "; ".join(p for p in parts if p) + "."
+    if proposed is not None:
+        from neuronize.review import review_summary
+
+        summary = review_summary(proposed, run)
+    else:
+        summary = report.summary_line(run, wrote=writing, unsafe_fixes=unsafe)
+    return f"{summary}; {hidden}" if hidden else summary
 
 
 def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-untyped-def]
@@ -359,7 +373,8 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
     if kw["statistics"]:
         lines = output.statistics(run, unsafe, include_applied=include_applied)
     elif fmt == "json":
-        lines = [report.to_json(run, include_applied=include_applied)]
+        lines = [report.to_json(run, include_applied=include_applied,
+                                wrote=mode == "fix" and not kw.get("diff") and not err)]
     elif fmt == "markdown":
         lines = [report.to_markdown(run, command=_report_command(kw),
                                     links=_links(kw, mode == "fix" and not kw.get("diff")))]

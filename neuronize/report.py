@@ -64,16 +64,20 @@ def error_lines(run: RunResult) -> list[str]:
     return lines
 
 
-def to_json(run: RunResult, include_applied: bool = True) -> str:
+def to_json(run: RunResult, include_applied: bool = True, wrote: bool = False) -> str:
+    """The JSON contract. Its summary counts the files that ``changed`` when the run wrote them
+    (``fix``), else those that ``would_change``."""
     findings = [finding.to_json(f.display) for f, finding in _pending(run, include_applied)]
     errors = [f.error.to_json(f.display) for f in run.errors if f.error is not None]
     errors += [{"path": s.display, "message": s.reason} for s in run.missing]
+    summary = {(key if wrote or key != "changed" else "would_change"): value
+               for key, value in summary_counts(run).items()}
     payload = {
         "version": __version__,
         "target": TORCHNEURON_TARGET,
         "findings": findings,
         "errors": errors,
-        "summary": summary_counts(run),
+        "summary": summary,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
@@ -103,17 +107,30 @@ def summary_counts(run: RunResult) -> dict[str, object]:
     }
 
 
-def summary_line(run: RunResult, *, wrote: bool) -> str:
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files`` (``plural`` for a word that is not made with ``s``)."""
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def files_line(run: RunResult, *, wrote: bool) -> str:
+    """``3 files checked: 1 changed, 2 unchanged, 0 failed`` (``would change`` unless ``wrote``)."""
     counts = summary_counts(run)
     verb = "changed" if wrote else "would change"
+    files = counts["files"]
+    assert isinstance(files, int)
+    return (f"{counted(files, 'file')} checked: {counts['changed']} {verb}, "
+            f"{counts['unchanged']} unchanged, {counts['failed']} failed")
+
+
+def summary_line(run: RunResult, *, wrote: bool, unsafe_fixes: bool = False) -> str:
+    """``fix``'s one-line summary. ``unsafe_fixes``: the run had them on (so it does not advise
+    the flag)."""
+    counts = summary_counts(run)
     fixes = counts["fixes"]
     assert isinstance(fixes, dict)
     left = counts["findings_left"]
     assert isinstance(left, dict)
-    parts = [
-        f"{counts['files']} file(s) checked: {counts['changed']} {verb}, "
-        f"{counts['unchanged']} unchanged, {counts['failed']} failed"
-    ]
+    parts = [files_line(run, wrote=wrote)]
     if fixes:
         parts.append(
             "fixes " + ("applied" if wrote else "available") + ": "
@@ -125,12 +142,12 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
         parts.append("fixable: " + ", ".join(f"{n} {s}" for s, n in fixable.items()))
     if left:
         total = sum(left.values())
-        parts.append(f"{total} finding(s) left (" + ", ".join(f"{r}: {n}" for r, n in left.items()) + ")")
+        parts.append(f"{counted(total, 'finding')} left (" + ", ".join(f"{r}: {n}" for r, n in left.items()) + ")")
     unsafe_left = any(
-        finding.safety is Safety.UNSAFE and not finding.applied
+        finding.safety is Safety.UNSAFE and finding.fixable and not finding.applied
         for f in run.files for finding in f.result.findings
     )
-    if unsafe_left:
+    if unsafe_left and not unsafe_fixes:
         parts.append("unsafe fixes are applied with --unsafe-fixes")
     return "; ".join(parts)
 

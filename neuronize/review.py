@@ -32,6 +32,7 @@ from neuronize.diff import Style
 from neuronize.hunks import (Hunk, assigned_names, edit_groups, encoding_of, finding_label,  # noqa: F401
                              import_names, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
+from neuronize.report import counted
 from neuronize.types import FileResult, Finding, RunResult
 
 
@@ -598,7 +599,7 @@ def review_run(run: RunResult, *, ask: Ask, say: Say, style: Style,
                                                                     output=outcome.output))
         written = write(pending)
         if written.written:
-            say(f"{f.display}: wrote {len(outcome.accepted)} of {len(outcome.hunks)} hunk(s)")
+            say(f"{f.display}: wrote {len(outcome.accepted)} of {counted(len(outcome.hunks), 'hunk')}")
         out.files.append(written)
     return out
 
@@ -626,8 +627,8 @@ def review_summary(proposed: RunResult, reviewed: RunResult) -> str:
         applied.update(x.rule for x in after.result.findings if x.applied and after.written)
     skipped = offered - applied
     detail = f" ({', '.join(f'{r}: {n}' for r, n in sorted(skipped.items()))})" if skipped else ""
-    return (f"{files} file(s) reviewed, {written} written: {sum(applied.values())} fix(es) applied, "
-            f"{sum(skipped.values())} skipped{detail}")
+    return (f"{counted(files, 'file')} reviewed, {written} written: "
+            f"{counted(sum(applied.values()), 'fix', 'fixes')} applied, {sum(skipped.values())} skipped{detail}")
 
 
 def hold_back(f: FileResult, held: Callable[[Finding], bool]) -> FileResult:

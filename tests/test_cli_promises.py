@@ -67,3 +67,41 @@ def test_an_ignored_or_suppressed_rule_is_not_reported_by_the_catch_all(tmp_path
     alone = _out(neuronize("check", "--no-cache", "--output-format", "concise", "--select", "NRN999", "a.py",
                            cwd=tmp_path))
     assert "a.py:3:36 NRN999" in alone
+
+
+# -- 5: one summary per run, worded for its command ---------------------------------------------
+def _summaries(err: str) -> list[str]:
+    return [line for line in err.splitlines() if not line.startswith("neuronize:")]
+
+
+def test_check_with_a_baseline_has_one_summary_that_does_not_contradict_itself(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    assert neuronize("check", "--write-baseline", "base.json", ".", cwd=tmp_path).returncode == 0
+    proc = neuronize("check", "--baseline", "base.json", ".", cwd=tmp_path)
+    assert proc.returncode == 0
+    [summary] = _summaries(_err(proc))
+    assert "baselined findings not shown" in summary and "would change" not in summary, summary
+    assert not summary.startswith("All checks passed")
+
+
+def test_check_verbose_has_one_summary_and_no_advice_to_pass_a_flag_already_passed(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    (tmp_path / "kernel.py").write_bytes(KERNEL)
+    proc = neuronize("check", "-v", "--unsafe-fixes", ".", cwd=tmp_path)
+    [summary] = _summaries(_err(proc))
+    assert "2 files checked" in summary and "--unsafe-fixes" in summary
+    assert "are applied with --unsafe-fixes" not in summary and "(s)" not in summary
+    fixed = neuronize("fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    [summary] = _summaries(_err(fixed))
+    assert "with --unsafe-fixes" not in summary and "(s)" not in summary, summary
+    assert summary.startswith("2 files checked: 1 changed"), summary
+
+
+def test_json_says_would_change_in_check_and_changed_after_fix(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    checked = json.loads(_out(neuronize("check", "--output-format", "json", ".", cwd=tmp_path)))
+    assert checked["summary"]["would_change"] == 1 and "changed" not in checked["summary"]
+    diff = neuronize("fix", "--diff", "--output-format", "json", ".", cwd=tmp_path)
+    assert json.JSONDecoder().raw_decode(diff.stderr.decode())[0]["summary"]["would_change"] == 1
+    fixed = json.loads(_out(neuronize("fix", "--output-format", "json", ".", cwd=tmp_path)))
+    assert fixed["summary"]["changed"] == 1 and "would_change" not in fixed["summary"]

@@ -144,3 +144,17 @@ def test_other_kinds_go_through_the_hook(project):
     (repo / "train.sh").write_text("#!/bin/bash\n# neuronize: ignore[NRN613]\nexport NCCL_DEBUG=INFO\n")
     proc = _run_hook(project, "requirements.txt", "train.sh", "LICENSE", "ci.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_one_summary_for_many_files(tmp_path, hook_env):
+    rev, env = hook_env
+    repo = _new_repo(tmp_path, rev)
+    names = [f"m{i}.py" for i in range(6)]
+    for name in names:
+        (repo / name).write_text("import torch\nbatch = batch.cuda()\n")
+    _git("add", ".", cwd=repo)
+    proc = subprocess.run(["pre-commit", "run", "--files", *names], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    assert proc.stdout.count("Found ") == 1, proc.stdout
+    assert "Found 6 findings in 6 files" in proc.stdout

@@ -372,7 +372,7 @@ def test_pty_summary_counts_the_reviewed_files_only(tmp_path):
     child = _spawn(["fix", "-i", "--unsafe-fixes", "."], tmp_path)
     _drive(child, lambda *a: next(answers))
     tail = child.before or ""
-    assert "1 file(s) reviewed, 1 written: 2 fix(es) applied, 1 skipped (NRN102: 1)" in tail, tail
+    assert "1 file reviewed, 1 written: 2 fixes applied, 1 skipped (NRN102: 1)" in tail, tail
 
 
 def test_pty_quit_keeps_accepted_hunks_and_touches_nothing_else(tmp_path):

@@ -83,7 +83,7 @@ def test_pty_a_split_notebook_hunk_keeps_classes_reasons_and_counts(tmp_path):
         hunk = part.rsplit("n.ipynb: hunk", 1)[-1]
         assert "[safe]" in hunk and "[NRN101 safe] `.to()`" in hunk, hunk
     assert "[unsafe]" in shown[3] and "[NRN112 unsafe]" in shown[3]
-    assert "3 fix(es) applied, 0 skipped" in tail or "3 fixes applied, 0 skipped" in tail, tail
+    assert "1 file reviewed, 1 written: 3 fixes applied, 0 skipped" in tail, tail
     assert "NRN101" not in tail.split("wrote")[-1], tail  # nothing written is listed as left
     out = json.loads((tmp_path / "n.ipynb").read_text())
     assert "torch.neuron.manual_seed(42)" in "".join(out["cells"][1]["source"])
