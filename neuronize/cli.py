@@ -388,7 +388,12 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
             click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
         return
     else:
-        lines = report.text_findings(run, include_applied=include_applied, show_repeats=kw.get("show_repeats", False))
+        style = Style(wants_color(stream, kw["color"]))
+        lines = report.text_findings(run, include_applied=include_applied,
+                                     show_repeats=kw.get("show_repeats", False), style=style)
+        for line in lines:
+            click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
+        return
     for line in lines:
         click.echo(line, err=err)
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.diff import Style
 from neuronize.links import RELATIVE, Links
 from neuronize.repeats import collapse, more
 from neuronize.transform import EFFORTS, SECTIONS
@@ -35,17 +36,20 @@ def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
     return "report-only" if not finding.fixable else f"{finding.safety.value} fix"
 
 
-def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False) -> list[str]:
+def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False,
+                  style: Style = Style()) -> list[str]:
     """``path:line:col NRNxxx [safety] message`` lines, in file order; a report-only finding
     repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`), unless
-    ``show_repeats`` (``--show-repeats``): then every place is a line of its own."""
+    ``show_repeats`` (``--show-repeats``): then every place is a line of its own. ``style``
+    colours the place, the rule and the tag as the ``full`` format does."""
     pending = list(_pending(run, include_applied))
     items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending)
     lines = []
     for f, finding, repeats in items:
         others = more([location(g.display, x) for g, x in repeats])
         lines.append(
-            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}{others}"
+            f"{style.header(location(f.display, finding))} {style.error(finding.rule)} "
+            f"{style.hunk('[' + finding_tag(f, finding) + ']')} {finding.message}{others}"
         )
     return lines
 

@@ -105,3 +105,27 @@ def test_json_says_would_change_in_check_and_changed_after_fix(tmp_path: Path) -
     assert json.JSONDecoder().raw_decode(diff.stderr.decode())[0]["summary"]["would_change"] == 1
     fixed = json.loads(_out(neuronize("fix", "--output-format", "json", ".", cwd=tmp_path)))
     assert fixed["summary"]["changed"] == 1 and "would_change" not in fixed["summary"]
+
+
+# -- 6: the small things users notice ----------------------------------------------------------
+def test_color_always_colours_the_concise_format(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    coloured = _out(neuronize("check", "--color", "always", "--output-format", "concise", ".", cwd=tmp_path))
+    assert "\x1b[" in coloured and "train.py:2:9" in coloured
+    plain = _out(neuronize("check", "--color", "never", "--output-format", "concise", ".", cwd=tmp_path))
+    assert "\x1b[" not in plain and re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
+
+
+def test_a_select_typo_gets_a_did_you_mean(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    proc = neuronize("check", "--select", "cuda-methd", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "did you mean cuda-method?" in _err(proc)
+    assert "did you mean NRN102?" in _err(neuronize("check", "--ignore", "NRN1O2", ".", cwd=tmp_path))
+
+
+def test_selecting_no_rule_at_all_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(MIXED)
+    proc = neuronize("check", "--select", "NRN1", "--ignore", "NRN1", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "no rule left to run" in _err(proc)
