@@ -30,7 +30,7 @@ from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
 from neuronize.hunks import (Hunk, assigned_names, edit_groups, encoding_of, finding_label,  # noqa: F401
-                             import_names, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
+                             import_names, in_file_lines, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.report import counted
 from neuronize.types import FileResult, Finding, RunResult
@@ -465,21 +465,6 @@ class SafeLayer:
 
     output: bytes | None
     findings: tuple[Finding, ...]
-
-
-def in_file_lines(display: str, source: bytes, findings: Sequence[Finding]) -> list[Finding]:
-    """The findings with their lines counted in the file (a notebook's count within a cell: moved
-    to the line of the notebook that holds them), in the same order."""
-    if not display.endswith(".ipynb"):
-        return list(findings)
-    from neuronize.sources.notebook import file_line
-
-    out = []
-    for f in findings:
-        line = file_line(source, f.cell, f.line) if f.cell is not None else None
-        end = file_line(source, f.cell, max(f.end_line, f.line)) if f.cell is not None else None
-        out.append(f if line is None else dataclasses.replace(f, line=line, end_line=end or line))
-    return out
 
 
 def _key(f: Finding) -> tuple[object, ...]:

@@ -93,6 +93,7 @@ class Settings:
         ``per-file-ignores`` turns off here, as claimers (``~NRN101``, :mod:`neuronize.claims`):
         an ignored rule silences its sites rather than hand them to the catch-all."""
         from neuronize.claims import CLAIMER
+        from neuronize.line_rule import LineRule  # read line by line: no walk to claim code in
         from neuronize.registry import all_rules
 
         enabled = self.rule_ids(path, kind)
@@ -100,7 +101,8 @@ class Settings:
             return enabled
         ignored = (*tuple(self.values.get("ignore") or ()), *self.ignored_here(path))  # type: ignore[arg-type]
         return enabled + tuple(CLAIMER + r.id for r in all_rules()
-                               if r.id not in enabled and not r.catch_all and (kind is None or kind in r.kinds)
+                               if r.id not in enabled and not r.catch_all and not issubclass(r, LineRule)
+                               and (kind is None or kind in r.kinds)
                                and any(matches(r, code) for code in ignored))
 
 

@@ -129,3 +129,11 @@ def test_selecting_no_rule_at_all_is_an_error(tmp_path: Path) -> None:
     proc = neuronize("check", "--select", "NRN1", "--ignore", "NRN1", ".", cwd=tmp_path)
     assert proc.returncode == 2
     assert "no rule left to run" in _err(proc)
+
+
+def test_notebook_hunks_in_a_diff_carry_their_rule_tags(tmp_path: Path) -> None:
+    from test_review_layers import _notebook
+
+    (tmp_path / "n.ipynb").write_bytes(_notebook(b'import torch\nmodel.to("cuda")\ny = 1\nx = w.cuda()\n'))
+    diff = _out(neuronize("fix", "--diff", "n.ipynb", cwd=tmp_path))
+    assert "[NRN101 safe]" in diff and "[NRN102 safe]" in diff, diff
