@@ -13,7 +13,7 @@ from neuronize.diff import Style
 from neuronize.links import RELATIVE, Links
 from neuronize.repeats import collapse, more
 from neuronize.transform import EFFORTS, SECTIONS
-from neuronize.types import Finding, RunResult, Safety, SkipReason
+from neuronize.types import FileResult, Finding, RunResult, Safety, SkipReason
 
 
 def _pending(run: RunResult, include_applied: bool):  # type: ignore[no-untyped-def]
@@ -324,9 +324,18 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
         out += ["", "Every edit:", ""]
         changes = {id(f): line_ops(split_lines(f.source), split_lines(f.result.output)) for f, _ in edits
                    if f.source is not None and f.result.output is not None}
-        for f, x in edits:
-            out.append(f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.message)}")
-            out += _edit_block(f, _as_read(f, x), changes.get(id(f), ()))
+        entries = [(f, f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.message)}",
+                    _edit_block(f, _as_read(f, x), changes.get(id(f), ()))) for f, x in edits]
+        # findings whose edits make one block (two on a line): their lines, then the block once
+        groups: list[tuple[FileResult, Counter[str], list[str]]] = []
+        for f, bullet, block in entries:
+            if groups and groups[-1][0] is f and groups[-1][2] == block and block:
+                groups[-1][1][bullet] += 1
+            else:
+                groups.append((f, Counter([bullet]), block))
+        for _, bullets, block in groups:
+            out += [bullet + (f" ({n} on this line)" if n > 1 else "") for bullet, n in bullets.items()]
+            out += block
 
     out += ["", "## Left to do", ""]
     if not left:

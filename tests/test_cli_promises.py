@@ -137,3 +137,11 @@ def test_notebook_hunks_in_a_diff_carry_their_rule_tags(tmp_path: Path) -> None:
     (tmp_path / "n.ipynb").write_bytes(_notebook(b'import torch\nmodel.to("cuda")\ny = 1\nx = w.cuda()\n'))
     diff = _out(neuronize("fix", "--diff", "n.ipynb", cwd=tmp_path))
     assert "[NRN101 safe]" in diff and "[NRN102 safe]" in diff, diff
+
+
+def test_the_report_shows_one_diff_block_for_two_findings_on_a_line(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_bytes(b"import torch\nx = a.cuda() + b.cuda()\ny = c.cuda()\n")
+    report = _out(neuronize("report", "a.py", cwd=tmp_path))
+    assert report.count("-x = a.cuda() + b.cuda()") == 1
+    assert "[a.py:2](a.py#L2) NRN102 (safe): `.cuda()` -> `.to(\"neuron\")` (2 on this line)\n" in report
+    assert report.count("```diff") == 2
