@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.diff import Style
 from neuronize.links import RELATIVE, Links
-from neuronize.repeats import collapse, more
+from neuronize.repeats import collapse, more, repeat_key
 from neuronize.transform import EFFORTS, SECTIONS
 from neuronize.types import FileResult, Finding, RunResult, Safety, SkipReason
 
@@ -43,15 +43,31 @@ def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bo
     ``show_repeats`` (``--show-repeats``): then every place is a line of its own. ``style``
     colours the place, the rule and the tag as the ``full`` format does."""
     pending = list(_pending(run, include_applied))
-    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending)
+    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending, _text_key)
     lines = []
     for f, finding, repeats in items:
-        others = more([location(g.display, x) for g, x in repeats])
+        like = "in other dependency files" if _in_dependency_file(f, finding) else "like it"
+        others = more([location(g.display, x) for g, x in repeats], like=like)
         lines.append(
             f"{style.header(location(f.display, finding))} {style.error(finding.rule)} "
             f"{style.hunk('[' + finding_tag(f, finding) + ']')} {finding.message}{others}"
         )
     return lines
+
+
+def _in_dependency_file(f: FileResult, finding: Finding) -> bool:
+    """A report-only finding of a requirements file, ``pyproject.toml``, ``setup.cfg`` or conda
+    environment: said once per rule in the text output, however many files repeat it."""
+    from pathlib import Path
+
+    from neuronize.sources.kinds import SourceKind, kind_by_name
+
+    dependency_kinds = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA)
+    return not finding.fixable and not finding.applied and kind_by_name(Path(f.display)) in dependency_kinds
+
+
+def _text_key(f: FileResult, finding: Finding) -> Hashable | None:
+    return (finding.rule, "dependency files") if _in_dependency_file(f, finding) else repeat_key(finding)
 
 
 def error_lines(run: RunResult) -> list[str]:

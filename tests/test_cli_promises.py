@@ -145,3 +145,17 @@ def test_the_report_shows_one_diff_block_for_two_findings_on_a_line(tmp_path: Pa
     assert report.count("-x = a.cuda() + b.cuda()") == 1
     assert "[a.py:2](a.py#L2) NRN102 (safe): `.cuda()` -> `.to(\"neuron\")` (2 on this line)\n" in report
     assert report.count("```diff") == 2
+
+
+def test_dependency_findings_of_one_rule_are_one_line_across_files(tmp_path: Path) -> None:
+    for folder, text in (("a", "torch>=1.6\n"), ("b", "torch==2.0.1\n"), ("c", "torch\n"), ("e", "torch==1.13\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "requirements.txt").write_text(text)
+    (tmp_path / "t.py").write_bytes(b"import torch\nx = y.cuda()\n")
+    lines = _out(neuronize("check", "--output-format", "concise", ".", cwd=tmp_path)).splitlines()
+    assert len([line for line in lines if "NRN604" in line]) == 1, lines
+    [line] = [line for line in lines if "NRN604" in line]
+    assert "and 3 more in other dependency files: " in line and "e/requirements.txt:1:1" in line
+    assert any(line.startswith("t.py:2:5 NRN102") for line in lines)
+    every = _out(neuronize("check", "--output-format", "concise", "--show-repeats", ".", cwd=tmp_path))
+    assert every.count("NRN604") == 4
