@@ -159,3 +159,18 @@ def test_dependency_findings_of_one_rule_are_one_line_across_files(tmp_path: Pat
     assert any(line.startswith("t.py:2:5 NRN102") for line in lines)
     every = _out(neuronize("check", "--output-format", "concise", "--show-repeats", ".", cwd=tmp_path))
     assert every.count("NRN604") == 4
+
+
+def test_audit_does_not_call_a_site_missed_when_a_catch_all_finding_fed_it(tmp_path: Path) -> None:
+    from neuronize.audit.join import join
+    from neuronize.audit.launch import ProcessRecord, RawRun
+
+    script = tmp_path / "load.py"
+    script.write_text('import os\nimport torch\nrank = int(os.environ.get("RANK", "0"))\nwhere = f"cuda:{rank}"\n'
+                      'state = torch.load("ckpt.pt", map_location=where)\n')
+    raw = RawRun(command=["python", str(script)], returncode=0, processes=[ProcessRecord(1, [str(script)], None, True)])
+    raw.sites = [{"kind": "placement", "what": "torch.load(map_location='cuda:0')", "file": str(script), "line": 5,
+                  "via": "", "redirect": "", "touch": True, "count": 1, "pids": [1]}]
+    raw.lines = {str(script): set(range(1, 6))}
+    [site] = join(raw, tmp_path, pretend_cuda=False).sites
+    assert site.status == "covered" and site.rules == ["NRN999"] and site.finding_lines == [4]
