@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.concise import MIN_WIDTH, WIDTH, adds, fold_variants, headline
 from neuronize.diff import Style
 from neuronize.links import RELATIVE, Links
 from neuronize.repeats import collapse, more, repeat_key
@@ -37,21 +38,24 @@ def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
 
 
 def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False,
-                  style: Style = Style()) -> list[str]:
+                  style: Style | None = None) -> list[str]:
     """``path:line:col NRNxxx [safety] message`` lines, in file order; a report-only finding
     repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`), unless
     ``show_repeats`` (``--show-repeats``): then every place is a line of its own. ``style``
     colours the place, the rule and the tag as the ``full`` format does."""
-    pending = list(_pending(run, include_applied))
+    style = style or Style()
+    pending, variants = fold_variants(list(_pending(run, include_applied)))
     items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending, _text_key)
     lines = []
     for f, finding, repeats in items:
         like = "in other dependency files" if _in_dependency_file(f, finding) else "like it"
         others = more([location(g.display, x) for g, x in repeats], like=like)
-        lines.append(
-            f"{style.header(location(f.display, finding))} {style.error(finding.rule)} "
-            f"{style.hunk('[' + finding_tag(f, finding) + ']')} {finding.message}{others}"
-        )
+        where, tag = location(f.display, finding), "[" + finding_tag(f, finding) + "]"
+        room = WIDTH - len(f"{where} {finding.rule} {tag} ")
+        what = headline(finding.message, max(room, MIN_WIDTH))
+        if id(finding) in variants:
+            what += adds(finding.message, variants[id(finding)])
+        lines.append(f"{style.header(where)} {style.error(finding.rule)} {style.hunk(tag)} {what}{others}")
     return lines
 
 
@@ -343,13 +347,13 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
         entries = [(f, f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.message)}",
                     _edit_block(f, _as_read(f, x), changes.get(id(f), ()))) for f, x in edits]
         # findings whose edits make one block (two on a line): their lines, then the block once
-        groups: list[tuple[FileResult, Counter[str], list[str]]] = []
+        shared: list[tuple[FileResult, Counter[str], list[str]]] = []
         for f, bullet, block in entries:
-            if groups and groups[-1][0] is f and groups[-1][2] == block and block:
-                groups[-1][1][bullet] += 1
+            if shared and shared[-1][0] is f and shared[-1][2] == block and block:
+                shared[-1][1][bullet] += 1
             else:
-                groups.append((f, Counter([bullet]), block))
-        for _, bullets, block in groups:
+                shared.append((f, Counter([bullet]), block))
+        for _, bullets, block in shared:
             out += [bullet + (f" ({n} on this line)" if n > 1 else "") for bullet, n in bullets.items()]
             out += block
 

@@ -174,3 +174,25 @@ def test_audit_does_not_call_a_site_missed_when_a_catch_all_finding_fed_it(tmp_p
     raw.lines = {str(script): set(range(1, 6))}
     [site] = join(raw, tmp_path, pretend_cuda=False).sites
     assert site.status == "covered" and site.rules == ["NRN999"] and site.finding_lines == [4]
+
+
+# -- issue 23, item 4: findings you can read at a glance ----------------------------------------
+def test_concise_findings_fit_a_line_and_a_site_is_one_entry(tmp_path: Path) -> None:
+    from helpers import ROOT
+
+    for name in ("gpt_trainer", "guards_migrated_in_same_run", "custom_kernels", "hf_finetune"):
+        (tmp_path / f"{name}.py").write_bytes((ROOT / "fixtures" / "pipeline" / f"{name}.before.py").read_bytes())
+    lines = _out(neuronize("check", "--unsafe-fixes", "--output-format", "concise", "--show-repeats", ".",
+                           cwd=tmp_path)).splitlines()
+    lengths = sorted(len(line) for line in lines if "--unsafe-fixes:" not in line)
+    assert lengths[len(lengths) // 2] <= 100 and lengths[-1] <= 130, [line for line in lines if len(line) > 130]
+    assert all(len(line) <= 170 for line in lines)  # a site and what --unsafe-fixes adds to it
+    assert not any("[evidence:" in line or "[edit group" in line for line in lines)
+    sites = [line.split(" [")[0] for line in lines]
+    assert len(sites) == len(set(sites)) or all(  # one entry per site and rule
+        a.split()[1] != b.split()[1] for a, b in zip(lines, lines[1:]) if a.split()[0] == b.split()[0])
+    [autocast] = [line for line in lines if line.startswith("guards_migrated_in_same_run.py:13:14 NRN201")]
+    assert "[safe fix]" in autocast and autocast.endswith("(--unsafe-fixes: + `dtype=torch.bfloat16`)")
+    # the reasons are in the full format
+    full = _out(neuronize("check", "--unsafe-fixes", "--output-format", "full", ".", cwd=tmp_path))
+    assert "[evidence: SRC]" in full and "bf16 is the Neuron-preferred type" in full
