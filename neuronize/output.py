@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from neuronize.diff import Style, decode
-from neuronize.report import _pending, finding_tag, location
+from neuronize.report import _pending, counted, finding_tag, location
 from neuronize.sources.discover import SOURCE_SUFFIXES
 from neuronize.types import FileResult, Finding, RunResult, Safety
 
@@ -196,8 +196,8 @@ def verbose_lines(resolver: Resolver, run: RunResult) -> list[str]:
         config = resolver.for_path(f.path).config.path
         key = str(config) if config is not None else "no configuration (defaults)"
         per_config[key] = per_config.get(key, 0) + 1
-    lines = [f"{n} file(s) with settings from {key}" for key, n in per_config.items()]
+    lines = [f"{counted(n, 'file')} with settings from {key}" for key, n in per_config.items()]
     skipped = sum(1 for f in run.files if f.result.skipped)
-    lines.append(f"{len(run.files)} file(s) found, {skipped} without CUDA-specific tokens "
+    lines.append(f"{counted(len(run.files), 'file')} found, {skipped} without CUDA-specific tokens "
                  "(not parsed)")
     return lines

@@ -314,7 +314,7 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
             served = ", ".join(str(i + 1) for i in h.serves)
             verb = "applied" if choice else "not applied"
             say(style.note(f"{display}: hunk {h.index + 1}/{len(hunks)} (imports) {verb}, "
-                           f"following hunk(s) {served}"))
+                           f"following {'hunk' if len(h.serves) == 1 else 'hunks'} {served}"))
 
     def ask_one(hunk: Hunk, conflict: bool = False) -> bool | None:
         """y/n for one hunk (None: quit); ``s`` splits it in ``hunks`` and asks about the parts."""
@@ -323,7 +323,7 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
         groups = set(edit_groups(hunk))
         others = [h.index + 1 for h in hunks if h is not hunk and groups & set(edit_groups(h))]
         if others:
-            say(style.note(f"  one edit group with hunk(s) {', '.join(map(str, others))} "
+            say(style.note(f"  one edit group with {'hunk' if len(others) == 1 else 'hunks'} {', '.join(map(str, others))} "
                            f"({', '.join(f'`{g}`' for g in sorted(groups))}): your answer applies to them too"))
         if conflict:
             say(style.note("  an edit you applied needs this import, and an edit you skipped "

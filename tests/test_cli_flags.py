@@ -115,7 +115,7 @@ def test_check_summary_is_one_short_line(repo: Path) -> None:
 
 def test_verbose_adds_the_detailed_summary(repo: Path) -> None:
     err = _err(neuronize("check", "-v", ".", cwd=repo))
-    assert "neuronize: 2 file(s) found, 1 without CUDA-specific tokens (not parsed)\n" in err
+    assert "neuronize: 2 files found, 1 without CUDA-specific tokens (not parsed)\n" in err
     assert err.splitlines()[-1].endswith("; 2 files checked: 1 would change, 1 unchanged, 0 failed.")
 
 

@@ -234,7 +234,7 @@ def test_pty_an_import_hunk_follows_the_edits_it_serves(tmp_path):
     # asked about the two edits only, in file order; the imports follow them without a question
     assert [(g[1], g[2]) for g in given] == [(2, "y"), (3, "y")]
     rest = child.before or ""
-    assert "a.py: hunk 1/3 (imports) applied, following hunk(s) 2, 3" in "".join(transcript) + rest
+    assert "a.py: hunk 1/3 (imports) applied, following hunks 2, 3" in "".join(transcript) + rest
     (tmp_path / "orig.py").write_bytes(AMP)
     assert (tmp_path / "a.py").read_bytes() == _analyse(tmp_path / "orig.py")[1]  # fully migrated
 
@@ -514,7 +514,7 @@ def test_pty_the_hunks_of_an_edit_group_follow_one_answer(tmp_path, key):
     given = _drive(child, lambda name, index, total, before: shown.append(before) or key)
     said = "".join(shown) + (child.before or "")
     assert [(g[1], g[2]) for g in given] == [(1, key)]  # the second hunk is not asked
-    assert "one edit group with hunk(s) 2 (`same-device main()`): your answer applies to them too" in said
+    assert "one edit group with hunk 2 (`same-device main()`): your answer applies to them too" in said
     verb = "applied" if key == "y" else "not applied"
     assert f"p.py: hunk 2/2 (NRN115) {verb}, like the hunk already decided in its edit group" in said
     out = (tmp_path / "p.py").read_bytes()

@@ -121,7 +121,7 @@ def test_verbose_says_which_configuration_each_file_used(mono: Path) -> None:
     proc = neuronize("check", "-v", "--kinds", "python", ".", cwd=mono)
     err = proc.stderr.decode()
     for config in ("pyproject.toml", "a/pyproject.toml", "b/neuronize.toml"):
-        assert f"neuronize: 1 file(s) with settings from {mono / config}" in err
+        assert f"neuronize: 1 file with settings from {mono / config}" in err
 
 
 def test_resolver_reads_each_configuration_once(mono: Path) -> None:
