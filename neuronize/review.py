@@ -33,7 +33,7 @@ from neuronize.hunks import (Hunk, assigned_names, edit_groups, encoding_of, fin
                              import_names, in_file_lines, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
 from neuronize.report import counted
-from neuronize.types import FileResult, Finding, RunResult
+from neuronize.types import FileResult, Finding, RunResult, Safety
 
 
 def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterable[int]) -> bytes:
@@ -501,6 +501,21 @@ def rebase(hunks: Sequence[Hunk], base: bytes, onto: bytes) -> tuple[list[Hunk],
     return moved, [*dropped, *orphans]
 
 
+def _follow(before: bytes, after: bytes) -> Callable[[int], int]:
+    """Map a 1-based line of ``before`` to its line in ``after``, line for line through the
+    blocks a change replaced (the safe fixes rewrite lines in place or add lines after them)."""
+    ops = difflib.SequenceMatcher(None, split_lines(before), split_lines(after), autojunk=False).get_opcodes()
+
+    def follow(line: int) -> int:
+        i = line - 1
+        for _, i1, i2, j1, j2 in ops:
+            if i1 <= i < i2:
+                return j1 + min(i - i1, max(j2 - j1 - 1, 0)) + 1
+        return line
+
+    return follow
+
+
 def review_layered(display: str, before: bytes, after: bytes, findings: Sequence[Finding],
                    layer: SafeLayer, *, ask: Ask, say: Say, style: Style,
                    prompt_for: Callable[[Hunk], bool] = lambda h: True) -> FileOutcome:
@@ -519,10 +534,12 @@ def review_layered(display: str, before: bytes, after: bytes, findings: Sequence
         marked.update((_key(f), f.applied) for f in first.findings)
     second = FileOutcome(set(), [], None)
     if not first.quit and safe_after != after:
-        to_safe = line_map(before, safe_after) if safe_after != before else (lambda line: line)
+        to_safe = _follow(before, safe_after)
         located = [dataclasses.replace(f, line=to_safe(f.line), end_line=to_safe(max(f.end_line, f.line)))
                    for f in in_file_lines(display, before, unsafe)]
-        hunks = split_hunks(safe_after, after, located, whole=display.endswith(".ipynb"))
+        # every change of this round comes from an unsafe fix, whichever findings it touches
+        hunks = [dataclasses.replace(h, safety=Safety.UNSAFE)
+                 for h in split_hunks(safe_after, after, located, whole=display.endswith(".ipynb"))]
         moved, dropped = rebase(hunks, safe_after, middle)
         for h in dropped:
             rules = ", ".join(dict.fromkeys(f.rule for f in h.findings)) or "imports"
