@@ -479,13 +479,15 @@ def _safe_layers(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     fixes: the review asks about those edits first, and never in one hunk with an unsafe one."""
     from neuronize import api
     from neuronize.review import SafeLayer
+    from neuronize.types import Safety
 
-    if not any(x.applied and x.safety.value == "unsafe" for f in run.files for x in f.result.findings):
+    if not any(x.applied and x.safety is Safety.UNSAFE for f in run.files for x in f.result.findings):
         return None
     safe = api.analyse_paths(kw["paths"], (), jobs=kw["jobs"], force_exclude=kw["force_exclude"],
                              cache=not kw["no_cache"], resolver=_resolver({**kw, "unsafe_fixes": False}))
+    changed = {f.display for f in run.files if f.result.changed}
     return {f.display: SafeLayer(f.result.output, f.result.findings) for f in safe.files
-            if f.error is None and f.display in {g.display for g in run.files if g.result.changed}}
+            if f.error is None and f.display in changed}
 
 
 def _write_output(path: str, text: str) -> None:
