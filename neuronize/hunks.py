@@ -77,6 +77,21 @@ def findings_touching(findings: Iterable[Finding], i1: int, i2: int) -> list[Fin
     return [f for f in findings if f.line <= hi and max(f.end_line, f.line) >= lo]
 
 
+def in_file_lines(display: str, source: bytes, findings: Sequence[Finding]) -> list[Finding]:
+    """The findings with their lines counted in the file (a notebook's count within a cell: moved
+    to the line of the notebook that holds them), in the same order."""
+    if not display.endswith(".ipynb"):
+        return list(findings)
+    from neuronize.sources.notebook import file_line
+
+    out = []
+    for f in findings:
+        line = file_line(source, f.cell, f.line) if f.cell is not None else None
+        end = file_line(source, f.cell, max(f.end_line, f.line)) if f.cell is not None else None
+        out.append(f if line is None else dataclasses.replace(f, line=line, end_line=end or line))
+    return out
+
+
 def finding_label(finding: Finding) -> str:
     """``[NRN101 safe] reason``: rule id, safety class and the one-line reason."""
     reason = " ".join(finding.text.split())

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import ast
 import warnings
 
+from neuronize.claims import is_claimer
 from neuronize.engine import TokenFilter, run_source
 from neuronize.notebook_magics import gpu_magics
 from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
@@ -63,7 +64,7 @@ def inherited_imports(cells: Sequence[Cell]) -> list[bytes]:
 
 def magic_findings(cell: Cell, rules: Sequence[type[Transform]]) -> list[Finding]:
     """Findings for the GPU-specific IPython lines of a cell, under enabled rules only."""
-    by_id = {rule.id: rule for rule in rules}
+    by_id = {rule.id: rule for rule in rules if not is_claimer(rule)}
     found = []
     for line, rule_id, message in gpu_magics(cell.magics):
         rule = by_id.get(rule_id)

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
+from neuronize.claims import is_claimer
 from neuronize.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
@@ -157,8 +158,9 @@ def _suppress(located: Located[R], suppressions: Sequence[Suppression], rules: S
 def unused_suppressions(suppressions: Sequence[Suppression], used: set[int],
                         rules: Sequence[type[Transform]]) -> list[Finding]:
     """NRN000 for each suppression (by ``id``) not in ``used`` that names an enabled rule (or
-    every rule)."""
-    enabled = {r.id for r in rules} | {r.name for r in rules}
+    every rule). A rule that only runs to claim the code it owns for the catch-all (an ignored
+    rule, :func:`neuronize.claims.is_claimer`) is not enabled."""
+    enabled = {r.id for r in rules if not is_claimer(r)} | {r.name for r in rules if not is_claimer(r)}
     found = []
     for s in suppressions:
         relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)

@@ -4,7 +4,7 @@ Markdown outputs. JSON, SARIF and GitHub annotations keep every location."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from neuronize.types import Finding
@@ -25,12 +25,15 @@ def repeat_key(finding: Finding) -> tuple[str, str] | None:
     return finding.rule, text
 
 
-def collapse(items: Sequence[tuple[T, Finding]]) -> list[tuple[T, Finding, list[tuple[T, Finding]]]]:
-    """Each finding that is the first of its key, with the later ones (in the given order)."""
-    firsts: dict[tuple[str, str], list[tuple[T, Finding]]] = {}
+def collapse(items: Sequence[tuple[T, Finding]],
+             key_of: Callable[[T, Finding], Hashable | None] = lambda _, finding: repeat_key(finding),
+             ) -> list[tuple[T, Finding, list[tuple[T, Finding]]]]:
+    """Each finding that is the first of its key (``key_of``, default :func:`repeat_key`), with
+    the later ones (in the given order)."""
+    firsts: dict[Hashable, list[tuple[T, Finding]]] = {}
     out: list[tuple[T, Finding, list[tuple[T, Finding]]]] = []
     for owner, finding in items:
-        key = repeat_key(finding)
+        key = key_of(owner, finding)
         if key is not None and key in firsts:
             firsts[key].append((owner, finding))
             continue
@@ -41,11 +44,11 @@ def collapse(items: Sequence[tuple[T, Finding]]) -> list[tuple[T, Finding, list[
     return out
 
 
-def more(places: Sequence[str], limit: int | None = SHOWN) -> str:
+def more(places: Sequence[str], limit: int | None = SHOWN, like: str = "like it") -> str:
     """`` (and 4 more like it: a.py:3:1, b.py:9:1, c.py:2:5, ...)``, or nothing; ``limit=None``
-    names every place."""
+    names every place; ``like`` says how the others are like the one shown."""
     if not places:
         return ""
     cut = len(places) if limit is None else limit
     shown = ", ".join(places[:cut]) + (", ..." if len(places) > cut else "")
-    return f" (and {len(places)} more like it: {shown})"
+    return f" (and {len(places)} more {like}: {shown})"

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.concise import MIN_WIDTH, WIDTH, adds, fold_variants, headline
+from neuronize.diff import Style
 from neuronize.links import RELATIVE, Links
-from neuronize.repeats import collapse, more
+from neuronize.repeats import collapse, more, repeat_key
 from neuronize.transform import EFFORTS, SECTIONS
 from neuronize.types import FileResult, Finding, RunResult, Safety, SkipReason
 
@@ -34,19 +36,41 @@ def finding_tag(f: FileResult, finding: Finding) -> str:
     return "report-only" if not finding.fixable else f"{finding.safety.value} fix"
 
 
-def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False) -> list[str]:
+def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False,
+                  style: Style | None = None) -> list[str]:
     """``path:line:col NRNxxx [safety] message`` lines, in file order; a report-only finding
     repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`), unless
-    ``show_repeats`` (``--show-repeats``): then every place is a line of its own."""
-    pending = list(_pending(run, include_applied))
-    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending)
+    ``show_repeats`` (``--show-repeats``): then every place is a line of its own. ``style``
+    colours the place, the rule and the tag as the ``full`` format does."""
+    style = style or Style()
+    pending, variants = fold_variants(list(_pending(run, include_applied)))
+    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending, _text_key)
     lines = []
     for f, finding, repeats in items:
-        others = more([location(g.display, x) for g, x in repeats])
-        lines.append(
-            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.text}{others}"
-        )
+        like = "in other dependency files" if _in_dependency_file(f, finding) else "like it"
+        others = more([location(g.display, x) for g, x in repeats], like=like)
+        where, tag = location(f.display, finding), "[" + finding_tag(f, finding) + "]"
+        room = WIDTH - len(f"{where} {finding.rule} {tag} ")
+        what = headline(finding.message, max(room, MIN_WIDTH))
+        if id(finding) in variants:
+            what += adds(finding.message, variants[id(finding)])
+        lines.append(f"{style.header(where)} {style.error(finding.rule)} {style.hunk(tag)} {what}{others}")
     return lines
+
+
+def _in_dependency_file(f: FileResult, finding: Finding) -> bool:
+    """A report-only finding of a requirements file, ``pyproject.toml``, ``setup.cfg`` or conda
+    environment: said once per rule in the text output, however many files repeat it."""
+    from pathlib import Path
+
+    from neuronize.sources.kinds import SourceKind, kind_by_name
+
+    dependency_kinds = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA)
+    return not finding.fixable and not finding.applied and kind_by_name(Path(f.display)) in dependency_kinds
+
+
+def _text_key(f: FileResult, finding: Finding) -> Hashable | None:
+    return (finding.rule, "dependency files") if _in_dependency_file(f, finding) else repeat_key(finding)
 
 
 def error_lines(run: RunResult) -> list[str]:
@@ -63,16 +87,20 @@ def error_lines(run: RunResult) -> list[str]:
     return lines
 
 
-def to_json(run: RunResult, include_applied: bool = True) -> str:
+def to_json(run: RunResult, include_applied: bool = True, wrote: bool = False) -> str:
+    """The JSON contract. Its summary counts the files that ``changed`` when the run wrote them
+    (``fix``), else those that ``would_change``."""
     findings = [finding.to_json(f.display) for f, finding in _pending(run, include_applied)]
     errors = [f.error.to_json(f.display) for f in run.errors if f.error is not None]
     errors += [{"path": s.display, "message": s.reason} for s in run.missing]
+    summary = {(key if wrote or key != "changed" else "would_change"): value
+               for key, value in summary_counts(run).items()}
     payload = {
         "version": __version__,
         "target": TORCHNEURON_TARGET,
         "findings": findings,
         "errors": errors,
-        "summary": summary_counts(run),
+        "summary": summary,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
@@ -102,17 +130,30 @@ def summary_counts(run: RunResult) -> dict[str, object]:
     }
 
 
-def summary_line(run: RunResult, *, wrote: bool) -> str:
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files`` (``plural`` for a word that is not made with ``s``)."""
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def files_line(run: RunResult, *, wrote: bool) -> str:
+    """``3 files checked: 1 changed, 2 unchanged, 0 failed`` (``would change`` unless ``wrote``)."""
     counts = summary_counts(run)
     verb = "changed" if wrote else "would change"
+    files = counts["files"]
+    assert isinstance(files, int)
+    return (f"{counted(files, 'file')} checked: {counts['changed']} {verb}, "
+            f"{counts['unchanged']} unchanged, {counts['failed']} failed")
+
+
+def summary_line(run: RunResult, *, wrote: bool, unsafe_fixes: bool = False) -> str:
+    """``fix``'s one-line summary. ``unsafe_fixes``: the run had them on (so it does not advise
+    the flag)."""
+    counts = summary_counts(run)
     fixes = counts["fixes"]
     assert isinstance(fixes, dict)
     left = counts["findings_left"]
     assert isinstance(left, dict)
-    parts = [
-        f"{counts['files']} file(s) checked: {counts['changed']} {verb}, "
-        f"{counts['unchanged']} unchanged, {counts['failed']} failed"
-    ]
+    parts = [files_line(run, wrote=wrote)]
     if fixes:
         parts.append(
             "fixes " + ("applied" if wrote else "available") + ": "
@@ -124,12 +165,12 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
         parts.append("fixable: " + ", ".join(f"{n} {s}" for s, n in fixable.items()))
     if left:
         total = sum(left.values())
-        parts.append(f"{total} finding(s) left (" + ", ".join(f"{r}: {n}" for r, n in left.items()) + ")")
+        parts.append(f"{counted(total, 'finding')} left (" + ", ".join(f"{r}: {n}" for r, n in left.items()) + ")")
     unsafe_left = any(
-        finding.safety is Safety.UNSAFE and not finding.applied
+        finding.safety is Safety.UNSAFE and finding.fixable and not finding.applied
         for f in run.files for finding in f.result.findings
     )
-    if unsafe_left:
+    if unsafe_left and not unsafe_fixes:
         parts.append("unsafe fixes are applied with --unsafe-fixes")
     return "; ".join(parts)
 
@@ -304,9 +345,18 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
         out += ["", "Every edit:", ""]
         changes = {id(f): line_ops(split_lines(f.source), split_lines(f.result.output)) for f, _ in edits
                    if f.source is not None and f.result.output is not None}
-        for f, x in edits:
-            out.append(f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.text)}")
-            out += _edit_block(f, _as_read(f, x), changes.get(id(f), ()))
+        entries = [(f, f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.text)}",
+                    _edit_block(f, _as_read(f, x), changes.get(id(f), ()))) for f, x in edits]
+        # findings whose edits make one block (two on a line): their lines, then the block once
+        shared: list[tuple[FileResult, Counter[str], list[str]]] = []
+        for f, bullet, block in entries:
+            if shared and shared[-1][0] is f and shared[-1][2] == block and block:
+                shared[-1][1][bullet] += 1
+            else:
+                shared.append((f, Counter([bullet]), block))
+        for _, bullets, block in shared:
+            out += [bullet + (f" ({n} on this line)" if n > 1 else "") for bullet, n in bullets.items()]
+            out += block
 
     out += ["", "## Left to do", ""]
     if not left:

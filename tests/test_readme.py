@@ -59,3 +59,11 @@ def test_running_it_on_your_repo(tmp_path: Path) -> None:
         assert proc.returncode == 1, proc.stderr  # findings remain for a person
     after = {p.name: p.read_bytes() for p in repo.iterdir()}
     assert after != before  # the last command wrote the safe edits
+
+
+def test_quick_start_states_the_python_version_and_a_virtual_environment() -> None:
+    section = README[README.index("## Quick start\n"):README.index("## Using it\n")]
+    required = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert required is not None
+    assert f"Python {required.group(1)} or later" in section
+    assert "python3 -m venv .venv && . .venv/bin/activate" in section
