@@ -59,8 +59,8 @@ def cuda_membership_list(node: cst.CSTNode) -> bool:
     container = target.comparator
     if not isinstance(container, (cst.List, cst.Tuple, cst.Set)):
         return False
-    return any(cuda_literal(el.value) is not None for el in container.elements
-               if isinstance(el, cst.Element))
+    values = [el.value for el in container.elements if isinstance(el, cst.Element)]
+    return any(cuda_literal(v) is not None for v in values) and not any(string_value(v) == "neuron" for v in values)
 
 
 def rewrite_cuda_comparison(node: cst.CSTNode) -> cst.BaseExpression | None:
@@ -122,6 +122,21 @@ def selects_device(ctx: FileContext, ifexp: cst.IfExp) -> bool:
             return True
     return False
 
+
+
+def neuron_first(node: cst.IfExp) -> bool:
+    """``"neuron" if <Neuron is here> else <the original choice>``: the form the migration gives a
+    choice (the idiom, a host-aware default); its ``else`` keeps serving the other hosts."""
+    body = node.body
+    if isinstance(body, cst.Call) and body.args and (dotted_name(body.func) or "").endswith("device"):
+        body = body.args[0].value
+    return string_value(body) == "neuron" and is_neuron_test(node.test)
+
+
+def is_neuron_test(test: cst.BaseExpression) -> bool:
+    """The test the migration writes for "the accelerator here is Neuron" (any quote style)."""
+    code = cst.Module([]).code_for_node(test)
+    return "current_accelerator().type" in code and ('"neuron"' in code or "'neuron'" in code)
 
 
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
@@ -257,7 +272,8 @@ class IdiomRewrite:
 
 #: why the idiom's rewrite is right, per target
 IDIOM_WHY = {
-    _target.NEURON: "same CPU fallback, taken wherever the accelerator is not Neuron (a Mac's MPS too)",
+    _target.NEURON: "Neuron first, then the original choice: CUDA and the CPU fallback are kept (a Mac's MPS "
+                    "still falls back as before)",
     _target.ACCELERATOR: "same CPU fallback; the current accelerator (CUDA, Neuron...) is detected",
 }
 
@@ -285,6 +301,11 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
         new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
     replacement: cst.BaseExpression = node.with_changes(
         test=replace_is_available(ctx, node.test, available), **{side: new_branch})
+    if target == _target.NEURON:
+        # additive: a Neuron choice in front of the original, which keeps serving CUDA (with its
+        # device index) and every host the fallback served
+        replacement = cst.IfExp(test=available, body=new_branch.with_changes(lpar=(), rpar=()),
+                                orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
     if target == _target.CPU:
         other = node.orelse if side == "body" else node.body
         if short(other) == short(new_branch):
@@ -298,7 +319,10 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
         new_test = replace_is_available(ctx, node.test, cst.Name(marker))
         if target == _target.ACCELERATOR:
             new_test = replacement.test  # type: ignore[attr-defined]
-        if side == "body":
+        if target == _target.NEURON:
+            old_text = f"{short(node, 60)}"
+            new_text = f"{_target.spell(ctx, new_branch)} if {marker} else <the original choice>"
+        elif side == "body":
             old_text = f"{short(branch)} if {short(node.test)} else ..."
             new_text = f"{_target.spell(ctx, new_branch)} if {short(new_test)} else ..."
         else:
@@ -306,7 +330,7 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
             new_text = f"... if {short(new_test)} else {_target.spell(ctx, new_branch)}"
         new_text = new_text.replace(marker, "<the accelerator is Neuron>")
         message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
-    for call in is_available_calls(ctx, node.test):
+    for call in () if target == _target.NEURON else is_available_calls(ctx, node.test):
         head = (dotted_name(call.func) or "").split(".")[0]
         if ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
             removal = removal_of(ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
@@ -358,6 +382,8 @@ def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tupl
     if kind is not None:
         yield expr, kind
         return
+    if isinstance(expr, cst.IfExp) and neuron_first(expr):
+        return  # `"neuron" if <Neuron is here> else <the original>`: migrated already
     if isinstance(expr, cst.IfExp):
         if _target.is_kept_cuda_index(ctx, expr):
             return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
