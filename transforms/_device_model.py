@@ -26,7 +26,7 @@ from neuronize.transforms._device_name import chosen_from_device
 from neuronize.transforms._host import DEVICE_CHOICE
 from neuronize.transforms._literals import cuda_literal, string_like, string_value
 from neuronize.transforms._messages import short
-from neuronize.transforms._names import target_name
+from neuronize.transforms._names import qualified_expr, target_name
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -50,6 +50,7 @@ class Dispatch:
     served: bool  # it has a Neuron branch already
     neuron: cst.If | None = None
     blocked: str = ""  # why no Neuron branch can be modelled on the CUDA one
+    imports: tuple[ImportRequest, ...] = ()  # what the Neuron branch needs
 
 
 @dataclass
@@ -80,12 +81,17 @@ def _build(ctx: FileContext) -> DeviceModel:
     if b"cuda" not in ctx.source or _target.target(ctx) == _target.CPU:
         return built  # the CPU target moves every CUDA path to the CPU instead
     elifs: set[int] = set()
+    raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
     for node in iter_syntax(ctx.module):
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            statements = list(node.body)
+            raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
+                                if isinstance(s, cst.If) and _smalls_raise(after))
         if not isinstance(node, cst.If) or id(node) in elifs:
             continue
         links = list(_links(node))
         elifs.update(id(link) for link in links[1:])
-        dispatch = _dispatch(ctx, node, links)
+        dispatch = _dispatch(ctx, node, links, id(node) in raised_after)
         if dispatch is not None:
             built.dispatches.append(dispatch)
             built.cuda_links.add(id(dispatch.cuda))
@@ -129,7 +135,11 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node.with_changes(lpar=(), rpar=()) if hasattr(node, "lpar") else node)
 
 
-def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If]) -> Dispatch | None:
+def _smalls_raise(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and _only_raises(statement)  # type: ignore[arg-type]
+
+
+def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after: bool) -> Dispatch | None:
     subject, devices, cuda = None, [], None
     for link in links:
         found = _compared(link.test)
@@ -147,10 +157,10 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If]) -> Dispatch |
     if not any(d in OTHER_DEVICES for d in devices):
         return None
     tail = links[-1].orelse
-    raises = isinstance(tail, cst.Else) and _only_raises(tail.body)
+    raises = (isinstance(tail, cst.Else) and _only_raises(tail.body)) or (tail is None and raised_after)
     dispatch = Dispatch(head, subject, cuda, tuple(devices), raises, "neuron" in devices)
     if not dispatch.served:
-        dispatch.neuron, dispatch.blocked = _neuron_sibling(ctx, cuda)
+        dispatch.neuron, dispatch.blocked, dispatch.imports = _neuron_sibling(ctx, cuda)
     return dispatch
 
 
@@ -167,25 +177,53 @@ def _only_raises(block: cst.BaseSuite) -> bool:
     return bool(smalls) and all(isinstance(s, cst.Raise) for s in smalls)
 
 
-def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str]:
+def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str, tuple[ImportRequest, ...]]:
     """The Neuron branch modelled on the CUDA one: its test and body with each CUDA device
     string as ``"neuron"`` and each half dtype as bfloat16; None (and why) where the body holds
     anything else about CUDA (``torch.cuda.*``, ``.cuda()``, a CUDA-only library), which a copy
     would run on Neuron."""
-    for node in iter_syntax(cuda.body):
+    copier = _ToNeuron(ctx)
+    body = cuda.body.visit(copier)
+    for node in iter_syntax(body):
         if isinstance(node, cst.Attribute) and node.attr.value in ("cuda", "is_cuda"):
-            return None, f"its CUDA branch uses `{_code(node)}`"
+            return None, f"its CUDA branch uses `{_code(node)}`", ()
         if isinstance(node, cst.Name) and "cuda" in node.value.lower():
-            return None, f"its CUDA branch uses `{node.value}`"
+            return None, f"its CUDA branch uses `{node.value}`", ()
         if isinstance(node, (cst.SimpleString, cst.FormattedString)) and cuda_literal(node) is None \
                 and "cuda" in _code(node).lower():
-            return None, f"its CUDA branch names CUDA in `{_code(node)}`"
-    test = _neuron_copy(cuda.test)
-    body = _neuron_copy(cuda.body)
-    return cst.If(test=test, body=body), ""  # type: ignore[arg-type]
+            return None, f"its CUDA branch names CUDA in `{_code(node)}`", ()
+    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+
+
+#: ``torch.cuda`` calls a Neuron branch asks through ``torch.accelerator`` (it runs where the
+#: accelerator is Neuron); ``is_available`` becomes the test "the accelerator is Neuron"
+_ON_NEURON = {"torch.cuda.device_count": "torch.accelerator.device_count",
+              "torch.cuda.synchronize": "torch.accelerator.synchronize",
+              "torch.cuda.empty_cache": "torch.accelerator.empty_cache",
+              "torch.cuda.current_device": "torch.accelerator.current_device_index"}
 
 
 class _ToNeuron(cst.CSTTransformer):
+    """A CUDA branch's code as its Neuron sibling's: device strings, half dtypes and (given the
+    file's context) the availability and device-count calls; the imports it needs in ``imports``."""
+
+    def __init__(self, ctx: FileContext | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.imports: list[ImportRequest] = []
+
+    def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
+        name = self.ctx.qualify(before.func) if self.ctx is not None else None
+        if name == "torch.cuda.is_available" and self.ctx is not None and not before.args:
+            test, imports = _target.neuron_present(self.ctx)
+            self.imports.extend(imports)
+            return test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if name in _ON_NEURON and self.ctx is not None:
+            func, imports = qualified_expr(self.ctx, _ON_NEURON[name])
+            self.imports.extend(imports)
+            return after.with_changes(func=func)
+        return after
+
     def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
         return string_like(after, "neuron") if cuda_literal(before) is not None else after
 

@@ -95,7 +95,7 @@ class DeviceDispatch(Transform):
                 self.fix(dispatch.cuda, with_neuron_branch(dispatch),
                          f"dispatch over `{dispatch.subject}` ({', '.join(dispatch.devices)}) gains "
                          f"`elif {short(dispatch.neuron.test)}:`, modelled on its CUDA branch{half}; the CUDA "
-                         "branch stays CUDA's", group=DEVICE_CHOICE)
+                         "branch stays CUDA's", imports=dispatch.imports, group=DEVICE_CHOICE)
             elif dispatch.raises:
                 self.report(dispatch.cuda.test, f"dispatch over `{dispatch.subject}` rejects devices it does not "
                             f"list and has no Neuron branch ({dispatch.blocked}): a `\"neuron\"` device raises "
