@@ -176,6 +176,13 @@ def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: boo
         yield from _available_polarity(ctx, test.expression, not negated)
 
 
+def _only_and(test: cst.BaseExpression) -> bool:
+    """``a and b and ...`` (no ``or`` among its operators), or a single condition."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and _only_and(test.left) and _only_and(test.right)
+    return True
+
+
 def has_is_available(ctx: FileContext, test: cst.BaseExpression) -> bool:
     return any(True for _ in _available_polarity(ctx, test, False))
 
@@ -303,8 +310,10 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
         test=replace_is_available(ctx, node.test, available), **{side: new_branch})
     if target == _target.NEURON:
         # additive: a Neuron choice in front of the original, which keeps serving CUDA (with its
-        # device index) and every host the fallback served
-        replacement = cst.IfExp(test=available, body=new_branch.with_changes(lpar=(), rpar=()),
+        # device index) and every host the fallback served; the other conditions of an `and`
+        # (`args.backend == "gpu" and torch.cuda.is_available()`) still apply to Neuron
+        neuron_test = replacement.test if side == "body" and _only_and(node.test) else available  # type: ignore[attr-defined]
+        replacement = cst.IfExp(test=neuron_test, body=new_branch.with_changes(lpar=(), rpar=()),
                                 orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
     if target == _target.CPU:
         other = node.orelse if side == "body" else node.body
