@@ -524,22 +524,39 @@ DEVICE_TYPE_QUERIES = frozenset({
 })
 
 
+#: calls whose device argument feeds CUDA-only machinery: a device default that reaches one stays
+#: (reported), as moving it to "neuron" would break the call on every host
+CUDA_PLUMBING = {
+    "torch.Generator": "a generator on the Neuron device is not available; random numbers come from the CPU",
+    "torch.cuda.get_device_capability": "a kernel capability probe: Neuron has no compute capability",
+    "torch.cuda.get_device_properties": "CUDA device properties",
+    "torch.cuda.get_rng_state": "the CUDA generator's state",
+    "torch.cuda.set_rng_state": "the CUDA generator's state",
+}
+
+
 def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
     """Why the CUDA default of ``param`` (the node being visited) stays, when its function passes
     the parameter, by its bare name, to a query of :data:`DEVICE_TYPE_QUERIES` (``def
     dtype(device="cuda"): return torch.get_autocast_dtype(device)``): a ``"neuron"`` default would
-    make a call without the argument raise on a host where the CUDA default answered."""
+    make a call without the argument raise on a host where the CUDA default answered; or to CUDA
+    plumbing (:data:`CUDA_PLUMBING`: ``torch.Generator(device=device)``, a capability probe)."""
     function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
     if function is None or param.default is None or cuda_literal(param.default) is None:
         return None
     name = param.name.value
     for node in iter_syntax(function.body):
-        if not isinstance(node, cst.Call) or (query := ctx.qualify(node.func)) not in DEVICE_TYPE_QUERIES:
+        query = ctx.qualify(node.func) if isinstance(node, cst.Call) else None
+        if query is None or query not in DEVICE_TYPE_QUERIES and query not in CUDA_PLUMBING:
             continue
-        if any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
-            return (f"default of parameter `{name}`: kept, it reaches `{query}(...)`, which answers for "
-                    "`\"cuda\"` on any host while `\"neuron\"` raises without torch-neuronx; pass the device "
-                    "type at the calls instead")
+        if not any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+            continue
+        if query in CUDA_PLUMBING:
+            return (f"default of parameter `{name}`: kept, it feeds `{query}(...)`, CUDA plumbing "
+                    f"({CUDA_PLUMBING[query]}); give Neuron its own path by hand")
+        return (f"default of parameter `{name}`: kept, it reaches `{query}(...)`, which answers for "
+                "`\"cuda\"` on any host while `\"neuron\"` raises without torch-neuronx; pass the device "
+                "type at the calls instead")
     return None
 
 
