@@ -412,6 +412,7 @@ class LiteralEdit:
     imports: tuple[ImportRequest, ...]
     note: str
     unsafe: bool
+    shown: str | None = None  # how a message shows the replacement, where not spelt out
 
 
 def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested: bool) -> LiteralEdit:
@@ -546,7 +547,9 @@ def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
         return None
     name = param.name.value
     for node in iter_syntax(function.body):
-        query = ctx.qualify(node.func) if isinstance(node, cst.Call) else None
+        if not isinstance(node, cst.Call):
+            continue
+        query = ctx.qualify(node.func)
         if query is None or query not in DEVICE_TYPE_QUERIES and query not in CUDA_PLUMBING:
             continue
         if not any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):

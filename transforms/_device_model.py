@@ -21,7 +21,7 @@ from neuronize.transform import ImportRequest
 from neuronize.walk import iter_syntax
 from neuronize.transforms import _target
 from neuronize.transforms._calls import is_cuda_available_call
-from neuronize.transforms._device_choice import device_named, is_neuron_test, neuron_first, with_choice
+from neuronize.transforms._device_choice import LiteralEdit, device_named, is_neuron_test, neuron_first, with_choice
 from neuronize.transforms._device_name import chosen_from_device
 from neuronize.transforms._host import DEVICE_CHOICE
 from neuronize.transforms._literals import cuda_literal, string_like, string_value
@@ -120,18 +120,18 @@ def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
         if isinstance(target.operator, cst.Equal):
             value = string_value(target.comparator)
             if value is not None:
-                return _code(test.left), [value.split(":")[0]]
+                return _source(test.left), [value.split(":")[0]]
         if isinstance(target.operator, cst.In) and isinstance(target.comparator, (cst.List, cst.Tuple, cst.Set)):
             values = [string_value(e.value) for e in target.comparator.elements]
             if values and all(v is not None for v in values):
-                return _code(test.left), [v.split(":")[0] for v in values if v is not None]
+                return _source(test.left), [v.split(":")[0] for v in values if v is not None]
     if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith"
             and len(test.args) == 1 and string_value(test.args[0].value) is not None):
-        return _code(test.func.value), [str(string_value(test.args[0].value)).split(":")[0]]
+        return _source(test.func.value), [str(string_value(test.args[0].value)).split(":")[0]]
     return None
 
 
-def _code(node: cst.CSTNode) -> str:
+def _source(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node.with_changes(lpar=(), rpar=()) if hasattr(node, "lpar") else node)
 
 
@@ -183,15 +183,15 @@ def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str,
     anything else about CUDA (``torch.cuda.*``, ``.cuda()``, a CUDA-only library), which a copy
     would run on Neuron."""
     copier = _ToNeuron(ctx)
-    body = cuda.body.visit(copier)
+    body: cst.CSTNode = cuda.body.visit(copier)  # type: ignore[assignment]
     for node in iter_syntax(body):
         if isinstance(node, cst.Attribute) and node.attr.value in ("cuda", "is_cuda"):
-            return None, f"its CUDA branch uses `{_code(node)}`", ()
+            return None, f"its CUDA branch uses `{_source(node)}`", ()
         if isinstance(node, cst.Name) and "cuda" in node.value.lower():
             return None, f"its CUDA branch uses `{node.value}`", ()
         if isinstance(node, (cst.SimpleString, cst.FormattedString)) and cuda_literal(node) is None \
-                and "cuda" in _code(node).lower():
-            return None, f"its CUDA branch names CUDA in `{_code(node)}`", ()
+                and "cuda" in _source(node).lower():
+            return None, f"its CUDA branch names CUDA in `{_source(node)}`", ()
     return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
 
 
@@ -301,15 +301,16 @@ def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) ->
     return DefaultPlan(group, None, chooses and _target.target(ctx) == _target.NEURON)
 
 
-def aware_value(ctx: FileContext, node: cst.BaseExpression, nested: bool) -> _target.Built:
-    """``"neuron" if <Neuron is here> else <node>``: a default that keeps every host's value."""
+def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit) -> LiteralEdit:
+    """``edit`` (of the device default ``node``) as ``"neuron" if <Neuron is here> else <node>``:
+    a default that keeps every other host's value."""
     from neuronize.transforms._host import host_aware
 
     value, imports = host_aware(ctx, node)
     if nested or getattr(node, "lpar", None):
         value = value.with_changes(lpar=getattr(node, "lpar", ()) or [cst.LeftParen()],
                                    rpar=getattr(node, "rpar", ()) or [cst.RightParen()])
-    return value, imports
+    return LiteralEdit(value, imports, edit.note, edit.unsafe, f'"neuron" if <the accelerator is Neuron> else {short(node)}')
 
 
 def in_dispatch_test(ctx: FileContext) -> bool:
@@ -565,5 +566,5 @@ def after_neuron_choice(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
     if not isinstance(parent, (cst.If, cst.IfExp)) or parent.orelse is not node or type(parent) is not type(node):
         return False
     # the accelerator target names the accelerator's device where the neuron target says "neuron"
-    return "current_accelerator()" in _code(parent.test) or any(
+    return "current_accelerator()" in _source(parent.test) or any(
         string_value(n) == "neuron" for n in iter_syntax(parent.test))

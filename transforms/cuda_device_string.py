@@ -11,10 +11,10 @@ from neuronize.transforms._device_choice import (
     OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
-    rewrite_idiom, selection_ifexp, validation_list, LiteralEdit)
+    rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._device_model import choice_addition
 from neuronize.transforms._device_model import (
-    KeepsCudaBranches, aware_value, default_plan, in_detection, served_by_neuron_first)
+    KeepsCudaBranches, aware_edit, default_plan, in_detection, served_by_neuron_first)
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
@@ -138,9 +138,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             return
         edit = literal_edit(self.ctx, node, kind, nested)
         if aware:  # the original value stays on every host but Neuron
-            edit = LiteralEdit(*aware_value(self.ctx, node, nested), edit.note, edit.unsafe)
+            edit = aware_edit(self.ctx, node, nested, edit)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
-        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{_target.spell(self.ctx, edit.replacement)}`{edit.note}",
+        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or _target.spell(self.ctx, edit.replacement)}`{edit.note}",
                  imports=edit.imports, group=group, **extra)  # type: ignore[arg-type]
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None,
