@@ -243,11 +243,6 @@ def _neuron_copy(node: cst.CSTNode) -> cst.CSTNode:
     return node.visit(_ToNeuron())  # type: ignore[return-value]
 
 
-def dispatch_at(ctx: FileContext, node: cst.If) -> Dispatch | None:
-    """The dispatch whose CUDA link is ``node``."""
-    return next((d for d in model(ctx).dispatches if d.cuda is node), None)
-
-
 def with_neuron_branch(dispatch: Dispatch) -> cst.If:
     """The CUDA link of ``dispatch`` followed by its Neuron sibling (``elif <subject> ==
     "neuron": ...``), the rest of the chain after it."""
