@@ -141,6 +141,17 @@ NEURON_TEST = re.compile(r"(?P<t>[A-Za-z_]\w*)\.accelerator\.is_available\(\) an
                          r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 
 
+#: the names the migration gives the function that returns that test (``transforms/_neuron_test.py``)
+NEURON_TEST_NAME = re.compile(r"on_neuron(?:_device(?:_\d+)?)?")
+#: a call of it in a condition's code
+_NEURON_TEST_CALL = re.compile(r"(?<![\w.])on_neuron(?:_device(?:_\d+)?)?\(\)")
+
+
+def calls_neuron_test(code: str) -> bool:
+    """``code`` calls the function the migration defines for the test (``on_neuron()``)."""
+    return _NEURON_TEST_CALL.search(code) is not None
+
+
 def is_neuron_test(node: cst.CSTNode) -> bool:
     """``node`` is the test written out (any name for torch, any quotes, parentheses or wrapping)."""
     if not isinstance(node, cst.BooleanOperation):

@@ -64,9 +64,6 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
 #: unsafe member is not applied by a safe-only run (keeping what worked comes before the goal).
 #: Held strictly too: such a goal that passes must be removed from here.
 SAFE_ONLY_UNMET_GOALS: dict[str, str] = {
-    "tests/test_cli.py::test_goal_default_is_neuron":
-        "the --device default moves with its CPU fallback test (edit group device-choice), whose rewrite "
-        "is unsafe (NRN103 device choice, NRN110 availability)",
 }
 KNOWN_REGRESSIONS: dict[tuple[str, str, str, str], str] = {
     (target, fixes, host, f"tests/{test}"): why

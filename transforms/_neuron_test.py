@@ -14,9 +14,9 @@ once, as a person would, near the imports::
         )
 
 and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"``. The function
-is evaluated when called, never at import, so nothing initialises a device early. A function of
-the module that already returns that test is reused (a second run defines nothing); a name the
-module uses is never taken (``on_neuron``, then ``on_neuron_device``, ``on_neuron_device_2``...);
+is evaluated when called, never at import, so nothing initialises a device early. The function a
+first run defined is reused (a second run defines nothing); a name the module uses is never taken
+(``on_neuron``, then ``on_neuron_device``, ``on_neuron_device_2``...);
 the test written by hand stays as it is (only lines this run changed are renamed).
 
 :func:`neuronize.import_safety.neuron_tests` finds such functions, so that the import-safety
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from neuronize.import_safety import NEURON_TEST, is_neuron_test, neuron_tests
+from neuronize.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_neuron_test, neuron_tests
 from neuronize.transforms._nodes import code as _code, free_name, replaced
 from neuronize.walk import iter_syntax, walk
 
@@ -136,7 +136,8 @@ def name_neuron_test(module: cst.Module, source: bytes) -> cst.Module:
         return module
     written = on_changed_lines(module, source, (node for node, _ in tests))
     # a test inside the module's own function is that function's body: leave it
-    existing = neuron_tests(module)
+    # only a function of the migration's own names: rules recognise a call of it as the test
+    existing = frozenset(name for name in neuron_tests(module) if NEURON_TEST_NAME.fullmatch(name))
     tests = [(node, path) for node, path in tests if id(node) in written
              and not any(isinstance(p, cst.FunctionDef) and p.name.value in existing for p in path)]
     if not tests:

@@ -387,3 +387,11 @@ def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
     if isinstance(expr, cst.SimpleString) and like is not None:
         return string_like(like, expr.evaluated_value), imports  # type: ignore[arg-type]
     return expr, imports
+
+
+def accelerator_present(ctx: FileContext) -> Built:
+    """The test "there is an accelerator" on any target: ``torch.accelerator.is_available()``. What
+    a host-neutral call (``torch.accelerator.empty_cache()``, which raises without an accelerator)
+    is written under: it keeps the CUDA call's effect on CUDA and runs on Neuron."""
+    t, imports = _torch(ctx)
+    return cst.parse_expression(f"{t}.accelerator.is_available()"), imports

@@ -84,17 +84,58 @@ def _closing(depth: int, step: str) -> cst.ParenthesizedWhitespace:
                                        last_line=cst.SimpleWhitespace(step * depth))
 
 
-def _last_call(expr: cst.BaseExpression) -> cst.Call | None:
-    """The call whose closing bracket ends ``expr`` (``torch.compile(...)``), if one does."""
+#: what each kind of bracketed collection calls its brackets
+_BRACKETS = {cst.List: ("lbracket", "rbracket"), cst.Dict: ("lbrace", "rbrace"), cst.Set: ("lbrace", "rbrace")}
+
+
+def _last_bracket(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The bracketed node whose closing bracket ends ``expr`` (a call, a parenthesized value, a
+    list, dict or set display), where black's right-hand split opens the line; None if none."""
     while True:
-        if isinstance(expr, cst.Call) and expr.args and not expr.rpar:
+        if getattr(expr, "lpar", ()):
             return expr
-        if isinstance(expr, cst.Await):
+        if isinstance(expr, cst.Call):
+            return expr if expr.args else None
+        if isinstance(expr, tuple(_BRACKETS)):
+            return expr if expr.elements else None  # type: ignore[attr-defined]
+        if isinstance(expr, (cst.Await, cst.UnaryOperation)):
             expr = expr.expression
-        elif isinstance(expr, cst.Lambda) and not expr.lpar:
+        elif isinstance(expr, cst.Lambda):
             expr = expr.body
+        elif isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison)):
+            # the last operand with a bracket of its own (`(a if b else c) >= n` opens at its paren)
+            operands = [expr.left, expr.right] if not isinstance(expr, cst.Comparison) else [
+                expr.left, *(c.comparator for c in expr.comparisons)]
+            return next((found for operand in reversed(operands) if (found := _last_bracket(operand))), None)
         else:
             return None
+
+
+def _split_bracket(node: cst.BaseExpression, depth: int, step: str, one_per_line: bool,
+                   room: int | None = None) -> cst.BaseExpression:
+    """``node`` (see :func:`_last_bracket`) with its contents on a line of their own, or one
+    element a line (with a trailing comma; a parenthesized condition: broken at its operators)."""
+    if getattr(node, "lpar", ()):
+        lpar, rpar = list(node.lpar), list(node.rpar)
+        lpar[0] = lpar[0].with_changes(whitespace_after=_opened(depth, step))
+        rpar[-1] = rpar[-1].with_changes(whitespace_before=_closing(depth, step))
+        inner = node
+        if one_per_line and isinstance(node, (cst.IfExp, cst.BooleanOperation)):
+            inner = _at_operators(node, depth, step)
+        return inner.with_changes(lpar=lpar, rpar=rpar)
+    if isinstance(node, cst.Call):
+        return _split_call(node, depth, step, one_per_line, room)
+    opening, closing = _BRACKETS[type(node)]
+    elements = list(node.elements)  # type: ignore[attr-defined]
+    if one_per_line:
+        elements = [e.with_changes(comma=cst.Comma(whitespace_after=_opened(depth, step))) for e in elements[:-1]] + [
+            elements[-1].with_changes(comma=cst.Comma())]
+    else:
+        elements[-1] = elements[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return node.with_changes(**{
+        "elements": elements,
+        opening: getattr(node, opening).with_changes(whitespace_after=_opened(depth, step)),
+        closing: getattr(node, closing).with_changes(whitespace_before=_closing(depth, step))})
 
 
 def _split_call(call: cst.Call, depth: int, step: str, one_per_line: bool, room: int | None = None) -> cst.Call:
@@ -126,12 +167,12 @@ def _splittable(expr: cst.BaseExpression) -> bool:
 def _candidates(expr: cst.BaseExpression, step: str, room: int, depth: int = 0) -> Iterator[cst.BaseExpression]:
     """The splits of ``expr`` black would try, the lightest first; the last splits the arguments
     that still do not fit in ``room`` columns."""
-    call = _last_call(expr)
-    if call is not None:
+    bracket = _last_bracket(expr)
+    if bracket is not None:
         for one_per_line, deeper in ((False, None), (True, None), (True, room)):
-            split = _split_call(call, depth, step, one_per_line, deeper)
-            yield split if call is expr else expr.deep_replace(call, split)
-    elif _splittable(expr):
+            split = _split_bracket(bracket, depth, step, one_per_line, deeper)
+            yield split if bracket is expr else expr.deep_replace(bracket, split)
+    if _splittable(expr):
         yield _parenthesized(expr, depth, step)
         if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
             yield _parenthesized(_at_operators(expr, depth, step), depth, step)
@@ -150,10 +191,10 @@ def _operands_split(expr: cst.IfExp | cst.BooleanOperation, depth: int, step: st
 def _lightest(expr: cst.BaseExpression, depth: int, step: str) -> cst.BaseExpression:
     """An argument's own split, one level down: its call's contents on their own line, or a
     conditional or boolean value broken at its operators."""
-    call = _last_call(expr)
-    if call is not None:
-        split = _split_call(call, depth, step, one_per_line=False)
-        return split if call is expr else expr.deep_replace(call, split)
+    bracket = _last_bracket(expr)
+    if bracket is not None:
+        split = _split_bracket(bracket, depth, step, one_per_line=False)
+        return split if bracket is expr else expr.deep_replace(bracket, split)
     if isinstance(expr, (cst.IfExp, cst.BooleanOperation)) and not expr.lpar:
         return _at_operators(expr, depth - 1, step)
     return expr
@@ -180,6 +221,8 @@ def _header_lines(module: cst.Module, stmt: cst.CSTNode, expr: cst.BaseExpressio
     """The lines of ``stmt``'s own line (its header, for a compound statement), with ``expr``
     replaced by ``split``."""
     bare = stmt.with_changes(leading_lines=())
+    if isinstance(bare, cst.SimpleStatementLine):  # its trailing comment is the author's: no reason to split
+        bare = bare.with_changes(trailing_whitespace=cst.TrailingWhitespace())
     if split is not None:
         bare = bare.deep_replace(expr, split)
     count = module.code_for_node(split or expr).count("\n") + 1

@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
+from neuronize.transforms._device_model import cuda_keeping, in_detection, in_dispatch_test, in_fallback_test
 from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._distributed import cuda_only_test
 from neuronize.transforms._leftovers import (
@@ -243,8 +244,10 @@ class CudaLeftover(Transform):
         "cuda":``, of ``if torch.cuda.is_available():`` where that check stays, or past the Neuron or
         accelerator check the migration writes (``"neuron" if <Neuron host> else "cuda"``, the
         host-aware fallback of a file that also runs on the CPU)."""
-        return any(required(test, self._cuda_atom if in_body else self._trainium_atom)
-                   for test, in_body in branches(self.ctx.stack))
+        return in_detection(self.ctx) or in_dispatch_test(self.ctx) or in_fallback_test(self.ctx) \
+            or cuda_keeping(self.ctx) is not None or any(
+            required(test, self._cuda_atom if in_body else self._trainium_atom)
+            for test, in_body in branches(self.ctx.stack))
 
     def _cuda_atom(self, test: cst.BaseExpression) -> bool:
         if is_cuda_available_call(self.ctx, test):

@@ -85,7 +85,7 @@ class CudaRngApi(_CudaApiRule):
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n",
                 "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
-                "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\n"),
+                "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\nelse:\n    torch.cuda.manual_seed_all(0)\n"),
         # at import, under a CUDA check: `torch.neuron` would break CUDA hosts and never run on Neuron
         Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n", None),
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),
