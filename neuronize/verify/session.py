@@ -138,11 +138,12 @@ def _fix_verify(v: Verification, runner: Runner, root: Path, workdir: Path, host
     for round_number in range(1, MAX_ROUNDS + 1):
         if not v.regressions or v.not_started:
             break
+        earlier = set(held)  # held back by the rounds before: the original is what ran
         for result in v.results:
             for change in result.regressions:
                 reason = f"{result.host}: {change.test} {change.before} -> {change.after}"
                 # a regression that points to no migrated file: nothing can be kept safely
-                files = [f for f in change.files if f not in held] or migration.changed
+                files = [f for f in change.files if f not in earlier] or migration.changed
                 for file in files:
                     held.setdefault(file, []).append(reason)
         kept = [f for f in migration.changed if f not in held]
