@@ -46,6 +46,11 @@ class NeuronPath:
     def taken(self) -> bool:
         return not self.cuda_sites and self.device_uses > 0
 
+    @property
+    def state(self) -> str:
+        """taken; cuda-left (CUDA still executed); no-device (neither: the code never chose one)."""
+        return "cuda-left" if self.cuda_sites else "taken" if self.device_uses else "no-device"
+
 
 @dataclass
 class HostResult:

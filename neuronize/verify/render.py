@@ -20,6 +20,8 @@ def _migration_words(v: Verification) -> str:
 
 
 def _run_words(result: HostResult) -> str:
+    if result.after is result.before:
+        return f"{result.before.seconds:.1f}s; the migration changed nothing, one run"
     words = []
     for run in (result.before, result.after):
         state = " (timed out)" if run.timed_out else ""
@@ -42,9 +44,11 @@ def _neuron_lines(result: HostResult) -> list[str]:
     if path.taken:
         return [f"  Neuron path: taken ({path.device_uses} use(s) of the neuron device, no CUDA call left; "
                 f"{path.cuda_sites_before} CUDA site(s) before migration)"]
-    why = (f"{len(path.cuda_sites)} CUDA site(s) still executed after migration" if path.cuda_sites
-           else "the program never used the neuron device")
-    lines = [f"  Neuron path: NOT taken: {why} ({path.cuda_sites_before} before migration)"]
+    if not path.cuda_sites:
+        return [f"  Neuron path: no CUDA call left ({path.cuda_sites_before} before migration); the code never "
+                "chose a device (it runs where its callers put its tensors)"]
+    lines = [f"  Neuron path: NOT taken: {len(path.cuda_sites)} CUDA site(s) still executed after migration "
+             f"({path.cuda_sites_before} before migration)"]
     lines += [f"    {s['path']}:{s['line']}: {s['what']} [{s['kind']}, {s['count']}x]" for s in path.cuda_sites]
     return lines
 
@@ -95,7 +99,7 @@ def _tail(text: str) -> str:
 def summary(v: Verification) -> str:
     hosts = [r.host for r in v.results if r.regressions]
     fixed = sum(len(r.fixed) for r in v.results)
-    runs = sum(r.before.seconds + r.after.seconds for r in v.results)
+    runs = sum(r.before.seconds + (r.after.seconds if r.after is not r.before else 0) for r in v.results)
     return (f"{len(v.regressions)} regression(s)" + (f" on {', '.join(hosts)}" if hosts else "")
             + f", {fixed} fixed, on {len(v.results)} host(s); {v.seconds:.1f}s in all, "
             f"{runs:.1f}s of them running the command")
@@ -120,7 +124,8 @@ def to_data(v: Verification) -> dict[str, Any]:
             "fixed": [{"test": c.test, "before": c.before} for c in r.fixed],
             "now_skipped": [c.test for c in r.now_skipped], "output_changed": r.output_changed}
         if r.neuron_path is not None:
-            entry["neuron_path"] = {"taken": r.neuron_path.taken, "cuda_sites_after": r.neuron_path.cuda_sites,
+            entry["neuron_path"] = {"taken": r.neuron_path.taken, "state": r.neuron_path.state,
+                                    "cuda_sites_after": r.neuron_path.cuda_sites,
                                     "cuda_sites_before": r.neuron_path.cuda_sites_before,
                                     "device_uses": r.neuron_path.device_uses}
         hosts.append(entry)
@@ -143,7 +148,8 @@ def to_markdown(v: Verification) -> str:
            "| host | simulated | tests | regressions | fixed | Neuron path |", "|---|---|---|---|---|---|"]
     for r in v.results:
         path = "" if r.neuron_path is None else "taken" if r.neuron_path.taken else \
-            f"not taken ({len(r.neuron_path.cuda_sites)} CUDA site(s) left)"
+            f"not taken ({len(r.neuron_path.cuda_sites)} CUDA site(s) left)" if r.neuron_path.cuda_sites else \
+            "no device chosen, no CUDA left"
         out.append(f"| {r.host} | {LIMITS[r.host]} | {r.compared} | {len(r.regressions)} | {len(r.fixed)} | {path} |")
     for r in v.results:
         for change in r.regressions:

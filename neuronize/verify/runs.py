@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +75,3 @@ def in_tree(path: str, tree: Path) -> bool:
 
 def relative(path: str, tree: Path) -> str:
     return Path(os.path.abspath(path)).relative_to(tree).as_posix() if in_tree(path, tree) else path
-
-
-def describe(command: Sequence[str]) -> str:
-    return shlex.join(command)

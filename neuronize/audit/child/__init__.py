@@ -9,7 +9,6 @@ process.
 from __future__ import annotations
 
 import os
-import sys
 
 from .hooks import after_import
 from .hosts import HOST_VAR
