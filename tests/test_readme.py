@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from helpers import ROOT, neuronize, pipeline_repo
@@ -51,9 +52,15 @@ def test_running_it_on_your_repo(tmp_path: Path) -> None:
     repo = pipeline_repo(tmp_path)
     before = {p.name: p.read_bytes() for p in repo.iterdir()}
     yours = [c for c in _quick_start_commands() if "path/to/your/repo" in c]
-    assert [shlex.split(c)[:2] for c in yours] == [["neuronize", "check"], ["neuronize", "fix"],
-                                                   ["neuronize", "fix"]]
+    assert [shlex.split(c.strip("()"))[:2] for c in yours] == [
+        ["neuronize", "check"], ["neuronize", "fix"], ["cd", "path/to/your/repo"], ["neuronize", "fix"]]
     for command in yours:
+        if command.startswith("("):  # (cd path/to/your/repo && neuronize verify -- python -m pytest)
+            argv = [sys.executable if a == "python" else a for a in shlex.split(command.strip("()"))[3:]]
+            proc = neuronize(*argv[1:], cwd=repo)
+            assert proc.returncode == 0, proc.stdout + proc.stderr  # no test of the example regresses
+            assert before == {p.name: p.read_bytes() for p in repo.iterdir()}
+            continue
         argv = [str(repo) if a == "path/to/your/repo" else a for a in shlex.split(command)]
         proc = neuronize(*argv[1:], cwd=tmp_path)
         assert proc.returncode == 1, proc.stderr  # findings remain for a person
