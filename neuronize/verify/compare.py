@@ -63,6 +63,7 @@ class HostResult:
     compared: int  # tests (or 1: the command) compared
     output_changed: bool = False
     neuron_path: NeuronPath | None = None
+    outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)  # test -> (before, after)
 
 
 def _outcomes(run: Run) -> dict[str, dict]:
@@ -106,6 +107,8 @@ def compare(before: Run, after: Run, hunks: list[Hunk]) -> HostResult:
         elif was in ("failed", "error") and now == "passed":
             fixed.append(Change(test, was, now))
     result = HostResult(before.host, before, after, regressions, fixed, skipped, len(old))
+    result.outcomes = {test: (old.get(test, {}).get("outcome", "not run"),
+                              new.get(test, {}).get("outcome", "not run")) for test in sorted(set(old) | set(new))}
     if before.tests is None:
         result.output_changed = before.output != after.output
     if before.host == "neuron":

@@ -122,7 +122,8 @@ def to_data(v: Verification) -> dict[str, Any]:
             "timed_out": {"before": r.before.timed_out, "after": r.after.timed_out},
             "regressions": [_change_data(c) for c in r.regressions],
             "fixed": [{"test": c.test, "before": c.before} for c in r.fixed],
-            "now_skipped": [c.test for c in r.now_skipped], "output_changed": r.output_changed}
+            "now_skipped": [c.test for c in r.now_skipped], "output_changed": r.output_changed,
+            "tests": {test: list(pair) for test, pair in r.outcomes.items()}}
         if r.neuron_path is not None:
             entry["neuron_path"] = {"taken": r.neuron_path.taken, "state": r.neuron_path.state,
                                     "cuda_sites_after": r.neuron_path.cuda_sites,
