@@ -162,3 +162,18 @@ def test_a_command_that_cannot_start_exits_2(tmp_path):
                     sys.executable, "main.py")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "| cuda | CUDA code paths run on the CPU" in ok.stdout
+
+
+def test_neuron_path_counts_the_program_not_its_tests(tmp_path):
+    def run(sites: list[tuple[str, str]]) -> Run:
+        return Run("neuron", "after", tmp_path, 0, tests={}, sites=[
+            {"file": str(tmp_path / path), "line": 3, "what": what, "kind": kind, "count": 1, "touch": kind == "cuda-api"}
+            for path, what, kind in sites])
+
+    skip_check = ("tests/test_gpu.py", "torch.cuda.is_available", "cuda-api")
+    placed = ("pkg/train.py", "to('neuron')", "device-placement")
+    path = compare(run([("pkg/train.py", "torch.cuda.synchronize", "cuda-api")]), run([skip_check, placed]), []).neuron_path
+    assert path.state == "taken" and path.cuda_sites_before == 1 and len(path.test_cuda_sites) == 1
+    left = compare(run([]), run([("pkg/train.py", "torch.cuda.synchronize", "cuda-api")]), []).neuron_path
+    assert left.state == "cuda-left" and left.cuda_sites[0]["path"] == "pkg/train.py"
+    assert compare(run([]), run([skip_check]), []).neuron_path.state == "no-device"

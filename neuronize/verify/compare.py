@@ -38,9 +38,10 @@ class NeuronPath:
     """What the migrated program still asked of CUDA on the Neuron host, and whether it used
     the Neuron device at all."""
 
-    cuda_sites: list[dict]  # after migration: {"path", "line", "what", "kind", "count"}
+    cuda_sites: list[dict]  # after migration, outside tests: {"path", "line", "what", "kind", "count"}
     cuda_sites_before: int
     device_uses: int  # placements on "neuron" and torch.accelerator calls, after migration
+    test_cuda_sites: list[dict] = field(default_factory=list)  # in test files (not the program's path)
 
     @property
     def taken(self) -> bool:
@@ -116,14 +117,24 @@ def compare(before: Run, after: Run, hunks: list[Hunk]) -> HostResult:
     return result
 
 
-def _cuda_sites(run: Run) -> list[dict]:
-    return [{"path": relative(s["file"], run.tree), "line": s["line"], "what": s["what"], "kind": s["kind"],
-             "count": s["count"]} for s in run.sites if s.get("touch", True) and s["kind"] not in DEVICE_USE]
+def is_test_file(path: str) -> bool:
+    """A test module or conftest: its CUDA checks (a skip on a missing GPU) are not the program's path."""
+    parts = path.split("/")
+    name = parts[-1]
+    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py") or \
+        any(part in ("tests", "test") for part in parts[:-1])
+
+
+def _cuda_sites(run: Run, tests: bool) -> list[dict]:
+    sites = [{"path": relative(s["file"], run.tree), "line": s["line"], "what": s["what"], "kind": s["kind"],
+              "count": s["count"]} for s in run.sites if s.get("touch", True) and s["kind"] not in DEVICE_USE]
+    return [s for s in sites if is_test_file(s["path"]) == tests]
 
 
 def neuron_path(before: Run, after: Run) -> NeuronPath:
     uses = sum(s["count"] for s in after.sites if s["kind"] in DEVICE_USE)
-    return NeuronPath(_cuda_sites(after), len(_cuda_sites(before)), uses)
+    return NeuronPath(_cuda_sites(after, False), len(_cuda_sites(before, False)), uses,
+                      _cuda_sites(after, True))
 
 
 @dataclass

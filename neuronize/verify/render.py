@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from neuronize.audit.child.hosts import LIMITS
-from neuronize.verify.compare import Change, HostResult, Verification
+from neuronize.verify.compare import Change, HostResult, NeuronPath, Verification
 from neuronize.verify.trees import Hunk
 
 #: lines of a hunk shown under a regression (the JSON has them all)
@@ -41,6 +41,14 @@ def _neuron_lines(result: HostResult) -> list[str]:
     path = result.neuron_path
     if path is None:
         return []
+    lines = _path_lines(path)
+    if path.test_cuda_sites:
+        lines.append(f"    not counted: {len(path.test_cuda_sites)} CUDA site(s) in test files ("
+                     + ", ".join(f"{s['path']}:{s['line']}" for s in path.test_cuda_sites[:5]) + ")")
+    return lines
+
+
+def _path_lines(path: NeuronPath) -> list[str]:
     if path.taken:
         return [f"  Neuron path: taken ({path.device_uses} use(s) of the neuron device, no CUDA call left; "
                 f"{path.cuda_sites_before} CUDA site(s) before migration)"]
@@ -128,7 +136,8 @@ def to_data(v: Verification) -> dict[str, Any]:
             entry["neuron_path"] = {"taken": r.neuron_path.taken, "state": r.neuron_path.state,
                                     "cuda_sites_after": r.neuron_path.cuda_sites,
                                     "cuda_sites_before": r.neuron_path.cuda_sites_before,
-                                    "device_uses": r.neuron_path.device_uses}
+                                    "device_uses": r.neuron_path.device_uses,
+                                    "cuda_sites_in_tests": r.neuron_path.test_cuda_sites}
         hosts.append(entry)
     return {"command": v.command, "target": v.target, "unsafe_fixes": v.unsafe_fixes,
             "changed_files": v.migration.changed, "hunks": len(v.migration.hunks),
