@@ -39,7 +39,11 @@ class Runner:
     """The command's runs; the original tree's run on each host is made once."""
 
     def __init__(self, command: Sequence[str], max_seconds: float, progress: Callable[[str], None]) -> None:
-        self.command = list(command)
+        program = Path(command[0])
+        # `.venv/bin/python -m pytest`: the environment is not copied, the command names the real one
+        first = str(program.resolve()) if len(program.parts) > 1 and not program.is_absolute() and \
+            program.exists() else command[0]
+        self.command = [first, *command[1:]]
         self.max_seconds = max_seconds
         self.progress = progress
         self.originals: dict[str, Run] = {}
