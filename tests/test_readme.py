@@ -43,7 +43,7 @@ def test_trying_it_on_the_bundled_example_shows_a_diff() -> None:
     proc = neuronize(*argv[1:], cwd=ROOT)
     assert proc.returncode == 1  # a diff is pending
     # the hunks' reasons come first, as `#` lines that git apply and patch skip
-    assert proc.stdout.startswith(b"# fixtures/pipeline/gpt_trainer.before.py, hunk 1")
+    assert re.match(rb"# fixtures/pipeline/gpt_trainer.before.py, hunk \d+ \(line \d+\):\n", proc.stdout)
     assert b"\n--- a/fixtures/pipeline/gpt_trainer.before.py\n" in proc.stdout
     assert b'"neuron"' in proc.stdout
 
@@ -66,3 +66,11 @@ def test_running_it_on_your_repo(tmp_path: Path) -> None:
         assert proc.returncode == 1, proc.stderr  # findings remain for a person
     after = {p.name: p.read_bytes() for p in repo.iterdir()}
     assert after != before  # the last command wrote the safe edits
+
+
+def test_quick_start_states_the_python_version_and_a_virtual_environment() -> None:
+    section = README[README.index("## Quick start\n"):README.index("## Using it\n")]
+    required = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert required is not None
+    assert f"Python {required.group(1)} or later" in section
+    assert "python3 -m venv .venv && . .venv/bin/activate" in section

@@ -198,6 +198,10 @@ def _is_skip_body(node: cst.If) -> bool:
     return False
 
 
+#: RNG state getters: they raise on a host without CUDA (the setters and seeding calls are queued instead)
+RNG_STATE = frozenset({"get_rng_state", "get_rng_state_all"})
+
+
 # -- the base class of the family's rules --------------------------------------------------
 class _CudaApiRule(Transform):
     """Dispatches every reference to one of ``FUNCTIONS`` (called or not) to :meth:`on_ref`."""
@@ -225,7 +229,10 @@ class _CudaApiRule(Transform):
         if cuda_keyed_entry(self.ctx, ref):
             target = self.target_for(ref)
             hint = f" (`{target}`)" if target else ""
-            self.report(ref.outer, f"per-backend table entry for `torch.cuda.{ref.fn}`: keep it and "
+            keep = ("it raises on a host without CUDA: keep it for CUDA under `if torch.cuda.is_available():`, "
+                    "restore each entry under the same condition (save and load move together), and"
+                    if ref.fn in RNG_STATE else "keep it and")
+            self.report(ref.outer, f"per-backend table entry for `torch.cuda.{ref.fn}`: {keep} "
                                    f"add a `\"neuron\"` entry{hint} beside it")
             return
         self.on_ref(ref)
@@ -273,8 +280,11 @@ class _CudaApiRule(Transform):
         statement = enclosing_small_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if ref.call is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
-                                   "call did nothing; call it where Neuron is known to be present, by hand")
+            self.report(ref.outer, f"{message}; not applied: " + (
+                "the CUDA call raises on a host without CUDA, the Neuron one without Neuron: save the state under "
+                "the same device condition as the load side restores it (save and load move together), by hand"
+                if ref.fn in RNG_STATE else "it raises on a host without Neuron where the CUDA call did nothing; "
+                "call it where Neuron is known to be present, by hand"))
             return
         if local_import:
             func: cst.BaseExpression = cst.parse_expression(qualified)

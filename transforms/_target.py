@@ -18,6 +18,7 @@ Builders return ``(expression, imports)``; the imports go to ``Transform.fix(imp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import libcst as cst
@@ -268,7 +269,8 @@ def in_kept_cuda_index(ctx: FileContext) -> bool:
     return any(is_kept_cuda_index(ctx, anc) for anc in ctx.ancestors())
 
 
-def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode, make) -> cst.CSTNode:  # type: ignore[no-untyped-def]
+def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode,
+                         make: Callable[[cst.SimpleString, bool], cst.BaseExpression]) -> cst.CSTNode:
     """``rewritten`` with each ``"neuron"`` string it introduced (not in ``original``) replaced by
     ``make(string, nested)``; a call argument loses the parentheses of a conditional expression."""
     old: set[int] = set()

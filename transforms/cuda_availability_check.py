@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from neuronize.context import FileContext
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
@@ -134,7 +136,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         return any(isinstance(anc, cst.Arg) and anc.keyword is not None and anc.keyword.value == "map_location"
                    for anc in self.ctx.ancestors())
 
-    def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs: Any) -> None:
         """``is_available()`` becomes the target's test (``_target.available``: on the neuron target
         "the accelerator is Neuron", false on a Mac's MPS); ``device_count()`` on the neuron target
         counts only a Neuron accelerator (``... if <Neuron is here> else 0``: a Mac's MPS device

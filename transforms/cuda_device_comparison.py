@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transforms import _host, _target
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._device_choice import has_cuda_comparison, validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._literals import cuda_literal, string_like
@@ -82,7 +83,7 @@ class CudaDeviceComparison(Transform):
                 'if args.device == "neuron":\n    device_type = "neuron"\nelse:\n    device_type = "cpu"\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._covered: set[int] = set()  # IfExp / If nodes rewritten as a unit
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _host, _target
 from neuronize.transforms._calls import argument
@@ -108,7 +109,7 @@ class CudaDeviceString(Transform):
                 'p.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
 

@@ -18,8 +18,11 @@ MAPPED = {
 #: seen on CUDA, not in any TorchNeuron source read: reported
 UNMAPPED = {
     "seed_all": "use `torch.neuron.seed()` (one device per process)",
-    "get_rng_state_all": "use `torch.neuron.get_rng_state()` (one device per process)",
-    "set_rng_state_all": "use `torch.neuron.set_rng_state(state)` (one device per process)",
+    "get_rng_state_all": "use `torch.neuron.get_rng_state()` (one device per process); it raises on a host "
+                         "without CUDA: save it under the same device condition as the load side restores it "
+                         "(save and load move together)",
+    "set_rng_state_all": "use `torch.neuron.set_rng_state(state)` (one device per process), under the same device "
+                         "condition as the save side",
 }
 
 

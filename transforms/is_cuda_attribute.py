@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from neuronize.context import dotted_name
+from neuronize.context import FileContext, dotted_name
 from neuronize.transforms._nodes import assigned_names
 from neuronize.transforms._cuda_guard import flag_uses, guarded_code, scan
 from neuronize.transforms._cuda_runtime import Context, CudaRef, classify
@@ -130,7 +130,7 @@ class IsCudaAttribute(Transform):
         Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type == "neuron") == expected\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._user_receivers: set[str] | None = None
         self._kernel_file = bool(_KERNEL_FILE.search(ctx.source))

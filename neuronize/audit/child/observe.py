@@ -202,7 +202,8 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool, host_devi
     class PlacementMode(TorchFunctionMode):
         """Sees every torch function call, tensor methods and factories included."""
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_function__(self, func: Callable[..., Any], types: object, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             kwargs = kwargs or {}
             if func is cuda_method:
                 recorder.site("placement", "Tensor.cuda()", redirect=redirect)

@@ -14,8 +14,9 @@ import signal
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
 _AUDIT_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"])
@@ -67,7 +68,7 @@ class Recorder:
 
     def finish(self) -> None:
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
         with self._lock:
             if self._file is None:
                 return
@@ -153,14 +154,14 @@ class Recorder:
         reported as such. Frames of other files are not traced (one dict lookup per call)."""
         wanted: dict[str, set[int] | None] = {}
 
-        def local(frame: FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        def local(frame: FrameType, event: str, arg: object) -> Callable[..., Any]:
             if event == "line":
                 lines = wanted[frame.f_code.co_filename]
                 if lines is not None:
                     lines.add(frame.f_lineno)
             return local
 
-        def global_(frame: FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        def global_(frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
             filename = frame.f_code.co_filename
             if filename not in wanted:
                 wanted[filename] = (self.lines.setdefault(os.path.abspath(filename), set())
