@@ -38,8 +38,6 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch", reason="the differential test runs a PyTorch project (pip install -e '.[test]')")
-pytestmark = pytest.mark.slow
-
 pytestmark = pytest.mark.execution
 
 ROOT = Path(__file__).resolve().parent.parent
