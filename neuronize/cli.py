@@ -167,8 +167,14 @@ def check(apply_fixes: bool, **kwargs: Any) -> None:
 @click.option("--no-color", is_flag=True, help="The same as --color never.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), default=None,
               help="Also write this run's Markdown migration report to this file.")
+@click.option("--verify", is_flag=True, help="`fix --verify -- COMMAND`: run COMMAND before and after on "
+              "each simulated host (see `neuronize verify`); write only the files no regression points to.")
 def fix(**kwargs: object) -> None:
     """Apply the safe fixes (and unsafe ones with --unsafe-fixes); report the rest."""
+    if kwargs.pop("verify"):
+        from neuronize.verify.command import fix_verify
+
+        sys.exit(fix_verify(kwargs))
     if kwargs.get("review") is not None:
         kwargs["interactive"] = True
         if kwargs["review"] == "unsafe":
@@ -592,6 +598,11 @@ def audit(command: tuple[str, ...], pretend_cuda: bool, strict: bool, max_second
     sys.exit(run_audit(list(command), pretend_cuda=pretend_cuda, strict=strict,
                        max_seconds=max_seconds, output=output_file, output_format=output_format,
                        say=click.echo, warn=lambda line: click.echo(line, err=True)))
+
+
+from neuronize.verify.command import verify  # noqa: E402
+
+cli.add_command(verify)
 
 
 def main() -> None:

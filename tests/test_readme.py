@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from pathlib import Path
 
+import pytest
 from helpers import ROOT, neuronize, pipeline_repo
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -51,9 +53,11 @@ def test_running_it_on_your_repo(tmp_path: Path) -> None:
     repo = pipeline_repo(tmp_path)
     before = {p.name: p.read_bytes() for p in repo.iterdir()}
     yours = [c for c in _quick_start_commands() if "path/to/your/repo" in c]
-    assert [shlex.split(c)[:2] for c in yours] == [["neuronize", "check"], ["neuronize", "fix"],
-                                                   ["neuronize", "fix"]]
+    assert [shlex.split(c.strip("()"))[:2] for c in yours] == [
+        ["neuronize", "check"], ["neuronize", "fix"], ["cd", "path/to/your/repo"], ["neuronize", "fix"]]
     for command in yours:
+        if command.startswith("("):  # neuronize verify: test_verifying_your_repo (slow)
+            continue
         argv = [str(repo) if a == "path/to/your/repo" else a for a in shlex.split(command)]
         proc = neuronize(*argv[1:], cwd=tmp_path)
         assert proc.returncode == 1, proc.stderr  # findings remain for a person
@@ -67,3 +71,17 @@ def test_quick_start_states_the_python_version_and_a_virtual_environment() -> No
     assert required is not None
     assert f"Python {required.group(1)} or later" in section
     assert "python3 -m venv .venv && . .venv/bin/activate" in section
+
+
+@pytest.mark.slow
+def test_verifying_your_repo(tmp_path: Path) -> None:
+    """`(cd path/to/your/repo && neuronize verify -- python -m pytest)`: eight runs of pytest."""
+    repo = pipeline_repo(tmp_path)
+    before = {p.name: p.read_bytes() for p in repo.iterdir()}
+    command = next(c for c in _quick_start_commands() if "neuronize verify" in c)
+    argv = [sys.executable if a == "python" else a for a in shlex.split(command.strip("()"))[3:]]
+    assert argv[:2] == ["neuronize", "verify"]
+    proc = neuronize(*argv[1:], cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the example has no test to regress
+    assert b"on 4 host(s)" in proc.stdout
+    assert before == {p.name: p.read_bytes() for p in repo.iterdir()}  # your files are never changed

@@ -24,7 +24,8 @@ _PACKAGES = ("site-packages", "dist-packages")
 
 
 class Recorder:
-    def __init__(self, directory: str, root: str) -> None:
+    def __init__(self, directory: str, root: str, trace_lines: bool = True) -> None:
+        self.trace_lines = trace_lines  # which lines ran (audit); off where only sites matter
         self.root = os.path.abspath(root)
         self.path = os.path.join(directory, f"{os.getpid()}.jsonl")
         self.library_dirs: list[str] = []  # torch (and triton): internal frames are skipped
@@ -47,7 +48,8 @@ class Recorder:
 
         mp_util.register_after_fork(self, lambda recorder: mp_util.Finalize(
             recorder, recorder.finish, exitpriority=0))
-        self._trace_lines()
+        if self.trace_lines:
+            self._trace_lines()
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             # --max-seconds ends the run with SIGTERM: exit through atexit so the counts and the
