@@ -24,6 +24,10 @@ def test_wheel_maps_transforms_under_neuronize(tmp_path):
     for module in (ROOT / "transforms").glob("*.py"):
         assert f"neuronize/transforms/{module.name}" in names, module.name
     assert "neuronize/engine.py" in names
+    # every module of the package, sub-packages included (a package missing from pyproject's list
+    # installs without it: `neuronize.verify` once did, and the pre-commit hook failed to start)
+    for module in (ROOT / "neuronize").rglob("*.py"):
+        assert f"neuronize/{module.relative_to(ROOT / 'neuronize').as_posix()}" in names, module
 
 
 def test_transforms_refuses_a_top_level_import():
