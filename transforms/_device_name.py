@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from neuronize.context import FileContext
+from neuronize.walk import visit
 
 _T = r"(?P<t>[A-Za-z_]\w*)"
 #: the device (``else "cpu"``) and autocast's device (``else "cuda"``), as ``_target`` writes them
@@ -232,7 +233,7 @@ def name_device(module: cst.Module, source: bytes) -> cst.Module:
     """``module`` (the accelerator target's rewrite of ``source``) with the device named once
     per scope that this run made use it twice or more; ``module`` itself when none does."""
     collect = _Collect()
-    module.visit(collect)
+    visit(module, collect)
     if len(collect.uses) < 2:
         return module
     by_scope: dict[int, list[_Use]] = {}
@@ -286,7 +287,7 @@ def device_names(module: cst.Module) -> frozenset[str]:
                 found.add(node.targets[0].target.value)
             return False
 
-    module.visit(Assigned())
+    visit(module, Assigned())
     return frozenset(found)
 
 

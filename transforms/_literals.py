@@ -7,6 +7,8 @@ import re
 
 import libcst as cst
 
+from neuronize.walk import visit
+
 CUDA_INDEXED = re.compile(r"^cuda:(\d+)$")
 # Strings that name a device type; a conditional expression choosing between them picks a device.
 DEVICE_WORD = re.compile(r"^(cuda|cpu|mps|xpu|neuron|meta|hpu|npu|xla|mtia)(:\d+)?$")
@@ -171,7 +173,7 @@ def branches_mention_cuda(node: cst.IfExp) -> bool:
     unit, and the runtime rules (NRN110) leave its ``torch.cuda.is_available()`` test alone.
     """
     finder = _CudaStringFinder()
-    node.body.visit(finder)
-    node.orelse.visit(finder)
+    visit(node.body, finder)
+    visit(node.orelse, finder)
     return finder.found
 
