@@ -137,8 +137,10 @@ class CudaDeviceString(Transform):
 
     def _fix_default(self, expr: cst.BaseExpression | None, where: str) -> None:
         """A device default (option, parameter, setting): one edit group with the comparisons that
-        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`."""
-        self._fix_all(expr, where, group=_host.device_choice_group(self.ctx))
+        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`. The group is looked
+        for only when there is a literal to edit: most device defaults are ``None``."""
+        if expr is not None and next(device_literals(self.ctx, expr), None) is not None:
+            self._fix_all(expr, where, group=_host.device_choice_group(self.ctx))
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
         """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
