@@ -27,6 +27,7 @@ import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -379,7 +380,10 @@ def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst
     return module
 
 
-def _top_level(adder: type[cst.CSTTransformer]) -> type[cst.CSTTransformer]:
+_Adder = TypeVar("_Adder", bound=cst.CSTTransformer)
+
+
+def _top_level(adder: type[_Adder]) -> type[_Adder]:
     """libcst's ``AddImportsVisitor`` entering only what it reads and writes: the module's own
     simple statements (its docstring, its imports, where it inserts). Run whole, it rebuilds
     every node of the module and walks it twice more (a copy for metadata it does not use, and

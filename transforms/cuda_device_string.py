@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _host, _target
 from neuronize.transforms._calls import argument
@@ -17,6 +18,12 @@ from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_lit
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms._value_flow import assigned
+
+
+def _has_literal(ctx: FileContext, expr: cst.BaseExpression | None) -> bool:
+    """``expr`` holds a CUDA device literal to edit: only then is the file's device choice looked
+    for (a walk of the module; most device defaults are ``None``)."""
+    return expr is not None and next(device_literals(ctx, expr), None) is not None
 
 
 class CudaDeviceString(Transform):
@@ -137,10 +144,8 @@ class CudaDeviceString(Transform):
 
     def _fix_default(self, expr: cst.BaseExpression | None, where: str) -> None:
         """A device default (option, parameter, setting): one edit group with the comparisons that
-        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`. The group is looked
-        for only when there is a literal to edit: most device defaults are ``None``."""
-        if expr is not None and next(device_literals(self.ctx, expr), None) is not None:
-            self._fix_all(expr, where, group=_host.device_choice_group(self.ctx))
+        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`."""
+        self._fix_all(expr, where, group=_host.device_choice_group(self.ctx) if _has_literal(self.ctx, expr) else None)
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
         """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
