@@ -13,11 +13,13 @@ from pathlib import Path
 
 from neuronize.baseline import BaselineEntry, entries_for, new_findings
 from neuronize.cache import ResultCache, default_directory
+from neuronize.claims import CLAIMER, claimer
 from neuronize.config import Config
 from neuronize.engine import TokenFilter, prefilter_for
 from neuronize.kinds_engine import run_kind
 from neuronize.progress import Progress
 from neuronize.project_packages import top_level_packages
+from neuronize.sources.line_length import line_length_for
 from neuronize.registry import all_rules
 from neuronize.settings import Resolver
 from neuronize.sources.discover import Discovered, discover
@@ -104,7 +106,8 @@ _FILTER_CACHE: dict[tuple[tuple[str, ...], SourceKind], TokenFilter] = {}
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
     if ids not in _RULE_CACHE:
         by_id = {r.id: r for r in all_rules()}
-        _RULE_CACHE[ids] = tuple(by_id[i] for i in ids)
+        _RULE_CACHE[ids] = tuple(claimer(by_id[i[len(CLAIMER):]]) if i.startswith(CLAIMER) else by_id[i]
+                                 for i in ids)
     return _RULE_CACHE[ids]
 
 
@@ -174,7 +177,10 @@ def analyse_paths(
             settings = resolver.for_path(files[i].path)
             here = settings.options if settings.options.own_packages else \
                 dataclasses.replace(settings.options, own_packages=own)
-            outcome = _cheap_outcome(files[i].path, settings.rule_ids(files[i].path, files[i].kind),
+            if here.line_length is None:  # lines the fixes write stay within the project's length
+                here = dataclasses.replace(here, line_length=line_length_for(os.path.dirname(
+                    os.path.abspath(files[i].path))))
+            outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      here, fix, store, files[i].kind)
             if not isinstance(outcome, Job):
                 done(i, *outcome)

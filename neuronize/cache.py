@@ -41,7 +41,7 @@ _GITIGNORE = "# created by neuronize: this directory is a cache\n*\n"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 #: engine modules whose behaviour is part of every result (with the rules' own modules)
 _ENGINE_MODULES = ("types.py", "engine.py", "context.py", "transform.py", "walk.py", "positions.py",
-                   "suppressions.py", "notebooks.py")
+                   "suppressions.py", "notebooks.py", "policy.py")
 
 
 def default_directory() -> Path:
@@ -132,7 +132,7 @@ def result_to_json(result: Any) -> dict[str, Any]:
 
 def result_from_json(data: dict[str, Any]) -> Any:
     """The inverse of :func:`result_to_json`; raises on anything malformed or incomplete."""
-    from neuronize.types import FileError, Finding, SourceResult, Safety
+    from neuronize.types import Evidence, FileError, Finding, SourceResult, Safety
 
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(SourceResult):
@@ -144,6 +144,9 @@ def result_from_json(data: dict[str, Any]) -> Any:
                     raise ValueError("finding is not an object")
                 item = dict(item)
                 item["safety"] = Safety(item["safety"])
+                if item.get("evidence") is not None:
+                    item["evidence"] = Evidence(item["evidence"])
+                item["notes"] = tuple((kind, text) for kind, text in item.get("notes", ()))
                 findings.append(Finding(**item))
             value = tuple(findings)
         elif f.name == "output":
@@ -167,8 +170,6 @@ class ResultCache:
         self._fingerprint = fingerprint
         self._prefixes: dict[tuple[object, ...], bytes] = {}
         self._ready = False
-        self.hits = 0
-        self.misses = 0
 
     @property
     def fingerprint(self) -> str:
@@ -210,9 +211,7 @@ class ResultCache:
                 raise ValueError("entry does not belong to this key")
             result = result_from_json(data["result"])
         except Exception:  # noqa: BLE001 - a corrupt or missing entry is a miss, never a crash
-            self.misses += 1
             return None
-        self.hits += 1
         return result
 
     def put(self, key: str, result: Any) -> bool:

@@ -8,6 +8,10 @@ node, a node inside it, or a node enclosing it up to its statement. A reported c
 (an ``if``, a ``with``, a function) claims its header, never its body: a finding on
 ``if torch.cuda.is_available():`` says nothing about the CUDA strings in the block under it.
 
+An ignored rule (``ignore``, ``per-file-ignores``) silences its sites, as in ruff: where a
+catch-all rule runs, each ignored rule runs too as a *claimer* (:func:`claimer`), whose reports
+claim their code and are then dropped, so the catch-all does not report that code instead.
+
 Pure: reports and the walk's parent map in, the kept reports out.
 """
 
@@ -17,25 +21,41 @@ from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
-from neuronize.transform import Report
+from neuronize.transform import Report, Transform
 
 #: nodes that end the upward search: a block is never claimed through what encloses it
 _BLOCKS = (cst.BaseSuite, cst.Module)
 
 
+#: the prefix of a rule id in a run's rule ids that asks for the rule as a claimer
+CLAIMER = "~"
+_CLAIMERS: dict[type[Transform], type[Transform]] = {}
+
+
+def claimer(rule: type[Transform]) -> type[Transform]:
+    """``rule`` as a claimer: it runs and claims the code it reports, and none of its reports is
+    kept (no finding, no fix)."""
+    if rule not in _CLAIMERS:
+        _CLAIMERS[rule] = type(f"_Claims{rule.__name__}", (rule,), {"__doc__": rule.__doc__})
+    return _CLAIMERS[rule]
+
+
+def is_claimer(rule: type[Transform]) -> bool:
+    return rule in _CLAIMERS.values()
+
+
 def drop_claimed(reports: Sequence[Report], parents: Mapping[int, cst.CSTNode]) -> list[Report]:
-    """``reports`` without the catch-all reports on code another rule reported."""
+    """``reports`` without the catch-all reports on code another rule reported, and without the
+    claimers' reports."""
     if not any(r.rule.catch_all for r in reports):
-        return list(reports)
+        return [r for r in reports if not is_claimer(r.rule)]
     claimed: set[int] = set()  # the nodes other rules reported
     enclosing: set[int] = set()  # and every node enclosing one of them
     for r in reports:
         if not r.rule.catch_all:
             claimed.add(id(r.node))
             enclosing |= r.ancestor_ids
-    if not claimed:
-        return list(reports)
-    return [r for r in reports if not (
+    return [r for r in reports if not is_claimer(r.rule) and not (
         r.rule.catch_all and (id(r.node) in enclosing or _claimed_upwards(r.node, claimed, parents)))]
 
 

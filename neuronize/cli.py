@@ -167,8 +167,14 @@ def check(apply_fixes: bool, **kwargs: Any) -> None:
 @click.option("--no-color", is_flag=True, help="The same as --color never.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), default=None,
               help="Also write this run's Markdown migration report to this file.")
+@click.option("--verify", is_flag=True, help="`fix --verify -- COMMAND`: run COMMAND before and after on "
+              "each simulated host (see `neuronize verify`); write only the files no regression points to.")
 def fix(**kwargs: object) -> None:
     """Apply the safe fixes (and unsafe ones with --unsafe-fixes); report the rest."""
+    if kwargs.pop("verify"):
+        from neuronize.verify.command import fix_verify
+
+        sys.exit(fix_verify(kwargs))
     if kwargs.get("review") is not None:
         kwargs["interactive"] = True
         if kwargs["review"] == "unsafe":
@@ -291,6 +297,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
 
     if baseline is not None and mode == "fix":
         run = api.hold_back_baselined(run, baseline, Path(kw["baseline"]))
+    proposed = None
     if writing and from_stdin:
         entry = run.files[0]
         sys.stdout.buffer.write(entry.result.output or entry.source or b"")
@@ -300,14 +307,14 @@ def _run_inner(mode: str, **kw: Any) -> int:
     elif writing:
         run = api.write_changes(run)
         if run.stale_removed:
-            click.echo(f"neuronize: removed {len(run.stale_removed)} temp file(s) left by an "
-                       "interrupted run", err=True)
+            click.echo(f"neuronize: removed {report.counted(len(run.stale_removed), 'temp file')} left by "
+                       "an interrupted run", err=True)
     baselined = 0
     if kw.get("write_baseline"):
         target = Path(kw["write_baseline"])
         entries = api.baseline_entries(run, target)
         write_baseline(target, entries)
-        click.echo(f"neuronize: wrote {len(entries)} finding(s) to baseline {target}", err=True)
+        click.echo(f"neuronize: wrote {report.counted(len(entries), 'finding')} to baseline {target}", err=True)
         return EXIT_ERROR if run.errors else EXIT_CLEAN
     if baseline is not None:
         run, baselined = api.apply_baseline(run, baseline, Path(kw["baseline"]))
@@ -332,19 +339,32 @@ def _run_inner(mode: str, **kw: Any) -> int:
                         err=stdout_is_data)
     for line in report.error_lines(run):
         click.echo(line, err=True)
-    if not kw["quiet"]:
-        summary = report.summary_line(run, wrote=writing)
-        if writing and kw.get("interactive"):
-            from neuronize.review import review_summary
-
-            summary = review_summary(proposed, run)
-        if baselined:
-            summary += f"; {baselined} baselined finding(s) not shown"
-        if mode == "check" and (run.files or run.skipped):
-            click.echo(output.found_line(run, unsafe), err=True)
-        if mode != "check" or kw["verbose"] or baselined:
-            click.echo(summary, err=True)
+    if not kw["quiet"] and (mode != "check" or run.files or run.skipped):
+        click.echo(_summary(mode, run, kw, writing=writing, unsafe=unsafe, baselined=baselined,
+                            proposed=proposed if writing and kw.get("interactive") else None), err=True)
     return _exit_code(mode, run, kw, writing=writing, from_stdin=from_stdin)
+
+
+def _summary(mode: str, run, kw: dict[str, Any], *, writing: bool, unsafe: bool,  # type: ignore[no-untyped-def]
+             baselined: int, proposed) -> str:
+    """The run's one summary line, worded for its command: `check` says what it found (with
+    -v, what would change), `fix` what it did (`fix -i`: what the review did)."""
+    from neuronize import output, report
+
+    hidden = f"{report.counted(baselined, 'baselined finding')} not shown" if baselined else ""
+    if mode == "check":
+        found = output.found_line(run, unsafe).rstrip(".")
+        if hidden and not any(f.result.findings for f in run.files):
+            found = "No new findings"
+        parts = [found, hidden, report.files_line(run, wrote=False) if kw["verbose"] else ""]
+        return "; ".join(p for p in parts if p) + "."
+    if proposed is not None:
+        from neuronize.review import review_summary
+
+        summary = review_summary(proposed, run)
+    else:
+        summary = report.summary_line(run, wrote=writing, unsafe_fixes=unsafe)
+    return f"{summary}; {hidden}" if hidden else summary
 
 
 def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-untyped-def]
@@ -359,7 +379,8 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
     if kw["statistics"]:
         lines = output.statistics(run, unsafe, include_applied=include_applied)
     elif fmt == "json":
-        lines = [report.to_json(run, include_applied=include_applied)]
+        lines = [report.to_json(run, include_applied=include_applied,
+                                wrote=mode == "fix" and not kw.get("diff") and not err)]
     elif fmt == "markdown":
         lines = [report.to_markdown(run, command=_report_command(kw),
                                     links=_links(kw, mode == "fix" and not kw.get("diff")))]
@@ -373,7 +394,12 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
             click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
         return
     else:
-        lines = report.text_findings(run, include_applied=include_applied, show_repeats=kw.get("show_repeats", False))
+        style = Style(wants_color(stream, kw["color"]))
+        lines = report.text_findings(run, include_applied=include_applied,
+                                     show_repeats=kw.get("show_repeats", False), style=style)
+        for line in lines:
+            click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
+        return
     for line in lines:
         click.echo(line, err=err)
 
@@ -450,7 +476,24 @@ def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     prompt_for = (lambda hunk: hunk.safety is not Safety.SAFE) if kw.get("review") == "unsafe" else (
         lambda hunk: True)
     return review_run(run, ask=ask, say=click.echo, style=style, prompt_for=prompt_for,
-                      write=lambda f: api.write_changes(RunResult(files=[f])).files[0])
+                      write=lambda f: api.write_changes(RunResult(files=[f])).files[0],
+                      safe=_safe_layers(run, kw))
+
+
+def _safe_layers(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """What plain `fix` (no unsafe fixes) makes of each changed file, when the run has unsafe
+    fixes: the review asks about those edits first, and never in one hunk with an unsafe one."""
+    from neuronize import api
+    from neuronize.review import SafeLayer
+    from neuronize.types import Safety
+
+    if not any(x.applied and x.safety is Safety.UNSAFE for f in run.files for x in f.result.findings):
+        return None
+    safe = api.analyse_paths(kw["paths"], (), jobs=kw["jobs"], force_exclude=kw["force_exclude"],
+                             cache=not kw["no_cache"], resolver=_resolver({**kw, "unsafe_fixes": False}))
+    changed = {f.display for f in run.files if f.result.changed}
+    return {f.display: SafeLayer(f.result.output, f.result.findings) for f in safe.files
+            if f.error is None and f.display in changed}
 
 
 def _write_output(path: str, text: str) -> None:
@@ -555,6 +598,11 @@ def audit(command: tuple[str, ...], pretend_cuda: bool, strict: bool, max_second
     sys.exit(run_audit(list(command), pretend_cuda=pretend_cuda, strict=strict,
                        max_seconds=max_seconds, output=output_file, output_format=output_format,
                        say=click.echo, warn=lambda line: click.echo(line, err=True)))
+
+
+from neuronize.verify.command import verify  # noqa: E402
+
+cli.add_command(verify)
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     try:
         import tomli as tomllib
     except ImportError:  # reported by load_config, so the rest of neuronize still works
-        tomllib = None  # type: ignore[assignment]
+        tomllib = None
 
 TABLE = "[tool.neuronize]"
 #: a standalone configuration file: the settings at its top level; wins over pyproject.toml

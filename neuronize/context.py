@@ -52,8 +52,8 @@ class ImportTable:
         # Fast exit (rules ask this of every Name and Attribute): find the head name first.
         head_node = node
         while type(head_node) is cst.Attribute:
-            head_node = head_node.value  # type: ignore[attr-defined]
-        if type(head_node) is not cst.Name or head_node.value not in self._names:  # type: ignore[attr-defined]
+            head_node = head_node.value
+        if type(head_node) is not cst.Name or head_node.value not in self._names:
             return None
         name = dotted_name(node)
         if name is None:

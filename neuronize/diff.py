@@ -39,12 +39,6 @@ HEADER_WIDTH = 100
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
-def use_color(stream: IO[str] | IO[bytes], no_color: bool = False) -> bool:
-    """ANSI colour only on a terminal, and never with ``--no-color`` or a non-empty ``NO_COLOR``
-    (https://no-color.org); the rules are :func:`wants_color`'s."""
-    return wants_color(stream, "never" if no_color else "auto")
-
-
 def wants_color(stream: IO[str] | IO[bytes], choice: str = "auto") -> bool:
     """``--color always|never`` decides; with ``auto`` a non-empty ``FORCE_COLOR`` turns colour
     on (it wins over ``NO_COLOR``: it is set for one run, ``NO_COLOR`` is a standing
@@ -136,7 +130,7 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
                  findings: Sequence[Finding] = (), style: Style = Style()) -> str:
     """The diff of one file, with ``a/`` and ``b/`` prefixes (``git apply`` style); each hunk
     header names the findings whose edits it holds (see the module docstring)."""
-    from neuronize.hunks import context_hunks, header_note, short_note  # a diff's work, not start-up's
+    from neuronize.hunks import context_hunks, header_note, in_file_lines, short_note  # a diff's work, not start-up's
 
     old, new = _lines(decode(before)), _lines(decode(after))
     if old == new:
@@ -152,8 +146,7 @@ def unified_diff(display: str, before: bytes, after: bytes, context: int = 3,
         if not line.endswith(("\n", "\r")):
             out.append("\n" + NO_NEWLINE)
 
-    # a notebook finding's line counts within its cell: it cannot be matched to a hunk by line
-    findings = [f for f in findings if getattr(f, "cell", None) is None]
+    findings = in_file_lines(display, before, findings)  # a notebook's: on the notebook's lines
     reasons: list[str] = []
     for number, hunk in enumerate(context_hunks(old, new, findings, context), start=1):
         header = (f"@@ -{_range(hunk.old_start, hunk.old_end)} "

@@ -1,4 +1,4 @@
-"""The pipeline for one file's bytes: pre-filter -> parse -> analyse -> filter -> apply -> imports -> emit.
+"""The pipeline for one file's bytes: pre-filter -> parse -> analyse -> decide -> apply -> imports -> emit.
 
 Pure: bytes in, a :class:`SourceResult` value out; no filesystem, no printing, never raises for
 bad input (a bad file is an error value, the run goes on).
@@ -12,6 +12,8 @@ bad input (a bad file is an error value, the run goes on).
   code another rule reported are then dropped (:mod:`neuronize.claims`).
 - **Positions** are resolved only for files that have findings, and only for reported nodes
   (:mod:`neuronize.positions`).
+- **Decide** which proposed fixes are applied: :mod:`neuronize.policy`, the one decision stage
+  (target, role, dispatch, evidence, suppressions, import safety, edit groups, guards).
 - **Apply** the accepted fixes in one transformer pass. A fix inside another fix is deferred and
   the rules run again on the new tree (at most three rounds).
 - **Imports** requested by applied fixes are added or removed once, at the end.
@@ -34,15 +36,16 @@ import libcst as cst
 from neuronize.claims import drop_claimed
 from neuronize.context import FileContext, ImportTable, collect_imports
 from neuronize.positions import locate_in_code
-from neuronize.import_safety import hazard, hazards, is_script, lazy_annotations
+from neuronize.import_safety import hazards, neuron_tests
+from neuronize.policy import Located, Tree, accepts, decide
 from neuronize.purity import Qualify, is_pure, is_pure_context
 from neuronize.sources.kinds import SourceKind
-from neuronize.suppressions import Suppression, parse_suppressions, unknown_codes
+from neuronize.suppressions import parse_suppressions
 from neuronize.syntax_error import python_syntax_error
 from neuronize.transform import Report, Reporter, Transform
 
 # FileError and SourceResult are also imported from here by tests (their home is neuronize.types)
-from neuronize.types import FileError, Finding, ImportRequest, Options, Safety, SourceResult, Target
+from neuronize.types import FileError, Finding, ImportRequest, Options, SourceResult, Target
 from neuronize.undefined import introduced
 from neuronize.walk import walk
 
@@ -198,7 +201,7 @@ class _Applier(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         return self._on_path is None or id(node) in self._on_path
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
         report = self._fixes.get(id(original_node))
         if report is not None:
             replacement = report.replacement
@@ -437,12 +440,7 @@ def _after_environment(module: cst.Module, before: set[str]) -> cst.Module:
     return module.with_changes(body=[*kept, *added, *body[last + 1:]])
 
 
-# -- positions and suppressions ------------------------------------------------------------
-Located = list[tuple[Report, Finding]]
-
-UNUSED_SUPPRESSION = ("NRN000", "unused-suppression")
-
-
+# -- positions ------------------------------------------------------------------------------
 def _locate(module: cst.Module, reports: Sequence[Report]) -> tuple[Located, str | None]:
     """The findings of ``reports``, and the module's code if it had to be rendered for them."""
     if not reports:
@@ -451,10 +449,10 @@ def _locate(module: cst.Module, reports: Sequence[Report]) -> tuple[Located, str
     located = []
     for r in reports:
         span = spans[id(r.node)]
-        message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
         located.append((r, Finding(
             line=span.line, column=span.column, end_line=span.end_line, end_column=span.end_column,
-            rule=r.rule.id, name=r.rule.name, safety=r.safety, message=message, fixable=r.fixable,
+            rule=r.rule.id, name=r.rule.name, safety=r.safety, message=r.message, fixable=r.fixable,
+            evidence=r.evidence, notes=r.notes, dependency=r.dependency,
         )))
     return located, code
 
@@ -462,240 +460,6 @@ def _locate(module: cst.Module, reports: Sequence[Report]) -> tuple[Located, str
 def _bytes(module: cst.Module, code: str | None) -> bytes:
     """``module.bytes``, from its code when :func:`_locate` has already rendered it."""
     return module.bytes if code is None else code.encode(module.encoding)
-
-
-def _suppress(source: bytes, located: Located, rules: Sequence[type[Transform]],
-              options: Options) -> tuple[Located, list[Finding]]:
-    """Drop what ``# neuronize: ignore`` comments silence (findings and their fixes alike)."""
-    suppressions = parse_suppressions(source)
-    if not suppressions:
-        return located, []
-    kept = [(r, f) for r, f in located if not any(s.matches(f) and _covers(s, f) for s in suppressions)]
-    unused: list[Finding] = _misspelt(suppressions)
-    if options.report_unused_suppressions:
-        used = {id(s) for _, f in located for s in suppressions if s.matches(f) and _covers(s, f)}
-        unused += unused_suppressions(suppressions, used, rules)
-    return kept, unused
-
-
-def unused_suppressions(suppressions: Sequence[Suppression], used: set[int],
-                        rules: Sequence[type[Transform]]) -> list[Finding]:
-    """NRN000 for each suppression (by ``id``) not in ``used`` that names an enabled rule (or
-    every rule): the one report for every kind of source."""
-    enabled = {r.id for r in rules} | {r.name for r in rules}
-    found = []
-    for s in suppressions:
-        relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)
-        if id(s) not in used and relevant:
-            what = "every rule" if s.codes is None else ", ".join(sorted(s.codes))
-            found.append(Finding(s.line, 1, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
-                                 f"unused suppression ({what}): nothing is reported here any more",
-                                 False, s.line, 1))
-    return found
-
-
-def _misspelt(suppressions: Sequence[Suppression]) -> list[Finding]:
-    """A suppression naming no rule is reported whatever the options: its typo silences nothing."""
-    from neuronize.registry import all_rules
-
-    ids = frozenset({r.id for r in all_rules()} | {UNUSED_SUPPRESSION[0]})
-    names = frozenset({r.name for r in all_rules()} | {UNUSED_SUPPRESSION[1]})
-    found = []
-    for s in suppressions:
-        for code, close in unknown_codes(s, ids, names):
-            hint = f" (did you mean {close}?)" if close else " (see `neuronize rules`)"
-            found.append(Finding(s.line, s.column, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
-                                 f"unknown rule `{code}` in a suppression: it silences nothing{hint}",
-                                 False, s.line, s.column))
-    return found
-
-
-def _decide(source: bytes, located: Located, rules: Sequence[type[Transform]], options: Options,
-            module: cst.Module, parents: Parents) -> tuple[Located, list[Finding]]:
-    """Suppressions, import safety, then edit groups: what is left of ``located`` and the unused
-    suppressions."""
-    kept, unused = _suppress(source, located, rules, options)
-    kept = _import_safe(kept, module, parents)
-    # a member suppressed, or held back by import safety (a new Report), holds back its group
-    kept_ids = {id(r) for r, _ in kept}
-    held = {r.group for r, _ in located if r.group is not None and id(r) not in kept_ids}
-    settled = _guards_follow_bodies(_settle_groups(kept, held), parents)
-    # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
-    same_tests, groups = _same_tests_grouped(settled, parents)
-    return _settle_groups(same_tests, set(), only=groups), unused
-
-
-def _guards_follow_bodies(located: Located, parents: Parents) -> Located:
-    """An edit to the test of an ``if`` (or of a conditional expression) is as safe as the weakest
-    fix in its body, and not made when the body keeps code a rule reports: a guard rewritten for
-    Neuron around a body left for CUDA would switch that body on where it cannot run, or off where
-    it used to run (a safe-only run that migrates ``if torch.cuda.is_available():`` but keeps its
-    unsafe body; ``torch.cuda.memory_reserved() if torch.cuda.is_available() else 0``)."""
-    guards: dict[int, cst.If | cst.IfExp] = {}
-    for r, _ in located:
-        if r.fixable:
-            guard = _guard_of(r.node, parents)
-            if guard is not None:
-                guards[id(r)] = guard
-    if not guards:
-        return located
-    body_safety: dict[int, Safety] = {}
-    for guard in {id(g): g for g in guards.values()}.values():
-        weakest = Safety.SAFE
-        for r, _ in located:
-            if _inside(r.node, guard.body, parents):
-                own = r.safety if r.fixable else Safety.REPORT_ONLY
-                weakest = max(weakest, own, key=_WEAKNESS.index)
-        body_safety[id(guard)] = weakest
-    out: Located = []
-    for r, f in located:
-        guard = guards.get(id(r))
-        weakest = body_safety[id(guard)] if guard is not None else Safety.SAFE
-        if guard is None or _WEAKNESS.index(weakest) <= _WEAKNESS.index(r.safety):
-            out.append((r, f))
-        elif weakest is Safety.REPORT_ONLY:
-            out.append((dataclasses.replace(r, replacement=None), dataclasses.replace(
-                f, fixable=False, message=f"{f.message} [not applied: the guarded code keeps code reported "
-                                          "for CUDA; a guard and its body move together]")))
-        else:
-            out.append((dataclasses.replace(r, safety=weakest), dataclasses.replace(
-                f, safety=weakest, message=f"{f.message} [{weakest}, like the edits of its guarded code]")))
-    return out
-
-
-def _same_tests_grouped(located: Located, parents: Parents) -> tuple[Located, set[str]]:
-    """The edits to ``if`` statements and conditional expressions of one function that test the
-    same condition, as one edit group each (settled by :func:`_settle_groups`): code that checks
-    ``torch.cuda.is_available()`` twice pairs its branches (a log format with a memory field built
-    under the first, filled under the second); rewriting only one pairs a Neuron branch with a CUDA
-    one, which fails on both hosts. Returns the findings and the names of the groups made (an edit
-    already in a group of its own keeps it)."""
-    guard_of = [_guard_of(r.node, parents) for r, _ in located]
-    guards = {id(g): g for g in guard_of if g is not None}
-    if len(guards) < 2:
-        return located, set()
-    names: dict[int, str] = {}
-    for family in _families(list(guards.values()), parents):
-        scope = _scope_of(family[0], parents)
-        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
-        test = " ".join(cst.Module([]).code_for_node(family[0].test).split())
-        name = f"if {test if len(test) <= 40 else test[:37] + '...'} in {where}"
-        names.update((id(g), name) for g in family)
-    out: Located = []
-    for (r, f), guard in zip(located, guard_of, strict=True):
-        if guard is not None and id(guard) in names and r.group is None:
-            r = dataclasses.replace(r, group=names[id(guard)])
-        out.append((r, f))
-    return out, set(names.values())
-
-
-def _families(guards: list[cst.If | cst.IfExp], parents: Parents) -> list[list[cst.If | cst.IfExp]]:
-    """``guards`` in groups of two or more that test equal conditions in one function (or at
-    module level)."""
-    families: list[list[cst.If | cst.IfExp]] = []
-    for guard in guards:
-        scope = _scope_of(guard, parents)
-        for family in families:
-            if _scope_of(family[0], parents) is scope and family[0].test.deep_equals(guard.test):
-                family.append(guard)
-                break
-        else:
-            families.append([guard])
-    return [family for family in families if len(family) > 1]
-
-
-def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
-    """The function definition around ``node``, or None at module level."""
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if isinstance(parent, (cst.FunctionDef, cst.Lambda)):
-            return parent
-        child = parent
-    return None
-
-
-def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | cst.IfExp | None:
-    """The ``if`` or conditional expression whose test holds ``node``, if any."""
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if isinstance(parent, cst.If):
-            return parent if parent.test is child else None
-        if isinstance(parent, cst.IfExp) and parent.test is child:
-            return parent
-        if isinstance(parent, (cst.BaseSuite, cst.BaseStatement)):
-            return None
-        child = parent
-    return None
-
-
-def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
-    """``node`` is ``block`` or lies within it (a conditional expression's body is one node)."""
-    if node is block:
-        return True
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if parent is block:
-            return True
-        child = parent
-    return False
-
-
-def _import_safe(located: Located, module: cst.Module, parents: Parents) -> Located:
-    """Fixes that would make the module fail to import on a host without Neuron become findings
-    (:mod:`neuronize.import_safety`), whichever rule proposed them."""
-    script = is_script(module)  # its top level is the program; its defaults still run at start
-    lazy = lazy_annotations(module)
-    out: Located = []
-    for r, f in located:
-        why = hazard(r, parents, lazy, defaults_only=script) if r.fixable else None
-        if why is not None:
-            r = dataclasses.replace(r, replacement=None)
-            f = dataclasses.replace(f, fixable=False, message=(
-                f"{f.message} [not applied, import safety: {why} would run at import; the module would no "
-                "longer import on a host without Neuron]"))
-        out.append((r, f))
-    return out
-
-
-#: safety classes, strongest first
-_WEAKNESS = (Safety.SAFE, Safety.UNSAFE, Safety.REPORT_ONLY)
-
-
-def _settle_groups(located: Located, held: set[str], only: set[str] | None = None) -> Located:
-    """Edit groups (``Report.group``, one per name in a file): each member takes the weakest safety
-    of the group; when a member has no fix, or was suppressed (``held``), no fix of the group is
-    applied. Findings name their group, so review treats it as one decision. ``only``: settle
-    these groups (the others are settled already)."""
-    weakest: dict[str, Safety] = {}
-    members: dict[str, int] = {}
-    for r, _ in located:
-        if r.group is not None and (only is None or r.group in only):
-            own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
-            weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
-            members[r.group] = members.get(r.group, 0) + 1
-    settled: Located = []
-    for r, f in located:
-        if r.group not in members or (members[r.group] == 1 and r.group not in held):
-            settled.append((r, f))  # a group of one edit is that edit: nothing to say about it
-            continue
-        group = weakest[r.group]
-        if not r.fixable:
-            note = f"edit group `{r.group}`"
-        elif group is Safety.REPORT_ONLY:
-            note = f"edit group `{r.group}`: not applied, another edit of the group cannot be made"
-            r, f = dataclasses.replace(r, replacement=None), dataclasses.replace(f, fixable=False)
-        elif group is not r.safety:
-            note = f"edit group `{r.group}`: {group}, like its weakest edit"
-            r, f = dataclasses.replace(r, safety=group), dataclasses.replace(f, safety=group)
-        else:
-            note = f"edit group `{r.group}`"
-        settled.append((r, dataclasses.replace(f, message=f"{f.message} [{note}]", group=r.group)))
-    return settled
-
-
-def _covers(suppression: object, finding: Finding) -> bool:
-    lines = range(finding.line, max(finding.line, finding.end_line) + 1)
-    return any(line in suppression.applies_to for line in lines)  # type: ignore[attr-defined]
 
 
 def _findings(located: Located, applied: Callable[[Report], bool], extra: Sequence[Finding] = ()
@@ -743,12 +507,18 @@ def run_source(
     prefilter: TokenFilter | None = None,
     fix: bool = True,
     inherited: bytes = b"",
+    tidy: bool = True,
+    cell: bool = False,
 ) -> SourceResult:
     """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
 
     Never raises on bad input. With ``fix=False`` (``check``) no fix is applied and ``output``
     stays None; findings still say which fixes would apply. ``inherited``: import statements
     that ran before this source (a notebook's earlier cells), so names they bind are known.
+    ``tidy``: the code the fixes wrote is then made what a person would write (:func:`_tidied`);
+    False shows the rules' own edits (a rule's examples, comparisons between targets). ``cell``:
+    the source is a notebook cell, read on its own: a function it defined would be one per cell,
+    so the Neuron test stays written out.
     """
     if b"\x00" in source:
         return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
@@ -757,7 +527,7 @@ def run_source(
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return _on_deep_stack(_run_parsed, source, rules, options, path, fix, inherited)
+        return _on_deep_stack(_run_parsed, source, rules, options, path, fix, inherited, tidy, cell)
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=_error_for(exc, source))
 
@@ -793,15 +563,6 @@ def _on_deep_stack(func: Callable[..., SourceResult], *args: object) -> SourceRe
     return outcome[0]
 
 
-def accepts(options: Options) -> Callable[[Report], bool]:
-    def accepted(report: Report) -> bool:
-        return report.fixable and (
-            report.safety is Safety.SAFE or (report.safety is Safety.UNSAFE and options.unsafe_fixes)
-        )
-
-    return accepted
-
-
 _BLANK_TAIL = re.compile(rb"(?<=\n)[ \t\f\r\n]*\Z")
 
 
@@ -815,13 +576,14 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
 
 
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
-                path: str, fix: bool, inherited_source: bytes = b"") -> SourceResult:
+                path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True,
+                cell: bool = False) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
     inherited = collect_imports(cst.parse_module(inherited_source)) if inherited_source else None
     reports, parents = _analyse(module, rules, options, path, source, inherited)
     located, code = _locate(module, reports)
-    located, unused = _decide(source, located, rules, options, module, parents)
+    located, unused = decide(located, options, parse_suppressions(source), rules, Tree(module, parents))
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
@@ -848,7 +610,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         marker_free = b"neuronize:" not in source
         reports, parents = _analyse(new, rules, options, path, source, inherited)  # the bytes as read: a superset test
         again, code = _locate(new, reports)
-        again, _ = _decide(source if marker_free else _bytes(new, code), again, rules, options, new, parents)
+        marks = parse_suppressions(source if marker_free else _bytes(new, code))
+        again, _ = decide(again, options, marks, rules, Tree(new, parents))
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
@@ -863,6 +626,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         named = merge_guards(name_device(new, source), source)
         if named is not new:
             new, code = named, None
+    if tidy and new is not module:
+        new, code = _tidied(new, code, source, options, name_tests=not cell)
     output = _bytes(new, code) + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see _outermost).
@@ -890,11 +655,29 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
             "left alone; please report it"))
-    added = hazards(tree) - (hazards(source_tree) if source_tree is not None else Counter())
+    added = hazards(tree, neuron_tests(new)) - (
+        hazards(source_tree, neuron_tests(module)) if source_tree is not None else Counter())
     if added:  # a safety net: _import_safe should have held these fixes back
         return SourceResult(findings=_findings(located, _never, unused), error=FileError(
             f"internal error: the rewritten module would evaluate {next(iter(added))} at import; left alone"))
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+
+
+def _tidied(new: cst.Module, code: str | None, source: bytes, options: Options,
+            name_tests: bool) -> tuple[cst.Module, str | None]:
+    """The code the fixes wrote, as a person would write it: defaults resolved in the body
+    (:mod:`neuronize.transforms._late_defaults`), the Neuron test defined once
+    (:mod:`neuronize.transforms._neuron_test`), lines within the project's length
+    (:mod:`neuronize.transforms._wrapped`)."""
+    from neuronize.transforms._late_defaults import late_defaults
+    from neuronize.transforms._neuron_test import name_neuron_test
+    from neuronize.transforms._wrapped import limit_for, wrap_long_lines
+
+    tidied = late_defaults(new, source)
+    if name_tests:
+        tidied = name_neuron_test(tidied, source)
+    tidied = wrap_long_lines(tidied, source, limit_for(source, options.line_length))
+    return (new, code) if tidied is new else (tidied, None)
 
 
 def _python_tree(source: bytes) -> ast.Module | None:

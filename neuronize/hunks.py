@@ -77,9 +77,24 @@ def findings_touching(findings: Iterable[Finding], i1: int, i2: int) -> list[Fin
     return [f for f in findings if f.line <= hi and max(f.end_line, f.line) >= lo]
 
 
+def in_file_lines(display: str, source: bytes, findings: Sequence[Finding]) -> list[Finding]:
+    """The findings with their lines counted in the file (a notebook's count within a cell: moved
+    to the line of the notebook that holds them), in the same order."""
+    if not display.endswith(".ipynb"):
+        return list(findings)
+    from neuronize.sources.notebook import file_line
+
+    out = []
+    for f in findings:
+        line = file_line(source, f.cell, f.line) if f.cell is not None else None
+        end = file_line(source, f.cell, max(f.end_line, f.line)) if f.cell is not None else None
+        out.append(f if line is None else dataclasses.replace(f, line=line, end_line=end or line))
+    return out
+
+
 def finding_label(finding: Finding) -> str:
     """``[NRN101 safe] reason``: rule id, safety class and the one-line reason."""
-    reason = " ".join(finding.message.split())
+    reason = " ".join(finding.text.split())
     return f"[{finding.rule} {finding.safety.value}] {reason}"
 
 
@@ -112,13 +127,19 @@ def import_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_]\w*) = (?!=)")
+_BINDING = re.compile(r"^\s*(?:def ([A-Za-z_]\w*)\(|([A-Za-z_]\w*) = (?!=))")
 
 
 def assigned_names(text: str) -> list[str]:
-    """Names that the one-line assignments ``name = ...`` in ``text`` bind (in a hunk no finding
-    covers: the device ``--target accelerator`` names once per scope)."""
-    return list(dict.fromkeys(m.group(1) for m in map(_ASSIGNMENT.match, text.splitlines()) if m))
+    """Names that the one-line assignments ``name = ...`` and the ``def name(`` lines of ``text``
+    bind (in a hunk no finding covers: the device ``--target accelerator`` names once per scope,
+    the Neuron test a module defines once)."""
+    return list(dict.fromkeys(m.group(1) or m.group(2) for m in map(_BINDING.match, text.splitlines()) if m))
+
+
+def binding_verb(name: str, text: str) -> str:
+    """How a note says that ``text`` binds ``name``: it "defines" a function, "assigns" a value."""
+    return "defines" if re.search(rf"^\s*def {re.escape(name)}\(", text, re.MULTILINE) else "assigns"
 
 
 # -- a unified diff's hunks --------------------------------------------------------------------
@@ -127,7 +148,7 @@ def context_hunks(old: Sequence[str], new: Sequence[str], findings: Sequence[Fin
     """The hunks of a unified diff of ``old`` and ``new`` (text lines, with their endings), with
     ``context`` lines around each change (difflib's grouping: ``diff -u``'s hunks). Each holds the
     applied findings its changes touch; changes no finding touches get a note on the imports they
-    add or remove."""
+    add or remove and the helper functions they define."""
     hunks = []
     for index, group in enumerate(difflib.SequenceMatcher(None, old, new).get_grouped_opcodes(context)):
         inside: list[Finding] = []
@@ -137,11 +158,15 @@ def context_hunks(old: Sequence[str], new: Sequence[str], findings: Sequence[Fin
             inside.extend(f for f in touching if f not in inside)
             if not touching:
                 unexplained.append(block)
-        old_names = import_names("".join("".join(old[i1:i2]) for _, i1, i2, _, _ in unexplained))
-        new_names = import_names("".join("".join(new[j1:j2]) for _, _, _, j1, j2 in unexplained))
+        old_text = "".join("".join(old[i1:i2]) for _, i1, i2, _, _ in unexplained)
+        new_text = "".join("".join(new[j1:j2]) for _, _, _, j1, j2 in unexplained)
+        old_names, new_names = import_names(old_text), import_names(new_text)
         imports = [f"adds `{n}`" for n in new_names if n not in old_names]
         imports += [f"removes `{n}`" for n in old_names if n not in new_names]
-        notes = ("[imports] " + ", ".join(imports) + " for the edits in this file",) if imports else ()
+        defined = [f"defines `{n}`" for n in assigned_names(new_text)
+                   if n not in assigned_names(old_text) and binding_verb(n, new_text) == "defines"]
+        notes = tuple(f"[{tag}] " + ", ".join(what) + " for the edits in this file"
+                      for tag, what in (("imports", imports), ("helper", defined)) if what)
         first, last = group[0], group[-1]
         hunks.append(Hunk(index, first[1], last[2], first[3], last[4], tuple(group), tuple(sorted(inside)),
                           notes=notes, safety=safety_of(inside)))
@@ -157,7 +182,7 @@ def header_note(hunk: Hunk) -> str:
 def short_note(hunk: Hunk, width: int) -> str:
     """The header note cut to ``width`` columns: ``[imports]`` and ``[NRN101 safe]`` tags only
     (the reasons go elsewhere), and ``+N more`` for tags that do not fit."""
-    tags = [*(["[imports]"] if hunk.notes else []), *(f"[{f.rule} {f.safety.value}]" for f in hunk.findings)]
+    tags = [*(note.split(" ", 1)[0] for note in hunk.notes), *(f"[{f.rule} {f.safety.value}]" for f in hunk.findings)]
     tags = list(dict.fromkeys(tags))
     for shown in range(len(tags), 0, -1):
         more = f" +{len(tags) - shown} more" if shown < len(tags) else ""
@@ -323,7 +348,7 @@ def _link_imports(hunks: list[Hunk], old: Sequence[bytes], new: Sequence[bytes],
         old_names, new_names = import_names(old_text), import_names(new_text)
         old_assigned = assigned_names(old_text)
         added = [(n, "adds the import of") for n in new_names if n not in old_names]
-        added += [(n, "assigns") for n in assigned_names(new_text) if n not in old_assigned]
+        added += [(n, binding_verb(n, new_text)) for n in assigned_names(new_text) if n not in old_assigned]
         removed = [n for n in old_names if n not in new_names]
         notes: list[str] = []
         serves: set[int] = set()

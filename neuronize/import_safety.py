@@ -17,6 +17,7 @@ on every changed file.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from collections.abc import Iterator
 
@@ -74,13 +75,14 @@ def _call_hazard(call: cst.Call) -> str | None:
     return None
 
 
-def _found_in(node: cst.CSTNode) -> Iterator[str]:
-    """The hazards in ``node``'s own code (guarded imports excepted)."""
+def _found_in(node: cst.CSTNode, tests: frozenset[str]) -> Iterator[str]:
+    """The hazards in ``node``'s own code (guarded imports excepted); ``tests``: the module's
+    functions that test for Neuron (:func:`neuron_tests`)."""
     if isinstance(node, cst.Try) and any(_catches_import_error(h) for h in node.handlers):
         return
-    if isinstance(node, cst.IfExp) and _names_neuron(cst.Module([]).code_for_node(node.test)):
-        yield from _found_in(node.test)  # the body is evaluated only where the test chose Neuron
-        yield from _found_in(node.orelse)
+    if isinstance(node, cst.IfExp) and _names_neuron(cst.Module([]).code_for_node(node.test), tests):
+        yield from _found_in(node.test, tests)  # the body is evaluated only where the test chose Neuron
+        yield from _found_in(node.orelse, tests)
         return
     if isinstance(node, cst.Import) and any(_is_neuronx(dotted_name(a.name)) for a in node.names):
         yield IMPORT
@@ -94,10 +96,10 @@ def _found_in(node: cst.CSTNode) -> Iterator[str]:
     elif isinstance(node, cst.Call) and (found := _call_hazard(node)) is not None:
         yield found
     for child in node.children:
-        yield from _found_in(child)
+        yield from _found_in(child, tests)
 
 
-def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool) -> bool:
+def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool, tests: frozenset[str]) -> bool:
     child = node
     while (parent := parents.get(id(child))) is not None:
         if isinstance(parent, (cst.FunctionDef, cst.Lambda)) and child is parent.body:
@@ -107,7 +109,7 @@ def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool)
         if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
             return False  # runs when the file is a script, never when it is imported
         if isinstance(parent, cst.If) and child is parent.body and _tests_for_neuron(
-                cst.Module([]).code_for_node(parent.test)):
+                cst.Module([]).code_for_node(parent.test), tests):
             return False  # runs only where the Neuron device is present
         if isinstance(parent, cst.Try) and child is parent.body and any(_catches_import_error(h)
                                                                          for h in parent.handlers):
@@ -116,16 +118,66 @@ def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool)
     return True
 
 
-def _names_neuron(test: str) -> bool:
+def _names_neuron(test: str, tests: frozenset[str]) -> bool:
     """A condition that chooses by the Neuron device (its availability or a device named
     ``"neuron"``): the value it guards is built only where Neuron was chosen."""
-    return '"neuron"' in test or "'neuron'" in test
+    return '"neuron"' in test or "'neuron'" in test or _calls_test(test, tests)
 
 
-def _tests_for_neuron(test: str) -> bool:
+def _tests_for_neuron(test: str, tests: frozenset[str] = frozenset()) -> bool:
     """A condition true only where the Neuron device is present (as ``_target.available`` writes
-    it): code under it never runs on a host without Neuron."""
-    return 'type == "neuron"' in test or "type == 'neuron'" in test
+    it, or a call of one of ``tests``, the module's functions that return that test): code under
+    it never runs on a host without Neuron."""
+    return 'type == "neuron"' in test or "type == 'neuron'" in test or _calls_test(test, tests)
+
+
+def _calls_test(test: str, tests: frozenset[str]) -> bool:
+    return any(re.search(rf"(?<![\w.]){name}\(\)", test) for name in tests)
+
+
+#: the test for the Neuron device as the migration writes it (``_target.available``); ``t`` is the
+#: module's name for torch
+NEURON_TEST = re.compile(r"(?P<t>[A-Za-z_]\w*)\.accelerator\.is_available\(\) and "
+                         r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
+
+
+#: the names the migration gives the function that returns that test (``transforms/_neuron_test.py``)
+NEURON_TEST_NAME = re.compile(r"on_neuron(?:_device(?:_\d+)?)?")
+#: a call of it in a condition's code
+_NEURON_TEST_CALL = re.compile(r"(?<![\w.])on_neuron(?:_device(?:_\d+)?)?\(\)")
+
+
+def calls_neuron_test(code: str) -> bool:
+    """``code`` calls the function the migration defines for the test (``on_neuron()``)."""
+    return _NEURON_TEST_CALL.search(code) is not None
+
+
+def is_neuron_test(node: cst.CSTNode) -> bool:
+    """``node`` is the test written out (any name for torch, any quotes, parentheses or wrapping)."""
+    if not isinstance(node, cst.BooleanOperation):
+        return False
+    bare = node.with_changes(lpar=(), rpar=()) if node.lpar else node
+    return NEURON_TEST.fullmatch(" ".join(cst.Module([]).code_for_node(bare).split())) is not None
+
+
+def neuron_tests(module: cst.Module) -> frozenset[str]:
+    """The functions at the top level of ``module`` that take nothing and only return the test
+    for the Neuron device (as the migration defines one: ``on_neuron``)."""
+    found = set()
+    for stmt in module.body:
+        if not isinstance(stmt, cst.FunctionDef) or stmt.params.params or not isinstance(stmt.body, cst.IndentedBlock):
+            continue
+        body = [s for s in stmt.body.body if not _is_docstring(s)]
+        if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1:
+            small = body[0].body[0]
+            if isinstance(small, cst.Return) and small.value is not None and is_neuron_test(small.value):
+                found.add(stmt.name.value)
+    return frozenset(found)
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
 
 
 def _is_main_test(test: cst.BaseExpression) -> bool:
@@ -152,18 +204,20 @@ def _in_parameter_default(node: cst.CSTNode, parents: Parents) -> bool:
     return False
 
 
-def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_only: bool = False) -> str | None:
+def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_only: bool = False,
+           tests: frozenset[str] = frozenset()) -> str | None:
     """What ``report``'s fix would add to the code run at import time that fails without Neuron.
     ``defaults_only`` (a script, :func:`is_script`): only a parameter's default counts, which runs
-    when the program starts whatever its options (``--device cpu`` never reaches it otherwise)."""
+    when the program starts whatever its options (``--device cpu`` never reaches it otherwise).
+    ``tests``: the module's functions that test for Neuron (:func:`neuron_tests`)."""
     if defaults_only and not _in_parameter_default(report.node, parents):
         return None
     if any(_is_neuronx(r.module) and not r.remove for r in report.imports):
         return IMPORT + " at the top of the module"
-    if not report.fixable or not _runs_at_import(report.node, parents, lazy_annotations):
+    if not report.fixable or not _runs_at_import(report.node, parents, lazy_annotations, tests):
         return None
     for node in _replacement_nodes(report):
-        for found in _found_in(node):
+        for found in _found_in(node, tests):
             return found
         if _neuron_string(node):  # a literal that becomes a compile backend or autocast device
             arg = parents.get(id(report.node))
@@ -200,17 +254,17 @@ def lazy_annotations(module: cst.Module) -> bool:
 
 
 # -- the last check, on a whole module (ast: the engine has just parsed the output with it) --------
-def hazards(tree: ast.Module) -> Counter[str]:
+def hazards(tree: ast.Module, tests: frozenset[str] = frozenset()) -> Counter[str]:
     """What ``tree`` evaluates at import that fails without Neuron, by kind (none for a script,
-    :func:`is_script`)."""
+    :func:`is_script`); ``tests``: its functions that test for Neuron (:func:`neuron_tests`)."""
     found: Counter[str] = Counter()
     if not any(isinstance(s, (ast.With, ast.For, ast.While)) or isinstance(s, ast.Expr) and
                isinstance(s.value, (ast.Call, ast.Await)) for s in tree.body):
-        _scan(tree.body, found)
+        _scan(tree.body, found, tests)
     return found
 
 
-def _scan(body: list[ast.stmt], found: Counter[str]) -> None:
+def _scan(body: list[ast.stmt], found: Counter[str], tests: frozenset[str]) -> None:
     for stmt in body:
         if isinstance(stmt, ast.Import) and any(_is_neuronx(a.name) for a in stmt.names):
             found[IMPORT] += 1
@@ -218,26 +272,26 @@ def _scan(body: list[ast.stmt], found: Counter[str]) -> None:
             found[IMPORT] += 1
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for expr in [*stmt.decorator_list, *stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d)]:
-                _scan_expr(expr, found)
+                _scan_expr(expr, found, tests)
         elif isinstance(stmt, ast.ClassDef):
             for expr in [*stmt.decorator_list, *stmt.bases]:
-                _scan_expr(expr, found)
-            _scan(stmt.body, found)
+                _scan_expr(expr, found, tests)
+            _scan(stmt.body, found, tests)
         elif isinstance(stmt, ast.Try):
             if not any(h.type is None or "Error" in ast.unparse(h.type) or "Exception" in ast.unparse(h.type)
                        for h in stmt.handlers):
-                _scan(stmt.body, found)
+                _scan(stmt.body, found, tests)
         elif isinstance(stmt, ast.If):
             test = ast.unparse(stmt.test)
-            if "__main__" not in test and not _tests_for_neuron(test):
-                _scan(stmt.body, found)
-            _scan(stmt.orelse, found)
+            if "__main__" not in test and not _tests_for_neuron(test, tests):
+                _scan(stmt.body, found, tests)
+            _scan(stmt.orelse, found, tests)
         elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            _scan_expr(stmt, found)
+            _scan_expr(stmt, found, tests)
 
 
-def _scan_expr(node: ast.AST, found: Counter[str]) -> None:
-    for sub in _evaluated(node):
+def _scan_expr(node: ast.AST, found: Counter[str], tests: frozenset[str]) -> None:
+    for sub in _evaluated(node, tests):
         if isinstance(sub, ast.Attribute) and ast.unparse(sub).startswith("torch.neuron."):
             found[NEURON_MODULE] += 1
         elif isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
@@ -250,16 +304,16 @@ def _scan_expr(node: ast.AST, found: Counter[str]) -> None:
                 found[NEURON_BACKEND] += 1
 
 
-def _evaluated(node: ast.AST) -> Iterator[ast.AST]:
+def _evaluated(node: ast.AST, tests: frozenset[str]) -> Iterator[ast.AST]:
     """``node`` and what it contains, less the bodies of conditional expressions that choose by
     the Neuron device (:func:`_names_neuron`)."""
     yield node
-    if isinstance(node, ast.IfExp) and _names_neuron(ast.unparse(node.test)):
+    if isinstance(node, ast.IfExp) and _names_neuron(ast.unparse(node.test), tests):
         children: list[ast.AST] = [node.test, node.orelse]
     else:
         children = list(ast.iter_child_nodes(node))
     for child in children:
-        yield from _evaluated(child)
+        yield from _evaluated(child, tests)
 
 
 def _neuron_constant(node: ast.AST) -> bool:

@@ -3,7 +3,7 @@
 :func:`run_kind` sends Python to :func:`neuronize.engine.run_source`, notebooks to
 :func:`neuronize.notebooks.run_notebook` and every other kind to :func:`run_text`, which does for
 lines what the Python engine does for trees: pre-filter -> read lines -> every enabled rule of the
-kind looks -> suppressions -> safety filter -> span edits -> emit (untouched lines byte for byte)
+kind looks -> decide (:mod:`neuronize.policy`, as for Python) -> span edits -> emit (untouched lines byte for byte)
 -> re-check until nothing is pending (at most three rounds). Pure: bytes in, a
 :class:`SourceResult` out, never raises for bad input.
 """
@@ -15,10 +15,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from neuronize.engine import MAX_ROUNDS, TokenFilter, accepts, prefilter_for, run_source, unused_suppressions
+from neuronize.engine import MAX_ROUNDS, TokenFilter, prefilter_for, run_source
 from neuronize.line_rule import KindContext, LineReport, LineRule, TextDocument
 from neuronize.sources.kinds import CODE_KINDS, COMMENT_PREFIX, SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.lines import DecodeError, Edit, OverlappingEdits, apply_edits, comment_start, decode, split_lines
+from neuronize.policy import accepts, decide
 from neuronize.suppressions import Suppression, suppressions_in
 from neuronize.transform import Transform
 from neuronize.types import FileError, Finding, Options, SourceResult
@@ -65,7 +66,7 @@ def _analyse(text: str, kind: SourceKind, rules: Sequence[type[LineRule]], optio
     for rule in rules:
         rule(ctx).check(doc)
     located = [(r, _finding(r)) for r in _first_per_span(ctx.reports)]
-    kept, unused = _suppress(doc, located, rules, options)
+    kept, unused = decide(located, options, suppressions_of(doc), rules)
     return doc, kept, unused
 
 
@@ -82,12 +83,9 @@ def _first_per_span(reports: list[LineReport]) -> list[LineReport]:
 
 
 def _finding(r: LineReport) -> Finding:
-    message = r.message if r.evidence.value == "DOC" else f"{r.message} [evidence: {r.evidence}]"
-    if r.group is not None:
-        message = f"{message} [edit group `{r.group}`]"
     return Finding(line=r.span.line + 1, column=r.span.start + 1, rule=r.rule.id, name=r.rule.name,
-                   safety=r.safety, message=message, fixable=r.fixable, end_line=r.span.line + 1,
-                   end_column=r.span.end + 1, group=r.group)
+                   safety=r.safety, message=r.message, fixable=r.fixable, end_line=r.span.line + 1,
+                   end_column=r.span.end + 1, evidence=r.evidence)
 
 
 def suppressions_of(doc: TextDocument) -> list[Suppression]:
@@ -105,35 +103,11 @@ def suppressions_of(doc: TextDocument) -> list[Suppression]:
     return suppressions_in(comments)
 
 
-def _suppress(doc: TextDocument, located: Located, rules: Sequence[type[LineRule]],
-              options: Options) -> tuple[Located, list[Finding]]:
-    suppressions = suppressions_of(doc)
-    if not suppressions:
-        return located, []
-
-    def silenced_by(f: Finding) -> list[Suppression]:
-        return [s for s in suppressions if s.matches(f) and f.line in s.applies_to]
-
-    kept = [(r, f) for r, f in located if not silenced_by(f)]
-    unused: list[Finding] = []
-    if options.report_unused_suppressions:
-        used = {id(s) for _, f in located for s in silenced_by(f)}
-        unused += unused_suppressions(suppressions, used, rules)
-    return kept, unused
-
-
-def _settle_groups(located: Located, options: Options) -> list[LineReport]:
-    """The reports whose fixes go in: accepted ones (the Python engine's test: fixable, and safe
-    or unsafe with ``--unsafe-fixes``); a group only when every member is accepted."""
-    accept = accepts(options)
-    held = {r.group for r, _ in located if r.group is not None and not accept(r)}  # type: ignore[arg-type]
-    return [r for r, _ in located if accept(r) and r.group not in held]  # type: ignore[arg-type]
-
-
 def _run(text: str, kind: SourceKind, rules: Sequence[type[LineRule]], options: Options, path: str,
          fix: bool) -> SourceResult:
     doc, located, unused = _analyse(text, kind, rules, options, path)
-    pending = _settle_groups(located, options)
+    accepted = accepts(options)
+    pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
         return SourceResult(findings=_findings(located, set(), unused), would_change=bool(pending))
     applied = {id(r) for r in pending}
@@ -147,7 +121,7 @@ def _run(text: str, kind: SourceKind, rules: Sequence[type[LineRule]], options: 
             return SourceResult(findings=_findings(located, set(), unused),
                                 error=FileError(f"internal error: {exc}; left alone; please report it"))
         _, again, _ = _analyse(current, kind, rules, options, path)
-        pending = _settle_groups(again, options)
+        pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
         if round_no == MAX_ROUNDS - 1:

@@ -8,6 +8,7 @@ instead of nodes. Its ``kinds`` say which files it reads. It never touches files
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -15,7 +16,7 @@ from typing import ClassVar
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit, Line, code_part, newline_of
 from neuronize.transform import Evidence, Safety, Transform
-from neuronize.types import Options
+from neuronize.types import Note, Options
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,16 @@ class LineReport:
     evidence: Evidence
     edits: tuple[Edit, ...] | None = None
     group: str | None = None
+    #: what the decision stage did: ``(kind, text)`` pairs (:data:`neuronize.types.Note`)
+    notes: tuple[Note, ...] = ()
 
     @property
     def fixable(self) -> bool:
         return self.edits is not None
+
+    def without_fix(self, **changes: object) -> LineReport:
+        """This report with no fix (and ``changes``): what the decision stage holds back."""
+        return dataclasses.replace(self, edits=None, **changes)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -74,7 +81,7 @@ class LineRule(Transform):
     abstract = True
     kinds: ClassVar[tuple[SourceKind, ...]] = ()
 
-    def __init__(self, ctx: KindContext) -> None:  # type: ignore[override]
+    def __init__(self, ctx: KindContext) -> None:
         self.kctx = ctx
 
     def check(self, doc: TextDocument) -> None:
@@ -83,17 +90,10 @@ class LineRule(Transform):
 
     def propose(self, span: Span, edits: Sequence[Edit], message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, group: str | None = None) -> None:
-        """Report ``span`` with ``edits`` as its fix. Under a target the rule does not write for,
-        the fix is advice; a fix resting on weak evidence is never safe (as for Python rules)."""
+        """Report ``span`` with ``edits`` as its fix; :mod:`neuronize.policy` decides whether it is
+        applied (as for Python rules)."""
         safety = safety or self.safety
         evidence = evidence or self.evidence
-        target = self.kctx.options.target
-        if target not in self.targets:
-            self.flag(span, f"{message} (that is the `--target neuron` fix; no automatic `--target "
-                      f"{target}` fix: migrate by hand)", evidence=evidence, group=group)
-            return
-        if evidence.weak and safety is Safety.SAFE:
-            safety = Safety.UNSAFE
         self.kctx.reports.append(LineReport(type(self), span, message, safety, evidence, tuple(edits), group))
 
     def flag(self, span: Span, message: str, *, evidence: Evidence | None = None,

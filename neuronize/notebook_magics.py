@@ -1,5 +1,6 @@
 """GPU-specific IPython lines of a notebook cell (``!nvidia-smi``, ``%env CUDA_VISIBLE_DEVICES=0``,
-``!pip install flash-attn``), which the notebook reader masks so that no rule sees them.
+``!CUDA_VISIBLE_DEVICES=0 tune run ...``, ``!pip install flash-attn``), which the notebook reader
+masks so that no rule sees them.
 
 Pure: (line, text) pairs in, (line, rule id, message) out. The findings are filed under the rule
 that owns the same thing in Python code (NRN903 for GPU tools and CUDA-only packages, NRN911 for
@@ -13,7 +14,7 @@ import shlex
 from collections.abc import Iterable, Iterator
 
 from neuronize.transforms._packages import NEURON_TOOLS, PACKAGES, distribution_package
-from neuronize.transforms.cuda_env_var import advice_for
+from neuronize.transforms.cuda_env_var import CPU_ONLY, HIDE_ALL, advice_for
 
 #: command-line tools that talk to NVIDIA GPUs
 GPU_TOOLS = frozenset({"nvidia-smi", "nvcc", "gpustat", "nvtop", "nvitop", "deviceQuery", "nvidia-debugdump",
@@ -24,6 +25,8 @@ _SHELL = re.compile(r"^(?:[\w.]+\s*=\s*)?(?:!!?|%sx\s+|%system\s+|%pip\s+|%conda
 _ENV = re.compile(r"^%(?:set_)?env\s+(?P<key>[A-Za-z_]\w*)")
 _EXPORT = re.compile(r"\bexport\s+(?P<key>[A-Za-z_]\w*)=")
 _CUDA_WHEELS = re.compile(r"download\.pytorch\.org/whl/cu\d+")
+#: a variable set for one command (`CUDA_VISIBLE_DEVICES=0 tune run ...`)
+_ASSIGNMENT = re.compile(r"^(?P<key>[A-Za-z_]\w*)=(?P<value>.*)$", re.DOTALL)
 
 
 def _words(command: str) -> list[str]:
@@ -62,6 +65,12 @@ def gpu_magics(magics: Iterable[tuple[int, str]]) -> list[tuple[int, str, str]]:
                 found.append((line, "NRN911", f"`{text}` sets `{key}`: {advice[0]}"))
         for part in re.split(r"&&|\|\||;|\|", command):
             words = _words(part.strip())
+            while words and _ASSIGNMENT.match(words[0]):
+                key, value = _ASSIGNMENT.match(words.pop(0)).group("key", "value")  # type: ignore[union-attr]
+                advice = advice_for(key)
+                if advice is not None:
+                    said = CPU_ONLY if key == "CUDA_VISIBLE_DEVICES" and value in HIDE_ALL else advice[0]
+                    found.append((line, "NRN911", f"`{text}` sets `{key}` for the command: {said}"))
             if not words:
                 continue
             tool = words[0].rsplit("/", 1)[-1]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import ast
 import warnings
 
+from neuronize.claims import is_claimer
 from neuronize.engine import TokenFilter, run_source
 from neuronize.notebook_magics import gpu_magics
 from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
@@ -63,7 +64,7 @@ def inherited_imports(cells: Sequence[Cell]) -> list[bytes]:
 
 def magic_findings(cell: Cell, rules: Sequence[type[Transform]]) -> list[Finding]:
     """Findings for the GPU-specific IPython lines of a cell, under enabled rules only."""
-    by_id = {rule.id: rule for rule in rules}
+    by_id = {rule.id: rule for rule in rules if not is_claimer(rule)}
     found = []
     for line, rule_id, message in gpu_magics(cell.magics):
         rule = by_id.get(rule_id)
@@ -88,7 +89,7 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     would_change = False
     for cell, inherited in zip(cells, inherited_imports(cells), strict=True):
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
-                            prefilter=prefilter, fix=fix, inherited=inherited)
+                            prefilter=prefilter, fix=fix, inherited=inherited, cell=True)
         findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
         findings.extend(magic_findings(cell, rules))
         would_change = would_change or result.would_change

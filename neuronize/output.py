@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from neuronize.diff import Style, decode
-from neuronize.report import _pending, finding_tag, location
+from neuronize.report import _pending, counted, finding_tag, location
 from neuronize.sources.discover import SOURCE_SUFFIXES
 from neuronize.types import FileResult, Finding, RunResult, Safety
 
@@ -53,7 +53,7 @@ def full_findings(run: RunResult, style: Style, include_applied: bool = True,
     texts: dict[int, list[str] | None] = {}
     for f, finding in _pending(run, include_applied):
         out.append(f"{style.error(finding.rule)} {style.hunk('[' + finding_tag(f, finding) + ']')} "
-                   f"{finding.message}")
+                   f"{finding.text}")
         out.append(f"  {style.hunk('-->')} {location(f.display, finding)}")
         if id(f) not in texts:
             texts[id(f)] = _source_lines(f, read)
@@ -114,23 +114,32 @@ def _snippet(lines: list[str], finding: Finding, style: Style) -> list[str]:
 
 
 def statistics(run: RunResult, unsafe_fixes: bool, include_applied: bool = True) -> list[str]:
-    """``--statistics``: one line per rule, most frequent first (ruff's layout)::
+    """``--statistics``: one line per rule, most frequent first (ruff's layout), then how many
+    ``fix`` handles as run, how many only with ``--unsafe-fixes``, how many no fix handles::
 
-        12  NRN101  [*] cuda-device-string
+        4  NRN102  [-] cuda-method           2 fixable, 1 with --unsafe-fixes, 1 not fixable
 
-    ``[*]`` fixable by ``fix`` as run, ``[-]`` only with ``--unsafe-fixes``, ``[ ]`` report-only
-    (or not fixable here).
+    ``[*]`` all fixable by ``fix`` as run, ``[ ]`` none fixable at all, ``[-]`` the others. The
+    counts add up to ``check``'s summary.
     """
     counts: Counter[tuple[str, str]] = Counter()
-    marks: dict[str, str] = {}
+    ways: dict[str, Counter[str]] = {}
     for _, finding in _pending(run, include_applied):
         counts[finding.rule, finding.name] += 1
-        marks[finding.rule] = _mark(finding, unsafe_fixes)
+        ways.setdefault(finding.rule, Counter())[_mark(finding, unsafe_fixes)] += 1
     if not counts:
         return []
     width = len(str(max(counts.values())))
+    name_width = max(len(name) for _, name in counts)
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0][0]))
-    return [f"{n:>{width}}  {rule:<6}  {marks[rule]} {name}" for (rule, name), n in rows]
+    words = {"[*]": "fixable", "[-]": "with --unsafe-fixes", "[ ]": "not fixable"}
+    out = []
+    for (rule, name), n in rows:
+        here = ways[rule]
+        mark = "[*]" if here["[*]"] == n else "[ ]" if here["[ ]"] == n else "[-]"
+        detail = ", ".join(f"{here[key]} {word}" for key, word in words.items() if here[key])
+        out.append(f"{n:>{width}}  {rule:<6}  {mark} {name:<{name_width}}  {detail}")
+    return out
 
 
 def _mark(finding: Finding, unsafe_fixes: bool) -> str:
@@ -187,8 +196,8 @@ def verbose_lines(resolver: Resolver, run: RunResult) -> list[str]:
         config = resolver.for_path(f.path).config.path
         key = str(config) if config is not None else "no configuration (defaults)"
         per_config[key] = per_config.get(key, 0) + 1
-    lines = [f"{n} file(s) with settings from {key}" for key, n in per_config.items()]
+    lines = [f"{counted(n, 'file')} with settings from {key}" for key, n in per_config.items()]
     skipped = sum(1 for f in run.files if f.result.skipped)
-    lines.append(f"{len(run.files)} file(s) found, {skipped} without CUDA-specific tokens "
+    lines.append(f"{counted(len(run.files), 'file')} found, {skipped} without CUDA-specific tokens "
                  "(not parsed)")
     return lines

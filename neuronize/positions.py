@@ -60,14 +60,10 @@ class _Locator(CodegenState):
             self.offsets[id(node)][1] = self._now()
 
 
-def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
-    """Spans of ``nodes`` (keyed by ``id(node)``) in the code ``module`` renders to."""
-    return locate_in_code(module, nodes)[0]
-
-
 def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, Span], str]:
-    """The spans of :func:`locate` and the code ``module`` renders to (``module.code``): the
-    engine needs both, and each rendering costs about a quarter of a parse."""
+    """The spans of ``nodes`` (keyed by ``id(node)``) in the code ``module`` renders to, and that
+    code (``module.code``): the engine needs both, and each rendering costs about a quarter of a
+    parse."""
     by_id = {id(n): n for n in nodes}
     # A decorated def/class starts at its keyword, not at its first decorator (as in libcst):
     # locate its name too, and go back to the start of that line.

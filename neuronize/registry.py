@@ -94,9 +94,26 @@ def select_rules(
     for option, codes in (("select", select), ("ignore", ignore)):
         for code in codes or ():
             if not any(matches(r, code) for r in rules):
-                raise SelectionError(f"--{option} {code}: no rule has that id, id prefix or name")
+                raise SelectionError(f"--{option} {code}: no rule has that id, id prefix or name"
+                                     + _did_you_mean(code, rules))
     if select:
         chosen = [r for r in rules if any(matches(r, c) for c in select)]
     if ignore:
         chosen = [r for r in chosen if not any(matches(r, c) for c in ignore)]
+    if not chosen:
+        asked = " ".join([*(f"--select {c}" for c in select or ()), *(f"--ignore {c}" for c in ignore or ())])
+        raise SelectionError(f"{asked}: no rule left to run (`neuronize rules` lists them)")
     return tuple(chosen)
+
+
+def _did_you_mean(code: str, rules: Iterable[type[Transform]]) -> str:
+    """`` (did you mean NRN102?)`` for a code close to a rule's id or name, else empty."""
+    import difflib
+
+    rules = tuple(rules)
+    digits = code.strip().upper()[:3] + code.strip().upper()[3:].translate(str.maketrans("OIL", "011"))
+    if any(matches(r, digits) for r in rules):  # a letter O typed for a zero, an l for a one
+        return f" (did you mean {digits}?)"
+    by_key = {key: shown for r in rules for key, shown in ((r.id, r.id), (r.name.upper(), r.name))}
+    close = difflib.get_close_matches(code.strip().upper(), list(by_key), n=1, cutoff=0.75)
+    return f" (did you mean {by_key[close[0]]}?)" if close else ""

@@ -4,18 +4,19 @@ migration report formats (Markdown, SARIF 2.1.0, GitHub workflow annotations).""
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
+from neuronize.concise import MIN_WIDTH, WIDTH, adds, fold_variants, headline
+from neuronize.diff import Style
 from neuronize.links import RELATIVE, Links
-from neuronize.repeats import collapse, more
+from neuronize.repeats import collapse, more, repeat_key
 from neuronize.transform import EFFORTS, SECTIONS
-from neuronize.types import Finding, RunResult, Safety, SkipReason
+from neuronize.types import FileResult, Finding, RunResult, Safety, SkipReason
 
 
-def _pending(run: RunResult, include_applied: bool):  # type: ignore[no-untyped-def]
+def _pending(run: RunResult, include_applied: bool) -> Iterable[tuple[FileResult, Finding]]:
     for f in run.files:
         for finding in f.result.findings:
             if include_applied or not (finding.applied and f.result.changed):
@@ -28,26 +29,48 @@ def location(display: str, finding: Finding) -> str:
     return f"{display}:{cell}{finding.line}:{finding.column}"
 
 
-def finding_tag(f, finding: Finding) -> str:  # type: ignore[no-untyped-def]
+def finding_tag(f: FileResult, finding: Finding) -> str:
     """What can be done about a finding: ``safe fix``, ``unsafe fix``, ``report-only``, ``fixed``."""
     if finding.applied and f.written:
         return "fixed"
     return "report-only" if not finding.fixable else f"{finding.safety.value} fix"
 
 
-def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False) -> list[str]:
+def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bool = False,
+                  style: Style | None = None) -> list[str]:
     """``path:line:col NRNxxx [safety] message`` lines, in file order; a report-only finding
     repeated elsewhere is one line with the other places (:mod:`neuronize.repeats`), unless
-    ``show_repeats`` (``--show-repeats``): then every place is a line of its own."""
-    pending = list(_pending(run, include_applied))
-    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending)
+    ``show_repeats`` (``--show-repeats``): then every place is a line of its own. ``style``
+    colours the place, the rule and the tag as the ``full`` format does."""
+    style = style or Style()
+    pending, variants = fold_variants(list(_pending(run, include_applied)))
+    items = [(f, x, []) for f, x in pending] if show_repeats else collapse(pending, _text_key)
     lines = []
     for f, finding, repeats in items:
-        others = more([location(g.display, x) for g, x in repeats])
-        lines.append(
-            f"{location(f.display, finding)} {finding.rule} [{finding_tag(f, finding)}] {finding.message}{others}"
-        )
+        like = "in other dependency files" if _in_dependency_file(f, finding) else "like it"
+        others = more([location(g.display, x) for g, x in repeats], like=like)
+        where, tag = location(f.display, finding), "[" + finding_tag(f, finding) + "]"
+        room = WIDTH - len(f"{where} {finding.rule} {tag} ")
+        what = headline(finding.message, max(room, MIN_WIDTH))
+        if id(finding) in variants:
+            what += adds(finding.message, variants[id(finding)])
+        lines.append(f"{style.header(where)} {style.error(finding.rule)} {style.hunk(tag)} {what}{others}")
     return lines
+
+
+def _in_dependency_file(f: FileResult, finding: Finding) -> bool:
+    """A report-only finding of a requirements file, ``pyproject.toml``, ``setup.cfg`` or conda
+    environment: said once per rule in the text output, however many files repeat it."""
+    from pathlib import Path
+
+    from neuronize.sources.kinds import SourceKind, kind_by_name
+
+    dependency_kinds = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA)
+    return not finding.fixable and not finding.applied and kind_by_name(Path(f.display)) in dependency_kinds
+
+
+def _text_key(f: FileResult, finding: Finding) -> Hashable | None:
+    return (finding.rule, "dependency files") if _in_dependency_file(f, finding) else repeat_key(finding)
 
 
 def error_lines(run: RunResult) -> list[str]:
@@ -64,16 +87,20 @@ def error_lines(run: RunResult) -> list[str]:
     return lines
 
 
-def to_json(run: RunResult, include_applied: bool = True) -> str:
+def to_json(run: RunResult, include_applied: bool = True, wrote: bool = False) -> str:
+    """The JSON contract. Its summary counts the files that ``changed`` when the run wrote them
+    (``fix``), else those that ``would_change``."""
     findings = [finding.to_json(f.display) for f, finding in _pending(run, include_applied)]
     errors = [f.error.to_json(f.display) for f in run.errors if f.error is not None]
     errors += [{"path": s.display, "message": s.reason} for s in run.missing]
+    summary = {(key if wrote or key != "changed" else "would_change"): value
+               for key, value in summary_counts(run).items()}
     payload = {
         "version": __version__,
         "target": TORCHNEURON_TARGET,
         "findings": findings,
         "errors": errors,
-        "summary": summary_counts(run),
+        "summary": summary,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
@@ -103,17 +130,30 @@ def summary_counts(run: RunResult) -> dict[str, object]:
     }
 
 
-def summary_line(run: RunResult, *, wrote: bool) -> str:
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files`` (``plural`` for a word that is not made with ``s``)."""
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def files_line(run: RunResult, *, wrote: bool) -> str:
+    """``3 files checked: 1 changed, 2 unchanged, 0 failed`` (``would change`` unless ``wrote``)."""
     counts = summary_counts(run)
     verb = "changed" if wrote else "would change"
+    files = counts["files"]
+    assert isinstance(files, int)
+    return (f"{counted(files, 'file')} checked: {counts['changed']} {verb}, "
+            f"{counts['unchanged']} unchanged, {counts['failed']} failed")
+
+
+def summary_line(run: RunResult, *, wrote: bool, unsafe_fixes: bool = False) -> str:
+    """``fix``'s one-line summary. ``unsafe_fixes``: the run had them on (so it does not advise
+    the flag)."""
+    counts = summary_counts(run)
     fixes = counts["fixes"]
     assert isinstance(fixes, dict)
     left = counts["findings_left"]
     assert isinstance(left, dict)
-    parts = [
-        f"{counts['files']} file(s) checked: {counts['changed']} {verb}, "
-        f"{counts['unchanged']} unchanged, {counts['failed']} failed"
-    ]
+    parts = [files_line(run, wrote=wrote)]
     if fixes:
         parts.append(
             "fixes " + ("applied" if wrote else "available") + ": "
@@ -125,12 +165,12 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
         parts.append("fixable: " + ", ".join(f"{n} {s}" for s, n in fixable.items()))
     if left:
         total = sum(left.values())
-        parts.append(f"{total} finding(s) left (" + ", ".join(f"{r}: {n}" for r, n in left.items()) + ")")
+        parts.append(f"{counted(total, 'finding')} left (" + ", ".join(f"{r}: {n}" for r, n in left.items()) + ")")
     unsafe_left = any(
-        finding.safety is Safety.UNSAFE and not finding.applied
+        finding.safety is Safety.UNSAFE and finding.fixable and not finding.applied
         for f in run.files for finding in f.result.findings
     )
-    if unsafe_left:
+    if unsafe_left and not unsafe_fixes:
         parts.append("unsafe fixes are applied with --unsafe-fixes")
     return "; ".join(parts)
 
@@ -139,7 +179,6 @@ def summary_line(run: RunResult, *, wrote: bool) -> str:
 #: The report's sections, in order: ``(key, title, ())`` (each rule names its ``section``).
 KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple((k, t, ()) for k, t in SECTIONS.items())
 EFFORT_ORDER = EFFORTS
-_DEPENDENCY = re.compile(r"\((HARD|OPTIONAL) dependency", re.IGNORECASE)
 
 
 def kind_of(rule_id: str) -> tuple[str, str]:
@@ -164,12 +203,11 @@ def effort(finding: Finding) -> str:
 
 
 def dependency(finding: Finding) -> str:
-    """``hard`` / ``optional`` for a CUDA-only import (from the NRN90x message), else ``""``."""
-    match = _DEPENDENCY.search(finding.message)
-    return match.group(1).lower() if match else ""
+    """``hard`` / ``optional`` for a CUDA-only import (an NRN90x finding's field), else ``""``."""
+    return finding.dependency or ""
 
 
-def _done(f, finding: Finding) -> bool:  # type: ignore[no-untyped-def]
+def _done(f: FileResult, finding: Finding) -> bool:
     """The edit is made (written) or would be made by `fix` (computed, not written)."""
     return finding.applied and (f.written or f.result.changed)
 
@@ -190,7 +228,7 @@ def _link(display: str, finding: Finding, links: Links = RELATIVE) -> str:
 EDIT_LINES = 6
 
 
-def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyped-def]
+def _edit_block(f: FileResult, finding: Finding, ops: Iterable[tuple[str, int, int, int, int]]) -> list[str]:
     """The lines an applied edit changed, as a small ``diff`` block under its list item:
     the actual before -> after, from the file's change blocks that touch the finding."""
     from neuronize.hunks import encoding_of, split_lines
@@ -215,6 +253,13 @@ def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyp
             ours = {k for i in mine if (k := became[i]) is not None}
             if any(became[i] is None for i in mine):
                 ours |= set(range(j1, j2)) - set(became.values())
+            else:  # the lines no old line became continue the one above them (a statement split)
+                owners = {k: i for i, k in became.items() if k is not None}
+                owner = None
+                for k in range(j1, j2):
+                    owner = owners.get(k, owner)
+                    if k not in owners and owner in mine:
+                        ours.add(k)
             after += [new[k] for k in sorted(ours)]
         else:
             after += new[j1:j2]
@@ -234,7 +279,7 @@ def _edit_block(f, finding: Finding, ops) -> list[str]:  # type: ignore[no-untyp
             f"  {fence}"]
 
 
-def _as_read(f, finding: Finding) -> Finding:  # type: ignore[no-untyped-def]
+def _as_read(f: FileResult, finding: Finding) -> Finding:
     """``finding`` at its place in the file as read (it is where it is now once written)."""
     if f.written and len(f.as_read) == len(f.result.findings):
         return f.as_read[f.result.findings.index(finding)]
@@ -245,7 +290,7 @@ def _evidence_legend(findings: Iterable[Finding]) -> list[str]:
     """What each ``[evidence: X]`` mark in the report means, with where to read more."""
     from neuronize.evidence import EVIDENCE_MEANINGS
 
-    used = sorted({m.group(1) for x in findings for m in _EVIDENCE_MARK.finditer(x.message)})
+    used = sorted({x.evidence.value for x in findings if x.evidence is not None and x.evidence.value != "DOC"})
     if not used:
         return []
     out = ["", "## Evidence marks", "",
@@ -253,9 +298,6 @@ def _evidence_legend(findings: Iterable[Finding]) -> list[str]:
            "(`neuronize explain MARK` prints the same):", ""]
     out += [f"- `[evidence: {mark}]`: {EVIDENCE_MEANINGS.get(mark, mark)}" for mark in used]
     return out
-
-
-_EVIDENCE_MARK = re.compile(r"\[evidence: ([\w-]+)\]")
 
 
 def to_markdown(run: RunResult, command: str = "neuronize report", links: Links = RELATIVE) -> str:
@@ -303,9 +345,18 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
         out += ["", "Every edit:", ""]
         changes = {id(f): line_ops(split_lines(f.source), split_lines(f.result.output)) for f, _ in edits
                    if f.source is not None and f.result.output is not None}
-        for f, x in edits:
-            out.append(f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.message)}")
-            out += _edit_block(f, _as_read(f, x), changes.get(id(f), ()))
+        entries = [(f, f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.text)}",
+                    _edit_block(f, _as_read(f, x), changes.get(id(f), ()))) for f, x in edits]
+        # findings whose edits make one block (two on a line): their lines, then the block once
+        shared: list[tuple[FileResult, Counter[str], list[str]]] = []
+        for f, bullet, block in entries:
+            if shared and shared[-1][0] is f and shared[-1][2] == block and block:
+                shared[-1][1][bullet] += 1
+            else:
+                shared.append((f, Counter([bullet]), block))
+        for _, bullets, block in shared:
+            out += [bullet + (f" ({n} on this line)" if n > 1 else "") for bullet, n in bullets.items()]
+            out += block
 
     out += ["", "## Left to do", ""]
     if not left:
@@ -329,7 +380,7 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
             places = [_link(g.display, y, links) for g, y in repeats]
             where = f"{_link(f.display, x, links)}{more(places, limit=None)}"
             out.append(f"| {where} | {x.rule} `{x.name}` | {status} | "
-                       f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.message)} |")
+                       f"{dependency(x) or '-'} | {effort(x)} | {_cell(x.text)} |")
         out.append("")
     if left:
         out += ["### Effort by rule", "", "| rule | name | left | effort |", "|---|---|---:|---|"]
@@ -426,7 +477,7 @@ def to_sarif(run: RunResult, include_applied: bool = True) -> str:
             "ruleId": x.rule,
             "ruleIndex": index[x.rule],
             "level": _level(x),
-            "message": {"text": x.message},
+            "message": {"text": x.text},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.display)},
                                                 "region": region}}],
             "properties": {"safety": x.safety.value, "fixable": x.fixable, "applied": x.applied,
@@ -477,7 +528,7 @@ def to_github(run: RunResult, include_applied: bool = True) -> list[str]:
             if x.end_line == x.line and x.end_column > x.column:
                 props.append(f"endColumn={x.end_column}")
         props.append(f"title={_escape_property(f'{x.rule} {x.name} ({x.safety.value})')}")
-        lines.append(f"::{levels[_level(x)]} {','.join(props)}::{_escape_data(x.message)}")
+        lines.append(f"::{levels[_level(x)]} {','.join(props)}::{_escape_data(x.text)}")
     for f in run.errors:
         assert f.error is not None
         props = [f"file={_escape_property(f.display)}"]

@@ -22,16 +22,19 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from neuronize.diff import Style
 
 # Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.hunks)
-from neuronize.hunks import (Hunk, assigned_names, edit_groups, encoding_of, finding_label,  # noqa: F401
-                             import_names, split_by_safety, split_hunk, split_hunks, split_lines, text_of)
+from neuronize.hunks import (Hunk, assigned_names, binding_verb, edit_groups, encoding_of,  # noqa: F401
+                             finding_label, import_names, in_file_lines, split_by_safety, split_hunk,
+                             split_hunks, split_lines, text_of)
 from neuronize.kinds_engine import text_problems
-from neuronize.types import FileResult, Finding, RunResult
+from neuronize.report import counted
+from neuronize.types import FileResult, Finding, RunResult, Safety
 
 
 def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterable[int]) -> bytes:
@@ -154,7 +157,7 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
                 culprit = f": hunk {h.index + 1}, which adds its import, was rejected"
                 break
             if name in assigned_names(new_text) and name not in assigned_names(old_text) and h.index not in chosen:
-                culprit = f": hunk {h.index + 1}, which assigns it, was rejected"
+                culprit = f": hunk {h.index + 1}, which {binding_verb(name, new_text)} it, was rejected"
                 break
             if name in old_names and name not in new_names and h.index in chosen:
                 culprit = f": hunk {h.index + 1}, which removes its import, was accepted"
@@ -224,6 +227,8 @@ class FileOutcome:
     output: bytes | None  # None: write nothing
     quit: bool = False
     problems: list[str] = field(default_factory=list)
+    #: the file's findings with ``applied`` as decided (two-round reviews mark them themselves)
+    findings: tuple[Finding, ...] | None = None
 
 
 Ask = Callable[[str], str]
@@ -231,14 +236,17 @@ Say = Callable[[str], None]
 
 
 def review_file(display: str, before: bytes, after: bytes, findings: Sequence[Finding], *,
-                ask: Ask, say: Say, style: Style, prompt_for: Callable[[Hunk], bool] = lambda h: True
-                ) -> FileOutcome:
+                ask: Ask, say: Say, style: Style, prompt_for: Callable[[Hunk], bool] = lambda h: True,
+                proposed: Sequence[Hunk] | None = None) -> FileOutcome:
     """Ask about every hunk of one file; rebuild and re-check the file from the answers.
 
     ``prompt_for(hunk)`` False means "apply without asking" (``--review unsafe`` for safe hunks).
-    ``ask`` returns the answer line (raising EOFError counts as ``q``).
+    ``ask`` returns the answer line (raising EOFError counts as ``q``). ``proposed``: the hunks
+    to ask about (default: :func:`split_hunks` of the change).
     """
-    proposed = split_hunks(before, after, findings, whole=display.endswith(".ipynb"))
+    located = in_file_lines(display, before, findings)
+    if proposed is None:
+        proposed = split_hunks(before, after, located, whole=display.endswith(".ipynb"))
     while True:
         hunks, accepted, quit_ = _ask_hunks(display, before, after, proposed, ask=ask, say=say,
                                             style=style, prompt_for=prompt_for)
@@ -249,7 +257,9 @@ def review_file(display: str, before: bytes, after: bytes, findings: Sequence[Fi
         if problems is None:
             problems = check_rebuilt(before, after, output, hunks, accepted)
         if not problems:
-            return FileOutcome(accepted, hunks, output, quit_)
+            marked = mark_applied(located, hunks, accepted, output == after)
+            return FileOutcome(accepted, hunks, output, quit_, findings=tuple(
+                dataclasses.replace(f, applied=m.applied) for f, m in zip(findings, marked, strict=True)))
         say(style.error(f"{display}: the accepted hunks do not make a valid file:"))
         for problem in problems:
             say(style.error(f"  {display}: {problem}"))
@@ -305,7 +315,7 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
             served = ", ".join(str(i + 1) for i in h.serves)
             verb = "applied" if choice else "not applied"
             say(style.note(f"{display}: hunk {h.index + 1}/{len(hunks)} (imports) {verb}, "
-                           f"following hunk(s) {served}"))
+                           f"following {'hunk' if len(h.serves) == 1 else 'hunks'} {served}"))
 
     def ask_one(hunk: Hunk, conflict: bool = False) -> bool | None:
         """y/n for one hunk (None: quit); ``s`` splits it in ``hunks`` and asks about the parts."""
@@ -314,7 +324,7 @@ def _ask_hunks(display: str, before: bytes, after: bytes, hunks: Sequence[Hunk],
         groups = set(edit_groups(hunk))
         others = [h.index + 1 for h in hunks if h is not hunk and groups & set(edit_groups(h))]
         if others:
-            say(style.note(f"  one edit group with hunk(s) {', '.join(map(str, others))} "
+            say(style.note(f"  one edit group with {'hunk' if len(others) == 1 else 'hunks'} {', '.join(map(str, others))} "
                            f"({', '.join(f'`{g}`' for g in sorted(groups))}): your answer applies to them too"))
         if conflict:
             say(style.note("  an edit you applied needs this import, and an edit you skipped "
@@ -449,13 +459,124 @@ def mark_applied(findings: Iterable[Finding], hunks: Sequence[Hunk], accepted: s
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class SafeLayer:
+    """What plain ``fix`` (no unsafe fixes) makes of a file: its output (None: unchanged) and
+    findings."""
+
+    output: bytes | None
+    findings: tuple[Finding, ...]
+
+
+def _key(f: Finding) -> tuple[object, ...]:
+    return (f.rule, f.cell, f.line, f.column, f.end_line, f.end_column)
+
+
+def rebase(hunks: Sequence[Hunk], base: bytes, onto: bytes) -> tuple[list[Hunk], list[Hunk]]:
+    """``hunks`` of a change from ``base``, moved onto ``onto`` (``base`` with some of its own
+    lines changed back): (the hunks whose old lines ``onto`` still has, renumbered, in ``onto``'s
+    line numbers; the hunks that touch a line ``onto`` does not have)."""
+    old, now = split_lines(base), split_lines(onto)
+    kept: dict[int, int] = {}
+    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, old, now, autojunk=False).get_opcodes():
+        if tag == "equal":
+            kept.update((i1 + k, j1 + k) for k in range(i2 - i1))
+    kept[len(old)] = len(now)  # the end of the file
+    moved, dropped = [], []
+    for h in hunks:
+        # a replacement needs its old lines, in one piece; an insertion, the lines on both sides
+        span = range(h.old_start, h.old_end) if h.old_end > h.old_start else range(h.old_start - 1, h.old_start + 1)
+        span = range(max(span.start, 0), span.stop)
+        shift = kept[span.start] - span.start if span.start in kept else None
+        if shift is None or any(kept.get(i) != i + shift for i in span):
+            dropped.append(h)
+            continue
+        ops = tuple((tag, i1 + shift, i2 + shift, j1, j2) for tag, i1, i2, j1, j2 in h.ops)
+        moved.append(dataclasses.replace(h, old_start=h.old_start + shift, old_end=h.old_end + shift, ops=ops))
+    gone = {h.index for h in dropped}
+    orphans = [h for h in moved if not h.findings and h.serves and set(h.serves) <= gone]
+    moved = [h for h in moved if h not in orphans]
+    number = {h.index: i for i, h in enumerate(moved)}
+    moved = [dataclasses.replace(h, index=number[h.index], serves=tuple(number[i] for i in h.serves if i in number),
+                                 requires=tuple(number[i] for i in h.requires if i in number)) for h in moved]
+    return moved, [*dropped, *orphans]
+
+
+def _follow(before: bytes, after: bytes) -> Callable[[int], int]:
+    """Map a 1-based line of ``before`` to its line in ``after``, line for line through the
+    blocks a change replaced (the safe fixes rewrite lines in place or add lines after them)."""
+    ops = difflib.SequenceMatcher(None, split_lines(before), split_lines(after), autojunk=False).get_opcodes()
+
+    def follow(line: int) -> int:
+        i = line - 1
+        for _, i1, i2, j1, j2 in ops:
+            if i1 <= i < i2:
+                return j1 + min(i - i1, max(j2 - j1 - 1, 0)) + 1
+        return line
+
+    return follow
+
+
+def review_layered(display: str, before: bytes, after: bytes, findings: Sequence[Finding],
+                   layer: SafeLayer, *, ask: Ask, say: Say, style: Style,
+                   prompt_for: Callable[[Hunk], bool] = lambda h: True) -> FileOutcome:
+    """``fix -i`` with unsafe fixes: two rounds, so that no hunk holds a safe edit and an unsafe
+    one. First the edits plain ``fix`` makes (``layer``: answering ``n`` to every later question
+    leaves exactly its file), then the unsafe fixes, as a change on top of them; an unsafe
+    hunk that needs a line of a safe hunk the reviewer rejected is not offered."""
+    safe_after = layer.output if layer.output is not None else before
+    safe_keys = {_key(f) for f in layer.findings if f.applied}
+    first = review_file(display, before, safe_after, [f for f in layer.findings if f.applied], ask=ask,
+                        say=say, style=style, prompt_for=prompt_for)
+    middle = first.output if first.output is not None else before
+    unsafe = [f for f in findings if f.applied and _key(f) not in safe_keys]
+    marked: dict[tuple[object, ...], bool] = {}
+    if first.findings is not None:
+        marked.update((_key(f), f.applied) for f in first.findings)
+    second = FileOutcome(set(), [], None)
+    if not first.quit and safe_after != after:
+        to_safe = _follow(before, safe_after)
+        located = [dataclasses.replace(f, line=to_safe(f.line), end_line=to_safe(max(f.end_line, f.line)))
+                   for f in in_file_lines(display, before, unsafe)]
+        # every change of this round comes from an unsafe fix, whichever findings it touches
+        hunks = [dataclasses.replace(h, safety=Safety.UNSAFE)
+                 for h in split_hunks(safe_after, after, located, whole=display.endswith(".ipynb"))]
+        moved, dropped = rebase(hunks, safe_after, middle)
+        for h in dropped:
+            rules = ", ".join(dict.fromkeys(f.rule for f in h.findings)) or "imports"
+            say(style.note(f"{display}: an unsafe edit ({rules}) at line {h.first_line} is not offered: "
+                           "it changes a line of a safe hunk you did not apply"))
+        if moved:
+            say(style.note(f"{display}: the unsafe fixes (--unsafe-fixes), on top of the safe ones"))
+            second = review_file(display, middle, after, unsafe, ask=ask, say=say, style=style,
+                                 prompt_for=prompt_for, proposed=moved)
+            located_by_key = {_key(o): _key(n) for o, n in zip(unsafe, located, strict=True)}
+            taken = {f for h in second.hunks if h.index in second.accepted for f in h.findings}
+            refused = {f for h in second.hunks if h.index not in second.accepted for f in h.findings}
+            if second.output is not None:
+                for f in unsafe:
+                    here = [g for g in (*taken, *refused) if _key(g) == located_by_key[_key(f)]]
+                    marked[_key(f)] = bool(here) and all(g in taken for g in here)
+    output = second.output if second.output is not None else first.output
+    out_findings = tuple(dataclasses.replace(f, applied=f.applied and marked.get(_key(f), False))
+                         for f in findings)
+    shift = len(first.hunks)
+    hunks_all = [*first.hunks, *(dataclasses.replace(h, index=h.index + shift) for h in second.hunks)]
+    accepted = set(first.accepted) if first.output is not None else set()
+    accepted |= {i + shift for i in second.accepted} if second.output is not None else set()
+    return FileOutcome(accepted, hunks_all, output, first.quit or second.quit,
+                       [*first.problems, *second.problems], findings=out_findings)
+
+
 def review_run(run: RunResult, *, ask: Ask, say: Say, style: Style,
                write: Callable[[FileResult], FileResult],
-               prompt_for: Callable[[Hunk], bool] = lambda h: True) -> RunResult:
+               prompt_for: Callable[[Hunk], bool] = lambda h: True,
+               safe: Mapping[str, SafeLayer] | None = None) -> RunResult:
     """Review every changed file of ``run``, file by file, handing each file to ``write`` right
     after its review (``write`` returns it as written, or with the reason it was not as its
     error). Returns the new RunResult: only the accepted edits count as applied; files not
-    written have ``output`` None."""
+    written have ``output`` None. ``safe``: by file, what plain ``fix`` makes of it, when ``run``
+    holds unsafe fixes too: those files are reviewed in two rounds (:func:`review_layered`)."""
     out = RunResult(skipped=run.skipped)
     stop = False
     for f in run.files:
@@ -465,19 +586,23 @@ def review_run(run: RunResult, *, ask: Ask, say: Say, style: Style,
             out.files.append(f)
             continue
         assert f.result.output is not None
-        outcome = review_file(f.display, f.source, f.result.output, f.result.findings, ask=ask, say=say,
-                              style=style, prompt_for=prompt_for)
+        if safe is not None and f.display in safe:
+            outcome = review_layered(f.display, f.source, f.result.output, f.result.findings,
+                                     safe[f.display], ask=ask, say=say, style=style, prompt_for=prompt_for)
+        else:
+            outcome = review_file(f.display, f.source, f.result.output, f.result.findings, ask=ask,
+                                  say=say, style=style, prompt_for=prompt_for)
         stop = outcome.quit
         if outcome.output is None:
             out.files.append(_unchanged(f))
             continue
-        complete = outcome.output == f.result.output
-        findings = mark_applied(f.result.findings, outcome.hunks, outcome.accepted, complete)
+        assert outcome.findings is not None
+        findings = outcome.findings
         pending = dataclasses.replace(f, result=dataclasses.replace(f.result, findings=findings,
                                                                     output=outcome.output))
         written = write(pending)
         if written.written:
-            say(f"{f.display}: wrote {len(outcome.accepted)} of {len(outcome.hunks)} hunk(s)")
+            say(f"{f.display}: wrote {len(outcome.accepted)} of {counted(len(outcome.hunks), 'hunk')}")
         out.files.append(written)
     return out
 
@@ -505,8 +630,8 @@ def review_summary(proposed: RunResult, reviewed: RunResult) -> str:
         applied.update(x.rule for x in after.result.findings if x.applied and after.written)
     skipped = offered - applied
     detail = f" ({', '.join(f'{r}: {n}' for r, n in sorted(skipped.items()))})" if skipped else ""
-    return (f"{files} file(s) reviewed, {written} written: {sum(applied.values())} fix(es) applied, "
-            f"{sum(skipped.values())} skipped{detail}")
+    return (f"{counted(files, 'file')} reviewed, {written} written: "
+            f"{counted(sum(applied.values()), 'fix', 'fixes')} applied, {sum(skipped.values())} skipped{detail}")
 
 
 def hold_back(f: FileResult, held: Callable[[Finding], bool]) -> FileResult:

@@ -342,7 +342,6 @@ class FileRoles:
         class Uses(cst.CSTVisitor):
             def __init__(self) -> None:
                 self.calls: list[cst.Call] = []
-                self.in_arg: list[bool] = []
 
             def visit_Call(self, node: cst.Call) -> None:
                 self.calls.append(node)

@@ -88,6 +88,23 @@ class Settings:
         return tuple(r.id for r in self.rules
                      if (kind is None or kind in r.kinds) and not any(matches(r, code) for code in ignored))
 
+    def run_ids(self, path: Path, kind: SourceKind | None = None) -> tuple[str, ...]:
+        """:meth:`rule_ids`, and where a catch-all rule is among them, the rules ``ignore`` or
+        ``per-file-ignores`` turns off here, as claimers (``~NRN101``, :mod:`neuronize.claims`):
+        an ignored rule silences its sites rather than hand them to the catch-all."""
+        from neuronize.claims import CLAIMER
+        from neuronize.line_rule import LineRule  # read line by line: no walk to claim code in
+        from neuronize.registry import all_rules
+
+        enabled = self.rule_ids(path, kind)
+        if not any(r.catch_all for r in self.rules if r.id in enabled):
+            return enabled
+        ignored = (*tuple(self.values.get("ignore") or ()), *self.ignored_here(path))  # type: ignore[arg-type]
+        return enabled + tuple(CLAIMER + r.id for r in all_rules()
+                               if r.id not in enabled and not r.catch_all and not issubclass(r, LineRule)
+                               and (kind is None or kind in r.kinds)
+                               and any(matches(r, code) for code in ignored))
+
 
 def resolve(config: Config, overrides: Overrides) -> Settings:
     """One configuration's settings with the command line on top (raises ``SelectionError``)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -81,30 +81,6 @@ def _noqa_codes(comment: str) -> frozenset[str]:
     return frozenset(code.upper() for match in _NOQA.finditer(comment)
                      for code in re.split(r"[\s,]+", match.group("codes"))
                      if _OUR_CODE.fullmatch(code))
-
-
-def filter_findings(
-    findings: Sequence[Finding], suppressions: Sequence[Suppression]
-) -> tuple[list[Finding], list[Suppression]]:
-    """``(findings not suppressed, suppressions that suppressed nothing)``, orders kept.
-
-    A finding is suppressed by a suppression covering any line it spans. Every suppression that
-    matches is counted as used, so redundant ones are not reported as unused.
-    """
-    by_line: dict[int, list[Suppression]] = {}
-    for suppression in suppressions:
-        for line in suppression.applies_to:
-            by_line.setdefault(line, []).append(suppression)
-    used: set[int] = set()
-    kept: list[Finding] = []
-    for finding in findings:
-        last = max(finding.end_line, finding.line)
-        hits = [s for line in range(finding.line, last + 1) for s in by_line.get(line, ())
-                if s.matches(finding)]
-        used.update(id(s) for s in hits)
-        if not hits:
-            kept.append(finding)
-    return kept, [s for s in suppressions if id(s) not in used]
 
 
 def unknown_codes(suppression: Suppression, ids: frozenset[str], names: frozenset[str]

@@ -10,6 +10,7 @@ files.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from neuronize.sources.kinds import CODE_KINDS, SourceKind
 
 # Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
 # import them from here, where they belong to the vocabulary of writing a rule.
-from neuronize.types import Evidence, Finding, ImportRequest, Safety, Target
+from neuronize.types import Evidence, Finding, ImportRequest, Note, Safety, Target, subject_of
 
 __all__ = ["DOC_HEADINGS", "Evidence", "Example", "Finding", "ImportRequest", "Replacement",
            "Report", "Reporter", "Safety", "Transform"]
@@ -36,12 +37,21 @@ RULE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 class Example:
     """A tiny before/after pair: documentation and a test at once.
 
-    ``after=None`` means the rule reports on ``before`` and leaves it as it is.
+    ``after=None`` means the rule reports on ``before`` and leaves it as it is; ``finds=False``
+    means the rule has nothing to say about ``before`` (code that looks alike and needs no
+    change). The example runs under ``--target target`` (``Example(..., target="cpu")``).
     """
 
     before: str
     after: str | None = None
     unsafe_fixes: bool = True
+    finds: bool = True
+    target: Target = Target.NEURON
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", Target(self.target))
+        if not self.finds and self.after is not None:
+            raise TypeError("an Example that finds nothing cannot have an `after`")
 
 
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
@@ -62,6 +72,24 @@ class Report:
     imports: tuple[ImportRequest, ...] = ()
     #: an edit group: the engine applies the fixes of one group in a file together or not at all
     group: str | None = None
+    #: why a fix became a report, or what the decision stage did to it: ``(kind, text)`` pairs
+    #: (:data:`neuronize.types.Note`)
+    notes: tuple[Note, ...] = ()
+    #: ``hard`` / ``optional`` for an import of a CUDA-only package
+    dependency: str | None = None
+    #: why the role of the code makes CUDA its point (:mod:`neuronize.roles`), if it does
+    role: str | None = None
+    #: the other devices a dispatch around the node serves (:meth:`FileContext.device_dispatch`)
+    dispatch: tuple[str, ...] = ()
+
+    def without_fix(self, **changes: object) -> Report:
+        """This report with no fix (and ``changes``): what the decision stage holds back."""
+        return dataclasses.replace(self, replacement=None, **changes)  # type: ignore[arg-type]
+
+    @property
+    def subject(self) -> str | None:
+        """The code the message opens with (:func:`neuronize.types.subject_of`)."""
+        return subject_of(self.message)
 
     @property
     def fixable(self) -> bool:
@@ -78,10 +106,12 @@ class Reporter:
 
     def add(self, rule: type[Transform], node: cst.CSTNode, stack: list[cst.CSTNode], message: str,
             safety: Safety, evidence: Evidence, replacement: Replacement | None,
-            imports: tuple[ImportRequest, ...] = (), group: str | None = None) -> None:
+            imports: tuple[ImportRequest, ...] = (), group: str | None = None, dependency: str | None = None,
+            role: str | None = None, dispatch: tuple[str, ...] = ()) -> None:
         """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
         ancestors = frozenset(id(n) for n in stack if n is not node)
-        self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group))
+        self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group,
+                                   dependency=dependency, role=role, dispatch=dispatch))
 
 
 class Transform:
@@ -158,38 +188,21 @@ class Transform:
 
         ``imports`` are added (or removed) only if this fix is applied. Fixes that name the same
         ``group`` in a file are applied together or not at all, at the weakest safety among them.
-        The fix becomes a report, with the reason, under another target, inside code whose role
-        makes CUDA the point (:mod:`neuronize.roles`) and in a branch of a device dispatch.
+        Whether it is applied is decided later, by :mod:`neuronize.policy`: the report records the
+        role of the code (:mod:`neuronize.roles`) and the device dispatch around it for that.
         """
         safety = safety or self.safety
         evidence = evidence or self.evidence
         if safety is Safety.REPORT_ONLY:
             raise ValueError(f"{self.id}: a report-only finding cannot carry a fix")
-        target = self.ctx.options.target
-        if target not in self.targets:
-            # This rule's fix is Neuron-specific: under another target it is advice, not an edit.
-            self.report(node, f"{message} (that is the `--target neuron` fix; no automatic "
-                        f"`--target {target}` fix: migrate by hand)", evidence=evidence, group=group)
-            return
-        role = self.ctx.role()
-        if role is not None:
-            self.report(node, f"{message}; {role.message}", evidence=evidence)
-            return
-        others = self.ctx.device_dispatch()
-        if others:
-            self.report(node, f"{message}; not applied: this branch is part of a dispatch over "
-                        f"devices (also {', '.join(others)}): keep it for the device it serves and "
-                        "give Neuron a branch of its own if it has none", evidence=evidence, group=group)
-            return
-        if evidence.weak and safety is Safety.SAFE:
-            # The brief's rule: a fix resting on SRC/3P/INF evidence is never applied silently.
-            safety = Safety.UNSAFE
         if isinstance(replacement, cst.CSTNode):
             from neuronize.quotes import requote
 
             replacement = requote(node, replacement, self.ctx.quote_style)
+        role = self.ctx.role()
         self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports,
-                           group)
+                           group, role=role.message if role is not None else None,
+                           dispatch=self.ctx.device_dispatch())
 
     def remove(
         self,
@@ -216,11 +229,13 @@ class Transform:
         evidence: Evidence | None = None,
         safety: Safety = Safety.REPORT_ONLY,
         group: str | None = None,
+        dependency: str | None = None,
     ) -> None:
         """Report ``node`` without a fix (``safety`` may say what a manual fix would risk). In a
-        ``group``, it holds back the group's fixes: they only make sense with this one done."""
+        ``group``, it holds back the group's fixes: they only make sense with this one done.
+        ``dependency``: ``hard`` / ``optional`` for an import of a CUDA-only package."""
         self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None,
-                           group=group)
+                           group=group, dependency=dependency)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod

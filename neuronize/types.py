@@ -1,13 +1,15 @@
 """The values neuronize deals in: what a rule's finding is, what a file and a run come to.
 
 A leaf module: it imports nothing from neuronize, so every other module can use these types
-(imports form one chain: types <- context <- transform <- engine <- api <- cli). Everything here
-is a plain value: frozen, comparable, picklable (results cross process boundaries and the cache).
+(imports form one chain: types <- context <- transform <- policy <- engine <- api <- cli).
+Everything here is a plain value: frozen, comparable, picklable (results cross process boundaries
+and the cache).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +74,9 @@ class Options:
     report_unused_suppressions: bool = False
     #: top-level packages of the project being migrated (sorted): importing one is no dependency
     own_packages: tuple[str, ...] = ()
+    #: the project's line length (ruff's or black's ``line-length``, flake8's ``max-line-length``):
+    #: lines the fixes write stay within it (None: the file's longest line, at least 88)
+    line_length: int | None = None
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)
@@ -92,9 +97,35 @@ class ImportRequest:
     remove: bool = False
 
 
-@dataclass(frozen=True, order=True)
+#: A note on a finding: ``(kind, text)``. The kinds, in the order a finding's text shows them:
+#: ``target``, ``role`` and ``dispatch`` (why the rule's fix became a report: see
+#: :mod:`neuronize.policy`) follow the rule's words; the evidence mark comes next; then
+#: ``import-safety``, ``group`` and ``guard`` (what the decision stage did), each in brackets.
+Note = tuple[str, str]
+
+#: how :meth:`Finding.text` shows a note of each kind that is not bracketed
+_INLINE_NOTES = {"target": " ({})", "role": "; {}", "dispatch": "; {}"}
+
+
+def subject_of(message: str) -> str | None:
+    """The code a rule's message opens with (```from apex import amp` needs CUDA`` -> ``from apex
+    import amp``): the place the finding names. None when it opens with words."""
+    if message.startswith("`"):
+        end = message.find("`", 1)
+        if end > 0:
+            return message[1:end]
+    return None
+
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=True)
 class Finding:
-    """One thing neuronize found, as users and other tools see it. Positions are 1-based."""
+    """One thing neuronize found, as users and other tools see it. Positions are 1-based.
+
+    ``message`` holds the rule's own words; the facts about the finding are fields, and
+    :attr:`text` renders them (once, by the output formats). Findings sort by position, rule and
+    rendered text.
+    """
 
     line: int
     column: int
@@ -110,6 +141,35 @@ class Finding:
     cell: int | None = None
     #: the edit group the finding's fix belongs to (applied with the others or not at all)
     group: str | None = None
+    #: the evidence the finding rests on (None: no rule's reference, e.g. a suppression comment)
+    evidence: Evidence | None = None
+    #: the code the message opens with, naming the place (see :func:`subject_of`)
+    subject: str | None = None
+    notes: tuple[Note, ...] = ()
+    #: ``hard`` / ``optional`` for an import of a CUDA-only package, else None
+    dependency: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.subject is None:
+            object.__setattr__(self, "subject", subject_of(self.message))
+
+    @property
+    def text(self) -> str:
+        """The message as users read it: the rule's words, the notes on why a fix became a
+        report, the evidence mark (``[evidence: INF]``, none for DOC) and the decision notes."""
+        inline = "".join(_INLINE_NOTES[kind].format(text) for kind, text in self.notes if kind in _INLINE_NOTES)
+        mark = "" if self.evidence in (None, Evidence.DOC) else f" [evidence: {self.evidence}]"
+        bracketed = "".join(f" [{text}]" for kind, text in self.notes if kind not in _INLINE_NOTES)
+        return f"{self.message}{inline}{mark}{bracketed}"
+
+    def _order(self) -> tuple[object, ...]:
+        return (self.line, self.column, self.rule, self.name, self.safety, self.text, self.fixable,
+                self.end_line, self.end_column, self.applied, self.cell or 0, self.group or "")
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Finding):
+            return NotImplemented
+        return self._order() < other._order()
 
     def to_json(self, path: str) -> dict[str, object]:
         return {
@@ -124,8 +184,12 @@ class Finding:
             "safety": self.safety.value,
             "fixable": self.fixable,
             "applied": self.applied,
-            "message": self.message,
+            "message": self.text,
             **({"group": self.group} if self.group is not None else {}),
+            **({"evidence": self.evidence.value} if self.evidence is not None else {}),
+            **({"subject": self.subject} if self.subject is not None else {}),
+            **({"notes": [{"kind": kind, "text": text} for kind, text in self.notes]} if self.notes else {}),
+            **({"dependency": self.dependency} if self.dependency is not None else {}),
         }
 
 

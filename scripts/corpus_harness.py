@@ -33,6 +33,11 @@ then prints one Markdown table row per repository:
 - **other kinds**: files of the kinds other than Python and notebooks that neuronize read, by kind
   (``req``, ``pyp``, ``sh``, ``dock``, ``yaml``, ``json``), and how many of them changed;
 - **lossy**: files of those kinds whose lines do not join back to the same bytes (must be zero);
+- **too long**: lines the migration added to a Python file that run past the project's line length
+  (its ruff / black / flake8 setting, else the file's longest line, at least 88); an f-string and a
+  line carrying the author's comment are the author's (must be zero);
+- **test twice**: Python files that spell the test "the accelerator is Neuron" out more than once
+  (a module defines it once, ``on_neuron()``; must be zero);
 - **CUDA left, no finding**: CUDA-specific code still in the migrated copy on a line that no
   finding of the second ``fix`` run covers (that run reports on the migrated files, so its lines
   are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
@@ -45,7 +50,8 @@ then prints one Markdown table row per repository:
 Changed files are checked by kind: Python and notebooks parse, JSON configs load, shell scripts
 pass ``bash -n`` (when the original did).
 
-Every column from *crashes* to *stray* must be zero; the exit code is 1 otherwise (0 when clean).
+``--target`` runs every step with that target (default ``neuron``). Every column from *crashes*
+to *test twice* must be zero; the exit code is 1 otherwise (0 when clean).
 ``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
 when a second run changes something). The result cache goes to a temporary directory
 (``NEURONIZE_CACHE_DIR``) so that every run really analyses the files. Changed files are parsed
@@ -77,9 +83,12 @@ from neuronize.sources.kinds import CODE_KINDS, SourceKind
 from neuronize.sources.lines import join_lines, split_lines
 from neuronize.sources.notebook import read_cells
 from neuronize.syntax import module_matches
+from neuronize.sources.line_length import line_length_for
 from neuronize.transforms._packages import REPORTED
+from neuronize.transforms._wrapped import limit_for
 
-INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy")
+INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy", "too_long",
+              "test_twice")
 SHORT = {SourceKind.REQUIREMENTS: "req", SourceKind.PYPROJECT: "pyp", SourceKind.SHELL: "sh",
          SourceKind.DOCKERFILE: "dock", SourceKind.YAML_CONFIG: "yaml", SourceKind.JSON_CONFIG: "json",
          SourceKind.MAKEFILE: "make", SourceKind.SETUP_CFG: "cfg", SourceKind.CONDA: "conda"}
@@ -206,6 +215,8 @@ class Row:
     no_token: int = 0
     stray: int = 0
     lossy: int = 0
+    too_long: int = 0
+    test_twice: int = 0
     #: files of the other kinds read, and changed, by short kind name
     other_kinds: dict[str, int] = field(default_factory=dict)
     other_changed: int = 0
@@ -217,6 +228,20 @@ class Row:
 
     def bad(self) -> bool:
         return any(getattr(self, name) for name in INVARIANTS)
+
+
+#: the test "the accelerator is Neuron" written out (a module defines it once: ``on_neuron()``)
+NEURON_TEST_TEXT = re.compile(r"current_accelerator\(\)\.type == ['\"]neuron['\"]")
+
+
+def long_added_lines(old: bytes, new: bytes, configured: int | None) -> list[str]:
+    """Lines of ``new`` not in ``old`` longer than the file's limit (the project's line length,
+    else its longest line, at least 88); an f-string (black never splits a string) and a line that
+    carries the author's comment are the author's."""
+    limit = limit_for(old, configured)
+    before = set(old.decode("utf-8", "replace").splitlines())
+    return [line for line in new.decode("utf-8", "replace").splitlines()
+            if line not in before and len(line) > limit and not re.search(r"\bf['\"]", line) and "  # " not in line]
 
 
 def _commit(repo: Path) -> str:
@@ -334,7 +359,7 @@ def _parses(data: bytes, notebook: bool = False) -> bool:
     return True
 
 
-def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
+def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron") -> Row:
     row = Row(repo=repo.name, commit=_commit(repo))
     rules = all_rules()
     started = time.monotonic()
@@ -351,19 +376,19 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
                     row.lossy += 1
                     row.problems.append(f"lossy lines: {rel}")
 
-        code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes")
+        code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes", "--target", target)
         row.problems += _crash_reasons("check", code, check, stderr)
         if diffs is not None:
             diffs.mkdir(parents=True, exist_ok=True)
             (diffs / f"{repo.name}.findings.json").write_text(json.dumps(check, indent=1), encoding="utf-8")
         row.findings = len(check.get("findings", []))
         # `check` applies nothing; `fix --diff` says which findings the edits come from.
-        code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", "--unsafe-fixes")
+        code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", "--unsafe-fixes", "--target", target)
         row.problems += _crash_reasons("fix --diff", code, planned, stderr)
         applied_paths = {f["path"] for f in planned.get("findings", []) if f.get("applied")}
         row.applied = sum(1 for f in planned.get("findings", []) if f.get("applied"))
 
-        code, fixed, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes")
+        code, fixed, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes", "--target", target)
         row.problems += _crash_reasons("fix", code, fixed, stderr)
         summary = fixed.get("summary", {})
         row.scanned = int(summary.get("files", 0))
@@ -392,6 +417,14 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
             if not prefilter_for(rules, kind).search(old):
                 row.no_token += 1
                 row.problems.append(f"modified without a pre-filter token: {rel}")
+            if kind is SourceKind.PYTHON:
+                for line in long_added_lines(old, new, line_length_for(str((repo / rel).parent.resolve()))):
+                    row.too_long += 1
+                    row.problems.append(f"added line over the line length: {rel}: {line.strip()[:80]}")
+                written = NEURON_TEST_TEXT.findall(new.decode("utf-8", "replace"))
+                if len(written) - len(NEURON_TEST_TEXT.findall(old.decode("utf-8", "replace"))) > 1:
+                    row.test_twice += 1
+                    row.problems.append(f"the Neuron test spelled out more than once: {rel}")
             if diffs is not None:
                 diff_chunks.extend(difflib.unified_diff(
                     old.decode("utf-8", "replace").splitlines(keepends=True),
@@ -399,7 +432,7 @@ def run_repo(repo: Path, python: str, diffs: Path | None) -> Row:
                     f"a/{rel}", f"b/{rel}"))
 
         once = {rel: (work / rel).read_bytes() for rel in applied_paths if (work / rel).is_file()}
-        code, again, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes")
+        code, again, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes", "--target", target)
         row.problems += _crash_reasons("second fix", code, again, stderr)
         third = _snapshot(work)
         second_chunks: list[str] = []
@@ -461,13 +494,15 @@ def _line_text(path: Path, cell: int | None, line: int) -> str:
 
 def table(rows: list[Row]) -> str:
     head = ("| repository | commit | scanned | changed | failed | findings | applied | crashes | "
-            "unparseable | second run | unexplained | no token | stray | lossy | other kinds (changed) | CUDA left, no finding | seconds |")
+            "unparseable | second run | unexplained | no token | stray | lossy | too long | test twice | other kinds (changed) | "
+            "CUDA left, no finding | seconds |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r.repo} | `{r.commit}` | {r.scanned} | {r.changed} | {r.failed} | {r.findings} | "
             f"{r.applied} | {r.crashes} | {r.unparseable} | {r.second_run} | {r.unexplained} | "
-            f"{r.no_token} | {r.stray} | {r.lossy} | {_other(r)} | {r.left} | {r.seconds:.1f} |")
+            f"{r.no_token} | {r.stray} | {r.lossy} | {r.too_long} | {r.test_twice} | {_other(r)} | {r.left} | "
+            f"{r.seconds:.1f} |")
     total = Row(repo="**total**", commit="")
     for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "other_changed", "left", "seconds"):
         setattr(total, name, sum(getattr(r, name) for r in rows))
@@ -477,8 +512,8 @@ def table(rows: list[Row]) -> str:
     lines.append(
         f"| {total.repo} | | {total.scanned} | {total.changed} | {total.failed} | {total.findings} | "
         f"{total.applied} | {total.crashes} | {total.unparseable} | {total.second_run} | "
-        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.lossy} | {_other(total)} | "
-        f"{total.left} | {total.seconds:.1f} |")
+        f"{total.unexplained} | {total.no_token} | {total.stray} | {total.lossy} | {total.too_long} | "
+        f"{total.test_twice} | {_other(total)} | {total.left} | {total.seconds:.1f} |")
     return "\n".join(lines)
 
 
@@ -493,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run only these repositories")
     parser.add_argument("--diffs", type=Path, help="write one unified diff per repository here")
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs neuronize")
+    parser.add_argument("--target", default="neuron", choices=("neuron", "accelerator", "cpu"),
+                        help="the --target every run uses")
     args = parser.parse_args(argv)
 
     repos = sorted(p for p in args.corpus.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -504,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for repo in repos:
         print(f"running {repo.name} ...", file=sys.stderr, flush=True)
-        row = run_repo(repo, args.python, args.diffs)
+        row = run_repo(repo, args.python, args.diffs, args.target)
         for problem in row.problems:
             print(f"  {repo.name}: {problem}", file=sys.stderr)
         if row.left:

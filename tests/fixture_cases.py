@@ -24,7 +24,6 @@ from neuronize.registry import all_rules, rule_by_code
 from neuronize.transform import Transform
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-SUFFIXES = (".before.py", ".before.ipynb")
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ def all_cases() -> list[Case]:
 
 def findings_text(result: SourceResult) -> str:
     lines = [
-        f"{f.line}:{f.column} {f.rule} {f.safety.value} {f.message}" for f in result.findings
+        f"{f.line}:{f.column} {f.rule} {f.safety.value} {f.text}" for f in result.findings
     ]
     if result.error is not None:
         lines.append(f"error: {result.error.line}: {result.error.message}")

@@ -96,12 +96,12 @@ def test_statistics_counts_by_rule(repo: Path) -> None:
     proc = neuronize("check", "--statistics", ".", cwd=repo)
     assert proc.returncode == 1
     assert _out(proc).splitlines() == [
-        "3  NRN102  [*] cuda-method",
-        "1  NRN205  [-] half-precision-model",
-        "1  NRN903  [ ] cuda-only-library",
+        "3  NRN102  [*] cuda-method           3 fixable",
+        "1  NRN205  [-] half-precision-model  1 with --unsafe-fixes",
+        "1  NRN903  [ ] cuda-only-library     1 not fixable",
     ]
     unsafe = neuronize("check", "--statistics", "--unsafe-fixes", ".", cwd=repo)
-    assert "1  NRN205  [*] half-precision-model" in _out(unsafe).splitlines()
+    assert "1  NRN205  [*] half-precision-model  1 fixable" in _out(unsafe).splitlines()
 
 
 def test_check_summary_is_one_short_line(repo: Path) -> None:
@@ -115,8 +115,8 @@ def test_check_summary_is_one_short_line(repo: Path) -> None:
 
 def test_verbose_adds_the_detailed_summary(repo: Path) -> None:
     err = _err(neuronize("check", "-v", ".", cwd=repo))
-    assert "neuronize: 2 file(s) found, 1 without CUDA-specific tokens (not parsed)\n" in err
-    assert err.splitlines()[-1].startswith("2 file(s) checked: 1 would change, 1 unchanged, 0 failed")
+    assert "neuronize: 2 files found, 1 without CUDA-specific tokens (not parsed)\n" in err
+    assert err.splitlines()[-1].endswith("; 2 files checked: 1 would change, 1 unchanged, 0 failed.")
 
 
 @pytest.mark.parametrize("setup", ["empty", "excluded", "excluded-file"])

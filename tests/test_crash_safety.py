@@ -112,7 +112,8 @@ def test_sigkill_leaves_every_file_whole(tmp_path, expected, seed):
     assert done == len(originals)
     assert not still_left
     if leftovers:
-        assert f"removed {len(leftovers)} temp file(s)".encode() in again.stderr
+        word = "temp file" if len(leftovers) == 1 else "temp files"
+        assert f"removed {len(leftovers)} {word}".encode() in again.stderr
 
 
 @pytest.mark.slow

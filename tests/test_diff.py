@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from helpers import neuronize
-from neuronize.diff import Style, unified_diff, use_color
+from neuronize.diff import Style, unified_diff, wants_color
 from neuronize.hunks import findings_touching, import_names
 from neuronize.transform import Finding, Safety
 
@@ -131,12 +131,12 @@ def test_colour_only_when_asked(monkeypatch):
             return True
 
     monkeypatch.delenv("NO_COLOR", raising=False)
-    assert use_color(Tty()) is True
-    assert use_color(Tty(), no_color=True) is False
+    assert wants_color(Tty()) is True
+    assert wants_color(Tty(), "never") is False
     monkeypatch.setenv("NO_COLOR", "1")
-    assert use_color(Tty()) is False
+    assert wants_color(Tty()) is False
     monkeypatch.delenv("NO_COLOR")
-    assert use_color(open(__file__)) is False  # not a terminal
+    assert wants_color(open(__file__)) is False  # not a terminal
     coloured = unified_diff("m.py", b"a\n", b"b\n", findings=[_finding(1)], style=Style(True))
     assert "\x1b[31m-a\x1b[0m\n" in coloured and "\x1b[32m+b\x1b[0m\n" in coloured
     assert "\x1b[33m[NRN102 safe] why\x1b[0m" in coloured

@@ -7,8 +7,8 @@ losses; where the original script itself runs on CPU (it falls back to the CPU w
 present), the rewritten scripts' losses must match the original's CPU run within
 ``RTOL``/``ATOL`` (the printed losses are rounded to 4-6 decimals; the same float32 math runs).
 
-Select these tests with ``-m execution``, skip them with ``-m "not execution"``. They are skipped
-when ``import torch`` fails (``pip install -e '.[test]'`` installs the CPU build).
+The default run leaves these tests out (pyproject.toml's addopts); run them with ``-m execution``
+(the second step of .ci/run). They are skipped when ``import torch`` fails (``pip install -e '.[test]'`` installs the CPU build).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus_gen import generate_corpus  # noqa: E402
@@ -46,6 +48,7 @@ def test_generator_target_bytes(tmp_path):
     assert 500_000 < total < 1_300_000, total
 
 
+@pytest.mark.slow
 def test_generated_corpus_through_fix(tmp_path):
     root = tmp_path / "corpus"
     paths = generate_corpus(root, N_FILES, seed=2024, target_bytes=TARGET_BYTES)

@@ -54,6 +54,7 @@ def test_very_large_file(tmp_path):
 # The sum nests deeper than CPython's default recursion limit (1000), which is what it proves;
 # more terms prove nothing more and cost much more: libcst's parse time of a chain like this grows
 # with about the cube of its length (500 terms 0.8 s, 1000 4 s, 2000 35 s; 5000 took 4 minutes).
+@pytest.mark.slow
 @pytest.mark.parametrize("body", [
     pytest.param("(" * 2000 + "x.cuda()" + ")" * 2000, id="2000-nested-parens"),
     pytest.param(" + ".join(["a"] * 1200) + " + x.cuda()", id="1200-term-sum"),

@@ -181,6 +181,14 @@ def test_unused_suppression_in_a_shell_script():
     assert [f.rule for f in result.findings] == ["NRN000", "NRN613"]
 
 
+def test_misspelt_suppression_in_a_dockerfile_is_reported_as_in_python():
+    # one decision stage (neuronize.policy) for every kind: a typo silences nothing, and says so
+    result = run_kind(b"FROM nvidia/cuda:12.1.0-base  # neuronize: ignore[NRN6211]\n", SourceKind.DOCKERFILE,
+                      RULES, UNSAFE)
+    assert sorted(f.rule for f in result.findings) == ["NRN000", "NRN621"]
+    assert "unknown rule `NRN6211` in a suppression" in next(f.text for f in result.findings if f.rule == "NRN000")
+
+
 def test_baseline_covers_other_kinds(tmp_path):
     (tmp_path / "requirements.txt").write_text("flash-attn\nnvidia-cudnn-cu12\n")
     (tmp_path / "ds.json").write_text('{"train_batch_size": 8, "fp16": {"enabled": true}}\n')

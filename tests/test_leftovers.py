@@ -19,6 +19,9 @@ LEFTOVERS = [
     ("settings.py", 'dist_backend: str = "nccl"  # read by the launcher scripts', "NRN999"),
     ("settings.py", 'return rpc.remote(worker, stage_cls, args=("cuda:0",) + args)', "NRN999"),
     ("train.py", "self.model = model.to(self.local_rank)", "NRN999"),
+    # kept for CUDA (issue 21): the cuDNN setting under a CUDA guard stays, Neuron has no path there
+    ("train.py", 'if device.type == "cuda":', "NRN103"),
+    ("train.py", "torch.backends.cudnn.benchmark = True", "NRN350"),
     ("train.py", 'place = f"cuda:{self.local_rank}"', "NRN999"),
     ("train.py", "x = x.to(self.local_rank)", "NRN999"),
     ("train.py", "y = y.to(self.local_rank)", "NRN999"),
@@ -29,7 +32,9 @@ NOT_CODE = {
     '"""Trains a small regressor with DDP under torchrun; resumes from a snapshot (cuda or not)."""': "docstring",
     "# map the tensors saved by rank 0 onto this rank's GPU": "comment",
     'print(f"[rank {self.local_rank}] done on cuda")': "a message",
-    'parser.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])':
+    'default="neuron" if on_neuron() else "cuda",':
+        "a host-aware default (the `cuda` default keeps the CUDA box's)",
+    'choices=["cpu", "cuda", "neuron"],':
         "a list of choices that has Neuron (the `cuda` choice keeps old launch commands working)",
     '"""Builds one pipeline stage on the given worker\'s first GPU."""': "docstring",
 }
@@ -39,6 +44,8 @@ BY_HAND = {
     'args=("cuda:0",)': 'args=("neuron",)',
     'f"cuda:{self.local_rank}"': '"cpu"',
     ".to(self.local_rank)": '.to("neuron")',
+    'if device.type == "cuda":': 'if device.type == "cuda":  # noqa: NRN103 (CUDA-only setting below)',
+    "torch.backends.cudnn.benchmark = True": "torch.backends.cudnn.benchmark = True  # noqa: NRN350",
 }
 MENTIONS = re.compile(r"cuda|nccl|gpu|\.to\(\s*[\w.]*rank", re.IGNORECASE)
 

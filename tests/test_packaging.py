@@ -38,3 +38,22 @@ def test_rules_import_as_neuronize_transforms():
     import neuronize.transforms
 
     assert Path(neuronize.transforms.__file__).parent == ROOT / "transforms"
+
+
+def test_rules_load_from_the_checkout_under_test(tmp_path):
+    """The package, its rules and a `python -m neuronize` started elsewhere all come from this
+    checkout, not from another install or worktree (an editable install of a sibling checkout
+    would test that one's rules)."""
+    import neuronize
+    import neuronize.transforms
+    from neuronize.registry import all_rules
+
+    assert Path(neuronize.__file__).resolve().parent == ROOT / "neuronize"
+    assert [Path(p).resolve() for p in neuronize.transforms.__path__] == [ROOT / "transforms"]
+    for rule in all_rules():
+        assert Path(sys.modules[rule.__module__].__file__).resolve().parent == ROOT / "transforms", rule.id
+    child = subprocess.run(
+        [sys.executable, "-c", "import neuronize, neuronize.transforms as t; print(neuronize.__file__); print(t.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )
+    assert [Path(line).resolve().parent for line in child.stdout.splitlines()] == [ROOT / "neuronize", ROOT / "transforms"]

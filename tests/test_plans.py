@@ -144,7 +144,8 @@ def test_the_idiom_per_target():
     code = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
     assert short(_idiom(code, "neuron").replacement, None) == (
         '"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
-        'else "cpu"')  # the accelerator must be Neuron: on a Mac (MPS) the idiom keeps its CPU fallback
+        'else "cuda" if torch.cuda.is_available() else "cpu"')
+    # the accelerator must be Neuron (on a Mac the idiom keeps its CPU fallback), and CUDA keeps its path
     assert short(_idiom(code, "cpu").replacement) == '"cpu"'  # both branches are the CPU: collapsed
     accelerator = _idiom(code, "accelerator")
     assert "current_accelerator().type" in short(accelerator.replacement)

@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from neuronize.positions import locate
+from neuronize.positions import locate_in_code
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 KINDS = (cst.Call, cst.Attribute, cst.Name, cst.SimpleString, cst.FormattedString,
@@ -34,7 +34,7 @@ def test_locate_matches_position_provider(name, source):
         pytest.skip("not valid Python")
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     nodes = [n for n in expected if isinstance(n, KINDS)]
-    spans = locate(module, nodes)
+    spans, _ = locate_in_code(module, nodes)
     for node in nodes:
         want = expected[node]
         got = spans[id(node)]

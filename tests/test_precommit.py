@@ -144,3 +144,47 @@ def test_other_kinds_go_through_the_hook(project):
     (repo / "train.sh").write_text("#!/bin/bash\n# neuronize: ignore[NRN613]\nexport NCCL_DEBUG=INFO\n")
     proc = _run_hook(project, "requirements.txt", "train.sh", "LICENSE", "ci.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_one_summary_for_many_files(tmp_path, hook_env):
+    rev, env = hook_env
+    repo = _new_repo(tmp_path, rev)
+    names = [f"m{i}.py" for i in range(6)]
+    for name in names:
+        (repo / name).write_text("import torch\nbatch = batch.cuda()\n")
+    _git("add", ".", cwd=repo)
+    proc = subprocess.run(["pre-commit", "run", "--files", *names], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    assert proc.stdout.count("Found ") == 1, proc.stdout
+    assert "Found 6 findings in 6 files" in proc.stdout
+
+
+def test_the_readme_snippet_works_with_a_release_tag(tmp_path, hook_env):
+    """The README's snippet, as written, against a release of neuronize tagged as the releases
+    are (a clone of this revision, tagged there: the project itself is tagged at release)."""
+    import re
+
+    rev, env = hook_env
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### pre-commit\n"):]
+    snippet = re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1)
+    tag = re.search(r"rev: (\S+)", snippet).group(1)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", tag), tag
+    release = tmp_path / "release"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(release)], check=True, capture_output=True)
+    _git("checkout", "-q", rev, cwd=release)
+    _git("tag", tag, cwd=release)
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _new_repo(repo, rev)
+    (repo / ".pre-commit-config.yaml").write_text(re.sub(r"repo: \S+", f"repo: {release}", snippet))
+    (repo / "legacy.py").write_text("import torch\nmodel = Net().cuda()\n")
+    subprocess.run(["neuronize", "check", "--write-baseline", ".neuronize-baseline.json", "."], cwd=repo,
+                   check=True, capture_output=True)
+    (repo / "new.py").write_text("import torch\nbatch = batch.cuda()\n")
+    _git("add", ".", cwd=repo)
+    proc = subprocess.run(["pre-commit", "run", "--files", "legacy.py", "new.py"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "new.py:2:9 NRN102" in proc.stdout and "legacy.py" not in proc.stdout.split("Found")[0]

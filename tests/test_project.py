@@ -84,7 +84,7 @@ def test_baseline_ratchet(tmp_path):
     proc = neuronize("check", "--baseline", "baseline.json", ".", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stdout.decode().splitlines()[0].startswith("new.py:1:5 NRN102")
-    assert b"2 baselined finding(s) not shown" in proc.stderr
+    assert b"2 baselined findings not shown" in proc.stderr
 
 
 def test_fix_with_a_baseline_leaves_baselined_findings_unedited(tmp_path):
@@ -95,7 +95,7 @@ def test_fix_with_a_baseline_leaves_baselined_findings_unedited(tmp_path):
     # the accepted line stays as it was; the new one is fixed, and the summary counts that fix
     assert (tmp_path / "old.py").read_bytes() == (
         b'import torch\nx = Net().cuda()\ny = torch.zeros(2).to("neuron")\n')
-    assert b"fixes applied: 1 safe" in proc.stderr and b"1 baselined finding(s) not shown" in proc.stderr
+    assert b"fixes applied: 1 safe" in proc.stderr and b"1 baselined finding not shown" in proc.stderr
     assert proc.returncode == 0
     # nothing new: nothing written, the summary says no fix was applied
     proc = neuronize("fix", "--baseline", "baseline.json", "--diff", ".", cwd=tmp_path)

@@ -189,6 +189,7 @@ def test_arbitrary_programs(source: bytes) -> None:
     assert_unchanged_without_findings(source)
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=75)
 @given(cuda_programs())
 def test_cuda_programs(source: bytes) -> None:
@@ -196,6 +197,7 @@ def test_cuda_programs(source: bytes) -> None:
     assert_unchanged_without_findings(source)
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(cuda_programs())
 def test_cuda_programs_safe_fixes_only(source: bytes) -> None:
@@ -204,6 +206,7 @@ def test_cuda_programs_safe_fixes_only(source: bytes) -> None:
 
 # 10, not 25: most programs hypothesmith draws do not compile once spliced and are drawn again
 # (25 examples took 270 s of a CI run, more than any other test)
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=10)
 @given(spliced_programs())
 def test_spliced_programs(source: bytes) -> None:

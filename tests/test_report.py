@@ -167,13 +167,14 @@ def test_every_rule_has_a_kind_and_an_effort():
     assert kind_of("NRN899") == ("other", "Other")
 
 
-def test_dependency_from_message():
-    def f(message: str) -> Finding:
-        return Finding(1, 1, "NRN903", "cuda-only-library", Safety.REPORT_ONLY, message, False)
+def test_dependency_is_a_field_of_the_finding():
+    from neuronize.engine import run_source
 
-    assert dependency(f("`import apex` (HARD dependency, unguarded import): ...")) == "hard"
-    assert dependency(f("`from x import y` (OPTIONAL dependency, inside `try/except ImportError`)")) == "optional"
-    assert dependency(f("no dependency named")) == ""
+    code = b"import apex\ntry:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\nx.cuda()\n"
+    found = {f.rule + ":" + str(f.line): f for f in run_source(code, all_rules(), fix=False).findings}
+    assert dependency(found["NRN903:1"]) == "hard" and "(HARD dependency" in found["NRN903:1"].text
+    assert dependency(found["NRN903:3"]) == "optional" and "(OPTIONAL dependency" in found["NRN903:3"].text
+    assert dependency(found["NRN102:6"]) == ""
 
 
 @pytest.mark.parametrize("command", [("check",), ("fix",), ("fix", "--diff")])
@@ -184,15 +185,16 @@ def test_summary_after_every_run(tmp_path, command):
     proc = neuronize(*command, "-v", ".", cwd=tmp_path)  # check's detailed summary needs -v
     summary = proc.stderr.decode().splitlines()[-1]
     verb = "changed" if command == ("fix",) else "would change"
-    assert summary.startswith(f"3 file(s) checked: 1 {verb}"), summary
+    if command == ("check",):  # one line: what was found, then what would change
+        assert summary.startswith("Found 3 findings in 1 file (1 fixable with `neuronize fix`, 1 with "
+                                  "`--unsafe-fixes`); 1 file could not be checked; 3 files checked: 1 would change"), summary
+    else:
+        assert summary.startswith(f"3 files checked: 1 {verb}"), summary
+        assert "2 findings left (NRN102: 1, NRN903: 1)" in summary
     assert "1 unchanged, 1 failed" in summary
     if command == ("fix",):
         assert "fixes applied: 1 safe" in summary
-    if command == ("check",):
-        assert "fixable: 1 safe, 1 unsafe; 3 finding(s) left (NRN102: 2, NRN903: 1)" in summary
-    else:
-        assert "2 finding(s) left (NRN102: 1, NRN903: 1)" in summary
-    assert neuronize(*command, "--quiet", ".", cwd=tmp_path).stderr.decode().count("file(s) checked") == 0
+    assert neuronize(*command, "--quiet", ".", cwd=tmp_path).stderr.decode().count("files checked") == 0
 
 
 # -- a report ready for a pull request (issue 14 item 7) ----------------------------------------

@@ -24,7 +24,9 @@ from neuronize.review import (
     edit_groups,
     line_map,
     rebuild,
+    SafeLayer,
     review_file,
+    review_layered,
     split_by_safety,
     split_hunks,
     split_lines,
@@ -232,7 +234,7 @@ def test_pty_an_import_hunk_follows_the_edits_it_serves(tmp_path):
     # asked about the two edits only, in file order; the imports follow them without a question
     assert [(g[1], g[2]) for g in given] == [(2, "y"), (3, "y")]
     rest = child.before or ""
-    assert "a.py: hunk 1/3 (imports) applied, following hunk(s) 2, 3" in "".join(transcript) + rest
+    assert "a.py: hunk 1/3 (imports) applied, following hunks 2, 3" in "".join(transcript) + rest
     (tmp_path / "orig.py").write_bytes(AMP)
     assert (tmp_path / "a.py").read_bytes() == _analyse(tmp_path / "orig.py")[1]  # fully migrated
 
@@ -340,13 +342,14 @@ def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
     child = _spawn(["fix", "--review", "unsafe", "s.py"], tmp_path)
     shown: list[str] = []
     given = _drive(child, lambda name, index, total, before: shown.append(before) or "n")
-    assert [(g[1], g[2]) for g in given] == [(2, "n")]
+    assert [(g[1], g[2]) for g in given] == [(1, "n")]
     said = "".join(shown)
-    assert "s.py: hunk 1/1 holds safe and unsafe edits: split in 2, the safe part(s) applied without asking" in said
-    assert "s.py: hunk 1/2 (NRN201, safe) applied without asking" in said
-    assert "s.py: hunk 2/2, line 3 [unsafe]" in said and "[NRN104 unsafe]" in said
-    out = (tmp_path / "s.py").read_bytes()
-    assert b'with torch.autocast("neuron",\n' in out and b"enabled=x.cuda().is_cuda):" in out
+    assert "s.py: hunk 1/1 (NRN201, NRN102, safe) applied without asking" in said
+    assert "s.py: the unsafe fixes (--unsafe-fixes), on top of the safe ones" in said
+    assert "s.py: hunk 1/1, line 3 [unsafe]" in said and "[NRN104 unsafe]" in said
+    assert "[NRN201 safe]" not in said.split("on top of the safe ones")[-1]
+    out = (tmp_path / "s.py").read_bytes()  # what plain `fix` writes
+    assert b'with torch.autocast("neuron",\n' in out and b'enabled=x.to("neuron").is_cuda):' in out
     ast.parse(out)
 
 
@@ -365,11 +368,11 @@ def test_pty_summary_counts_the_reviewed_files_only(tmp_path):
     (tmp_path / "m.py").write_bytes(MIXED)
     (tmp_path / "clean.py").write_bytes(b"import torch\nx = torch.zeros(2)\n")
     (tmp_path / "left.py").write_bytes(b"import pycuda.autoinit\n")
-    answers = iter(["y", "n", "y"])
+    answers = iter(["y", "y", "n"])  # the two safe edits first, then the unsafe one
     child = _spawn(["fix", "-i", "--unsafe-fixes", "."], tmp_path)
     _drive(child, lambda *a: next(answers))
     tail = child.before or ""
-    assert "1 file(s) reviewed, 1 written: 2 fix(es) applied, 1 skipped (NRN102: 1)" in tail, tail
+    assert "1 file reviewed, 1 written: 2 fixes applied, 1 skipped (NRN102: 1)" in tail, tail
 
 
 def test_pty_quit_keeps_accepted_hunks_and_touches_nothing_else(tmp_path):
@@ -439,13 +442,11 @@ def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
     given = _drive(child, answer)
     assert given, "no prompt"
     assert child.exitstatus in (0, 1)
-    # the last pass over each file decides: the accepted hunks are exactly what is on disk
-    final: dict[str, dict[int, str]] = {}
-    for name, index, key in given:
-        if index == 0:
-            final[name] = {}
-        else:
-            final.setdefault(name, {})[index - 1] = key
+    # replaying each file's answers through the review (the safe edits first, then the unsafe
+    # ones) gives what is on disk, and the report lists each fix where it is in the file written
+    asked: dict[str, list[str]] = {}
+    for name, _, key in given:
+        asked.setdefault(name, []).append(key)
     report = (repo / "MIGRATION.md").read_text()
     for name, original in originals.items():
         before, after, findings = expected[name]
@@ -454,29 +455,22 @@ def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
         if after is None:
             assert on_disk == original
             continue
-        hunks: list[Hunk] = split_hunks(before, after, findings)
-        answered = final.get(name, {})
-        accepted = {i for i, key in answered.items() if key == "y"}
-        for hunk in hunks:  # the other hunks of an edit group follow the answer for its first
-            leader = next((o for o in hunks if o.index in answered and set(edit_groups(o)) & set(edit_groups(hunk))), None)
-            if hunk.index not in answered and leader is not None and answered[leader.index] == "y":
-                accepted.add(hunk.index)
-        rebuilt = rebuild(before, after, hunks, accepted)
-        if check_rebuilt(before, after, rebuilt, hunks, accepted):
-            assert on_disk == original
-            accepted = set()
-        else:
-            assert on_disk == rebuilt, name
-        # the report lists every applied edit and every leftover, with its path forward, at the
-        # line where it is in the file as written
+        (tmp_path / "safe").mkdir(exist_ok=True)
+        (tmp_path / "safe" / name).write_bytes(original)
+        _, safe_after, safe_findings = _analyse(tmp_path / "safe" / name, unsafe=False)
+        ask, _ = _script(*asked.get(name, []))
+        outcome = review_layered(name, before, after, findings, SafeLayer(safe_after, safe_findings), ask=ask,
+                                 say=lambda s: None, style=Style())
+        assert on_disk == (outcome.output if outcome.output is not None else original), name
+        decided = outcome.findings if outcome.output is not None else tuple(
+            dataclasses.replace(f, applied=False) for f in findings)
         now = line_map(before, on_disk)
-        for hunk in hunks:
-            for f in hunk.findings:
-                link = f"[{name}:{now(f.line)}]({name}#L{now(f.line)})"
-                if hunk.index in accepted:
-                    assert f"- {link} {f.rule} ({f.safety.value}): " in report, (name, f)
-                else:
-                    assert f"| {link} | {f.rule} `{f.name}` | {f.safety.value} fix not applied |" in report
+        for f in decided:
+            link = f"[{name}:{now(f.line)}]({name}#L{now(f.line)})"
+            if f.applied:
+                assert f"- {link} {f.rule} ({f.safety.value}): " in report, (name, f)
+            elif f.fixable:
+                assert f"| {link} | {f.rule} `{f.name}` | {f.safety.value} fix not applied |" in report, (name, f)
         for f in findings:
             if not f.fixable:  # a row of its own, or one of the places of a repeated finding's row
                 link = f"[{name}:{now(f.line)}]({name}#L{now(f.line)})"
@@ -520,7 +514,7 @@ def test_pty_the_hunks_of_an_edit_group_follow_one_answer(tmp_path, key):
     given = _drive(child, lambda name, index, total, before: shown.append(before) or key)
     said = "".join(shown) + (child.before or "")
     assert [(g[1], g[2]) for g in given] == [(1, key)]  # the second hunk is not asked
-    assert "one edit group with hunk(s) 2 (`same-device main()`): your answer applies to them too" in said
+    assert "one edit group with hunk 2 (`same-device main()`): your answer applies to them too" in said
     verb = "applied" if key == "y" else "not applied"
     assert f"p.py: hunk 2/2 (NRN115) {verb}, like the hunk already decided in its edit group" in said
     out = (tmp_path / "p.py").read_bytes()

@@ -152,7 +152,7 @@ def test_a_fix_in_a_role_becomes_a_report_with_the_reason() -> None:
     result = run_source(source, (rule,), Options(unsafe_fixes=True), path="ops/k.py")
     assert result.output is None or result.output == source
     assert [f.fixable for f in result.findings] == [False]
-    assert "not applied: this file holds GPU-kernel code (imports triton)" in result.findings[0].message
+    assert "not applied: this file holds GPU-kernel code (imports triton)" in result.findings[0].text
 
 
 def test_own_package_is_no_dependency() -> None:

@@ -23,7 +23,7 @@ def _groups(result: SourceResult) -> dict[str, str]:
     """rule id -> the edit group its finding names ("" for none)."""
     out = {}
     for f in result.findings:
-        assert (f.group is not None) == (f"[edit group `{f.group}`" in f.message)  # the message says it
+        assert (f.group is not None) == (f"[edit group `{f.group}`" in f.text)  # the message says it
         out[f.rule] = f.group or ""
     return out
 

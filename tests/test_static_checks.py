@@ -34,6 +34,7 @@ def test_ruff_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean(tmp_path: Path) -> None:
     package = tmp_path / "neuronize"
     package.mkdir()

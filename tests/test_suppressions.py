@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from neuronize.suppressions import Suppression, filter_findings, parse_suppressions
-from neuronize.transform import Finding, Safety
-
-
-def finding(line: int, rule: str = "NRN101", name: str = "cuda-device-string",
-            end_line: int = 0) -> Finding:
-    return Finding(line=line, column=1, rule=rule, name=name, safety=Safety.SAFE,
-                   message="m", fixable=True, end_line=end_line)
+from neuronize.engine import run_source
+from neuronize.registry import all_rules
+from neuronize.suppressions import Suppression, parse_suppressions
+from neuronize.types import Options
 
 
 def one(source: bytes) -> Suppression:
@@ -77,10 +73,9 @@ def test_comment_above_a_multiline_call() -> None:
               b"out = model.to(\n    'cuda',\n    non_blocking=True,\n)\n")
     suppressions = parse_suppressions(source)
     assert [s.applies_to for s in suppressions] == [frozenset({4, 5})]
-    call = finding(5, "NRN102", "cuda-method", end_line=8)
-    inner = finding(6, "NRN101", "cuda-device-string", end_line=6)
-    kept, unused = filter_findings([call, inner], suppressions)
-    assert kept == [inner] and unused == []
+    # the call it names starts on a line it covers; another rule's finding further down is kept
+    code = b"import torch\n# neuronize: ignore[cuda-method]\nout = model.cuda(\n    non_blocking=True,\n).to('cuda')\n"
+    assert _kept(code) == ["5:NRN101"]
 
 
 def test_comment_inside_brackets_on_its_own_line() -> None:
@@ -132,46 +127,38 @@ def test_untokenizable_tail_keeps_what_came_before() -> None:
     assert parse_suppressions(b"x = 1\0  # neuronize: ignore\n") in ([], [one(b"x  # neuronize: ignore\n")])
 
 
-# -- filter_findings -------------------------------------------------------------------------------
+# -- what suppressions hide, through the engine --------------------------------------------------
+
+def _kept(source: bytes, unused: bool = False) -> list[str]:
+    """``line:rule`` of each finding every rule keeps on ``source``."""
+    result = run_source(source, all_rules(), Options(report_unused_suppressions=unused), fix=False)
+    return [f"{f.line}:{f.rule}" for f in result.findings]
+
 
 def test_filter_by_id_any_case_and_by_name() -> None:
-    findings = [finding(1), finding(2), finding(3), finding(4, "NRN102", "cuda-method")]
-    source = (b"a  # neuronize: ignore[nrn101]\n"
-              b"b  # neuronize: ignore[cuda-device-string]\n"
-              b"c  # neuronize: ignore[NRN102]\n"
-              b"d  # neuronize: ignore[NRN1]\n")
-    kept, unused = filter_findings(findings, parse_suppressions(source))
-    assert kept == [finding(3), finding(4, "NRN102", "cuda-method")]
-    assert [s.line for s in unused] == [3, 4]  # wrong rule; prefixes are not accepted inline
+    source = (b"import torch\n"
+              b"a = m.cuda()  # neuronize: ignore[nrn102]\n"
+              b"b = m.cuda()  # neuronize: ignore[cuda-method]\n"
+              b"c = m.cuda()  # neuronize: ignore[NRN101]\n"
+              b"d = m.cuda()  # neuronize: ignore[NRN1]\n")
+    # the wrong rule silences nothing and is unused; prefixes are not accepted inline
+    assert sorted(_kept(source, unused=True)) == ["4:NRN000", "4:NRN102", "5:NRN000", "5:NRN102"]
 
 
 def test_bare_suppression_hides_every_rule_on_its_lines() -> None:
-    findings = [finding(2), finding(2, "NRN102", "cuda-method"), finding(3)]
-    kept, unused = filter_findings(findings, parse_suppressions(b"x\ny  # neuronize: ignore\nz\n"))
-    assert kept == [finding(3)] and unused == []
+    source = (b"import torch\nx = torch.zeros(1, device='cuda').cuda()  # neuronize: ignore\n"
+              b"y = torch.zeros(1, device='cuda').cuda()\n")
+    assert sorted(_kept(source)) == ["3:NRN101", "3:NRN102"]
 
 
 def test_suppression_on_last_line_of_a_multiline_finding() -> None:
-    suppression = one(b"a(\n  1,\n)  # neuronize: ignore[NRN101]\n")
-    kept, _ = filter_findings([finding(1, end_line=3), finding(4)], [suppression])
-    assert kept == [finding(4)]
-
-
-def test_end_line_zero_means_the_start_line_only() -> None:
-    suppression = Suppression(line=2, codes=None, applies_to=frozenset({2}))
-    kept, unused = filter_findings([finding(1, end_line=0)], [suppression])
-    assert kept == [finding(1)] and unused == [suppression]
+    source = b"import torch\ny = m.cuda(\n    0,\n)  # neuronize: ignore[NRN102]\nz = m.cuda(\n    0,\n)\n"
+    assert _kept(source) == ["5:NRN102"]
 
 
 def test_redundant_suppressions_are_all_used() -> None:
-    source = b"# neuronize: ignore[NRN101]\nx = 'cuda'  # neuronize: ignore\n"
-    kept, unused = filter_findings([finding(2)], parse_suppressions(source))
-    assert kept == [] and unused == []
-
-
-def test_nothing_to_filter() -> None:
-    findings = [finding(1)]
-    assert filter_findings(findings, []) == (findings, [])
+    source = b"import torch\n# neuronize: ignore[NRN102]\nx = m.cuda()  # neuronize: ignore\n"
+    assert _kept(source, unused=True) == []
 
 
 # -- ruff's spelling, and typos --------------------------------------------------------------------

@@ -114,7 +114,7 @@ def followed_enabled(ctx: FileContext, enabled: cst.BaseExpression) -> cst.BaseE
         return None
     cuda = found[1]
     device, _ = _target.device(ctx, cuda, parens=True)
-    return enabled.deep_replace(cuda, device)  # type: ignore[return-value]
+    return enabled.deep_replace(cuda, device)
 
 
 class AmpFix(NamedTuple):

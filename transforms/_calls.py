@@ -5,6 +5,7 @@ comment stays on its line, a trailing comma stays trailing)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -248,7 +249,10 @@ def without_args(call: cst.Call, *remove: cst.Arg) -> cst.Call:
 
 
 # -- adding list elements / dict entries ---------------------------------------------------
-def insert_after(elements: Sequence, index: int, new):  # type: ignore[no-untyped-def]
+_E = TypeVar("_E", cst.Element, cst.DictElement)
+
+
+def insert_after(elements: Sequence[_E], index: int, new: _E) -> list[_E]:
     """``elements`` with ``new`` (an Element/DictElement) inserted after ``elements[index]``.
 
     The new element reuses the separator of its neighbours, so one-line and one-per-line

@@ -24,6 +24,7 @@ from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import MESSAGE_CALL_NAMES
 from neuronize.transforms._imports import removal_of
+from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import last_name, qualified_expr
 from neuronize.walk import visit
@@ -199,8 +200,12 @@ def _is_skip_body(node: cst.If) -> bool:
     return False
 
 
+#: RNG state getters: they raise on a host without CUDA (the setters and seeding calls are queued instead)
+RNG_STATE = frozenset({"get_rng_state", "get_rng_state_all"})
+
+
 # -- the base class of the family's rules --------------------------------------------------
-class _CudaApiRule(Transform):
+class _CudaApiRule(KeepsCudaBranches, Transform):
     """Dispatches every reference to one of ``FUNCTIONS`` (called or not) to :meth:`on_ref`."""
 
     abstract = True
@@ -226,7 +231,10 @@ class _CudaApiRule(Transform):
         if cuda_keyed_entry(self.ctx, ref):
             target = self.target_for(ref)
             hint = f" (`{target}`)" if target else ""
-            self.report(ref.outer, f"per-backend table entry for `torch.cuda.{ref.fn}`: keep it and "
+            keep = ("it raises on a host without CUDA: keep it for CUDA under `if torch.cuda.is_available():`, "
+                    "restore each entry under the same condition (save and load move together), and"
+                    if ref.fn in RNG_STATE else "keep it and")
+            self.report(ref.outer, f"per-backend table entry for `torch.cuda.{ref.fn}`: {keep} "
                                    f"add a `\"neuron\"` entry{hint} beside it")
             return
         self.on_ref(ref)
@@ -274,8 +282,11 @@ class _CudaApiRule(Transform):
         statement = enclosing_small_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if ref.call is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
-                                   "call did nothing; call it where Neuron is known to be present, by hand")
+            self.report(ref.outer, f"{message}; not applied: " + (
+                "the CUDA call raises on a host without CUDA, the Neuron one without Neuron: save the state under "
+                "the same device condition as the load side restores it (save and load move together), by hand"
+                if ref.fn in RNG_STATE else "it raises on a host without Neuron where the CUDA call did nothing; "
+                "call it where Neuron is known to be present, by hand"))
             return
         if local_import:
             func: cst.BaseExpression = cst.parse_expression(qualified)
@@ -287,10 +298,11 @@ class _CudaApiRule(Transform):
         call = ref.call.with_changes(func=func)
         body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))  # type: ignore[union-attr]
         test, more = _target.available(self.ctx)
-        new = cst.If(test=test, body=cst.IndentedBlock(body=body), leading_lines=line.leading_lines)
-        self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:` (the CUDA call did nothing "
-                            "on a host without CUDA; this one raises without Neuron)", imports=(*more, *imports),
-                 group=group)
+        kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
+        new = cst.If(test=test, body=cst.IndentedBlock(body=body), orelse=kept, leading_lines=line.leading_lines)
+        self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
+                            "(it did nothing on a host without CUDA; the Neuron one raises there)",
+                 imports=(*more, *imports), group=group)
 
     def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
                               imports: tuple[ImportRequest, ...] = (), group: str | None = None) -> None:
@@ -320,6 +332,34 @@ class _CudaApiRule(Transform):
         self.fix(line, cst.FlattenSentinel([importing, swapped.with_changes(leading_lines=())]),
                  f"{message} (with `import torch_neuronx` just before it)",
                  imports=(*imports, *unused_import(self.ctx, ref)), group=group)
+
+    def neutral_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
+        """A call CUDA makes a silent no-op (or a zero) on a host without CUDA, as the host-neutral
+        ``qualified`` (``torch.accelerator.*``), which raises without an accelerator: a statement
+        of its own under ``if torch.accelerator.is_available():`` (in place where a guard already
+        says CUDA or Neuron is here), a value as ``<qualified>(...) if torch.accelerator.is_available()
+        else <the original call>``. CUDA keeps the call's effect; Neuron gets it; other hosts run as
+        before."""
+        from neuronize.transforms._cuda_guard import neuron_guarded
+
+        if ref.call is None or neuron_guarded(self.ctx, ref.outer):
+            self.rewrite(ref, qualified, message)
+            return
+        func, imports = replacement_for(self.ctx, ref, qualified)
+        test, more = _target.accelerator_present(self.ctx)
+        call = ref.call.with_changes(func=func)
+        statement = enclosing_small_statement(self.ctx, ref)
+        line = self.ctx.statement_to_remove(statement) if statement is not None else None
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            inner = line.with_changes(body=[statement.with_changes(value=call)], leading_lines=())  # type: ignore[union-attr]
+            new = cst.If(test=test, body=cst.IndentedBlock(body=[inner]), leading_lines=line.leading_lines)
+            self.fix(line, new, f"{message}, under `if torch.accelerator.is_available():`",
+                     imports=(*more, *imports))
+            return
+        value = cst.IfExp(test=test, body=call.with_changes(lpar=(), rpar=()), orelse=ref.call.with_changes(lpar=(), rpar=()),
+                          lpar=ref.call.lpar or [cst.LeftParen()], rpar=ref.call.rpar or [cst.RightParen()])
+        self.fix(ref.call, value, f"{message} where there is an accelerator, else the CUDA call as before",
+                 imports=(*more, *imports))
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = (),

@@ -11,6 +11,7 @@ from neuronize.context import FileContext
 from neuronize.transform import Transform
 from neuronize.types import Target
 from neuronize.transforms import _target
+from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._imports import removals_for
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, local_names
@@ -70,7 +71,7 @@ def used_as_value(ctx: FileContext, node: cst.Name | cst.Attribute) -> bool:
     return not isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del, cst.Attribute, cst.ImportFrom))
 
 
-class CudaOnlySettings(Transform):
+class CudaOnlySettings(KeepsCudaBranches, Transform):
     """Skeleton of the NRN35x rules: delete CUDA-only setting statements, unwrap CUDA-only contexts.
 
     Subclasses fill in the class attributes below and write the messages.

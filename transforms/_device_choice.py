@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
+from neuronize.import_safety import calls_neuron_test
 from neuronize.walk import iter_syntax
 from neuronize.transform import ImportRequest
 from neuronize.transforms import _target
@@ -59,8 +60,8 @@ def cuda_membership_list(node: cst.CSTNode) -> bool:
     container = target.comparator
     if not isinstance(container, (cst.List, cst.Tuple, cst.Set)):
         return False
-    return any(cuda_literal(el.value) is not None for el in container.elements
-               if isinstance(el, cst.Element))
+    values = [el.value for el in container.elements if isinstance(el, cst.Element)]
+    return any(cuda_literal(v) is not None for v in values) and not any(string_value(v) == "neuron" for v in values)
 
 
 def rewrite_cuda_comparison(node: cst.CSTNode) -> cst.BaseExpression | None:
@@ -124,6 +125,23 @@ def selects_device(ctx: FileContext, ifexp: cst.IfExp) -> bool:
 
 
 
+def neuron_first(node: cst.IfExp) -> bool:
+    """``"neuron" if <Neuron is here> else <the original choice>``: the form the migration gives a
+    choice (the idiom, a host-aware default); its ``else`` keeps serving the other hosts."""
+    body = node.body
+    if isinstance(body, cst.Call) and body.args and (dotted_name(body.func) or "").endswith("device"):
+        body = body.args[0].value
+    return string_value(body) == "neuron" and is_neuron_test(node.test)
+
+
+def is_neuron_test(test: cst.BaseExpression) -> bool:
+    """The test the migration writes for "the accelerator here is Neuron" (any quote style),
+    spelled out or through the function a module defines for it (``on_neuron()``)."""
+    code = cst.Module([]).code_for_node(test)
+    return "current_accelerator().type" in code and ('"neuron"' in code or "'neuron'" in code) or (
+        calls_neuron_test(code))
+
+
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
 def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
@@ -159,6 +177,13 @@ def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: boo
         yield from _available_polarity(ctx, test.right, negated)
     elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         yield from _available_polarity(ctx, test.expression, not negated)
+
+
+def _only_and(test: cst.BaseExpression) -> bool:
+    """``a and b and ...`` (no ``or`` among its operators), or a single condition."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and _only_and(test.left) and _only_and(test.right)
+    return True
 
 
 def has_is_available(ctx: FileContext, test: cst.BaseExpression) -> bool:
@@ -257,7 +282,8 @@ class IdiomRewrite:
 
 #: why the idiom's rewrite is right, per target
 IDIOM_WHY = {
-    _target.NEURON: "same CPU fallback, taken wherever the accelerator is not Neuron (a Mac's MPS too)",
+    _target.NEURON: "Neuron first, then the original choice: CUDA and the CPU fallback are kept (a Mac's MPS "
+                    "still falls back as before)",
     _target.ACCELERATOR: "same CPU fallback; the current accelerator (CUDA, Neuron...) is detected",
 }
 
@@ -285,6 +311,13 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
         new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
     replacement: cst.BaseExpression = node.with_changes(
         test=replace_is_available(ctx, node.test, available), **{side: new_branch})
+    if target == _target.NEURON:
+        # additive: a Neuron choice in front of the original, which keeps serving CUDA (with its
+        # device index) and every host the fallback served; the other conditions of an `and`
+        # (`args.backend == "gpu" and torch.cuda.is_available()`) still apply to Neuron
+        neuron_test = replacement.test if side == "body" and _only_and(node.test) else available  # type: ignore[attr-defined]
+        replacement = cst.IfExp(test=neuron_test, body=new_branch.with_changes(lpar=(), rpar=()),
+                                orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
     if target == _target.CPU:
         other = node.orelse if side == "body" else node.body
         if short(other) == short(new_branch):
@@ -298,7 +331,10 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
         new_test = replace_is_available(ctx, node.test, cst.Name(marker))
         if target == _target.ACCELERATOR:
             new_test = replacement.test  # type: ignore[attr-defined]
-        if side == "body":
+        if target == _target.NEURON:
+            old_text = f"{short(node, 60)}"
+            new_text = f"{_target.spell(ctx, new_branch)} if {marker} else <the original choice>"
+        elif side == "body":
             old_text = f"{short(branch)} if {short(node.test)} else ..."
             new_text = f"{_target.spell(ctx, new_branch)} if {short(new_test)} else ..."
         else:
@@ -306,7 +342,7 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
             new_text = f"... if {short(new_test)} else {_target.spell(ctx, new_branch)}"
         new_text = new_text.replace(marker, "<the accelerator is Neuron>")
         message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
-    for call in is_available_calls(ctx, node.test):
+    for call in () if target == _target.NEURON else is_available_calls(ctx, node.test):
         head = (dotted_name(call.func) or "").split(".")[0]
         if ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
             removal = removal_of(ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
@@ -358,6 +394,8 @@ def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tupl
     if kind is not None:
         yield expr, kind
         return
+    if isinstance(expr, cst.IfExp) and neuron_first(expr):
+        return  # `"neuron" if <Neuron is here> else <the original>`: migrated already
     if isinstance(expr, cst.IfExp):
         if _target.is_kept_cuda_index(ctx, expr):
             return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
@@ -377,6 +415,7 @@ class LiteralEdit:
     imports: tuple[ImportRequest, ...]
     note: str
     unsafe: bool
+    shown: str | None = None  # how a message shows the replacement, where not spelt out
 
 
 def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested: bool) -> LiteralEdit:
@@ -489,22 +528,41 @@ DEVICE_TYPE_QUERIES = frozenset({
 })
 
 
+#: calls whose device argument feeds CUDA-only machinery: a device default that reaches one stays
+#: (reported), as moving it to "neuron" would break the call on every host
+CUDA_PLUMBING = {
+    "torch.Generator": "a generator on the Neuron device is not available; random numbers come from the CPU",
+    "torch.cuda.get_device_capability": "a kernel capability probe: Neuron has no compute capability",
+    "torch.cuda.get_device_properties": "CUDA device properties",
+    "torch.cuda.get_rng_state": "the CUDA generator's state",
+    "torch.cuda.set_rng_state": "the CUDA generator's state",
+}
+
+
 def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
     """Why the CUDA default of ``param`` (the node being visited) stays, when its function passes
     the parameter, by its bare name, to a query of :data:`DEVICE_TYPE_QUERIES` (``def
     dtype(device="cuda"): return torch.get_autocast_dtype(device)``): a ``"neuron"`` default would
-    make a call without the argument raise on a host where the CUDA default answered."""
+    make a call without the argument raise on a host where the CUDA default answered; or to CUDA
+    plumbing (:data:`CUDA_PLUMBING`: ``torch.Generator(device=device)``, a capability probe)."""
     function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
     if function is None or param.default is None or cuda_literal(param.default) is None:
         return None
     name = param.name.value
     for node in iter_syntax(function.body):
-        if not isinstance(node, cst.Call) or (query := ctx.qualify(node.func)) not in DEVICE_TYPE_QUERIES:
+        if not isinstance(node, cst.Call):
             continue
-        if any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
-            return (f"default of parameter `{name}`: kept, it reaches `{query}(...)`, which answers for "
-                    "`\"cuda\"` on any host while `\"neuron\"` raises without torch-neuronx; pass the device "
-                    "type at the calls instead")
+        query = ctx.qualify(node.func)
+        if query is None or query not in DEVICE_TYPE_QUERIES and query not in CUDA_PLUMBING:
+            continue
+        if not any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+            continue
+        if query in CUDA_PLUMBING:
+            return (f"default of parameter `{name}`: kept, it feeds `{query}(...)`, CUDA plumbing "
+                    f"({CUDA_PLUMBING[query]}); give Neuron its own path by hand")
+        return (f"default of parameter `{name}`: kept, it reaches `{query}(...)`, which answers for "
+                "`\"cuda\"` on any host while `\"neuron\"` raises without torch-neuronx; pass the device "
+                "type at the calls instead")
     return None
 
 

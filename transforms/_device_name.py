@@ -40,6 +40,7 @@ import libcst as cst
 
 from neuronize.context import FileContext
 from neuronize.walk import visit
+from neuronize.transforms._nodes import code as _code, free_name
 
 _T = r"(?P<t>[A-Za-z_]\w*)"
 #: the device (``else "cpu"``) and autocast's device (``else "cuda"``), as ``_target`` writes them
@@ -53,7 +54,7 @@ _WRITTEN = (re.compile(r"\(" + _DEVICE_TEXT + r"\)"), _DEVICE)
 _NEURON_TEST = re.compile(_T + r"\.accelerator\.is_available\(\) and "
                           r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 #: the names a scope's device gets, in order of preference (then ``_2``, ``_3``...)
-_NAMES = {True: ("DEVICE", "ACCELERATOR_DEVICE"), False: ("device", "accelerator_device")}
+_DEVICE_NAMES = {True: ("DEVICE", "ACCELERATOR_DEVICE"), False: ("device", "accelerator_device")}
 #: parents of a Name that may bind it (a few only read it too: counted all the same)
 _BINDS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName, cst.NamedExpr,
           cst.Param, cst.NameItem, cst.ImportAlias, cst.ExceptHandler, cst.FunctionDef, cst.ClassDef,
@@ -62,8 +63,11 @@ _BINDS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, 
 _DYNAMIC = frozenset({"exec", "globals", "locals", "vars"})
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+def _flat(node: cst.CSTNode) -> str:
+    """``node``'s code on one line, without its own parentheses: what the patterns match, however
+    the line was wrapped (``neuronize.transforms._wrapped``)."""
+    bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", ()) else node
+    return " ".join(_code(bare).split())
 
 
 @dataclass(frozen=True)
@@ -110,8 +114,7 @@ class _Collect(cst.CSTVisitor):
             if isinstance(parent, _BINDS):
                 self.bound[node.value] += 1
         if isinstance(node, cst.IfExp):
-            match = (_DEVICE.fullmatch(_code(node.with_changes(lpar=(), rpar=())))
-                     or _NEURON_TEST.fullmatch(_code(node.test.with_changes(lpar=(), rpar=()))))
+            match = _DEVICE.fullmatch(_flat(node)) or _NEURON_TEST.fullmatch(_flat(node.test))
             if match is not None:
                 scope = _scope(self.stack)
                 if scope is not None and not _keeps_cuda_index(self.stack):
@@ -183,17 +186,6 @@ def _assigned_once(stmt: cst.CSTNode, first: _Use, collect: _Collect) -> str | N
     return name if collect.bound[name] == 1 else None
 
 
-def _free_name(module_level: bool, taken: set[str]) -> str:
-    names = _NAMES[module_level]
-    for name in names:
-        if name not in taken:
-            return name
-    n = 2
-    while f"{names[-1]}_{n}" in taken:
-        n += 1
-    return f"{names[-1]}_{n}"
-
-
 def _with_definition(stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement, name: str,
                      value: cst.BaseExpression) -> list[cst.BaseStatement]:
     """``name = value`` before ``stmt``: it takes the blank lines above ``stmt``, which keeps its
@@ -217,7 +209,7 @@ class _Rename(cst.CSTTransformer):
         self.replacements = replacements
         self.definitions = definitions  # block id -> (id of its statement, name, value)
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
         if id(original_node) in self.replacements:
             return self.replacements[id(original_node)]
         if id(original_node) in self.definitions:
@@ -250,12 +242,12 @@ def name_device(module: cst.Module, source: bytes) -> cst.Module:
         if name is not None:
             uses = uses[1:]  # the assignment stays: it names the device
         else:
-            name = _free_name(uses[0].scope is module, collect.names)
+            name = free_name(_DEVICE_NAMES[uses[0].scope is module], collect.names)
             definitions[id(block)] = (id(stmt), name, uses[0].device())
         replacements.update((id(u.node), u.replaced(name)) for u in uses)
     if not replacements:
         return module
-    return module.visit(_Rename(replacements, definitions))  # type: ignore[return-value]
+    return module.visit(_Rename(replacements, definitions))
 
 
 # -- recognising what this writes -------------------------------------------------------------
@@ -283,7 +275,7 @@ def device_names(module: cst.Module) -> frozenset[str]:
         def visit_Assign(self, node: cst.Assign) -> bool:
             if (len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
                     and isinstance(node.value, cst.IfExp)
-                    and (m := _DEVICE.fullmatch(_code(node.value))) is not None and m["fallback"] == "cpu"):
+                    and (m := _DEVICE.fullmatch(_flat(node.value))) is not None and m["fallback"] == "cpu"):
                 found.add(node.targets[0].target.value)
             return False
 

@@ -51,7 +51,7 @@ class _Merge(cst.CSTTransformer):
             previous = body[-1] if body else None
             if written and last_written and isinstance(new, cst.If) and not new.leading_lines:
                 assert isinstance(previous, cst.If)
-                inner = [*previous.body.body, *new.body.body]  # type: ignore[union-attr]
+                inner = [*previous.body.body, *new.body.body]
                 body[-1] = previous.with_changes(body=previous.body.with_changes(body=inner))
             else:
                 body.append(new)
@@ -59,11 +59,11 @@ class _Merge(cst.CSTTransformer):
         return updated.with_changes(body=body) if len(body) != len(updated.body) else updated
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return self._merged(original_node, updated_node)  # type: ignore[no-any-return]
+        return self._merged(original_node, updated_node)
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
                             updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        return self._merged(original_node, updated_node)  # type: ignore[no-any-return]
+        return self._merged(original_node, updated_node)
 
 
 def merge_guards(module: cst.Module, source: bytes) -> cst.Module:
@@ -80,4 +80,4 @@ def merge_guards(module: cst.Module, source: bytes) -> cst.Module:
     written = on_changed_lines(module, source, collect.found)
     if len(written) < 2:
         return module
-    return module.visit(_Merge(written))  # type: ignore[return-value]
+    return module.visit(_Merge(written))

@@ -166,6 +166,11 @@ class Dependency:
     reason: str  # e.g. "top-level import", "inside `try/except ImportError`"
 
     @property
+    def kind(self) -> str:
+        """``hard`` or ``optional``: the finding's ``dependency`` field."""
+        return "hard" if self.hard else "optional"
+
+    @property
     def label(self) -> str:
         kind = "HARD dependency" if self.hard else "OPTIONAL dependency"
         return f"{kind}, {self.reason}"

@@ -18,7 +18,7 @@ from neuronize.transforms._literals import cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 
-DEVICE, BACKEND = "device", "backend"
+DEVICE, BACKEND, STRATEGY = "device", "backend", "strategy"
 #: device types (and GPU architectures): a list of several is the devices a program accepts
 DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "neuron", "meta", "hpu", "npu", "xla", "mtia", "rocm", "hip"})
 #: process-group backends besides NCCL: a list of several is the backends a program accepts
@@ -33,6 +33,12 @@ FSDP = frozenset({"torch.distributed.fsdp.FullyShardedDataParallel",
                   "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"})
 #: calls that return a process or GPU index
 INDEX_CALLS = frozenset({"int", "get_rank", "get_local_rank"})
+#: a name (keyword, parameter, variable, call) whose "cuda" is a label, not a device: a timer
+#: type, a metrics label or tag, a statistic's name
+LABEL_NAME = re.compile(r"(?:^|_)(?:timers?|labels?|metrics?|tags?|stats?|counters?|gauges?|histograms?)(?:_|$)",
+                        re.IGNORECASE)
+#: an RWKV-style placement strategy: `"cuda fp16"`, `"cuda fp16i8 *10 -> cpu fp32"`
+_STRATEGY = re.compile(r"\bcuda(?::\d+)?\s+(?:fp|bf)(?:16|32)")
 #: calls whose arguments are text for people, not values the code uses
 MESSAGE_CALLS = MESSAGE_CALL_NAMES | {"error", "critical", "exception"}
 #: a list assigned to a name like this validates (or documents) what the program accepts
@@ -44,6 +50,9 @@ ADVICE = {
     "map_location": f"load onto `\"cpu\"` or onto the device the model uses (`\"neuron\"`, no index: {ONE_DEVICE})",
     "device_types": "a kernel registered for CUDA only: Neuron needs its own (an NKI kernel) or the "
                     "op's CPU/composite path",
+    STRATEGY: "a layer-placement strategy string (RWKV style) puts the model on CUDA; whether the library "
+              "accepts `neuron` there is not established: place it on `cpu` or run the model's PyTorch code on "
+              "`\"neuron\"` by hand",
     BACKEND: "make it `\"neuron\"` on Trainium (`torch.distributed.get_default_backend_for_device(device)` where "
              "the code must also run on CUDA or CPU)",
 }
@@ -55,7 +64,39 @@ def cuda_value(node: cst.CSTNode) -> str | None:
     if cuda_literal(node) is not None:
         return DEVICE
     value = string_value(node)
+    if value is not None and "cuda " in value and _STRATEGY.search(value):
+        return STRATEGY
     return BACKEND if value is not None and nccl_backend(value) else None
+
+
+def labels(stack: Sequence[cst.CSTNode]) -> bool:
+    """The value at the end of ``stack`` is a label, not a device: a member of an enumeration
+    (`class TimerKind(Enum): CUDA = "cuda"`), or given to a keyword, parameter, variable or call
+    named as a label (`timer_type="cuda"`, `metrics.labels(backend="cuda")`, `STAT_TAG = "cuda"`)."""
+    for child, parent in zip(reversed(stack), reversed(stack[:-1]), strict=False):
+        name = None
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            name = parent.keyword.value
+        elif isinstance(parent, cst.Param):
+            name = parent.name.value
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and child is parent.value:
+            target = parent.targets[0].target if isinstance(parent, cst.Assign) else parent.target
+            name = target_name(target)
+        elif isinstance(parent, cst.Call):
+            name = last_name(parent.func)
+        elif isinstance(parent, cst.ClassDef):
+            return any((last_name(base.value) or "").endswith("Enum") for base in parent.bases)
+        elif isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if name and "device" not in name.lower() and LABEL_NAME.search(name):
+            return True
+    return False
+
+
+def test_message(node: cst.CSTNode, reason: str) -> str:
+    """A leftover in test code, said the way the other rules say it (one line per reason)."""
+    return (f"`{short(node)}`: CUDA-specific value in test code ({reason}); tests are the spec of what worked and "
+            "are left as they are: port a CUDA-only test to Neuron, or skip it there, by hand")
 
 
 def listed(values: Sequence[str | None]) -> str | None:
@@ -164,7 +205,7 @@ def site(stack: Sequence[cst.CSTNode]) -> tuple[str, str | None]:
 def leftover_message(kind: str, node: cst.CSTNode, where: str, keyword: str | None = None) -> str:
     """The finding for a CUDA ``kind`` of value (``DEVICE`` / ``BACKEND``) left at ``node``, given
     to an argument ``keyword`` (``map_location``, a kernel's ``device_types``) or not."""
-    what = "CUDA device" if kind == DEVICE else "NCCL backend name"
+    what = {DEVICE: "CUDA device", BACKEND: "NCCL backend name", STRATEGY: "CUDA placement strategy"}[kind]
     place = f" ({where})" if where else ""
     advice = ADVICE[keyword if kind == DEVICE and keyword in ADVICE else kind]
     return f"{what} `{short(node)}` left in the code{place}: no other rule migrates it here; {advice}"
@@ -176,9 +217,21 @@ def list_message(kind: str, container: cst.CSTNode) -> str:
             "pass this check (or find an entry here)")
 
 
+#: the device of `init_process_group(device_id=torch.device(device_type, local_rank))`
+PG_DEVICE_ID = "`init_process_group(device_id=torch.device(...))`"
+
+
+def pg_device_id(stack: Sequence[cst.CSTNode]) -> bool:
+    """The call at the end of ``stack`` is the ``device_id=`` of ``init_process_group``."""
+    return len(stack) > 2 and isinstance(stack[-2], cst.Arg) and stack[-2].keyword is not None \
+        and stack[-2].keyword.value == "device_id" and last_name(stack[-3].func) == "init_process_group"  # type: ignore[attr-defined]
+
+
 def index_message(call: str, index: cst.BaseExpression, selects: bool = False) -> str:
     """A GPU index given as a device (or, ``selects``, to select the current device)."""
     advice = ("delete the call where the `\"neuron\"` process group runs (it pins each process to its NeuronCore)"
-              if selects else "pass the device (`\"neuron\"` or the file's device variable) instead")
+              if selects else "PyTorch needs an index here: give 0 where the device type is `neuron` "
+              f"(`0 if device_type == \"neuron\" else {short(index, 30)}`), or drop `device_id=` there"
+              if call == PG_DEVICE_ID else "pass the device (`\"neuron\"` or the file's device variable) instead")
     return (f"{call} gets the GPU index `{short(index, 40)}`: an integer device is an index on the current "
             f"accelerator, and {ONE_DEVICE}: any other index fails; {advice}")

@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from neuronize.walk import visit
+from neuronize.walk import iter_syntax
 
 CUDA_INDEXED = re.compile(r"^cuda:(\d+)$")
 # Strings that name a device type; a conditional expression choosing between them picks a device.
@@ -123,6 +123,10 @@ def cuda_literal(node: cst.CSTNode) -> Kind | None:
         return None
     if isinstance(node, cst.FormattedString):
         parts = node.parts
+        if parts and all(isinstance(p, cst.FormattedStringText) for p in parts):
+            # f"cuda", f"cuda:0": an f-string without placeholders is a plain string
+            text = "".join(p.value for p in parts)  # type: ignore[attr-defined]
+            return cuda_literal(cst.SimpleString(repr(text))) if "\\" not in text else None
         if (len(parts) == 2 and isinstance(parts[0], cst.FormattedStringText)
                 and parts[0].value == "cuda:" and isinstance(parts[1], cst.FormattedStringExpression)
                 and parts[1].format_spec is None):
@@ -152,28 +156,11 @@ def is_device_word(node: cst.CSTNode) -> bool:
     return (value is not None and bool(DEVICE_WORD.match(value))) or cuda_literal(node) is not None
 
 
-class _CudaStringFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found = False
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> bool:
-        self.found = self.found or cuda_literal(node) is not None
-        return False
-
-    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        self.found = self.found or cuda_literal(node) is not None
-        return False
-
-
 def branches_mention_cuda(node: cst.IfExp) -> bool:
     """A CUDA device string anywhere in either branch of ``... if ... else ...``.
 
     Such a conditional chooses a device: the device-placement rules (NRN101) rewrite it as one
     unit, and the runtime rules (NRN110) leave its ``torch.cuda.is_available()`` test alone.
     """
-    finder = _CudaStringFinder()
-    visit(node.body, finder)
-    visit(node.orelse, finder)
-    return finder.found
+    return any(cuda_literal(part) is not None for branch in (node.body, node.orelse) for part in iter_syntax(branch))
 

@@ -35,6 +35,38 @@ def count_nodes(node: cst.CSTNode, *kinds: type) -> int:
 
 
 
+def code(node: cst.CSTNode) -> str:
+    """``node``'s code as written (its own parentheses and whitespace included)."""
+    return cst.Module([]).code_for_node(node)
+
+
+def free_name(preferred: Sequence[str], taken: set[str]) -> str:
+    """The first of ``preferred`` not in ``taken``, else the last with ``_2``, ``_3``..."""
+    for name in preferred:
+        if name not in taken:
+            return name
+    n = 2
+    while f"{preferred[-1]}_{n}" in taken:
+        n += 1
+    return f"{preferred[-1]}_{n}"
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements: dict[int, cst.CSTNode]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
+        return self.replacements.get(id(original_node), updated_node)
+
+
+def replaced(module: cst.Module, replacements: dict[int, cst.CSTNode]) -> cst.Module:
+    """``module`` with each node whose ``id`` is a key of ``replacements`` replaced by its value."""
+    result = module.visit(_Replace(replacements))
+    assert isinstance(result, cst.Module)
+    return result
+
+
 def has_call(node: cst.CSTNode) -> bool:
     """Whether evaluating ``node`` may run code (a call, an await, a yield or a walrus)."""
     return bool(count_nodes(node, cst.Call, cst.Await, cst.Yield, cst.NamedExpr))

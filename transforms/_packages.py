@@ -25,6 +25,8 @@ KERNEL_REFERENCES = (
 SDPA = "use `F.scaled_dot_product_attention` (on Neuron it lowers to an NKI flash-attention kernel)"
 NEURON_TOOLS = "use `neuron-ls` / `neuron-top` / Neuron Explorer"
 BF16_WEIGHTS = "load the model in bf16 (`torch_dtype=torch.bfloat16`)"
+SERVE_ON_NEURON = ("serve with vLLM and its Neuron plugin (vllm-neuron), or with the model's own PyTorch code "
+                   "under `torch.compile(backend=\"neuron\")`")
 
 
 class Path(enum.Enum):
@@ -55,6 +57,12 @@ class Package:
 PACKAGES: dict[str, Package] = {
     "flash_attn": Package("FlashAttention CUDA kernels", SDPA, Evidence.THIRD_PARTY),
     "flash_attn_interface": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY),
+    "flash_attn_3": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY),
+    # PyTorch's variable-length attention runs FlashAttention's CUDA kernels only
+    "torch.nn.attention.varlen": Package(
+        "PyTorch variable-length attention, on FlashAttention CUDA kernels",
+        "pad the batch and call `F.scaled_dot_product_attention` with a mask (on Neuron it lowers to an NKI "
+        "flash-attention kernel)", Evidence.INF, cuda_only=False),
     "xformers": Package("xFormers CUDA/Triton kernels", SDPA, Evidence.THIRD_PARTY),
     "flashinfer": Package("FlashInfer CUDA kernels", SDPA, Evidence.THIRD_PARTY, distributions=("flashinfer-python",)),
     "apex": Package(
@@ -175,14 +183,18 @@ PACKAGES: dict[str, Package] = {
         path=Path.NONE,
         cuda_only=False,
     ),
-    # Only CUDA-only-path markers: NRN902 (triton-kernel) reports Triton; vLLM has a Neuron
-    # plugin of its own, so its import is no migration finding.
+    # Only a CUDA-only-path marker: NRN902 (triton-kernel) reports Triton.
     "triton": Package("Triton GPU kernels", NKI_PATH_KERNELS, Evidence.DOC_OLD, path=Path.NKI, reported=False),
-    "vllm": Package("vLLM's CUDA serving engine", "use vLLM's Neuron plugin", Evidence.THIRD_PARTY,
-                    path=Path.NONE, reported=False),
     "torchcomms": Package("torchcomms GPU communicators (NCCLX, MCCL)",
                           "use `torch.distributed` with the `\"neuron\"` process group", Evidence.INF,
                           reported=False),
+    # Serving engines: each owns its device and kernels, so the way forward is per engine.
+    "vllm": Package("vLLM serving engine", "install vLLM's Neuron plugin (vllm-neuron) and check that it "
+                    "supports the model", Evidence.THIRD_PARTY, "runs its CUDA engine unless its Neuron plugin "
+                    "is installed", path=Path.NONE, cuda_only=False),
+    **{module: Package(f"{what} serving engine, built on CUDA kernels", SERVE_ON_NEURON, Evidence.INF, path=Path.NONE)
+       for module, what in (("sglang", "SGLang"), ("lightllm", "LightLLM"), ("tensorrt_llm", "TensorRT-LLM"),
+                            ("exllama", "ExLlama"))},
 }
 
 _INT4 = "keep the weights in bf16 (no int4 weight-only GEMM kernel on Neuron)"

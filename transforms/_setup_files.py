@@ -166,3 +166,19 @@ def torch_family_advice(version: str | None) -> tuple[str | None, str]:
                       f"{families_text()}); move to one of those versions to run on Trainium")
     return family, (f"add `torch-neuronx=={family}` (the TorchNeuron family for torch "
                     f"{torch_minor(version)}) next to this requirement for Trainium")
+
+
+#: a requirements file named for another framework (`requirements_flax.txt`, `requirements-jax.txt`)
+OTHER_FRAMEWORK_FILE = re.compile(r"(?:^|[-_.])(?:flax|jax|tf|tensorflow|keras|mlx|paddle)(?:[-_.]|$)", re.IGNORECASE)
+#: packages that make an environment another framework's (a JAX-only conda environment)
+OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "tensorflow", "tensorflow-gpu", "tf-nightly", "mlx",
+                              "paddlepaddle", "paddlepaddle-gpu"})
+TORCH = frozenset({"torch", "pytorch", "torchvision", "torchaudio", "pytorch-cuda", "lightning",
+                   "pytorch-lightning"})
+
+
+def other_framework(doc: TextDocument, names: set[str]) -> bool:
+    """The file serves another framework: named for it (`requirements_flax.txt`), or it lists that
+    framework and no PyTorch (a JAX-only environment)."""
+    stem = doc.path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return (bool(OTHER_FRAMEWORK_FILE.search(stem)) or bool(names & OTHER_FRAMEWORKS)) and not names & TORCH

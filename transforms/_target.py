@@ -18,6 +18,7 @@ Builders return ``(expression, imports)``; the imports go to ``Transform.fix(imp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import libcst as cst
@@ -269,7 +270,8 @@ def in_kept_cuda_index(ctx: FileContext) -> bool:
     return any(is_kept_cuda_index(ctx, anc) for anc in ctx.ancestors())
 
 
-def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode, make) -> cst.CSTNode:  # type: ignore[no-untyped-def]
+def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode,
+                         make: Callable[[cst.SimpleString, bool], cst.BaseExpression]) -> cst.CSTNode:
     """``rewritten`` with each ``"neuron"`` string it introduced (not in ``original``) replaced by
     ``make(string, nested)``; a call argument loses the parentheses of a conditional expression."""
     old: set[int] = set()
@@ -386,3 +388,11 @@ def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
     if isinstance(expr, cst.SimpleString) and like is not None:
         return string_like(like, expr.evaluated_value), imports  # type: ignore[arg-type]
     return expr, imports
+
+
+def accelerator_present(ctx: FileContext) -> Built:
+    """The test "there is an accelerator" on any target: ``torch.accelerator.is_available()``. What
+    a host-neutral call (``torch.accelerator.empty_cache()``, which raises without an accelerator)
+    is written under: it keeps the CUDA call's effect on CUDA and runs on Neuron."""
+    t, imports = _torch(ctx)
+    return cst.parse_expression(f"{t}.accelerator.is_available()"), imports

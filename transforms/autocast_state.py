@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.context import dotted_name
+from neuronize.context import FileContext, dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._amp import AUTOCAST, CUDA_AUTOCAST
 from neuronize.transforms._calls import argument
@@ -85,7 +85,7 @@ class AutocastState(Transform):
         Example("import torch\ndtype = torch.get_autocast_gpu_dtype()\n", None),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._aliases: dict[str, str] = {}  # dotted name -> the autocast constructor it is bound to
 
@@ -96,7 +96,7 @@ class AutocastState(Transform):
         for target in node.targets:
             name = dotted_name(target.target)
             if name is not None:
-                self._aliases[name] = qualified  # type: ignore[assignment]
+                self._aliases[name] = qualified
 
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted_name(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None

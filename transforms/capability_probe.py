@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._messages import short
 
@@ -67,7 +68,7 @@ class CapabilityProbe(Transform):
         ),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._probe_names: set[str] = set()  # names holding a capability tuple or element
         self._props_names: set[str] = set()  # names holding a device-properties object

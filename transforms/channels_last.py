@@ -17,7 +17,8 @@ class ChannelsLast(Transform):
         Reports every use of `torch.channels_last` and `torch.channels_last_3d`
         (`.to(memory_format=...)`, `.contiguous(memory_format=...)`, factory `memory_format=`
         arguments, stored settings), in any import spelling. A query such as
-        `x.is_contiguous(memory_format=torch.channels_last)` is left alone.
+        `x.is_contiguous(memory_format=torch.channels_last)` is left alone, and so is a CPU
+        pipeline: a file that imports Intel Extension for PyTorch and never names CUDA.
 
     Why on TorchNeuron:
         A third-party report on the pre-beta drop found channels-last rejected: TorchNeuron
@@ -52,6 +53,11 @@ class ChannelsLast(Transform):
         Example("from torch import channels_last\nx = x.contiguous(memory_format=channels_last)\n", None),
     )
 
+    def _cpu_pipeline(self) -> bool:
+        """An Intel Extension for PyTorch file that never names CUDA: a CPU pipeline, where
+        channels-last is the CPU's fast layout and nothing moves to Trainium."""
+        return self.ctx.names.imports_module("intel_extension_for_pytorch") and b"cuda" not in self.ctx.source
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value.startswith("channels_last"):
             self._check(node)
@@ -64,7 +70,7 @@ class ChannelsLast(Transform):
 
     def _check(self, node: cst.BaseExpression) -> None:
         qualified = self.ctx.qualify(node)
-        if qualified not in FORMATS:
+        if qualified not in FORMATS or self._cpu_pipeline():
             return
         parent = self.ctx.parent
         call = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import new_keyword, keyword
 from neuronize.transforms._compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind
@@ -123,7 +124,7 @@ class CompileBackend(Transform):
                 "flex = torch.compile(flex_attention)\n"),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._aliases = local_names(ctx, ("torch.compile",))
 

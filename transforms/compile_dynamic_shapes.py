@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from neuronize.transforms import _target
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._compile import DEBUG_BACKENDS, call_name, compile_kind
@@ -95,7 +96,7 @@ class CompileDynamicShapes(Transform):
         Example("import torch\ntorch._dynamo.config.automatic_dynamic_shapes = True\n"),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._aliases = local_names(ctx, ("torch.compile",))
 

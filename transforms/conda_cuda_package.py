@@ -6,9 +6,9 @@ import re
 
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.kinds import SourceKind
-from neuronize.sources.requirements import CondaPackage, conda_items
+from neuronize.sources.requirements import CondaPackage, Requirement, conda_items, normalise
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._setup_files import NEURON_IMAGE, SETUP_URL
+from neuronize.transforms._setup_files import NEURON_IMAGE, SETUP_URL, other_framework
 
 _CUDA_PACKAGE = re.compile(r"^(?:cudatoolkit|cudatoolkit-dev|pytorch-cuda|cuda|cuda-[\w.-]+|cudnn|nccl|magma-cuda\d+|"
                            r"cupy|nvidia-[\w.-]+|libcublas[\w.-]*|libcusparse[\w.-]*)$")
@@ -20,7 +20,8 @@ class CondaCudaPackage(LineRule):
     What it does:
         Reports each one with the Neuron way to set up the environment. The `pip:` list of the
         same file is read by the requirements rules (CUDA torch builds, CUDA-only packages, the
-        `torch-neuronx` family).
+        `torch-neuronx` family). An environment of another framework (JAX or TensorFlow and no
+        PyTorch, or a file named for it) is not read: nothing in it runs PyTorch on Trainium.
 
     Why on TorchNeuron:
         These packages are NVIDIA's CUDA runtime, compiler and libraries, or the CUDA build of
@@ -57,7 +58,11 @@ class CondaCudaPackage(LineRule):
     examples = (Example("dependencies:\n  - pytorch-cuda=12.1\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        for item in conda_items(doc.lines):
+        items = list(conda_items(doc.lines))
+        names = {normalise(item.name) for item in items if isinstance(item, CondaPackage) and not item.channel}
+        if other_framework(doc, names | {item.key for item in items if isinstance(item, Requirement)}):
+            return  # a JAX (or TensorFlow) environment: no PyTorch to run on Trainium
+        for item in items:
             if not isinstance(item, CondaPackage):
                 continue
             span = Span(item.line, item.start, item.end)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms import _target
+from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, plan_autocast
 from neuronize.transforms._calls import argument, as_keyword, has_star, insert_args, keyword, new_keyword
 from neuronize.transforms._imports import cuda_import_removals
@@ -21,7 +22,7 @@ def _names_device(value: cst.BaseExpression) -> bool:
         return is_string_literal(value.body) and is_string_literal(value.orelse)
     return is_string_literal(value)
 
-class CudaAutocast(AmpRule):
+class CudaAutocast(KeepsCudaBranches, AmpRule):
     """Finds autocast regions and decorators that run mixed precision on a CUDA device.
 
     What it does:
@@ -173,7 +174,7 @@ class CudaAutocast(AmpRule):
     def _apply(self, node: cst.Call, plan: list[AmpFix], imports: tuple[ImportRequest, ...] = ()) -> None:
         for fix in plan:
             extra = {"safety": Safety.UNSAFE, "evidence": Evidence.SRC} if fix.bf16 else {}
-            self.fix(node, fix.call, fix.message, imports=(*imports, *fix.imports), **extra)  # type: ignore[arg-type]
+            self.fix(node, fix.call, fix.message, imports=(*imports, *fix.imports), **extra)
 
     # -- references that are not calls ----------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

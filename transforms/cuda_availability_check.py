@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from neuronize.context import FileContext
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety
@@ -17,6 +19,7 @@ from neuronize.transforms._cuda_runtime import (
 )
 from neuronize.transforms._literals import branches_mention_cuda
 from neuronize.transforms._cpu_target import cpu_answer
+from neuronize.transforms._device_model import in_detection, in_fallback_test
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -35,7 +38,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         torch.accelerator.current_accelerator().type == "neuron"` (parenthesised where it becomes
         an operand), on the others `torch.accelerator.is_available()`;
         `torch.cuda.device_count()` to `torch.accelerator.device_count()` (on the neuron target
-        `torch.accelerator.device_count() if <the accelerator is Neuron> else 0`) and
+        `torch.accelerator.device_count() if <the accelerator is Neuron> else torch.cuda.device_count()`: CUDA keeps its count) and
         `torch.cuda.current_device()` to `torch.accelerator.current_device_index()`, in every
         spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
         is_available`, a function reference that is not called).
@@ -74,7 +77,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
     Use instead:
         if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
             torch.cuda.manual_seed_all(seed)  # NRN112 migrates this line
-        n_dev = torch.accelerator.device_count() if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else 0
+        n_dev = torch.accelerator.device_count() if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else torch.cuda.device_count()
 
     Fix safety:
         `is_available()` is safe where the guarded code only selects the device or is otherwise
@@ -120,8 +123,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
         ),
         Example(
             "from torch import cuda\nn = cuda.device_count()\n",
-            "import torch\n\nn = torch.accelerator.device_count() if torch.accelerator.is_available() and "
-            "torch.accelerator.current_accelerator().type == \"neuron\" else 0\n",
+            "from torch import cuda\nimport torch\n\nn = torch.accelerator.device_count() if torch.accelerator.is_available() and "
+            "torch.accelerator.current_accelerator().type == \"neuron\" else cuda.device_count()\n",
         ),
     )
 
@@ -134,7 +137,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         return any(isinstance(anc, cst.Arg) and anc.keyword is not None and anc.keyword.value == "map_location"
                    for anc in self.ctx.ancestors())
 
-    def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs: Any) -> None:
         """``is_available()`` becomes the target's test (``_target.available``: on the neuron target
         "the accelerator is Neuron", false on a Mac's MPS); ``device_count()`` on the neuron target
         counts only a Neuron accelerator (``... if <Neuron is here> else 0``: a Mac's MPS device
@@ -150,9 +153,13 @@ class CudaAvailabilityCheck(_CudaApiRule):
         available, imports = _target.available(self.ctx)
         if ref.fn == "device_count":
             count, more = qualified_expr(self.ctx, qualified)
+            # the CUDA count stays where the accelerator is not Neuron (0 without CUDA, as before)
             new: cst.BaseExpression = cst.IfExp(
-                test=available, body=cst.Call(func=count, args=ref.call.args), orelse=cst.Integer("0"))
-            imports = (*imports, *more)
+                test=available, body=cst.Call(func=count, args=ref.call.args), orelse=ref.call.with_changes(lpar=(), rpar=()))
+            self.fix(ref.call, new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar) if ref.call.lpar else (
+                new if isinstance(self._call_parent(ref), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)) else parenthesized(new)),
+                message, imports=(*imports, *more), **kwargs)
+            return
         else:
             new = available
         if ref.call.lpar:
@@ -170,6 +177,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
         return None
 
     def on_ref(self, ref: CudaRef) -> None:
+        if in_detection(self.ctx) or in_fallback_test(self.ctx):
+            return  # `if torch.cuda.is_available(): device = "cuda"`: NRN107 puts Neuron in front;
+            # `if device == "cuda" and not torch.cuda.is_available(): device = "cpu"` stays
         target = _TARGETS[ref.fn]
         if ref.fn in ("is_available", "device_count") and self._in_map_location():
             return
@@ -192,7 +202,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         if ref.call is not None and _target.target(self.ctx) == _target.NEURON and ref.fn != "current_device":
             shown = "`<the accelerator is Neuron>`"  # _target.available(): false on a Mac's MPS
             if ref.fn == "device_count":
-                shown = f"`{target}() if <the accelerator is Neuron> else 0`"
+                shown = f"`{target}() if <the accelerator is Neuron> else {spelled(ref).strip('`')}`"
         head = f"{spelled(ref)} -> {shown}"
         if ref.fn == "current_device":
             self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",

@@ -5,14 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transforms import _host, _target
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._device_choice import has_cuda_comparison, validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
+from neuronize.transforms._device_choice import validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._literals import cuda_literal, string_like
+from neuronize.transforms._device_model import (
+    after_neuron_choice, covering, covers_both, in_dispatch_test, is_fallback, neuron_first_choice)
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import target_name
-from neuronize.transforms._calls import is_cuda_available_call
-from neuronize.transforms._cuda_guard import SAFE_FOLLOWING_CALLS, migrated_body_calls
-from neuronize.transforms._nodes import iter_conditions
+from neuronize.transforms._cuda_guard import migrated_body_calls
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
@@ -24,17 +25,22 @@ class CudaDeviceComparison(Transform):
     What it does:
         Looks at `d == "cuda"`, `d != "cuda:0"`, `d.type == "cuda"`, `"cuda" in d`,
         `str(d).startswith("cuda")` and membership tests such as `d in ("cuda", "mps")`.
-        When the comparison chooses a device or a device type, it is rewritten together with
-        the CUDA branches it chooses between:
+        When the comparison chooses a device or a device type, the choice gains a Neuron choice
+        in front, modelled on it, and keeps every host's branch:
         `device_type = "cuda" if "cuda" in device else "cpu"` becomes
-        `device_type = "neuron" if "neuron" in device else "cpu"`, and
-        `if device == "cuda": device_type = "cuda"` (a block that only assigns device settings)
-        becomes `if device == "neuron": device_type = "neuron"`.
-        A guard whose body the runtime rules migrate whole (`if device.type == "cuda":
-        torch.cuda.synchronize()`, seeding, cache control) follows its body:
-        `device.type == "neuron"` (the target's device on the other targets, for `synchronize`),
-        or Neuron would never take it; safe when the body is only `synchronize`. A device's own
-        validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`).
+        `device_type = "neuron" if "neuron" in device else "cuda" if "cuda" in device else "cpu"`,
+        and `if device == "cuda": device_type = "cuda"` (a block that only assigns device
+        settings) gets `if device == "neuron": device_type = "neuron"` in front, the original
+        becoming its `elif`. A fallback from CUDA (`if device == "cuda" and not
+        torch.cuda.is_available(): device = "cpu"`) stays as it is: the device default it tests
+        stays host-aware (NRN101), and a `"neuron"` value appears only where Neuron is. (The CPU
+        target rewrites the choice to the CPU instead.)
+        A guard with no `else` whose body the runtime rules migrate to host-neutral calls (`if
+        device.type == "cuda": torch.cuda.synchronize()` or `empty_cache()`) covers both devices:
+        `device.type in ("cuda", "neuron")`; CUDA keeps it and Neuron takes it too (the
+        accelerator target writes the same `"neuron"` choices: a string compare runs anywhere). A device's own
+        validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`); the
+        tests of a dispatch over devices are NRN107's (it adds a Neuron branch).
         Every other comparison is reported and left as it is: on Neuron it is False.
 
     Why on TorchNeuron:
@@ -49,12 +55,13 @@ class CudaDeviceComparison(Transform):
         use_fused = fused_available and device_type == "cuda"
 
     Use instead:
-        device_type = "neuron" if "neuron" in device else "cpu"
+        device_type = "neuron" if "neuron" in device else "cuda" if "cuda" in device else "cpu"
         use_fused = fused_available and device_type == "cuda"  # reported: review by hand
 
     Fix safety:
-        Unsafe (safe for a guard around `synchronize` alone): the rewrite assumes the compared value now holds `"neuron"` (it does once the
-        device setting is migrated by NRN101) and that nothing downstream needs `"cuda"`.
+        Safe for the additive forms (a Neuron choice in front, a guard covering both devices):
+        every other host takes the branch it took before. Unsafe on the CPU target, whose rewrite
+        assumes the compared value now holds `"cpu"`.
 
     Evidence:
         INF: follows from the device name `"neuron"` (DOC: the TorchNeuron index page) and from what
@@ -76,13 +83,14 @@ class CudaDeviceComparison(Transform):
     targets = _target.ALL
     examples = (
         Example('device_type = "cuda" if "cuda" in device else "cpu"\n',
-                'device_type = "neuron" if "neuron" in device else "cpu"\n'),
+                'device_type = "neuron" if "neuron" in device else "cuda" if "cuda" in device else "cpu"\n'),
         Example('if device.type == "cuda":\n    model = nn.DataParallel(model)\n', None),
         Example('if args.device == "cuda":\n    device_type = "cuda"\nelse:\n    device_type = "cpu"\n',
-                'if args.device == "neuron":\n    device_type = "neuron"\nelse:\n    device_type = "cpu"\n'),
+                'if args.device == "neuron":\n    device_type = "neuron"\nelif args.device == "cuda":\n'
+                '    device_type = "cuda"\nelse:\n    device_type = "cpu"\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._covered: set[int] = set()  # IfExp / If nodes rewritten as a unit
 
@@ -123,7 +131,7 @@ class CudaDeviceComparison(Transform):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if any(id(a) in self._covered for a in self.ctx.ancestors()):
             return
-        if not selection_ifexp(self.ctx, node):
+        if not selection_ifexp(self.ctx, node) or self._neuron_first(node):
             return
         self._fix_choice(node, self._rewrite_choice(node), "device choice `... if {old} else ...` -> "
                          "`... if {new} else ...` with its CUDA branches on {platform}: otherwise the "
@@ -132,7 +140,7 @@ class CudaDeviceComparison(Transform):
     def visit_If(self, node: cst.If) -> None:
         if self._follows_body(node):
             return
-        if not selection_if(node):
+        if not selection_if(node) or self._neuron_first(node):
             return
         self._covered.add(id(node))
         self._fix_choice(node.test, rewrite_condition(node.test), "device choice `if {old}:` -> `if {new}:`: "
@@ -140,30 +148,38 @@ class CudaDeviceComparison(Transform):
         for block in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
             self._fix_block(block)
 
-    def _follows_body(self, node: cst.If) -> bool:
-        """``if device.type == "cuda": torch.cuda.synchronize()``: the runtime rules migrate every
-        statement of the body, so the guard follows (``== "neuron"``; the target's device on the
-        others, which migrate only ``synchronize`` this way) or Neuron would never be
-        synchronised. Safe when the body is only ``synchronize`` (NRN111, safe); on the neuron
-        target the other hosts skip the body as before."""
-        if node.orelse is not None:
+    def _neuron_first(self, node: cst.If | cst.IfExp) -> bool:
+        """Off the CPU target a choice gains Neuron in front and keeps every host's branch
+        (``_device_model.neuron_first_choice``); a fallback from CUDA stays as it is (the device
+        default it tests stays host-aware). The CPU target moves the choice to the CPU."""
+        if _target.target(self.ctx) == _target.CPU:
             return False
-        if not has_cuda_comparison(node.test):
-            return False
-        if not all(rewrite_cuda_comparison(atom) is not None or is_cuda_available_call(self.ctx, atom)
-                   for atom in iter_conditions(node.test)):
-            return False
-        calls = migrated_body_calls(self.ctx, node.body)
-        if calls is None:
-            return False
-        if _target.target(self.ctx) != _target.NEURON and not set(calls) <= SAFE_FOLLOWING_CALLS:
-            return False  # other targets migrate only `synchronize` the same way everywhere
         self._covered.add(id(node))
-        safe = set(calls) <= SAFE_FOLLOWING_CALLS
-        self._fix_choice(node.test, rewrite_condition(node.test), "guard `if {old}:` -> `if {new}:`: its body "
-                         "({calls}) is migrated, so the guard follows or {kind} would never take it",
-                         old=short(node.test), calls=", ".join(f"`torch.cuda.{c}()`" for c in calls),
-                         safety=Safety.SAFE if safe else None, evidence=Evidence.DOC if safe else None, group=None)
+        if after_neuron_choice(self.ctx, node):
+            return True
+        new = None if is_fallback(node) else neuron_first_choice(node)
+        if new is not None:  # `"neuron"` on every target: a string compare, portable as it is
+            self.fix(node, new, f"device choice `{short(node.test)}` gains a Neuron choice in front "
+                     f"(`{short(new.test)}`); CUDA and the other hosts keep theirs", safety=Safety.SAFE,
+                     evidence=Evidence.DOC, group=_host.DEVICE_CHOICE)
+        elif not is_fallback(node):
+            self.report(node.test, f"device choice on `{short(node.test)}` kept for CUDA: its test does not name "
+                                   "CUDA plainly; add a Neuron choice by hand", evidence=Evidence.INF)
+        return True
+
+    def _follows_body(self, node: cst.If) -> bool:
+        """``if device.type == "cuda": torch.cuda.synchronize()``: the runtime rules migrate the
+        body to host-neutral calls (``torch.accelerator.*``), so the guard covers both devices
+        (``device.type in ("cuda", "neuron")``): CUDA keeps its path and Neuron takes it too. A
+        guard around anything else stays CUDA's (``_device_model.covers_both``)."""
+        if not covers_both(self.ctx, node):
+            return False
+        self._covered.add(id(node))
+        calls = migrated_body_calls(self.ctx, node.body) or []
+        self._fix_choice(node.test, covering(node.test), "guard `if {old}:` -> `if {new}:`: its body "
+                         "({calls}) is migrated to host-neutral calls, so the guard takes {kind} too and CUDA "
+                         "keeps it", old=short(node.test), calls=", ".join(f"`torch.cuda.{c}()`" for c in calls),
+                         safety=Safety.SAFE, evidence=Evidence.DOC, group=None)
         return True
 
     def _fix_block(self, block: cst.BaseSuite | None) -> None:
@@ -197,8 +213,8 @@ class CudaDeviceComparison(Transform):
         rewritten = rewrite_cuda_comparison(node)
         if rewritten is None and not cuda_membership_list(node):
             return
-        if rewritten is not None and self._owner_covered():
-            return
+        if rewritten is not None and self._owner_covered() or in_dispatch_test(self.ctx):
+            return  # a dispatch over devices gains a Neuron branch (NRN107)
         if isinstance(node, cst.Comparison) and validation_list(self.ctx, node) is not None:
             return  # NRN101 adds the target's device to the accepted names
         code = short(node)

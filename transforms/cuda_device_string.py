@@ -12,21 +12,17 @@ from neuronize.transforms._device_choice import (
     OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
-    rewrite_idiom, selection_ifexp, validation_list, with_choice)
-from neuronize.transforms._device_name import chosen_from_device
+    rewrite_idiom, selection_ifexp, validation_list)
+from neuronize.transforms._device_model import choice_addition
+from neuronize.transforms._device_model import (
+    KeepsCudaBranches, aware_edit, default_plan, in_detection, served_by_neuron_first)
 from neuronize.transforms._literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name, target_name
 from neuronize.transforms._value_flow import assigned
 
 
-def _has_literal(ctx: FileContext, expr: cst.BaseExpression | None) -> bool:
-    """``expr`` holds a CUDA device literal to edit: only then is the file's device choice looked
-    for (a walk of the module; most device defaults are ``None``)."""
-    return expr is not None and next(device_literals(ctx, expr), None) is not None
-
-
-class CudaDeviceString(Transform):
+class CudaDeviceString(KeepsCudaBranches, Transform):
     """Finds CUDA device strings (`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`) where a device is meant.
 
     What it does:
@@ -43,9 +39,18 @@ class CudaDeviceString(Transform):
         args.gpu else "cpu"`), either side of `or` (`opts.get("device") or "cuda"`) and the
         default of a lookup (`getenv("DEVICE", "cuda")`) are rewritten too.
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
-        `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`) is rewritten
-        as one unit to `"neuron" if torch.accelerator.is_available() and
-        torch.accelerator.current_accelerator().type == "neuron" else "cpu"`.
+        `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`, `f"cuda"`,
+        `f"cuda:{i}"`, `"cuda:" + str(i)`) gains Neuron in front, as one unit:
+        `"neuron" if torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron" else <the original idiom>`, so
+        CUDA (with its device index) and the CPU fallback are kept. A device default moves to
+        `"neuron"` only together with the Neuron branches NRN107 gives the dispatches of the file
+        that consume it; where a dispatch would reject `"neuron"`, the default stays (reported).
+        Where the code chooses among hosts (a `choices=` list naming another host, a fallback
+        that tests the default, an availability check in the file), the default is written
+        host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
+        its value and the program's own fallback, Neuron gets `"neuron"`.
+        Device strings in a dispatch's CUDA branch stay CUDA's.
         Strings that are not a device are never touched: messages, docstrings, dict keys,
         capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
         `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of
@@ -67,8 +72,8 @@ class CudaDeviceString(Transform):
         x = torch.zeros(4, device=f"cuda:{rank}")
 
     Use instead:
-        device = "neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cpu"
-        parser.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])
+        device = "neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() else "cpu"
+        parser.add_argument("--device", default="neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda:0", choices=["cpu", "cuda", "neuron"])
         x = torch.zeros(4, device="neuron")
 
     Fix safety:
@@ -106,22 +111,24 @@ class CudaDeviceString(Transform):
     examples = (
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
                 'import torch\ndevice = "neuron" if torch.accelerator.is_available() and '
-                'torch.accelerator.current_accelerator().type == "neuron" else "cpu"\n'),
+                'torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() '
+                'else "cpu"\n'),
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
         Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
         Example('def run(device: str = "cuda"):\n    pass\n', 'def run(device: str = "neuron"):\n    pass\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
-                'p.add_argument("--device", default="neuron", choices=["cpu", "cuda", "neuron"])\n'),
+                'import torch\n\np.add_argument("--device", default="neuron" if torch.accelerator.is_available() and '
+                'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
 
     # -- reporting ---------------------------------------------------------------------------
     def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False,
-                     group: str | None = None) -> None:
+                     group: str | None = None, aware: bool = False) -> None:
         if id(node) in self._done:
             return
         self._done.add(id(node))
@@ -131,40 +138,44 @@ class CudaDeviceString(Transform):
                         evidence=Evidence.INF)
             return
         edit = literal_edit(self.ctx, node, kind, nested)
+        if aware:  # the original value stays on every host but Neuron
+            edit = aware_edit(self.ctx, node, nested, edit)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
-        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{_target.spell(self.ctx, edit.replacement)}`{edit.note}",
-                 imports=edit.imports, group=group, **extra)  # type: ignore[arg-type]
+        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or _target.spell(self.ctx, edit.replacement)}`{edit.note}",
+                 imports=edit.imports, group=group, **extra)
 
-    def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None) -> None:
+    def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None,
+                 aware: bool = False) -> None:
         if expr is None:
             return
         group = group or _host.same_device_group(self.ctx) or _host.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, nested=node is not expr, group=group)
+            self._fix_literal(node, kind, where, nested=node is not expr, group=group, aware=aware)
 
-    def _fix_default(self, expr: cst.BaseExpression | None, where: str) -> None:
-        """A device default (option, parameter, setting): one edit group with the comparisons that
-        choose a fallback from it (NRN103), see :data:`_host.DEVICE_CHOICE`."""
-        self._fix_all(expr, where, group=_host.device_choice_group(self.ctx) if _has_literal(self.ctx, expr) else None)
+    def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None) -> None:
+        """A device default (option, parameter, setting), as ``_device_model.default_plan`` says:
+        in one edit group with the fallbacks that test it (NRN103) and the Neuron branches of the
+        dispatches that consume it (NRN107); host-aware where the code chooses among hosts; kept
+        where a dispatch would reject it."""
+        plan = default_plan(self.ctx, choices)
+        for node, _ in device_literals(self.ctx, expr) if plan.kept is not None and expr is not None else ():
+            self._done.add(id(node))
+            self.report(node, f"{where}: `{short(node)}` {plan.kept}", evidence=Evidence.INF)
+        self._fix_all(expr, where, group=plan.group, aware=plan.aware)
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
         """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
         (on the accelerator target, the default's own expression: it is ``"mps"`` on a Mac)."""
-        target = _target.target(self.ctx)
-        added = "cpu" if target == _target.CPU else "neuron"
-        value, imports = _target.device(self.ctx) if target == _target.ACCELERATOR else (None, ())
-        if value is not None and any(isinstance(e, cst.Element) and chosen_from_device(self.ctx, e.value)
-                                     for e in container.elements):
-            return
-        new = with_choice(container, added, value)
-        if new is not None:
-            shown = f'"{added}"' if value is None else _target.say(self.ctx, "{device}")
+        planned = choice_addition(self.ctx, container)
+        if planned is not None:
+            new, shown, imports = planned
             self.fix(container, new, f'{what}: added `{shown}` next to `"cuda"` so the migrated default is accepted',
-                     imports=imports, group=_host.device_choice_group(self.ctx))
+                     imports=imports, group=default_plan(self.ctx).group)
 
     # -- the idiom -----------------------------------------------------------------------------
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        if _target.is_kept_cuda_index(self.ctx, node) or _target.in_kept_cuda_index(self.ctx):
+        if _target.in_kept_cuda_index(self.ctx) or _target.is_kept_cuda_index(self.ctx, node) \
+                or served_by_neuron_first(self.ctx, node):
             return
         found = idiom_branch(self.ctx, node)
         if found is None:
@@ -177,11 +188,9 @@ class CudaDeviceString(Transform):
             return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
         plan = rewrite_idiom(self.ctx, node, *found)
         self._done.update((id(plan.literal), id(plan.branch)))
-        if plan.kind.drops_index:
-            self.fix(node, plan.replacement, plan.message + index_note(self.ctx), safety=Safety.UNSAFE,
-                     evidence=Evidence.INF, imports=plan.imports)
-        else:
-            self.fix(node, plan.replacement, plan.message, imports=plan.imports)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if plan.kind.drops_index else {}
+        self.fix(node, plan.replacement, plan.message + (index_note(self.ctx) if extra else ""),
+                 imports=plan.imports, **extra)
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -198,7 +207,7 @@ class CudaDeviceString(Transform):
         elif name in OPTION_CALLS:
             option = device_option(node)
             if option is not None:
-                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default")
+                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", option[2])
                 if option[2] is not None:
                     self._add_choice(option[2], f"`{option[0]}` choices")
 
@@ -216,7 +225,7 @@ class CudaDeviceString(Transform):
         edit = indexed_device_edit(self.ctx, node, first, index)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"`{short(node)}` -> `{_target.spell(self.ctx, edit.replacement)}`{edit.note}",
-                 imports=edit.imports, group=_host.same_device_group(self.ctx), **extra)  # type: ignore[arg-type]
+                 imports=edit.imports, group=_host.same_device_group(self.ctx), **extra)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
@@ -225,18 +234,11 @@ class CudaDeviceString(Transform):
             self._add_choice(container, f"device validation `{short(node)}`")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._setting(node)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._setting(node)
-
-    def _setting(self, node: cst.Assign | cst.AnnAssign) -> None:
+    def visit_Assign(self, node: cst.Assign | cst.AnnAssign) -> None:
         found = device_setting(node)
-        if found is None or in_selection_if(self.ctx):
+        if found is None or in_selection_if(self.ctx) or in_detection(self.ctx):
             return
-        names = {target_name(t) for t, _ in assigned(node)}
-        if "device_type" in names and _host.uses_custom_amp(self.ctx):
+        if "device_type" in {target_name(t) for t, _ in assigned(node)} and _host.uses_custom_amp(self.ctx):
             self._amp_device_type(*found)
         else:
             self._fix_default(*found)
@@ -248,6 +250,8 @@ class CudaDeviceString(Transform):
             self.report(value, f"{where}: `{short(value)}` is the device type of `custom_fwd`/`custom_bwd` "
                         "here; kept: `\"neuron\"` would raise at every call on a host without torch-neuronx; "
                         "pass `device_type=\"neuron\"` only where Neuron is present, by hand")
+
+    visit_AnnAssign = visit_Assign
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and device_named(node.name.value):

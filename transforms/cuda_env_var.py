@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from neuronize.context import dotted_name
+from neuronize.context import FileContext, dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value
 
 NO_MEANING = "a CUDA setting with no Neuron meaning; drop it"
+#: an NCCL variable's name, whole (`"TORCH_NCCL_BLOCKING_WAIT"`), wherever the code keeps it
+NCCL_NAME = re.compile(r"(?:TORCH_)?NCCL_[A-Z0-9_]+")
+#: `CUDA_VISIBLE_DEVICES` values that hide every GPU: the program asks for the CPU
+HIDE_ALL = ("", "-1")
+CPU_ONLY = ("hides every GPU to run on the CPU; this hides no NeuronCore, and the Neuron runtime documents no "
+            "way to hide them all: make the program's device choice explicit (`device=\"cpu\"`)")
+
+
+def _hides_all(key: str, value: cst.BaseExpression | None) -> bool:
+    return key == "CUDA_VISIBLE_DEVICES" and value is not None and string_value(value) in HIDE_ALL
 
 
 def advice_for(key: str) -> tuple[str, Evidence] | None:
@@ -55,7 +67,12 @@ class CudaEnvVar(Transform):
         `"KEY" in os.environ`, `os.getenv`, `os.putenv`, `os.unsetenv`, a copy of the environment
         (`env = os.environ.copy()` then `env["KEY"] = ...`, `dict(os.environ, KEY=...)`,
         `{**os.environ, "KEY": ...}`) or a dict passed as `env=`. Each finding gives the Neuron
-        equivalent where one exists. Other strings (messages, docs) are never looked at.
+        equivalent where one exists. `NCCL_*` / `TORCH_NCCL_*` names kept elsewhere in code (a class
+        constant, the keys of a dict of variables the program exports later) are reported too; a
+        plain list of names is documentation and is not. Setting
+        `CUDA_VISIBLE_DEVICES` to `""` or `"-1"` hides every GPU to run on the CPU: that finding
+        asks for an explicit CPU device instead of pointing at NeuronCores. Other strings
+        (messages, docs) are never looked at.
 
     Why on TorchNeuron:
         The Neuron runtime reads its own variables: `NEURON_RT_VISIBLE_CORES` selects NeuronCores
@@ -97,10 +114,11 @@ class CudaEnvVar(Transform):
         Example('from os import getenv\ndebug = getenv("NCCL_DEBUG", "WARN")\n', None),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._env_names: set[str] = set()  # local copies of the environment
         self._seen_dicts: set[int] = set()
+        self._keys: set[int] = set()  # ids of the key strings already reported with their use
         self._active = ctx.names.imports_module("os")  # every lookup goes through `os`
 
     def _is_environ(self, node: cst.BaseExpression) -> bool:
@@ -145,15 +163,17 @@ class CudaEnvVar(Transform):
         key = string_value(index.value)
         if key is None:
             return
-        verb = "reads"
+        verb, value = "reads", None
         parent = self.ctx.parent
         if isinstance(parent, (cst.AssignTarget, cst.AugAssign)) or (
                 isinstance(parent, cst.AnnAssign) and parent.target is node):
             verb = "sets"
+            statement = self.ctx.stack[-3] if isinstance(parent, cst.AssignTarget) else parent
+            value = getattr(statement, "value", None)
         elif isinstance(parent, (cst.Del,)) or isinstance(parent, cst.Element) and any(
                 isinstance(a, cst.Del) for a in list(self.ctx.ancestors())[:3]):
             verb = "removes"
-        self._report_key(node, key, verb)
+        self._report_key(node, key, verb, index.value, value)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
@@ -169,18 +189,19 @@ class CudaEnvVar(Transform):
             arg = argument(node, "key", 0)
             key = string_value(arg.value) if arg is not None else None
             if key is not None:
-                self._report_key(node, key, verb)
+                default = argument(node, "value", 1) or argument(node, "default", 1)
+                self._report_key(node, key, verb, arg.value, default.value if default else None)  # type: ignore[union-attr]
             return
         # dict(os.environ, CUDA_VISIBLE_DEVICES="0")
         if isinstance(func, cst.Name) and func.value == "dict" and node.args and self._is_environ(node.args[0].value):
             for arg in node.args[1:]:
                 if arg.keyword is not None:
-                    self._report_key(arg, arg.keyword.value, "sets")
+                    self._report_key(arg, arg.keyword.value, "sets", value=arg.value)
 
     def _check_update(self, node: cst.Call) -> None:
         for arg in node.args:
             if arg.keyword is not None:
-                self._report_key(arg, arg.keyword.value, "sets")
+                self._report_key(arg, arg.keyword.value, "sets", value=arg.value)
             elif isinstance(arg.value, cst.Dict):
                 self._check_dict(arg.value)
 
@@ -200,7 +221,7 @@ class CudaEnvVar(Transform):
             if isinstance(el, cst.DictElement):
                 key = string_value(el.key)
                 if key is not None:
-                    self._report_key(el, key, "sets")
+                    self._report_key(el, key, "sets", el.key, el.value)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if not self._active:
@@ -209,11 +230,26 @@ class CudaEnvVar(Transform):
             if isinstance(target.operator, (cst.In, cst.NotIn)) and self._is_environ(target.comparator):
                 key = string_value(node.left)
                 if key is not None:
-                    self._report_key(node, key, "checks")
+                    self._report_key(node, key, "checks", node.left)
 
-    def _report_key(self, node: cst.CSTNode, key: str, verb: str) -> None:
+    def _report_key(self, node: cst.CSTNode, key: str, verb: str, key_node: cst.CSTNode | None = None,
+                    value: cst.BaseExpression | None = None) -> None:
         found = advice_for(key)
         if found is None:
             return
-        advice, evidence = found
+        self._keys.add(id(key_node))
+        advice, evidence = (CPU_ONLY, Evidence.DOC) if verb == "sets" and _hides_all(key, value) else found
         self.report(node, f"{verb} `{key}`: {advice}", evidence=evidence)
+
+    # -- NCCL names kept in constants and tables ------------------------------------------------
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "NCCL_" not in node.value or id(node) in self._keys:
+            return
+        key = string_value(node)
+        parent = self.ctx.parent
+        kept = isinstance(parent, (cst.Assign, cst.AnnAssign)) or (
+            isinstance(parent, cst.DictElement) and parent.key is node)
+        if key is not None and kept and NCCL_NAME.fullmatch(key):
+            # a name list (`KEYS = ("NCCL_DEBUG", ...)`) documents; a constant or a keyed table sets
+            self.report(node, f"`{key}` names an NCCL setting the code keeps (a constant, a table of variables): "
+                        f"{advice_for(key)[0]}")  # type: ignore[index]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._amp import AmpRule, CUDA_GRAD_SCALER, GRAD_SCALER, in_fallback_branch
 from neuronize.transforms._calls import argument, keyword
 from neuronize.transforms._literals import string_value
@@ -16,7 +17,7 @@ WHY = ("no Neuron GradScaler is documented and bf16 autocast needs no loss scali
        "disables itself and passes values through, as before")
 
 
-class CudaGradScaler(AmpRule):
+class CudaGradScaler(KeepsCudaBranches, AmpRule):
     """Finds loss scalers created for a CUDA device.
 
     What it does:

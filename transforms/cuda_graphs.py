@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._names import last_name
 
 INSTEAD = ("no CUDA graphs on TorchNeuron; remove the capture/replay and call the model directly "
            "(`torch.compile(backend=\"neuron\")` already runs a compiled graph)")
@@ -24,6 +27,13 @@ GRAPH_APIS = {
 }
 
 
+#: a function named for CUDA graphs (`_init_for_cuda_graphs`, `capture_cudagraph`, `CUDAGraphRunner`)
+HELPER_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
+#: a question about graphs, which runs anywhere (`torch.optim.Optimizer._cuda_graph_capture_health_check`,
+#: `is_cuda_graph_enabled()`): no helper that sets one up
+QUESTION = re.compile(r"check|(?:^|_)(?:is|has|can|use|uses)_|capturing|enabled|supported|available", re.IGNORECASE)
+
+
 class CudaGraphs(Transform):
     """Finds CUDA graph capture and replay, which has no TorchNeuron equivalent.
 
@@ -33,7 +43,12 @@ class CudaGraphs(Transform):
         `torch.compiler.cudagraph_mark_step_begin()` (also its older spellings
         `torch._inductor.cudagraph_mark_step_begin()` and `cudagraph_trees.mark_step_begin()`), in
         any import spelling
-        (`from torch.cuda import CUDAGraph`, `import torch as T`).
+        (`from torch.cuda import CUDAGraph`, `import torch as T`). Also reports calls of the
+        program's own CUDA-graph helpers, known by their name (`self._init_for_cuda_graphs()`,
+        `capture_cudagraphs(model)`, `CUDAGraphRunner(...)`): the call site is what a Neuron path
+        must skip, wherever the helper is defined (that finding rests on the name: INF). A
+        question about graphs (`self._cuda_graph_capture_health_check()`, the optimizer check
+        PyTorch runs on any host; `is_cuda_graph_enabled()`) is not reported.
 
     Why on TorchNeuron:
         CUDA graphs record CUDA kernel launches for cheap replay. TorchNeuron has no such
@@ -80,6 +95,13 @@ class CudaGraphs(Transform):
         func = node.func
         if not isinstance(func, (cst.Name, cst.Attribute)):
             return
-        what = GRAPH_APIS.get(self.ctx.qualify(func) or "")
+        qualified = self.ctx.qualify(func) or ""
+        what = GRAPH_APIS.get(qualified)
         if what is not None:
             self.report(node, f"{what}: {INSTEAD}")
+            return
+        name = last_name(func) or ""
+        if "raph" in name and HELPER_NAME.search(name) and not QUESTION.search(name) \
+                and not qualified.startswith("torch."):
+            self.report(node, f"`{name}(...)`, by its name a CUDA-graph helper (it sets up, captures or replays "
+                        f"CUDA graphs): {INSTEAD}", evidence=Evidence.INF)

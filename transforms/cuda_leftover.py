@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
+from neuronize.transforms._device_model import cuda_keeping, in_detection, in_dispatch_test, in_fallback_test
 from neuronize.transforms._calls import is_cuda_available_call
 from neuronize.transforms._distributed import cuda_only_test
 from neuronize.transforms._leftovers import (
     BACKEND, FSDP, SELECTORS, branches, cuda_value, gpu_index, in_message, is_neuron_check, required, gpu_indexed_device, index_message, leftover_message, list_message, listed, site,
-    validates,
+    PG_DEVICE_ID, labels, pg_device_id, test_message, validates,
 )
+from neuronize.roles import TEST
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import last_name
@@ -31,7 +34,7 @@ class CudaLeftover(Transform):
         `torch.load(map_location=...)`, `"cuda:0"` inside an RPC argument tuple, a backend name in
         an attribute, a config field or a default, a `{"cuda:0": "cuda:1"}` remap. Reports GPU
         indexes used as devices: `.to(local_rank)`, `.to(self.gpu_id)`, `device=args.gpu`,
-        `.cuda(i)`, `torch.device(rank)`, `f"{device.type}:{args.gpu}"`, FSDP's
+        `.cuda(i)`, `torch.device(rank)`, `torch.device(device_type, local_rank)`, `f"{device.type}:{args.gpu}"`, FSDP's
         `device_id=local_rank` (also through `partial(FSDP, ...)`), and selected with
         `torch.accelerator.set_device_index(rank)`, also through a name assigned one earlier in
         the function or class (`idx = int(os.environ["LOCAL_RANK"])`; `0` is no GPU index: it
@@ -39,6 +42,11 @@ class CudaLeftover(Transform):
         `x in ("cuda", "xpu")`, `Literal[...]`, `SUPPORTED_DEVICES = (...)`, a table keyed by
         device) is device-agnostic: it gets one finding, asking for `"neuron"`, when it validates
         what a program accepts and lacks it.
+        Reports RWKV-style placement strategies (`strategy="cuda fp16"`). Not values: `"cuda"` as
+        a member of an enumeration (`class Timer(Enum): CUDA = "cuda"`) or given to a keyword,
+        parameter, variable or call named as a label (`timer_type="cuda"`,
+        `metrics.labels(backend="cuda")`). In test code each finding says why tests are left as
+        they are, in the words the other rules use, so the text output tells it once per reason.
         Never looked at: comments, docstrings, messages (`print`, logging, `warn`), dict keys
         (they name what an entry is for: a remap's source device, a table's), and code that runs
         only on CUDA: under `if device.type == "cuda":` or `x.is_cuda` (whose own finding says what
@@ -98,7 +106,7 @@ class CudaLeftover(Transform):
         Example('parser.add_argument("--backend", choices=["nccl", "gloo"])\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._lists: dict[int, bool] = {}  # id of a collection -> it is a device list (decided once)
         #: names assigned a GPU index so far (`idx = int(os.environ["LOCAL_RANK"])`), by scope
@@ -127,8 +135,8 @@ class CudaLeftover(Transform):
         kind = kind or cuda_value(value)
         holder = stack[-2]
         if kind is None or isinstance(holder, (cst.Expr, cst.ConcatenatedString)) or in_message(stack) \
-                or self._cuda_only():
-            return  # not CUDA; a docstring, a piece of a longer text, a message; dead code on Trainium
+                or self._cuda_only() or labels(stack):
+            return  # not CUDA; a docstring, a piece of a longer text, a message; dead code on Trainium; a label
         if isinstance(holder, cst.DictElement):
             if self._listing(stack[-3], stack[:-2]) or value is holder.key:
                 return  # a key names what its entry is for (a remap's source device, a table's)
@@ -139,7 +147,8 @@ class CudaLeftover(Transform):
         message = leftover_message(kind, value, *site(stack))
         role = self.ctx.role()
         if role is not None:
-            message += f"; CUDA may be the point here ({role.where}: {role.reason})"
+            message = test_message(value, role.reason) if role.kind == TEST else \
+                f"{message}; CUDA may be the point here ({role.where}: {role.reason})"
         self.report(value, message)
 
     def _up_to(self, node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -186,7 +195,9 @@ class CudaLeftover(Transform):
         if first is not None:
             if (isinstance(node.func, cst.Attribute) and name in ("to", "cuda")) or (
                     name == "device" and self.ctx.qualify(node.func) == "torch.device"):
-                self._index(f"`{name}()`", first.value)
+                # `torch.device(device_type, local_rank)`: the index is the second argument
+                index = node.args[1] if name == "device" and len(node.args) > 1 else first
+                self._index(PG_DEVICE_ID if pg_device_id(self.ctx.stack) else f"`{name}()`", index.value)
             elif name in ("set_device_index", "device_index") and self.ctx.qualify(node.func) in SELECTORS:
                 self._index(f"`{name}()`", first.value, selects=True)
         for arg in node.args:
@@ -203,7 +214,10 @@ class CudaLeftover(Transform):
     def _index(self, call: str, expr: cst.BaseExpression, node: cst.CSTNode | None = None,
                selects: bool = False) -> None:
         if (node is not None or gpu_index(expr) or self._holds_index(expr)) and not self._cuda_only():
-            self.report(node or expr, index_message(call, expr, selects), evidence=Evidence.SRC)
+            role = self.ctx.role()
+            test = role is not None and role.kind == TEST
+            self.report(node or expr, test_message(node or expr, role.reason) if test else  # type: ignore[union-attr]
+                        index_message(call, expr, selects), evidence=Evidence.SRC)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and gpu_index(node.value):
@@ -230,8 +244,10 @@ class CudaLeftover(Transform):
         "cuda":``, of ``if torch.cuda.is_available():`` where that check stays, or past the Neuron or
         accelerator check the migration writes (``"neuron" if <Neuron host> else "cuda"``, the
         host-aware fallback of a file that also runs on the CPU)."""
-        return any(required(test, self._cuda_atom if in_body else self._trainium_atom)
-                   for test, in_body in branches(self.ctx.stack))
+        return in_detection(self.ctx) or in_dispatch_test(self.ctx) or in_fallback_test(self.ctx) \
+            or cuda_keeping(self.ctx) is not None or any(
+            required(test, self._cuda_atom if in_body else self._trainium_atom)
+            for test, in_body in branches(self.ctx.stack))
 
     def _cuda_atom(self, test: cst.BaseExpression) -> bool:
         if is_cuda_available_call(self.ctx, test):

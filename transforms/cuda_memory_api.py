@@ -47,8 +47,9 @@ class CudaMemoryApi(_CudaApiRule):
         `memory_reserved`, `max_memory_reserved`, `memory_stats`, `memory_summary`,
         `reset_peak_memory_stats`, `reset_accumulated_memory_stats`, and the deprecated
         `memory_cached` / `max_memory_cached` / `reset_max_memory_*` aliases) to the same function
-        of `torch_neuronx`, adding `import torch_neuronx`; and `torch.cuda.empty_cache()` to
-        `torch.neuron.empty_cache()`. Arguments are kept; references that are not calls are
+        of `torch_neuronx`, adding `import torch_neuronx`; and `torch.cuda.empty_cache()` to the
+        host-neutral `torch.accelerator.empty_cache()` under `if torch.accelerator.is_available():`
+        (it raises without an accelerator), so CUDA keeps freeing its cache and Neuron frees its own. Arguments are kept; references that are not calls are
         rewritten too (a table of per-backend cache cleaners keyed by `"cuda"` is reported
         instead). Reports `torch.cuda.mem_get_info()`, `torch.cuda.OutOfMemoryError` handlers
         and `torch.cuda.set_per_process_memory_fraction()`, which have no known counterpart.
@@ -65,8 +66,13 @@ class CudaMemoryApi(_CudaApiRule):
         a `device.type == "cuda"` guard that follows it (NRN103) is rewritten in place; a call that
         is a statement of its own gets the guard `if torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron":`, with a local `import
-        torch_neuronx` inside it where needed (never an unconditional one); a value read
-        elsewhere (`peak = torch.cuda.max_memory_allocated()`) is reported.
+        torch_neuronx` inside it where needed (never an unconditional one), and keeps the CUDA
+        call in its `else:` (CUDA keeps the effect); a value read elsewhere (`peak =
+        torch.cuda.max_memory_allocated()`) is reported. A call in a branch kept for CUDA (`if
+        device == "cuda":` around CUDA-only code, a dispatch's CUDA branch) is left as it is. On
+        the accelerator target the `torch.accelerator` function is called where there is an
+        accelerator (a statement under `if torch.accelerator.is_available():`, a value as
+        `... if torch.accelerator.is_available() else <the CUDA call>`).
 
     Example:
         torch.cuda.reset_peak_memory_stats()
@@ -76,8 +82,10 @@ class CudaMemoryApi(_CudaApiRule):
         if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
             import torch_neuronx
             torch_neuronx.reset_peak_memory_stats()
-        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
-            torch.neuron.empty_cache()
+        else:
+            torch.cuda.reset_peak_memory_stats()
+        if torch.accelerator.is_available():
+            torch.accelerator.empty_cache()
 
     Fix safety:
         Unsafe: the statistics functions are documented in the memory-profiling guide but their
@@ -101,8 +109,7 @@ class CudaMemoryApi(_CudaApiRule):
     examples = (
         Example("import torch\nused = torch.cuda.memory_allocated(0)\n", None),
         Example("import torch\ntorch.cuda.empty_cache()\n",
-                "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
-                "== \"neuron\":\n    torch.neuron.empty_cache()\n"),
+                "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.empty_cache()\n"),
         Example(
             "import torch\ntry:\n    step()\nexcept torch.cuda.OutOfMemoryError:\n    shrink()\n",
             None,
@@ -122,11 +129,15 @@ class CudaMemoryApi(_CudaApiRule):
             if _target.target(self.ctx) == _target.ACCELERATOR and name in ACCELERATOR_MEMORY:
                 portable = f"torch.accelerator.{name}"
                 shown = f"`{portable}()`" if ref.call is not None else f"`{portable}`"
-                self.rewrite(ref, portable, f"{spelled(ref)} -> {shown} (raises without an accelerator: "
-                                            "keep it on the accelerator path)")
+                self.neutral_rewrite(ref, portable, f"{spelled(ref)} -> {shown}")
             else:
                 self.report(ref.outer, f"{spelled(ref)}: the CPU has no caching-allocator statistics; keep "
                                        "this on the CUDA path or drop it")
+            return
+        if ref.fn == "empty_cache":
+            # host-neutral: CUDA keeps freeing its cache, Neuron frees its own
+            shown = "`torch.accelerator.empty_cache()`" if ref.call is not None else "`torch.accelerator.empty_cache`"
+            self.neutral_rewrite(ref, "torch.accelerator.empty_cache", f"{spelled(ref)} -> {shown}")
             return
         target = MAPPED[ref.fn]
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"

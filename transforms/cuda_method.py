@@ -6,6 +6,7 @@ import libcst as cst
 
 from neuronize.transforms import _host, _target
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._calls import keyword
 
 
@@ -18,7 +19,7 @@ INDEX_NOTE = {
 }
 
 
-class CudaMethod(Transform):
+class CudaMethod(KeepsCudaBranches, Transform):
     """Finds `.cuda()` calls that place a tensor or module on a CUDA device.
 
     What it does:

@@ -29,6 +29,8 @@ FLASH_SWITCHES = ("torch.nn.attention.activate_flash_attention_impl", "set_atten
                   "attention_backend")
 #: diffusers attention backends that run on any device (the rest load CUDA-only libraries)
 PORTABLE_BACKENDS = ("native", "_native_math", "_native_npu", "_native_xla", "_native_cpu")
+#: ONNX Runtime execution providers that run on NVIDIA GPUs only
+ORT_GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
 HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.get_locked_kernel",
                "kernels.load_kernel", "kernels.kernelize")
 
@@ -60,6 +62,13 @@ def _flash_attention_choice(node: cst.BaseExpression) -> str | None:
     return value if value is not None and value.startswith("flash_attention") else None
 
 
+def bnb_optimizer(node: cst.BaseExpression) -> bool:
+    """A Hugging Face `optim=` name that runs a bitsandbytes optimizer (`"paged_adamw_32bit"`,
+    `"adamw_bnb_8bit"`, `"lion_8bit"`, `"ademamix_8bit"`...)."""
+    value = (string_value(node) or "").lower()
+    return value.startswith("paged_") or "bnb" in value or value.endswith("8bit")
+
+
 def _apex_advice(module: str, names: tuple[str, ...]) -> str | None:
     # What is imported decides first (`from apex.normalization import FusedRMSNorm`), then the module.
     for parts in (set(names), set(module.split(".")[1:])):
@@ -77,7 +86,10 @@ class CudaOnlyLibrary(Transform):
         of a library whose kernels exist only for NVIDIA GPUs: flash_attn, xformers, flashinfer,
         apex, bitsandbytes, deepspeed, transformer_engine, liger_kernel, mamba_ssm, causal_conv1d,
         pynvml/nvidia_smi/GPUtil/nvitop, cupy, pycuda, numba.cuda, torchao (and its CUDA-only
-        parts: float8, MX formats, ops), TensorRT, DALI, AutoGPTQ/AutoAWQ/ExLlamaV2, DeepEP,
+        parts: float8, MX formats, ops), TensorRT, DALI, AutoGPTQ/AutoAWQ/ExLlama(V2), DeepEP,
+        FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`), PyTorch's variable-length
+        attention (`torch.nn.attention.varlen`), the serving engines vLLM (without its Neuron
+        plugin), SGLang, LightLLM and TensorRT-LLM,
         flash-linear-attention (`fla`), Helion, MegaBlocks, grouped_gemm, fbgemm_gpu, vLLM's
         compiled ops, sgl_kernel, CUTLASS, CUDA symmetric memory
         (`torch.distributed._symmetric_memory`), the Hugging Face kernel hub (`from kernels import
@@ -93,10 +105,14 @@ class CudaOnlyLibrary(Transform):
         unguarded import) or OPTIONAL (inside `try/except ImportError`, under an `if` guard such
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
         replacement. Also reports `BitsAndBytesConfig(...)`, `load_in_8bit=` / `load_in_4bit=`
-        (unless `False`), and `attn_implementation="flash_attention_2"` /
+        (unless `False`), Hugging Face optimizer names that load bitsandbytes
+        (`optim="paged_adamw_32bit"`, `"adamw_bnb_8bit"`, `"lion_8bit"`), and
+        `attn_implementation="flash_attention_2"` /
         `use_flash_attention_2=True` in calls, and switches to FlashAttention kernels:
         `torch.nn.attention.activate_flash_attention_impl("FA3")` and diffusers'
         `set_attention_backend("flash")` / `attention_backend("_flash_3")` (native backends pass).
+        Reports ONNX Runtime's GPU execution providers (`"CUDAExecutionProvider"`,
+        `"TensorrtExecutionProvider"`) wherever the code names them.
 
     Why on TorchNeuron:
         These libraries ship CUDA (or Triton) kernels only; none has a Trainium build. An
@@ -138,8 +154,9 @@ class CudaOnlyLibrary(Transform):
         b"flash_attn", b"xformers", b"flashinfer", b"apex", b"bitsandbytes", b"deepspeed",
         b"transformer_engine", b"liger_kernel", b"mamba_ssm", b"causal_conv1d", b"nvml",
         b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"cuml", b"cudf", b"pycuda", b"numba", b"torchao",
-        b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllamav2", b"load_in_8bit", b"load_in_4bit",
-        b"BitsAndBytesConfig",
+        b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllama", b"sglang", b"lightllm", b"varlen",
+        b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit",
+        b"BitsAndBytesConfig", b"optim=",
         b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
         b"fbgemm_gpu", b"sgl_kernel", b"cutlass", b"_symmetric_memory", b"_cuda", b"attention_backend",
     )
@@ -177,7 +194,8 @@ class CudaOnlyLibrary(Transform):
     def _report_extension(self, node: cst.CSTNode, module: str) -> None:
         dep = classify_import(self.ctx)
         self.report(node, f"`{short(node, 60, tight=True)}` ({dep.label}): `{module.split('.')[0]}` is by its name a "
-                    f"compiled CUDA extension, which does not exist on Trainium; {NKI_PATH_KERNELS}")
+                    f"compiled CUDA extension, which does not exist on Trainium; {NKI_PATH_KERNELS}",
+                    dependency=dep.kind)
 
     def _report_package(self, node: cst.CSTNode, package: str, module: str, names: tuple[str, ...],
                         shown: str) -> None:
@@ -190,7 +208,15 @@ class CudaOnlyLibrary(Transform):
             node,
             f"`{shown}` ({dep.label}): `{package}` ({lib.what}) {lib.verdict}; {instead}",
             evidence=lib.evidence,
+            dependency=dep.kind,
         )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "ExecutionProvider" in node.value and string_value(node) in ORT_GPU_PROVIDERS:
+            self.report(node, f"ONNX Runtime's `{string_value(node)}` runs on NVIDIA GPUs only, and ONNX Runtime "
+                        "has no documented Neuron provider: keep `CPUExecutionProvider` for ONNX Runtime, or run the "
+                        "PyTorch model on `\"neuron\"` (`torch.compile(backend=\"neuron\")`) where Trainium must "
+                        "serve it")
 
     # -- calls -------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -239,6 +265,9 @@ class CudaOnlyLibrary(Transform):
                         "use `attn_implementation=\"sdpa\"`",
                         evidence=Evidence.THIRD_PARTY,
                     )
+            elif key == "optim" and bnb_optimizer(arg.value):
+                self.report(arg, f"`optim=\"{string_value(arg.value)}\"` is a bitsandbytes optimizer (CUDA kernels "
+                            "only); on Trainium use `optim=\"adamw_torch\"`", evidence=Evidence.THIRD_PARTY)
             elif key == "use_flash_attention_2" and not switches_off(arg.value):
                 self.report(
                     arg,

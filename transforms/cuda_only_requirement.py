@@ -6,7 +6,7 @@ from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.requirements import Requirement
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._setup_files import (CUDA_ONLY_DISTRIBUTIONS, DEPENDENCY_KINDS, SETUP_URL, cuda_only_message,
-                                               dependency_items)
+                                               dependency_items, other_framework)
 
 class CudaOnlyRequirement(LineRule):
     """Finds CUDA-only packages in requirements: `nvidia-*` runtime wheels, `cupy-cuda*`, and the CUDA-only libraries of the Python rules.
@@ -15,7 +15,9 @@ class CudaOnlyRequirement(LineRule):
         Reports requirements on NVIDIA's runtime wheels (`nvidia-cudnn-cu12`, ...), CuPy CUDA
         builds, and the packages the Python rule `cuda-only-library` (NRN903) reports when
         imported (flash-attn, xformers, bitsandbytes, apex, deepspeed, transformer-engine, ...),
-        each with its path forward. The list is the Python rules' own table.
+        each with its path forward. The list is the Python rules' own table. A file that serves
+        another framework (named for it, `requirements_flax.txt`, or listing JAX/TensorFlow and no
+        PyTorch) is not read: nothing in it runs PyTorch on Trainium.
 
     Why on TorchNeuron:
         These packages hold CUDA kernels or CUDA runtime libraries; none of them runs on
@@ -50,9 +52,10 @@ class CudaOnlyRequirement(LineRule):
     examples = (Example("flash-attn==2.6.3\nnvidia-cudnn-cu12==9.1.0.70\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        for item in dependency_items(doc):
-            if not isinstance(item, Requirement):
-                continue
+        items = [item for item in dependency_items(doc) if isinstance(item, Requirement)]
+        if other_framework(doc, {item.key for item in items}):
+            return
+        for item in items:
             message = cuda_only_message(item)
             if message is not None:
                 self.flag(Span(item.line, item.start, item.name_end), message)

@@ -18,8 +18,11 @@ MAPPED = {
 #: seen on CUDA, not in any TorchNeuron source read: reported
 UNMAPPED = {
     "seed_all": "use `torch.neuron.seed()` (one device per process)",
-    "get_rng_state_all": "use `torch.neuron.get_rng_state()` (one device per process)",
-    "set_rng_state_all": "use `torch.neuron.set_rng_state(state)` (one device per process)",
+    "get_rng_state_all": "use `torch.neuron.get_rng_state()` (one device per process); it raises on a host "
+                         "without CUDA: save it under the same device condition as the load side restores it "
+                         "(save and load move together)",
+    "set_rng_state_all": "use `torch.neuron.set_rng_state(state)` (one device per process), under the same device "
+                         "condition as the save side",
 }
 
 
@@ -82,7 +85,7 @@ class CudaRngApi(_CudaApiRule):
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n",
                 "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
-                "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\n"),
+                "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\nelse:\n    torch.cuda.manual_seed_all(0)\n"),
         # at import, under a CUDA check: `torch.neuron` would break CUDA hosts and never run on Neuron
         Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n", None),
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),

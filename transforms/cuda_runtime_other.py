@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._cuda_runtime import OTHERS, PREFIX, is_legacy_tensor_type, match, owned
 
@@ -68,7 +69,7 @@ class CudaRuntimeOther(Transform):
         Example("from torch import cuda\ncuda.ipc_collect()\n", None),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._owned = owned()  # what the family's other rules handle
 

@@ -74,6 +74,9 @@ class CudaSynchronize(_CudaApiRule):
             "import torch\n\ntorch.accelerator.synchronize()\n",
         ),
         Example("import torch\nSYNC = {\"cuda\": torch.cuda.synchronize}\n", None),
+        Example("import torch\ntorch.cuda.synchronize()\n", "import torch\ntorch.cpu.synchronize()\n", target=_target.CPU),
+        # CuPy's own CUDA runtime, not PyTorch's (cuda-only-library reports the import)
+        Example("import cupy\ncupy.cuda.Stream.null.synchronize()\n", finds=False),
     )
 
     def target_for(self, ref: CudaRef) -> str | None:

@@ -48,7 +48,7 @@ class CudaTorchBuild(LineRule):
     effort = "low"
     tokens = (b"+cu",)
     references = (SETUP_URL,)
-    examples = (Example("torch==2.13.0+cu121\n", "torch==2.13.0\n"),)
+    examples = (Example("torch==2.13.0+cu121\n", "torch==2.13.0\n"), Example("torch==2.13.0\n", finds=False))
 
     def check(self, doc: TextDocument) -> None:
         for item in dependency_items(doc):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.context import dotted_name
+from neuronize.context import FileContext, dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._literals import string_value, string_values
@@ -103,7 +103,7 @@ class CustomOpCuda(Transform):
                 None),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._libraries: set[str] = set()  # names bound to `torch.library.Library(...)`
         self._ops: set[str] = set()  # names bound to custom ops (decorated functions)

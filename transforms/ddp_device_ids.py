@@ -7,6 +7,7 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
+from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._calls import keyword, without_args
 from neuronize.transforms._distributed import PROCESS_GROUP, dist_function
 
@@ -21,7 +22,7 @@ def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
-class DdpDeviceIds(Transform):
+class DdpDeviceIds(KeepsCudaBranches, Transform):
     """Finds CUDA device indices passed to DistributedDataParallel and to `dist.barrier`.
 
     What it does:

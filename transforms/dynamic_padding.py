@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._compile import call_name, compile_kind
@@ -63,7 +64,7 @@ class DynamicPadding(Transform):
         ),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._compiles = False
         self._pending: list[tuple[cst.Call, str]] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transforms import _target
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword, with_keyword
 from neuronize.transforms._literals import make_string
@@ -91,7 +92,7 @@ class GenerateStaticCache(Transform):
         Example("out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=32)\n"),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # decided at the end of the file: a later `generation_config.cache_implementation = ...`
         self._pending: list[tuple[cst.Call, list[cst.CSTNode], bool]] = []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._calls import keyword
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
+from neuronize.transforms._value_flow import enclosing_scope
 
 _PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 _LOADERS = (
@@ -43,7 +45,7 @@ def device_map_kind(node: cst.BaseExpression) -> str | None:
     return "variable"
 
 
-def _parameters(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+def _parameters(ctx: FileContext) -> frozenset[str]:
     """The parameter names of the innermost enclosing function (a value only passed through)."""
     for anc in ctx.ancestors():
         if isinstance(anc, cst.FunctionDef):
@@ -62,8 +64,9 @@ class HfDeviceMapAuto(Transform):
         (`"cuda"`, `0`, `{"": 0}`, per-layer dicts), and `max_memory=` budgets. A device chosen at
         run time (`device_map={"": local_rank}`, `device_map=args.device_map`) is reported as one
         to check, not as a GPU plan; a value only passed through (a parameter of the enclosing
-        function) and host devices (`{"": "cpu"}`, `"disk"`, `"meta"`) are not reported.
-        Report only.
+        function) and host devices (`{"": "cpu"}`, `"disk"`, `"meta"`, also through a name last
+        assigned one: `device_map = "cpu"`) are not reported. A plan set as an entry of keyword
+        arguments (`kwargs["device_map"] = "auto"`) is reported where it is set. Report only.
 
     Why on TorchNeuron:
         Whether accelerate's planner sees NeuronCore memory is unverified (no Neuron memory probe
@@ -102,6 +105,37 @@ class HfDeviceMapAuto(Transform):
         Example("import transformers\np = transformers.pipeline('text-generation', device_map={'': 0})\n"),
     )
 
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        #: string literals assigned to names so far, by scope: what `device_map=name` holds
+        self._literals: dict[tuple[int, str], cst.BaseExpression] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Name):
+            key = (id(enclosing_scope(self.ctx)), target.value)
+            if string_value(node.value) is not None:
+                self._literals[key] = node.value
+            else:
+                self._literals.pop(key, None)
+        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
+                and string_value(target.slice[0].slice.value) == "device_map":
+            kind = device_map_kind(node.value)
+            if kind in ("planner", "gpu"):
+                self._report_plan(node, node.value, kind, f"the keyword entry `{short(target, 40)}`")
+
+    def _report_plan(self, node: cst.CSTNode, value: cst.BaseExpression, kind: str, where: str) -> None:
+        if kind == "planner":
+            self.report(node, f'`device_map="{string_value(value)}"` in {where}: whether '
+                        "accelerate sees NeuronCore memory is unverified; load on CPU with "
+                        '`torch_dtype=torch.bfloat16`, then `.to("neuron")`; across several NeuronCores use a '
+                        "tensor-parallel plan (`tp_plan`) under torchrun")
+        else:
+            self.report(node, f"`device_map` in {where} names GPUs: load on CPU, then "
+                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD)
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained":
@@ -110,19 +144,16 @@ class HfDeviceMapAuto(Transform):
             qualified = self.ctx.qualify(func)
             if qualified not in _LOADERS:
                 return
-            where = f"`{qualified.rsplit('.', 1)[-1]}`"  # type: ignore[union-attr]
+            where = f"`{qualified.rsplit('.', 1)[-1]}`"
         device_map = keyword(node, "device_map")
-        kind = device_map_kind(device_map.value) if device_map is not None else None
+        value = device_map.value if device_map is not None else None
+        if isinstance(value, cst.Name) and (id(enclosing_scope(self.ctx)), value.value) in self._literals:
+            value = self._literals[(id(enclosing_scope(self.ctx)), value.value)]  # `device_map = "cpu"` above
+        kind = device_map_kind(value) if value is not None else None
         if device_map is None or kind is None:
             pass
-        elif kind == "planner":
-            self.report(device_map, f'`device_map="{string_value(device_map.value)}"` in {where}: whether '
-                        "accelerate sees NeuronCore memory is unverified; load on CPU with "
-                        '`torch_dtype=torch.bfloat16`, then `.to("neuron")`; across several NeuronCores use a '
-                        "tensor-parallel plan (`tp_plan`) under torchrun")
-        elif kind == "gpu":
-            self.report(device_map, f"`device_map` in {where} names GPUs: load on CPU, then "
-                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD)
+        elif kind in ("planner", "gpu"):
+            self._report_plan(device_map, value, kind, where)  # type: ignore[arg-type]
         elif not (isinstance(device_map.value, cst.Name) and device_map.value.value in _parameters(self.ctx)):
             shown = short(device_map.value, 40, tight=True)
             self.report(device_map, f"`device_map={shown}` in {where} places the model on a device chosen at "

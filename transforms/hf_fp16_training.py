@@ -26,7 +26,9 @@ class HfFp16Training(Transform):
         (`fp16=args.fp16`) is reported. `fp16_opt_level` is left alone (only Apex reads it).
         Also reports, without a fix, fp16 with loss scaling configured elsewhere:
         `Accelerator(mixed_precision="fp16")` and the `"fp16"` section of a DeepSpeed config dict
-        (`{"fp16": {"enabled": True, "loss_scale": 0}, "zero_optimization": {...}}`).
+        (`{"fp16": {"enabled": True, "loss_scale": 0}, "zero_optimization": {...}}`), and
+        `tf32=True` in those argument classes: transformers raises at construction when no
+        Ampere-or-newer CUDA GPU is present, so the script stops before training on Trainium.
 
     Why on TorchNeuron:
         Trainium training runs in bf16; no Neuron gradient scaler for fp16 is documented, and
@@ -43,7 +45,8 @@ class HfFp16Training(Transform):
         differ slightly; the Neuron side rests on a Hugging Face pull request, not AWS documentation.
 
     Evidence:
-        3P: huggingface/trl PR #5125, INF: no Neuron fp16 loss scaling.
+        3P: huggingface/trl PR #5125; transformers' `TrainingArguments` checks for TF32 support
+        (source). INF: no Neuron fp16 loss scaling.
     """
 
     id = "NRN501"
@@ -55,7 +58,7 @@ class HfFp16Training(Transform):
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
         "https://github.com/huggingface/trl/pull/5125",
     )
-    tokens = (b"fp16",)
+    tokens = (b"fp16", b"tf32")
     #: the same edit on every `--target` (it names no device)
     targets = _target.ALL
     examples = (
@@ -88,6 +91,12 @@ class HfFp16Training(Transform):
         cls = training_arguments_class(self.ctx, node)
         if cls is None:
             return
+        tf32 = keyword(node, "tf32")
+        if tf32 is not None and is_true(tf32.value):
+            self.report(tf32, f"`tf32=True` in `{cls}`: transformers raises when the host has no Ampere-or-newer "
+                        "CUDA GPU, so this stops on Trainium (and on CPU); drop it, or pass it only where CUDA runs "
+                        "(TF32 is an NVIDIA matmul mode; Neuron precision follows the dtype and autocast)",
+                        evidence=Evidence.THIRD_PARTY)
         new = node
         changes: list[str] = []
         for fp16_name, bf16_name in _PAIRS:

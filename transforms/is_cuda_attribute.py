@@ -1,4 +1,4 @@
-"""NRN104: ``x.is_cuda`` -> ``x.device.type == "neuron"``."""
+"""NRN104: ``x.is_cuda`` -> ``x.device.type in ("cuda", "neuron")``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from neuronize.context import dotted_name
+from neuronize.context import FileContext, dotted_name
 from neuronize.transforms._nodes import assigned_names
 from neuronize.transforms._cuda_guard import flag_uses, guarded_code, scan
 from neuronize.transforms._cuda_runtime import Context, CudaRef, classify
@@ -70,9 +70,9 @@ class _AssignedIsCuda(cst.CSTVisitor):
 
 #: why the device test replaces `.is_cuda`, per target
 REASON = {
-    _target.NEURON: "a Neuron tensor is not a CUDA tensor",
+    _target.NEURON: "true for a CUDA tensor as before, and for a Neuron tensor",
     _target.CPU: "a CPU tensor is not a CUDA tensor",
-    _target.ACCELERATOR: "true for a tensor on whichever device runs the code (CUDA, Neuron or the CPU)",
+    _target.ACCELERATOR: "true for a CUDA tensor as before, and for a Neuron tensor; still false on the CPU and MPS",
 }
 
 
@@ -80,8 +80,11 @@ class IsCudaAttribute(Transform):
     """Finds `x.is_cuda` checks, which are always False on a Neuron tensor.
 
     What it does:
-        Rewrites the tensor attribute `x.is_cuda` to `x.device.type == "neuron"`, adding
-        parentheses where the comparison needs them (`(x.device.type == "neuron") == flag`).
+        Rewrites the tensor attribute `x.is_cuda` to `x.device.type in ("cuda", "neuron")` (on
+        the neuron and accelerator targets; `x.device.type == "cpu"` on the CPU target), adding
+        parentheses where the comparison needs them (`(x.device.type in (...)) == flag`): a CUDA
+        tensor keeps its path and a Neuron tensor takes it too, while a CPU or MPS tensor stays
+        off it as before.
         Assignments to `.is_cuda` and classes that define their own `is_cuda` (an attribute
         set on `self` or a method) are left alone; so are f-string fields (reported). A check
         that decides which code runs (an `if` or conditional-expression test, a stored flag) is
@@ -104,12 +107,12 @@ class IsCudaAttribute(Transform):
             batch = batch.to(device)
 
     Use instead:
-        if not batch.device.type == "neuron":
+        if not batch.device.type in ("cuda", "neuron"):
             batch = batch.to(device)
 
     Fix safety:
-        Unsafe: the check becomes "is on Neuron"; code that used `is_cuda` to mean "is on an
-        accelerator" or "is on CUDA specifically" (to pick a CUDA kernel) must be reviewed.
+        Unsafe: the check becomes "is on CUDA or Neuron"; code that used `is_cuda` to mean "is on
+        CUDA specifically" (to pick a CUDA kernel) must be reviewed.
         `x.is_neuron` (added by PyTorch's PrivateUse1 method generator) also works but is not
         documented.
 
@@ -127,11 +130,11 @@ class IsCudaAttribute(Transform):
     tokens = (b"is_cuda",)
     targets = _target.ALL
     examples = (
-        Example("assert x.is_cuda\n", 'assert x.device.type == "neuron"\n'),
-        Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type == "neuron") == expected\n'),
+        Example("assert x.is_cuda\n", 'assert x.device.type in ("cuda", "neuron")\n'),
+        Example("ok = x.is_cuda == expected\n", 'ok = (x.device.type in ("cuda", "neuron")) == expected\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._user_receivers: set[str] | None = None
         self._kernel_file = bool(_KERNEL_FILE.search(ctx.source))
@@ -172,20 +175,21 @@ class IsCudaAttribute(Transform):
                               'use `x.device.type == "neuron"` by hand')
             return
         device, imports = _target.device(self.ctx, parens=True)
-        comparison = cst.Comparison(
-            left=cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")),
-                               attr=cst.Name("type")),
-            comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=device)],
-        )
+        kind = cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")), attr=cst.Name("type"))
+        comparison = cst.Comparison(left=kind, comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=device)])
+        if _target.target(self.ctx) != _target.CPU:
+            # covers both devices: a CUDA tensor keeps its path, a Neuron one takes it too; false
+            # on the CPU and MPS, as before (an accelerator's device would open it on the CPU)
+            device, imports = cst.parse_expression('("cuda", "neuron")'), ()
+            comparison = cst.Comparison(left=kind, comparisons=[cst.ComparisonTarget(operator=cst.In(), comparator=device)])
         if node.lpar:
             comparison = comparison.with_changes(lpar=node.lpar, rpar=node.rpar)
         elif not isinstance(parent, NO_PARENS) and not (
                 isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
             comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         code = short(node)
-        self.fix(node, comparison, _target.say(
-                 self.ctx, "`{code}` -> `{value}.device.type == {device}`: {reason}", code=code,
-                 value=short(node.value), reason=REASON[_target.target(self.ctx)]), imports=imports)
+        self.fix(node, comparison, f"`{code}` -> `{short(comparison)}`: {REASON[_target.target(self.ctx)]}",
+                 imports=imports)
 
     def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
         """What the check switches on, when it is a test (``if``, conditional expression, a stored

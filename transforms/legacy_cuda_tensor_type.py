@@ -11,6 +11,7 @@ from neuronize.transforms._literals import string_value
 from neuronize.transforms._messages import short
 from neuronize.transforms._names import qualified_expr
 from neuronize.transforms import _target
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 DTYPES = {
@@ -99,7 +100,7 @@ class LegacyCudaTensorType(Transform):
         if node.attr.value in DTYPES:
             self._reference(node)
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # local names bound by `from torch.cuda import FloatTensor [as X]`
         self._local_types = {local for cls in DTYPES

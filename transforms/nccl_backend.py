@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms import _target
 from neuronize.transforms._calls import insert_after, keyword, without_args
@@ -12,6 +13,8 @@ from neuronize.transforms._distributed import (PROCESS_GROUP, BackendUse, backen
                                                 request_torch_neuronx, with_neuron_entry)
 from neuronize.transforms._value_flow import Assignments, enclosing_scope
 from neuronize.transforms._literals import make_string, string_value
+
+DEVICE_BACKEND = "torch.distributed.get_default_backend_for_device"
 
 
 class NcclBackend(Transform):
@@ -94,13 +97,15 @@ class NcclBackend(Transform):
                 'import torch.distributed as dist\nif dist.get_backend() == "nccl":\n    pass\n'),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._seen = Assignments()
         self._uses: list[BackendUse] = []
         self._tables: list[tuple[cst.Dict, cst.Dict]] = []
         #: ids of NCCL literals in a branch that only runs on CUDA
         self._branch_kept: set[int] = set()
+        #: names assigned `dist.get_default_backend_for_device(...)`
+        self._neutral: set[str] = set()
 
     # -- the walk ----------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -135,6 +140,15 @@ class NcclBackend(Transform):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._seen.statement(enclosing_scope(self.ctx), node)
+        if self._any_device(node.value):
+            self._neutral.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+
+    def _any_device(self, expr: cst.BaseExpression) -> bool:
+        """``dist.get_default_backend_for_device(...)`` (or a name assigned one): the backend of
+        whatever device the program runs on, `"neuron"` included: nothing to migrate."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self._neutral
+        return isinstance(expr, cst.Call) and self.ctx.qualify(expr.func) == DEVICE_BACKEND
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._seen.statement(enclosing_scope(self.ctx), node)
@@ -162,6 +176,8 @@ class NcclBackend(Transform):
         plan = plan_backends(self.ctx, self._uses, self._seen, self._branch_kept)
         neuron = _target.target(self.ctx) == _target.NEURON
         for expr in plan.unresolved:
+            if self._any_device(expr):
+                continue
             self.report(expr, f"the backend comes from `{cst.Module([]).code_for_node(expr)}`, which neuronize "
                         'cannot follow: make it `"neuron"` on Trainium')
         for literal, why in plan.kept:

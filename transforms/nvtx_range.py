@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._cuda_settings import CudaOnlySettings
 
 _NVTX = "an NVTX annotation for NVIDIA Nsight"
 _PROFILER = "it starts or stops the CUDA profiler (Nsight / nvprof)"
+_ACTIVITIES = frozenset({"torch.profiler.ProfilerActivity.CUDA", "torch.autograd.ProfilerActivity.CUDA",
+                         "torch._C._profiler.ProfilerActivity.CUDA"})
 
 
 class NvtxRange(CudaOnlySettings):
@@ -20,6 +24,8 @@ class NvtxRange(CudaOnlySettings):
         and `with torch.cuda.profiler.profile():` blocks (in a multi-item `with`, only that item
         goes). Drops `from torch.cuda import nvtx` once unused. Reports these functions used as
         values or decorators (`rid = torch.cuda.nvtx.range_start("x")`), which cannot be deleted.
+        Reports `ProfilerActivity.CUDA` (in `activities=[...]` or anywhere), which records no
+        Neuron activity.
 
     Why on TorchNeuron:
         NVTX and the CUDA profiler API talk to NVIDIA's tools. On Neuron, profile with
@@ -49,7 +55,7 @@ class NvtxRange(CudaOnlySettings):
     evidence = Evidence.THIRD_PARTY
     section = "compile"
     references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/how-to-profile-pytorch.html",)
-    tokens = (b"nvtx", b"cuda")
+    tokens = (b"nvtx", b"cuda", b"CUDA")
     examples = (
         Example(
             'import torch\ntorch.cuda.nvtx.range_push("fwd")\ny = model(x)\ntorch.cuda.nvtx.range_pop()\n',
@@ -77,4 +83,12 @@ class NvtxRange(CudaOnlySettings):
         "torch.cuda.profiler.profile": _PROFILER,
     }
     modules = ("torch.cuda.nvtx", "torch.cuda.profiler")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "CUDA" and self.ctx.qualify(node) in _ACTIVITIES:
+            self.report(node, "`ProfilerActivity.CUDA` traces CUDA kernels only; on Neuron add "
+                        "`ProfilerActivity.PrivateUse1` with a Neuron Explorer `NeuronConfig`, and keep CUDA where GPU "
+                        "hosts run (`torch.profiler.supported_activities()` tells what a host has)", evidence=Evidence.DOC)
+            return
+        super().visit_Attribute(node)
     why = "no Neuron equivalent (profile with `torch.profiler` and Neuron Explorer)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
@@ -14,6 +16,21 @@ from neuronize.transforms._setup_files import DIST_TUTORIAL_URL
 GPU_COUNTS = frozenset({"gpus_per_node", "slurm_gpus_per_node", "gpus_per_task", "slurm_gpus_per_task"})
 #: the parameters that name generic resources (`gres="gpu:8"`)
 GRES = frozenset({"gres", "slurm_gres"})
+
+
+#: a shell script kept in a Python string: a Slurm batch header, a shebang, a launcher command
+TEMPLATE = re.compile(r"^#SBATCH|^#!/|^\s*(?:srun|sbatch|torchrun|mpirun|deepspeed|accelerate launch)\b", re.MULTILINE)
+#: what such a script asks of a GPU node
+_GPU_REQUEST = re.compile(r"--(?:gres=gpu[\w:]*|gpus(?:-per-(?:node|task))?[= ]\S+)")
+_GPU_TOOL = re.compile(r"^[^#\n]*?(?<![\w-])(nvidia-smi|nvcc)(?![\w-])", re.MULTILINE)
+
+
+def template_needs(text: str) -> list[str]:
+    """What a launcher template (a shell script in a Python string) needs of a GPU node."""
+    if "\n" not in text or not TEMPLATE.search(text):
+        return []
+    needs = [f"`{m.group()}`" for m in _GPU_REQUEST.finditer(text)]
+    return needs + [f"`{tool}`" for tool in dict.fromkeys(m.group(1) for m in _GPU_TOOL.finditer(text))]
 
 
 def _leading_text(value: cst.BaseExpression) -> str:
@@ -32,7 +49,10 @@ class SlurmGpuRequest(Transform):
         Reports the keyword arguments `gpus_per_node=`, `gpus_per_task=` (also with submitit's
         `slurm_` prefix) and a `gres=` / `slurm_gres=` whose value starts with `gpu`, in any call
         (`executor.update_parameters(gpus_per_node=8)`), and the same names as keys of a literal
-        dict (the parameters a helper builds and hands on with `**`). It never changes them.
+        dict (the parameters a helper builds and hands on with `**`). Also reports launcher
+        templates kept in Python strings (a `#SBATCH` header, a shebang or a `srun`/`torchrun`
+        line) that ask for GPUs (`--gres=gpu:8`, `--gpus-per-node=8`) or run `nvidia-smi` /
+        `nvcc`, one finding per template. It never changes them.
 
     Why on TorchNeuron:
         A Trainium node has no GPUs for Slurm to hand out, so a job that asks for them waits for
@@ -61,8 +81,23 @@ class SlurmGpuRequest(Transform):
     section = "setup"
     effort = "low"
     references = (DIST_TUTORIAL_URL,)
-    tokens = (b"gpus_per_", b"gres")
+    tokens = (b"gpus_per_", b"gres", b"nvidia-smi", b"nvcc", b"--gpus")
     examples = (Example("executor.update_parameters(gpus_per_node=8, tasks_per_node=8)\n"),)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "\n" in node.value or "\\n" in node.value:
+            self._template(node, string_value(node) or "")
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._template(node, "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts))
+
+    def _template(self, node: cst.CSTNode, text: str) -> None:
+        needs = template_needs(text)
+        if needs and not isinstance(self.ctx.parent, cst.Expr):  # a docstring is no template
+            self.report(node, f"launcher template in a Python string needs GPUs: {', '.join(needs)}; a Trainium "
+                        "node has no GPUs for Slurm to hand out and no NVIDIA tools: request its Neuron devices "
+                        "as your cluster defines them, size tasks in NeuronCores, and use `neuron-ls` / "
+                        "`neuron-top` instead of `nvidia-smi`")
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:

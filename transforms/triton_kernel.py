@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._imports import classify_import, imported_modules, module_matches
 from neuronize.transforms._messages import short
@@ -67,7 +68,7 @@ class TritonKernel(Transform):
         Example("try:\n    import triton\nexcept ImportError:\n    triton = None\n", None),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._reported_import: bool | None = None  # None: none yet; else: was it HARD
 
@@ -90,6 +91,7 @@ class TritonKernel(Transform):
             node,
             f"`{short(node, 60, tight=True)}` ({dep.label}): Triton has no Trainium backend; "
             f"{NKI_PATH_KERNELS}, or use stock PyTorch ops",
+            dependency=dep.kind,
         )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.context import FileContext
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms._calls import argument
 from neuronize.transforms._distributed import request_torch_neuronx
@@ -83,7 +84,7 @@ class XlaEraCode(Transform):
         Example("from optimum.neuron import NeuronTrainer\n"),
     )
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._backend_fixes: list[tuple[cst.Call, cst.Call, str]] = []
         self._reported_xla = False

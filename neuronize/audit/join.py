@@ -4,7 +4,7 @@ A runtime site is *covered* when a static finding explains it: one on the same l
 finding's span), one on the test of an ``if``/``while`` that encloses the line (the rule saw the
 CUDA branch), or, for a placement, autocast or process group whose CUDA value came from a
 variable, a finding in the same file that rewrites a device or backend value (the fix changes
-what the line receives). Otherwise it is *missed*: the static rules did not see it. Sites in
+what the line receives) or reports one the catch-all found left in the code. Otherwise it is *missed*: the static rules did not see it. Sites in
 files outside the project (installed packages) are listed apart, and so are placements in a file
 whose device came from ``torch.accelerator`` (*agnostic*: the same code picks the Neuron device)
 and records that are no CUDA touch by themselves (*note*). Static findings on lines that never
@@ -20,6 +20,7 @@ from pathlib import Path
 from collections.abc import Iterable
 
 from neuronize.audit.launch import RawRun
+from neuronize.types import Finding
 
 #: findings whose fix rewrites a device value (placements and autocast receive it)
 DEVICE_VALUE_RULES = ("NRN101", "NRN103")
@@ -122,14 +123,20 @@ def _guard_tests(source: str, line: int) -> list[tuple[int, int]]:
 
 
 def _cover(site: Site, findings: list, source: str | None, ran: set[int] | None) -> None:
-    def spans(f) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    def spans(f: Finding) -> tuple[int, int]:
         return f.line, max(f.line, f.end_line or f.line)
 
     same_line = [f for f in findings if spans(f)[0] <= site.line <= spans(f)[1]]
     guards = _guard_tests(source, site.line) if source is not None and not same_line else []
     guarding = [f for f in findings if any(a <= f.line <= b for a, b in guards)]
-    value = [f for f in findings if f.rule in VALUE_RULES.get(site.kind, ()) and f.fixable
-             and (ran is None or f.line in ran)]  # a device setting that never ran gave nothing
+    # a device setting that never ran gave nothing; a catch-all finding (a CUDA device or backend
+    # value left in the code) names the value the line may receive: the rules saw it
+    from neuronize.registry import all_rules
+
+    catch_all = {r.id for r in all_rules() if r.catch_all}
+    value = [f for f in findings if (f.rule in VALUE_RULES.get(site.kind, ()) and f.fixable
+                                     or site.kind in VALUE_RULES and f.rule in catch_all)
+             and (ran is None or f.line in ran)]
     for match, chosen in (("line", same_line), ("guard", guarding), ("value", value)):
         if chosen:
             site.status, site.match = "covered", match
@@ -172,5 +179,5 @@ def join(raw: RawRun, root: Path, pretend_cuda: bool) -> Audit:
             end = max(f.line, f.end_line or f.line)
             executed = None if ran is None else any(n in ran for n in range(f.line, end + 1))
             if executed is False:
-                never.append(StaticFinding(file, f.line, end, f.rule, f.message, executed))
+                never.append(StaticFinding(file, f.line, end, f.rule, f.text, executed))
     return Audit(raw, sites, never, analysed, errors, pretend_cuda, root)

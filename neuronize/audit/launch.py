@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
 
+from neuronize.audit.child.hosts import HOST_VAR
+
 CHILD = Path(__file__).resolve().parent / "child"
 #: how long processes get to write their records after SIGTERM, before SIGKILL
 GRACE_SECONDS = 10.0
@@ -72,28 +74,40 @@ class RawRun:
 
 
 def run_command(command: Sequence[str], *, pretend_cuda: bool, max_seconds: float | None,
-                root: Path, stdout_to_stderr: bool = False) -> RawRun:
+                root: Path, stdout_to_stderr: bool = False, host: str | None = None,
+                cwd: Path | None = None, log: Path | None = None, env: dict[str, str] | None = None,
+                trace_lines: bool = True) -> RawRun:
     """Run ``command`` under the bootstrap. Its output goes to our stdout and stderr, or all of
-    it to stderr (``stdout_to_stderr``: when our stdout carries JSON)."""
+    it to stderr (``stdout_to_stderr``: when our stdout carries JSON), or all of it to ``log``.
+    ``host``: the simulated host (child/hosts.py); ``env``: more environment variables."""
     with tempfile.TemporaryDirectory(prefix="neuronize-audit-") as temp:
         boot, records = Path(temp) / "boot", Path(temp) / "records"
         boot.mkdir()
         records.mkdir()
         (boot / "sitecustomize.py").write_text(
             SITECUSTOMIZE.format(init=str(CHILD / "__init__.py"), child=str(CHILD)), encoding="utf-8")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(boot), env.get("PYTHONPATH")) if p)
-        env["NEURONIZE_AUDIT_RECORDS"] = str(records)
-        env["NEURONIZE_AUDIT_ROOT"] = str(root)
-        env["NEURONIZE_AUDIT_PRETEND"] = "1" if pretend_cuda else "0"
+        child_env = {**os.environ, **(env or {})}
+        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(boot), child_env.get("PYTHONPATH")) if p)
+        child_env["NEURONIZE_AUDIT_RECORDS"] = str(records)
+        child_env["NEURONIZE_AUDIT_ROOT"] = str(root)
+        child_env["NEURONIZE_AUDIT_PRETEND"] = "1" if pretend_cuda else "0"
+        child_env["NEURONIZE_AUDIT_LINES"] = "1" if trace_lines else "0"
+        child_env.pop(HOST_VAR, None)
+        if host is not None:
+            child_env[HOST_VAR] = host
         raw = RawRun(command=list(command), returncode=None)
         started = time.monotonic()
+        out = open(log, "wb") if log is not None else None
         try:
-            process = subprocess.Popen(list(command), env=env, start_new_session=True,
-                                       stdout=sys.stderr.fileno() if stdout_to_stderr else None)
+            stdout = out or (sys.stderr.fileno() if stdout_to_stderr else None)
+            process = subprocess.Popen(list(command), env=child_env, start_new_session=True, cwd=cwd,
+                                       stdout=stdout, stderr=out, stdin=subprocess.DEVNULL if out else None)
         except OSError as exc:
             raw.start_error = f"cannot start {command[0]!r}: {exc.strerror or exc}"
             return raw
+        finally:
+            if out is not None:
+                out.close()  # the child holds its own copy
         try:
             raw.returncode = process.wait(timeout=max_seconds)
         except subprocess.TimeoutExpired:

@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 
+from neuronize.report import counted
 from neuronize.audit.join import Audit, Site
 
 KIND_WORDS = {"cuda-api": "torch.cuda call", "placement": "CUDA placement", "autocast": "CUDA autocast",
@@ -80,12 +81,12 @@ def to_text(audit: Audit) -> list[str]:
 
 def summary(audit: Audit) -> str:
     touches = audit.touches
-    return (f"{len(touches)} CUDA touch site(s): {len(audit.by_status('missed'))} missed by the "
+    return (f"{counted(len(touches), 'CUDA touch site')}: {len(audit.by_status('missed'))} missed by the "
             f"static rules, {len(audit.by_status('covered'))} covered, "
             f"{len(audit.by_status('agnostic'))} device-agnostic, "
             f"{len(audit.by_status('outside'))} outside the project; "
-            f"{len(audit.never_executed)} static finding(s) never executed; "
-            f"{len(audit.analysed)} file(s) analysed")
+            f"{counted(len(audit.never_executed), 'static finding')} never executed; "
+            f"{counted(len(audit.analysed), 'file')} analysed")
 
 
 def to_data(audit: Audit) -> dict:

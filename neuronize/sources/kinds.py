@@ -36,8 +36,6 @@ class SourceKind(_Word):
 
 #: the kinds Python rules handle unless they say otherwise
 CODE_KINDS = (SourceKind.PYTHON, SourceKind.NOTEBOOK)
-#: the kinds read line by line (neuronize/sources/lines.py)
-LINE_KINDS = tuple(k for k in SourceKind if k not in CODE_KINDS)
 
 #: the comment that starts a suppression on a line of each kind (None: the kind has no comments)
 COMMENT_PREFIX: dict[SourceKind, str | None] = {

@@ -502,3 +502,18 @@ def _cell_line(text: str, index: int) -> int | None:
     except (ValueError, IndexError, KeyError):
         return None
     return text.count("\n", 0, offset) + 1
+
+
+def file_line(data: bytes, cell: int, line: int) -> int | None:
+    """1-based line of the notebook file holding line ``line`` of cell ``cell``'s source (the
+    ``"source"`` list's element on that line, as Jupyter lays it out; else where the source
+    starts). None if the notebook cannot be read."""
+    try:
+        text, _ = _load(data)
+        layout = _Layout(text)
+        start, _ = layout.source_span(cell)
+        elements = layout.elements(start) if text[start] == "[" else []
+    except (NotebookError, ValueError, IndexError, KeyError):
+        return None
+    offset = elements[line - 1][0] if 0 < line <= len(elements) else start
+    return text.count("\n", 0, offset) + 1

@@ -35,7 +35,6 @@ class Requirement:
     name: str
     name_end: int
     version: str | None = None  # the exact pin (``==2.13.0+cu121``), if any
-    version_start: int = 0
     local_start: int = -1  # where ``+cu121`` starts, -1 if none
 
     @property
@@ -72,8 +71,7 @@ def parse_specifier(text: str, line: int, offset: int) -> Requirement | None:
     version = pin.group("version") if pin else None
     local_start = offset + pin.start("local") - 1 if pin and pin.group("local") else -1
     return Requirement(line, offset + match.start("name"), offset + end, match.group("name"),
-                       offset + match.end("name"), version, offset + pin.start("version") if pin else 0,
-                       local_start)
+                       offset + match.end("name"), version, local_start)
 
 
 def requirements_lines(lines: Sequence[Line]) -> Iterator[Requirement | IndexOption]:

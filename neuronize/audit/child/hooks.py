@@ -6,7 +6,11 @@ from __future__ import annotations
 import importlib.abc
 import sys
 from types import ModuleType
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 _pending: dict[str, Callable[[ModuleType], None]] = {}
 
@@ -14,7 +18,7 @@ _pending: dict[str, Callable[[ModuleType], None]] = {}
 class _AfterImportFinder(importlib.abc.MetaPathFinder):
     """Finds nothing itself: asks the finders after it and wraps the loader of a watched module."""
 
-    def find_spec(self, name, path, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         if name not in _pending:
             return None
         callback = _pending.pop(name)

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 from collections.abc import Callable
 
+from . import hosts
 from . import pretend as emulation
 from .record import Recorder
 
@@ -32,18 +33,30 @@ def is_cuda(device: Any) -> bool:
     return getattr(device, "type", None) == "cuda" and type(device).__name__ == "device"
 
 
-def install(torch: Any, recorder: Recorder, pretend: bool) -> None:
+def device_type(device: Any) -> str | None:
+    """The type of a device given as a string or a ``torch.device`` (None for anything else)."""
+    if isinstance(device, str):
+        return device.split(":", 1)[0]
+    return getattr(device, "type", None) if type(device).__name__ == "device" else None
+
+
+def install(torch: Any, recorder: Recorder, pretend: bool, host: str | None = None) -> None:
+    """Record the program's CUDA touches; ``pretend``: send them to the CPU; ``host``: simulate
+    that host too (see hosts.py; ``cuda`` is ``pretend``)."""
     recorder.add_library(os.path.dirname(torch.__file__))
     typing_extensions = sys.modules.get("typing_extensions")  # torch's @deprecated wrappers
     if typing_extensions is not None and getattr(typing_extensions, "__file__", None):
         recorder.add_library(typing_extensions.__file__)  # type: ignore[arg-type]
+    accelerator = "cuda" if pretend else host if host in ("neuron", "mps") else None
+    calls = hosts.simulate(torch, host, lambda name, real, fake: _recording(
+        recorder, "accelerator", name, fake, f"answers as the {host} host", real, touch=False)) if host else []
     _install_cuda_namespace(torch, recorder, pretend)
-    _install_placements(torch, recorder, pretend)
+    _install_placements(torch, recorder, pretend, accelerator if accelerator != "cuda" else None)
     _install_amp(torch, recorder, pretend)
     _install_compile(torch, recorder, pretend)
     _install_distributed(torch, recorder, pretend)
-    if pretend:
-        _install_accelerator(torch, recorder)
+    if accelerator:
+        _install_accelerator(torch, recorder, accelerator, calls)
 
 
 def _fail(recorder: Recorder, what: str, why: str) -> None:
@@ -175,7 +188,9 @@ def _replace_argument(args: tuple, kwargs: dict, index: int, name: str, value: A
 
 
 # -- placements ----------------------------------------------------------------------------------
-def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
+def _install_placements(torch: Any, recorder: Recorder, pretend: bool, host_device: str | None) -> None:
+    """CUDA placements recorded (sent to the CPU when ``pretend``); placements on the simulated
+    ``host_device`` (neuron, mps) sent to the CPU and recorded as no CUDA touch."""
     from torch.overrides import TorchFunctionMode
 
     tensor = torch.Tensor
@@ -187,7 +202,8 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
     class PlacementMode(TorchFunctionMode):
         """Sees every torch function call, tensor methods and factories included."""
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_function__(self, func: Callable[..., Any], types: object, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             kwargs = kwargs or {}
             if func is cuda_method:
                 recorder.site("placement", "Tensor.cuda()", redirect=redirect)
@@ -212,7 +228,20 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
                 recorder.site("placement", f"{name}(device={kwargs['device']!r})", redirect=redirect)
                 if pretend:
                     kwargs = {**kwargs, "device": "cpu"}
+            elif host_device is not None:
+                args, kwargs = on_host(func, args, kwargs)
             return func(*args, **kwargs)
+
+    def on_host(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        at = device_first.get(func)
+        if at is not None and len(args) > at and device_type(args[at]) == host_device:
+            recorder.site("device-placement", f"to({args[at]!r})", redirect="placed on the CPU", touch=False)
+            return (*args[:at], "cpu", *args[at + 1:]), kwargs
+        if device_type(kwargs.get("device")) == host_device:
+            recorder.site("device-placement", f"{getattr(func, '__name__', func)}(device={kwargs['device']!r})",
+                          redirect="placed on the CPU", touch=False)
+            return args, {**kwargs, "device": "cpu"}
+        return args, kwargs
 
     PlacementMode().__enter__()  # for the rest of the process
 
@@ -261,6 +290,10 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool) -> None:
             recorder.site("placement", f"torch.load(map_location={where!r})", redirect=redirect)
             if pretend:
                 kwargs = {**kwargs, "map_location": "cpu"}
+        elif host_device is not None and device_type(where) == host_device:
+            recorder.site("device-placement", f"torch.load(map_location={where!r})",
+                          redirect="placed on the CPU", touch=False)
+            kwargs = {**kwargs, "map_location": "cpu"}
         return load(*args, **kwargs)
 
     torch.load = load_wrapper
@@ -296,22 +329,23 @@ def _install_amp(torch: Any, recorder: Recorder, pretend: bool) -> None:
     _wrap_init(GradScaler, scaler_change)
 
 
-def _install_accelerator(torch: Any, recorder: Recorder) -> None:
-    """Device-agnostic code (``torch.accelerator``) sees the pretend CUDA device too: its
-    placements are then recorded like any other. Not touches by themselves."""
+def _install_accelerator(torch: Any, recorder: Recorder, device: str, calls: list[str]) -> None:
+    """Device-agnostic code (``torch.accelerator``) sees the simulated device (CUDA under
+    --pretend-cuda): its placements are then recorded like any other. Not touches by themselves."""
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is None:
         return
-    answers = {"is_available": lambda *a, **k: True,
-               "current_accelerator": lambda *a, **k: torch.device("cuda"),
-               "device_count": lambda *a, **k: 1, "current_device_index": lambda *a, **k: 0,
-               "set_device_index": lambda *a, **k: None, "synchronize": lambda *a, **k: None}
-    for name, answer in answers.items():
+    for name, answer in hosts.accelerator_answers(torch, device, calls).items():
         original = getattr(accelerator, name, None)
         if original is not None:
             wrapped = _recording(recorder, "accelerator", f"torch.accelerator.{name}", answer,
-                                 "answers as a CUDA machine would", original, touch=False)
+                                 f"answers as a {device} machine would", original, touch=False)
             setattr(accelerator, name, wrapped)
+    # without an argument, torch.get_device_module() answers for the current accelerator
+    real_module = torch.get_device_module
+    torch.get_device_module = _recording(
+        recorder, "accelerator", "torch.get_device_module",
+        lambda module=None: real_module(device if module is None else module), "", real_module, touch=False)
 
 
 # -- torch.compile -------------------------------------------------------------------------------

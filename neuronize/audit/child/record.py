@@ -14,8 +14,9 @@ import signal
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
 _AUDIT_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"])
@@ -23,7 +24,8 @@ _PACKAGES = ("site-packages", "dist-packages")
 
 
 class Recorder:
-    def __init__(self, directory: str, root: str) -> None:
+    def __init__(self, directory: str, root: str, trace_lines: bool = True) -> None:
+        self.trace_lines = trace_lines  # which lines ran (audit); off where only sites matter
         self.root = os.path.abspath(root)
         self.path = os.path.join(directory, f"{os.getpid()}.jsonl")
         self.library_dirs: list[str] = []  # torch (and triton): internal frames are skipped
@@ -46,7 +48,8 @@ class Recorder:
 
         mp_util.register_after_fork(self, lambda recorder: mp_util.Finalize(
             recorder, recorder.finish, exitpriority=0))
-        self._trace_lines()
+        if self.trace_lines:
+            self._trace_lines()
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             # --max-seconds ends the run with SIGTERM: exit through atexit so the counts and the
@@ -65,7 +68,7 @@ class Recorder:
 
     def finish(self) -> None:
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
         with self._lock:
             if self._file is None:
                 return
@@ -151,14 +154,14 @@ class Recorder:
         reported as such. Frames of other files are not traced (one dict lookup per call)."""
         wanted: dict[str, set[int] | None] = {}
 
-        def local(frame: FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        def local(frame: FrameType, event: str, arg: object) -> Callable[..., Any]:
             if event == "line":
                 lines = wanted[frame.f_code.co_filename]
                 if lines is not None:
                     lines.add(frame.f_lineno)
             return local
 
-        def global_(frame: FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        def global_(frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
             filename = frame.f_code.co_filename
             if filename not in wanted:
                 wanted[filename] = (self.lines.setdefault(os.path.abspath(filename), set())
