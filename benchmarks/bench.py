@@ -370,6 +370,7 @@ def _bench(args: argparse.Namespace, corpora: list[Path], work: Path, prefilter,
     rows = {
         "floor": Row("floor: libcst parse of pre-filtered files"),
         "cold": Row("neuronize check, cold (--no-cache)"),
+        "diff": Row("neuronize fix --diff, cold (--no-cache)"),
         "fill": Row("neuronize check, cold, filling the cache"),
         "warm": Row("neuronize check, warm (unchanged tree)"),
         "torchfix": Row("torchfix, same files"),
@@ -399,6 +400,7 @@ def _bench(args: argparse.Namespace, corpora: list[Path], work: Path, prefilter,
         print(f"run {i + 1}/{args.runs}...", file=sys.stderr)
         record("floor", run([py, __file__, "--_floor", str(sel_list), str(args.jobs), str(threshold)]), (0,))
         record("cold", run(nz + ["check", "-q", *jobs, *cold_flags, *paths], env=cache_env))
+        record("diff", run(nz + ["fix", "--diff", "-q", *jobs, *cold_flags, *paths], env=cache_env))
         if has_no_cache:
             shutil.rmtree(work / "cache", ignore_errors=True)
             record("fill", run(nz + ["check", "-q", *jobs, *paths], env=cache_env))
@@ -433,6 +435,7 @@ def _bench(args: argparse.Namespace, corpora: list[Path], work: Path, prefilter,
     cold_rss = rows["cold"].rss[1]
     checks = [
         ("whole-corpus check / floor", ratio("cold", "floor"), "<=", 1.25),
+        ("whole-corpus fix --diff / floor", ratio("diff", "floor"), "<=", 1.25),
         ("torchfix / neuronize check", ratio("torchfix", "cold"), ">=", 3.0),
         ("warm re-run / cold run", ratio("warm", "cold"), "<", 0.05),
         ("single-file check / import libcst", ratio("single", "import"), "<=", 1.5),

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -372,13 +374,33 @@ def _apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst
         for r in adds:
             AddImportsVisitor.add_needed_import(context, r.module, r.obj, r.asname)
         before = {_code(stmt) for stmt in module.body}
-        module = _after_environment(AddImportsVisitor(context).transform_module(module), before)
+        module = _after_environment(module.visit(_top_level(AddImportsVisitor)(context)), before)
     if removes:
         context = CodemodContext()
         for r in removes:
             RemoveImportsVisitor.remove_unused_import(context, r.module, r.obj, r.asname)
         module = RemoveImportsVisitor(context).transform_module(module)
     return module
+
+
+_Adder = TypeVar("_Adder", bound=cst.CSTTransformer)
+
+
+def _top_level(adder: type[_Adder]) -> type[_Adder]:
+    """libcst's ``AddImportsVisitor`` entering only what it reads and writes: the module's own
+    simple statements (its docstring, its imports, where it inserts). Run whole, it rebuilds
+    every node of the module and walks it twice more (a copy for metadata it does not use, and
+    its gathering of the leading imports): about ten parses for a file that gains an import."""
+
+    class TopLevel(adder):  # type: ignore[misc, valid-type]
+        def visit_Module(self, node: cst.Module) -> None:
+            leading = list(itertools.takewhile(lambda stmt: isinstance(stmt, cst.SimpleStatementLine), node.body))
+            super().visit_Module(node.with_changes(body=leading))
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return bool(super().on_visit(node)) and type(node) in (cst.Module, cst.SimpleStatementLine)
+
+    return TopLevel
 
 
 def _sets_environment(stmt: cst.BaseStatement) -> bool:

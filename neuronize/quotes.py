@@ -13,6 +13,8 @@ import re
 
 import libcst as cst
 
+from neuronize.walk import visit
+
 _TRIPLE = re.compile(rb"'''|\"\"\"")
 _COMMENT = re.compile(rb"#[^\n'\"]*$", re.MULTILINE)
 _LITERAL = re.compile(rb"""(?<![\w'"])(['"])[^'"\\\n]*\1""")
@@ -41,7 +43,7 @@ def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
         def visit_SimpleString(self, string: cst.SimpleString) -> None:
             found.append(string)
 
-    node.visit(Collect())
+    visit(node, Collect())
     return found
 
 

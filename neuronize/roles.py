@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 
 from neuronize.syntax import imported_names, iter_statements, module_matches
+from neuronize.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
 LIBRARY = "cuda-library"
@@ -359,11 +360,11 @@ class FileRoles:
 
             def visit_Attribute(self, node: cst.Attribute) -> bool:
                 if node.attr.value == name:
-                    node.value.visit(self)
+                    visit(node.value, self)
                     return False
                 return True
 
-        scope.body.visit(Uses())
+        visit(scope.body, Uses())
         return found
 
     @cached_property

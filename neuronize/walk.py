@@ -3,7 +3,9 @@
 libcst's own ``module.visit(visitor)`` rebuilds every node it passes (its traversal is shared with
 transformers) and visits every whitespace, comma and parenthesis node: about one parse's worth of
 work per walk. Rules look at syntax, so this walk reads each node's child fields directly, skips
-whitespace and punctuation, and costs a fraction of that (measured in benchmarks/).
+whitespace and punctuation, and costs a fraction of that (measured in benchmarks/). Rules and their
+helpers that ask a question of a subtree run their visitors through :func:`visit`, never through
+``node.visit``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ _SOURCE_ORDER = {
     "ClassDef": ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
     "IfExp": ("body", "test", "orelse"),
     "Arg": ("keyword", "value"),
+    "ExceptHandler": ("type", "name", "body"),
+    "ExceptStarHandler": ("type", "name", "body"),
+    "MatchCase": ("pattern", "guard", "body"),
+    "Parameters": ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    "TypeAlias": ("name", "type_parameters", "value"),
 }
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -94,3 +101,45 @@ def iter_syntax(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = pending.pop()
         yield current
         pending.extend(reversed(list(children(current))))
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """Run ``visitor`` over ``node`` and its syntax descendants as ``node.visit(visitor)`` would
+    (``on_visit`` / ``visit_<Type>`` decide whether to enter a node's children, ``on_leave`` /
+    ``leave_<Type>`` follow them), without rebuilding a node or passing whitespace and punctuation:
+    for visitors that look at syntax only (no ``visit_Comma``, no ``visit_Comment``)."""
+    on_visit, on_leave = _hooks(visitor)
+
+    def go(current: cst.CSTNode) -> None:
+        if on_visit(current):
+            for child in children(current):
+                go(child)
+        on_leave(current)
+
+    go(node)
+
+
+def _hooks(visitor: cst.CSTVisitor) -> tuple[Callable[[cst.CSTNode], bool], Callable[[cst.CSTNode], None]]:
+    """``visitor``'s ``on_visit`` and ``on_leave``; libcst's own look a method up by name at every
+    node, these once per node type."""
+    kind = type(visitor)
+    methods: dict[type, tuple[Callable[[cst.CSTNode], object] | None, ...]] = {}
+
+    def lookup(node_kind: type) -> tuple[Callable[[cst.CSTNode], object] | None, ...]:
+        name = node_kind.__name__
+        found = methods[node_kind] = (getattr(visitor, f"visit_{name}", None), getattr(visitor, f"leave_{name}", None))
+        return found
+
+    def on_visit(node: cst.CSTNode) -> bool:
+        method = (methods.get(type(node)) or lookup(type(node)))[0]
+        return method is None or method(node) is not False
+
+    def on_leave(node: cst.CSTNode) -> None:
+        method = (methods.get(type(node)) or lookup(type(node)))[1]
+        if method is not None:
+            method(node)
+
+    default_visit = kind.on_visit is cst.CSTVisitor.on_visit
+    default_leave = kind.on_leave is cst.CSTVisitor.on_leave
+    return (on_visit if default_visit else visitor.on_visit,  # type: ignore[return-value]
+            on_leave if default_leave else visitor.on_leave)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from neuronize.context import FileContext, dotted_name
-from neuronize.walk import iter_syntax
+from neuronize.walk import iter_syntax, visit
 from neuronize.transforms._cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._cuda_settings import SETTING_PREFIXES
 from neuronize.transforms._literals import string_value
@@ -117,9 +117,9 @@ class _GuardScan(cst.CSTVisitor):
             return True
         for target in targets:
             if not self._is_backend_setting(target):
-                target.visit(self)
+                visit(target, self)
         if value is not None:
-            value.visit(self)
+            visit(value, self)
         return False
 
     def visit_Assign(self, node: cst.Assign) -> bool:
@@ -187,7 +187,7 @@ class _GuardScan(cst.CSTVisitor):
         qualified = self.ctx.qualify(node.func) or ""
         if qualified in BACKEND_SETTING_CALLS:
             for arg in node.args:  # a flag setter, like an assignment (see _visit_assignment)
-                arg.visit(self)
+                visit(arg, self)
             return False
         if qualified.startswith(PREFIX):
             return None  # judged by _check_name (owned: migrated by this family; others: markers)
@@ -214,7 +214,7 @@ def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:
     visitor = _GuardScan(ctx, verdict)
     for node in nodes:
         if node is not None:
-            node.visit(visitor)
+            visit(node, visitor)
     return verdict
 
 
@@ -260,7 +260,7 @@ def flag_uses(ctx: FileContext, names: Sequence[str], assign: cst.CSTNode) -> li
             scope = anc
             break
     finder = _FlagUseFinder(ctx, set(names), assign)
-    scope.visit(finder)
+    visit(scope, finder)
     return finder.regions
 
 

@@ -27,6 +27,7 @@ from neuronize.transforms._imports import removal_of
 from neuronize.transforms._device_model import KeepsCudaBranches
 from neuronize.transforms._literals import string_value
 from neuronize.transforms._names import last_name, qualified_expr
+from neuronize.walk import visit
 
 PREFIX = "torch.cuda."
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.
@@ -405,7 +406,7 @@ def _probes_in(ctx: FileContext, node: cst.CSTNode) -> list[str]:
             if qualified.startswith(wanted):
                 found.append(qualified)
 
-    node.visit(_Find())
+    visit(node, _Find())
     return found
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from neuronize.context import FileContext
+from neuronize.walk import visit
 from neuronize.transforms._nodes import code as _code, free_name
 
 _T = r"(?P<t>[A-Za-z_]\w*)"
@@ -224,7 +225,7 @@ def name_device(module: cst.Module, source: bytes) -> cst.Module:
     """``module`` (the accelerator target's rewrite of ``source``) with the device named once
     per scope that this run made use it twice or more; ``module`` itself when none does."""
     collect = _Collect()
-    module.visit(collect)
+    visit(module, collect)
     if len(collect.uses) < 2:
         return module
     by_scope: dict[int, list[_Use]] = {}
@@ -278,7 +279,7 @@ def device_names(module: cst.Module) -> frozenset[str]:
                 found.add(node.targets[0].target.value)
             return False
 
-    module.visit(Assigned())
+    visit(module, Assigned())
     return frozenset(found)
 
 

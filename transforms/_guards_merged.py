@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.walk import visit
+
 _GUARD_TEST = ".cuda.is_available()"
 
 
@@ -70,7 +72,7 @@ def merge_guards(module: cst.Module, source: bytes) -> cst.Module:
     if module.code.count(_GUARD_TEST) < 2:
         return module
     collect = _Guards()
-    module.visit(collect)
+    visit(module, collect)
     if len(collect.found) < 2:
         return module
     from neuronize.positions import on_changed_lines

@@ -22,6 +22,7 @@ from neuronize.transforms._distributed import PROCESS_GROUP
 from neuronize.transforms._imports import is_main_guard
 from neuronize.transforms._literals import cuda_literal, make_string
 from neuronize.transforms._names import qualified_expr
+from neuronize.walk import visit
 
 #: the edit group of a file's device defaults and the comparisons that choose a fallback from them
 #: (``default="cuda"`` and ``if device == "cuda" and not torch.cuda.is_available(): device = "cpu"``):
@@ -76,11 +77,11 @@ def has_cpu_path(ctx: FileContext) -> bool:
 
 def _finds_cpu_path(ctx: FileContext) -> bool:
     finder = _Finder(ctx)
-    ctx.module.visit(finder)
+    visit(ctx.module, finder)
     if finder.found:
         return True
     hard = _HardCudaFinder(ctx)
-    ctx.module.visit(hard)
+    visit(ctx.module, hard)
     return not hard.found  # names CUDA only where that runs without it: it ran wherever PyTorch runs
 
 
@@ -113,7 +114,7 @@ class _HardCudaFinder(cst.CSTVisitor):
                 return True
             for arg in node.args:  # its "cuda" arguments are harmless too, not what they compute
                 if cuda_literal(arg.value) is None:
-                    arg.value.visit(self)
+                    visit(arg.value, self)
             return False
         if isinstance(node, (cst.Name, cst.Attribute)):
             name = self.ctx.qualify(node)
@@ -144,7 +145,7 @@ class _ChoiceFinder(cst.CSTVisitor):
 
 def _finds_device_choice(ctx: FileContext) -> bool:
     finder = _ChoiceFinder(ctx)
-    ctx.module.visit(finder)
+    visit(ctx.module, finder)
     return finder.found
 
 
@@ -216,7 +217,7 @@ class _SameDeviceFinder(cst.CSTVisitor):
         if isinstance(node, (cst.Comparison, cst.SubscriptElement)):
             return False  # a device compared, or a key looked up, is not a device moved
         if isinstance(node, cst.DictElement):
-            node.value.visit(self)  # `{"cuda": ...}`: a key
+            visit(node.value, self)  # `{"cuda": ...}`: a key
             return False
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
             self.moves = True  # `.cuda()`
@@ -242,7 +243,7 @@ def same_device_group(ctx: FileContext) -> str | None:
 
     def holds_both(ctx: FileContext) -> bool:
         finder = _SameDeviceFinder(ctx, scope)
-        scope.visit(finder)
+        visit(scope, finder)
         return finder.moves and finder.asks
 
     if not _once(ctx, SAME_DEVICE, holds_both, about=scope):

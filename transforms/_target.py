@@ -31,6 +31,7 @@ from neuronize.transforms._messages import short
 from neuronize.transforms._literals import make_string, string_like
 from neuronize.transforms._names import qualified_expr
 from neuronize.types import Target
+from neuronize.walk import visit
 
 #: The targets are :class:`neuronize.types.Target` (defined once, read by config and CLI too);
 #: short names for the rules, which compare ``_target.target(ctx) == _target.NEURON``.
@@ -279,7 +280,7 @@ def _swap_neuron_strings(original: cst.CSTNode, rewritten: cst.CSTNode,
         def visit_SimpleString(self, node: cst.SimpleString) -> None:
             old.add(id(node))
 
-    original.visit(_Collect())
+    visit(original, _Collect())
 
     class _Swap(cst.CSTTransformer):
         def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:

@@ -13,6 +13,7 @@ from neuronize.transforms._cuda_runtime import Context, CudaRef, classify
 from neuronize.transforms._messages import short
 from neuronize.transforms import _target
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.walk import visit
 
 # Parents under which a comparison needs no parentheses (it binds tighter than these).
 NO_PARENS = (
@@ -146,7 +147,7 @@ class IsCudaAttribute(Transform):
             self._user_receivers = set()
             if _DEFINES_IS_CUDA.search(self.ctx.source):  # the walk only where it can find something
                 scan = _AssignedIsCuda()
-                self.ctx.module.visit(scan)
+                visit(self.ctx.module, scan)
                 self._user_receivers = scan.receivers
         return name in self._user_receivers
 

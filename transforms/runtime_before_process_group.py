@@ -12,6 +12,7 @@ from neuronize.transforms._calls import argument, keyword
 from neuronize.transforms._distributed import backend_argument, creates_process_group
 from neuronize.transforms._literals import cuda_literal, string_value
 from neuronize.transforms._messages import short
+from neuronize.walk import visit
 
 # torch.cuda / torch.neuron calls that do not touch a device (or that other rules delete)
 _HARMLESS = {"is_available", "device_count", "set_device", "manual_seed", "manual_seed_all", "seed",
@@ -214,5 +215,5 @@ class RuntimeBeforeProcessGroup(Transform):
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             return iter(())
         finder = _Finder(self.ctx)
-        statement.visit(finder)
+        visit(statement, finder)
         return iter(finder.found)
