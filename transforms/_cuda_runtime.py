@@ -342,6 +342,8 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         before."""
         from neuronize.transforms._cuda_guard import neuron_guarded
 
+        if self._kept_for_other_hosts(ref):
+            return
         if ref.call is None or neuron_guarded(self.ctx, ref.outer):
             self.rewrite(ref, qualified, message)
             return
@@ -360,6 +362,19 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
                           lpar=ref.call.lpar or [cst.LeftParen()], rpar=ref.call.rpar or [cst.RightParen()])
         self.fix(ref.call, value, f"{message} where there is an accelerator, else the CUDA call as before",
                  imports=(*more, *imports))
+
+    def _kept_for_other_hosts(self, ref: CudaRef) -> bool:
+        """The CUDA call being visited is the ``else`` of ``<qualified>(...) if
+        torch.accelerator.is_available() else <the CUDA call>``, as :meth:`neutral_rewrite` writes
+        it: the value the hosts without an accelerator keep (rewritten again, it would grow)."""
+        child = self.ctx.stack[-1]
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, cst.IfExp) and anc.orelse is child:
+                return self.ctx.module.code_for_node(anc.test).endswith("accelerator.is_available()")
+            if isinstance(anc, (cst.BaseStatement, cst.BaseSuite)):
+                return False
+            child = anc
+        return False
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = (),
