@@ -141,5 +141,5 @@ def _hooks(visitor: cst.CSTVisitor) -> tuple[Callable[[cst.CSTNode], bool], Call
 
     default_visit = kind.on_visit is cst.CSTVisitor.on_visit
     default_leave = kind.on_leave is cst.CSTVisitor.on_leave
-    return (on_visit if default_visit else visitor.on_visit,  # type: ignore[return-value]
+    return (on_visit if default_visit else visitor.on_visit,
             on_leave if default_leave else visitor.on_leave)

@@ -205,6 +205,20 @@ RNG_STATE = frozenset({"get_rng_state", "get_rng_state_all"})
 
 
 # -- the base class of the family's rules --------------------------------------------------
+def kept_for_other_hosts(ctx: FileContext) -> bool:
+    """The CUDA call being visited is the ``else`` of ``<torch.accelerator call> if
+    torch.accelerator.is_available() else <the CUDA call>``, as ``neutral_rewrite`` writes it: the
+    value the hosts without an accelerator keep (rewritten again, it would grow run after run)."""
+    child = ctx.stack[-1]
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.IfExp) and anc.orelse is child:
+            return ctx.module.code_for_node(anc.test).endswith("accelerator.is_available()")
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSuite)):
+            return False
+        child = anc
+    return False
+
+
 class _CudaApiRule(KeepsCudaBranches, Transform):
     """Dispatches every reference to one of ``FUNCTIONS`` (called or not) to :meth:`on_ref`."""
 
@@ -342,7 +356,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         before."""
         from neuronize.transforms._cuda_guard import neuron_guarded
 
-        if self._kept_for_other_hosts(ref):
+        if kept_for_other_hosts(self.ctx):
             return
         if ref.call is None or neuron_guarded(self.ctx, ref.outer):
             self.rewrite(ref, qualified, message)
@@ -362,19 +376,6 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
                           lpar=ref.call.lpar or [cst.LeftParen()], rpar=ref.call.rpar or [cst.RightParen()])
         self.fix(ref.call, value, f"{message} where there is an accelerator, else the CUDA call as before",
                  imports=(*more, *imports))
-
-    def _kept_for_other_hosts(self, ref: CudaRef) -> bool:
-        """The CUDA call being visited is the ``else`` of ``<qualified>(...) if
-        torch.accelerator.is_available() else <the CUDA call>``, as :meth:`neutral_rewrite` writes
-        it: the value the hosts without an accelerator keep (rewritten again, it would grow)."""
-        child = self.ctx.stack[-1]
-        for anc in self.ctx.ancestors():
-            if isinstance(anc, cst.IfExp) and anc.orelse is child:
-                return self.ctx.module.code_for_node(anc.test).endswith("accelerator.is_available()")
-            if isinstance(anc, (cst.BaseStatement, cst.BaseSuite)):
-                return False
-            child = anc
-        return False
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = (),

@@ -172,6 +172,7 @@ def _candidates(expr: cst.BaseExpression, step: str, room: int, depth: int = 0) 
         for one_per_line, deeper in ((False, None), (True, None), (True, room)):
             split = _split_bracket(bracket, depth, step, one_per_line, deeper)
             yield split if bracket is expr else expr.deep_replace(bracket, split)
+        yield _nested(expr, depth, step, room)
     if _splittable(expr):
         yield _parenthesized(expr, depth, step)
         if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
@@ -186,6 +187,42 @@ def _operands_split(expr: cst.IfExp | cst.BooleanOperation, depth: int, step: st
     changes = {name: _lightest(getattr(expr, name), depth + 1, step) for name in fields
                if len(_code(getattr(expr, name))) + keyword > room}
     return expr.with_changes(**changes) if changes else expr
+
+
+def _nested(expr: cst.BaseExpression, depth: int, step: str, room: int) -> cst.BaseExpression:
+    """``expr`` split as far as it must for each line to fit in ``room`` columns past the
+    statement's indentation: its last bracket one element a line, and each element that still
+    does not fit split in turn (black's recursive right-hand split)."""
+    def fits(node: cst.CSTNode, level: int, extra: int = 0) -> bool:
+        return len(step) * level + len(_code(node)) + extra <= room
+
+    bracket = _last_bracket(expr)
+    if bracket is None:
+        if isinstance(expr, (cst.IfExp, cst.BooleanOperation)) and not expr.lpar and not fits(expr, depth):
+            return _parenthesized(_at_operators(expr, depth, step), depth, step)
+        return expr
+    if getattr(bracket, "lpar", ()):
+        inner = bracket.with_changes(lpar=(), rpar=())
+        if isinstance(inner, (cst.IfExp, cst.BooleanOperation)) and not fits(inner, depth + 1):
+            inner = _at_operators(inner, depth, step)
+        elif isinstance(inner, cst.Tuple) and inner.elements and not fits(inner, depth + 1):
+            elements = [e.with_changes(value=_nested(e.value, depth + 1, step, room)) for e in inner.elements]
+            elements = [e.with_changes(comma=cst.Comma(whitespace_after=_opened(depth, step))) for e in elements[:-1]] + [
+                elements[-1].with_changes(comma=cst.Comma())]
+            inner = inner.with_changes(elements=elements)
+        elif not fits(inner, depth + 1):
+            inner = _nested(inner, depth + 1, step, room)
+        lpar, rpar = list(bracket.lpar), list(bracket.rpar)
+        lpar[0] = lpar[0].with_changes(whitespace_after=_opened(depth, step))
+        rpar[-1] = rpar[-1].with_changes(whitespace_before=_closing(depth, step))
+        split: cst.BaseExpression = inner.with_changes(lpar=lpar, rpar=rpar)
+    elif isinstance(bracket, cst.Call):
+        args = [a.with_changes(value=_nested(a.value, depth + 1, step, room))
+                if not fits(a.value, depth + 1, 1) else a for a in bracket.args]
+        split = _split_call(bracket.with_changes(args=args), depth, step, one_per_line=len(args) > 1)
+    else:
+        split = _split_bracket(bracket, depth, step, one_per_line=True)
+    return split if bracket is expr else expr.deep_replace(bracket, split)
 
 
 def _lightest(expr: cst.BaseExpression, depth: int, step: str) -> cst.BaseExpression:
