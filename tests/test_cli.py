@@ -164,9 +164,16 @@ def test_rules_and_explain():
 
 
 def test_version():
+    from neuronize.config import tomllib
+
+    from helpers import ROOT
+    from neuronize import __version__
+
     proc = neuronize("--version")
     assert proc.returncode == 0
-    assert b"0.1.0" in proc.stdout
+    assert __version__.encode() in proc.stdout
+    # one version: the package's and the distribution's (pyproject.toml) agree
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == __version__
 
 
 def test_result_cache_is_used_and_bypassed(repo, tmp_path_factory):
