@@ -43,7 +43,8 @@ then prints one Markdown table row per repository:
   are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
   ``.cuda()`` calls, ``"nccl"`` and imports of the CUDA-only packages of
   ``neuronize.transforms._packages`` (not of the project's own packages), but not the ``"cuda"``
-  of the host-aware ``"neuron" if ... else "cuda"`` the migration writes. A cheap ``ast`` scan,
+  of the host-aware ``"neuron" if ... else "cuda"`` the migration writes, nor the CUDA code it keeps
+  in the ``else`` of the Neuron (or accelerator) test it writes. A cheap ``ast`` scan,
   not a rule: it names what a user who trusts the report would meet unannounced. ``--diffs``
   writes the sites to ``<repo>.left.txt`` and the ``check`` findings to ``<repo>.findings.json``.
 
@@ -111,14 +112,25 @@ def _dotted(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
+#: a test the migration writes for "Neuron (or an accelerator) is here": spelled out, the module's
+#: function for it (``on_neuron()``), or ``torch.accelerator.is_available()``
+_NEURON_OR_ACCELERATOR = re.compile(r"type == ['\"]neuron['\"]|(?<![\w.])on_neuron(?:_device(?:_\d+)?)?\(\)"
+                                    r"|accelerator\.is_available\(\)")
+
+
 def _host_aware_fallbacks(tree: ast.Module) -> set[int]:
-    """ids of the ``"cuda"`` in ``"neuron" if <Neuron is present> else "cuda"``: the migration's
-    own device choice, which keeps CUDA where it ran (not CUDA code left behind)."""
+    """ids of the nodes the migration keeps for the other hosts: the ``"cuda"`` in ``"neuron" if
+    <Neuron is present> else "cuda"``, and the ``else`` of an ``if`` / conditional expression on
+    the Neuron (or accelerator) test it writes (``else: torch.cuda.manual_seed(s)``): CUDA keeps
+    its path there; that is no CUDA code left behind."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.IfExp) and isinstance(node.body, ast.Constant) and node.body.value == "neuron" \
                 and isinstance(node.orelse, ast.Constant):
             found.add(id(node.orelse))
+        if isinstance(node, (ast.If, ast.IfExp)) and _NEURON_OR_ACCELERATOR.search(ast.unparse(node.test)):
+            kept = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            found.update(id(n) for part in kept for n in ast.walk(part))
     return found
 
 
