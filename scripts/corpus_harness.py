@@ -253,7 +253,7 @@ def long_added_lines(old: bytes, new: bytes, configured: int | None) -> list[str
     limit = limit_for(old, configured)
     before = set(old.decode("utf-8", "replace").splitlines())
     return [line for line in new.decode("utf-8", "replace").splitlines()
-            if line not in before and len(line) > limit and not re.search(r"\bf['\"]", line) and "  # " not in line]
+            if line not in before and len(line) > limit and not re.search(r"\bf['\"]", line) and " # " not in line]
 
 
 def _commit(repo: Path) -> str:

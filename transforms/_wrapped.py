@@ -94,11 +94,15 @@ def _last_bracket(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     while True:
         if getattr(expr, "lpar", ()):
             return expr
-        if isinstance(expr, cst.Call):
-            return expr if expr.args else None
-        if isinstance(expr, tuple(_BRACKETS)):
+        if isinstance(expr, cst.Call) and expr.args:
+            return expr
+        if isinstance(expr, cst.Call):  # `x.to(d).t()`: an empty trailer holds nothing to open
+            expr = expr.func
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, tuple(_BRACKETS)):
             return expr if expr.elements else None  # type: ignore[attr-defined]
-        if isinstance(expr, (cst.Await, cst.UnaryOperation)):
+        elif isinstance(expr, (cst.Await, cst.UnaryOperation)):
             expr = expr.expression
         elif isinstance(expr, cst.Lambda):
             expr = expr.body
