@@ -174,7 +174,7 @@ def test_the_readme_snippet_works_with_a_release_tag(tmp_path, hook_env):
     release = tmp_path / "release"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(release)], check=True, capture_output=True)
     _git("checkout", "-q", rev, cwd=release)
-    _git("tag", tag, cwd=release)
+    _git("tag", "-f", tag, cwd=release)  # the clone may carry the real tag already
     repo = tmp_path / "project"
     repo.mkdir()
     _new_repo(repo, rev)
