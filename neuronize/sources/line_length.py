@@ -13,9 +13,16 @@ from __future__ import annotations
 import configparser
 import functools
 import os
+import sys
 from pathlib import Path
 
-from neuronize.config import tomllib  # None on Python 3.10 without tomli: no TOML setting is read
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10: tomli where installed, else no TOML setting is read
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None
 
 
 def _positive(value: object) -> int | None:
