@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.context import dotted_name
+from neuronize.syntax import is_docstring, one_line
 from neuronize.transform import Report
 
 Parents = dict[int, cst.CSTNode]
@@ -144,7 +145,7 @@ NEURON_TEST = re.compile(r"(?P<t>[A-Za-z_]\w*)\.accelerator\.is_available\(\) an
 #: the names the migration gives the function that returns that test (``transforms/_neuron_test.py``)
 NEURON_TEST_NAME = re.compile(r"on_neuron(?:_device(?:_\d+)?)?")
 #: a call of it in a condition's code
-_NEURON_TEST_CALL = re.compile(r"(?<![\w.])on_neuron(?:_device(?:_\d+)?)?\(\)")
+_NEURON_TEST_CALL = re.compile(rf"(?<![\w.])(?:{NEURON_TEST_NAME.pattern})\(\)")
 
 
 def calls_neuron_test(code: str) -> bool:
@@ -154,10 +155,7 @@ def calls_neuron_test(code: str) -> bool:
 
 def is_neuron_test(node: cst.CSTNode) -> bool:
     """``node`` is the test written out (any name for torch, any quotes, parentheses or wrapping)."""
-    if not isinstance(node, cst.BooleanOperation):
-        return False
-    bare = node.with_changes(lpar=(), rpar=()) if node.lpar else node
-    return NEURON_TEST.fullmatch(" ".join(cst.Module([]).code_for_node(bare).split())) is not None
+    return isinstance(node, cst.BooleanOperation) and NEURON_TEST.fullmatch(one_line(node)) is not None
 
 
 def neuron_tests(module: cst.Module) -> frozenset[str]:
@@ -167,17 +165,12 @@ def neuron_tests(module: cst.Module) -> frozenset[str]:
     for stmt in module.body:
         if not isinstance(stmt, cst.FunctionDef) or stmt.params.params or not isinstance(stmt.body, cst.IndentedBlock):
             continue
-        body = [s for s in stmt.body.body if not _is_docstring(s)]
+        body = [s for s in stmt.body.body if not is_docstring(s)]
         if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1:
             small = body[0].body[0]
             if isinstance(small, cst.Return) and small.value is not None and is_neuron_test(small.value):
                 found.add(stmt.name.value)
     return frozenset(found)
-
-
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
 
 
 def _is_main_test(test: cst.BaseExpression) -> bool:

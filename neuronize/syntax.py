@@ -8,6 +8,20 @@ from dataclasses import dataclass
 import libcst as cst
 
 
+def one_line(node: cst.CSTNode) -> str:
+    """``node``'s code on one line, without its own parentheses: what a pattern over written code
+    matches, however the line was wrapped."""
+    bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", ()) else node
+    return " ".join(cst.Module([]).code_for_node(bare).split())
+
+
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    """``stmt`` is a line holding only a string (a module's, class's or function's docstring
+    when it comes first)."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
+
+
 def dotted_name(node: cst.CSTNode) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []

@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronize.engine import prefilter_for
+from neuronize.import_safety import calls_neuron_test
 from neuronize.project_packages import top_level_packages
 from neuronize.registry import all_rules
 from neuronize.sources.kinds import CODE_KINDS, SourceKind
@@ -112,10 +113,9 @@ def _dotted(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
-#: a test the migration writes for "Neuron (or an accelerator) is here": spelled out, the module's
-#: function for it (``on_neuron()``), or ``torch.accelerator.is_available()``
-_NEURON_OR_ACCELERATOR = re.compile(r"type == ['\"]neuron['\"]|(?<![\w.])on_neuron(?:_device(?:_\d+)?)?\(\)"
-                                    r"|accelerator\.is_available\(\)")
+#: a test the migration writes for "Neuron (or an accelerator) is here", spelled out (the module's
+#: function for it, ``on_neuron()``: :func:`calls_neuron_test`)
+_NEURON_OR_ACCELERATOR = re.compile(r"type == ['\"]neuron['\"]|accelerator\.is_available\(\)")
 
 
 def _host_aware_fallbacks(tree: ast.Module) -> set[int]:
@@ -128,7 +128,8 @@ def _host_aware_fallbacks(tree: ast.Module) -> set[int]:
         if isinstance(node, ast.IfExp) and isinstance(node.body, ast.Constant) and node.body.value == "neuron" \
                 and isinstance(node.orelse, ast.Constant):
             found.add(id(node.orelse))
-        if isinstance(node, (ast.If, ast.IfExp)) and _NEURON_OR_ACCELERATOR.search(ast.unparse(node.test)):
+        test = ast.unparse(node.test) if isinstance(node, (ast.If, ast.IfExp)) else ""
+        if test and (_NEURON_OR_ACCELERATOR.search(test) or calls_neuron_test(test)):
             kept = node.orelse if isinstance(node.orelse, list) else [node.orelse]
             found.update(id(n) for part in kept for n in ast.walk(part))
     return found

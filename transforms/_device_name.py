@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from neuronize.context import FileContext
+from neuronize.syntax import one_line
 from neuronize.walk import visit
 from neuronize.transforms._nodes import code as _code, free_name
 
@@ -61,13 +62,6 @@ _BINDS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, 
           cst.Del, cst.Element, cst.StarredElement)
 #: calls that can rebind any name at run time
 _DYNAMIC = frozenset({"exec", "globals", "locals", "vars"})
-
-
-def _flat(node: cst.CSTNode) -> str:
-    """``node``'s code on one line, without its own parentheses: what the patterns match, however
-    the line was wrapped (``neuronize.transforms._wrapped``)."""
-    bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", ()) else node
-    return " ".join(_code(bare).split())
 
 
 @dataclass(frozen=True)
@@ -114,7 +108,7 @@ class _Collect(cst.CSTVisitor):
             if isinstance(parent, _BINDS):
                 self.bound[node.value] += 1
         if isinstance(node, cst.IfExp):
-            match = _DEVICE.fullmatch(_flat(node)) or _NEURON_TEST.fullmatch(_flat(node.test))
+            match = _DEVICE.fullmatch(one_line(node)) or _NEURON_TEST.fullmatch(one_line(node.test))
             if match is not None:
                 scope = _scope(self.stack)
                 if scope is not None and not _keeps_cuda_index(self.stack):
@@ -275,7 +269,7 @@ def device_names(module: cst.Module) -> frozenset[str]:
         def visit_Assign(self, node: cst.Assign) -> bool:
             if (len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
                     and isinstance(node.value, cst.IfExp)
-                    and (m := _DEVICE.fullmatch(_flat(node.value))) is not None and m["fallback"] == "cpu"):
+                    and (m := _DEVICE.fullmatch(one_line(node.value))) is not None and m["fallback"] == "cpu"):
                 found.add(node.targets[0].target.value)
             return False
 

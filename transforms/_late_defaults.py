@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.syntax import is_docstring
 from neuronize.transforms._nodes import code as _code, has_call
 from neuronize.walk import iter_syntax
 
@@ -47,13 +48,6 @@ def _resolve(name: str, value: cst.BaseExpression, module: cst.Module) -> cst.If
     return statement.with_changes(test=test, body=statement.body.with_changes(body=[assign]))
 
 
-def _after_docstring(body: list[cst.BaseStatement]) -> int:
-    first = body[0] if body else None
-    docstring = (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1
-                 and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, cst.SimpleString))
-    return 1 if docstring else 0
-
-
 def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
     """``module`` (a rewrite of ``source``) with each default this run wrote that calls something
     resolved in its function's body instead."""
@@ -66,18 +60,17 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
     if not params:
         return module
     written = on_changed_lines(module, source, (param.default for _, param in params))  # type: ignore[misc]
-    moved: dict[int, list[cst.Param]] = {}
-    funcs: dict[int, cst.FunctionDef] = {}
+    moved: dict[int, list[cst.Param]] = {}  # id of a function -> its parameters whose default moves
     for func, param in params:
         if id(param.default) in written:
             moved.setdefault(id(func), []).append(param)
-            funcs[id(func)] = func
     if not moved:
         return module
+    moving = {id(param) for params in moved.values() for param in params}
 
     class _Move(cst.CSTTransformer):
         def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
-            if any(original is p for params in moved.values() for p in params):
+            if id(original) in moving:
                 return updated.with_changes(default=cst.Name("None"), annotation=_optional(updated.annotation))
             return updated
 
@@ -86,7 +79,7 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
             if not params:
                 return updated
             body: list[cst.BaseStatement] = list(updated.body.body)  # type: ignore[arg-type]
-            at = _after_docstring(body)
+            at = 1 if body and is_docstring(body[0]) else 0
             checks = [_resolve(p.name.value, p.default, module) for p in params]  # type: ignore[arg-type]
             return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *checks, *body[at:]]))
 

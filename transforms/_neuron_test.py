@@ -25,12 +25,11 @@ check (and rules) take a call of one as the test itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from neuronize.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_neuron_test, neuron_tests
 from neuronize.transforms._nodes import code as _code, free_name, replaced
+from neuronize.syntax import imported_names, one_line
 from neuronize.walk import iter_syntax, walk
 
 #: the names the function gets, in order of preference (then ``_2``, ``_3``...)
@@ -38,13 +37,8 @@ _TEST_NAMES = ("on_neuron", "on_neuron_device")
 _DOC = "True on an AWS Trainium (Neuron) device, False elsewhere."
 
 
-def _bare(node: cst.BaseExpression) -> cst.BaseExpression:
-    return node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", ()) else node
-
-
-def _tests(module: cst.Module) -> Iterator[tuple[cst.BooleanOperation, tuple[cst.CSTNode, ...]]]:
-    """Every spelled-out test outside a function that only returns it, with its path from the
-    module's statement that holds it."""
+def _tests(module: cst.Module) -> list[tuple[cst.BooleanOperation, tuple[cst.CSTNode, ...]]]:
+    """Every spelled-out test, with its path from the module down to it."""
     path: list[cst.CSTNode] = []
     found: list[tuple[cst.BooleanOperation, tuple[cst.CSTNode, ...]]] = []
 
@@ -57,7 +51,7 @@ def _tests(module: cst.Module) -> Iterator[tuple[cst.BooleanOperation, tuple[cst
         path.pop()
 
     walk(module, enter, leave)
-    return iter(found)
+    return found
 
 
 def _used_names(module: cst.Module) -> set[str]:
@@ -65,18 +59,11 @@ def _used_names(module: cst.Module) -> set[str]:
 
 
 def _imported_at_top(module: cst.Module, name: str) -> bool:
-    """``import torch`` (as ``name``) at the top level of ``module``, or in a block there."""
-    for stmt in module.body:
-        lines = [stmt] if isinstance(stmt, cst.SimpleStatementLine) else [
-            s for s in iter_syntax(stmt) if isinstance(s, cst.SimpleStatementLine)
-            and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
-        for line in lines:
-            for small in line.body:
-                if isinstance(small, cst.Import) and any(
-                        (a.asname.name.value if a.asname else _code(a.name).split(".")[0]) == name  # type: ignore[union-attr]
-                        for a in small.names):
-                    return True
-    return False
+    """``import torch`` (as ``name``) at the top level of ``module``, or in a block there (not in
+    a function or class)."""
+    return any(isinstance(node, cst.Import) and any(imported.local == name for imported in imported_names(node))
+               for stmt in module.body if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
+               for node in iter_syntax(stmt))
 
 
 def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
@@ -135,14 +122,14 @@ def name_neuron_test(module: cst.Module, source: bytes) -> cst.Module:
     if not tests:
         return module
     written = on_changed_lines(module, source, (node for node, _ in tests))
-    # a test inside the module's own function is that function's body: leave it
     # only a function of the migration's own names: rules recognise a call of it as the test
     existing = frozenset(name for name in neuron_tests(module) if NEURON_TEST_NAME.fullmatch(name))
+    # a test inside that function is its body: left as it is
     tests = [(node, path) for node, path in tests if id(node) in written
              and not any(isinstance(p, cst.FunctionDef) and p.name.value in existing for p in path)]
     if not tests:
         return module
-    spelled = " ".join(_code(_bare(tests[0][0])).split())
+    spelled = one_line(tests[0][0])
     match = NEURON_TEST.fullmatch(spelled)
     assert match is not None
     if not existing and not _imported_at_top(module, match["t"]):
