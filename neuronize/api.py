@@ -11,17 +11,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronize.baseline import BaselineEntry, entries_for, new_findings
-from neuronize.cache import ResultCache, default_directory
-from neuronize.claims import CLAIMER, claimer
-from neuronize.config import Config
-from neuronize.engine import TokenFilter, prefilter_for
-from neuronize.kinds_engine import run_kind
-from neuronize.progress import Progress
-from neuronize.project_packages import top_level_packages
+from neuronize.decision.baseline import BaselineEntry, entries_for, new_findings
+from neuronize.sources.cache import ResultCache, default_directory
+from neuronize.decision.claims import CLAIMER, claimer
+from neuronize.sources.config import Config
+from neuronize.analysis.engine import TokenFilter, prefilter_for
+from neuronize.analysis.kinds_engine import run_kind
+from neuronize.presenting.progress import Progress
+from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for
 from neuronize.registry import all_rules
-from neuronize.settings import Resolver
+from neuronize.sources.settings import Resolver
 from neuronize.sources.discover import Discovered, discover
 from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
@@ -251,7 +251,7 @@ def _as_written(f: FileResult) -> SourceResult:
     cell's lines keep their numbering)."""
     if f.display.endswith(".ipynb") or f.source is None or f.result.output is None:
         return f.result
-    from neuronize.positions import as_written
+    from neuronize.analysis.positions import as_written
 
     findings = as_written(f.result.findings, f.source, f.result.output)
     return dataclasses.replace(f.result, findings=findings)
@@ -279,7 +279,7 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     if not f.display.endswith(".ipynb"):
         return [(key, source, list(f.result.findings))]
-    from neuronize.notebooks import findings_by_cell
+    from neuronize.analysis.notebooks import findings_by_cell
 
     return [(key, cell_source, found) for cell_source, found in findings_by_cell(source, f.result.findings)]
 
@@ -294,8 +294,8 @@ def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]
 def hold_back_baselined(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path
                         ) -> RunResult:
     """The run with the edits of baselined findings taken out (``fix --baseline`` leaves
-    accepted findings as they are): see :func:`neuronize.review.hold_back`."""
-    from neuronize.review import hold_back
+    accepted findings as they are): see :func:`neuronize.presenting.review.hold_back`."""
+    from neuronize.presenting.review import hold_back
 
     folder = Path(baseline_file).absolute().parent
     out = RunResult(skipped=run.skipped)

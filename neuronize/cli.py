@@ -123,8 +123,8 @@ def _link_base_option(func):  # type: ignore[no-untyped-def]
 
 
 def _links(kw: dict[str, Any], wrote: bool):  # type: ignore[no-untyped-def]
-    """Where the Markdown report's links point (see neuronize.links)."""
-    from neuronize.links import links_for
+    """Where the Markdown report's links point (see neuronize.presenting.links)."""
+    from neuronize.presenting.links import links_for
 
     paths = [p for p in kw["paths"] if p != "-"]
     return links_for(kw.get("link_base"), Path(paths[0]) if paths else Path.cwd(), wrote=wrote)
@@ -213,7 +213,7 @@ def _resolver(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     The settings of the first path (or the current directory) are resolved at once, so a bad
     option or configuration fails before any work (configurations met later fail when met).
     """
-    from neuronize.settings import Overrides, Resolver
+    from neuronize.sources.settings import Overrides, Resolver
     from neuronize.sources.kinds import parse_kinds
 
     overrides = Overrides(
@@ -242,12 +242,14 @@ def _first_file(kw: dict[str, Any]) -> Path:
 
 
 def _run_inner(mode: str, **kw: Any) -> int:
-    from neuronize import api, output, report
-    from neuronize.baseline import load_baseline, write_baseline
-    from neuronize.config import ConfigError
-    from neuronize.diff import Style, unified_diff, wants_color
+    from neuronize import api
+    from neuronize.presenting import output
+    from neuronize.presenting import report
+    from neuronize.decision.baseline import load_baseline, write_baseline
+    from neuronize.sources.config import ConfigError
+    from neuronize.presenting.diff import Style, unified_diff, wants_color
     from neuronize.registry import SelectionError
-    from neuronize.settings import describe
+    from neuronize.sources.settings import describe
 
     if kw.get("no_color"):
         kw["color"] = "never"
@@ -280,7 +282,7 @@ def _run_inner(mode: str, **kw: Any) -> int:
                                     [r for r in settings.rules if r.id in ids], settings.options,
                                     fix=mode != "check")
         else:
-            from neuronize.progress import Progress
+            from neuronize.presenting.progress import Progress
 
             with Progress(0, enabled=not kw["quiet"]) as bar:
                 run = api.analyse_paths(paths, (), jobs=kw["jobs"], fix=mode != "check",
@@ -349,7 +351,8 @@ def _summary(mode: str, run, kw: dict[str, Any], *, writing: bool, unsafe: bool,
              baselined: int, proposed) -> str:
     """The run's one summary line, worded for its command: `check` says what it found (with
     -v, what would change), `fix` what it did (`fix -i`: what the review did)."""
-    from neuronize import output, report
+    from neuronize.presenting import output
+    from neuronize.presenting import report
 
     hidden = f"{report.counted(baselined, 'baselined finding')} not shown" if baselined else ""
     if mode == "check":
@@ -359,7 +362,7 @@ def _summary(mode: str, run, kw: dict[str, Any], *, writing: bool, unsafe: bool,
         parts = [found, hidden, report.files_line(run, wrote=False) if kw["verbose"] else ""]
         return "; ".join(p for p in parts if p) + "."
     if proposed is not None:
-        from neuronize.review import review_summary
+        from neuronize.presenting.review import review_summary
 
         summary = review_summary(proposed, run)
     else:
@@ -371,8 +374,9 @@ def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-un
                     include_applied: bool, unsafe: bool, err: bool) -> None:
     """The findings in the chosen ``--output-format`` (or ``--statistics``), on stdout (on
     stderr when stdout carries a diff or the fixed code)."""
-    from neuronize import output, report
-    from neuronize.diff import Style, wants_color
+    from neuronize.presenting import output
+    from neuronize.presenting import report
+    from neuronize.presenting.diff import Style, wants_color
 
     stream = sys.stderr if err else sys.stdout
     fmt = kw["output_format"] or output.default_format(stream)
@@ -432,7 +436,7 @@ def _exit_code(mode: str, run, kw: dict[str, Any], *, writing: bool,  # type: ig
 def _show_files(resolver, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-def]
     """``--show-files``: every file a run would look at, with the configuration it uses."""
     from neuronize.api import discover_files
-    from neuronize.output import nothing_found
+    from neuronize.presenting.output import nothing_found
     from neuronize.types import SkipReason
 
     files, skipped = discover_files(kw["paths"], resolver, kw["force_exclude"])
@@ -460,8 +464,8 @@ def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
 def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     """Hunk-by-hunk review in this (the parent) process; each file is written after its review."""
     from neuronize import api
-    from neuronize.diff import Style, wants_color
-    from neuronize.review import review_run
+    from neuronize.presenting.diff import Style, wants_color
+    from neuronize.presenting.review import review_run
     from neuronize.types import RunResult, Safety
 
     style = Style(wants_color(sys.stdout, kw["color"]))
@@ -484,7 +488,7 @@ def _safe_layers(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
     """What plain `fix` (no unsafe fixes) makes of each changed file, when the run has unsafe
     fixes: the review asks about those edits first, and never in one hunk with an unsafe one."""
     from neuronize import api
-    from neuronize.review import SafeLayer
+    from neuronize.presenting.review import SafeLayer
     from neuronize.types import Safety
 
     if not any(x.applied and x.safety is Safety.UNSAFE for f in run.files for x in f.result.findings):
@@ -513,7 +517,7 @@ def _report_command(kw: dict[str, Any]) -> str:
 
 def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-def]
     """`neuronize report`: the rendering on stdout or in --output; 0, or 2 if a file failed."""
-    from neuronize import report
+    from neuronize.presenting import report
 
     fmt = kw["output_format"]
     if fmt == "markdown":
@@ -544,7 +548,7 @@ def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-de
               show_default=True)
 def rules(fmt: str) -> None:
     """List every rule."""
-    from neuronize.docs import rules_json, rules_markdown, rules_text
+    from neuronize.presenting.docs import rules_json, rules_markdown, rules_text
 
     click.echo({"text": rules_text, "markdown": rules_markdown, "json": rules_json}[fmt]())
 
@@ -554,13 +558,13 @@ def rules(fmt: str) -> None:
 def explain(code: str) -> None:
     """Print a rule's documentation (by id or name), what an evidence mark (INF, 3P, SRC,
     DOC-old, DOC) means, or `packages`: the CUDA-only packages and the way forward for each."""
-    from neuronize.evidence import explain_evidence
+    from neuronize.decision.evidence import explain_evidence
 
     mark = explain_evidence(code)
     if mark is not None:
         click.echo(mark, nl=False)
         return
-    from neuronize.docs import TOPICS, explain_rule
+    from neuronize.presenting.docs import TOPICS, explain_rule
     from neuronize.registry import load_rule
 
     if code.lower() in TOPICS:

@@ -99,7 +99,7 @@ class ImportRequest:
 
 #: A note on a finding: ``(kind, text)``. The kinds, in the order a finding's text shows them:
 #: ``target``, ``role`` and ``dispatch`` (why the rule's fix became a report: see
-#: :mod:`neuronize.policy`) follow the rule's words; the evidence mark comes next; then
+#: :mod:`neuronize.decision.policy`) follow the rule's words; the evidence mark comes next; then
 #: ``import-safety``, ``group`` and ``guard`` (what the decision stage did), each in brackets.
 Note = tuple[str, str]
 

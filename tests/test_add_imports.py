@@ -10,7 +10,7 @@ import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
-from neuronize.engine import _top_level
+from neuronize.analysis.engine import _top_level
 
 #: every eighth fixture (the whole visitor is slow: about ten parses a file)
 FIXTURES = sorted((Path(__file__).parent.parent / "fixtures").glob("*/*.py"))[::8]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import neuronize
-from neuronize.cache import ResultCache, code_fingerprint, default_directory
-from neuronize.context import Options
-from neuronize.engine import FileError, SourceResult, run_source
+from neuronize.sources.cache import ResultCache, code_fingerprint, default_directory
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import FileError, SourceResult, run_source
 from neuronize.registry import all_rules
 from neuronize.transform import Finding, Safety
 

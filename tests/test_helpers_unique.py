@@ -1,6 +1,6 @@
 """One definition of each idea: no two helper modules of transforms/ define the same name.
 
-The helper modules (``transforms/_*.py``) are grouped by kind (names, literals, calls, imports,
+The helper modules (``transforms/_helpers/*.py``) are grouped by kind (names, literals, calls, imports,
 nodes, messages, targets) plus a few families' own knowledge; a name defined twice is a copy
 with a small variation waiting to drift.
 """
@@ -11,7 +11,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-HELPERS = sorted(p for p in (Path(__file__).parent.parent / "transforms").glob("_*.py")
+HELPERS = sorted(p for p in (Path(__file__).parent.parent / "transforms" / "_helpers").glob("*.py")
                  if p.name != "__init__.py")
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "neuronize"
-CHAIN = ("neuronize.types", "neuronize.context", "neuronize.transform", "neuronize.engine",
+CHAIN = ("neuronize.types", "neuronize.analysis.context", "neuronize.transform", "neuronize.analysis.engine",
          "neuronize.api", "neuronize.cli")
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from helpers import neuronize, pipeline_repo
 from neuronize import api
-from neuronize.context import Options
-from neuronize.diff import Style
+from neuronize.analysis.context import Options
+from neuronize.presenting.diff import Style
 from neuronize.registry import all_rules
-from neuronize.review import (
+from neuronize.presenting.review import (
     Hunk,
     check_rebuilt,
     edit_groups,
