@@ -16,7 +16,7 @@ from neuronize.sources.cache import ResultCache, default_directory
 from neuronize.decision.claims import CLAIMER, claimer
 from neuronize.sources.config import Config
 from neuronize.analysis.engine import TokenFilter, prefilter_for
-from neuronize.analysis.kinds_engine import run_kind
+from neuronize.analysis.line_files import run_kind
 from neuronize.presenting.progress import Progress
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from neuronize import api
-from neuronize.analysis.kinds_engine import run_kind, text_problems
+from neuronize.analysis.line_files import run_kind, text_problems
 from neuronize.registry import all_rules
 from neuronize.sources.discover import discover
 from neuronize.sources.kinds import SourceKind, kind_of, parse_kinds

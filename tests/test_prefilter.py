@@ -12,7 +12,7 @@ import pytest
 
 from neuronize.analysis.context import Options
 from neuronize.analysis.engine import prefilter_for, run_source
-from neuronize.analysis.kinds_engine import run_kind
+from neuronize.analysis.line_files import run_kind
 from neuronize.registry import all_rules
 
 RULES = all_rules()

@@ -620,8 +620,8 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
     if options.target is Target.ACCELERATOR:
-        from neuronize.transforms._helpers.device_name import name_device
-        from neuronize.transforms._helpers.guards_merged import merge_guards
+        from neuronize.writing.device_name import name_device
+        from neuronize.writing.guards_merged import merge_guards
 
         named = merge_guards(name_device(new, source), source)
         if named is not new:
@@ -666,12 +666,12 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
 def _tidied(new: cst.Module, code: str | None, source: bytes, options: Options,
             name_tests: bool) -> tuple[cst.Module, str | None]:
     """The code the fixes wrote, as a person would write it: defaults resolved in the body
-    (:mod:`neuronize.transforms._helpers.late_defaults`), the Neuron test defined once
-    (:mod:`neuronize.transforms._helpers.neuron_test`), lines within the project's length
-    (:mod:`neuronize.transforms._helpers.wrapped`)."""
-    from neuronize.transforms._helpers.late_defaults import late_defaults
-    from neuronize.transforms._helpers.neuron_test import name_neuron_test
-    from neuronize.transforms._helpers.wrapped import limit_for, wrap_long_lines
+    (:mod:`neuronize.writing.late_defaults`), the Neuron test defined once
+    (:mod:`neuronize.writing.neuron_test`), lines within the project's length
+    (:mod:`neuronize.writing.wrapped`)."""
+    from neuronize.writing.late_defaults import late_defaults
+    from neuronize.writing.neuron_test import name_neuron_test
+    from neuronize.writing.wrapped import limit_for, wrap_long_lines
 
     tidied = late_defaults(new, source)
     if name_tests:

@@ -142,7 +142,7 @@ NEURON_TEST = re.compile(r"(?P<t>[A-Za-z_]\w*)\.accelerator\.is_available\(\) an
                          r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 
 
-#: the names the migration gives the function that returns that test (``transforms/_helpers/neuron_test.py``)
+#: the names the migration gives the function that returns that test (``neuronize/writing/neuron_test.py``)
 NEURON_TEST_NAME = re.compile(r"on_neuron(?:_device(?:_\d+)?)?")
 #: a call of it in a condition's code
 _NEURON_TEST_CALL = re.compile(rf"(?<![\w.])(?:{NEURON_TEST_NAME.pattern})\(\)")

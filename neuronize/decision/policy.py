@@ -24,7 +24,7 @@ around it). This module decides, in this order, each step seeing what the previo
    as in step 7 (Python only).
 
 What is left is applied when it is safe, or unsafe and ``--unsafe-fixes`` was given
-(:func:`accepts`). The engines (:mod:`neuronize.analysis.engine`, :mod:`neuronize.analysis.kinds_engine`) call
+(:func:`accepts`). The engines (:mod:`neuronize.analysis.engine`, :mod:`neuronize.analysis.line_files`) call
 :func:`decide` and apply what it accepts; nothing else decides.
 """
 

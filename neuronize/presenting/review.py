@@ -32,7 +32,7 @@ from neuronize.presenting.diff import Style
 from neuronize.presenting.hunks import (Hunk, assigned_names, binding_verb, edit_groups, encoding_of,  # noqa: F401
                              finding_label, import_names, in_file_lines, split_by_safety, split_hunk,
                              split_hunks, split_lines, text_of)
-from neuronize.analysis.kinds_engine import text_problems
+from neuronize.analysis.line_files import text_problems
 from neuronize.presenting.report import counted
 from neuronize.types import FileResult, Finding, RunResult, Safety
 
