@@ -77,7 +77,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronize.analysis.engine import prefilter_for
+from neuronize.analysis.prefilter import prefilter_for
 from neuronize.analysis.import_safety import calls_neuron_test
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.registry import all_rules

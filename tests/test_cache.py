@@ -11,7 +11,8 @@ import pytest
 import neuronize
 from neuronize.sources.cache import ResultCache, code_fingerprint, default_directory
 from neuronize.analysis.context import Options
-from neuronize.analysis.engine import FileError, SourceResult, run_source
+from neuronize.analysis.engine import run_source
+from neuronize.types import FileError, SourceResult
 from neuronize.registry import all_rules
 from neuronize.transform import Finding, Safety
 

@@ -25,9 +25,8 @@ import libcst as cst
 
 from neuronize.analysis.context import dotted_name
 from neuronize.analysis.syntax import is_docstring, one_line
+from neuronize.analysis.walk import Parents
 from neuronize.transform import Report
-
-Parents = dict[int, cst.CSTNode]
 
 IMPORT = "an unguarded `import torch_neuronx`"
 NEURON_MODULE = "`torch.neuron.X` (there only with torch_neuronx)"
