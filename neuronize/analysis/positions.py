@@ -119,9 +119,9 @@ def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int,
     """Map a 1-based (line, column) of ``before`` to where that text (or what replaced it) is in
     ``after``: unchanged lines move by the lines inserted or removed above them; in a changed
     line, the column follows the characters kept (an edit before it on the line moves it)."""
-    from neuronize.presenting.hunks import encoding_of, split_lines
+    from neuronize.sources.lines import byte_lines, encoding_of
 
-    old, new = split_lines(before), split_lines(after)
+    old, new = byte_lines(before), byte_lines(after)
     ops = line_ops(old, new)
     encoding = encoding_of(before)
 

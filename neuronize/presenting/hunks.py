@@ -17,24 +17,18 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-import io
 import re
 import textwrap
-import tokenize
 from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 
+from neuronize.sources.lines import byte_lines, encoding_of
 from neuronize.types import Finding, Safety
 
 #: a difflib opcode: (tag, old start, old end, new start, new end)
 Op = tuple[str, int, int, int, int]
 
-_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
-
-def split_lines(data: bytes) -> list[bytes]:
-    """The byte lines of ``data``, each with its own ending (``\\r\\n``, ``\\n`` or ``\\r``)."""
-    return _LINE.findall(data)
 
 
 @dataclass(frozen=True)
@@ -198,13 +192,6 @@ def _blocks(old: Sequence[bytes], new: Sequence[bytes]) -> list[Op]:
     return [op for op in matcher.get_opcodes() if op[0] != "equal"]
 
 
-def encoding_of(source: bytes) -> str:
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    except SyntaxError:
-        return "utf-8"
-    return "utf-8" if encoding == "utf-8-sig" else encoding
-
 
 def text_of(lines: Iterable[bytes], encoding: str) -> str:
     """Byte lines as text (for reading names in them), without a BOM."""
@@ -217,7 +204,7 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
 
     ``whole``: one hunk for the whole change (notebooks, whose finding lines count within a cell).
     """
-    old, new = split_lines(before), split_lines(after)
+    old, new = byte_lines(before), byte_lines(after)
     applied = [f for f in findings if f.applied]
     blocks = _refine(_blocks(old, new), applied)
     if whole:

@@ -231,12 +231,12 @@ EDIT_LINES = 6
 def _edit_block(f: FileResult, finding: Finding, ops: Iterable[tuple[str, int, int, int, int]]) -> list[str]:
     """The lines an applied edit changed, as a small ``diff`` block under its list item:
     the actual before -> after, from the file's change blocks that touch the finding."""
-    from neuronize.presenting.hunks import encoding_of, split_lines
+    from neuronize.sources.lines import byte_lines, encoding_of
     from neuronize.analysis.positions import counterpart
 
     if f.source is None or f.result.output is None or getattr(finding, "cell", None) is not None:
         return []
-    old, new = split_lines(f.source), split_lines(f.result.output)
+    old, new = byte_lines(f.source), byte_lines(f.result.output)
     encoding = encoding_of(f.source)
     lo, hi = finding.line - 1, max(finding.end_line, finding.line)  # 0-based, half-open, as read
     before: list[bytes] = []
@@ -304,7 +304,7 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
     """One Markdown document for a pull request or the repository (see README, "Reports");
     ``links`` makes its links absolute (``--link-base``, or the repository's web address)."""
     from neuronize.analysis.positions import line_ops
-    from neuronize.presenting.hunks import split_lines
+    from neuronize.sources.lines import byte_lines
     from neuronize.registry import rule_by_code
 
     wrote = any(f.written for f in run.files)
@@ -343,7 +343,7 @@ def to_markdown(run: RunResult, command: str = "neuronize report", links: Links 
             out.append(f"| {rule_id} | `{items[0][1].name}` | {safety} | {len(items)} | "
                        f"{effort(items[0][1])} | {summary} |")
         out += ["", "Every edit:", ""]
-        changes = {id(f): line_ops(split_lines(f.source), split_lines(f.result.output)) for f, _ in edits
+        changes = {id(f): line_ops(byte_lines(f.source), byte_lines(f.result.output)) for f, _ in edits
                    if f.source is not None and f.result.output is not None}
         entries = [(f, f"- {_link(f.display, x, links)} {x.rule} ({x.safety.value}): {_cell(x.text)}",
                     _edit_block(f, _as_read(f, x), changes.get(id(f), ()))) for f, x in edits]

@@ -28,10 +28,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from neuronize.presenting.diff import Style
 
-# Hunk, split_hunks and split_lines are also imported from here by tests (home: neuronize.presenting.hunks)
-from neuronize.presenting.hunks import (Hunk, assigned_names, binding_verb, edit_groups, encoding_of,  # noqa: F401
-                             finding_label, import_names, in_file_lines, split_by_safety, split_hunk,
-                             split_hunks, split_lines, text_of)
+# Hunk and split_hunks are also imported from here by tests (home: neuronize.presenting.hunks)
+from neuronize.presenting.hunks import (Hunk, assigned_names, binding_verb, edit_groups,  # noqa: F401
+                                        finding_label, import_names, in_file_lines, split_by_safety, split_hunk,
+                                        split_hunks, text_of)
+from neuronize.sources.lines import byte_lines, encoding_of
 from neuronize.analysis.kinds_engine import text_problems
 from neuronize.presenting.report import counted
 from neuronize.types import FileResult, Finding, RunResult, Safety
@@ -39,7 +40,7 @@ from neuronize.types import FileResult, Finding, RunResult, Safety
 
 def rebuild(before: bytes, after: bytes, hunks: Sequence[Hunk], accepted: Iterable[int]) -> bytes:
     """``before`` with the accepted hunks applied (all: ``after``; none: ``before``), byte-exact."""
-    old, new = split_lines(before), split_lines(after)
+    old, new = byte_lines(before), byte_lines(after)
     chosen = set(accepted)
     out: list[bytes] = []
     pos = 0
@@ -144,7 +145,7 @@ def check_rebuilt(before: bytes, after: bytes, rebuilt: bytes,
         if other is not None:
             known |= set(_undefined(_names(other)))
     encoding = encoding_of(before)
-    old, new = split_lines(before), split_lines(after)
+    old, new = byte_lines(before), byte_lines(after)
     problems = []
     for name, line in sorted(now.items(), key=lambda item: item[1]):
         if name in known:
@@ -190,7 +191,7 @@ def _splittable(hunk: Hunk) -> bool:
 def render_hunk(display: str, before: bytes, after: bytes, hunk: Hunk, total: int,
                 style: Style, context: int = 3) -> str:
     """A hunk as the reviewer sees it: where, why (rules, classes, reasons), then the lines."""
-    old, new = split_lines(before), split_lines(after)
+    old, new = byte_lines(before), byte_lines(after)
     encoding = encoding_of(before)
     lines_label = (f"line {hunk.first_line}" if hunk.old_end - hunk.old_start <= 1
                    else f"lines {hunk.first_line}-{hunk.old_end}")
@@ -476,7 +477,7 @@ def rebase(hunks: Sequence[Hunk], base: bytes, onto: bytes) -> tuple[list[Hunk],
     """``hunks`` of a change from ``base``, moved onto ``onto`` (``base`` with some of its own
     lines changed back): (the hunks whose old lines ``onto`` still has, renumbered, in ``onto``'s
     line numbers; the hunks that touch a line ``onto`` does not have)."""
-    old, now = split_lines(base), split_lines(onto)
+    old, now = byte_lines(base), byte_lines(onto)
     kept: dict[int, int] = {}
     for tag, i1, i2, j1, _ in difflib.SequenceMatcher(None, old, now, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -505,7 +506,7 @@ def rebase(hunks: Sequence[Hunk], base: bytes, onto: bytes) -> tuple[list[Hunk],
 def _follow(before: bytes, after: bytes) -> Callable[[int], int]:
     """Map a 1-based line of ``before`` to its line in ``after``, line for line through the
     blocks a change replaced (the safe fixes rewrite lines in place or add lines after them)."""
-    ops = difflib.SequenceMatcher(None, split_lines(before), split_lines(after), autojunk=False).get_opcodes()
+    ops = difflib.SequenceMatcher(None, byte_lines(before), byte_lines(after), autojunk=False).get_opcodes()
 
     def follow(line: int) -> int:
         i = line - 1

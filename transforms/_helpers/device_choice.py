@@ -131,12 +131,13 @@ def neuron_first(node: cst.IfExp) -> bool:
     body = node.body
     if isinstance(body, cst.Call) and body.args and (dotted_name(body.func) or "").endswith("device"):
         body = body.args[0].value
-    return string_value(body) == "neuron" and is_neuron_test(node.test)
+    return string_value(body) == "neuron" and asks_if_neuron(node.test)
 
 
-def is_neuron_test(test: cst.BaseExpression) -> bool:
-    """The test the migration writes for "the accelerator here is Neuron" (any quote style),
-    spelled out or through the function a module defines for it (``on_neuron()``)."""
+def asks_if_neuron(test: cst.BaseExpression) -> bool:
+    """``test`` asks the question the migration writes, "is the accelerator here Neuron?" (any
+    quote style), spelled out or through the function a module defines for it (``on_neuron()``),
+    alone or as part of a larger test (``import_safety.is_neuron_test`` is the exact test only)."""
     code = cst.Module([]).code_for_node(test)
     return "current_accelerator().type" in code and ('"neuron"' in code or "'neuron'" in code) or (
         calls_neuron_test(code))

@@ -21,7 +21,7 @@ from neuronize.transform import ImportRequest
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
-from neuronize.transforms._helpers.device_choice import LiteralEdit, device_named, is_neuron_test, neuron_first, with_choice
+from neuronize.transforms._helpers.device_choice import LiteralEdit, device_named, asks_if_neuron, neuron_first, with_choice
 from neuronize.transforms._helpers.device_name import chosen_from_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE
 from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value
@@ -99,7 +99,7 @@ def _build(ctx: FileContext) -> DeviceModel:
             if detection_link(ctx, link):
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
-                if not (before is not None and is_neuron_test(before.test)):
+                if not (before is not None and asks_if_neuron(before.test)):
                     built.detections.append(link)  # no Neuron branch in front yet
     return built
 
@@ -494,7 +494,7 @@ def cuda_keeping(ctx: FileContext) -> str | None:
             if _kept_guard(ctx, anc):
                 return (f"it runs only under `if {short(anc.test, 50)}:`, which stays CUDA's; give Neuron a "
                         "path of its own by hand")
-        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.orelse and is_neuron_test(anc.test):
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.orelse and asks_if_neuron(anc.test):
             return ""
         child = anc
     return None
