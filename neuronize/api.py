@@ -445,6 +445,7 @@ def run(request: RunRequest, *, progress: Progress | None = None, writer: Writer
     except (SelectionError, ConfigError) as exc:  # met in a folder's own configuration
         return RunResult(error=str(exc))
     configs = {f.path: resolver.for_path(f.path).config.path for f in result.files if f.path is not None}
+    result.configs = configs  # the writer's run has them too
     if not request.show_files:
         result = _baseline_and_write(request, result, baseline, writer or write_changes)
     result.configs = configs

@@ -284,9 +284,8 @@ def _render_run_notes(request: RunRequest, run: RunResult, kw: dict[str, Any]) -
     from neuronize.presenting import output
     from neuronize.presenting.report import counted
 
-    if kw["verbose"]:
-        for line in output.verbose_lines(run):
-            click.echo(f"neuronize: {line}", err=True)
+    if kw["verbose"] and not kw.get("interactive"):  # the review said them before its questions
+        _print_verbose(run)
     if not run.files and not run.skipped and request.stdin is None:
         click.echo(f"neuronize: warning: {output.nothing_found(request.paths)}", err=True)
     if _fixes_stdin(request):
@@ -296,6 +295,13 @@ def _render_run_notes(request: RunRequest, run: RunResult, kw: dict[str, Any]) -
     if run.stale_removed:
         click.echo(f"neuronize: removed {counted(len(run.stale_removed), 'temp file')} left by "
                    "an interrupted run", err=True)
+
+
+def _print_verbose(run: RunResult) -> None:
+    from neuronize.presenting.output import verbose_lines
+
+    for line in verbose_lines(run):
+        click.echo(f"neuronize: {line}", err=True)
 
 
 def _fixing(request: RunRequest) -> bool:
@@ -473,6 +479,8 @@ class _Review:
         from neuronize.presenting.review import review_run
 
         self.proposed = run
+        if self.kw["verbose"]:
+            _print_verbose(run)
         style = Style(wants_color(sys.stdout, self.kw["color"]))
         unsafe_only = self.kw.get("review") == "unsafe"
         return review_run(run, ask=_ask, say=click.echo, style=style,
