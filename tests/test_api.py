@@ -128,3 +128,12 @@ def test_results_cached_where_asked(project: Path, capsys: pytest.CaptureFixture
     first = _run(capsys, request)
     assert any(cache.rglob("*"))
     assert _run(capsys, request).files == first.files
+
+
+def test_a_broken_configuration_met_while_listing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "sub").mkdir()
+    (project / "sub" / "pyproject.toml").write_text("[tool.neuronize]\nselect = 3\n")
+    (project / "sub" / "more.py").write_bytes(CUDA)
+    for request in (RunRequest(paths=(str(project),)), RunRequest(paths=(str(project),), show_files=True)):
+        result = _run(capsys, request)
+        assert result.error is not None and "select: expected a list of strings" in result.error
