@@ -38,10 +38,9 @@ from neuronize.sources.write import write_bytes_atomic
 FORMAT = "v1"
 _GITIGNORE = "# created by neuronize: this directory is a cache\n*\n"
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
-#: engine modules whose behaviour is part of every result (with the rules' own modules)
-_ENGINE_MODULES = ("types.py", "engine.py", "context.py", "transform.py", "walk.py", "positions.py",
-                   "suppressions.py", "notebooks.py", "policy.py")
+#: the package: any module of it may shape a result (a list of the engine's modules by name went
+#: stale when they moved into stage folders)
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 def default_directory() -> Path:
@@ -55,15 +54,15 @@ def default_directory() -> Path:
 
 
 def _rule_source_files() -> list[Path]:
-    files = [_PACKAGE_DIR / name for name in _ENGINE_MODULES]
+    """Every module of the package and of the rules (in a checkout they are two folders)."""
+    files = set(_PACKAGE_DIR.rglob("*.py"))
     try:
-        import neuronize.transforms as transforms
+        from neuronize.registry import rule_files
 
-        for folder in transforms.__path__:
-            files.extend(sorted(Path(folder).glob("*.py")))
+        files.update(rule_files())
     except Exception:  # noqa: BLE001 - a missing package only weakens the fingerprint
         pass
-    return files
+    return sorted(files)
 
 
 def code_fingerprint(files: Iterable[Path] | None = None) -> str:

@@ -23,7 +23,7 @@ from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, LiteralEdit, device_named, device_option, asks_if_neuron, neuron_first, with_choice)
-from neuronize.transforms._helpers.device_name import chosen_from_device
+from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
 from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value

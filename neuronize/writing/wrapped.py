@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from neuronize.transforms._helpers.nodes import code as _code, replaced
+from neuronize.analysis.subtrees import code as _code, replaced
 from neuronize.analysis.walk import children
 
 #: the limit when the project sets none: black's default; a file with longer lines keeps its own
