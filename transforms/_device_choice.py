@@ -150,10 +150,9 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
     The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
     ``or`` chain holding the call (every occurrence with the same polarity). The CUDA branch is a literal or ``torch.device(<literal>)``.
     """
-    polarities = set(_available_polarity(ctx, ifexp.test, False))
-    if len(polarities) != 1:
+    side = available_side(ctx, ifexp)
+    if side is None:
         return None
-    side = "orelse" if polarities.pop() else "body"
     branch = getattr(ifexp, side)
     literal = branch
     if is_torch_device_call(ctx, branch):
@@ -268,6 +267,27 @@ def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[c
 
 
 
+def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExpression,
+               available: cst.BaseExpression) -> cst.IfExp:
+    """``<branch> if <Neuron is here> else <node>``: a choice by ``torch.cuda.is_available()``
+    (its CUDA value in ``side``) with a Neuron arm in front, ``branch`` being the CUDA value made
+    Neuron's (``"neuron"``, bf16). Additive: the original, whole, keeps serving CUDA and every host
+    its fallback served; the other conditions of an ``and`` (``args.gpu and
+    torch.cuda.is_available()``) still apply to Neuron. ``available``: the target's test."""
+    neuron_test = replace_is_available(ctx, node.test, available) if side == "body" and _only_and(node.test) \
+        else available
+    return cst.IfExp(test=neuron_test, body=branch.with_changes(lpar=(), rpar=()),
+                     orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
+
+
+def available_side(ctx: FileContext, node: cst.IfExp | cst.If) -> str | None:
+    """Which branch of a choice by ``torch.cuda.is_available()`` runs where CUDA is (``"body"``,
+    or ``"orelse"`` under ``not``); None when the test holds no check, or checks of both
+    polarities."""
+    polarities = set(_available_polarity(ctx, node.test, False))
+    return None if len(polarities) != 1 else "orelse" if polarities.pop() else "body"
+
+
 @dataclass(frozen=True)
 class IdiomRewrite:
     """The rewrite of one ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom."""
@@ -312,12 +332,7 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
     replacement: cst.BaseExpression = node.with_changes(
         test=replace_is_available(ctx, node.test, available), **{side: new_branch})
     if target == _target.NEURON:
-        # additive: a Neuron choice in front of the original, which keeps serving CUDA (with its
-        # device index) and every host the fallback served; the other conditions of an `and`
-        # (`args.backend == "gpu" and torch.cuda.is_available()`) still apply to Neuron
-        neuron_test = replacement.test if side == "body" and _only_and(node.test) else available  # type: ignore[attr-defined]
-        replacement = cst.IfExp(test=neuron_test, body=new_branch.with_changes(lpar=(), rpar=()),
-                                orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
+        replacement = neuron_arm(ctx, node, side, new_branch, available)
     if target == _target.CPU:
         other = node.orelse if side == "body" else node.body
         if short(other) == short(new_branch):

@@ -11,6 +11,7 @@ from neuronize.transforms._calls import insert_after, keyword, without_args
 from neuronize.transforms._distributed import (PROCESS_GROUP, BackendUse, backend_argument, creates_process_group,
                                                 dist_function, in_cuda_only_branch, nccl_backend, plan_backends,
                                                 request_torch_neuronx, with_neuron_entry)
+from neuronize.transforms._device_model import cuda_keeping, in_value_arm
 from neuronize.transforms._value_flow import Assignments, enclosing_scope
 from neuronize.transforms._literals import make_string, string_value
 
@@ -104,6 +105,8 @@ class NcclBackend(Transform):
         self._tables: list[tuple[cst.Dict, cst.Dict]] = []
         #: ids of NCCL literals in a branch that only runs on CUDA
         self._branch_kept: set[int] = set()
+        #: ids of NCCL literals in a choice's CUDA arm next to a Neuron arm of its own: they stay
+        self._served: set[int] = set()
         #: names assigned `dist.get_default_backend_for_device(...)`
         self._neutral: set[str] = set()
 
@@ -135,7 +138,11 @@ class NcclBackend(Transform):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)
-        if value is not None and nccl_backend(value) and in_cuda_only_branch(self.ctx):
+        if value is None or not nccl_backend(value):
+            return
+        if cuda_keeping(self.ctx) == "" or _target.target(self.ctx) == _target.NEURON and in_value_arm(self.ctx):
+            self._served.add(id(node))  # NRN107 / NRN110 give Neuron its own branch or arm
+        elif in_cuda_only_branch(self.ctx):
             self._branch_kept.add(id(node))
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -174,6 +181,7 @@ class NcclBackend(Transform):
     # -- the end of the file -----------------------------------------------------------------
     def leave_Module(self, original_node: cst.Module) -> None:
         plan = plan_backends(self.ctx, self._uses, self._seen, self._branch_kept)
+        plan.edits = [e for e in plan.edits if id(e.node) not in self._served]
         neuron = _target.target(self.ctx) == _target.NEURON
         for expr in plan.unresolved:
             if self._any_device(expr):
