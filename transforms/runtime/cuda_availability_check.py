@@ -1,0 +1,373 @@
+"""NRN110: ``torch.cuda.is_available()`` / ``device_count()`` / ``current_device()`` -> ``torch.accelerator``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronize.analysis.context import FileContext
+from neuronize.transforms._helpers import per_target
+from neuronize.transform import Evidence, Example, Safety
+import libcst as cst
+
+from neuronize.transforms._helpers.names import qualified_expr
+from neuronize.transforms._helpers.nodes import assigned_names, parenthesized
+from neuronize.transforms._helpers.cuda_guard import (
+    Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan,
+)
+from neuronize.transforms._helpers.cuda_runtime import (
+    Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
+)
+from neuronize.transforms._helpers.literals import branches_mention_cuda
+from neuronize.transforms._helpers.cpu_target import cpu_answer
+from neuronize.transforms._helpers.device_model import in_detection, in_fallback_test, unserved_cuda_value, value_choice
+from neuronize.transforms._helpers.device_choice import says_only_neuron
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
+from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.messages import short
+from neuronize.analysis.walk import iter_syntax
+
+_TARGETS = {
+    "is_available": "torch.accelerator.is_available",
+    "device_count": "torch.accelerator.device_count",
+    "current_device": "torch.accelerator.current_device_index",
+}
+
+
+
+class CudaAvailabilityCheck(_CudaApiRule):
+    """Finds CUDA availability and device-count queries (`torch.cuda.is_available()` and friends).
+
+    What it does:
+        Extends `torch.cuda.is_available()`, never replaces it: on the neuron target it becomes
+        `<the accelerator is Neuron> or torch.cuda.is_available()` (the check kept as written,
+        aliases included; `torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron"`, or the file's `on_neuron()`),
+        so every host it was true on keeps its path and Neuron gains it; on the other targets
+        `torch.accelerator.is_available()`. `torch.cuda.device_count()` becomes
+        `torch.accelerator.device_count()` (on the neuron target `torch.accelerator.device_count()
+        if <the accelerator is Neuron> else torch.cuda.device_count()`: CUDA keeps its count) and
+        `torch.cuda.current_device()` `torch.accelerator.current_device_index()`, in every
+        spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
+        is_available`, a function reference that is not called).
+
+        Where the check decides something, the rule looks at what it decides first:
+
+        - the guarded code (the `if` body and `else`, both branches of a conditional expression,
+          the code after `if not ...: raise/return` or an `assert`, every use of a flag the result
+          is stored in) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
+          DeepSpeed, cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16
+          (`.half()`, `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
+          reported, because a Neuron-aware check would switch that path on;
+        - the `if` branches or the flag's uses name a CUDA value the placement rules would move
+          to Neuron (`x.cuda(1)`, `"cuda:1"`, `"nccl"`) and no Neuron branch can be modelled on
+          them: kept and reported (an extended check would send CUDA to Neuron's device);
+          `if torch.cuda.is_available(): backend = "nccl"` whose copy can be (`.cuda()`, device
+          strings, `"nccl"`, a half dtype as bf16) gets a Neuron branch in front from NRN107;
+        - a conditional expression choosing a CUDA value (`"nccl" if torch.cuda.is_available()
+          else "gloo"`, `torch.float16 if ... else torch.float32`) gains a Neuron arm in front,
+          the original kept whole: `"neuron" if <the accelerator is Neuron> else "nccl" if
+          torch.cuda.is_available() else "gloo"` (one edit; a backend moves with the file's
+          process-group edits); device strings are NRN101's idiom, the same construction;
+        - a test skip marker (`pytest.mark.skipif(not torch.cuda.is_available(), ...)`,
+          `unittest.skipUnless`, `if not ...: pytest.skip()`): kept and reported. A CUDA test
+          usually exercises CUDA behaviour; mark the device-agnostic ones for Neuron by hand;
+        - a capability probe (`torch.cuda.is_available() and torch.cuda.get_device_capability()
+          >= (8, 0)`, `... and torch.cuda.is_bf16_supported()`, `torch.version.cuda`): the whole
+          probe stays CUDA (no operand rewritten), reported;
+        - `map_location="cpu" if not torch.cuda.is_available() else None`: left alone, it is right
+          as it is (False on Neuron loads CUDA-saved checkpoints onto the host).
+
+    Why on TorchNeuron:
+        On Trainium `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0, so
+        every "use the GPU if there is one" branch silently falls back to the CPU. The
+        `torch.accelerator` API sees the Neuron device and still works on CUDA machines. On a
+        Mac it sees MPS, where the original code took its CPU path: so on the neuron target the
+        test also asks that the accelerator be Neuron, and a device count is 0 elsewhere.
+
+    Example:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        n_dev = torch.cuda.device_count()
+
+    Use instead:
+        if on_neuron() or torch.cuda.is_available():
+            torch.cuda.synchronize()  # NRN111 makes it torch.accelerator.synchronize()
+        backend = "neuron" if on_neuron() else "nccl" if torch.cuda.is_available() else "gloo"
+        n_dev = torch.accelerator.device_count() if on_neuron() else torch.cuda.device_count()
+
+        (`on_neuron()`: `torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron"`, defined once in the file.)
+
+    Fix safety:
+        Every edit is additive: CPU, MPS and CUDA hosts take the path they took before. The
+        extended check is safe where the guarded code is device-agnostic after the migration
+        (seeding, synchronisation, cache control, logging, a device chosen elsewhere); unsafe
+        where it calls code the rule cannot judge on Neuron, after an `assert`, where the result
+        is stored in a flag, returned or passed on. A Neuron arm is safe. The
+        CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
+        `current_device()` are always unsafe: Neuron counts logical NeuronCores, and under
+        `torchrun` with the `neuron` process group each process sees exactly one.
+
+    Evidence:
+        DOC: `torch.accelerator` code needs no change on Neuron. SRC: what the count and index mean.
+        INF: which guarded code is device-agnostic.
+    """
+
+    id = "NRN110"
+    targets = per_target.ALL  # torch.accelerator.* runs on every target
+    name = "cuda-availability-check"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    section = "review"
+    effort = "low"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
+    tokens = (b"cuda",)
+    FUNCTIONS = frozenset(_TARGETS)
+    examples = (
+        Example(
+            "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+            "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+            "== \"neuron\" or torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+        ),
+        Example(
+            "import torch\ndtype = torch.float16 if torch.cuda.is_available() else torch.float32\n",
+            "import torch\ndtype = torch.bfloat16 if torch.accelerator.is_available() and "
+            "torch.accelerator.current_accelerator().type == \"neuron\" else torch.float16 if "
+            "torch.cuda.is_available() else torch.float32\n",
+        ),
+        Example(
+            "import torch\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n",
+            None,
+        ),
+        Example(
+            "import pytest\nimport torch\n\n"
+            "@pytest.mark.skipif(not torch.cuda.is_available(), reason=\"needs a GPU\")\n"
+            "def test_kernel():\n    pass\n",
+            None,
+        ),
+        Example(
+            "from torch import cuda\nn = cuda.device_count()\n",
+            "from torch import cuda\nimport torch\n\nn = torch.accelerator.device_count() if torch.accelerator.is_available() and "
+            "torch.accelerator.current_accelerator().type == \"neuron\" else cuda.device_count()\n",
+        ),
+    )
+
+    def target_for(self, ref: CudaRef) -> str | None:
+        return _TARGETS[ref.fn] + ("()" if ref.call is not None else "")
+
+    def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs: Any) -> None:
+        """``is_available()`` becomes the target's test (``per_target.available``: on the neuron target
+        "the accelerator is Neuron", false on a Mac's MPS); ``device_count()`` on the neuron target
+        counts only a Neuron accelerator (``... if <Neuron is here> else 0``: a Mac's MPS device
+        is no CUDA device either); the rest is renamed."""
+        neuron = per_target.target(self.ctx) == per_target.NEURON
+        if ref.call is None or ref.fn == "current_device" or (ref.fn == "device_count" and not neuron):
+            super().rewrite(ref, qualified, message, **kwargs)
+            return
+        if any(isinstance(anc, cst.FormattedString) for anc in self.ctx.ancestors()):
+            # the test holds a string literal, which an f-string's quotes may not allow
+            self.report(ref.outer, f"{message}; inside an f-string: rewrite it by hand", evidence=Evidence.INF)
+            return
+        available, imports = per_target.available(self.ctx)
+        if ref.fn == "device_count":
+            count, more = qualified_expr(self.ctx, qualified)
+            # the CUDA count stays where the accelerator is not Neuron (0 without CUDA, as before)
+            new: cst.BaseExpression = cst.IfExp(
+                test=available, body=cst.Call(func=count, args=ref.call.args), orelse=ref.call.with_changes(lpar=(), rpar=()))
+            self.fix(ref.call, new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar) if ref.call.lpar else (
+                new if isinstance(_call_parent(self.ctx, ref), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)) else parenthesized(new)),
+                message, imports=(*imports, *more), **kwargs)
+            return
+        else:
+            new = _extended(available, ref.call) if neuron else available
+        parent = _call_parent(self.ctx, ref)
+        if ref.call.lpar:
+            new = new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar)
+        elif not isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assign, cst.AnnAssign, cst.Return, cst.Arg,
+                                     cst.Expr, cst.Assert)) and not (neuron and isinstance(parent, cst.BooleanOperation)
+                                                                     and isinstance(parent.operator, cst.Or)):
+            new = parenthesized(new)  # an operand of `or` needs none around `<Neuron> or <check>`
+        self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)), **kwargs)
+
+    def on_ref(self, ref: CudaRef) -> None:
+        if in_detection(self.ctx) or in_fallback_test(self.ctx) or _is_extension(self.ctx, ref):
+            return  # `if torch.cuda.is_available(): device = "cuda"`: NRN107 puts Neuron in front;
+            # `if device == "cuda" and not torch.cuda.is_available(): device = "cpu"` stays;
+            # `<Neuron> or torch.cuda.is_available()` is what this rule writes
+        target = _TARGETS[ref.fn]
+        if ref.fn in ("is_available", "device_count") and _in_map_location(self.ctx):
+            return
+        answered = cpu_answer(self.ctx, ref.call, ref.fn)
+        if answered is not None:
+            self.fix(*answered, safety=Safety.UNSAFE, evidence=Evidence.INF)
+            return
+        probe = capability_probe(self.ctx, ref)
+        if probe is not None:
+            self.report(ref.outer, probe_kept(ref, probe),
+                        evidence=Evidence.INF)
+            return
+        named = named_cuda_device(self.ctx, ref.outer) if ref.fn in ("is_available", "device_count") else None
+        if named is not None:
+            self.report(ref.outer, f"{spelled(ref)} checks a device this code already named CUDA (`{named}`): "
+                                   "kept, that test is False on Neuron whatever the check says; give Neuron "
+                                   "a path of its own by hand", evidence=Evidence.INF)
+            return
+        shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
+        if ref.call is not None and per_target.target(self.ctx) == per_target.NEURON and ref.fn != "current_device":
+            # per_target.available(): false on a Mac's MPS; or-ed with the original, CUDA keeps its path
+            shown = f"`<the accelerator is Neuron> or {spelled(ref).strip('`')}`"
+            if ref.fn == "device_count":
+                shown = f"`{target}() if <the accelerator is Neuron> else {spelled(ref).strip('`')}`"
+        head = f"{spelled(ref)} -> {shown}"
+        if ref.fn == "current_device":
+            self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",
+                         safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            return
+        if printed(self.ctx, ref):
+            self.report(ref.outer, f"{spelled(ref)} is printed or logged as a fact about CUDA: kept (a Neuron "
+                                   "check would print False on a CUDA host under a CUDA label); report the "
+                                   "Neuron device by hand if wanted", evidence=Evidence.INF)
+            return
+        kind, where = classify(self.ctx, ref)
+        if kind is Context.SKIP:
+            self.report(ref.outer, f"test skip marker on {spelled(ref)}: kept (CUDA tests usually test "
+                                   "CUDA behaviour); enable device-agnostic tests on Neuron by hand",
+                        evidence=Evidence.INF)
+            return
+        if kind is Context.IFEXP and ref.fn == "is_available" and _choice(self, ref, where):  # type: ignore[arg-type]
+            return
+        verdict, flag = _verdict(self.ctx, kind, where)
+        kept = _kept(self.ctx, ref, kind, where, verdict)
+        if kept is not None:
+            self.report(ref.outer, kept, evidence=Evidence.INF)
+            return
+        if ref.fn == "device_count":
+            detail = "counts visible NeuronCores (1 per process under torchrun)"
+            if flag:
+                detail += f"; check what {flag} decides"
+            elif verdict.opaque:
+                detail += f"; check what it decides ({verdict.opaque})"
+            self.rewrite(ref, target, f"{head}: {detail}", safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            return
+        if flag:
+            now = "is now true on Neuron" if ref.call is not None else "now checks for any accelerator"
+            self.rewrite(ref, target, f"{head}: {flag} {now}; check what it switches on",
+                         safety=Safety.UNSAFE, evidence=Evidence.INF)
+        elif verdict.opaque is not None:
+            self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
+                         safety=Safety.UNSAFE, evidence=Evidence.INF)
+        else:
+            self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
+
+
+def _in_map_location(ctx: FileContext) -> bool:
+    """``map_location="cpu" if not torch.cuda.is_available() else None``: false on Neuron gives
+    ``"cpu"``, which keeps loading CUDA-saved checkpoints onto the host: right as it is."""
+    return any(isinstance(anc, cst.Arg) and anc.keyword is not None and anc.keyword.value == "map_location"
+               for anc in ctx.ancestors())
+
+
+def _call_parent(ctx: FileContext, ref: CudaRef) -> cst.CSTNode | None:
+    ancestors = ctx.ancestors()
+    for anc in ancestors:
+        if anc is ref.call:
+            return next(ancestors, None)
+    return None
+
+
+def _extended(available: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression:
+    """``<Neuron is here> or <the check as written>``: the check gains Neuron and keeps every host
+    it was true on (the CUDA box keeps its path)."""
+    return cst.BooleanOperation(left=available, operator=cst.Or(), right=call.with_changes(lpar=(), rpar=()))
+
+
+def _is_extension(ctx: FileContext, ref: CudaRef) -> bool:
+    """``ref`` is the kept check of ``<Neuron is here> or torch.cuda.is_available()`` (written by
+    :func:`_extended` in an earlier run)."""
+    parent = ctx.parent
+    if isinstance(parent, cst.Call) and parent is ref.call:
+        parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
+    if not (isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or)
+            and parent.right is ref.outer):
+        return False
+    left = parent.left
+    while isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.Or) and not left.lpar:
+        left = left.right  # `x or <Neuron> or <check>`: the operand just before the check
+    return says_only_neuron(left)
+
+
+def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> bool:
+    """A conditional expression choosing a CUDA value: done here (True), or left to the device
+    idiom (``"cuda" if torch.cuda.is_available() else "cpu"``: NRN101 gives it its Neuron arm).
+    On the neuron target any other CUDA value (``torch.float16 if torch.cuda.is_available() else
+    ...``, ``"nccl" if ... else "gloo"``) gains a Neuron arm in front, the original kept whole for
+    CUDA and the other hosts: one edit (a process-group backend moves with its process group)."""
+    if branches_mention_cuda(choice):
+        return True
+    arm = value_choice(rule.ctx, choice) if ref.call is not None else None
+    if arm is None:
+        return False  # no CUDA value: the check is extended
+    if per_target.target(rule.ctx) != per_target.NEURON:
+        # "an accelerator is here" would hand the CUDA value to MPS (or the CPU target's host)
+        rule.report(ref.outer, f"{spelled(ref)} chooses a CUDA value (`{short(choice, 50)}`): kept, every host "
+                               "keeps its choice; choose the current device's value by hand", evidence=Evidence.INF)
+        return True
+    if arm.replacement is None:
+        rule.report(ref.outer, f"{spelled(ref)} chooses a CUDA value (`{short(choice, 50)}`) and {arm.why}: kept; "
+                               "give Neuron an arm of its own by hand", evidence=Evidence.INF)
+        return True
+    group = PROCESS_GROUP if any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "")
+                                 for n in iter_syntax(choice)) else None
+    rule.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the accelerator "
+                                      "is Neuron> else <the original choice>`: a Neuron arm in front, CUDA and "
+                                      "the other hosts keep theirs", imports=arm.imports, group=group)
+    return True
+
+
+def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | None, verdict: Verdict) -> str | None:
+    """Why the check stays as it is, if it does: it guards a CUDA-only path (a Neuron-aware check
+    would switch it on), or code naming a CUDA value the placement rules move to the target's
+    device (an extended check would send CUDA there too; "an accelerator is here" would send MPS
+    to CUDA's value)."""
+    if verdict.marker is not None:
+        return (f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a Neuron-aware check would "
+                "switch it on; migrate that path first")
+    value = _cuda_value(ctx, kind, where) if ref.fn == "is_available" else None
+    if value is None:
+        return None
+    return (f"{spelled(ref)} guards code that names CUDA (`{value}`), which the migration would move to Neuron: "
+            "kept, as extending the check to Neuron would take CUDA off its path; give Neuron a branch of its "
+            "own (`if <the accelerator is Neuron>: ... elif torch.cuda.is_available(): ...`) by hand")
+
+
+def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> str | None:
+    """A CUDA value (device string, ``.cuda()``, ``"nccl"``) in the branches a check decides, or in
+    the uses of the flag it is stored in: the placement rules move it to Neuron, so a check
+    extended to Neuron would send CUDA there too (``_device_model.unserved_cuda_value``)."""
+    if kind is Context.IF and isinstance(where, (cst.If, cst.While)):
+        return unserved_cuda_value(ctx, [where.body, where.orelse])
+    if kind is Context.FLAG and where is not None:
+        return unserved_cuda_value(ctx, list(flag_uses(ctx, assigned_names(where), where)))
+    return None
+
+
+def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tuple[Verdict, str]:
+    """What the code a check decides holds (:func:`scan`), by where the check sits; and, for a
+    stored check, the names that hold it (``"`use_gpu`"``), else ``""``."""
+    if kind is Context.IFEXP:
+        return scan(ctx, [where]), ""
+    if kind is Context.IF:
+        return scan(ctx, guarded_code(ctx, where)), ""  # type: ignore[arg-type]
+    if kind is Context.FLAG:
+        names = assigned_names(where)  # type: ignore[arg-type]
+        return (scan(ctx, [where, *flag_uses(ctx, names, where)]),  # type: ignore[arg-type]
+                ", ".join(f"`{n}`" for n in names) or "the stored value")
+    if kind is Context.ASSERT:
+        verdict = scan(ctx, guarded_after(ctx, where))  # type: ignore[arg-type]
+        verdict.opaque = verdict.opaque or "the code after the assert"
+        return verdict, ""
+    return Verdict(opaque="the value is used elsewhere"), ""
