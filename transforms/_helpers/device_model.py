@@ -25,7 +25,7 @@ from neuronize.transforms._helpers.device_choice import (
     LiteralEdit, asks_if_neuron, available_side, device_named, has_is_available, neuron_arm, neuron_first, with_choice)
 from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE
-from neuronize.transforms._helpers.distributed import nccl_backend
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
 from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import qualified_expr, target_name
@@ -400,6 +400,14 @@ def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
         return Arm(None, why=f"its CUDA value {blocked}")
     available, imports = per_target.available(ctx)
     return Arm(neuron_arm(ctx, node, side, copy, available), (*imports, *copier.imports))
+
+
+def choice_group(node: cst.CSTNode, default: str | None) -> str | None:
+    """The edit group of a choice that gains Neuron: the file's process-group group where it
+    chooses an NCCL backend (it moves with the group's other edits: a `"neuron"` group next to a
+    kept `torch.cuda.set_device` runs nowhere), else ``default``."""
+    holds_nccl = any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(node))
+    return PROCESS_GROUP if holds_nccl else default
 
 
 def in_value_arm(ctx: FileContext) -> bool:

@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, model, neuron_first_detection, with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, with_neuron_branch)
 from neuronize.transforms._helpers.messages import short
 
 
@@ -88,7 +88,8 @@ class DeviceDispatch(Transform):
         for link in found.detections:
             new, imports = neuron_first_detection(self.ctx, link)
             self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
-                     "CUDA branch; CUDA and the other hosts keep theirs", imports=imports, group=DEVICE_CHOICE)
+                     "CUDA branch; CUDA and the other hosts keep theirs", imports=imports,
+                     group=choice_group(link, DEVICE_CHOICE))
         for dispatch in found.dispatches:
             if dispatch.served:
                 continue

@@ -19,12 +19,10 @@ from neuronize.transforms._helpers.cuda_runtime import (
 )
 from neuronize.transforms._helpers.literals import branches_mention_cuda
 from neuronize.transforms._helpers.cpu_target import cpu_answer
-from neuronize.transforms._helpers.device_model import in_detection, in_fallback_test, unserved_cuda_value, value_choice
+from neuronize.transforms._helpers.device_model import (
+    choice_group, in_detection, in_fallback_test, unserved_cuda_value, value_choice)
 from neuronize.transforms._helpers.device_choice import says_only_neuron
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
-from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
-from neuronize.analysis.walk import iter_syntax
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -320,8 +318,7 @@ def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> boo
         rule.report(ref.outer, f"{spelled(ref)} chooses a CUDA value (`{short(choice, 50)}`) and {arm.why}: kept; "
                                "give Neuron an arm of its own by hand", evidence=Evidence.INF)
         return True
-    group = PROCESS_GROUP if any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "")
-                                 for n in iter_syntax(choice)) else None
+    group = choice_group(choice, None)
     rule.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the accelerator "
                                       "is Neuron> else <the original choice>`: a Neuron arm in front, CUDA and "
                                       "the other hosts keep theirs", imports=arm.imports, group=group)
