@@ -37,6 +37,13 @@ def limit_for(source: bytes, configured: int | None) -> int:
     return max(DEFAULT, longest)
 
 
+def added_long_line(code: str, source: bytes, encoding: str, limit: int) -> bool:
+    """Whether ``code`` (a rewrite of ``source``) has a line longer than ``limit`` that ``source``
+    does not have: the only lines :func:`wrap_long_lines` may split."""
+    old = set(source.decode(encoding, "replace").splitlines())
+    return any(len(line) > limit and line not in old for line in code.splitlines())
+
+
 def _statements(node: cst.CSTNode, indent: str, default: str) -> Iterator[tuple[cst.CSTNode, str]]:
     """The simple statement lines and compound statements' headers under ``node``, with the
     indentation each starts at."""
