@@ -13,9 +13,9 @@ from neuronize.transforms._helpers.device_choice import (
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, validation_list)
-from neuronize.transforms._helpers.device_model import choice_addition
 from neuronize.transforms._helpers.device_model import (
-    KeepsCudaBranches, aware_edit, default_plan, in_detection, served_by_neuron_first)
+    KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts,
+    served_by_neuron_first)
 from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, target_name
@@ -138,7 +138,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
                         evidence=Evidence.INF)
             return
         edit = literal_edit(self.ctx, node, kind, nested)
-        if aware:  # the original value stays on every host but Neuron
+        if aware or keeps_cuda_hosts(self.ctx):  # the original value stays on every host but Neuron
             edit = aware_edit(self.ctx, node, nested, edit)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
@@ -150,7 +150,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             return
         group = group or hosts.same_device_group(self.ctx) or hosts.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, nested=node is not expr, group=group, aware=aware)
+            self._fix_literal(node, kind, where, node is not expr, group, aware)
 
     def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None) -> None:
         """A device default (option, parameter, setting), as ``_device_model.default_plan`` says:

@@ -6,7 +6,8 @@ import libcst as cst
 
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts
+from neuronize.transforms._helpers.literals import make_string
 from neuronize.transforms._helpers.calls import keyword
 
 
@@ -17,6 +18,10 @@ INDEX_NOTE = {
     per_target.ACCELERATOR: "the index is dropped (torchrun code selects its GPU with `torch.cuda.set_device`, "
                          "kept for CUDA); review single-process multi-device code",
 }
+
+#: what the messages say in a file that keeps its CUDA hosts (``device_model.keeps_cuda_hosts``)
+KEPT_FOR_CUDA = {True: " on Neuron, `.cuda(i)` kept for CUDA hosts", False: ""}
+AWARE = '`.cuda()` -> `.to("neuron" if <the accelerator is Neuron> else "cuda")`: CUDA hosts keep CUDA, as this file\'s device choice does'
 
 
 class CudaMethod(KeepsCudaBranches, Transform):
@@ -83,7 +88,9 @@ class CudaMethod(KeepsCudaBranches, Transform):
             return
         indexed = bool(positional) or device_arg is not None
         keep = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
-        value, imports = per_target.device(self.ctx)
+        keeps_cuda = keeps_cuda_hosts(self.ctx)  # the CUDA box this file serves keeps its placements
+        value, imports = (hosts.host_aware(self.ctx, make_string("cuda")) if keeps_cuda and not indexed
+                          else per_target.device(self.ctx))
         device = cst.Arg(value=value)
         args = [device, *keep]
         if keep:
@@ -94,10 +101,15 @@ class CudaMethod(KeepsCudaBranches, Transform):
             args[0] = device.with_changes(comma=cst.Comma(whitespace_after=after))
             args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
         replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+        if keeps_cuda and indexed:  # the CUDA box keeps its own index: `(x.to("neuron") if <Neuron> else x.cuda(i))`
+            test, more = per_target.available(self.ctx)
+            replacement = cst.IfExp(test=test, body=replacement, orelse=node, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            imports = (*imports, *more)
         if indexed:
-            self.fix(node, replacement, per_target.say(self.ctx, "`.cuda(i)` -> `.to({device})`: {note}",
-                                                    note=INDEX_NOTE[per_target.target(self.ctx)]),
+            self.fix(node, replacement, per_target.say(self.ctx, "`.cuda(i)` -> `.to({device})`{kept}: {note}",
+                                                    kept=KEPT_FOR_CUDA[keeps_cuda], note=INDEX_NOTE[per_target.target(self.ctx)]),
                      safety=Safety.UNSAFE, evidence=Evidence.INF, imports=imports, group=hosts.same_device_group(self.ctx))
         else:
-            self.fix(node, replacement, per_target.say(self.ctx, "`.cuda()` -> `.to({device})`"), imports=imports,
+            self.fix(node, replacement, AWARE if keeps_cuda else per_target.say(self.ctx, "`.cuda()` -> `.to({device})`"),
+                     imports=imports,
                      group=hosts.same_device_group(self.ctx))
