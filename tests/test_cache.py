@@ -87,10 +87,22 @@ def test_rule_source_change_misses(tmp_path):
 def test_default_fingerprint_covers_rule_modules():
     import neuronize.transforms as transforms
 
-    files = [p for folder in transforms.__path__ for p in Path(folder).glob("*.py")]
+    files = [p for folder in transforms.__path__ for p in Path(folder).rglob("*.py")]
     assert files
     assert code_fingerprint() == code_fingerprint()
     assert code_fingerprint() != code_fingerprint(files[:-1])
+
+
+def test_default_fingerprint_reads_every_rule_and_engine_module():
+    """After the tree was regrouped into packages: the rules of the families (not only the
+    top-level ``transforms/*.py``) and the engine modules where they now live."""
+    import inspect
+
+    from neuronize.sources.cache import _ENGINE_MODULES, _PACKAGE_DIR, _rule_source_files
+
+    read = set(_rule_source_files())
+    assert all((_PACKAGE_DIR / name).is_file() for name in _ENGINE_MODULES)
+    assert all(Path(inspect.getfile(rule)).resolve() in {p.resolve() for p in read} for rule in all_rules())
 
 
 @pytest.mark.parametrize("fix", [False, True])

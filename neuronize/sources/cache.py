@@ -38,10 +38,12 @@ from neuronize.sources.write import write_bytes_atomic
 FORMAT = "v1"
 _GITIGNORE = "# created by neuronize: this directory is a cache\n*\n"
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
-#: engine modules whose behaviour is part of every result (with the rules' own modules)
-_ENGINE_MODULES = ("types.py", "engine.py", "context.py", "transform.py", "walk.py", "positions.py",
-                   "suppressions.py", "notebooks.py", "policy.py")
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+#: engine modules whose behaviour is part of every result (with the rules' own modules), under
+#: the package: a name missing here would fingerprint as missing, and edits to it go unnoticed
+_ENGINE_MODULES = ("types.py", "transform.py", "analysis/engine.py", "analysis/context.py", "analysis/walk.py",
+                   "analysis/positions.py", "analysis/notebooks.py", "decision/suppressions.py",
+                   "decision/policy.py")
 
 
 def default_directory() -> Path:
@@ -60,7 +62,7 @@ def _rule_source_files() -> list[Path]:
         import neuronize.transforms as transforms
 
         for folder in transforms.__path__:
-            files.extend(sorted(Path(folder).glob("*.py")))
+            files.extend(sorted(Path(folder).rglob("*.py")))  # the families and their helpers
     except Exception:  # noqa: BLE001 - a missing package only weakens the fingerprint
         pass
     return files
