@@ -379,13 +379,14 @@ def migrated_body_calls(ctx: FileContext, block: cst.BaseSuite) -> list[str] | N
 def neuron_guarded(ctx: FileContext, node: cst.CSTNode) -> bool:
     """The node being visited sits in the body of an ``if`` that the migration turns into "Neuron is
     here": a test holding ``torch.cuda.is_available()`` (not negated; NRN110 writes
-    ``_target.available``), or a ``"cuda"`` comparison guarding a migrated body (NRN103)."""
-    from neuronize.transforms._helpers.device_choice import available_polarities, has_cuda_comparison
+    ``_target.available``), or a ``"cuda"`` comparison guarding a migrated body (NRN103), or a
+    test that already holds only on Neuron (``if on_neuron():``, ``elif device.type == "neuron":``)."""
+    from neuronize.transforms._helpers.device_choice import available_polarities, has_cuda_comparison, only_on_neuron
 
     child = node
     for anc in ctx.ancestors():
         if isinstance(anc, cst.If) and anc.body is child:
-            if available_polarities(ctx, anc.test) == {False}:
+            if available_polarities(ctx, anc.test) == {False} or only_on_neuron(anc.test):
                 return True
             if has_cuda_comparison(anc.test) and anc.orelse is None \
                     and migrated_body_calls(ctx, anc.body) is not None:

@@ -30,6 +30,9 @@ from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.analysis.walk import visit
 
 PREFIX = "torch.cuda."
+#: the test "the accelerator here is Neuron" as a rule writes it (``per_target.available``), before
+#: the tidying pass names it ``on_neuron()``: how the rules' examples show it
+NEURON = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.
 SUBMODULES = frozenset({"memory", "random", "streams"})
 
@@ -249,12 +252,16 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
                     "restore each entry under the same condition (save and load move together), and"
                     if ref.fn in RNG_STATE else "keep it and")
             self.report(ref.outer, f"per-backend table entry for `torch.cuda.{ref.fn}`: {keep} "
-                                   f"add a `\"neuron\"` entry{hint} beside it")
+                                   f"add a `\"neuron\"` entry{hint} beside it", group=self.group_for(ref))
             return
         self.on_ref(ref)
 
     def target_for(self, ref: CudaRef) -> str | None:
         """The TorchNeuron name that replaces ``ref``, for messages (None if there is none)."""
+        return None
+
+    def group_for(self, ref: CudaRef) -> str | None:
+        """The edit group ``ref`` belongs to, reported or rewritten (None: it moves alone)."""
         return None
 
     def on_ref(self, ref: CudaRef) -> None:
@@ -280,28 +287,33 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             self.report(ref.outer, f"{spelled(ref)}: {message}; guard it with "
                                    "`if torch.cuda.is_available():` by hand")
 
-    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str, *, group: str | None = None) -> None:
-        """The neuron target's rewrite of a call that CUDA makes a silent no-op on a host without
-        CUDA (seeding, cache control, memory statistics) while ``torch.neuron`` / ``torch_neuronx``
-        raise there: rewritten in place under a guard that says "Neuron is here" (see
-        ``_cuda_guard.neuron_guarded``); a statement of its own gets that guard,
-        ``if <per_target.available>:`` (with a local ``import torch_neuronx`` where needed: never
-        an unconditional one); any other use is reported."""
+    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str, *, group: str | None = None,
+                        evidence: Evidence | None = None) -> None:
+        """The neuron target's rewrite of a ``torch.cuda`` runtime call in code every host runs
+        (seeding, RNG state, cache control, memory statistics, streams and events): CUDA keeps its
+        call, Neuron gets ``qualified``, as ``torch.neuron`` / ``torch_neuronx`` raise without Neuron.
+        In place where only Neuron gets there (see ``cuda_guard.neuron_guarded``); a statement of
+        its own becomes ``if <per_target.available>: <the Neuron call> else: <the CUDA call>``
+        (with a local ``import torch_neuronx`` where needed: never an unconditional one); any other
+        use, called or not, ``<the Neuron one> if <per_target.available> else <the CUDA one>``
+        (reported where it needs ``torch_neuronx``, which an expression cannot import)."""
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
         local_import = qualified.startswith("torch_neuronx.")
         if not local_import and neuron_guarded(self.ctx, ref.outer):
-            self.rewrite(ref, qualified, message, group=group)
+            self.rewrite(ref, qualified, message, group=group, evidence=evidence)
             return
         statement = enclosing_small_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
-        if ref.call is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            self.report(ref.outer, f"{message}; not applied: " + (
-                "the CUDA call raises on a host without CUDA, the Neuron one without Neuron: save the state under "
-                "the same device condition as the load side restores it (save and load move together), by hand"
-                if ref.fn in RNG_STATE else "it raises on a host without Neuron where the CUDA call did nothing; "
-                "call it where Neuron is known to be present, by hand"))
+        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            if local_import:
+                self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
+                                       "call did nothing; call it where Neuron is known to be present, by hand",
+                            evidence=evidence, group=group)
+            else:
+                self._host_kept_value(ref, qualified, message, group=group, evidence=evidence)
             return
+        assert ref.call is not None and statement is not None
         if local_import:
             func: cst.BaseExpression = cst.parse_expression(qualified)
             imports: tuple[ImportRequest, ...] = unused_import(self.ctx, ref)
@@ -310,13 +322,34 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             func, imports = replacement_for(self.ctx, ref, qualified)
             body = []
         call = ref.call.with_changes(func=func)
-        body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))  # type: ignore[union-attr]
+        body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))
         test, more = per_target.available(self.ctx)
         kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
         new = cst.If(test=test, body=cst.IndentedBlock(body=body), orelse=kept, leading_lines=line.leading_lines)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
                             "(it did nothing on a host without CUDA; the Neuron one raises there)",
-                 imports=(*more, *imports), group=group)
+                 imports=(*more, *imports), group=group, evidence=evidence)
+
+    def _host_kept_value(self, ref: CudaRef, qualified: str, message: str, *, group: str | None,
+                         evidence: Evidence | None) -> None:
+        """``<qualified>(...) if <per_target.available> else <the CUDA reference>``, parenthesised
+        unless its place takes a conditional expression as it is; an annotation stays (the CUDA
+        class exists on every host; only creating one needs CUDA)."""
+        if any(isinstance(anc, cst.Annotation) for anc in self.ctx.ancestors()):
+            return
+        func, imports = replacement_for(self.ctx, ref, qualified)
+        neuron = func if ref.call is None else ref.call.with_changes(func=func)
+        test, more = per_target.available(self.ctx)
+        outer = ref.outer
+        value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))
+        parent = next((a for a in self.ctx.ancestors() if a is not ref.call and a is not ref.node), None)
+        if outer.lpar:
+            value = value.with_changes(lpar=outer.lpar, rpar=outer.rpar)
+        elif not (isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.DictElement))
+                  or isinstance(parent, cst.Arg) and not parent.star):
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        self.fix(outer, value, f"{message} where the accelerator is Neuron, else the CUDA one as before",
+                 imports=(*more, *imports), group=group, evidence=evidence)
 
     def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
                               imports: tuple[ImportRequest, ...] = (), group: str | None = None) -> None:

@@ -143,6 +143,23 @@ def asks_if_neuron(test: cst.BaseExpression) -> bool:
         calls_neuron_test(code))
 
 
+def only_on_neuron(test: cst.BaseExpression) -> bool:
+    """``test`` holds only where the device is Neuron: the migration's test (spelled out, or
+    ``on_neuron()``) or a device compared with ``"neuron"`` (``device.type == "neuron"``,
+    ``"neuron" in device``), alone or ``and``-ed with other conditions (an ``or`` or a ``not``
+    lets other hosts in): the branch it guards is Neuron's own."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (only_on_neuron(test.left) or only_on_neuron(test.right))
+    if isinstance(test, cst.Call):
+        return not test.args and calls_neuron_test(cst.Module([]).code_for_node(test))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.Equal):
+            return "neuron" in (string_value(test.left), string_value(target.comparator))
+        return isinstance(target.operator, cst.In) and string_value(test.left) == "neuron"
+    return False
+
+
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
 def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA

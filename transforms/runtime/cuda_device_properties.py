@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
+from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
 from neuronize.transforms._helpers.cuda_guard import memory_read_nearby
 from neuronize.transforms._helpers.literals import cuda_literal
 from neuronize.transforms._helpers.names import qualified_expr
@@ -76,7 +76,7 @@ class CudaDeviceProperties(_CudaApiRule):
         ),
         Example(
             "import torch\nprint(torch.cuda.is_bf16_supported())\n",
-            "import torch\nprint(torch.neuron.is_bf16_supported())\n",
+            f"import torch\nprint(torch.neuron.is_bf16_supported() if {NEURON} else torch.cuda.is_bf16_supported())\n",
         ),
         Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),
         Example("import torch\nsms = torch.cuda.get_device_properties(0).multi_processor_count\n", None),
@@ -137,8 +137,8 @@ class CudaDeviceProperties(_CudaApiRule):
                                    "migrate by hand", evidence=Evidence.THIRD_PARTY)
             return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
-        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}", evidence=Evidence.THIRD_PARTY,
-                     group=hosts.same_device_group(self.ctx))
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}", evidence=Evidence.THIRD_PARTY,
+                             group=hosts.same_device_group(self.ctx))
 
     def _read_attribute(self, ref: CudaRef) -> str | None:
         """The attribute read directly from the call's result (``get_device_properties(0).major``)."""

@@ -6,7 +6,7 @@ from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._helpers.cuda_guard import calls_anywhere
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
+from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, enclosing_small_statement, spelled
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
 
@@ -69,10 +69,11 @@ class CudaSetDevice(_CudaApiRule):
             "import torch\nimport torch.distributed as dist\n\n"
             "def setup(local_rank):\n    dist.init_process_group(\"nccl\")\n",
         ),
-        Example("import torch\ntorch.cuda.set_device(1)\n", "import torch\ntorch.neuron.set_device(1)\n"),
+        Example("import torch\ntorch.cuda.set_device(1)\n",
+                f"import torch\nif {NEURON}:\n    torch.neuron.set_device(1)\nelse:\n    torch.cuda.set_device(1)\n"),
         Example(
             "import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n",
-            "import torch\nwith torch.neuron.device(1):\n    x = torch.ones(2)\n",
+            f"import torch\nwith (torch.neuron.device(1) if {NEURON} else torch.cuda.device(1)):\n    x = torch.ones(2)\n",
         ),
     )
 
@@ -103,7 +104,7 @@ class CudaSetDevice(_CudaApiRule):
                 self.report(ref.outer, f"{spelled(ref)} in torchrun code: under the `neuron` process group each "
                                        "process sees one NeuronCore (index 0); remove the context by hand")
             else:
-                self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")
+                self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}")
             return
         statement = enclosing_small_statement(self.ctx, ref)
         if torchrun:
@@ -120,4 +121,4 @@ class CudaSetDevice(_CudaApiRule):
                                    f"if the process group is `neuron` (it pins one NeuronCore per process), "
                                    f"else use {shown}")
             return
-        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}")
