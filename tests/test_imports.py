@@ -103,3 +103,17 @@ def test_types_imports_alone() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('neuronize')))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "['neuronize', 'neuronize.types']"
+
+
+def test_only_the_command_line_imports_click() -> None:
+    """The core runs as a library: the commands sit on top of it, never under it."""
+    graph = _graph()
+    for path in PACKAGE.rglob("*.py"):
+        name = _module_name(path)
+        if name in ("neuronize.cli", "neuronize.__main__"):
+            continue
+        assert "neuronize.cli" not in graph[name], f"{name} imports neuronize.cli"
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not [m for m in modules if m.split(".")[0] == "click"], f"{name} imports click"

@@ -13,15 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from neuronize.presenting.diff import Style, decode
 from neuronize.presenting.report import _pending, counted, finding_tag, location
 from neuronize.sources.discover import SOURCE_SUFFIXES
 from neuronize.types import FileResult, Finding, RunResult, Safety
-
-if TYPE_CHECKING:
-    from neuronize.sources.settings import Resolver
 
 #: lines of a multi-line finding shown before the rest is elided
 MAX_LINES = 3
@@ -187,13 +184,13 @@ def nothing_found(paths: Sequence[str]) -> str:
     return f"no Python files or notebooks found in {where}; nothing checked"
 
 
-def verbose_lines(resolver: Resolver, run: RunResult) -> list[str]:
+def verbose_lines(run: RunResult) -> list[str]:
     """``-v``: which configuration each file used, and what the run skipped."""
     per_config: dict[str, int] = {}
     for f in run.files:
         if f.path is None:
             continue
-        config = resolver.for_path(f.path).config.path
+        config = run.configs.get(f.path)
         key = str(config) if config is not None else "no configuration (defaults)"
         per_config[key] = per_config.get(key, 0) + 1
     lines = [f"{counted(n, 'file')} with settings from {key}" for key, n in per_config.items()]
