@@ -146,6 +146,22 @@ def enclosing_small_statement(ctx: FileContext, ref: CudaRef) -> cst.BaseSmallSt
     return None
 
 
+def heading_statement(ctx: FileContext, ref: CudaRef) -> cst.Expr | None:
+    """The ``Expr`` statement the call is, or heads as the start of a method chain
+    (``torch.cuda.current_stream().wait_stream(side)``): a line that can be copied for each host."""
+    if ref.call is None:
+        return None
+    child: cst.CSTNode = ref.call
+    for anc in ctx.ancestors():
+        if anc is ref.call:
+            continue
+        if isinstance(anc, cst.Attribute) and anc.value is child or isinstance(anc, cst.Call) and anc.func is child:
+            child = anc
+            continue
+        return anc if isinstance(anc, cst.Expr) and anc.value is child else None
+    return None
+
+
 class Context(enum.Enum):
     IF = "if"  # the test of an if / while statement
     IFEXP = "ifexp"  # the test of a conditional expression
@@ -303,7 +319,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         if not local_import and neuron_guarded(self.ctx, ref.outer):
             self.rewrite(ref, qualified, message, group=group, evidence=evidence)
             return
-        statement = enclosing_small_statement(self.ctx, ref)
+        statement = heading_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
             if local_import:
@@ -322,12 +338,12 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             func, imports = replacement_for(self.ctx, ref, qualified)
             body = []
         call = ref.call.with_changes(func=func)
-        body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))
+        body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
         test, more = per_target.available(self.ctx)
         kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
         new = cst.If(test=test, body=cst.IndentedBlock(body=body), orelse=kept, leading_lines=line.leading_lines)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
-                            "(it did nothing on a host without CUDA; the Neuron one raises there)",
+                            "for every other host (`torch.neuron` exists only on Neuron)",
                  imports=(*more, *imports), group=group, evidence=evidence)
 
     def _host_kept_value(self, ref: CudaRef, qualified: str, message: str, *, group: str | None,

@@ -267,7 +267,7 @@ def same_device_group(ctx: FileContext) -> str | None:
 #: the edit group of a file's CUDA RNG state calls: a checkpoint's save and its load (in one
 #: function or two) are made host-aware together or all left with a finding; one side alone saves
 #: one device's generator and restores it into another's, or raises on the host the other side serves
-RNG_STATE = "rng-state"
+RNG_STATE_GROUP = "rng-state"
 #: the ``torch.cuda`` functions that save or restore the state of the device's generator
 RNG_STATE_FUNCTIONS = frozenset({"get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all"})
 
@@ -304,20 +304,20 @@ class _RngScopes(cst.CSTVisitor):
 
 
 def rng_state_group(ctx: FileContext) -> str:
-    """The edit group of the file's CUDA RNG state calls: :data:`RNG_STATE`, or the file's
+    """The edit group of the file's CUDA RNG state calls: :data:`RNG_STATE_GROUP`, or the file's
     process-group group where a scope that saves or restores the state also moves something to a
     hard-coded CUDA device in a file that sets up processes (the move belongs to that group, and
     moves with the state: see :func:`same_device_group`)."""
     placement = placement_group(ctx)
     if placement is None:
-        return RNG_STATE
+        return RNG_STATE_GROUP
 
     def moves_beside_state(ctx: FileContext) -> bool:
         scopes = _RngScopes(ctx)
         visit(ctx.module, scopes)
         return any(_same_device(ctx, scope)[0] for scope in scopes.found.values())
 
-    return placement if _once(ctx, RNG_STATE, moves_beside_state) else RNG_STATE
+    return placement if _once(ctx, RNG_STATE_GROUP, moves_beside_state) else RNG_STATE_GROUP
 
 
 def host_aware(ctx: FileContext, original: cst.BaseExpression) -> per_target.Built:
