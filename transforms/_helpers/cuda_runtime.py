@@ -339,9 +339,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             body = []
         call = ref.call.with_changes(func=func)
         body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
-        test, more = per_target.available(self.ctx)
-        kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
-        new = cst.If(test=test, body=cst.IndentedBlock(body=body), orelse=kept, leading_lines=line.leading_lines)
+        new, more = per_host(self.ctx, line, body)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
                             "for every other host (`torch.neuron` exists only on Neuron)",
                  imports=(*more, *imports), group=group, evidence=evidence)
@@ -388,13 +386,21 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
                 return new if before is target else after
 
+        from neuronize.transforms._helpers.cuda_guard import neuron_guarded
+
         swapped = line.visit(_Swap())
         assert isinstance(swapped, cst.SimpleStatementLine)
         importing = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
                                             leading_lines=line.leading_lines)
-        self.fix(line, cst.FlattenSentinel([importing, swapped.with_changes(leading_lines=())]),
-                 f"{message} (with `import torch_neuronx` just before it)",
-                 imports=(*imports, *unused_import(self.ctx, ref)), group=group)
+        neuron_lines = [importing, swapped.with_changes(leading_lines=())]
+        if neuron_guarded(self.ctx, ref.outer):
+            self.fix(line, cst.FlattenSentinel(neuron_lines), f"{message} (with `import torch_neuronx` just before it)",
+                     imports=(*imports, *unused_import(self.ctx, ref)), group=group)
+            return
+        kept, more = per_host(self.ctx, line, [importing.with_changes(leading_lines=()), *neuron_lines[1:]])
+        self.fix(line, kept, f"{message}, under `if <the accelerator is Neuron>:` (with `import torch_neuronx`), "
+                             "the CUDA call kept in its `else:` for every other host",
+                 imports=(*more, *imports, *unused_import(self.ctx, ref)), group=group)
 
     def neutral_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
         """A call CUDA makes a silent no-op (or a zero) on a host without CUDA, as the host-neutral
@@ -432,6 +438,15 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         """Replace the function reference by ``qualified`` (arguments untouched)."""
         expr, needed = replacement_for(self.ctx, ref, qualified)
         self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
+
+
+def per_host(ctx: FileContext, line: cst.SimpleStatementLine, neuron: list[cst.BaseStatement]
+             ) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+    """``if <the accelerator is Neuron>: <neuron> else: <line as it was>``: the line each host
+    runs, in ``line``'s place (its comments and blank lines kept)."""
+    test, imports = per_target.available(ctx)
+    kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
+    return cst.If(test=test, body=cst.IndentedBlock(body=neuron), orelse=kept, leading_lines=line.leading_lines), imports
 
 
 def spelled(ref: CudaRef) -> str:

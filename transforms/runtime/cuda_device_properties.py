@@ -30,6 +30,9 @@ class CudaDeviceProperties(_CudaApiRule):
           probe with `torch.cuda.is_available()`.
         - Without a device argument, `torch.accelerator.current_device_index()` is passed.
         - `torch.cuda.is_bf16_supported()` -> `torch.neuron.is_bf16_supported()`.
+        - Every host keeps its path: the Neuron call goes under `if on_neuron():` with the CUDA
+          line in its `else:` (a value: `<Neuron> if on_neuron() else <CUDA>`), alone only in a
+          branch only Neuron takes.
         - `torch.cuda.get_device_capability()` is reported: Neuron has no compute capability.
           (What the capability gates - FlashAttention, FP8, Triton - is reported by NRN9xx.)
 
@@ -44,9 +47,13 @@ class CudaDeviceProperties(_CudaApiRule):
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
     Use instead:
-        import torch_neuronx
-        print(torch_neuronx.get_device_properties(0).name)
-        dtype = torch.bfloat16 if torch.neuron.is_bf16_supported() else torch.float16
+        if on_neuron():
+            import torch_neuronx
+            print(torch_neuronx.get_device_properties(0).name)
+        else:
+            print(torch.cuda.get_device_name(0))
+        bf16 = torch.neuron.is_bf16_supported() if on_neuron() else torch.cuda.is_bf16_supported()
+        dtype = torch.bfloat16 if bf16 else torch.float16
 
     Fix safety:
         Unsafe: `torch_neuronx.get_device_properties` is known from a pre-release source drop
@@ -72,7 +79,8 @@ class CudaDeviceProperties(_CudaApiRule):
     examples = (
         Example(
             "import torch\nprint(torch.cuda.get_device_name(0))\n",
-            "import torch\nimport torch_neuronx\nprint(torch_neuronx.get_device_properties(0).name)\n",
+            f"import torch\nif {NEURON}:\n    import torch_neuronx\n    print(torch_neuronx.get_device_properties(0).name)\n"
+            "else:\n    print(torch.cuda.get_device_name(0))\n",
         ),
         Example(
             "import torch\nprint(torch.cuda.is_bf16_supported())\n",
