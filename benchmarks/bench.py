@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         return startup(args.runs)
 
     from neuronize.api import PARALLEL_THRESHOLD
-    from neuronize.analysis.engine import prefilter_for
+    from neuronize.analysis.prefilter import prefilter_for
     from neuronize.registry import all_rules
 
     work = Path(tempfile.mkdtemp(prefix="neuronize-bench-"))

@@ -18,8 +18,8 @@ from neuronize.decision.baseline import BaselineEntry, entries_for, load_baselin
 from neuronize.sources.cache import ResultCache, default_directory
 from neuronize.decision.claims import CLAIMER, claimer
 from neuronize.sources.config import Config, ConfigError
-from neuronize.analysis.engine import TokenFilter, prefilter_for
-from neuronize.analysis.kinds_engine import run_kind
+from neuronize.analysis.prefilter import TokenFilter, prefilter_for
+from neuronize.analysis.any_kind import run_kind
 from neuronize.presenting.progress import Progress
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for

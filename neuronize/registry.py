@@ -33,6 +33,13 @@ def _rule_modules() -> Iterator[tuple[str, Path]]:
         yield info.name, Path(package.__path__[0], *parts).with_suffix(".py")
 
 
+def rule_files() -> list[Path]:
+    """Every module of ``neuronize.transforms``, the helpers included."""
+    import neuronize.transforms as package
+
+    return sorted(path for folder in package.__path__ for path in Path(folder).rglob("*.py"))
+
+
 def _declared(module: ModuleType, code: str | None = None) -> Iterator[type[Transform]]:
     """The rules a module declares (optionally only the one with this id or name)."""
     for obj in vars(module).values():

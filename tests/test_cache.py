@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 import neuronize
 from neuronize.sources.cache import ResultCache, code_fingerprint, default_directory
 from neuronize.analysis.context import Options
-from neuronize.analysis.engine import FileError, SourceResult, run_source
+from neuronize.analysis.engine import run_source
+from neuronize.types import FileError, SourceResult
 from neuronize.registry import all_rules
 from neuronize.transform import Finding, Safety
 
@@ -87,22 +89,21 @@ def test_rule_source_change_misses(tmp_path):
 def test_default_fingerprint_covers_rule_modules():
     import neuronize.transforms as transforms
 
-    files = [p for folder in transforms.__path__ for p in Path(folder).rglob("*.py")]
+    files = [p for folder in transforms.__path__ for p in Path(folder).glob("*.py")]
     assert files
     assert code_fingerprint() == code_fingerprint()
     assert code_fingerprint() != code_fingerprint(files[:-1])
 
 
-def test_default_fingerprint_reads_every_rule_and_engine_module():
-    """After the tree was regrouped into packages: the rules of the families (not only the
-    top-level ``transforms/*.py``) and the engine modules where they now live."""
-    import inspect
+def test_default_fingerprint_covers_the_stage_modules_and_the_family_rules():
+    from neuronize.sources.cache import _rule_source_files
 
-    from neuronize.sources.cache import _ENGINE_MODULES, _PACKAGE_DIR, _rule_source_files
-
-    read = set(_rule_source_files())
-    assert all((_PACKAGE_DIR / name).is_file() for name in _ENGINE_MODULES)
-    assert all(Path(inspect.getfile(rule)).resolve() in {p.resolve() for p in read} for rule in all_rules())
+    files = {path.resolve() for path in _rule_source_files()}
+    package = Path(neuronize.__file__).resolve().parent
+    for module in ("analysis/engine.py", "decision/policy.py", "writing/wrapped.py", "types.py"):
+        assert package / module in files, module
+    for rule in all_rules():
+        assert Path(sys.modules[rule.__module__].__file__).resolve() in files, rule.id
 
 
 @pytest.mark.parametrize("fix", [False, True])

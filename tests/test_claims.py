@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixture_cases import all_cases  # noqa: E402
 
 from neuronize.analysis.engine import run_source  # noqa: E402
-from neuronize.analysis.kinds_engine import run_kind  # noqa: E402
+from neuronize.analysis.any_kind import run_kind  # noqa: E402
 from neuronize.registry import all_rules  # noqa: E402
 from neuronize.transform import Evidence, Example, Safety, Transform  # noqa: E402
 from neuronize.types import Options, Target  # noqa: E402

@@ -1,5 +1,5 @@
 """``--target accelerator`` names the device it detects once per scope
-(``neuronize.transforms._helpers.device_name``): the edits read the name, the migrated code still runs on
+(``neuronize.writing.device_name``): the edits read the name, the migrated code still runs on
 this CPU-only host, and a second run changes and reports nothing."""
 
 from __future__ import annotations

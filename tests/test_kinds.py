@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from neuronize import api
-from neuronize.analysis.kinds_engine import run_kind, text_problems
+from neuronize.analysis.any_kind import run_kind
+from neuronize.analysis.line_files import text_problems
 from neuronize.registry import all_rules
 from neuronize.sources.discover import discover
 from neuronize.sources.kinds import SourceKind, kind_of, parse_kinds

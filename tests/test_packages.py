@@ -1,4 +1,4 @@
-"""The one table of CUDA-only packages (transforms/_helpers/packages.py) and `neuronize explain packages`."""
+"""The one table of CUDA-only packages (neuronize/analysis/cuda_packages.py) and `neuronize explain packages`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronize.transforms._helpers.packages import (CUDA_ONLY_PACKAGES, PACKAGES, Path as Forward, imported_package,
+from neuronize.analysis.cuda_packages import (CUDA_ONLY_PACKAGES, PACKAGES, Path as Forward, imported_package,
                                             is_cuda_extension_module)
 from tests.helpers import neuronize
 

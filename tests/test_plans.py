@@ -503,7 +503,7 @@ def test_requirement_specifiers_keep_their_offsets():
 
 
 def test_cuda_only_packages_come_from_the_python_rules_table():
-    from neuronize.transforms._helpers.packages import PACKAGES
+    from neuronize.analysis.cuda_packages import PACKAGES
     from neuronize.transforms._helpers.setup_files import cuda_only_package
 
     assert cuda_only_package("flash-attn")[1] == PACKAGES["flash_attn"].instead

@@ -11,8 +11,9 @@ import textwrap
 import pytest
 
 from neuronize.analysis.context import Options
-from neuronize.analysis.engine import prefilter_for, run_source
-from neuronize.analysis.kinds_engine import run_kind
+from neuronize.analysis.engine import run_source
+from neuronize.analysis.prefilter import prefilter_for
+from neuronize.analysis.any_kind import run_kind
 from neuronize.registry import all_rules
 
 RULES = all_rules()

@@ -1,7 +1,7 @@
 """The code a migration writes reads as a person would write it: the test "the accelerator is
-Neuron" defined once per module (``transforms/_helpers/neuron_test.py``), no device query in a parameter
-default (``transforms/_helpers/late_defaults.py``), lines within the project's length
-(``transforms/_helpers/wrapped.py``, ``neuronize/sources/line_length.py``). The migrated code still runs
+Neuron" defined once per module (``neuronize/writing/neuron_test.py``), no device query in a parameter
+default (``neuronize/writing/late_defaults.py``), lines within the project's length
+(``neuronize/writing/wrapped.py``, ``neuronize/sources/line_length.py``). The migrated code still runs
 on this CPU-only host, and a second run changes nothing."""
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def test_every_fixture_spells_the_neuron_test_once_and_keeps_its_line_length():
     the author already spread over several lines."""
     import re
 
-    from neuronize.transforms._helpers.wrapped import limit_for
+    from neuronize.writing.wrapped import limit_for
 
     over = []
     for case in _fixture_pairs():

@@ -25,9 +25,8 @@ import libcst as cst
 
 from neuronize.analysis.context import dotted_name
 from neuronize.analysis.syntax import is_docstring, one_line
+from neuronize.analysis.walk import Parents
 from neuronize.transform import Report
-
-Parents = dict[int, cst.CSTNode]
 
 IMPORT = "an unguarded `import torch_neuronx`"
 NEURON_MODULE = "`torch.neuron.X` (there only with torch_neuronx)"
@@ -142,7 +141,7 @@ NEURON_TEST = re.compile(r"(?P<t>[A-Za-z_]\w*)\.accelerator\.is_available\(\) an
                          r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 
 
-#: the names the migration gives the function that returns that test (``transforms/_helpers/neuron_test.py``)
+#: the names the migration gives the function that returns that test (``neuronize/writing/neuron_test.py``)
 NEURON_TEST_NAME = re.compile(r"on_neuron(?:_device(?:_\d+)?)?")
 #: a call of it in a condition's code
 _NEURON_TEST_CALL = re.compile(rf"(?<![\w.])(?:{NEURON_TEST_NAME.pattern})\(\)")

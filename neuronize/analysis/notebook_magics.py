@@ -13,8 +13,8 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator
 
-from neuronize.transforms._helpers.packages import NEURON_TOOLS, PACKAGES, distribution_package
-from neuronize.transforms.unportable.cuda_env_var import CPU_ONLY, HIDE_ALL, advice_for
+from neuronize.analysis.cuda_packages import NEURON_TOOLS, PACKAGES, distribution_package
+from neuronize.analysis.cuda_env_vars import CPU_ONLY, HIDE_ALL, advice_for
 
 #: command-line tools that talk to NVIDIA GPUs
 GPU_TOOLS = frozenset({"nvidia-smi", "nvcc", "gpustat", "nvtop", "nvitop", "deviceQuery", "nvidia-debugdump",

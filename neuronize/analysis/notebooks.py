@@ -10,7 +10,8 @@ import ast
 import warnings
 
 from neuronize.decision.claims import is_claimer
-from neuronize.analysis.engine import TokenFilter, run_source
+from neuronize.analysis.engine import run_source
+from neuronize.analysis.prefilter import TokenFilter
 from neuronize.analysis.notebook_magics import gpu_magics
 from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
 from neuronize.transform import Transform

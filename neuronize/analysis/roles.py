@@ -35,7 +35,7 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   wraps CUDA graphs (``wrap_with_cuda_graph``); a class as a whole, because its capture stream is
   made in one method and used in another.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
-- CUDA-only libraries (the package table of ``neuronize.transforms._helpers.packages``): an **argument**
+- CUDA-only libraries (the package table of ``neuronize.analysis.cuda_packages``): an **argument**
   of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
   ``te.Linear(..., device=torch.cuda.current_device())``): the library runs only on CUDA, so the
   CUDA value handed to it is what it needs; and the **function or class** that uses a serving
@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
+from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES, Path
 from neuronize.analysis.syntax import imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
@@ -187,8 +188,6 @@ class FileRoles:
         """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
         path of the package table: ``mamba_ssm``...), the project's own package excepted: its
         benchmarks, evaluations and converters build models that run only on those kernels."""
-        from neuronize.transforms._helpers.packages import PACKAGES, Path  # the rules import this module
-
         kernels = tuple(name for name, p in PACKAGES.items() if p.path is Path.NKI and p.cuda_only)
         for stmt in self._module.body:
             if not isinstance(stmt, cst.SimpleStatementLine):
@@ -267,8 +266,6 @@ class FileRoles:
     def _library_locals(self) -> frozenset[str]:
         """The local names bound to CUDA-only packages (``xformers``, ``te``...); empty for most
         files, which then skip :meth:`_library_argument`."""
-        from neuronize.transforms._helpers.packages import CUDA_ONLY_PACKAGES  # the rules import this module
-
         return self._package_locals(CUDA_ONLY_PACKAGES)
 
     def _package_locals(self, packages: Iterable[str]) -> frozenset[str]:
@@ -293,8 +290,6 @@ class FileRoles:
     def _cuda_only_call(self, call: cst.Call) -> str | None:
         """The qualified name of ``call`` when it is a CUDA-only API: a CUDA-only package's, or a
         CUDA device probe (``torch.cuda.get_device_capability`` / ``get_device_properties``)."""
-        from neuronize.transforms._helpers.packages import CUDA_ONLY_PACKAGES
-
         head = call.func
         while isinstance(head, cst.Attribute):
             head = head.value
@@ -310,8 +305,6 @@ class FileRoles:
     def _library_subclass(self, stmt: cst.ClassDef, where: str) -> Role | None:
         """A class built on a CUDA-only package's class (``class TELinear(te.pytorch.Linear)``):
         what it hands its base (``device=torch.cuda.current_device()``) is the library's."""
-        from neuronize.transforms._helpers.packages import CUDA_ONLY_PACKAGES
-
         for base in stmt.bases:
             qualified = self._names.qualify(base.value)
             if qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):

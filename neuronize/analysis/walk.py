@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+#: id(node) -> parent node, for the nodes a walk passed
+Parents = dict[int, cst.CSTNode]
 #: field names that never hold a node a rule looks at
 _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "semicolon", "equal", "colon", "dot", "leading_lines",

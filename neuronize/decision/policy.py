@@ -24,7 +24,7 @@ around it). This module decides, in this order, each step seeing what the previo
    as in step 7 (Python only).
 
 What is left is applied when it is safe, or unsafe and ``--unsafe-fixes`` was given
-(:func:`accepts`). The engines (:mod:`neuronize.analysis.engine`, :mod:`neuronize.analysis.kinds_engine`) call
+(:func:`accepts`). The engines (:mod:`neuronize.analysis.engine`, :mod:`neuronize.analysis.line_files`) call
 :func:`decide` and apply what it accepts; nothing else decides.
 """
 
@@ -38,12 +38,11 @@ import libcst as cst
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
+from neuronize.analysis.walk import Parents
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
 
-#: id(node) -> parent node, for the nodes the analysis walk passed
-Parents = dict[int, cst.CSTNode]
 #: a rule's report (``Report`` or ``LineReport``: both have ``rule``, ``safety``, ``evidence``,
 #: ``group``, ``notes``, ``fixable`` and ``without_fix``)
 R = TypeVar("R", bound=Any)

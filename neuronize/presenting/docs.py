@@ -41,7 +41,7 @@ def rules_json() -> str:
 
 def packages_text() -> str:
     """``neuronize explain packages``: the one table of CUDA-only packages, with the path forward."""
-    from neuronize.transforms._helpers.packages import table_text
+    from neuronize.analysis.cuda_packages import table_text
 
     return table_text()
 

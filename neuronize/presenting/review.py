@@ -33,7 +33,7 @@ from neuronize.presenting.hunks import (Hunk, assigned_names, binding_verb, edit
                                         finding_label, import_names, in_file_lines, split_by_safety, split_hunk,
                                         split_hunks, text_of)
 from neuronize.sources.lines import byte_lines, encoding_of
-from neuronize.analysis.kinds_engine import text_problems
+from neuronize.analysis.line_files import text_problems
 from neuronize.presenting.report import counted
 from neuronize.types import FileResult, Finding, RunResult, Safety
 

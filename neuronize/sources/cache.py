@@ -38,12 +38,9 @@ from neuronize.sources.write import write_bytes_atomic
 FORMAT = "v1"
 _GITIGNORE = "# created by neuronize: this directory is a cache\n*\n"
 
+#: the package: any module of it may shape a result (a list of the engine's modules by name went
+#: stale when they moved into stage folders)
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
-#: engine modules whose behaviour is part of every result (with the rules' own modules), under
-#: the package: a name missing here would fingerprint as missing, and edits to it go unnoticed
-_ENGINE_MODULES = ("types.py", "transform.py", "analysis/engine.py", "analysis/context.py", "analysis/walk.py",
-                   "analysis/positions.py", "analysis/notebooks.py", "decision/suppressions.py",
-                   "decision/policy.py")
 
 
 def default_directory() -> Path:
@@ -57,15 +54,15 @@ def default_directory() -> Path:
 
 
 def _rule_source_files() -> list[Path]:
-    files = [_PACKAGE_DIR / name for name in _ENGINE_MODULES]
+    """Every module of the package and of the rules (in a checkout they are two folders)."""
+    files = set(_PACKAGE_DIR.rglob("*.py"))
     try:
-        import neuronize.transforms as transforms
+        from neuronize.registry import rule_files
 
-        for folder in transforms.__path__:
-            files.extend(sorted(Path(folder).rglob("*.py")))  # the families and their helpers
+        files.update(rule_files())
     except Exception:  # noqa: BLE001 - a missing package only weakens the fingerprint
         pass
-    return files
+    return sorted(files)
 
 
 def code_fingerprint(files: Iterable[Path] | None = None) -> str:

@@ -10,7 +10,7 @@ from typing import TypeVar
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
-from neuronize.transforms._helpers.nodes import count_nodes
+from neuronize.analysis.subtrees import count_nodes
 
 #: calls whose arguments are text shown to people (``print``, ``logging`` and ``warnings``), not
 #: values the code uses; each rule widens it where its own question needs (file writes, error logs)

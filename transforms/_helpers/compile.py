@@ -11,7 +11,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import double_star_arg, drop_elements, keyword, with_keyword
-from neuronize.transforms._helpers.device_name import chooses_neuron
+from neuronize.writing.device_name import chooses_neuron
 from neuronize.transforms._helpers.literals import make_string, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name

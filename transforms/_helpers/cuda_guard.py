@@ -18,7 +18,7 @@ from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
 from neuronize.transforms._helpers.nodes import following_statements, iter_conditions
-from neuronize.transforms._helpers.packages import CUDA_ONLY_PACKAGES
+from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES
 
 # -- what guarded code does ----------------------------------------------------------------
 #: Qualified-name prefixes that mean a CUDA-only path.

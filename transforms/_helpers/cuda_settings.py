@@ -15,7 +15,8 @@ from neuronize.transforms._helpers.device_model import KeepsCudaBranches
 from neuronize.transforms._helpers.imports import removals_for
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
-from neuronize.transforms._helpers.nodes import assign_targets, has_call, is_expression_statement, unwrap_with
+from neuronize.analysis.subtrees import has_call
+from neuronize.transforms._helpers.nodes import assign_targets, is_expression_statement, unwrap_with
 
 #: every settings namespace the NRN35x rules delete from; an assignment setting several is
 #: handled by the rule owning its first target. Setting them is harmless on a Neuron host, so

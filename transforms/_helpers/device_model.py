@@ -22,7 +22,7 @@ from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import LiteralEdit, device_named, asks_if_neuron, neuron_first, with_choice
-from neuronize.transforms._helpers.device_name import chosen_from_device
+from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE
 from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value
 from neuronize.transforms._helpers.messages import short

@@ -26,7 +26,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.transforms._helpers.calls import is_cuda_available_call
-from neuronize.transforms._helpers.device_name import spelled_devices
+from neuronize.writing.device_name import spelled_devices
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.literals import make_string, string_like
 from neuronize.transforms._helpers.names import qualified_expr

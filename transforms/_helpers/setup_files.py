@@ -12,7 +12,7 @@ from neuronize.sources.kinds import SourceKind
 from neuronize.sources.requirements import (Requirement, conda_items, normalise, pyproject_items, requirements_lines,
                                             setup_cfg_items)
 from neuronize.sources.shell import CodeLine, dockerfile_lines, makefile_lines, shell_lines
-from neuronize.transforms._helpers.packages import PACKAGES, Package, distribution_package
+from neuronize.analysis.cuda_packages import PACKAGES, Package, distribution_package
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 SETUP_URL = f"{_DOCS}/setup/pytorch/index.html"

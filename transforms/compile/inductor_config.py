@@ -10,7 +10,8 @@ from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.imports import removals_for
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.nodes import assign_targets, has_call, unwrap_with
+from neuronize.analysis.subtrees import has_call
+from neuronize.transforms._helpers.nodes import assign_targets, unwrap_with
 
 PREFIX = "torch._inductor.config"
 

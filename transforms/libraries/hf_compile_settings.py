@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, ImportRequest, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword, with_keyword, without_args
-from neuronize.transforms._helpers.device_name import chooses_neuron
+from neuronize.writing.device_name import chooses_neuron
 from neuronize.transforms._helpers.hf import training_arguments_class
 from neuronize.transforms._helpers.literals import is_false_or_none, is_true, string_value
 

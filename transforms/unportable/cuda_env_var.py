@@ -7,46 +7,17 @@ import re
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.cuda_env_vars import CPU_ONLY, HIDE_ALL, advice_for
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.literals import string_value
 
-NO_MEANING = "a CUDA setting with no Neuron meaning; drop it"
 #: an NCCL variable's name, whole (`"TORCH_NCCL_BLOCKING_WAIT"`), wherever the code keeps it
 NCCL_NAME = re.compile(r"(?:TORCH_)?NCCL_[A-Z0-9_]+")
-#: `CUDA_VISIBLE_DEVICES` values that hide every GPU: the program asks for the CPU
-HIDE_ALL = ("", "-1")
-CPU_ONLY = ("hides every GPU to run on the CPU; this hides no NeuronCore, and the Neuron runtime documents no "
-            "way to hide them all: make the program's device choice explicit (`device=\"cpu\"`)")
 
 
 def _hides_all(key: str, value: cst.BaseExpression | None) -> bool:
     return key == "CUDA_VISIBLE_DEVICES" and value is not None and string_value(value) in HIDE_ALL
-
-
-def advice_for(key: str) -> tuple[str, Evidence] | None:
-    """What to do about an environment variable, and how sure the reference is; None: not ours."""
-    if key == "CUDA_VISIBLE_DEVICES":
-        return ("use `NEURON_RT_VISIBLE_CORES` (e.g. `0-3`; under torchrun with the `\"neuron\"` "
-                "process group each rank gets its own core automatically)", Evidence.DOC)
-    if key == "NVIDIA_VISIBLE_DEVICES":
-        return "container GPU selection; use `NEURON_RT_VISIBLE_CORES` for NeuronCores", Evidence.DOC
-    if key == "CUDA_LAUNCH_BLOCKING":
-        return ("has no effect on Neuron; `NEURON_LAUNCH_BLOCKING=1` is the candidate synchronous-mode "
-                "analogue", Evidence.INF)
-    if key in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
-        return "no Neuron allocator setting is documented; drop it", Evidence.INF
-    if key.startswith(("NCCL_", "TORCH_NCCL_")):
-        return ("the `\"neuron\"` process group documents no NCCL mapping; drop it (multi-node needs "
-                "EFA on every node)", Evidence.DOC)
-    if key in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
-        return "only used to build CUDA code; there is no CUDA toolkit on Trainium", Evidence.INF
-    if key == "CUBLAS_WORKSPACE_CONFIG":
-        return ("cuBLAS determinism setting with no Neuron meaning; `torch.use_deterministic_algorithms` "
-                "alone is honoured", Evidence.INF)
-    if key.startswith("CUDA_") or key in ("TORCH_USE_CUDA_DSA", "PYTORCH_NVML_BASED_CUDA_CHECK"):
-        return NO_MEANING, Evidence.INF
-    return None
 
 
 SET_METHODS = {"setdefault": "sets", "update": "sets", "pop": "removes", "get": "reads",

@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument, keyword
 from neuronize.transforms._helpers.literals import string_value, switches_off
 from neuronize.transforms._helpers.names import inside_call_to
-from neuronize.transforms._helpers.packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
+from neuronize.analysis.cuda_packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
 
 CPP_EXT = "torch.utils.cpp_extension"
 CUDA_EXTENSION = f"{CPP_EXT}.CUDAExtension"

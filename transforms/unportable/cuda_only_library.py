@@ -9,7 +9,7 @@ from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.imports import classify_import, imported_modules
 from neuronize.transforms._helpers.literals import string_value, switches_off
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.packages import NKI_PATH_KERNELS, PACKAGES, imported_package, is_cuda_extension_module
+from neuronize.analysis.cuda_packages import NKI_PATH_KERNELS, PACKAGES, imported_package, is_cuda_extension_module
 
 # Apex advice by what is imported (submodule or class name).
 APEX_ADVICE = (

@@ -9,7 +9,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.literals import string_value, string_values
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.packages import CUDA_ONLY_ATEN_OPS, KERNEL_REFERENCES
+from neuronize.analysis.cuda_packages import CUDA_ONLY_ATEN_OPS, KERNEL_REFERENCES
 
 CUSTOM_OP = "torch.library.custom_op"
 REGISTER_KERNEL = "torch.library.register_kernel"

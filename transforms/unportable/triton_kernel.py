@@ -8,7 +8,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.imports import classify_import, imported_modules, module_matches
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
+from neuronize.analysis.cuda_packages import NKI_PATH, NKI_PATH_KERNELS, KERNEL_REFERENCES
 
 KERNEL_DECORATORS = {
     "triton.jit": "@triton.jit",

@@ -1,4 +1,5 @@
-"""CUDA-only packages: one table for every rule that needs to know them.
+"""CUDA-only packages: one table for every rule that needs to know them, and for the core (the roles
+of code, the notebook's shell lines, ``neuronize explain packages``).
 
 NRN903 (cuda-only-library) reports imports of them with the path forward; the ``torch.cuda``
 runtime rules (NRN110...) treat code that uses one as a CUDA-only path (kept, not migrated).
@@ -10,7 +11,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from neuronize.transform import Evidence
+from neuronize.types import Evidence
 
 #: The path forward for a hand-written CUDA/Triton kernel (reference F1, F2).
 NKI_PATH = "port it to an NKI kernel registered with `torch_neuronx.nki_op` (check aws-neuron/nki-library first)"

@@ -41,7 +41,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.analysis.syntax import one_line
 from neuronize.analysis.walk import visit
-from neuronize.transforms._helpers.nodes import code as _code, free_name
+from neuronize.analysis.subtrees import code as _code, free_name
 
 _T = r"(?P<t>[A-Za-z_]\w*)"
 #: the device (``else "cpu"``) and autocast's device (``else "cuda"``), as ``_target`` writes them

@@ -22,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.analysis.syntax import is_docstring
-from neuronize.transforms._helpers.nodes import code as _code, has_call
+from neuronize.analysis.subtrees import code as _code, has_call
 from neuronize.analysis.walk import iter_syntax
 
 

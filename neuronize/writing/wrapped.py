@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from neuronize.transforms._helpers.nodes import code as _code, replaced
+from neuronize.analysis.subtrees import code as _code, replaced
 from neuronize.analysis.walk import children
 
 #: the limit when the project sets none: black's default; a file with longer lines keeps its own
@@ -35,6 +35,13 @@ def limit_for(source: bytes, configured: int | None) -> int:
         return configured
     longest = max((len(line.rstrip(b"\r")) for line in source.split(b"\n")), default=0)
     return max(DEFAULT, longest)
+
+
+def added_long_line(code: str, source: bytes, encoding: str, limit: int) -> bool:
+    """Whether ``code`` (a rewrite of ``source``) has a line longer than ``limit`` that ``source``
+    does not have: the only lines :func:`wrap_long_lines` may split."""
+    old = set(source.decode(encoding, "replace").splitlines())
+    return any(len(line) > limit and line not in old for line in code.splitlines())
 
 
 def _statements(node: cst.CSTNode, indent: str, default: str) -> Iterator[tuple[cst.CSTNode, str]]:

@@ -1,11 +1,11 @@
-"""The pipeline for one file of a line-based kind, and the one entry point for any kind.
+"""The pipeline for one file of a line-based kind (requirements, shell, Dockerfile, configs).
 
-:func:`run_kind` sends Python to :func:`neuronize.analysis.engine.run_source`, notebooks to
-:func:`neuronize.analysis.notebooks.run_notebook` and every other kind to :func:`run_text`, which does for
-lines what the Python engine does for trees: pre-filter -> read lines -> every enabled rule of the
-kind looks -> decide (:mod:`neuronize.decision.policy`, as for Python) -> span edits -> emit (untouched lines byte for byte)
--> re-check until nothing is pending (at most three rounds). Pure: bytes in, a
-:class:`SourceResult` out, never raises for bad input.
+It does for lines what the Python engine (:mod:`neuronize.analysis.engine`) does for trees:
+pre-filter -> read lines -> every enabled rule of the kind looks -> decide
+(:mod:`neuronize.decision.policy`, as for Python) -> span edits -> emit (untouched lines byte for
+byte) -> re-check until nothing is pending (at most three rounds). Pure: bytes in, a
+:class:`SourceResult` out, never raises for bad input. Any kind of file enters by
+:func:`neuronize.analysis.any_kind.run_kind`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from neuronize.analysis.engine import MAX_ROUNDS, TokenFilter, prefilter_for, run_source
+from neuronize.analysis.engine import MAX_ROUNDS
+from neuronize.analysis.prefilter import TokenFilter, prefilter_for
 from neuronize.line_rule import KindContext, LineReport, LineRule, TextDocument
 from neuronize.sources.kinds import CODE_KINDS, COMMENT_PREFIX, SourceKind, kind_by_content, kind_by_name
 from neuronize.sources.lines import DecodeError, Edit, OverlappingEdits, apply_edits, comment_start, decode, split_lines
@@ -23,19 +24,6 @@ from neuronize.decision.policy import accepts, decide
 from neuronize.decision.suppressions import Suppression, suppressions_in
 from neuronize.transform import Transform
 from neuronize.types import FileError, Finding, Options, SourceResult
-
-
-def run_kind(source: bytes, kind: SourceKind, rules: Sequence[type[Transform]], options: Options = Options(),
-             path: str = "<string>", prefilter: TokenFilter | None = None, fix: bool = True) -> SourceResult:
-    """Analyse (and fix) one file of any kind with the rules that read that kind."""
-    chosen = [r for r in rules if kind in r.kinds]
-    if kind is SourceKind.PYTHON:
-        return run_source(source, chosen, options, path=path, prefilter=prefilter, fix=fix)
-    if kind is SourceKind.NOTEBOOK:
-        from neuronize.analysis.notebooks import run_notebook
-
-        return run_notebook(source, chosen, options, path, prefilter or prefilter_for(chosen, kind), fix=fix)
-    return run_text(source, kind, chosen, options, path, prefilter, fix)
 
 
 def run_text(source: bytes, kind: SourceKind, rules: Sequence[type[Transform]], options: Options = Options(),

@@ -28,7 +28,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.analysis.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_neuron_test, neuron_tests
-from neuronize.transforms._helpers.nodes import code as _code, free_name, replaced
+from neuronize.analysis.subtrees import code as _code, free_name, replaced
 from neuronize.analysis.syntax import imported_names, one_line
 from neuronize.analysis.walk import iter_syntax, walk
 
