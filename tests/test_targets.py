@@ -27,7 +27,8 @@ exact criterion of "a device choice":
    choice (:data:`ADDITIVE`, :func:`_drop_additive_blocks`): ``<D> if <Neuron> else <the
    original>`` is ``<D>``; ``x.device.type in ("cuda", <D>)`` is ``== <D>``; an ``else:`` block
    repeating the statement of its ``if`` goes; and NRN107's Neuron branches (``elif device ==
-   <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go.
+   <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go; a bf16
+   choice's ``<Neuron> or (<the original test>)`` is the original test.
 8. against ``--target cpu`` only: a ``"cuda"`` string is a device value. The CPU target moves
    every CUDA path to the CPU, the branches the neuron target keeps for CUDA (a dispatch's CUDA
    branch, a detection, a default a dispatch would reject) included; a list of device values
@@ -136,6 +137,8 @@ ADDITIVE: list[tuple[re.Pattern[str], str]] = [
                 + re.escape(RT) + r"is_available\(\) else " + _KEPT + r"(?: if [^,]*? else (?:" + _KEPT.replace("\\2", "\\3")
                 + "|" + re.escape(D) + "))?"), r"\1"),
     (re.compile(r"""\bin \((["'])cuda\1, """ + re.escape(D) + r"\)"), "== " + D),
+    (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or \((.+?)\)(?= else\b|:$)"), r"if \1"),
+    (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or "), "if "),
 ]
 _CUDA_STRING = re.compile(r"""(["'])cuda\1""")
 _REPEATED = re.compile(r"(?:" + re.escape(D) + r", )+" + re.escape(D))  # a device list's entries, one each

@@ -24,7 +24,7 @@ from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import MESSAGE_CALL_NAMES
 from neuronize.transforms._helpers.imports import removal_of
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, kept_for_cuda
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.analysis.walk import visit
@@ -339,7 +339,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             body = []
         call = ref.call.with_changes(func=func)
         body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
-        new, more = per_host(self.ctx, line, body)
+        new, more = kept_for_cuda(self.ctx, line, body)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
                             "for every other host (`torch.neuron` exists only on Neuron)",
                  imports=(*more, *imports), group=group, evidence=evidence)
@@ -397,7 +397,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             self.fix(line, cst.FlattenSentinel(neuron_lines), f"{message} (with `import torch_neuronx` just before it)",
                      imports=(*imports, *unused_import(self.ctx, ref)), group=group)
             return
-        kept, more = per_host(self.ctx, line, [importing.with_changes(leading_lines=()), *neuron_lines[1:]])
+        kept, more = kept_for_cuda(self.ctx, line, neuron_lines)
         self.fix(line, kept, f"{message}, under `if <the accelerator is Neuron>:` (with `import torch_neuronx`), "
                              "the CUDA call kept in its `else:` for every other host",
                  imports=(*more, *imports, *unused_import(self.ctx, ref)), group=group)
@@ -438,15 +438,6 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         """Replace the function reference by ``qualified`` (arguments untouched)."""
         expr, needed = replacement_for(self.ctx, ref, qualified)
         self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
-
-
-def per_host(ctx: FileContext, line: cst.SimpleStatementLine, neuron: list[cst.BaseStatement]
-             ) -> tuple[cst.If, tuple[ImportRequest, ...]]:
-    """``if <the accelerator is Neuron>: <neuron> else: <line as it was>``: the line each host
-    runs, in ``line``'s place (its comments and blank lines kept)."""
-    test, imports = per_target.available(ctx)
-    kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
-    return cst.If(test=test, body=cst.IndentedBlock(body=neuron), orelse=kept, leading_lines=line.leading_lines), imports
 
 
 def spelled(ref: CudaRef) -> str:

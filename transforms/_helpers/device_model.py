@@ -11,7 +11,7 @@ branches its consumers need are applied whole or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -21,12 +21,15 @@ from neuronize.transform import ImportRequest
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
-from neuronize.transforms._helpers.device_choice import LiteralEdit, device_named, asks_if_neuron, neuron_first, with_choice
+from neuronize.transforms._helpers.device_choice import (
+    OPTION_CALLS, LiteralEdit, device_named, device_option, asks_if_neuron, neuron_first, with_choice)
 from neuronize.writing.device_name import chosen_from_device
-from neuronize.transforms._helpers.hosts import DEVICE_CHOICE
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP
+from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
 from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.names import qualified_expr, target_name
+from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
+from neuronize.transforms._helpers.nodes import parenthesized
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -64,6 +67,8 @@ class DeviceModel:
     detection_links: set[int] = field(default_factory=set)
     #: ``if torch.cuda.is_available(): device = "cuda"`` links with no Neuron branch before them
     detections: list[cst.If] = field(default_factory=list)
+    #: the file keeps its CUDA hosts (see :func:`keeps_cuda_hosts`)
+    keeps_cuda: bool = False
 
 
 def model(ctx: FileContext) -> DeviceModel:
@@ -82,7 +87,11 @@ def _build(ctx: FileContext) -> DeviceModel:
         return built  # the CPU target moves every CUDA path to the CPU instead
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
+    offers_other_host = False  # a device option accepts another host (`choices=["cpu", "cuda"]`)
     for node in iter_syntax(ctx.module):
+        if isinstance(node, cst.Call) and last_name(node.func) in OPTION_CALLS:
+            option = device_option(node)
+            offers_other_host |= option is not None and option[2] is not None and _names_other_host(option[2])
         if isinstance(node, (cst.Module, cst.IndentedBlock)):
             statements = list(node.body)
             raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
@@ -101,7 +110,53 @@ def _build(ctx: FileContext) -> DeviceModel:
                 built.detection_links.add(id(link))
                 if not (before is not None and asks_if_neuron(before.test)):
                     built.detections.append(link)  # no Neuron branch in front yet
+    built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
+        offers_other_host or bool(built.dispatches or built.cuda_links) or b"is_available()" in ctx.source
+        or device_choice_group(ctx) is not None)
     return built
+
+
+def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
+    values = [string_value(e.value) for e in listed.elements if isinstance(e, cst.Element)]
+    return any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in values)
+
+
+def keeps_cuda_hosts(ctx: FileContext) -> bool:
+    """On the neuron target, the file keeps its CUDA hosts: its code already chooses among hosts
+    (an availability check, a detection, a dispatch over device values, a fallback that compares
+    the device with ``"cuda"``, a device option that accepts another host), so its device choice
+    is, or after the migration will be, host-aware (``"neuron" if <Neuron is here> else "cuda"``:
+    see :func:`default_plan`). The CUDA box it was written for runs it still, so every edit that
+    removes or replaces CUDA-only code asks this first: CUDA settings harmless elsewhere stay, a
+    ``torch.cuda.set_device`` is kept for CUDA, the process-group backend becomes host-aware.
+    Where the file names CUDA outright with no choice, its device moves to Neuron outright and
+    this is False. Computed once, with the file's :class:`DeviceModel`."""
+    return model(ctx).keeps_cuda
+
+
+def process_group_edits(ctx: FileContext) -> str:
+    """The edit group of the file's process-group migration (its backend, ``set_device``, device
+    ids, the device placement next to them): :data:`PROCESS_GROUP`, or, in a file that keeps its
+    CUDA hosts, the group of its device default: the host-aware backend serves the host-aware
+    device, so a run applies both or neither."""
+    return (default_plan(ctx).group if keeps_cuda_hosts(ctx) else None) or PROCESS_GROUP
+
+
+def kept_for_cuda(ctx: FileContext, line: cst.SimpleStatementLine,
+                  neuron: cst.SimpleStatementLine | Sequence[cst.BaseStatement] | None = None
+                  ) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+    """``line`` kept for every host but Neuron: ``if not <Neuron is here>: <line>``, or with
+    ``neuron`` (its Neuron counterpart, a line or the statements that replace it) ``if <Neuron is
+    here>: <neuron> else: <line>``; comments and blank lines above stay in front."""
+    test, imports = per_target.neuron_present(ctx)
+    kept = cst.IndentedBlock(body=[line.with_changes(leading_lines=())])
+    if neuron is None:
+        return cst.If(test=cst.UnaryOperation(cst.Not(), parenthesized(test)), body=kept,
+                      leading_lines=line.leading_lines), imports
+    statements = [neuron] if isinstance(neuron, cst.SimpleStatementLine) else list(neuron)
+    statements[0] = statements[0].with_changes(leading_lines=())
+    return cst.If(test=test, body=cst.IndentedBlock(body=statements),
+                  orelse=cst.Else(body=kept), leading_lines=line.leading_lines), imports
 
 
 def _links(head: cst.If) -> Iterator[cst.If]:
@@ -278,22 +333,18 @@ def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) ->
     """For a device default of the file (``choices``: its option's accepted values). It moves in
     one edit group with the fallbacks that test it (:func:`hosts.device_choice_group`) and the
     Neuron branches of the dispatches that consume it; it stays where a dispatch would reject
-    ``"neuron"``. Where the code chooses among hosts (that group, a ``choices`` list naming
-    another host, an availability check), the neuron target writes it host-aware: every host
-    keeps the value it had, and the program's own fallback keeps working; Neuron gets
+    ``"neuron"``. Where the file keeps its CUDA hosts (:func:`keeps_cuda_hosts`), or the
+    option's own ``choices`` name another host, the neuron target writes it host-aware: every
+    host keeps the value it had, and the program's own fallback keeps working; Neuron gets
     ``"neuron"``."""
     blocked = blocking(ctx)
     if blocked is not None:
         return DefaultPlan(None, f"kept: the dispatch over `{blocked.subject}` (`{short(blocked.cuda.test)}`) "
                                  f"rejects a device it does not list and cannot get a Neuron branch "
                                  f"({blocked.blocked})", False)
-    from neuronize.transforms._helpers.hosts import device_choice_group
-
     group = device_choice_group(ctx) or dispatch_group(ctx)
-    listed = [string_value(e.value) for e in getattr(choices, "elements", ())]
-    chooses = (group is not None or b"is_available()" in ctx.source
-               or any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in listed))
-    return DefaultPlan(group, None, chooses and per_target.target(ctx) == per_target.NEURON)
+    listed = isinstance(choices, (cst.List, cst.Tuple)) and _names_other_host(choices)
+    return DefaultPlan(group, None, keeps_cuda_hosts(ctx) or (listed and per_target.target(ctx) == per_target.NEURON))
 
 
 def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit) -> LiteralEdit:
@@ -481,8 +532,9 @@ def cuda_keeping(ctx: FileContext) -> str | None:
     """Whether the node being visited runs only on CUDA and stays so, and what a finding says
     about it: None where it does not; ``""`` (nothing to say) in a dispatch's or a detection's
     CUDA branch, which get a Neuron branch of their own, and past the Neuron test of a choice
-    the migration made (``if <Neuron>: ... else: <the original>``); the reason in the body of a
-    guard kept for CUDA (:func:`_kept_guard`), where Neuron has no path yet."""
+    the migration made (``if <Neuron>: ... else: <the original>``, ``if not <Neuron>: <the
+    original>``); the reason in the body of a guard kept for CUDA (:func:`_kept_guard`), where
+    Neuron has no path yet."""
     if per_target.target(ctx) == per_target.CPU:
         return None  # the CPU target moves every CUDA path to the CPU instead
     links = model(ctx).cuda_links
@@ -496,6 +548,9 @@ def cuda_keeping(ctx: FileContext) -> str | None:
                         "path of its own by hand")
         if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.orelse and asks_if_neuron(anc.test):
             return ""
+        if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
+                and isinstance(anc.test.operator, cst.Not) and asks_if_neuron(anc.test.expression):
+            return ""  # `if not <Neuron>: ...` (:func:`kept_for_cuda`)
         child = anc
     return None
 
@@ -513,6 +568,53 @@ class KeepsCudaBranches:
             super().fix(node, replacement, message, **options)  # type: ignore[misc]
         elif keeping:
             self.report(node, f"{message}; not applied: {keeping}", evidence=options.get("evidence"))  # type: ignore[attr-defined]
+
+
+# -- precision choices that ask CUDA for bf16 --------------------------------------------------------
+#: how a choice names bf16 (a dtype name, or ``torch.bfloat16``)
+BF16 = frozenset({"bfloat16", "bf16"})
+
+
+def _picks_bf16(ctx: FileContext, node: cst.CSTNode) -> bool:
+    return string_value(node) in BF16 or ctx.qualify(node) == "torch.bfloat16"
+
+
+@dataclass(frozen=True)
+class Bf16Choice:
+    """A choice of bf16 that asks CUDA, and its test with Neuron in front (None where the test
+    asks about Neuron already)."""
+
+    test: cst.BaseExpression
+    replacement: cst.BaseExpression | None
+    imports: tuple[ImportRequest, ...] = ()
+    message: str = ""
+
+
+def bf16_choice(ctx: FileContext) -> Bf16Choice | None:
+    """The choice of bf16 whose test holds the node being visited (``"bfloat16" if
+    torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"``, ``if
+    torch.cuda.is_bf16_supported(): dtype = torch.bfloat16``), on the neuron target: its test
+    becomes ``<Neuron is here> or (<the test>)`` (Trainium computes in bf16, and every other host
+    still asks the whole CUDA probe). None elsewhere."""
+    if per_target.target(ctx) != per_target.NEURON:
+        return None
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.test:
+            picks = (_picks_bf16(ctx, anc.body) if isinstance(anc, cst.IfExp) else
+                     any(isinstance(s, cst.Assign) and _picks_bf16(ctx, s.value) for s in _smalls(anc.body)))
+            if not picks:
+                return None
+            if asks_if_neuron(anc.test):
+                return Bf16Choice(anc.test, None)
+            test, imports = per_target.neuron_present(ctx)
+            return Bf16Choice(anc.test, cst.BooleanOperation(left=test, operator=cst.Or(), right=parenthesized(anc.test)),
+                              imports, f"bf16 choice `{short(anc.test, 60)}` gains Neuron in front: Trainium "
+                              "computes in bf16; every other host asks CUDA as before")
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+            return None
+        child = anc
+    return None
 
 
 # -- choices made by comparing with "cuda" (NRN103's selections) ----------------------------------

@@ -19,7 +19,7 @@ from neuronize.transforms._helpers.cuda_runtime import (
 )
 from neuronize.transforms._helpers.literals import branches_mention_cuda
 from neuronize.transforms._helpers.cpu_target import cpu_answer
-from neuronize.transforms._helpers.device_model import in_detection, in_fallback_test
+from neuronize.transforms._helpers.device_model import in_detection, in_fallback_test, bf16_choice
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -58,7 +58,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
           (NRN101-109), which rewrite the idiom as one unit;
         - a capability probe (`torch.cuda.is_available() and torch.cuda.get_device_capability()
           >= (8, 0)`, `... and torch.cuda.is_bf16_supported()`, `torch.version.cuda`): the whole
-          probe stays CUDA (no operand rewritten), reported;
+          probe stays CUDA (no operand rewritten), reported; in a choice of bf16 NRN115 puts
+          Neuron in front of the whole probe instead;
         - `map_location="cpu" if not torch.cuda.is_available() else None`: left alone, it is right
           as it is (False on Neuron loads CUDA-saved checkpoints onto the host).
 
@@ -189,8 +190,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
             return
         probe = capability_probe(self.ctx, ref)
         if probe is not None:
-            self.report(ref.outer, probe_kept(ref, probe),
-                        evidence=Evidence.INF)
+            if bf16_choice(self.ctx) is None:  # else NRN115 puts Neuron in front of the whole probe
+                self.report(ref.outer, probe_kept(ref, probe), evidence=Evidence.INF)
             return
         named = named_cuda_device(self.ctx, ref.outer) if ref.fn in ("is_available", "device_count") else None
         if named is not None:
