@@ -326,43 +326,15 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
                 self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
                                        "call did nothing; call it where Neuron is known to be present, by hand",
                             evidence=evidence, group=group)
-            else:
-                self._host_kept_value(ref, qualified, message, group=group, evidence=evidence)
+            elif (value := host_kept_value(self.ctx, ref, qualified)) is not None:
+                self.fix(ref.outer, value[0], f"{message} where the accelerator is Neuron, else the CUDA one as before",
+                         imports=value[1], group=group, evidence=evidence)
             return
-        assert ref.call is not None and statement is not None
-        if local_import:
-            func: cst.BaseExpression = cst.parse_expression(qualified)
-            imports: tuple[ImportRequest, ...] = unused_import(self.ctx, ref)
-            body: list[cst.BaseStatement] = [cst.parse_statement("import torch_neuronx\n")]
-        else:
-            func, imports = replacement_for(self.ctx, ref, qualified)
-            body = []
-        call = ref.call.with_changes(func=func)
-        body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
+        assert statement is not None
+        body, imports = neuron_statements(self.ctx, ref, statement, line, qualified)
         new, more = kept_for_cuda(self.ctx, line, body)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
                             "for every other host (`torch.neuron` exists only on Neuron)",
-                 imports=(*more, *imports), group=group, evidence=evidence)
-
-    def _host_kept_value(self, ref: CudaRef, qualified: str, message: str, *, group: str | None,
-                         evidence: Evidence | None) -> None:
-        """``<qualified>(...) if <per_target.available> else <the CUDA reference>``, parenthesised
-        unless its place takes a conditional expression as it is; an annotation stays (the CUDA
-        class exists on every host; only creating one needs CUDA)."""
-        if any(isinstance(anc, cst.Annotation) for anc in self.ctx.ancestors()):
-            return
-        func, imports = replacement_for(self.ctx, ref, qualified)
-        neuron = func if ref.call is None else ref.call.with_changes(func=func)
-        test, more = per_target.available(self.ctx)
-        outer = ref.outer
-        value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))
-        parent = next((a for a in self.ctx.ancestors() if a is not ref.call and a is not ref.node), None)
-        if outer.lpar:
-            value = value.with_changes(lpar=outer.lpar, rpar=outer.rpar)
-        elif not (isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.DictElement))
-                  or isinstance(parent, cst.Arg) and not parent.star):
-            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        self.fix(outer, value, f"{message} where the accelerator is Neuron, else the CUDA one as before",
                  imports=(*more, *imports), group=group, evidence=evidence)
 
     def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
@@ -380,19 +352,10 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             self.report(ref.outer, f"{message}; not applied: `torch_neuronx` must be imported where it is used "
                                    "(never at the top of a module others import): migrate by hand")
             return
-        target = ref.call
-
-        class _Swap(cst.CSTTransformer):
-            def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
-                return new if before is target else after
-
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
-        swapped = line.visit(_Swap())
-        assert isinstance(swapped, cst.SimpleStatementLine)
-        importing = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
-                                            leading_lines=line.leading_lines)
-        neuron_lines = [importing, swapped.with_changes(leading_lines=())]
+        neuron_lines = [_IMPORT_NEURONX.with_changes(leading_lines=line.leading_lines),
+                        line.deep_replace(ref.call, new).with_changes(leading_lines=())]
         if neuron_guarded(self.ctx, ref.outer):
             self.fix(line, cst.FlattenSentinel(neuron_lines), f"{message} (with `import torch_neuronx` just before it)",
                      imports=(*imports, *unused_import(self.ctx, ref)), group=group)
@@ -438,6 +401,45 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         """Replace the function reference by ``qualified`` (arguments untouched)."""
         expr, needed = replacement_for(self.ctx, ref, qualified)
         self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
+
+
+_IMPORT_NEURONX = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])])
+
+
+def neuron_statements(ctx: FileContext, ref: CudaRef, statement: cst.Expr, line: cst.SimpleStatementLine,
+                      qualified: str) -> tuple[list[cst.BaseStatement], tuple[ImportRequest, ...]]:
+    """``line`` with the call of ``ref`` (which ``statement`` is or heads) calling ``qualified``,
+    after a local ``import torch_neuronx`` where ``qualified`` is one of its functions."""
+    assert ref.call is not None
+    body: list[cst.BaseStatement] = []
+    if qualified.startswith("torch_neuronx."):
+        func: cst.BaseExpression = cst.parse_expression(qualified)
+        imports, body = unused_import(ctx, ref), [_IMPORT_NEURONX]
+    else:
+        func, imports = replacement_for(ctx, ref, qualified)
+    call = ref.call.with_changes(func=func)
+    body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
+    return body, imports
+
+
+def host_kept_value(ctx: FileContext, ref: CudaRef, qualified: str) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]] | None:
+    """``<qualified>(...) if <per_target.available> else <the CUDA reference>``, parenthesised
+    unless its place takes a conditional expression as it is; None in an annotation, which stays
+    (the CUDA class exists on every host; only creating one needs CUDA)."""
+    if any(isinstance(anc, cst.Annotation) for anc in ctx.ancestors()):
+        return None
+    func, imports = replacement_for(ctx, ref, qualified)
+    neuron = func if ref.call is None else ref.call.with_changes(func=func)
+    test, more = per_target.available(ctx)
+    outer = ref.outer
+    value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))
+    parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
+    if outer.lpar:
+        value = value.with_changes(lpar=outer.lpar, rpar=outer.rpar)
+    elif not (isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.DictElement))
+              or isinstance(parent, cst.Arg) and not parent.star):
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return value, (*more, *imports)
 
 
 def spelled(ref: CudaRef) -> str:
