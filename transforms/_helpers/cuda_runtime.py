@@ -354,8 +354,9 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             return
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
-        neuron_lines = [_IMPORT_NEURONX.with_changes(leading_lines=line.leading_lines),
-                        line.deep_replace(ref.call, new).with_changes(leading_lines=())]
+        swapped = line.deep_replace(ref.call, new)
+        assert isinstance(swapped, cst.SimpleStatementLine)
+        neuron_lines = [_IMPORT_NEURONX.with_changes(leading_lines=line.leading_lines), swapped.with_changes(leading_lines=())]
         if neuron_guarded(self.ctx, ref.outer):
             self.fix(line, cst.FlattenSentinel(neuron_lines), f"{message} (with `import torch_neuronx` just before it)",
                      imports=(*imports, *unused_import(self.ctx, ref)), group=group)

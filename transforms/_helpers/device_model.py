@@ -153,7 +153,7 @@ def kept_for_cuda(ctx: FileContext, line: cst.SimpleStatementLine,
     if neuron is None:
         return cst.If(test=cst.UnaryOperation(cst.Not(), parenthesized(test)), body=kept,
                       leading_lines=line.leading_lines), imports
-    statements = [neuron] if isinstance(neuron, cst.SimpleStatementLine) else list(neuron)
+    statements: list[cst.BaseStatement] = [neuron] if isinstance(neuron, cst.SimpleStatementLine) else list(neuron)
     statements[0] = statements[0].with_changes(leading_lines=())
     return cst.If(test=test, body=cst.IndentedBlock(body=statements),
                   orelse=cst.Else(body=kept), leading_lines=line.leading_lines), imports
