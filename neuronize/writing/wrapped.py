@@ -65,7 +65,7 @@ def _header(stmt: cst.CSTNode) -> cst.BaseExpression | None:
         if len(stmt.body) != 1:
             return None
         small = stmt.body[0]
-        value = getattr(small, "value", None)
+        value = small.test if isinstance(small, cst.Assert) else getattr(small, "value", None)
         return value if isinstance(value, cst.BaseExpression) else None
     if isinstance(stmt, cst.With):
         return stmt.items[-1].item  # black splits the last bracket: the last item's

@@ -308,7 +308,8 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         """The neuron target's rewrite of a ``torch.cuda`` runtime call in code every host runs
         (seeding, RNG state, cache control, memory statistics, streams and events): CUDA keeps its
         call, Neuron gets ``qualified``, as ``torch.neuron`` / ``torch_neuronx`` raise without Neuron.
-        In place where only Neuron gets there (see ``cuda_guard.neuron_guarded``); a statement of
+        In place where only Neuron gets there (``cuda_guard.neuron_guarded(only=True)``: under
+        ``<Neuron> or torch.cuda.is_available()`` CUDA would call it too); a statement of
         its own becomes ``if <per_target.available>: <the Neuron call> else: <the CUDA call>``
         (with a local ``import torch_neuronx`` where needed: never an unconditional one); any other
         use, called or not, ``<the Neuron one> if <per_target.available> else <the CUDA one>``
@@ -316,7 +317,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
         local_import = qualified.startswith("torch_neuronx.")
-        if not local_import and neuron_guarded(self.ctx, ref.outer):
+        if not local_import and neuron_guarded(self.ctx, ref.outer, only=True):
             self.rewrite(ref, qualified, message, group=group, evidence=evidence)
             return
         statement = heading_statement(self.ctx, ref)
@@ -357,7 +358,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         swapped = line.deep_replace(ref.call, new)
         assert isinstance(swapped, cst.SimpleStatementLine)
         neuron_lines = [_IMPORT_NEURONX.with_changes(leading_lines=line.leading_lines), swapped.with_changes(leading_lines=())]
-        if neuron_guarded(self.ctx, ref.outer):
+        if neuron_guarded(self.ctx, ref.outer, only=True):
             self.fix(line, cst.FlattenSentinel(neuron_lines), f"{message} (with `import torch_neuronx` just before it)",
                      imports=(*imports, *unused_import(self.ctx, ref)), group=group)
             return

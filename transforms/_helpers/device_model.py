@@ -22,11 +22,12 @@ from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import (
-    OPTION_CALLS, LiteralEdit, device_named, device_option, asks_if_neuron, neuron_first, with_choice)
+    OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
+    neuron_arm, neuron_first, with_choice)
 from neuronize.writing.device_name import chosen_from_device
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
-from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value
+from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
 from neuronize.transforms._helpers.nodes import parenthesized
@@ -239,15 +240,24 @@ def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str,
     would run on Neuron."""
     copier = _ToNeuron(ctx)
     body: cst.CSTNode = cuda.body.visit(copier)  # type: ignore[assignment]
-    for node in iter_syntax(body):
+    left = cuda_left(body)
+    if left:
+        return None, f"its CUDA branch {left}", ()
+    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+
+
+def cuda_left(copy: cst.CSTNode) -> str:
+    """What a Neuron copy (:class:`_ToNeuron`) still says about CUDA, which it would run on Neuron
+    (``uses `torch.cuda.memory_allocated```); ``""`` when nothing."""
+    for node in iter_syntax(copy):
         if isinstance(node, cst.Attribute) and node.attr.value in ("cuda", "is_cuda"):
-            return None, f"its CUDA branch uses `{_source(node)}`", ()
+            return f"uses `{_source(node)}`"
         if isinstance(node, cst.Name) and "cuda" in node.value.lower():
-            return None, f"its CUDA branch uses `{node.value}`", ()
+            return f"uses `{node.value}`"
         if isinstance(node, (cst.SimpleString, cst.FormattedString)) and cuda_literal(node) is None \
                 and "cuda" in _source(node).lower():
-            return None, f"its CUDA branch names CUDA in `{_source(node)}`", ()
-    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+            return f"names CUDA in `{_source(node)}`"
+    return ""
 
 
 #: ``torch.cuda`` calls a Neuron branch asks through ``torch.accelerator`` (it runs where the
@@ -277,10 +287,20 @@ class _ToNeuron(cst.CSTTransformer):
             func, imports = qualified_expr(self.ctx, _ON_NEURON[name])
             self.imports.extend(imports)
             return after.with_changes(func=func)
+        func = after.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and _source(func.value) != "torch" \
+                and all(a.keyword is not None for a in after.args):
+            # `x.cuda()` / `x.cuda(non_blocking=True)`: the move to the current CUDA device; an
+            # index (`x.cuda(1)`) is left for `cuda_left` to see
+            to = cst.Arg(make_string("neuron"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                         if after.args else cst.MaybeSentinel.DEFAULT)
+            return after.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[to, *after.args])
         return after
 
     def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
-        return string_like(after, "neuron") if cuda_literal(before) is not None else after
+        value = string_value(before)
+        plain_nccl = value is not None and nccl_backend(value) == "plain"  # the process-group backend
+        return string_like(after, "neuron") if cuda_literal(before) is not None or plain_nccl else after
 
     def leave_FormattedString(self, before: cst.FormattedString, after: cst.FormattedString) -> cst.BaseExpression:
         return string_like(after, "neuron") if cuda_literal(before) is not None else after
@@ -375,8 +395,119 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
 
 def detection_link(ctx: FileContext, node: cst.If) -> bool:
     """``if torch.cuda.is_available(): <device> = "cuda"`` (or ``return "cuda"``), alone or in a
-    chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`)."""
-    return is_cuda_available_call(ctx, node.test) and _assigns_cuda(node.body)
+    chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`).
+    Any choice of a CUDA value under the check is one too (``backend = "nccl"``, ``model =
+    model.cuda()``, ``dtype = torch.float16``): simple statements whose Neuron copy leaves nothing
+    of CUDA behind (:func:`_choice_body`)."""
+    return is_cuda_available_call(ctx, node.test) and (_assigns_cuda(node.body) or _choice_body(ctx, node.body))
+
+
+#: the statements a choice's branch may hold: values set, returned, or calls made with them
+_CHOICE_STATEMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.Pass)
+
+
+def _choice_body(ctx: FileContext, body: cst.BaseSuite) -> bool:
+    smalls = _smalls(body)
+    if not smalls or not all(isinstance(s, _CHOICE_STATEMENTS) for s in smalls) \
+            or _neuron_copy(body).deep_equals(body):
+        return False  # no CUDA value in it: the check is extended instead (NRN110)
+    copy: cst.CSTNode = body.visit(_ToNeuron(ctx))  # type: ignore[assignment]
+    return not _blocked(ctx, copy)
+
+
+def _blocked(ctx: FileContext, copy: cst.CSTNode) -> str:
+    """Why the Neuron copy of a CUDA branch cannot run on Neuron: CUDA left in it, or a CUDA-only
+    path (``.half()``, flash-attn...); ``""`` when it can."""
+    from neuronize.transforms._helpers.cuda_guard import scan
+
+    marker = scan(ctx, [copy]).marker
+    return cuda_left(copy) or (f"uses {marker}" if marker else "")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The Neuron arm a choice by ``torch.cuda.is_available()`` gains (:func:`value_choice`)."""
+
+    replacement: cst.IfExp | None  # None where none can be modelled on the CUDA value (``why``)
+    imports: tuple[ImportRequest, ...] = ()
+    why: str = ""
+
+
+def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
+    """``torch.float16 if torch.cuda.is_available() else torch.float32``, ``"nccl" if ... else
+    "gloo"``: a conditional expression choosing a CUDA value, with a Neuron arm in front
+    (``torch.bfloat16 if <Neuron> else <the original>``, see ``_device_choice.neuron_arm``), the
+    CUDA value made Neuron's by :class:`_ToNeuron`. None where the CUDA side names no CUDA value
+    (``4 if torch.cuda.is_available() else 0``: works on both, so the check is extended instead)."""
+    side = available_side(ctx, node)
+    branch = getattr(node, side) if side is not None else None
+    if side is None or branch is None or _neuron_copy(branch).deep_equals(branch):
+        return None
+    copier = _ToNeuron(ctx)
+    copy = branch.visit(copier)
+    blocked = _blocked(ctx, copy)
+    if blocked:
+        return Arm(None, why=f"its CUDA value {blocked}")
+    available, imports = per_target.available(ctx)
+    return Arm(neuron_arm(ctx, node, side, copy, available), (*imports, *copier.imports))
+
+
+def choice_group(node: cst.CSTNode, default: str | None) -> str | None:
+    """The edit group of a choice that gains Neuron: the file's process-group group where it
+    chooses an NCCL backend (it moves with the group's other edits: a `"neuron"` group next to a
+    kept `torch.cuda.set_device` runs nowhere), else ``default``."""
+    holds_nccl = any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(node))
+    return PROCESS_GROUP if holds_nccl else default
+
+
+def in_value_arm(ctx: FileContext) -> bool:
+    """The node being visited is the CUDA value of a choice that gains a Neuron arm
+    (:func:`value_choice`): it stays CUDA's."""
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.IfExp) and child is not anc.test:
+            side = available_side(ctx, anc)
+            if side is not None and getattr(anc, side) is child:
+                arm = value_choice(ctx, anc)
+                return arm is not None and arm.replacement is not None
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        child = anc
+    return False
+
+
+class _CudaValueFinder(cst.CSTVisitor):
+    """The first CUDA value (device string, ``.cuda()``, ``"nccl"``) outside the choices that give
+    Neuron an arm of their own (availability choices, detections, dispatches)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.found: str | None = None
+        self.served = model(ctx).cuda_links
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is not None or id(node) in self.served:
+            return False
+        if isinstance(node, cst.IfExp) and has_is_available(self.ctx, node.test):
+            return False  # the idiom (NRN101) or a value choice (NRN110) gives Neuron its arm
+        if cuda_literal(node) is not None or (isinstance(node, cst.SimpleString)
+                                              and nccl_backend(string_value(node) or "") is not None):
+            self.found = _source(node)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "cuda" and self.ctx.qualify(node.func) is None:
+            self.found = _source(node)
+        return self.found is None
+
+
+def unserved_cuda_value(ctx: FileContext, nodes: list[cst.CSTNode | None]) -> str | None:
+    """The first CUDA value in ``nodes`` (:class:`_CudaValueFinder`): code that, under a check
+    extended to Neuron, the placement rules would move to Neuron, taking CUDA off its path."""
+    finder = _CudaValueFinder(ctx)
+    for node in nodes:
+        if node is not None and finder.found is None:
+            node.visit(finder)
+    return finder.found
 
 
 def in_detection(ctx: FileContext) -> bool:
@@ -416,10 +547,11 @@ def neuron_first_detection(ctx: FileContext, node: cst.If) -> tuple[cst.If, tupl
     """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
     its ``elif`` and keeps CUDA and every other host."""
     test, imports = per_target.neuron_present(ctx)
-    body = _neuron_copy(node.body)
+    copier = _ToNeuron(ctx)
+    body = node.body.visit(copier)
     head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),  # type: ignore[arg-type]
                   leading_lines=node.leading_lines)
-    return head, imports
+    return head, (*imports, *copier.imports)
 
 
 
@@ -523,7 +655,8 @@ def _kept_guard(ctx: FileContext, node: cst.If) -> bool:
             kept = not selection_if(node) and not covers_both(ctx, node)
         else:
             kept = (available_polarities(ctx, node.test) == {False}
-                    and scan(ctx, guarded_code(ctx, node)).marker is not None)
+                    and (scan(ctx, guarded_code(ctx, node)).marker is not None
+                         or unserved_cuda_value(ctx, [node.body, node.orelse]) is not None))
         ctx.memo[key] = kept
     return ctx.memo[key]
 

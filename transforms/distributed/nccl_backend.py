@@ -13,6 +13,7 @@ from neuronize.transforms._helpers.device_model import process_group_edits
 from neuronize.transforms._helpers.distributed import (BackendUse, backend_argument, creates_process_group,
                                                 dist_function, in_cuda_only_branch, nccl_backend, plan_backends,
                                                 request_torch_neuronx, with_neuron_entry)
+from neuronize.transforms._helpers.device_model import cuda_keeping, in_value_arm
 from neuronize.transforms._helpers.nodes import parenthesized
 from neuronize.transforms._helpers.value_flow import Assignments, enclosing_scope
 from neuronize.transforms._helpers.literals import make_string, string_value
@@ -121,8 +122,9 @@ class NcclBackend(Transform):
         self._branch_kept: set[int] = set()
         #: names assigned `dist.get_default_backend_for_device(...)`
         self._neutral: set[str] = set()
-        #: ids of NCCL literals that already serve CUDA hosts past a Neuron test, and of those
-        #: standing alone (not an operand)
+        #: ids of NCCL literals that already serve CUDA hosts beside a Neuron branch or arm of
+        #: their own (NRN107 / NRN110 write it; a first run wrote a host-aware backend): they
+        #: stay; and of those standing alone (not an operand)
         self._served: set[int] = set()
         self._bare: set[int] = set()
 
@@ -156,7 +158,9 @@ class NcclBackend(Transform):
         value = string_value(node)
         if value is None or not nccl_backend(value):
             return
-        if in_cuda_only_branch(self.ctx):
+        if cuda_keeping(self.ctx) == "" or per_target.target(self.ctx) == per_target.NEURON and in_value_arm(self.ctx):
+            self._served.add(id(node))  # NRN107 / NRN110 give Neuron its own branch or arm
+        elif in_cuda_only_branch(self.ctx):
             self._branch_kept.add(id(node))
         if isinstance(self.ctx.parent, BARE):
             self._bare.add(id(node))
@@ -201,6 +205,7 @@ class NcclBackend(Transform):
     # -- the end of the file -----------------------------------------------------------------
     def leave_Module(self, original_node: cst.Module) -> None:
         plan = plan_backends(self.ctx, self._uses, self._seen, self._branch_kept)
+        plan.edits = [e for e in plan.edits if id(e.node) not in self._served]
         neuron = per_target.target(self.ctx) == per_target.NEURON
         for expr in plan.unresolved:
             if self._any_device(expr):
@@ -211,12 +216,11 @@ class NcclBackend(Transform):
             self.report(literal, f"NCCL backend left as it is: {why}", evidence=Evidence.INF)
         for call, device_id in plan.device_ids:
             self._drop_device_id(call, device_id)
-        edits = [e for e in plan.edits if id(e.node) not in self._served]
         group = process_group_edits(self.ctx)
-        if edits:
-            safest = min((e.safety for e in edits), key=[Safety.SAFE, Safety.UNSAFE].index)
+        if plan.edits:
+            safest = min((e.safety for e in plan.edits), key=[Safety.SAFE, Safety.UNSAFE].index)
             request_torch_neuronx(self, safest, group=group)
-        for e in edits:
+        for e in plan.edits:
             value = e.replacement if id(e.node) in self._bare else parenthesized(e.replacement)
             self.fix(e.node, value, e.message, safety=e.safety, imports=e.imports, group=group)
         seen_choices: set[int] = set()
