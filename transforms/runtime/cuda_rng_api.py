@@ -90,8 +90,10 @@ class CudaRngApi(_CudaApiRule):
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n",
                 "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
                 "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\nelse:\n    torch.cuda.manual_seed_all(0)\n"),
-        # at import, under a CUDA check: `torch.neuron` would break CUDA hosts and never run on Neuron
-        Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n", None),
+        # under a CUDA check (which NRN110 extends to Neuron): both hosts keep their own generator's state
+        Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n",
+                f"import torch\nif torch.cuda.is_available():\n    state = torch.neuron.get_rng_state() if {NEURON} else "
+                "torch.cuda.get_rng_state()\n"),
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),
         Example("import torch\nckpt = {\"rng\": torch.cuda.get_rng_state()}\n",
                 f"import torch\nckpt = {{\"rng\": torch.neuron.get_rng_state() if {NEURON} else torch.cuda.get_rng_state()}}\n"),
