@@ -82,6 +82,32 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
     ("accelerator", "unsafe", "mps", "test_choices.py::test_settle_runs",
      "NRN110 on --target accelerator: a CUDA check stored in a flag becomes \"an accelerator is here\" "
      "(unsafe), so the MPS host synchronizes through `torch.mps`, which the simulated MPS host cannot run"),
+    ("cpu", "safe unsafe", "cuda", "test_timing.py::test_cuda_box_times_with_cuda_events",
+     "--target cpu: the picked device is the CPU by design, which has no events"),
+    ("cpu", "safe unsafe", "cuda", "test_checkpoint.py::test_cuda_box_saves_the_cuda_generator",
+     "--target cpu: the picked device is the CPU by design, whose state is saved apart"),
+    ("neuron", "safe", "neuron", "test_timing.py::test_a_step_takes_some_time",
+     "NRN101 (safe) picks Neuron in devices.py while the CUDA events timing.py then creates become "
+     "host-aware only with --unsafe-fixes (NRN114, SRC evidence): no edit group spans two modules yet"),
+    ("neuron", "safe", "neuron", "test_timing.py::test_overlapped_copy_moves_every_tensor",
+     "as test_a_step_takes_some_time, for the side stream (NRN114)"),
+    ("neuron", "safe", "neuron", "test_checkpoint.py::test_training_state_resumes_the_step",
+     "as test_a_step_takes_some_time, for the RNG state saved for a non-CPU device (NRN112)"),
+    ("accelerator", "safe unsafe", "neuron mps", "test_checkpoint.py::test_training_state_resumes_the_step",
+     "NRN101 moves the device to the current accelerator while NRN112 --target accelerator only "
+     "reports `torch.cuda.get_rng_state()` read as a value: the save takes CUDA's call on another accelerator"),
+    ("accelerator", "safe", "neuron mps", "test_timing.py::test_a_step_takes_some_time",
+     "NRN101 (safe) moves the device to the accelerator; the events become device-generic only with "
+     "--unsafe-fixes (NRN114)"),
+    ("accelerator", "safe", "neuron mps", "test_timing.py::test_overlapped_copy_moves_every_tensor",
+     "as test_a_step_takes_some_time, for the side stream"),
+    ("accelerator", "unsafe", "cuda neuron mps", "test_timing.py::test_a_step_takes_some_time",
+     "NRN114 --target accelerator writes the device-generic `torch.Event`, for which the simulated "
+     "hosts have no stand-in (it needs a real device)"),
+    ("accelerator", "unsafe", "neuron mps", "test_timing.py::test_overlapped_copy_moves_every_tensor",
+     "NRN114 --target accelerator writes `torch.Stream`, for which the simulated hosts have no stand-in"),
+    ("accelerator", "unsafe", "cuda", "test_timing.py::test_cuda_box_times_with_cuda_events",
+     "as test_a_step_takes_some_time"),
 ]
 #: Goals a safe-only run of the neuron target leaves unmet by design, with why: an edit group with an
 #: unsafe member is not applied by a safe-only run (keeping what worked comes before the goal).
@@ -97,6 +123,10 @@ SAFE_ONLY_UNMET_GOALS: dict[str, str] = {
     "tests/test_choices.py::test_goal_doubles":
         "NRN110: `if not <check>: return x` lets the code after it run on Neuron, which returns a value the rule "
         "cannot judge: unsafe",
+    "tests/test_timing.py::test_goal_times_with_neuron_events": "NRN114 is unsafe (SRC evidence)",
+    "tests/test_timing.py::test_goal_copies_on_a_neuron_stream": "NRN114 is unsafe (SRC evidence)",
+    "tests/test_checkpoint.py::test_goal_saves_and_restores_the_neuron_generator":
+        "NRN112 is unsafe (SRC evidence), and its save and load are one edit group",
 }
 KNOWN_REGRESSIONS: dict[tuple[str, str, str, str], str] = {
     (target, fixes, host, f"tests/{test}"): why

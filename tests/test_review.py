@@ -489,8 +489,14 @@ def test_a_notebook_is_one_hunk_and_must_stay_json():
 
 
 #: a device move and, further down the same function, the device's name: one edit group
-#: (`same-device main()`) in two hunks
+#: (`same-device main()`) in two hunks (the constants keep them apart from the hunk that defines
+#: `on_neuron`, which the name's host-aware form calls)
 PAIR = b"""import torch
+
+STEPS = 1
+LR = 0.1
+SEED = 0
+WIDTH = 8
 
 
 def main():
@@ -511,10 +517,10 @@ def test_pty_the_hunks_of_an_edit_group_follow_one_answer(tmp_path, key):
     shown: list[str] = []
     given = _drive(child, lambda name, index, total, before: shown.append(before) or key)
     said = "".join(shown) + (child.before or "")
-    assert [(g[1], g[2]) for g in given] == [(1, key)]  # the second hunk is not asked
-    assert "one edit group with hunk 2 (`same-device main()`): your answer applies to them too" in said
+    assert [(g[1], g[2]) for g in given] == [(2, key)]  # hunk 1 defines `on_neuron`; hunk 3 is not asked
+    assert "one edit group with hunk 3 (`same-device main()`): your answer applies to them too" in said
     verb = "applied" if key == "y" else "not applied"
-    assert f"p.py: hunk 2/2 (NRN115) {verb}, like the hunk already decided in its edit group" in said
+    assert f"p.py: hunk 3/3 (NRN115) {verb}, like the hunk already decided in its edit group" in said
     out = (tmp_path / "p.py").read_bytes()
     if key == "y":
         assert b'torch.device("neuron")' in out and b"torch_neuronx.get_device_properties(0).name" in out

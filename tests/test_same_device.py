@@ -96,3 +96,51 @@ def test_a_suppressed_call_holds_the_move_back() -> None:
     """
     full, _ = _run(code, unsafe=True)
     assert full == textwrap.dedent(code)
+
+
+RESUME = """\
+    import torch
+
+
+    def save(model, path):
+        torch.save({"w": model.state_dict(), "rng": torch.cuda.get_rng_state()}, path)
+
+
+    def resume(model, path):
+        state = torch.load(path)
+        model.cuda()
+        torch.cuda.set_rng_state(state["rng"])
+"""
+
+
+def test_a_checkpoints_save_and_load_are_one_group_with_the_move_beside_them() -> None:
+    """Save in one function, load in another: one `rng-state` group, which the `.cuda()` of the
+    function restoring the state joins; a safe-only run changes none of them."""
+    safe, result = _run(RESUME, unsafe=False)
+    assert "torch.neuron" not in safe and ".cuda()" in safe
+    assert {f.group for f in result.findings if f.rule in ("NRN112", "NRN102")} == {"rng-state"}
+    unsafe, _ = _run(RESUME, unsafe=True)
+    assert "torch.neuron.get_rng_state() if on_neuron() else torch.cuda.get_rng_state()" in unsafe
+    assert "torch.neuron.set_rng_state(" in unsafe and 'model.to("neuron")' in unsafe
+
+
+def test_one_rng_state_call_without_a_counterpart_holds_the_others_back() -> None:
+    code = RESUME.replace('torch.cuda.set_rng_state(state["rng"])', 'torch.cuda.set_rng_state_all(state["rng"])')
+    unsafe, result = _run(code, unsafe=True)
+    assert "torch.neuron" not in unsafe and "torch.cuda.get_rng_state()" in unsafe
+    assert all(not f.fixable for f in result.findings if f.group == "rng-state")
+
+
+def test_only_a_test_that_holds_only_on_neuron_makes_a_neuron_branch() -> None:
+    import libcst as cst
+
+    from neuronize.transforms._helpers.device_choice import only_on_neuron
+
+    def holds(code: str) -> bool:
+        return only_on_neuron(cst.parse_expression(code))
+
+    assert holds("on_neuron()") and holds('device.type == "neuron"') and holds('"neuron" in device')
+    assert holds('torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"')
+    assert holds('on_neuron() and step % 10 == 0')
+    assert not holds("not on_neuron()") and not holds('device.type != "neuron"')
+    assert not holds('on_neuron() or device.type == "cuda"') and not holds('device.type == "cuda"')

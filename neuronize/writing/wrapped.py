@@ -109,6 +109,8 @@ def _last_bracket(expr: cst.BaseExpression) -> cst.BaseExpression | None:
             expr = expr.value
         elif isinstance(expr, tuple(_BRACKETS)):
             return expr if expr.elements else None  # type: ignore[attr-defined]
+        elif isinstance(expr, cst.ListComp):
+            return expr
         elif isinstance(expr, (cst.Await, cst.UnaryOperation)):
             expr = expr.expression
         elif isinstance(expr, cst.Lambda):
@@ -136,6 +138,8 @@ def _split_bracket(node: cst.BaseExpression, depth: int, step: str, one_per_line
         return inner.with_changes(lpar=lpar, rpar=rpar)
     if isinstance(node, cst.Call):
         return _split_call(node, depth, step, one_per_line, room)
+    if isinstance(node, cst.ListComp):
+        return _split_comprehension(node, depth, step, one_per_line, room)
     opening, closing = _BRACKETS[type(node)]
     elements = list(node.elements)  # type: ignore[attr-defined]
     if one_per_line:
@@ -147,6 +151,20 @@ def _split_bracket(node: cst.BaseExpression, depth: int, step: str, one_per_line
         "elements": elements,
         opening: getattr(node, opening).with_changes(whitespace_after=_opened(depth, step)),
         closing: getattr(node, closing).with_changes(whitespace_before=_closing(depth, step))})
+
+
+def _split_comprehension(node: cst.ListComp, depth: int, step: str, one_per_line: bool,
+                         room: int | None = None) -> cst.ListComp:
+    """``[elt for ...]`` with its contents on a line of their own, or (as black does next) the
+    element and each ``for`` on lines of their own, the element split in turn where it does not
+    fit in ``room`` columns."""
+    elt, loop = node.elt, node.for_in
+    if one_per_line:
+        loop = loop.with_changes(whitespace_before=_opened(depth, step))
+        if room is not None and len(step) * (depth + 1) + len(_code(elt)) > room:
+            elt = _nested(elt, depth + 1, step, room)
+    return node.with_changes(elt=elt, for_in=loop, lbracket=node.lbracket.with_changes(whitespace_after=_opened(depth, step)),
+                             rbracket=node.rbracket.with_changes(whitespace_before=_closing(depth, step)))
 
 
 def _split_call(call: cst.Call, depth: int, step: str, one_per_line: bool, room: int | None = None) -> cst.Call:
@@ -178,6 +196,9 @@ def _splittable(expr: cst.BaseExpression) -> bool:
 def _candidates(expr: cst.BaseExpression, step: str, room: int, depth: int = 0) -> Iterator[cst.BaseExpression]:
     """The splits of ``expr`` black would try, the lightest first; the last splits the arguments
     that still do not fit in ``room`` columns."""
+    if isinstance(expr, cst.Tuple) and not expr.lpar and expr.elements:
+        # a bare tuple (`a, b = x, y`): black splits it in parentheses of its own
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     bracket = _last_bracket(expr)
     if bracket is not None:
         for one_per_line, deeper in ((False, None), (True, None), (True, room)):
@@ -232,7 +253,7 @@ def _nested(expr: cst.BaseExpression, depth: int, step: str, room: int) -> cst.B
                 if not fits(a.value, depth + 1, 1) else a for a in bracket.args]
         split = _split_call(bracket.with_changes(args=args), depth, step, one_per_line=len(args) > 1)
     else:
-        split = _split_bracket(bracket, depth, step, one_per_line=True)
+        split = _split_bracket(bracket, depth, step, one_per_line=True, room=room)
     return split if bracket is expr else expr.deep_replace(bracket, split)
 
 

@@ -383,12 +383,12 @@ def neuron_guarded(ctx: FileContext, node: cst.CSTNode, *, only: bool = False) -
     migrated body (NRN103 makes it cover both). With ``only``: an ``if`` that says "Neuron is
     here" and nothing else (the test the migration writes), where a Neuron-only call may go."""
     from neuronize.transforms._helpers.device_choice import (
-        asks_if_neuron, available_polarities, has_cuda_comparison, says_only_neuron)
+        asks_if_neuron, available_polarities, has_cuda_comparison, only_on_neuron)
 
     child = node
     for anc in ctx.ancestors():
         if isinstance(anc, cst.If) and anc.body is child:
-            if says_only_neuron(anc.test):
+            if only_on_neuron(anc.test):  # `if on_neuron():`, `elif device.type == "neuron":`
                 return True
             if not only and (asks_if_neuron(anc.test) or available_polarities(ctx, anc.test) == {False}):
                 return True

@@ -24,12 +24,15 @@ from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import MESSAGE_CALL_NAMES
 from neuronize.transforms._helpers.imports import removal_of
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, kept_for_cuda
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.analysis.walk import visit
 
 PREFIX = "torch.cuda."
+#: the test "the accelerator here is Neuron" as a rule writes it (``per_target.available``), before
+#: the tidying pass names it ``on_neuron()``: how the rules' examples show it
+NEURON = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.
 SUBMODULES = frozenset({"memory", "random", "streams"})
 
@@ -143,6 +146,22 @@ def enclosing_small_statement(ctx: FileContext, ref: CudaRef) -> cst.BaseSmallSt
     return None
 
 
+def heading_statement(ctx: FileContext, ref: CudaRef) -> cst.Expr | None:
+    """The ``Expr`` statement the call is, or heads as the start of a method chain
+    (``torch.cuda.current_stream().wait_stream(side)``): a line that can be copied for each host."""
+    if ref.call is None:
+        return None
+    child: cst.CSTNode = ref.call
+    for anc in ctx.ancestors():
+        if anc is ref.call:
+            continue
+        if isinstance(anc, cst.Attribute) and anc.value is child or isinstance(anc, cst.Call) and anc.func is child:
+            child = anc
+            continue
+        return anc if isinstance(anc, cst.Expr) and anc.value is child else None
+    return None
+
+
 class Context(enum.Enum):
     IF = "if"  # the test of an if / while statement
     IFEXP = "ifexp"  # the test of a conditional expression
@@ -249,12 +268,16 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
                     "restore each entry under the same condition (save and load move together), and"
                     if ref.fn in RNG_STATE else "keep it and")
             self.report(ref.outer, f"per-backend table entry for `torch.cuda.{ref.fn}`: {keep} "
-                                   f"add a `\"neuron\"` entry{hint} beside it")
+                                   f"add a `\"neuron\"` entry{hint} beside it", group=self.group_for(ref))
             return
         self.on_ref(ref)
 
     def target_for(self, ref: CudaRef) -> str | None:
         """The TorchNeuron name that replaces ``ref``, for messages (None if there is none)."""
+        return None
+
+    def group_for(self, ref: CudaRef) -> str | None:
+        """The edit group ``ref`` belongs to, reported or rewritten (None: it moves alone)."""
         return None
 
     def on_ref(self, ref: CudaRef) -> None:
@@ -280,44 +303,40 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             self.report(ref.outer, f"{spelled(ref)}: {message}; guard it with "
                                    "`if torch.cuda.is_available():` by hand")
 
-    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str, *, group: str | None = None) -> None:
-        """The neuron target's rewrite of a call that CUDA makes a silent no-op on a host without
-        CUDA (seeding, cache control, memory statistics) while ``torch.neuron`` / ``torch_neuronx``
-        raise there: rewritten in place under a guard that says "Neuron is here" and nothing else
-        (``_cuda_guard.neuron_guarded(only=True)``: under ``<Neuron> or torch.cuda.is_available()``
-        CUDA would call it too); a statement of its own gets that guard,
-        ``if <per_target.available>:`` (with a local ``import torch_neuronx`` where needed: never
-        an unconditional one); any other use is reported."""
+    def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str, *, group: str | None = None,
+                        evidence: Evidence | None = None) -> None:
+        """The neuron target's rewrite of a ``torch.cuda`` runtime call in code every host runs
+        (seeding, RNG state, cache control, memory statistics, streams and events): CUDA keeps its
+        call, Neuron gets ``qualified``, as ``torch.neuron`` / ``torch_neuronx`` raise without Neuron.
+        In place where only Neuron gets there (``cuda_guard.neuron_guarded(only=True)``: under
+        ``<Neuron> or torch.cuda.is_available()`` CUDA would call it too); a statement of
+        its own becomes ``if <per_target.available>: <the Neuron call> else: <the CUDA call>``
+        (with a local ``import torch_neuronx`` where needed: never an unconditional one); any other
+        use, called or not, ``<the Neuron one> if <per_target.available> else <the CUDA one>``
+        (reported where it needs ``torch_neuronx``, which an expression cannot import)."""
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
         local_import = qualified.startswith("torch_neuronx.")
         if not local_import and neuron_guarded(self.ctx, ref.outer, only=True):
-            self.rewrite(ref, qualified, message, group=group)
+            self.rewrite(ref, qualified, message, group=group, evidence=evidence)
             return
-        statement = enclosing_small_statement(self.ctx, ref)
+        statement = heading_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
-        if ref.call is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            self.report(ref.outer, f"{message}; not applied: " + (
-                "the CUDA call raises on a host without CUDA, the Neuron one without Neuron: save the state under "
-                "the same device condition as the load side restores it (save and load move together), by hand"
-                if ref.fn in RNG_STATE else "it raises on a host without Neuron where the CUDA call did nothing; "
-                "call it where Neuron is known to be present, by hand"))
+        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            if local_import:
+                self.report(ref.outer, f"{message}; not applied: it raises on a host without Neuron where the CUDA "
+                                       "call did nothing; call it where Neuron is known to be present, by hand",
+                            evidence=evidence, group=group)
+            elif (value := host_kept_value(self.ctx, ref, qualified)) is not None:
+                self.fix(ref.outer, value[0], f"{message} where the accelerator is Neuron, else the CUDA one as before",
+                         imports=value[1], group=group, evidence=evidence)
             return
-        if local_import:
-            func: cst.BaseExpression = cst.parse_expression(qualified)
-            imports: tuple[ImportRequest, ...] = unused_import(self.ctx, ref)
-            body: list[cst.BaseStatement] = [cst.parse_statement("import torch_neuronx\n")]
-        else:
-            func, imports = replacement_for(self.ctx, ref, qualified)
-            body = []
-        call = ref.call.with_changes(func=func)
-        body.append(line.with_changes(body=[statement.with_changes(value=call)], leading_lines=()))  # type: ignore[union-attr]
-        test, more = per_target.available(self.ctx)
-        kept = cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]))
-        new = cst.If(test=test, body=cst.IndentedBlock(body=body), orelse=kept, leading_lines=line.leading_lines)
+        assert statement is not None
+        body, imports = neuron_statements(self.ctx, ref, statement, line, qualified)
+        new, more = kept_for_cuda(self.ctx, line, body)
         self.fix(line, new, f"{message}, under `if <the accelerator is Neuron>:`, the CUDA call kept in its `else:` "
-                            "(it did nothing on a host without CUDA; the Neuron one raises there)",
-                 imports=(*more, *imports), group=group)
+                            "for every other host (`torch.neuron` exists only on Neuron)",
+                 imports=(*more, *imports), group=group, evidence=evidence)
 
     def fix_with_local_import(self, ref: CudaRef, new: cst.BaseExpression, message: str, *,
                               imports: tuple[ImportRequest, ...] = (), group: str | None = None) -> None:
@@ -334,19 +353,19 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             self.report(ref.outer, f"{message}; not applied: `torch_neuronx` must be imported where it is used "
                                    "(never at the top of a module others import): migrate by hand")
             return
-        target = ref.call
+        from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
-        class _Swap(cst.CSTTransformer):
-            def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
-                return new if before is target else after
-
-        swapped = line.visit(_Swap())
+        swapped = line.deep_replace(ref.call, new)
         assert isinstance(swapped, cst.SimpleStatementLine)
-        importing = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])],
-                                            leading_lines=line.leading_lines)
-        self.fix(line, cst.FlattenSentinel([importing, swapped.with_changes(leading_lines=())]),
-                 f"{message} (with `import torch_neuronx` just before it)",
-                 imports=(*imports, *unused_import(self.ctx, ref)), group=group)
+        neuron_lines = [_IMPORT_NEURONX.with_changes(leading_lines=line.leading_lines), swapped.with_changes(leading_lines=())]
+        if neuron_guarded(self.ctx, ref.outer, only=True):
+            self.fix(line, cst.FlattenSentinel(neuron_lines), f"{message} (with `import torch_neuronx` just before it)",
+                     imports=(*imports, *unused_import(self.ctx, ref)), group=group)
+            return
+        kept, more = kept_for_cuda(self.ctx, line, neuron_lines)
+        self.fix(line, kept, f"{message}, under `if <the accelerator is Neuron>:` (with `import torch_neuronx`), "
+                             "the CUDA call kept in its `else:` for every other host",
+                 imports=(*more, *imports, *unused_import(self.ctx, ref)), group=group)
 
     def neutral_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
         """A call CUDA makes a silent no-op (or a zero) on a host without CUDA, as the host-neutral
@@ -384,6 +403,45 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         """Replace the function reference by ``qualified`` (arguments untouched)."""
         expr, needed = replacement_for(self.ctx, ref, qualified)
         self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
+
+
+_IMPORT_NEURONX = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])])
+
+
+def neuron_statements(ctx: FileContext, ref: CudaRef, statement: cst.Expr, line: cst.SimpleStatementLine,
+                      qualified: str) -> tuple[list[cst.BaseStatement], tuple[ImportRequest, ...]]:
+    """``line`` with the call of ``ref`` (which ``statement`` is or heads) calling ``qualified``,
+    after a local ``import torch_neuronx`` where ``qualified`` is one of its functions."""
+    assert ref.call is not None
+    body: list[cst.BaseStatement] = []
+    if qualified.startswith("torch_neuronx."):
+        func: cst.BaseExpression = cst.parse_expression(qualified)
+        imports, body = unused_import(ctx, ref), [_IMPORT_NEURONX]
+    else:
+        func, imports = replacement_for(ctx, ref, qualified)
+    call = ref.call.with_changes(func=func)
+    body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
+    return body, imports
+
+
+def host_kept_value(ctx: FileContext, ref: CudaRef, qualified: str) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]] | None:
+    """``<qualified>(...) if <per_target.available> else <the CUDA reference>``, parenthesised
+    unless its place takes a conditional expression as it is; None in an annotation, which stays
+    (the CUDA class exists on every host; only creating one needs CUDA)."""
+    if any(isinstance(anc, cst.Annotation) for anc in ctx.ancestors()):
+        return None
+    func, imports = replacement_for(ctx, ref, qualified)
+    neuron = func if ref.call is None else ref.call.with_changes(func=func)
+    test, more = per_target.available(ctx)
+    outer = ref.outer
+    value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))
+    parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
+    if outer.lpar:
+        value = value.with_changes(lpar=outer.lpar, rpar=outer.rpar)
+    elif not (isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.DictElement))
+              or isinstance(parent, cst.Arg) and not parent.star):
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return value, (*more, *imports)
 
 
 def spelled(ref: CudaRef) -> str:

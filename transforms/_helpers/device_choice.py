@@ -151,6 +151,23 @@ def says_only_neuron(test: cst.BaseExpression) -> bool:
     return is_neuron_test(test) or re.fullmatch(rf"(?:{NEURON_TEST_NAME.pattern})\(\)", one_line(test)) is not None
 
 
+def only_on_neuron(test: cst.BaseExpression) -> bool:
+    """``test`` holds only where the device is Neuron: the migration's test (:func:`says_only_neuron`)
+    or a device compared with ``"neuron"`` (``device.type == "neuron"``, ``"neuron" in device``),
+    alone or ``and``-ed with other conditions (an ``or`` or a ``not`` lets other hosts in): the
+    branch it guards is Neuron's own."""
+    if says_only_neuron(test):
+        return True
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (only_on_neuron(test.left) or only_on_neuron(test.right))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.Equal):
+            return "neuron" in (string_value(test.left), string_value(target.comparator))
+        return isinstance(target.operator, cst.In) and string_value(test.left) == "neuron"
+    return False
+
+
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
 def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA

@@ -11,7 +11,7 @@ branches its consumers need are applied whole or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -144,16 +144,19 @@ def process_group_edits(ctx: FileContext) -> str:
 
 
 def kept_for_cuda(ctx: FileContext, line: cst.SimpleStatementLine,
-                  neuron: cst.SimpleStatementLine | None = None) -> tuple[cst.If, tuple[ImportRequest, ...]]:
-    """``line`` kept for every host but Neuron, in a file that keeps its CUDA hosts: ``if not
-    <Neuron is here>: <line>``, or with ``neuron`` (its Neuron counterpart) ``if <Neuron is here>:
-    <neuron> else: <line>``; comments and blank lines above stay in front."""
+                  neuron: cst.SimpleStatementLine | Sequence[cst.BaseStatement] | None = None
+                  ) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+    """``line`` kept for every host but Neuron: ``if not <Neuron is here>: <line>``, or with
+    ``neuron`` (its Neuron counterpart, a line or the statements that replace it) ``if <Neuron is
+    here>: <neuron> else: <line>``; comments and blank lines above stay in front."""
     test, imports = per_target.neuron_present(ctx)
     kept = cst.IndentedBlock(body=[line.with_changes(leading_lines=())])
     if neuron is None:
         return cst.If(test=cst.UnaryOperation(cst.Not(), parenthesized(test)), body=kept,
                       leading_lines=line.leading_lines), imports
-    return cst.If(test=test, body=cst.IndentedBlock(body=[neuron.with_changes(leading_lines=())]),
+    statements: list[cst.BaseStatement] = [neuron] if isinstance(neuron, cst.SimpleStatementLine) else list(neuron)
+    statements[0] = statements[0].with_changes(leading_lines=())
+    return cst.If(test=test, body=cst.IndentedBlock(body=statements),
                   orelse=cst.Else(body=kept), leading_lines=line.leading_lines), imports
 
 

@@ -212,7 +212,7 @@ class _SameDeviceFinder(cst.CSTVisitor):
     def __init__(self, ctx: FileContext, scope: cst.CSTNode) -> None:
         self.ctx = ctx
         self.scope = scope
-        self.moves = self.asks = False
+        self.moves = self.asks = self.rng = False
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node is not self.scope and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -231,28 +231,96 @@ class _SameDeviceFinder(cst.CSTVisitor):
             head = node.parts[0] if node.parts else None
             self.moves |= isinstance(head, cst.FormattedStringText) and head.value.split(":")[0] == "cuda"
         elif isinstance(node, (cst.Attribute, cst.Name)):
-            self.asks |= self.ctx.qualify(node) in SAME_DEVICE_CALLS
-        return not (self.moves and self.asks)
+            rng = is_rng_state(self.ctx, node)
+            self.rng |= rng
+            self.asks |= rng or self.ctx.qualify(node) in SAME_DEVICE_CALLS
+        return not (self.moves and self.asks and self.rng)
+
+
+def _same_device(ctx: FileContext, scope: cst.Module | cst.FunctionDef) -> tuple[bool, bool, bool]:
+    """Whether ``scope`` moves something to a hard-coded CUDA device, asks about that device, and
+    saves or restores its RNG state (:class:`_SameDeviceFinder`, once per scope)."""
+    keys = [(f"{SAME_DEVICE} {what}", id(scope)) for what in ("moves", "asks", "rng")]
+    if keys[0] not in ctx.memo:
+        finder = _SameDeviceFinder(ctx, scope)
+        visit(scope, finder)
+        ctx.memo.update(zip(keys, (finder.moves, finder.asks, finder.rng), strict=True))
+    moves, asks, rng = (ctx.memo[key] for key in keys)
+    return moves, asks, rng
 
 
 def same_device_group(ctx: FileContext) -> str | None:
     """The edit group of a device move or a same-device runtime call (:data:`SAME_DEVICE_CALLS`)
     being visited, when its scope (function, else module) holds both: :data:`SAME_DEVICE` and the
     scope's name, or the file's process-group group (:func:`placement_group`), which its device
-    placement already belongs to. None elsewhere: a move or a call alone in its scope is free."""
+    placement already belongs to, or the file's RNG state group where the scope saves or restores
+    that state (:func:`rng_state_group`). None elsewhere: a move or a call alone in its scope is free."""
     if not any(token in ctx.source for token in _SAME_DEVICE_TOKENS):
         return None
     scope = _device_scope(ctx)
-
-    def holds_both(ctx: FileContext) -> bool:
-        finder = _SameDeviceFinder(ctx, scope)
-        visit(scope, finder)
-        return finder.moves and finder.asks
-
-    if not _once(ctx, SAME_DEVICE, holds_both, about=scope):
+    moves, asks, rng = _same_device(ctx, scope)
+    if not (moves and asks):
         return None
+    if rng:
+        return rng_state_group(ctx)
     name = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "<module>"
     return placement_group(ctx) or f"{SAME_DEVICE} {name}"
+
+
+#: the edit group of a file's CUDA RNG state calls: a checkpoint's save and its load (in one
+#: function or two) are made host-aware together or all left with a finding; one side alone saves
+#: one device's generator and restores it into another's, or raises on the host the other side serves
+RNG_STATE_GROUP = "rng-state"
+#: the ``torch.cuda`` functions that save or restore the state of the device's generator
+RNG_STATE_FUNCTIONS = frozenset({"get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all"})
+
+
+def is_rng_state(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` names one of :data:`RNG_STATE_FUNCTIONS` (``torch.cuda.random.*`` included)."""
+    name = ctx.qualify(node) or ""
+    return name.startswith("torch.cuda.") and name.rsplit(".", 1)[-1] in RNG_STATE_FUNCTIONS
+
+
+class _RngScopes(cst.CSTVisitor):
+    """The scopes (innermost function, else the module) that save or restore the CUDA RNG state."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.open: list[cst.Module | cst.FunctionDef] = [ctx.module]
+        self.found: dict[int, cst.Module | cst.FunctionDef] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.open.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.open.pop()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._name(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._name(node)
+
+    def _name(self, node: cst.Attribute | cst.Name) -> None:
+        if is_rng_state(self.ctx, node):
+            self.found[id(self.open[-1])] = self.open[-1]
+
+
+def rng_state_group(ctx: FileContext) -> str:
+    """The edit group of the file's CUDA RNG state calls: :data:`RNG_STATE_GROUP`, or the file's
+    process-group group where a scope that saves or restores the state also moves something to a
+    hard-coded CUDA device in a file that sets up processes (the move belongs to that group, and
+    moves with the state: see :func:`same_device_group`)."""
+    placement = placement_group(ctx)
+    if placement is None:
+        return RNG_STATE_GROUP
+
+    def moves_beside_state(ctx: FileContext) -> bool:
+        scopes = _RngScopes(ctx)
+        visit(ctx.module, scopes)
+        return any(_same_device(ctx, scope)[0] for scope in scopes.found.values())
+
+    return placement if _once(ctx, RNG_STATE_GROUP, moves_beside_state) else RNG_STATE_GROUP
 
 
 def host_aware(ctx: FileContext, original: cst.BaseExpression) -> per_target.Built:

@@ -6,13 +6,16 @@ import libcst as cst
 
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
+from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
 from neuronize.transforms._helpers.cuda_guard import memory_read_nearby
 from neuronize.transforms._helpers.device_model import bf16_choice
 from neuronize.transforms._helpers.literals import cuda_literal
 from neuronize.transforms._helpers.names import qualified_expr
 
 PROPERTIES = "torch_neuronx.get_device_properties"
+#: the device name asked on every host (NRN115's first example)
+NAME_KEPT_FOR_CUDA = (f"import torch\nif {NEURON}:\n    import torch_neuronx\n    print(torch_neuronx.get_device_properties(0)"
+                      ".name)\nelse:\n    print(torch.cuda.get_device_name(0))\n")
 #: attributes of the Neuron device-properties object (reference D12)
 KNOWN_ATTRIBUTES = frozenset({"name", "total_memory"})
 
@@ -77,7 +80,7 @@ class CudaDeviceProperties(_CudaApiRule):
     examples = (
         Example(
             "import torch\nprint(torch.cuda.get_device_name(0))\n",
-            "import torch\nimport torch_neuronx\nprint(torch_neuronx.get_device_properties(0).name)\n",
+            NAME_KEPT_FOR_CUDA,
         ),
         Example(
             "import torch\nprint(torch.cuda.is_bf16_supported())\n",

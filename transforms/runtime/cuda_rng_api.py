@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, spelled
+from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, spelled
 
 #: torch.cuda name -> torch.neuron name (reference R1, R2)
 MAPPED = {
@@ -43,13 +43,15 @@ class CudaRngApi(_CudaApiRule):
         registers a `torch.neuron` device module with the same RNG functions (Philox state,
         16 bytes). `torch.manual_seed(s)` already seeds the Neuron generator too.
 
-        On the neuron target the calls keep the no-op property CUDA gives them on a host without
-        CUDA (`torch.neuron` does not exist there): a call inside an `if torch.cuda.is_available():`
-        (which NRN110 turns into "the accelerator is Neuron") or a `device.type == "cuda"` guard
-        that follows it (NRN103) is rewritten in place; a call that is a statement of its own gets
-        the guard `if torch.accelerator.is_available() and
-        torch.accelerator.current_accelerator().type == "neuron":`; any other use is reported
-        (`torch.manual_seed(s)` already seeds the Neuron generator).
+        On the neuron target every host keeps its path (`torch.neuron` exists only with
+        torch-neuronx): a call inside an `if torch.cuda.is_available():` (which NRN110 turns into
+        "the accelerator is Neuron"), a `device.type == "cuda"` guard that follows it (NRN103) or
+        a branch only Neuron takes is rewritten in place; a call that is a statement of its own
+        gets `if <the accelerator is Neuron>: <Neuron call> else: <CUDA call>`; any other use
+        `<Neuron call> if <the accelerator is Neuron> else <CUDA call>`. The file's RNG state
+        calls (`get_rng_state`, `set_rng_state` and their `_all` forms: a checkpoint's save and
+        load) are one edit group: where one of them cannot be migrated (`*_all`, a per-backend
+        table entry), none is (`torch.manual_seed(s)` already seeds the Neuron generator).
 
     Example:
         torch.manual_seed(seed)
@@ -59,9 +61,11 @@ class CudaRngApi(_CudaApiRule):
 
     Use instead:
         torch.manual_seed(seed)
-        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+        if on_neuron():
             torch.neuron.manual_seed_all(seed)
-        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+        else:
+            torch.cuda.manual_seed_all(seed)
+        if on_neuron():
             ckpt["cuda_rng"] = torch.neuron.get_rng_state()
 
     Fix safety:
@@ -86,17 +90,31 @@ class CudaRngApi(_CudaApiRule):
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n",
                 "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
                 "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\nelse:\n    torch.cuda.manual_seed_all(0)\n"),
-        # at import, under a CUDA check: `torch.neuron` would break CUDA hosts and never run on Neuron
-        Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n", None),
+        # under a CUDA check (which NRN110 extends to Neuron): both hosts keep their own generator's state
+        Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n",
+                f"import torch\nif torch.cuda.is_available():\n    state = torch.neuron.get_rng_state() if {NEURON} else "
+                "torch.cuda.get_rng_state()\n"),
         Example("import torch\nstates = torch.cuda.get_rng_state_all()\n", None),
+        Example("import torch\nckpt = {\"rng\": torch.cuda.get_rng_state()}\n",
+                f"import torch\nckpt = {{\"rng\": torch.neuron.get_rng_state() if {NEURON} else torch.cuda.get_rng_state()}}\n"),
+        # save and load are one decision: `*_all` has no Neuron counterpart, so neither side changes
+        Example("import torch\nsaved = torch.cuda.get_rng_state()\ntorch.cuda.set_rng_state_all(states)\n", None),
     )
 
     def target_for(self, ref: CudaRef) -> str | None:
         return f"torch.neuron.{MAPPED[ref.fn]}" if ref.fn in MAPPED else None
 
+    def group_for(self, ref: CudaRef) -> str | None:
+        """The file's RNG state calls are one decision (a checkpoint's save and load): one that
+        cannot be made host-aware (``*_all``, a table entry) holds back the others."""
+        if per_target.target(self.ctx) != per_target.NEURON or ref.fn not in hosts.RNG_STATE_FUNCTIONS:
+            return None
+        return hosts.rng_state_group(self.ctx)
+
     def on_ref(self, ref: CudaRef) -> None:
         if ref.fn in UNMAPPED:
-            self.report(ref.outer, f"{spelled(ref)} has no known TorchNeuron counterpart: {UNMAPPED[ref.fn]}")
+            self.report(ref.outer, f"{spelled(ref)} has no known TorchNeuron counterpart: {UNMAPPED[ref.fn]}",
+                        group=self.group_for(ref))
             return
         if per_target.target(self.ctx) != per_target.NEURON:
             self.portable(ref, "the CUDA generator exists only on CUDA (`torch.manual_seed` seeds the CPU "
@@ -107,6 +125,4 @@ class CudaRngApi(_CudaApiRule):
         note = ""
         if ref.fn == "set_rng_state":
             note = ": a CUDA RNG state from an old checkpoint does not carry over to Neuron"
-        # the state of the generator of the device the code runs on: moves with that device
-        group = hosts.same_device_group(self.ctx) if ref.fn in ("get_rng_state", "set_rng_state") else None
-        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}", group=group)
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}", group=self.group_for(ref))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, spelled
+from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, spelled
 
 FUNCTIONS = ("Stream", "Event", "stream", "current_stream", "default_stream")
 #: keywords seen in TorchNeuron's stream/event tests (reference S2, S3)
@@ -21,16 +21,22 @@ class CudaStreamEvent(_CudaApiRule):
 
     What it does:
         Rewrites `torch.cuda.Stream`, `Event`, `stream`, `current_stream` and `default_stream`
-        to the same names of `torch.neuron`, arguments kept, called or referenced (type
-        annotations, `isinstance` checks), in every import spelling. Methods on the objects
-        (`record`, `elapsed_time`, `wait_event`, `wait_stream`, `synchronize`, `record_stream`)
-        need no change. A constructor with an argument TorchNeuron is not known to accept
-        (`Event(interprocess=True)`, `Stream(priority=-1)`) is reported instead.
+        to the same names of `torch.neuron`, arguments kept, called or referenced (`isinstance`
+        checks, a default argument), in every import spelling, so that every host keeps its
+        path: `<the torch.neuron one> if <the accelerator is Neuron> else <the CUDA one>` (a
+        statement of its own: `if <Neuron>: ... else: ...`); in a branch only Neuron takes
+        (`if on_neuron():`, `elif device.type == "neuron":`) the Neuron call alone; in a branch
+        kept for CUDA nothing. Type annotations stay (the CUDA class exists on every host).
+        Methods on the objects (`record`, `elapsed_time`, `wait_event`, `wait_stream`,
+        `synchronize`, `record_stream`) need no change. A constructor with an argument
+        TorchNeuron is not known to accept (`Event(interprocess=True)`, `Stream(priority=-1)`)
+        is reported instead.
 
     Why on TorchNeuron:
-        Without CUDA, creating a CUDA stream or event raises. TorchNeuron has the same stream
-        and event classes in `torch.neuron`, with timing events (`enable_timing=True`,
-        `elapsed_time`) and stream contexts.
+        Without CUDA, creating a CUDA stream or event raises, and without torch-neuronx
+        `torch.neuron` does not exist: the CUDA box keeps its CUDA events, Trainium gets
+        TorchNeuron's stream and event classes in `torch.neuron`, with timing events
+        (`enable_timing=True`, `elapsed_time`) and stream contexts.
 
     Example:
         start = torch.cuda.Event(enable_timing=True)
@@ -39,9 +45,9 @@ class CudaStreamEvent(_CudaApiRule):
             y = model(x)
 
     Use instead:
-        start = torch.neuron.Event(enable_timing=True)
-        side = torch.neuron.Stream()
-        with torch.neuron.stream(side):
+        start = torch.neuron.Event(enable_timing=True) if on_neuron() else torch.cuda.Event(enable_timing=True)
+        side = torch.neuron.Stream() if on_neuron() else torch.cuda.Stream()
+        with (torch.neuron.stream(side) if on_neuron() else torch.cuda.stream(side)):
             y = model(x)
 
     Fix safety:
@@ -65,11 +71,22 @@ class CudaStreamEvent(_CudaApiRule):
     examples = (
         Example(
             "import torch\nstart = torch.cuda.Event(enable_timing=True)\nstart.record()\n",
-            "import torch\nstart = torch.neuron.Event(enable_timing=True)\nstart.record()\n",
+            f"import torch\nstart = torch.neuron.Event(enable_timing=True) if {NEURON} else "
+            "torch.cuda.Event(enable_timing=True)\nstart.record()\n",
         ),
         Example(
             "import torch\nwith torch.cuda.stream(side):\n    y = f(x)\n",
-            "import torch\nwith torch.neuron.stream(side):\n    y = f(x)\n",
+            f"import torch\nwith (torch.neuron.stream(side) if {NEURON} else torch.cuda.stream(side)):\n    y = f(x)\n",
+        ),
+        Example(
+            "import torch\nfrom torch.cuda import Event\nmarks = [Event() for _ in range(4)]\n",
+            f"import torch\nfrom torch.cuda import Event\nmarks = [(torch.neuron.Event() if {NEURON} else Event()) "
+            "for _ in range(4)]\n",
+        ),
+        # a branch only Neuron takes gets the Neuron call as it is
+        Example(
+            "import torch\nif device.type == \"neuron\":\n    side = torch.cuda.Stream()\n",
+            "import torch\nif device.type == \"neuron\":\n    side = torch.neuron.Stream()\n",
         ),
         Example("import torch\ne = torch.cuda.Event(interprocess=True)\n", None),
     )
@@ -97,7 +114,7 @@ class CudaStreamEvent(_CudaApiRule):
         note = ""
         if ref.fn in ("Stream", "stream"):
             note = ": overlap across streams depends on Neuron runtime support"
-        self.rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
 
     def _portable(self, ref: CudaRef) -> None:
         """``--target cpu`` / ``accelerator``: the device-generic ``torch.Stream`` / ``torch.Event``

@@ -13,7 +13,7 @@ must keep running on. Used by `neuronize verify` and by the differential test.
     A Trainium host as far as choosing and using a device goes. ``"privateuseone"`` is renamed
     ``"neuron"`` (``torch.device("neuron")``, ``torch.autocast("neuron")``,
     ``torch.amp.GradScaler("neuron")`` are accepted), a stand-in ``torch.neuron`` module is
-    registered, ``torch.accelerator`` reports one ``neuron`` device, ``torch.compile`` accepts
+    registered (seeding, RNG state, timing events and streams on the host clock, recorded), ``torch.accelerator`` reports one ``neuron`` device, ``torch.compile`` accepts
     ``backend="neuron"`` (the graph runs eagerly), ``init_process_group("neuron")`` makes a gloo
     group, and ``import torch_neuronx`` succeeds (an empty stand-in). Placements on ``"neuron"``
     go to the CPU and are recorded, so the program's logic runs end to end; CUDA is absent, as on
@@ -39,6 +39,7 @@ from typing import Any
 from collections.abc import Callable
 
 from .hooks import after_import
+from .pretend import Event, Stream
 
 HOSTS = ("cpu", "cuda", "neuron", "mps")
 #: the host a project's tests can read (set in every simulated process)
@@ -88,16 +89,42 @@ def _neuron_module(torch: Any, calls: list[str]) -> types.ModuleType:
     neuron.current_device = lambda: 0  # type: ignore[attr-defined]
     neuron.is_bf16_supported = lambda: True  # type: ignore[attr-defined]
     neuron.initial_seed = lambda: 0  # type: ignore[attr-defined]
-    for name in ("synchronize", "set_device", "manual_seed", "manual_seed_all", "seed", "empty_cache"):
+    for name in ("synchronize", "set_device", "manual_seed", "manual_seed_all", "seed", "empty_cache",
+                 "set_rng_state"):
         setattr(neuron, name, _recorder(calls, f"neuron.{name}"))
+    # the Philox state TorchNeuron's generator has (16 bytes)
+    neuron.get_rng_state = _recorder(calls, "neuron.get_rng_state", torch.zeros(16, dtype=torch.uint8))  # type: ignore[attr-defined]
+    # timing events and streams: the --pretend-cuda stand-ins (host clock, work always done)
+    neuron.Event = _recorded_class(Event, calls, "neuron.Event")  # type: ignore[attr-defined]
+    neuron.Stream = _recorded_class(Stream, calls, "neuron.Stream")  # type: ignore[attr-defined]
+    for name in ("current_stream", "default_stream"):
+        setattr(neuron, name, _recorder(calls, f"neuron.{name}", Stream()))
 
     @contextlib.contextmanager
     def device(index: Any) -> Any:
         calls.append("neuron.device")
         yield
 
+    @contextlib.contextmanager
+    def stream(side: Any) -> Any:
+        calls.append("neuron.stream")
+        yield side
+
     neuron.device = device  # type: ignore[attr-defined]
+    neuron.stream = stream  # type: ignore[attr-defined]
     return neuron
+
+
+def _recorded_class(cls: type, calls: list[str], name: str) -> type:
+    """``cls`` whose instances record ``name`` when the program creates one."""
+
+    class Recorded(cls):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            calls.append(name)
+            super().__init__(*args, **kwargs)
+
+    Recorded.__name__ = Recorded.__qualname__ = cls.__name__
+    return Recorded
 
 
 def _neuron_process_group(torch: Any) -> None:
