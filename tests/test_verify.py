@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_differential import KNOWN_REGRESSIONS
 
 from neuronize.audit.child.outcomes import frames
 from neuronize.verify.command import split_command
@@ -130,8 +131,11 @@ def test_verify_finds_the_planted_regression_with_its_hunk(tmp_path):
     assert [h["path"] for h in regression["hunks"]] == ["tinytrain/planted.py"]
     assert '+    return torch.device("neuron").type' in regression["hunks"][0]["diff"]
     assert ["tinytrain/planted.py", 6] in regression["traceback"]
-    # on the simulated Neuron host the same code runs: the migration is what the goals wanted
-    assert not neuron["regressions"]
+    # on the simulated Neuron host the same code runs: the migration is what the goals wanted, but
+    # for the differential harness's known rows of this run (the default: neuron, safe fixes only)
+    known = {test for target, fixes, host, test in KNOWN_REGRESSIONS
+             if (target, fixes, host) == ("neuron", "safe", "neuron")}
+    assert {r["test"] for r in neuron["regressions"]} <= known, neuron["regressions"]
     assert {f["test"].rsplit("::", 1)[1] for f in neuron["fixed"]} >= {"test_goal_picks_neuron"}
     assert "neuron_path" in neuron and neuron["neuron_path"]["device_uses"] > 0
     assert "no Neuron compiler" in neuron["simulation"]

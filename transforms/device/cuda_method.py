@@ -100,7 +100,7 @@ class CudaMethod(KeepsCudaBranches, Transform):
                 after = node.whitespace_before_args
             args[0] = device.with_changes(comma=cst.Comma(whitespace_after=after))
             args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
-        replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+        replacement: cst.BaseExpression = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
         if keeps_cuda and indexed:  # the CUDA box keeps its own index: `(x.to("neuron") if <Neuron> else x.cuda(i))`
             test, more = per_target.available(self.ctx)
             replacement = cst.IfExp(test=test, body=replacement, orelse=node, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
