@@ -158,8 +158,8 @@ def size_main(size: int) -> None:
     and of the whole per-file pipeline (``run_source`` with fixes applied) on the same bytes."""
     import libcst
 
-    from neuronize.context import Options
-    from neuronize.engine import run_source
+    from neuronize.analysis.context import Options
+    from neuronize.analysis.engine import run_source
     from neuronize.registry import all_rules
 
     source = generated_module(size)
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         return startup(args.runs)
 
     from neuronize.api import PARALLEL_THRESHOLD
-    from neuronize.engine import prefilter_for
+    from neuronize.analysis.prefilter import prefilter_for
     from neuronize.registry import all_rules
 
     work = Path(tempfile.mkdtemp(prefix="neuronize-bench-"))

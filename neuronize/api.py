@@ -1,4 +1,6 @@
-"""Run the engine over files: discovery, parallel analysis, results as values. Never prints.
+"""Run the engine over files: discovery, parallel analysis, writing, the baseline, results as
+values. Never prints, never exits. :func:`run` does a whole run from a :class:`RunRequest` (what
+the command line does); the steps are here to use one by one too.
 
 Workers get paths and return small values; only the parent process writes files.
 """
@@ -10,23 +12,27 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from neuronize.baseline import BaselineEntry, entries_for, new_findings
-from neuronize.cache import ResultCache, default_directory
-from neuronize.claims import CLAIMER, claimer
-from neuronize.config import Config
-from neuronize.engine import TokenFilter, prefilter_for
-from neuronize.kinds_engine import run_kind
-from neuronize.progress import Progress
-from neuronize.project_packages import top_level_packages
+from neuronize.decision.baseline import BaselineEntry, entries_for, load_baseline, new_findings, write_baseline
+from neuronize.sources.cache import ResultCache, default_directory
+from neuronize.decision.claims import CLAIMER, claimer
+from neuronize.sources.config import Config, ConfigError
+from neuronize.analysis.prefilter import TokenFilter, prefilter_for
+from neuronize.analysis.any_kind import run_kind
+from neuronize.presenting.progress import Progress
+from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for
-from neuronize.registry import all_rules
-from neuronize.settings import Resolver
+from neuronize.registry import SelectionError, all_rules
+from neuronize.sources.settings import Overrides, Resolver, describe
 from neuronize.sources.discover import Discovered, discover
-from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name
+from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name, parse_kinds
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
 from neuronize.transform import Transform
 from neuronize.types import FileError, FileResult, Finding, Options, RunResult, Skipped, SourceResult
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 #: below this many bytes in all, worker processes cost more than they save
 PARALLEL_THRESHOLD = 2_000_000
@@ -140,6 +146,7 @@ def analyse_paths(
     progress: Progress | None = None,
     resolver: Resolver | None = None,
     kinds: Sequence[SourceKind] | None = None,
+    cache_dir: Path | None = None,
 ) -> RunResult:
     """Analyse every discovered file (in worker processes when it pays) and return the results.
 
@@ -147,8 +154,9 @@ def analyse_paths(
     each file the settings of its nearest configuration (``rules``, ``options``, ``config`` and
     ``kinds`` are then unused); ``kinds`` limits the kinds of source looked at (None: every kind,
     see sources/kinds.py); ``fix=False`` analyses without computing rewritten files (``check``);
-    results are cached by content unless ``cache=False``; ``progress`` is told the number of
-    files, then each one as it finishes.
+    results are cached by content in ``cache_dir`` (None: $NEURONIZE_CACHE_DIR, else
+    ~/.cache/neuronize) unless ``cache=False``; ``progress`` is told the number of files, then
+    each one as it finishes.
     """
     if resolver is None:
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
@@ -156,7 +164,7 @@ def analyse_paths(
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
-    store = _cache(str(default_directory())) if cache else None
+    store = _cache(str(cache_dir or default_directory())) if cache else None
     if progress is not None:
         progress.start(len(files))
     results: dict[int, SourceResult] = {}
@@ -169,44 +177,69 @@ def analyse_paths(
             progress.advance()
 
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    parallel = workers > 1 and len(files) > 1 and sum(sizes) >= PARALLEL_THRESHOLD
-    pool = None
-    futures = {}
+    pool = _Workers(workers if len(files) > 1 and sum(sizes) >= PARALLEL_THRESHOLD else 1, done)
     try:
         for i in order:
             settings = resolver.for_path(files[i].path)
-            here = settings.options if settings.options.own_packages else \
-                dataclasses.replace(settings.options, own_packages=own)
-            if here.line_length is None:  # lines the fixes write stay within the project's length
-                here = dataclasses.replace(here, line_length=line_length_for(os.path.dirname(
-                    os.path.abspath(files[i].path))))
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
-                                     here, fix, store, files[i].kind)
-            if not isinstance(outcome, Job):
-                done(i, *outcome)
-            elif not parallel:
-                done(i, *_analyse_job(outcome))
+                                     _options_here(settings.options, files[i].path, own), fix, store,
+                                     files[i].kind)
+            if isinstance(outcome, Job):
+                pool.analyse(i, outcome)
             else:
-                # Started at the first file that needs parsing (a warm run never starts it), and
-                # fed while the parent goes on reading and filtering: both overlap.
-                if pool is None:
-                    from concurrent.futures import ProcessPoolExecutor
-
-                    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
-                futures[pool.submit(_analyse_job, outcome)] = i
-        if futures:
-            from concurrent.futures import as_completed
-
-            for future in as_completed(futures):
-                done(futures[future], *future.result())
+                done(i, *outcome)
+        pool.wait()
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        pool.close()
     run = RunResult(skipped=skipped)
     for i, f in enumerate(files):
         result = results[i]
         run.files.append(FileResult(f.display, f.path, result, sources[i] if result.changed else None))
     return run
+
+
+class _Workers:
+    """Analyses jobs in this process (one worker), or in worker processes started at the first
+    job (a warm run never starts them) and fed while the parent goes on reading and filtering:
+    both overlap. ``done`` is told each job's index and outcome."""
+
+    def __init__(self, workers: int, done: Callable[[int, SourceResult, bytes | None], None]) -> None:
+        self.workers = workers
+        self.done = done
+        self.pool: ProcessPoolExecutor | None = None
+        self.futures: dict[Future[tuple[SourceResult, bytes | None]], int] = {}
+
+    def analyse(self, i: int, job: Job) -> None:
+        if self.workers == 1:
+            self.done(i, *_analyse_job(job))
+            return
+        if self.pool is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_interrupts)
+        self.futures[self.pool.submit(_analyse_job, job)] = i
+
+    def wait(self) -> None:
+        """Until every job submitted has finished."""
+        if self.futures:
+            from concurrent.futures import as_completed
+
+            for future in as_completed(self.futures):
+                self.done(self.futures[future], *future.result())
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+def _options_here(options: Options, path: Path, own: tuple[str, ...]) -> Options:
+    """A file's options with what the run knows: the project's own packages and line length."""
+    if not options.own_packages:
+        options = dataclasses.replace(options, own_packages=own)
+    if options.line_length is None:  # lines the fixes write stay within the project's length
+        options = dataclasses.replace(options, line_length=line_length_for(os.path.dirname(
+            os.path.abspath(path))))
+    return options
 
 
 def discover_files(paths: Iterable[str], resolver: Resolver, force_exclude: bool = False
@@ -251,7 +284,7 @@ def _as_written(f: FileResult) -> SourceResult:
     cell's lines keep their numbering)."""
     if f.display.endswith(".ipynb") or f.source is None or f.result.output is None:
         return f.result
-    from neuronize.positions import as_written
+    from neuronize.analysis.positions import as_written
 
     findings = as_written(f.result.findings, f.source, f.result.output)
     return dataclasses.replace(f.result, findings=findings)
@@ -279,7 +312,7 @@ def _baseline_groups(f: FileResult, baseline_dir: Path) -> list[tuple[str, bytes
         return []
     if not f.display.endswith(".ipynb"):
         return [(key, source, list(f.result.findings))]
-    from neuronize.notebooks import findings_by_cell
+    from neuronize.analysis.notebooks import findings_by_cell
 
     return [(key, cell_source, found) for cell_source, found in findings_by_cell(source, f.result.findings)]
 
@@ -294,8 +327,8 @@ def baseline_entries(run: RunResult, baseline_file: Path) -> list[BaselineEntry]
 def hold_back_baselined(run: RunResult, baseline: frozenset[BaselineEntry], baseline_file: Path
                         ) -> RunResult:
     """The run with the edits of baselined findings taken out (``fix --baseline`` leaves
-    accepted findings as they are): see :func:`neuronize.review.hold_back`."""
-    from neuronize.review import hold_back
+    accepted findings as they are): see :func:`neuronize.presenting.review.hold_back`."""
+    from neuronize.presenting.review import hold_back
 
     folder = Path(baseline_file).absolute().parent
     out = RunResult(skipped=run.skipped)
@@ -327,3 +360,153 @@ def apply_baseline(run: RunResult, baseline: frozenset[BaselineEntry], baseline_
         result = dataclasses.replace(f.result, findings=tuple(kept))
         out.files.append(dataclasses.replace(f, result=result))
     return out, dropped
+
+
+# -- a whole run -----------------------------------------------------------------------------
+Mode = Literal["check", "fix", "report"]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What one run is asked to do: the command line's choices as a value (see :func:`run`).
+
+    Rule codes and kinds may be given comma-separated, as on the command line.
+    """
+
+    paths: tuple[str, ...] = ()
+    #: code to look at instead of files (the command line's ``-``), named ``stdin_filename``
+    stdin: bytes | None = None
+    stdin_filename: str | None = None
+    #: check: the findings; fix: the edits too (written unless ``write`` is False); report: both,
+    #: never written
+    mode: Mode = "check"
+    write: bool = True
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    #: None: each configuration's choice
+    unsafe_fixes: bool | None = None
+    target: str | None = None
+    #: one configuration file for every file (None: each file's nearest one)
+    config_file: Path | None = None
+    unused_suppressions: bool = False
+    kinds: tuple[str, ...] = ()
+    exclude_kinds: tuple[str, ...] = ()
+    #: apply the excludes to the paths named too
+    force_exclude: bool = False
+    #: worker processes (None: every core)
+    jobs: int | None = None
+    cache: bool = True
+    #: where results are cached (None: $NEURONIZE_CACHE_DIR, else ~/.cache/neuronize)
+    cache_dir: Path | None = None
+    #: report only the findings this baseline does not hold (and, in fix mode, leave theirs unedited)
+    baseline: Path | None = None
+    #: record every finding in this baseline file instead of filtering by one
+    write_baseline: Path | None = None
+    #: look at nothing: the result's ``settings`` (show_settings) or its files, not analysed (show_files)
+    show_settings: bool = False
+    show_files: bool = False
+
+    @property
+    def writes(self) -> bool:
+        """Whether the run writes the files it changes."""
+        return self.mode == "fix" and self.write and self.stdin is None
+
+    def first_file(self) -> Path:
+        """The file whose settings stand for the run (``show_settings``, standard input)."""
+        paths = [p for p in self.paths if p != "-"]
+        if self.stdin is not None or not paths:
+            return Path(self.stdin_filename or "-")
+        first = Path(paths[0])
+        return first / "-" if first.is_dir() else first
+
+
+#: the write step of a fix run: the run as proposed in, the run as written out
+Writer = Callable[[RunResult], RunResult]
+
+
+def run(request: RunRequest, *, progress: Progress | None = None, writer: Writer | None = None) -> RunResult:
+    """Do what ``request`` asks, in order: settings, discovery, analysis, the baseline's hold on
+    the edits, writing (fix mode), the baseline's filter (or a new baseline). Prints nothing:
+    errors come back as the result's ``error`` (the run) or a file's error.
+
+    ``progress`` is told the files as they are analysed and closed after; ``writer`` replaces
+    :func:`write_changes` as the write step (the command line's interactive review).
+    """
+    try:
+        resolver = _resolver(request)
+        baseline = load_baseline(request.baseline) if request.baseline is not None else None
+    except ValueError as exc:  # a bad selection, configuration, kind or baseline file
+        return RunResult(error=str(exc))
+    if request.show_settings:
+        return RunResult(settings=describe(resolver.for_path(request.first_file()), request.first_file()))
+    try:
+        result = _look(request, resolver, progress)
+    except (SelectionError, ConfigError) as exc:  # met in a folder's own configuration
+        return RunResult(error=str(exc))
+    configs = {f.path: resolver.for_path(f.path).config.path for f in result.files if f.path is not None}
+    result.configs = configs  # the writer's run has them too
+    if not request.show_files:
+        result = _baseline_and_write(request, result, baseline, writer or write_changes)
+    result.configs = configs
+    result.unsafe_fixes = any(s.options.unsafe_fixes for s in resolver.used())
+    return result
+
+
+def _split(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
+
+
+def _resolver(request: RunRequest) -> Resolver:
+    """Settings per file: each file's nearest configuration, the request on top. The settings of
+    the first file are resolved at once, so a bad option or configuration fails before any work
+    (configurations met later fail when met)."""
+    overrides = Overrides(
+        select=_split(request.select), extend_select=_split(request.extend_select),
+        ignore=_split(request.ignore), unsafe_fixes=request.unsafe_fixes, target=request.target,
+        config_file=request.config_file, report_unused_suppressions=request.unused_suppressions,
+        kinds=parse_kinds(request.kinds), exclude_kinds=parse_kinds(request.exclude_kinds),
+    )
+    resolver = Resolver(overrides)
+    resolver.for_path(request.first_file())
+    return resolver
+
+
+def _look(request: RunRequest, resolver: Resolver, progress: Progress | None) -> RunResult:
+    """The files, analysed (``show_files``: only found)."""
+    if request.show_files:
+        files, skipped = discover_files(request.paths, resolver, request.force_exclude)
+        return RunResult(files=[FileResult(f.display, f.path, SourceResult()) for f in files], skipped=skipped)
+    fix = request.mode != "check"
+    if request.stdin is not None:
+        name = request.first_file()
+        settings = resolver.for_path(name)
+        ids = settings.rule_ids(name)
+        return analyse_stdin(request.stdin, str(name), [r for r in settings.rules if r.id in ids],
+                             settings.options, fix=fix)
+    try:
+        return analyse_paths(request.paths, (), jobs=request.jobs, fix=fix, force_exclude=request.force_exclude,
+                             cache=request.cache, cache_dir=request.cache_dir, progress=progress,
+                             resolver=resolver)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _baseline_and_write(request: RunRequest, result: RunResult, baseline: frozenset[BaselineEntry] | None,
+                        writer: Writer) -> RunResult:
+    """The baseline, in the one place it is handled: in fix mode its findings keep their code as
+    it is; the others are written; then the baseline hides its findings, or a new one records
+    every finding left."""
+    if baseline is not None and request.baseline is not None and request.mode == "fix":
+        result = hold_back_baselined(result, baseline, request.baseline)
+    if request.writes:
+        result = writer(result)
+    if request.write_baseline is not None:
+        entries = baseline_entries(result, request.write_baseline)
+        write_baseline(request.write_baseline, entries)
+        result.baseline_written = len(entries)
+    elif baseline is not None and request.baseline is not None:
+        result, baselined = apply_baseline(result, baseline, request.baseline)
+        result.baselined = baselined
+    return result

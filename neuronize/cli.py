@@ -1,4 +1,6 @@
-"""Command line: argument parsing, output and exit codes only.
+"""Command line: the options become a :class:`neuronize.api.RunRequest`, :func:`neuronize.api.run`
+does the run, and this module renders what it returns (through neuronize/presenting) and chooses
+the exit code. The interactive review, which talks to the terminal, is the run's write step here.
 
 Exit codes (ruff's convention): 0 nothing pending; 1 edits or findings pending; 2 an error
 (a file that could not be processed, a bad option, an internal error, an interrupt). Every other
@@ -7,32 +9,38 @@ file is still processed when one fails.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from neuronize import __version__
-from neuronize.types import Target
+from neuronize.audit.child.hosts import HOSTS
+from neuronize.types import RunResult, Safety, Target
+from neuronize.verify.command import MAX_SECONDS
+
+if TYPE_CHECKING:
+    from neuronize.api import Mode, RunRequest
+    from neuronize.presenting.links import Links
+    from neuronize.presenting.review import SafeLayer
 
 EXIT_CLEAN, EXIT_PENDING, EXIT_ERROR = 0, 1, 2
 
-
-def _split_codes(values: Sequence[str]) -> list[str]:
-    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _with_options(func, options):  # type: ignore[no-untyped-def]
+def _with_options(func: F, options: Sequence[Callable[[F], F]]) -> F:
     """``func`` with click ``options`` applied, the first listed shown first in ``--help``."""
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def _common(func):  # type: ignore[no-untyped-def]
+def _common(func: F) -> F:
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
         click.option("--select", multiple=True, metavar="CODES",
@@ -93,7 +101,7 @@ def _common(func):  # type: ignore[no-untyped-def]
     return _with_options(func, options)
 
 
-def _lint(func):  # type: ignore[no-untyped-def]
+def _lint(func: F) -> F:
     """The options of the commands that judge the code (`check`, `fix`), as ruff spells them."""
     options = [
         click.option("--statistics", is_flag=True,
@@ -113,7 +121,7 @@ def _lint(func):  # type: ignore[no-untyped-def]
     return _with_options(func, options)
 
 
-def _link_base_option(func):  # type: ignore[no-untyped-def]
+def _link_base_option(func: F) -> F:
     return click.option(
         "--link-base", metavar="URL", default=None,
         help="Make the Markdown report's links absolute: URL + the path in the repository "
@@ -122,9 +130,9 @@ def _link_base_option(func):  # type: ignore[no-untyped-def]
              "links).")(func)
 
 
-def _links(kw: dict[str, Any], wrote: bool):  # type: ignore[no-untyped-def]
-    """Where the Markdown report's links point (see neuronize.links)."""
-    from neuronize.links import links_for
+def _links(kw: dict[str, Any], wrote: bool) -> Links:
+    """Where the Markdown report's links point (see neuronize.presenting.links)."""
+    from neuronize.presenting.links import links_for
 
     paths = [p for p in kw["paths"] if p != "-"]
     return links_for(kw.get("link_base"), Path(paths[0]) if paths else Path.cwd(), wrote=wrote)
@@ -169,12 +177,13 @@ def check(apply_fixes: bool, **kwargs: Any) -> None:
               help="Also write this run's Markdown migration report to this file.")
 @click.option("--verify", is_flag=True, help="`fix --verify -- COMMAND`: run COMMAND before and after on "
               "each simulated host (see `neuronize verify`); write only the files no regression points to.")
-def fix(**kwargs: object) -> None:
+def fix(**kwargs: Any) -> None:
     """Apply the safe fixes (and unsafe ones with --unsafe-fixes); report the rest."""
     if kwargs.pop("verify"):
-        from neuronize.verify.command import fix_verify
+        from neuronize.verify.command import run_command
 
-        sys.exit(fix_verify(kwargs))
+        sys.exit(run_command(kwargs["paths"], write=True, target=kwargs.get("target"),
+                             unsafe_fixes=bool(kwargs.get("unsafe_fixes")), say=click.echo, warn=_warn))
     if kwargs.get("review") is not None:
         kwargs["interactive"] = True
         if kwargs["review"] == "unsafe":
@@ -198,258 +207,256 @@ def report(**kwargs: object) -> None:
     sys.exit(_run(mode="report", diff=False, **kwargs))
 
 
-def _run(mode: str, **kw: Any) -> int:
+def _run(mode: Mode, **kw: Any) -> int:
     try:
-        return _run_inner(mode, **kw)
+        return _run_inner(mode, kw)
     except KeyboardInterrupt:
         click.echo("neuronize: interrupted; files already written are complete, the rest untouched",
                    err=True)
         return EXIT_ERROR
 
 
-def _resolver(kw: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """Settings per file: each file's nearest configuration, the command line on top.
-
-    The settings of the first path (or the current directory) are resolved at once, so a bad
-    option or configuration fails before any work (configurations met later fail when met).
-    """
-    from neuronize.settings import Overrides, Resolver
-    from neuronize.sources.kinds import parse_kinds
-
-    overrides = Overrides(
-        select=tuple(_split_codes(kw["select"])),
-        extend_select=tuple(_split_codes(kw["extend_select"])),
-        ignore=tuple(_split_codes(kw["ignore"])),
-        unsafe_fixes=kw["unsafe_fixes"],
-        target=kw.get("target"),
-        config_file=Path(kw["config_file"]) if kw.get("config_file") else None,
-        report_unused_suppressions=kw["unused_suppressions"],
-        kinds=parse_kinds(kw.get("kinds") or ()),
-        exclude_kinds=parse_kinds(kw.get("exclude_kinds") or ()),
-    )
-    resolver = Resolver(overrides)
-    resolver.for_path(_first_file(kw))
-    return resolver
-
-
-def _first_file(kw: dict[str, Any]) -> Path:
-    """The file whose settings stand for the run (``--show-settings``, standard input)."""
-    paths = [p for p in kw["paths"] if p != "-"]
-    if not paths:
-        return Path(kw.get("stdin_filename") or "-")
-    first = Path(paths[0])
-    return first / "-" if first.is_dir() else first
-
-
-def _run_inner(mode: str, **kw: Any) -> int:
-    from neuronize import api, output, report
-    from neuronize.baseline import load_baseline, write_baseline
-    from neuronize.config import ConfigError
-    from neuronize.diff import Style, unified_diff, wants_color
-    from neuronize.registry import SelectionError
-    from neuronize.settings import describe
+def _run_inner(mode: Mode, kw: dict[str, Any]) -> int:
+    from neuronize import api
+    from neuronize.presenting.progress import Progress
 
     if kw.get("no_color"):
         kw["color"] = "never"
-    try:
-        resolver = _resolver(kw)
-        baseline = load_baseline(Path(kw["baseline"])) if kw.get("baseline") else None
-    except (SelectionError, ConfigError, ValueError) as exc:
-        click.echo(f"neuronize: error: {exc}", err=True)
+    problem = _interactive_problem(kw) if kw.get("interactive") else None
+    if problem:
+        click.echo(f"neuronize: error: {problem}", err=True)
         return EXIT_ERROR
-    if kw["show_settings"]:
-        click.echo(describe(resolver.for_path(_first_file(kw)), _first_file(kw)))
+    request = _request(mode, kw)
+    review = _Review(request, kw) if kw.get("interactive") else None
+    with Progress(0, enabled=not kw["quiet"]) as bar:
+        run = api.run(request, progress=bar, writer=review)
+    return _render(request, run, kw, review.proposed if review is not None else None)
+
+
+def _request(mode: Mode, kw: dict[str, Any]) -> RunRequest:
+    """The run the options ask for (standard input is read here, unless nothing is looked at)."""
+    from neuronize.api import RunRequest
+
+    inspect = kw["show_settings"] or kw["show_files"]
+    return RunRequest(
+        paths=tuple(kw["paths"]), mode=mode, write=not kw.get("diff"),
+        stdin=sys.stdin.buffer.read() if kw["paths"] == ("-",) and not inspect else None,
+        stdin_filename=kw["stdin_filename"], select=kw["select"], extend_select=kw["extend_select"],
+        ignore=kw["ignore"], unsafe_fixes=kw["unsafe_fixes"], target=kw.get("target"),
+        config_file=Path(kw["config_file"]) if kw.get("config_file") else None,
+        unused_suppressions=kw["unused_suppressions"], kinds=kw["kinds"], exclude_kinds=kw["exclude_kinds"],
+        force_exclude=kw["force_exclude"], jobs=kw["jobs"], cache=not kw["no_cache"],
+        baseline=Path(kw["baseline"]) if kw.get("baseline") else None,
+        write_baseline=Path(kw["write_baseline"]) if kw.get("write_baseline") else None,
+        show_settings=kw["show_settings"], show_files=kw["show_files"],
+    )
+
+
+def _render(request: RunRequest, run: RunResult, kw: dict[str, Any], proposed: RunResult | None) -> int:
+    """What the run came to, on stdout and stderr; the exit code."""
+    from neuronize.presenting.report import counted, to_markdown
+    if run.error is not None:
+        click.echo(f"neuronize: error: {run.error}", err=True)
+        return EXIT_ERROR
+    if run.settings is not None:
+        click.echo(run.settings)
         return EXIT_CLEAN
-    if kw["show_files"]:
-        return _show_files(resolver, kw)
-    diff = kw.get("diff", False)
-    writing = mode == "fix" and not diff
-    paths = kw["paths"]
-    from_stdin = paths == ("-",)
-    if kw.get("interactive"):
-        problem = _interactive_problem(diff, from_stdin)
-        if problem:
-            click.echo(f"neuronize: error: {problem}", err=True)
-            return EXIT_ERROR
-    try:
-        if from_stdin:
-            name = Path(kw["stdin_filename"] or "-")
-            settings = resolver.for_path(name)
-            ids = settings.rule_ids(name)
-            run = api.analyse_stdin(sys.stdin.buffer.read(), str(name),
-                                    [r for r in settings.rules if r.id in ids], settings.options,
-                                    fix=mode != "check")
-        else:
-            from neuronize.progress import Progress
+    if request.show_files:
+        return _show_files(run, kw)
+    _render_run_notes(request, run, kw)
+    if run.baseline_written is not None:
+        click.echo(f"neuronize: wrote {counted(run.baseline_written, 'finding')} to baseline "
+                   f"{request.write_baseline}", err=True)
+        return EXIT_ERROR if run.errors else EXIT_CLEAN
+    if not request.write:
+        _print_diffs(run, kw)
+    if kw.get("report_file"):
+        _write_output(kw["report_file"], to_markdown(run, command=_report_command(kw),
+                                                     links=_links(kw, _fixing(request))))
+    if request.mode == "report":
+        return _write_report(request, run, kw)
+    return _render_findings(request, run, kw, proposed)
 
-            with Progress(0, enabled=not kw["quiet"]) as bar:
-                run = api.analyse_paths(paths, (), jobs=kw["jobs"], fix=mode != "check",
-                                        force_exclude=kw["force_exclude"], cache=not kw["no_cache"],
-                                        progress=bar, resolver=resolver)
-    except (SelectionError, ConfigError) as exc:
-        click.echo(f"neuronize: error: {exc}", err=True)
-        return EXIT_ERROR
-    if kw["verbose"]:
-        for line in output.verbose_lines(resolver, run):
-            click.echo(f"neuronize: {line}", err=True)
-    if not run.files and not run.skipped and not from_stdin:
-        click.echo(f"neuronize: warning: {output.nothing_found(paths)}", err=True)
 
-    if baseline is not None and mode == "fix":
-        run = api.hold_back_baselined(run, baseline, Path(kw["baseline"]))
-    proposed = None
-    if writing and from_stdin:
+def _render_run_notes(request: RunRequest, run: RunResult, kw: dict[str, Any]) -> None:
+    """-v's lines, a warning when nothing was found, the fixed code of standard input (on stdout),
+    the temp files removed."""
+    from neuronize.presenting import output
+    from neuronize.presenting.report import counted
+
+    if kw["verbose"] and not kw.get("interactive"):  # the review said them before its questions
+        _print_verbose(run)
+    if not run.files and not run.skipped and request.stdin is None:
+        click.echo(f"neuronize: warning: {output.nothing_found(request.paths)}", err=True)
+    if _fixes_stdin(request):
         entry = run.files[0]
         sys.stdout.buffer.write(entry.result.output or entry.source or b"")
         sys.stdout.flush()
-    elif writing and kw.get("interactive"):
-        proposed, run = run, _review(run, kw)
-    elif writing:
-        run = api.write_changes(run)
-        if run.stale_removed:
-            click.echo(f"neuronize: removed {report.counted(len(run.stale_removed), 'temp file')} left by "
-                       "an interrupted run", err=True)
-    baselined = 0
-    if kw.get("write_baseline"):
-        target = Path(kw["write_baseline"])
-        entries = api.baseline_entries(run, target)
-        write_baseline(target, entries)
-        click.echo(f"neuronize: wrote {report.counted(len(entries), 'finding')} to baseline {target}", err=True)
-        return EXIT_ERROR if run.errors else EXIT_CLEAN
-    if baseline is not None:
-        run, baselined = api.apply_baseline(run, baseline, Path(kw["baseline"]))
+    if run.stale_removed:
+        click.echo(f"neuronize: removed {counted(len(run.stale_removed), 'temp file')} left by "
+                   "an interrupted run", err=True)
 
-    stdout_is_data = diff or (writing and from_stdin)
-    if diff:
-        style = Style(wants_color(sys.stdout, kw["color"]))
-        for f in run.files:
-            if f.result.changed and f.source is not None and f.result.output is not None:
-                sys.stdout.write(unified_diff(f.display, f.source, f.result.output,
-                                              findings=f.result.findings, style=style))
-        sys.stdout.flush()
-    include_applied = mode == "check" or diff
-    unsafe = any(s.options.unsafe_fixes for s in resolver.used())
-    if kw.get("report_file"):
-        _write_output(kw["report_file"], report.to_markdown(run, command=_report_command(kw),
-                                                            links=_links(kw, writing)))
-    if mode == "report":
-        return _write_report(run, kw)
+
+def _print_verbose(run: RunResult) -> None:
+    from neuronize.presenting.output import verbose_lines
+
+    for line in verbose_lines(run):
+        click.echo(f"neuronize: {line}", err=True)
+
+
+def _fixing(request: RunRequest) -> bool:
+    """`fix` without --diff: the files are written (standard input's code goes to stdout)."""
+    return request.mode == "fix" and request.write
+
+
+def _fixes_stdin(request: RunRequest) -> bool:
+    """`fix -`: the fixed code goes to stdout (the findings to stderr)."""
+    return request.stdin is not None and _fixing(request)
+
+
+def _print_diffs(run: RunResult, kw: dict[str, Any]) -> None:
+    from neuronize.presenting.diff import Style, unified_diff, wants_color
+
+    style = Style(wants_color(sys.stdout, kw["color"]))
+    for f in run.files:
+        if f.result.changed and f.source is not None and f.result.output is not None:
+            sys.stdout.write(unified_diff(f.display, f.source, f.result.output,
+                                          findings=f.result.findings, style=style))
+    sys.stdout.flush()
+
+
+def _render_findings(request: RunRequest, run: RunResult, kw: dict[str, Any], proposed: RunResult | None) -> int:
+    """`check` and `fix`: the findings, the files that failed, the summary; the exit code."""
+    from neuronize.presenting.report import error_lines
+
     if not kw["fix_only"]:  # ruff's --fix-only lists nothing
-        _print_findings(run, kw, mode, include_applied=include_applied, unsafe=unsafe,
-                        err=stdout_is_data)
-    for line in report.error_lines(run):
+        _print_findings(run, kw, request, err=not request.write or _fixes_stdin(request))
+    for line in error_lines(run):
         click.echo(line, err=True)
-    if not kw["quiet"] and (mode != "check" or run.files or run.skipped):
-        click.echo(_summary(mode, run, kw, writing=writing, unsafe=unsafe, baselined=baselined,
-                            proposed=proposed if writing and kw.get("interactive") else None), err=True)
-    return _exit_code(mode, run, kw, writing=writing, from_stdin=from_stdin)
+    if not kw["quiet"] and (request.mode != "check" or run.files or run.skipped):
+        click.echo(_summary(request, run, kw, proposed), err=True)
+    return _exit_code(request, run, kw)
 
 
-def _summary(mode: str, run, kw: dict[str, Any], *, writing: bool, unsafe: bool,  # type: ignore[no-untyped-def]
-             baselined: int, proposed) -> str:
+def _summary(request: RunRequest, run: RunResult, kw: dict[str, Any], proposed: RunResult | None) -> str:
     """The run's one summary line, worded for its command: `check` says what it found (with
     -v, what would change), `fix` what it did (`fix -i`: what the review did)."""
-    from neuronize import output, report
+    from neuronize.presenting import output
+    from neuronize.presenting import report
 
-    hidden = f"{report.counted(baselined, 'baselined finding')} not shown" if baselined else ""
-    if mode == "check":
-        found = output.found_line(run, unsafe).rstrip(".")
+    hidden = f"{report.counted(run.baselined, 'baselined finding')} not shown" if run.baselined else ""
+    if request.mode == "check":
+        found = output.found_line(run, run.unsafe_fixes).rstrip(".")
         if hidden and not any(f.result.findings for f in run.files):
             found = "No new findings"
         parts = [found, hidden, report.files_line(run, wrote=False) if kw["verbose"] else ""]
         return "; ".join(p for p in parts if p) + "."
     if proposed is not None:
-        from neuronize.review import review_summary
+        from neuronize.presenting.review import review_summary
 
         summary = review_summary(proposed, run)
     else:
-        summary = report.summary_line(run, wrote=writing, unsafe_fixes=unsafe)
+        summary = report.summary_line(run, wrote=_fixing(request), unsafe_fixes=run.unsafe_fixes)
     return f"{summary}; {hidden}" if hidden else summary
 
 
-def _print_findings(run, kw: dict[str, Any], mode: str, *,  # type: ignore[no-untyped-def]
-                    include_applied: bool, unsafe: bool, err: bool) -> None:
+def _print_findings(run: RunResult, kw: dict[str, Any], request: RunRequest, *, err: bool) -> None:
     """The findings in the chosen ``--output-format`` (or ``--statistics``), on stdout (on
     stderr when stdout carries a diff or the fixed code)."""
-    from neuronize import output, report
-    from neuronize.diff import Style, wants_color
+    from neuronize.presenting import output
 
     stream = sys.stderr if err else sys.stdout
     fmt = kw["output_format"] or output.default_format(stream)
+    include_applied = request.mode == "check" or not request.write
     if kw["statistics"]:
-        lines = output.statistics(run, unsafe, include_applied=include_applied)
-    elif fmt == "json":
-        lines = [report.to_json(run, include_applied=include_applied,
-                                wrote=mode == "fix" and not kw.get("diff") and not err)]
-    elif fmt == "markdown":
-        lines = [report.to_markdown(run, command=_report_command(kw),
-                                    links=_links(kw, mode == "fix" and not kw.get("diff")))]
-    elif fmt == "sarif":
-        lines = [report.to_sarif(run, include_applied=include_applied)]
-    elif fmt == "github":
-        lines = report.to_github(run, include_applied=include_applied)
-    elif fmt == "full":
-        style = Style(wants_color(stream, kw["color"]))
-        for line in output.full_findings(run, style, include_applied=include_applied):
-            click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
+        lines = output.statistics(run, run.unsafe_fixes, include_applied=include_applied)
+    elif fmt in ("full", "concise", "text"):
+        _print_styled(run, kw, fmt, include_applied=include_applied, err=err)
         return
     else:
-        style = Style(wants_color(stream, kw["color"]))
-        lines = report.text_findings(run, include_applied=include_applied,
-                                     show_repeats=kw.get("show_repeats", False), style=style)
-        for line in lines:
-            click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
-        return
+        lines = _rendered(run, kw, fmt, request, include_applied=include_applied)
     for line in lines:
         click.echo(line, err=err)
 
 
-def _exit_code(mode: str, run, kw: dict[str, Any], *, writing: bool,  # type: ignore[no-untyped-def]
-               from_stdin: bool) -> int:
+def _rendered(run: RunResult, kw: dict[str, Any], fmt: str, request: RunRequest, *,
+              include_applied: bool) -> list[str]:
+    """The findings in a machine format (json, markdown, sarif, github)."""
+    from neuronize.presenting import report
+
+    if fmt == "json":
+        return [report.to_json(run, include_applied=include_applied, wrote=request.writes)]
+    if fmt == "markdown":
+        return [report.to_markdown(run, command=_report_command(kw), links=_links(kw, _fixing(request)))]
+    if fmt == "sarif":
+        return [report.to_sarif(run, include_applied=include_applied)]
+    return report.to_github(run, include_applied=include_applied)
+
+
+def _print_styled(run: RunResult, kw: dict[str, Any], fmt: str, *, include_applied: bool, err: bool) -> None:
+    """The findings for a person: ``full`` (with the source line) or ``concise``."""
+    from neuronize.presenting import output
+    from neuronize.presenting.diff import Style, wants_color
+    from neuronize.presenting.report import text_findings
+
+    style = Style(wants_color(sys.stderr if err else sys.stdout, kw["color"]))
+    if fmt == "full":
+        lines = output.full_findings(run, style, include_applied=include_applied)
+    else:
+        lines = text_findings(run, include_applied=include_applied, show_repeats=kw.get("show_repeats", False),
+                              style=style)
+    for line in lines:
+        click.echo(line, err=err, color=style.color)  # click strips ANSI off a terminal
+
+
+def _exit_code(request: RunRequest, run: RunResult, kw: dict[str, Any]) -> int:
     """0 / 1 / 2 as the README's table says, with ruff's --exit-zero, --fix-only and
     --exit-non-zero-on-fix."""
     if run.errors or run.missing:
         return EXIT_ERROR
-    if kw.get("exit_non_zero_on_fix"):
-        if any(f.written for f in run.files) or (not writing and mode == "fix"
-                                                  and any(f.result.changed for f in run.files)):
-            return EXIT_PENDING
+    if kw.get("exit_non_zero_on_fix") and _changed_any(request, run):
+        return EXIT_PENDING
     if kw.get("exit_zero") or kw.get("fix_only"):
         return EXIT_CLEAN
-    if mode == "check":
-        pending = any(f.result.findings for f in run.files)
-    elif kw.get("diff"):
-        pending = any(f.result.changed for f in run.files) or any(
+    return EXIT_PENDING if _pending(request, run) else EXIT_CLEAN
+
+
+def _changed_any(request: RunRequest, run: RunResult) -> bool:
+    """Whether a file was changed (or, with --diff, would be)."""
+    would = request.mode == "fix" and not request.write  # --diff
+    return any(f.written or (would and f.result.changed) for f in run.files)
+
+
+def _pending(request: RunRequest, run: RunResult) -> bool:
+    """Whether something is left to do: a finding (`check`), an edit or a finding not applied
+    (`fix --diff`), a finding not fixed in a file written (`fix`)."""
+    if request.mode == "check":
+        return any(f.result.findings for f in run.files)
+    if not request.write:
+        return any(f.result.changed for f in run.files) or any(
             not finding.applied for f in run.files for finding in f.result.findings)
-    else:
-        pending = any(
-            not (finding.applied and (f.written or from_stdin))
-            for f in run.files for finding in f.result.findings
-        )
-    return EXIT_PENDING if pending else EXIT_CLEAN
+    return any(not (finding.applied and (f.written or request.stdin is not None))
+               for f in run.files for finding in f.result.findings)
 
 
-def _show_files(resolver, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-def]
+def _show_files(run: RunResult, kw: dict[str, Any]) -> int:
     """``--show-files``: every file a run would look at, with the configuration it uses."""
-    from neuronize.api import discover_files
-    from neuronize.output import nothing_found
-    from neuronize.types import SkipReason
+    from neuronize.presenting.output import nothing_found
 
-    files, skipped = discover_files(kw["paths"], resolver, kw["force_exclude"])
-    for f in files:
-        config = resolver.for_path(f.path).config.path
+    for f in run.files:
+        config = run.configs.get(f.path) if f.path is not None else None
         click.echo(f"{f.display}" + (f"  ({config})" if kw["verbose"] and config else ""))
-    for s in skipped:
+    for s in run.skipped:
         click.echo(f"neuronize: {s.display}: {s.reason}", err=True)
-    if not files and not skipped:
+    if not run.files and not run.skipped:
         click.echo(f"neuronize: warning: {nothing_found(kw['paths'])}", err=True)
-    return EXIT_ERROR if any(s.reason is SkipReason.NO_SUCH_FILE for s in skipped) else EXIT_CLEAN
+    return EXIT_ERROR if run.missing else EXIT_CLEAN
 
 
-def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
-    if diff:
+def _interactive_problem(kw: dict[str, Any]) -> str | None:
+    if kw.get("diff"):
         return "-i/--interactive and --diff cannot be combined"
-    if from_stdin:
+    if kw["paths"] == ("-",):
         return "-i/--interactive cannot review code read from standard input"
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return ("-i/--interactive needs a terminal (standard input and output must be a TTY); "
@@ -457,43 +464,51 @@ def _interactive_problem(diff: bool, from_stdin: bool) -> str | None:
     return None
 
 
-def _review(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """Hunk-by-hunk review in this (the parent) process; each file is written after its review."""
-    from neuronize import api
-    from neuronize.diff import Style, wants_color
-    from neuronize.review import review_run
-    from neuronize.types import RunResult, Safety
+class _Review:
+    """`fix -i`, the run's write step: a hunk-by-hunk review in this (the parent) process, each
+    file written after its review. Keeps the run as proposed, for the summary."""
 
-    style = Style(wants_color(sys.stdout, kw["color"]))
+    def __init__(self, request: RunRequest, kw: dict[str, Any]) -> None:
+        self.request = request
+        self.kw = kw
+        self.proposed: RunResult | None = None
 
-    def ask(prompt: str) -> str:
-        click.echo(prompt, nl=False)
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line
+    def __call__(self, run: RunResult) -> RunResult:
+        from neuronize import api
+        from neuronize.presenting.diff import Style, wants_color
+        from neuronize.presenting.review import review_run
 
-    prompt_for = (lambda hunk: hunk.safety is not Safety.SAFE) if kw.get("review") == "unsafe" else (
-        lambda hunk: True)
-    return review_run(run, ask=ask, say=click.echo, style=style, prompt_for=prompt_for,
-                      write=lambda f: api.write_changes(RunResult(files=[f])).files[0],
-                      safe=_safe_layers(run, kw))
+        self.proposed = run
+        if self.kw["verbose"]:
+            _print_verbose(run)
+        style = Style(wants_color(sys.stdout, self.kw["color"]))
+        unsafe_only = self.kw.get("review") == "unsafe"
+        return review_run(run, ask=_ask, say=click.echo, style=style,
+                          prompt_for=lambda hunk: not unsafe_only or hunk.safety is not Safety.SAFE,
+                          write=lambda f: api.write_changes(RunResult(files=[f])).files[0],
+                          safe=self._safe_layers(run))
+
+    def _safe_layers(self, run: RunResult) -> dict[str, SafeLayer] | None:
+        """What plain `fix` (no unsafe fixes) makes of each changed file, when the run has unsafe
+        fixes: the review asks about those edits first, and never in one hunk with an unsafe one."""
+        from neuronize import api
+        from neuronize.presenting.review import SafeLayer
+
+        if not any(x.applied and x.safety is Safety.UNSAFE for f in run.files for x in f.result.findings):
+            return None
+        safe = api.run(dataclasses.replace(self.request, unsafe_fixes=False, write=False, baseline=None,
+                                           write_baseline=None))
+        changed = {f.display for f in run.files if f.result.changed}
+        return {f.display: SafeLayer(f.result.output, f.result.findings) for f in safe.files
+                if f.error is None and f.display in changed}
 
 
-def _safe_layers(run, kw: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """What plain `fix` (no unsafe fixes) makes of each changed file, when the run has unsafe
-    fixes: the review asks about those edits first, and never in one hunk with an unsafe one."""
-    from neuronize import api
-    from neuronize.review import SafeLayer
-    from neuronize.types import Safety
-
-    if not any(x.applied and x.safety is Safety.UNSAFE for f in run.files for x in f.result.findings):
-        return None
-    safe = api.analyse_paths(kw["paths"], (), jobs=kw["jobs"], force_exclude=kw["force_exclude"],
-                             cache=not kw["no_cache"], resolver=_resolver({**kw, "unsafe_fixes": False}))
-    changed = {f.display for f in run.files if f.result.changed}
-    return {f.display: SafeLayer(f.result.output, f.result.findings) for f in safe.files
-            if f.error is None and f.display in changed}
+def _ask(prompt: str) -> str:
+    click.echo(prompt, nl=False)
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
 
 
 def _write_output(path: str, text: str) -> None:
@@ -511,19 +526,13 @@ def _report_command(kw: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-def]
+def _write_report(request: RunRequest, run: RunResult, kw: dict[str, Any]) -> int:
     """`neuronize report`: the rendering on stdout or in --output; 0, or 2 if a file failed."""
-    from neuronize import report
+    from neuronize.presenting import report
 
     fmt = kw["output_format"]
-    if fmt == "markdown":
-        text = report.to_markdown(run, command=_report_command(kw), links=_links(kw, False))
-    elif fmt == "sarif":
-        text = report.to_sarif(run)
-    elif fmt == "github":
-        text = "\n".join(report.to_github(run))
-    elif fmt == "json":
-        text = report.to_json(run)
+    if fmt in ("markdown", "sarif", "github", "json"):
+        text = "\n".join(_rendered(run, kw, fmt, request, include_applied=True))
     else:
         text = "\n".join(report.text_findings(run))
     if kw.get("output_file"):
@@ -544,7 +553,7 @@ def _write_report(run, kw: dict[str, Any]) -> int:  # type: ignore[no-untyped-de
               show_default=True)
 def rules(fmt: str) -> None:
     """List every rule."""
-    from neuronize.docs import rules_json, rules_markdown, rules_text
+    from neuronize.presenting.docs import rules_json, rules_markdown, rules_text
 
     click.echo({"text": rules_text, "markdown": rules_markdown, "json": rules_json}[fmt]())
 
@@ -554,13 +563,13 @@ def rules(fmt: str) -> None:
 def explain(code: str) -> None:
     """Print a rule's documentation (by id or name), what an evidence mark (INF, 3P, SRC,
     DOC-old, DOC) means, or `packages`: the CUDA-only packages and the way forward for each."""
-    from neuronize.evidence import explain_evidence
+    from neuronize.decision.evidence import explain_evidence
 
     mark = explain_evidence(code)
     if mark is not None:
         click.echo(mark, nl=False)
         return
-    from neuronize.docs import TOPICS, explain_rule
+    from neuronize.presenting.docs import TOPICS, explain_rule
     from neuronize.registry import load_rule
 
     if code.lower() in TOPICS:
@@ -600,9 +609,36 @@ def audit(command: tuple[str, ...], pretend_cuda: bool, strict: bool, max_second
                        say=click.echo, warn=lambda line: click.echo(line, err=True)))
 
 
-from neuronize.verify.command import verify  # noqa: E402
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.option("--target", type=click.Choice([t.value for t in Target]), default=None,
+              help="The migration's target (default: the config's, else neuron).")
+@click.option("--unsafe-fixes", is_flag=True, help="Migrate with the unsafe fixes too.")
+@click.option("--hosts", default=",".join(HOSTS), show_default=True,
+              help="Simulated hosts to run on: cpu (the real machine), cuda (CUDA paths on the CPU), "
+                   "neuron (Neuron paths on the CPU), mps (a laptop's accelerator, CUDA absent).")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=MAX_SECONDS,
+              show_default=True, help="Stop one run of COMMAND after this long.")
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="markdown: for the pull request.")
+@click.option("--keep", is_flag=True, help="Keep the temporary trees (their path is printed).")
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED)
+def verify(args: tuple[str, ...], **options: Any) -> None:
+    """Prove the migration with your own tests: `neuronize verify [PATHS] -- python -m pytest`.
 
-cli.add_command(verify)
+    Copies the current directory twice (your files are never changed), migrates one copy (PATHS
+    in it), and runs COMMAND in both on each simulated host, each run in a process of its own.
+    With pytest, outcomes are compared test by test; otherwise by exit status and output. Lists
+    the tests that passed before and fail after (regressions) with the hunks on their
+    tracebacks, the tests fixed, and on the neuron host whether the Neuron path was taken.
+    Exit 1 on any regression; 2 when the migration or a run could not start; else 0.
+    """
+    from neuronize.verify.command import run_command
+
+    sys.exit(run_command(args, write=False, say=click.echo, warn=_warn, **options))
+
+
+def _warn(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def main() -> None:

@@ -90,7 +90,7 @@ class LineRule(Transform):
 
     def propose(self, span: Span, edits: Sequence[Edit], message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, group: str | None = None) -> None:
-        """Report ``span`` with ``edits`` as its fix; :mod:`neuronize.policy` decides whether it is
+        """Report ``span`` with ``edits`` as its fix; :mod:`neuronize.decision.policy` decides whether it is
         applied (as for Python rules)."""
         safety = safety or self.safety
         evidence = evidence or self.evidence

@@ -1,4 +1,5 @@
-"""Rule discovery: every ``Transform`` subclass in a module of ``neuronize.transforms`` is a rule.
+"""Rule discovery: every ``Transform`` subclass in a module of a family package of
+``neuronize.transforms`` is a rule.
 
 Adding a rule is adding one module; there is no central list to edit.
 """
@@ -9,8 +10,9 @@ import functools
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 from neuronize.transform import Transform
 
@@ -19,22 +21,43 @@ class SelectionError(ValueError):
     """A --select / --ignore entry that matches no rule."""
 
 
+def _rule_modules() -> Iterator[tuple[str, Path]]:
+    """The dotted name and file of every rule module: the modules of the family packages of
+    ``neuronize.transforms``, leaving out any name that starts with ``_`` (the helpers)."""
+    import neuronize.transforms as package
+
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        parts = info.name.split(".")[2:]
+        if info.ispkg or any(part.startswith("_") for part in parts):
+            continue
+        yield info.name, Path(package.__path__[0], *parts).with_suffix(".py")
+
+
+def rule_files() -> list[Path]:
+    """Every module of ``neuronize.transforms``, the helpers included."""
+    import neuronize.transforms as package
+
+    return sorted(path for folder in package.__path__ for path in Path(folder).rglob("*.py"))
+
+
+def _declared(module: ModuleType, code: str | None = None) -> Iterator[type[Transform]]:
+    """The rules a module declares (optionally only the one with this id or name)."""
+    for obj in vars(module).values():
+        if not (isinstance(obj, type) and issubclass(obj, Transform) and obj is not Transform):
+            continue
+        if obj.__module__ != module.__name__ or "id" not in obj.__dict__:
+            continue
+        if code is None or obj.id == code.upper() or obj.name == code:
+            yield obj
+
+
 @functools.cache
 def all_rules() -> tuple[type[Transform], ...]:
     """Every rule, sorted by id. Raises if two rules share an id or a name."""
-    import neuronize.transforms as package
-
     found: dict[str, type[Transform]] = {}
     names: dict[str, str] = {}
-    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        if info.name.rsplit(".", 1)[-1].startswith("_"):
-            continue
-        module = importlib.import_module(info.name)
-        for obj in vars(module).values():
-            if not (isinstance(obj, type) and issubclass(obj, Transform) and obj is not Transform):
-                continue
-            if obj.__module__ != module.__name__ or "id" not in obj.__dict__:
-                continue
+    for name, _ in _rule_modules():
+        for obj in _declared(importlib.import_module(name)):
             if obj.id in found and found[obj.id] is not obj:
                 raise TypeError(f"rule id {obj.id} is used by {found[obj.id].__name__} and {obj.__name__}")
             if obj.name in names and names[obj.name] != obj.id:
@@ -48,23 +71,14 @@ def load_rule(code: str) -> type[Transform] | None:
     """A rule by exact id or name, importing only the module that declares it (``neuronize
     explain`` loads what it prints); found by reading the rule modules' text for the ``id =`` or
     ``name =`` line, confirmed on the imported class."""
-    import neuronize.transforms as package
-
     wanted = re.compile(rf'^\s+(?:id = "{re.escape(code.upper())}"|name = "{re.escape(code)}")\s*$', re.MULTILINE)
-    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        leaf = info.name.rsplit(".", 1)[-1]
-        if leaf.startswith("_"):
-            continue
+    for name, path in _rule_modules():
         try:
-            text = (Path(package.__path__[0]) / f"{leaf}.py").read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except OSError:
             continue
-        if not wanted.search(text):
-            continue
-        module = importlib.import_module(info.name)
-        for obj in vars(module).values():
-            if (isinstance(obj, type) and issubclass(obj, Transform) and obj.__module__ == module.__name__
-                    and "id" in obj.__dict__ and (obj.id == code.upper() or obj.name == code)):
+        if wanted.search(text):
+            for obj in _declared(importlib.import_module(name), code):
                 return obj
     return rule_by_code(code)
 

@@ -2,7 +2,7 @@
 
 A rule subclasses :class:`Transform`, declares its id, name, safety, evidence and the byte tokens
 that can reveal it, and defines libcst-style ``visit_<Node>`` / ``leave_<Node>`` methods. All the
-enabled rules share one walk of one tree (see :mod:`neuronize.engine`); a rule calls
+enabled rules share one walk of one tree (see :mod:`neuronize.analysis.engine`); a rule calls
 :meth:`Transform.fix`, :meth:`Transform.remove` or :meth:`Transform.report` and never edits,
 prints or touches files itself. A new instance is made for every file, so nothing leaks between
 files.
@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from neuronize.context import FileContext
+from neuronize.analysis.context import FileContext
 from neuronize.sources.kinds import CODE_KINDS, SourceKind
 
 # Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
@@ -77,7 +77,7 @@ class Report:
     notes: tuple[Note, ...] = ()
     #: ``hard`` / ``optional`` for an import of a CUDA-only package
     dependency: str | None = None
-    #: why the role of the code makes CUDA its point (:mod:`neuronize.roles`), if it does
+    #: why the role of the code makes CUDA its point (:mod:`neuronize.analysis.roles`), if it does
     role: str | None = None
     #: the other devices a dispatch around the node serves (:meth:`FileContext.device_dispatch`)
     dispatch: tuple[str, ...] = ()
@@ -132,7 +132,7 @@ class Transform:
     - ``effort``: the work a report-only finding still needs by hand (``EFFORTS``; default medium);
     - ``references``: public documentation URLs, printed by ``neuronize explain``;
     - ``catch_all``: True for a report-only rule whose findings give way to every other rule's on
-      the same code (:mod:`neuronize.claims`).
+      the same code (:mod:`neuronize.decision.claims`).
     """
 
     id: ClassVar[str]
@@ -144,7 +144,7 @@ class Transform:
     section: ClassVar[str]
     effort: ClassVar[str] = "medium"
     references: ClassVar[tuple[str, ...]]
-    #: the ``--target`` values whose fixes this rule writes itself (transforms/_target.py); under
+    #: the ``--target`` values whose fixes this rule writes itself (transforms/_helpers/per_target.py); under
     #: any other target its fixes are reported, not applied (their code would be Neuron-only)
     targets: ClassVar[tuple[Target, ...]] = (Target.NEURON,)
     catch_all: ClassVar[bool] = False
@@ -188,15 +188,15 @@ class Transform:
 
         ``imports`` are added (or removed) only if this fix is applied. Fixes that name the same
         ``group`` in a file are applied together or not at all, at the weakest safety among them.
-        Whether it is applied is decided later, by :mod:`neuronize.policy`: the report records the
-        role of the code (:mod:`neuronize.roles`) and the device dispatch around it for that.
+        Whether it is applied is decided later, by :mod:`neuronize.decision.policy`: the report records the
+        role of the code (:mod:`neuronize.analysis.roles`) and the device dispatch around it for that.
         """
         safety = safety or self.safety
         evidence = evidence or self.evidence
         if safety is Safety.REPORT_ONLY:
             raise ValueError(f"{self.id}: a report-only finding cannot carry a fix")
         if isinstance(replacement, cst.CSTNode):
-            from neuronize.quotes import requote
+            from neuronize.writing.quotes import requote
 
             replacement = requote(node, replacement, self.ctx.quote_style)
         role = self.ctx.role()

@@ -99,7 +99,7 @@ class ImportRequest:
 
 #: A note on a finding: ``(kind, text)``. The kinds, in the order a finding's text shows them:
 #: ``target``, ``role`` and ``dispatch`` (why the rule's fix became a report: see
-#: :mod:`neuronize.policy`) follow the rule's words; the evidence mark comes next; then
+#: :mod:`neuronize.decision.policy`) follow the rule's words; the evidence mark comes next; then
 #: ``import-safety``, ``group`` and ``guard`` (what the decision stage did), each in brackets.
 Note = tuple[str, str]
 
@@ -255,10 +255,25 @@ class FileResult:
 
 @dataclass
 class RunResult:
+    """What a run comes to (see ``neuronize.api.run``): the files, and the facts the command line
+    renders. A run that could not start has ``error`` set and nothing else."""
+
     files: list[FileResult] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     #: temp files of an interrupted earlier run, removed before writing
     stale_removed: list[Path] = field(default_factory=list)
+    #: why nothing was looked at: a bad option, rule selection, configuration or baseline file
+    error: str | None = None
+    #: how many findings the baseline hid
+    baselined: int = 0
+    #: how many entries were written to the baseline asked for (None: none was asked for)
+    baseline_written: int | None = None
+    #: whether the settings of some file applied the unsafe fixes (the summary's wording)
+    unsafe_fixes: bool = False
+    #: the configuration file each file was looked at with (None: the defaults)
+    configs: dict[Path, Path | None] = field(default_factory=dict)
+    #: the settings the first path is looked at with and where each came from (``show_settings``)
+    settings: str | None = None
 
     @property
     def errors(self) -> list[FileResult]:

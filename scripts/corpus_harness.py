@@ -52,7 +52,7 @@ then prints one Markdown table row per repository:
   finding of the second ``fix`` run covers (that run reports on the migrated files, so its lines
   are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
   ``.cuda()`` calls, ``"nccl"`` and imports of the CUDA-only packages of
-  ``neuronize.transforms._packages`` (not of the project's own packages), but not the ``"cuda"``
+  ``neuronize.analysis.cuda_packages`` (not of the project's own packages), but not the ``"cuda"``
   of the host-aware ``"neuron" if ... else "cuda"`` the migration writes, nor the CUDA code it keeps
   in the ``else`` of the Neuron (or accelerator) test it writes. A cheap ``ast`` scan,
   not a rule: it names what a user who trusts the report would meet unannounced. ``--diffs``
@@ -88,17 +88,17 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronize.engine import prefilter_for
-from neuronize.import_safety import calls_neuron_test
-from neuronize.project_packages import top_level_packages
+from neuronize.analysis.prefilter import prefilter_for
+from neuronize.analysis.import_safety import calls_neuron_test
+from neuronize.analysis.project_packages import top_level_packages
 from neuronize.registry import all_rules
 from neuronize.sources.kinds import CODE_KINDS, SourceKind
 from neuronize.sources.lines import join_lines, split_lines
 from neuronize.sources.notebook import read_cells
-from neuronize.syntax import module_matches
+from neuronize.analysis.syntax import module_matches
 from neuronize.sources.line_length import line_length_for
-from neuronize.transforms._packages import REPORTED
-from neuronize.transforms._wrapped import limit_for
+from neuronize.analysis.cuda_packages import REPORTED
+from neuronize.writing.wrapped import limit_for
 
 INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy", "too_long",
               "test_twice", "imports")

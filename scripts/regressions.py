@@ -11,7 +11,7 @@ modified. The script copies it (without ``.git``) to a temporary directory and t
 
 1. runs ``PYTHON -m pytest PYTEST_ARGS`` (the *before* run; a JUnit XML report gives every test
    id its outcome),
-2. writes the migration's diff to ``neuronize.diff`` (``neuronize fix --diff``) and applies it
+2. writes the migration's diff to ``neuronize.presenting.diff`` (``neuronize fix --diff``) and applies it
    (``neuronize fix --target T [--unsafe-fixes] [--select CODES]``),
 3. runs the same pytest command again (the *after* run),
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copytree(options.repo, workdir, ignore=shutil.ignore_patterns(".git"), symlinks=True)
     try:
         before = run_pytest(options.python, workdir, pytest_args, base / "before.xml", options.timeout)
-        migrate(workdir, options, base / "neuronize.diff")
+        migrate(workdir, options, base / "neuronize.presenting.diff")
         after = run_pytest(options.python, workdir, pytest_args, base / "after.xml", options.timeout)
     finally:
         if options.keep is None:

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronize.context import Options
-from neuronize.engine import SourceResult
-from neuronize.kinds_engine import run_kind
+from neuronize.analysis.context import Options
+from neuronize.types import SourceResult
+from neuronize.analysis.any_kind import run_kind
 from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name
 from neuronize.registry import all_rules, rule_by_code
 from neuronize.transform import Transform

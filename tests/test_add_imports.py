@@ -1,5 +1,5 @@
 """The engine adds imports with libcst's ``AddImportsVisitor`` entering the module's own simple
-statements only (``engine._top_level``): the result must be what the whole visitor writes."""
+statements only (``neuronize.writing.imports._top_level``): the result must be what the whole visitor writes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
-from neuronize.engine import _top_level
+from neuronize.writing.imports import _top_level
 
 #: every eighth fixture (the whole visitor is slow: about ten parses a file)
 FIXTURES = sorted((Path(__file__).parent.parent / "fixtures").glob("*/*.py"))[::8]

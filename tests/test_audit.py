@@ -175,7 +175,7 @@ def _raw(tmp_path: Path, returncode: int | None = 0) -> RawRun:
 
 def test_join_exit_codes_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from neuronize.audit import render
-    from neuronize.report import audit_markdown
+    from neuronize.presenting.report import audit_markdown
 
     monkeypatch.chdir(ROOT)
     result = join(_raw(tmp_path), ROOT, pretend_cuda=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from neuronize import __version__
-from neuronize.baseline import (
+from neuronize.decision.baseline import (
     BaselineEntry,
     entries_for,
     fingerprint,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 import neuronize
-from neuronize.cache import ResultCache, code_fingerprint, default_directory
-from neuronize.context import Options
-from neuronize.engine import FileError, SourceResult, run_source
+from neuronize.sources.cache import ResultCache, code_fingerprint, default_directory
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
+from neuronize.types import FileError, SourceResult
 from neuronize.registry import all_rules
 from neuronize.transform import Finding, Safety
 
@@ -91,6 +93,17 @@ def test_default_fingerprint_covers_rule_modules():
     assert files
     assert code_fingerprint() == code_fingerprint()
     assert code_fingerprint() != code_fingerprint(files[:-1])
+
+
+def test_default_fingerprint_covers_the_stage_modules_and_the_family_rules():
+    from neuronize.sources.cache import _rule_source_files
+
+    files = {path.resolve() for path in _rule_source_files()}
+    package = Path(neuronize.__file__).resolve().parent
+    for module in ("analysis/engine.py", "decision/policy.py", "writing/wrapped.py", "types.py"):
+        assert package / module in files, module
+    for rule in all_rules():
+        assert Path(sys.modules[rule.__module__].__file__).resolve() in files, rule.id
 
 
 @pytest.mark.parametrize("fix", [False, True])

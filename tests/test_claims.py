@@ -1,5 +1,5 @@
 """Claims: a catch-all rule's findings give way to every other rule's on the same code
-(neuronize/claims.py), with tiny rules defined here (names starting with ``_``: not registered)."""
+(neuronize/decision/claims.py), with tiny rules defined here (names starting with ``_``: not registered)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fixture_cases import all_cases  # noqa: E402
 
-from neuronize.engine import run_source  # noqa: E402
-from neuronize.kinds_engine import run_kind  # noqa: E402
+from neuronize.analysis.engine import run_source  # noqa: E402
+from neuronize.analysis.any_kind import run_kind  # noqa: E402
 from neuronize.registry import all_rules  # noqa: E402
 from neuronize.transform import Evidence, Example, Safety, Transform  # noqa: E402
 from neuronize.types import Options, Target  # noqa: E402

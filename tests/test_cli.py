@@ -164,7 +164,7 @@ def test_rules_and_explain():
 
 
 def test_version():
-    from neuronize.config import tomllib
+    from neuronize.sources.config import tomllib
 
     from helpers import ROOT
     from neuronize import __version__

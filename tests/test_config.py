@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronize.config import Config, ConfigError, find_config, ignored_codes_for, load_config
+from neuronize.sources.config import Config, ConfigError, find_config, ignored_codes_for, load_config
 
 
 def write(folder: Path, text: str) -> Path:

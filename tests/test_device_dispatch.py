@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from neuronize.context import Options
-from neuronize.engine import run_source
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline" / "device_choice_gains_neuron.before.py"

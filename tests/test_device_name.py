@@ -1,5 +1,5 @@
 """``--target accelerator`` names the device it detects once per scope
-(``neuronize.transforms._device_name``): the edits read the name, the migrated code still runs on
+(``neuronize.writing.device_name``): the edits read the name, the migrated code still runs on
 this CPU-only host, and a second run changes and reports nothing."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import torch
 
 from helpers import neuronize
 
-from neuronize.context import Options
-from neuronize.engine import run_source
-from neuronize.hunks import split_hunks
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
+from neuronize.presenting.hunks import split_hunks
 from neuronize.registry import all_rules
 
 ACC = 'torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"'

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from helpers import neuronize
-from neuronize.diff import Style, unified_diff, wants_color
-from neuronize.hunks import findings_touching, import_names
+from neuronize.presenting.diff import Style, unified_diff, wants_color
+from neuronize.presenting.hunks import findings_touching, import_names
 from neuronize.transform import Finding, Safety
 
 TWO_PLACES = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuronize.docs import README_BEGIN, README_END, rules_markdown
+from neuronize.presenting.docs import README_BEGIN, README_END, rules_markdown
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -14,5 +14,5 @@ def test_readme_rule_table_is_current():
     start = text.index(README_BEGIN) + len(README_BEGIN)
     end = text.index(README_END)
     assert text[start:end].strip() == rules_markdown().strip(), (
-        "README rule table is stale: run `python -m neuronize.docs` to regenerate it"
+        "README rule table is stale: run `python -m neuronize.presenting.docs` to regenerate it"
     )

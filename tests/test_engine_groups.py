@@ -7,7 +7,7 @@ import textwrap
 
 import libcst as cst
 
-from neuronize.engine import run_source
+from neuronize.analysis.engine import run_source
 from neuronize.transform import Evidence, Safety, Transform
 from neuronize.types import Options
 
@@ -136,7 +136,7 @@ def test_fixes_that_would_break_import_become_findings() -> None:
 
 
 def test_no_unguarded_torch_neuronx_import_in_a_library_module() -> None:
-    from neuronize.import_safety import hazards
+    from neuronize.analysis.import_safety import hazards
     import ast
 
     assert hazards(ast.parse("import torch_neuronx\nx = 1\n"))
@@ -186,7 +186,7 @@ class _Legacy(Transform):
 
 
 def test_a_conditional_expression_keeps_its_test_when_its_body_keeps_reported_code() -> None:
-    from neuronize.transforms.cuda_availability_check import CudaAvailabilityCheck
+    from neuronize.transforms.runtime.cuda_availability_check import CudaAvailabilityCheck
 
     rules = (_Legacy, CudaAvailabilityCheck)
     kept = "import torch\nused = legacy() if torch.cuda.is_available() else 0\n"

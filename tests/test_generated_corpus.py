@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus_gen import generate_corpus  # noqa: E402
 from helpers import neuronize  # noqa: E402
 
-from neuronize.engine import prefilter_for  # noqa: E402
+from neuronize.analysis.prefilter import prefilter_for  # noqa: E402
 from neuronize.registry import all_rules  # noqa: E402
 
 N_FILES = 150

@@ -1,6 +1,7 @@
-"""One definition of each idea: no two helper modules of transforms/ define the same name.
+"""One definition of each idea: no two helper modules define the same name.
 
-The helper modules (``transforms/_*.py``) are grouped by kind (names, literals, calls, imports,
+The helper modules (``transforms/_helpers/*.py``, and the core modules the rules share with the
+engine) are grouped by kind (names, literals, calls, imports,
 nodes, messages, targets) plus a few families' own knowledge; a name defined twice is a copy
 with a small variation waiting to drift.
 """
@@ -11,8 +12,12 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-HELPERS = sorted(p for p in (Path(__file__).parent.parent / "transforms").glob("_*.py")
-                 if p.name != "__init__.py")
+ROOT = Path(__file__).parent.parent
+#: the helpers the rules share, and those of the core the rules import too (what both need lives in
+#: the core): the passes that shape written code, subtrees, the package and environment tables
+_CORE = [*(ROOT / "neuronize" / "writing").glob("*.py"),
+         *(ROOT / "neuronize" / "analysis" / name for name in ("subtrees.py", "cuda_packages.py", "cuda_env_vars.py"))]
+HELPERS = sorted(p for p in [*(ROOT / "transforms" / "_helpers").glob("*.py"), *_CORE] if p.name != "__init__.py")
 
 
 def _defined(path: Path) -> set[str]:

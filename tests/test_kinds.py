@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from neuronize import api
-from neuronize.kinds_engine import run_kind, text_problems
+from neuronize.analysis.any_kind import run_kind
+from neuronize.analysis.line_files import text_problems
 from neuronize.registry import all_rules
 from neuronize.sources.discover import discover
 from neuronize.sources.kinds import SourceKind, kind_of, parse_kinds
@@ -182,7 +183,7 @@ def test_unused_suppression_in_a_shell_script():
 
 
 def test_misspelt_suppression_in_a_dockerfile_is_reported_as_in_python():
-    # one decision stage (neuronize.policy) for every kind: a typo silences nothing, and says so
+    # one decision stage (neuronize.decision.policy) for every kind: a typo silences nothing, and says so
     result = run_kind(b"FROM nvidia/cuda:12.1.0-base  # neuronize: ignore[NRN6211]\n", SourceKind.DOCKERFILE,
                       RULES, UNSAFE)
     assert sorted(f.rule for f in result.findings) == ["NRN000", "NRN621"]
@@ -261,8 +262,8 @@ def test_stdin_takes_its_kind_from_the_file_name(tmp_path):
 
 
 def test_interactive_review_of_a_requirements_file_takes_hunk_by_hunk():
-    from neuronize.diff import Style
-    from neuronize.review import review_file
+    from neuronize.presenting.diff import Style
+    from neuronize.presenting.review import review_file
 
     before = b"torch==2.13.0+cu121\nnumpy\n\n\n\n\n\n\nexport=1\ntorchvision==0.28.0+cu121\n"
     result = run_kind(before, SourceKind.REQUIREMENTS, RULES, UNSAFE, path="requirements.txt")

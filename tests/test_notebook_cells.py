@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from neuronize.notebook_magics import gpu_magics
+from neuronize.analysis.notebook_magics import gpu_magics
 from tests.helpers import neuronize
 
 

@@ -1,4 +1,4 @@
-"""The one table of CUDA-only packages (transforms/_packages.py) and `neuronize explain packages`."""
+"""The one table of CUDA-only packages (neuronize/analysis/cuda_packages.py) and `neuronize explain packages`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronize.transforms._packages import (CUDA_ONLY_PACKAGES, PACKAGES, Path as Forward, imported_package,
+from neuronize.analysis.cuda_packages import (CUDA_ONLY_PACKAGES, PACKAGES, Path as Forward, imported_package,
                                             is_cuda_extension_module)
 from tests.helpers import neuronize
 
@@ -80,7 +80,7 @@ def test_corpus_harness_finds_cuda_code_left_without_a_finding():
 
 
 def test_top_level_packages_of_a_run():
-    from neuronize.project_packages import top_level_packages
+    from neuronize.analysis.project_packages import top_level_packages
 
     paths = ["mamba_ssm/__init__.py", "mamba_ssm/ops/__init__.py", "src/kit/__init__.py", "tests/test_a.py",
              "setup.py"]

@@ -23,7 +23,7 @@ def test_wheel_maps_transforms_under_neuronize(tmp_path):
     assert not any(n.startswith("transforms/") for n in names), "a top-level transforms package leaked"
     for module in (ROOT / "transforms").glob("*.py"):
         assert f"neuronize/transforms/{module.name}" in names, module.name
-    assert "neuronize/engine.py" in names
+    assert "neuronize/analysis/engine.py" in names
     # every module of the package, sub-packages included (a package missing from pyproject's list
     # installs without it: `neuronize.verify` once did, and the pre-commit hook failed to start)
     for module in (ROOT / "neuronize").rglob("*.py"):
@@ -55,7 +55,7 @@ def test_rules_load_from_the_checkout_under_test(tmp_path):
     assert Path(neuronize.__file__).resolve().parent == ROOT / "neuronize"
     assert [Path(p).resolve() for p in neuronize.transforms.__path__] == [ROOT / "transforms"]
     for rule in all_rules():
-        assert Path(sys.modules[rule.__module__].__file__).resolve().parent == ROOT / "transforms", rule.id
+        assert Path(sys.modules[rule.__module__].__file__).resolve().parent.parent == ROOT / "transforms", rule.id
     child = subprocess.run(
         [sys.executable, "-c", "import neuronize, neuronize.transforms as t; print(neuronize.__file__); print(t.__file__)"],
         cwd=tmp_path, capture_output=True, text=True, check=True,

@@ -5,22 +5,22 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from neuronize.context import FileContext, Options, collect_imports
+from neuronize.analysis.context import FileContext, Options, collect_imports
 from neuronize.registry import all_rules
-from neuronize.walk import walk
-from neuronize.transforms import _target
-from neuronize.transforms._amp import custom_device, followed_device, followed_enabled, plan_autocast
-from neuronize.transforms._compile import plan_compile
-from neuronize.transforms._cuda_runtime import _CudaApiRule, owned
-from neuronize.transforms._host import has_cpu_path
-from neuronize.transforms._imports import bindings, removal_of, removals_for
-from neuronize.transforms._leftovers import (
+from neuronize.analysis.walk import walk
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.amp import custom_device, followed_device, followed_enabled, plan_autocast
+from neuronize.transforms._helpers.compile import plan_compile
+from neuronize.transforms._helpers.cuda_runtime import _CudaApiRule, owned
+from neuronize.transforms._helpers.hosts import has_cpu_path
+from neuronize.transforms._helpers.imports import bindings, removal_of, removals_for
+from neuronize.transforms._helpers.leftovers import (
     branches, cuda_value, gpu_index, gpu_indexed_device, in_message, index_message, is_neuron_check, leftover_message,
     list_message, listed, required, site, validates,
 )
-from neuronize.transforms._messages import short
-from neuronize.transforms._literals import string_value
-from neuronize.transforms._value_flow import Assignments, assigned, carried, follow, option_dest, option_names, resolve
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.value_flow import Assignments, assigned, carried, follow, option_dest, option_names, resolve
 
 NEURON = cst.SimpleString('"neuron"')
 
@@ -119,19 +119,19 @@ def test_bindings_know_the_statement_and_build_removals():
 
 # -- the target vocabulary ------------------------------------------------------------------------
 def test_every_target_has_a_vocabulary_and_builders():
-    assert set(_target.VOCABULARY) == set(_target.ALL)
-    for target in _target.ALL:
-        assert _target.fill(target, "{device} {platform}")
+    assert set(per_target.VOCABULARY) == set(per_target.ALL)
+    for target in per_target.ALL:
+        assert per_target.fill(target, "{device} {platform}")
         ctx = _ctx("import torch\n", target)
-        expr, _ = _target.device(ctx)
+        expr, _ = per_target.device(ctx)
         assert isinstance(expr, (cst.SimpleString, cst.IfExp))
-        backend, _ = _target.process_group_backend(ctx)
+        backend, _ = per_target.process_group_backend(ctx)
         assert short(backend)
 
 
 # -- device choices (NRN101) and backends (NRN401) --------------------------------------------------
 def _idiom(code: str, target: str):  # type: ignore[no-untyped-def]
-    from neuronize.transforms._device_choice import idiom_branch, rewrite_idiom
+    from neuronize.transforms._helpers.device_choice import idiom_branch, rewrite_idiom
 
     ctx = _ctx(code, target)
     node = ctx.module.body[-1].body[0].value  # type: ignore[attr-defined]
@@ -153,7 +153,7 @@ def test_the_idiom_per_target():
 
 
 def test_with_choice_adds_next_to_cuda_once():
-    from neuronize.transforms._device_choice import with_choice
+    from neuronize.transforms._helpers.device_choice import with_choice
 
     choices = cst.parse_expression('["cpu", "cuda"]')
     assert isinstance(choices, cst.List)
@@ -163,7 +163,7 @@ def test_with_choice_adds_next_to_cuda_once():
 
 
 def test_backend_edit_and_table_entry():
-    from neuronize.transforms._distributed import backend_edit, with_neuron_entry
+    from neuronize.transforms._helpers.distributed import backend_edit, with_neuron_entry
     from neuronize.transform import Safety
 
     ctx = _ctx("import torch.distributed as dist\n")
@@ -178,7 +178,7 @@ def test_backend_edit_and_table_entry():
 
 
 def test_optimize_plan_per_target():
-    from neuronize.transforms._compile import plan_optimize
+    from neuronize.transforms._helpers.compile import plan_optimize
 
     plan = plan_optimize(_call('torch._dynamo.optimize("inductor")'), "neuron", NEURON)
     assert plan.fix is not None and short(plan.fix[1]) == '"neuron"' and not plan.reports
@@ -281,7 +281,7 @@ def test_assigned_and_option_names():
 
 
 def test_backend_plan_keeps_what_also_reaches_cuda_only_code_or_deepspeed():
-    from neuronize.transforms._distributed import BackendUse, plan_backends
+    from neuronize.transforms._helpers.distributed import BackendUse, plan_backends
 
     code = ('import torch\nimport torch.distributed as dist\nimport deepspeed\n'
             'cfg.comm = "nccl"\ntorch.cuda.nccl_tuning(cfg.comm)\nSHARED = "nccl"\nLOCAL = "nccl"\n')
@@ -304,7 +304,7 @@ def test_backend_plan_keeps_what_also_reaches_cuda_only_code_or_deepspeed():
     ("dist.new_group([0, 1])", None),
 ])
 def test_process_group_creation_that_needs_an_untouched_runtime(code, named):
-    from neuronize.transforms.runtime_before_process_group import creation
+    from neuronize.transforms.distributed.runtime_before_process_group import creation
 
     ctx = _ctx("import deepspeed\nimport torch.distributed as dist\n")
     assert creation(ctx, _call(code)) == named
@@ -321,14 +321,14 @@ def test_process_group_creation_that_needs_an_untouched_runtime(code, named):
     ('cfg.get("name", "cuda")', []),
 ])
 def test_call_device_positions(code, expected):
-    from neuronize.transforms._device_choice import call_device_positions
+    from neuronize.transforms._helpers.device_choice import call_device_positions
 
     ctx = _ctx("import torch\n")
     assert [(short(e), w) for e, w in call_device_positions(ctx, _call(code))] == expected
 
 
 def test_device_option_and_setting():
-    from neuronize.transforms._device_choice import device_option, device_setting
+    from neuronize.transforms._helpers.device_choice import device_option, device_setting
 
     option = device_option(_call('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])'))
     assert option is not None and option[0] == "--device"
@@ -347,7 +347,7 @@ def test_device_option_and_setting():
 
 # -- the NRN35x skeleton (_cuda_settings) ----------------------------------------------------------
 def test_setting_targets_and_unwrap_plan():
-    from neuronize.transforms._cuda_settings import context_items, plan_unwrap, setting_targets
+    from neuronize.transforms._helpers.cuda_settings import context_items, plan_unwrap, setting_targets
 
     ctx = _ctx("import torch\n")
     stmt = cst.parse_statement("torch.backends.cudnn.benchmark = other = True\n")
@@ -364,7 +364,7 @@ def test_setting_targets_and_unwrap_plan():
 
 # -- XLA-era code (_xla) ---------------------------------------------------------------------------
 def test_xla_plans():
-    from neuronize.transforms._xla import import_removals, imports_xla, optimizer_step, xla_backend_plan
+    from neuronize.transforms._helpers.xla import import_removals, imports_xla, optimizer_step, xla_backend_plan
 
     ctx = _ctx("import torch.distributed as dist\nimport torch_xla.core.xla_model as xm\n")
     plan = xla_backend_plan(ctx, _call('dist.init_process_group("xla", init_method="xla://")'))
@@ -482,7 +482,7 @@ def test_leftover_messages_say_what_to_do():
 
 # -- NRN6xx: requirements, launchers, containers and configs ---------------------------------------
 def test_torch_neuronx_family_follows_the_torch_minor_version():
-    from neuronize.transforms._setup_files import is_cuda_index, is_cuda_local_version, neuronx_family
+    from neuronize.transforms._helpers.setup_files import is_cuda_index, is_cuda_local_version, neuronx_family
 
     assert neuronx_family("2.13.0") == "2.13.*" and neuronx_family("2.14.*") == "2.14.*"
     assert neuronx_family("2.13.0+cu121") == "2.13.*"
@@ -503,8 +503,8 @@ def test_requirement_specifiers_keep_their_offsets():
 
 
 def test_cuda_only_packages_come_from_the_python_rules_table():
-    from neuronize.transforms._packages import PACKAGES
-    from neuronize.transforms._setup_files import cuda_only_package
+    from neuronize.analysis.cuda_packages import PACKAGES
+    from neuronize.transforms._helpers.setup_files import cuda_only_package
 
     assert cuda_only_package("flash-attn")[1] == PACKAGES["flash_attn"].instead
     assert cuda_only_package("cupy-cuda12x")[1] == PACKAGES["cupy"].instead
@@ -514,8 +514,8 @@ def test_cuda_only_packages_come_from_the_python_rules_table():
 
 
 def test_dependency_messages_shared_by_requirements_files_and_setup_py():
-    from neuronize.transforms._setup_files import cuda_build_message, cuda_only_message, torch_family_advice
-    from neuronize.transforms.setup_py_requirement import declared_requirements
+    from neuronize.transforms._helpers.setup_files import cuda_build_message, cuda_only_message, torch_family_advice
+    from neuronize.transforms.repository.setup_py_requirement import declared_requirements
 
     call = cst.parse_expression('setup(install_requires=["torch==2.13.0+cu121", "numpy", deps], '
                                 'extras_require={"gpu": ["nvidia-nccl-cu12"], **more}, tests_require=["flash-attn"])')
@@ -531,7 +531,7 @@ def test_dependency_messages_shared_by_requirements_files_and_setup_py():
 
 def test_config_values_planned_by_key_and_value():
     from neuronize.sources.configs import Entry
-    from neuronize.transforms.config_cuda_value import plan
+    from neuronize.transforms.repository.config_cuda_value import plan
 
     def entry(key: str, value: str) -> Entry:
         return Entry((key,), value, 0, 0, len(value))

@@ -1,10 +1,10 @@
-"""The decision stage (neuronize.policy): rules propose, one stage decides, in its documented order."""
+"""The decision stage (neuronize.decision.policy): rules propose, one stage decides, in its documented order."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.engine import run_source
+from neuronize.analysis.engine import run_source
 from neuronize.transform import Evidence, Safety, Transform
 from neuronize.types import Options, Target
 

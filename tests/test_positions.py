@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from neuronize.positions import locate_in_code
+from neuronize.analysis.positions import locate_in_code
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 KINDS = (cst.Call, cst.Attribute, cst.Name, cst.SimpleString, cst.FormattedString,
@@ -68,7 +68,7 @@ def test_after_fix_findings_point_into_the_file_as_written(tmp_path, fmt):
 
 
 def test_position_map_follows_kept_characters():
-    from neuronize.positions import position_map
+    from neuronize.analysis.positions import position_map
 
     before = b"a = 1\nb = x.cuda() + f(y)\nc = 3\n"
     after = b"b = x.to('neuron') + f(y)\nc = 3\n"
@@ -82,7 +82,7 @@ def test_position_map_follows_kept_characters():
 def test_line_ops_rebuild_the_new_lines_and_stay_cheap_on_a_large_file():
     import random
 
-    from neuronize.positions import line_ops, position_map
+    from neuronize.analysis.positions import line_ops, position_map
 
     rng = random.Random(1)
     for _ in range(300):

@@ -10,9 +10,10 @@ import textwrap
 
 import pytest
 
-from neuronize.context import Options
-from neuronize.engine import prefilter_for, run_source
-from neuronize.kinds_engine import run_kind
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
+from neuronize.analysis.prefilter import prefilter_for
+from neuronize.analysis.any_kind import run_kind
 from neuronize.registry import all_rules
 
 RULES = all_rules()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from neuronize.progress import Progress
+from neuronize.presenting.progress import Progress
 
 
 class FakeTTY(io.StringIO):

@@ -22,8 +22,8 @@ hypothesmith = pytest.importorskip("hypothesmith")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from neuronize.context import Options  # noqa: E402
-from neuronize.engine import run_source  # noqa: E402
+from neuronize.analysis.context import Options  # noqa: E402
+from neuronize.analysis.engine import run_source  # noqa: E402
 from neuronize.registry import all_rules  # noqa: E402
 
 RULES = all_rules()

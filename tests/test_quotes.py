@@ -1,11 +1,11 @@
-"""New strings follow the quote style around them (neuronize/quotes.py)."""
+"""New strings follow the quote style around them (neuronize/writing/quotes.py)."""
 
 from __future__ import annotations
 
 import libcst as cst
 import pytest
 
-from neuronize.quotes import file_quote, requote
+from neuronize.writing.quotes import file_quote, requote
 
 
 @pytest.mark.parametrize(("source", "style"), [

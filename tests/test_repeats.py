@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from neuronize.repeats import collapse, more, repeat_key
+from neuronize.presenting.repeats import collapse, more, repeat_key
 from neuronize.types import Finding, Safety
 from tests.helpers import neuronize
 

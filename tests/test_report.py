@@ -16,7 +16,7 @@ from conftest import ROOT
 from helpers import neuronize, pipeline_repo
 from neuronize import TORCHNEURON_TARGET, __version__
 from neuronize.registry import all_rules
-from neuronize.report import KINDS, dependency, effort, kind_of
+from neuronize.presenting.report import KINDS, dependency, effort, kind_of
 from neuronize.transform import Finding, Safety
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -168,7 +168,7 @@ def test_every_rule_has_a_kind_and_an_effort():
 
 
 def test_dependency_is_a_field_of_the_finding():
-    from neuronize.engine import run_source
+    from neuronize.analysis.engine import run_source
 
     code = b"import apex\ntry:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\nx.cuda()\n"
     found = {f.rule + ":" + str(f.line): f for f in run_source(code, all_rules(), fix=False).findings}
@@ -221,7 +221,7 @@ def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_pat
 
 
 def test_every_evidence_mark_resolves_to_a_sentence():
-    from neuronize.evidence import EVIDENCE_MEANINGS
+    from neuronize.decision.evidence import EVIDENCE_MEANINGS
     from neuronize.types import Evidence
 
     assert set(EVIDENCE_MEANINGS) == {e.value for e in Evidence}
@@ -278,6 +278,6 @@ def test_links_follow_the_git_remote_commit_and_branch(tmp_path):
     ("git@example.com:acme/train.git", None),
 ])
 def test_web_address_of_a_remote(remote, web):
-    from neuronize.links import web_address
+    from neuronize.presenting.links import web_address
 
     assert web_address(remote) == web

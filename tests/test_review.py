@@ -15,13 +15,11 @@ import pytest
 
 from helpers import neuronize, pipeline_repo
 from neuronize import api
-from neuronize.context import Options
-from neuronize.diff import Style
+from neuronize.analysis.context import Options
+from neuronize.presenting.diff import Style
 from neuronize.registry import all_rules
-from neuronize.review import (
-    Hunk,
+from neuronize.presenting.review import (
     check_rebuilt,
-    edit_groups,
     line_map,
     rebuild,
     SafeLayer,
@@ -29,8 +27,8 @@ from neuronize.review import (
     review_layered,
     split_by_safety,
     split_hunks,
-    split_lines,
 )
+from neuronize.sources.lines import byte_lines
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -69,10 +67,10 @@ def _analyse(path: Path, unsafe: bool = True):  # type: ignore[no-untyped-def]
 
 
 # -- the pure part -----------------------------------------------------------------------------
-def test_split_lines_keeps_every_byte():
+def test_byte_lines_keep_every_byte():
     for data in (b"", b"a", b"a\n", b"a\r\nb", b"a\rb\r\n\r\nc\n", b"\xef\xbb\xbfx\n"):
-        assert b"".join(split_lines(data)) == data
-    assert split_lines(b"a\r\nb\rc\nd") == [b"a\r\n", b"b\r", b"c\n", b"d"]
+        assert b"".join(byte_lines(data)) == data
+    assert byte_lines(b"a\r\nb\rc\nd") == [b"a\r\n", b"b\r", b"c\n", b"d"]
 
 
 def test_hunks_carry_their_findings_and_imports_are_linked(tmp_path):

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import neuronize
 from neuronize import api
-from neuronize.context import Options
-from neuronize.diff import Style
+from neuronize.analysis.context import Options
+from neuronize.presenting.diff import Style
 from neuronize.registry import all_rules
-from neuronize.review import SafeLayer, review_layered
+from neuronize.presenting.review import SafeLayer, review_layered
 from test_review import _drive, _spawn
 
 #: two safe fixes around an unsafe one, on adjacent lines (the unsafe one adds a line)

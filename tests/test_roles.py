@@ -1,14 +1,14 @@
-"""Roles of code (neuronize/roles.py): where CUDA is the point, a fix becomes a report."""
+"""Roles of code (neuronize/analysis/roles.py): where CUDA is the point, a fix becomes a report."""
 
 from __future__ import annotations
 
 import libcst as cst
 import pytest
 
-from neuronize.context import FileContext, collect_imports
-from neuronize.engine import run_source
+from neuronize.analysis.context import FileContext, collect_imports
+from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
+from neuronize.analysis.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from neuronize.docs import explain_rule
+from neuronize.presenting.docs import explain_rule
 from neuronize.registry import all_rules
-from neuronize.report import kind_of
+from neuronize.presenting.report import kind_of
 from neuronize.transform import EFFORTS, SECTIONS, Evidence, Example, Safety, Transform
 
 DOC = """Finds a test pattern.

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from neuronize.context import Options
-from neuronize.engine import run_source
-from neuronize.kinds_engine import run_kind
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
+from neuronize.analysis.any_kind import run_kind
 from neuronize.registry import all_rules
 from neuronize.transform import DOC_HEADINGS, Example, Safety
 from neuronize.types import Target

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from neuronize.engine import run_source
+from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
 from neuronize.types import SourceResult, Options
 

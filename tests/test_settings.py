@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import neuronize
-from neuronize.config import ConfigError, find_config, load_config
-from neuronize.settings import COMMAND_LINE, Overrides, Resolver
+from neuronize.sources.config import ConfigError, find_config, load_config
+from neuronize.sources.settings import COMMAND_LINE, Overrides, Resolver
 
 SCRIPT = b"import torch\nx = torch.zeros(2).cuda()\nif torch.cuda.is_available():\n    pass\n"
 

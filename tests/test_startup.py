@@ -29,22 +29,23 @@ def _modules(*args: str) -> set[str]:
 
 
 def _rule_modules(modules: set[str]) -> set[str]:
-    return {m for m in modules if m.startswith("neuronize.transforms.")
-            and not m.rsplit(".", 1)[1].startswith("_")}
+    """The rule modules among them: ``neuronize.transforms.<family>.<rule>``, not the helpers."""
+    return {m for m in modules if m.startswith("neuronize.transforms.") and m.count(".") == 3
+            and not any(part.startswith("_") for part in m.split("."))}
 
 
 def test_version_imports_neither_libcst_nor_the_rules():
     modules = _modules("--version")
     assert "libcst" not in modules
     assert not any(m.startswith("neuronize.transforms") for m in modules)
-    assert "neuronize.engine" not in modules and "neuronize.api" not in modules
+    assert "neuronize.analysis.engine" not in modules and "neuronize.api" not in modules
 
 
-@pytest.mark.parametrize(("code", "module"), [("NRN350", "cudnn_flag"), ("cuda-method", "cuda_method")])
+@pytest.mark.parametrize(("code", "module"), [("NRN350", "runtime.cudnn_flag"), ("cuda-method", "device.cuda_method")])
 def test_explain_loads_the_one_rule_it_prints(code, module):
     modules = _modules("explain", code)
     assert _rule_modules(modules) == {f"neuronize.transforms.{module}"}
-    assert "neuronize.engine" not in modules and "neuronize.api" not in modules
+    assert "neuronize.analysis.engine" not in modules and "neuronize.api" not in modules
 
 
 def test_explain_an_evidence_mark_loads_no_rule():
@@ -57,5 +58,5 @@ def test_rules_loads_the_rules_and_nothing_of_the_engine():
 
     modules = _modules("rules")
     assert len(_rule_modules(modules)) == len({r.__module__ for r in all_rules()})
-    for heavy in ("neuronize.engine", "neuronize.api", "neuronize.report", "neuronize.cache"):
+    for heavy in ("neuronize.analysis.engine", "neuronize.api", "neuronize.presenting.report", "neuronize.sources.cache"):
         assert heavy not in modules, heavy

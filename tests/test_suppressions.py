@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from neuronize.engine import run_source
+from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
-from neuronize.suppressions import Suppression, parse_suppressions
+from neuronize.decision.suppressions import Suppression, parse_suppressions
 from neuronize.types import Options
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from helpers import neuronize
-from neuronize.syntax_error import python_syntax_error
+from neuronize.analysis.syntax_error import python_syntax_error
 
 PY2 = [
     (b"import torch\nprint 'cuda'\nx = y.cuda()\n", 2, 1, "Missing parentheses in call to 'print'",

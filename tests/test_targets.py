@@ -19,7 +19,7 @@ exact criterion of "a device choice":
 4. runtime namespaces: ``torch.neuron.``, ``torch_neuronx.``, ``torch.accelerator.``,
    ``torch.get_device_module().``, ``torch.cpu.``, ``torch.cuda.`` name the same call;
 5. the ``import torch_neuronx`` line (Neuron only: it registers the device and backend);
-6. the accelerator's device named once per scope (``transforms/_device_name.py``): a name the
+6. the accelerator's device named once per scope (``neuronize/writing/device_name.py``): a name the
    accelerator output assigns the device to reads as a device value, and ``name = <device>``
    lines are left out (on both sides, with the names found in the accelerator output).
 
@@ -51,8 +51,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronize.context import Options
-from neuronize.engine import run_source
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
 
 PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"

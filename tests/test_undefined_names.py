@@ -9,7 +9,7 @@ import ast
 import pytest
 
 from fixture_cases import all_cases
-from neuronize.undefined import introduced
+from neuronize.analysis.undefined import introduced
 
 CASES = [c for c in all_cases() if c.after.exists() and c.after.suffix == ".py"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from neuronize import walk
+from neuronize.analysis import walk
 
 FIXTURES = sorted((Path(__file__).parent.parent / "fixtures").glob("*/*.py"))
 #: the shapes whose fields libcst does not declare in source order, and friends

@@ -1,7 +1,7 @@
 """The code a migration writes reads as a person would write it: the test "the accelerator is
-Neuron" defined once per module (``transforms/_neuron_test.py``), no device query in a parameter
-default (``transforms/_late_defaults.py``), lines within the project's length
-(``transforms/_wrapped.py``, ``neuronize/sources/line_length.py``). The migrated code still runs
+Neuron" defined once per module (``neuronize/writing/neuron_test.py``), no device query in a parameter
+default (``neuronize/writing/late_defaults.py``), lines within the project's length
+(``neuronize/writing/wrapped.py``, ``neuronize/sources/line_length.py``). The migrated code still runs
 on this CPU-only host, and a second run changes nothing."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 
 from helpers import neuronize
 
-from neuronize.context import Options
-from neuronize.engine import run_source
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
 
 TEST = 'torch.accelerator.current_accelerator().type == "neuron"'
@@ -267,7 +267,7 @@ def test_every_fixture_spells_the_neuron_test_once_and_keeps_its_line_length():
     author's comment."""
     import re
 
-    from neuronize.transforms._wrapped import limit_for
+    from neuronize.writing.wrapped import limit_for
 
     over = []
     for case in _fixture_pairs():
@@ -292,7 +292,7 @@ def wrapped(before: str, after: str, limit: int) -> str:
     """``after`` (as if a run had rewritten ``before`` to it) with its long changed lines split."""
     import libcst as cst
 
-    from neuronize.transforms._wrapped import wrap_long_lines
+    from neuronize.writing.wrapped import wrap_long_lines
 
     new = textwrap.dedent(after)
     out = wrap_long_lines(cst.parse_module(new), textwrap.dedent(before).encode(), limit).code
@@ -370,7 +370,7 @@ def test_a_comment_at_the_end_of_a_line_is_not_a_reason_to_split():
     after = "x = f(2)  # a comment long enough to carry the line past the limit on its own\n"
     import libcst as cst
 
-    from neuronize.transforms._wrapped import wrap_long_lines
+    from neuronize.writing.wrapped import wrap_long_lines
 
     assert wrap_long_lines(cst.parse_module(after), before.encode(), 40).code == after
 

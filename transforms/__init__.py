@@ -1,4 +1,5 @@
-"""The rules, one module per rule. Imported as ``neuronize.transforms`` (see pyproject.toml).
+"""The rules, one module per rule, grouped by family in sub-packages; what they share is in
+``_helpers``. Imported as ``neuronize.transforms`` (see pyproject.toml).
 
 Refuses to be imported as a top-level ``transforms`` package: ML repositories are full of their
 own ``transforms`` modules, and ours must never shadow theirs.

@@ -89,8 +89,8 @@ def scripts_of(command: Iterable[str]) -> list[str]:
 def static_findings(files: list[str]) -> tuple[dict[str, list], list[str]]:
     """Findings of the enabled rules per absolute path (the project's config applies), errors."""
     from neuronize import api
-    from neuronize.config import Config, find_config, load_config
-    from neuronize.context import Options
+    from neuronize.sources.config import Config, find_config, load_config
+    from neuronize.analysis.context import Options
     from neuronize.registry import select_rules
 
     if not files:

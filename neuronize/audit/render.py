@@ -1,5 +1,5 @@
 """The audit as text lines (stdout) and as the JSON contract (``--output``, ``--output-format
-json``); the Markdown section lives with the other report renderers (neuronize/report.py)."""
+json``); the Markdown section lives with the other report renderers (neuronize/presenting/report.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import shlex
 
-from neuronize.report import counted
+from neuronize.presenting.report import counted
 from neuronize.audit.join import Audit, Site
 
 KIND_WORDS = {"cuda-api": "torch.cuda call", "placement": "CUDA placement", "autocast": "CUDA autocast",

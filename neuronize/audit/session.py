@@ -42,7 +42,7 @@ def run_audit(command: Sequence[str], *, pretend_cuda: bool, strict: bool, max_s
     if output_format == "json":
         say(render.to_json(audit))
     elif output_format == "markdown":
-        from neuronize.report import audit_markdown
+        from neuronize.presenting.report import audit_markdown
 
         say(audit_markdown(render.to_data(audit)))
     else:

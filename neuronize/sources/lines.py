@@ -9,11 +9,30 @@ anything: rules find what they need with small per-kind readers over these lines
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINE_PATTERN = r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z"
+_LINE = re.compile(_LINE_PATTERN)
+_BYTE_LINE = re.compile(_LINE_PATTERN.encode())
+
+
+def byte_lines(data: bytes) -> list[bytes]:
+    """The byte lines of ``data``, each with its own ending (``\\r\\n``, ``\\n`` or ``\\r``)."""
+    return _BYTE_LINE.findall(data)
+
+
+def encoding_of(source: bytes) -> str:
+    """The encoding a Python source declares (PEP 263, a BOM), UTF-8 where it declares none or
+    declares it badly; a BOM is not part of the text's encoding."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError:
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
 class DecodeError(ValueError):

@@ -1,0 +1,63 @@
+"""Every enabled rule on the one walk of a tree: each node goes to every rule's ``visit_<Type>`` /
+``leave_<Type>``; the findings of a catch-all rule on code another rule reported are then dropped
+(:mod:`neuronize.decision.claims`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext, ImportTable, collect_imports
+from neuronize.analysis.walk import Parents, walk
+from neuronize.decision.claims import drop_claimed
+from neuronize.transform import Report, Reporter, Transform
+from neuronize.types import Options
+
+
+class _Dispatch:
+    """Sends each node to every rule's ``visit_<Type>`` / ``leave_<Type>`` (Fixit-style batching)."""
+
+    def __init__(self, rules: Sequence[Transform], ctx: FileContext) -> None:
+        self._stack = ctx.stack
+        #: id(node) -> its parent, for every node the walk passes (lets the applying pass skip the rest)
+        self.parents: Parents = {}
+        self._visit: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
+        self._leave: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
+        self._methods: dict[str, tuple[list[Callable[[cst.CSTNode], object]], ...]] = defaultdict(lambda: ([], []))
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self._methods[attr[6:]][0].append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self._methods[attr[6:]][1].append(getattr(rule, attr))
+
+    def _lookup(self, kind: type) -> None:
+        visit, leave = self._methods.get(kind.__name__, ((), ()))
+        self._visit[kind], self._leave[kind] = list(visit), list(leave)
+
+    def enter(self, node: cst.CSTNode) -> None:
+        if self._stack:
+            self.parents[id(node)] = self._stack[-1]
+        self._stack.append(node)
+        kind = type(node)
+        if kind not in self._visit:
+            self._lookup(kind)
+        for method in self._visit[kind]:
+            method(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        for method in self._leave[type(node)]:
+            method(node)
+        self._stack.pop()
+
+
+def analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
+            path: str, source: bytes, inherited: ImportTable | None = None) -> tuple[list[Report], Parents]:
+    ctx = FileContext(module=module, names=collect_imports(module, inherited), options=options, path=path,
+                      source=source)
+    reporter = Reporter()
+    dispatch = _Dispatch([rule.for_file(ctx, reporter) for rule in rules], ctx)
+    walk(module, dispatch.enter, dispatch.leave)
+    return drop_claimed(reporter.reports, dispatch.parents), dispatch.parents

@@ -1,0 +1,128 @@
+"""Analysing a Jupyter notebook: each code cell through the engine, the JSON rewritten (cells only)
+when a cell changed. Pure, like the engine: bytes in, values out."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import ast
+import warnings
+
+from neuronize.decision.claims import is_claimer
+from neuronize.analysis.engine import run_source
+from neuronize.analysis.prefilter import TokenFilter
+from neuronize.analysis.notebook_magics import gpu_magics
+from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
+from neuronize.transform import Transform
+from neuronize.types import FileError, Finding, Options, Safety, SourceResult
+
+
+def _tree(source: bytes) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, str]]:
+    """(bound name, import statement) of each top-level import of a cell."""
+    found = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                spelled = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                found.append((alias.asname or alias.name.split(".")[0], spelled))
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            for alias in stmt.names:
+                if alias.name != "*":
+                    spelled = f"from {stmt.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                    found.append((alias.asname or alias.name, spelled))
+    return found
+
+
+def inherited_imports(cells: Sequence[Cell]) -> list[bytes]:
+    """For each cell, the imports of earlier cells that it uses without importing them itself
+    (a notebook runs its cells in one namespace: `torch` imported in cell 2 is `torch` in
+    cell 4). Only names the cell mentions, so no rule can pick a spelling the cell never used."""
+    earlier: dict[str, str] = {}
+    out = []
+    for cell in cells:
+        tree = _tree(cell.source)
+        if tree is None:
+            out.append(b"")
+            continue
+        own = _imports(tree)
+        bound = {name for name, _ in own}
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        lines = [stmt for name, stmt in earlier.items() if name in used and name not in bound]
+        out.append("".join(f"{line}\n" for line in lines).encode())
+        earlier.update(own)
+    return out
+
+
+def magic_findings(cell: Cell, rules: Sequence[type[Transform]]) -> list[Finding]:
+    """Findings for the GPU-specific IPython lines of a cell, under enabled rules only."""
+    by_id = {rule.id: rule for rule in rules if not is_claimer(rule)}
+    found = []
+    for line, rule_id, message in gpu_magics(cell.magics):
+        rule = by_id.get(rule_id)
+        if rule is not None:
+            found.append(Finding(line, 1, rule.id, rule.name, Safety.REPORT_ONLY, message, False, cell=cell.index))
+    return found
+
+
+def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Options, path: str,
+                 prefilter: TokenFilter, fix: bool = True) -> SourceResult:
+    """Each code cell is a module of its own; findings name their cell; the JSON is rewritten
+    (cells only) when a cell changed."""
+    if not prefilter.search(source):
+        return SourceResult(skipped=True)
+    try:
+        cells = read_cells(source)
+    except NotebookError as exc:
+        return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
+    findings: list[Finding] = []
+    changed: dict[int, bytes] = {}
+    errors: list[str] = []
+    would_change = False
+    for cell, inherited in zip(cells, inherited_imports(cells), strict=True):
+        result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
+                            prefilter=prefilter, fix=fix, inherited=inherited, cell=True)
+        findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
+        findings.extend(magic_findings(cell, rules))
+        would_change = would_change or result.would_change
+        if result.error is not None:
+            where = f"cell {cell.index}" + (f", line {result.error.line}" if result.error.line else "")
+            errors.append(f"{where}: {result.error.message}")
+        elif result.output is not None:
+            changed[cell.index] = result.output
+    error = FileError("; ".join(errors)) if errors else None
+    output = None
+    if changed:
+        try:
+            output = write_cells(source, changed)
+        except NotebookError as exc:
+            return SourceResult(findings=tuple(findings), error=FileError(f"notebook not rewritten: {exc.message}"))
+    ordered = tuple(sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column, f.rule)))
+    if output is not None and error is None:
+        return SourceResult(findings=ordered, output=output)
+    return SourceResult(findings=ordered, output=output if error is None else None, error=error,
+                        would_change=would_change)
+
+
+def findings_by_cell(source: bytes, findings: Sequence[Finding]) -> list[tuple[bytes, list[Finding]]]:
+    """(cell source, its findings) for each cell of a notebook with findings: the text a
+    finding's line refers to. Empty if the notebook cannot be read."""
+    try:
+        cells = read_cells(source)
+    except NotebookError:
+        return []
+    groups = []
+    for cell in cells:
+        found = [f for f in findings if f.cell == cell.index]
+        if found:
+            groups.append((cell.source, found))
+    return groups

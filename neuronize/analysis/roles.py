@@ -1,0 +1,451 @@
+"""What code is *for*: the roles in which CUDA is the point, computed once per file.
+
+A rule that sees ``torch.cuda.X`` knows how to migrate it, not whether it should: in a training
+script it should; in a Triton wrapper, a test skipped unless CUDA, a module that drives Inductor,
+a CUDA-graph manager or a ``FakeTensorMode`` block the CUDA name *is* the point, and an edit breaks
+what worked (a Neuron tensor reaches a Triton launch, a CUDA test no longer tests CUDA, a fake
+``"cuda"`` label that worked on a CPU host becomes a ``"neuron"`` that raises). These roles are
+facts about the file, like its import table: computed lazily, once, from byte tests on the source,
+the import table and a walk of statements (never of expressions), and asked by
+:meth:`neuronize.transform.Transform.fix`, which turns a fix inside such code into a report that
+carries the role's reason. Report-only findings are unaffected.
+
+Granularity, chosen by what real repositories showed (a hunk-by-hunk review of six of them):
+
+- GPU-kernel code: the **file**. A module that imports a kernel language (Triton, TileLang, CuTe,
+  Helion...), a package's kernel module (``mamba_ssm.ops.triton.ssd``), a compiled ``*_cuda``
+  extension or builds one with ``cpp_extension.load`` holds the
+  kernels *and* their wrappers, scratch allocators, ``is_cuda`` asserts, self-tests and benchmarks,
+  all bound to CUDA; a function boundary would miss the wrappers, which are the edits that break.
+- Tests: the **file** for test files (``test_*.py``, ``*_test.py``, ``conftest.py``, files under
+  ``tests/`` or ``test/``): tests are the spec of what worked, so they are not edited at all (in the
+  review nearly every edit in a test file was wrong, and the few right ones were trivial); plus,
+  anywhere, a module gated on CUDA (``pytestmark``, a module-level skip) and a function or class
+  skipped unless CUDA (a decorator or marker naming cuda/gpu, an early ``if not
+  torch.cuda.is_available(): pytest.skip(...)``).
+- Inductor-driving code: the **file** when it imports Inductor internals (``compile_fx``,
+  ``standalone_compile``, ``fx_passes``, custom graph passes); such a module exists to drive
+  Inductor; also when it imports a module named for that work (a project's ``precompile``,
+  ``jit_backend`` or ``*inductor*`` module: the compile entry points built on it). Setting or
+  patching ``torch._inductor.config`` alone is not this role (a training
+  script tuning its compile does that, and there the settings can go). A branch taken when the backend is ``"inductor"``:
+  the **``if``** statement.
+- CUDA-graph managers: the **function or class** that uses ``torch.cuda.graph``/``CUDAGraph``,
+  ``make_graphed_callables``, ``graph_pool_handle`` or cudagraph trees, or whose name says it
+  wraps CUDA graphs (``wrap_with_cuda_graph``); a class as a whole, because its capture stream is
+  made in one method and used in another.
+- Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
+- CUDA-only libraries (the package table of ``neuronize.analysis.cuda_packages``): an **argument**
+  of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
+  ``te.Linear(..., device=torch.cuda.current_device())``): the library runs only on CUDA, so the
+  CUDA value handed to it is what it needs; and the **function or class** that uses a serving
+  engine that owns its device (vLLM: its CUDA-graph capture, cache flushes and streams are the
+  engine's), as a class as a whole (the engine is built in one method and fed in another).
+
+A fix a rule defers to ``leave_Module`` (after the walk) sees only the file-level roles.
+torch_xla TPU code is a separate fact (:attr:`FileRoles.tpu`), asked only by the XLA-era rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+
+import libcst as cst
+
+from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES, Path
+from neuronize.analysis.syntax import imported_names, iter_statements, module_matches
+from neuronize.analysis.walk import visit
+
+KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
+LIBRARY = "cuda-library"
+
+NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
+_MESSAGES = {
+    KERNEL: "not applied: {where} holds GPU-kernel code ({reason}), where CUDA is the point; port the "
+            f"kernel to NKI by hand ({NKI_GUIDE})",
+    TEST: "not applied: {where} is test code ({reason}); tests are the spec of what worked and are left "
+          "as they are: port a CUDA-only test to Neuron, or skip it there, by hand",
+    INDUCTOR: "not applied: {where} drives Inductor ({reason}), which Neuron does not use; keep it for "
+              "CUDA/CPU and give Neuron a path of its own",
+    CUDA_GRAPH: "not applied: {where} manages CUDA graphs ({reason}); its streams, events and memory "
+                "calls belong to the capture",
+    LIBRARY: "not applied: {where} serves a CUDA-only library ({reason}), which needs the CUDA value; "
+             "keep it, and replace the library by hand where Neuron must run this code",
+    FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
+          "on any host, while \"neuron\" raises without torch-neuronx",
+}
+
+#: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
+KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion", "numba.cuda",
+                   "cupy", "cupyx", "pycuda")
+#: a package directory of kernels named after their language (``<pkg>.ops.triton.<module>``)
+_KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"})
+#: a compiled CUDA extension imported by name (``import selective_scan_cuda``)
+_EXTENSION = re.compile(r"^\w+_cuda(?:_kernels?|_ext)?$")
+_EXTENSION_BUILDERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
+
+#: modules whose import ties torch_xla code to the XLA-era torch-neuronx (not TPU code)
+NEURON_XLA = ("torch_neuronx", "neuronx_distributed", "libneuronxla", "optimum.neuron")
+
+#: signs that a file's torch_xla code serves TPUs (or any XLA device), not the XLA-era torch-neuronx
+_TPU = re.compile(rb"\bis_torch_xla_available\b|\bXLA_AVAILABLE\b|\btpu\b|\bTPU\b", re.IGNORECASE)
+_TEST_DIRS = frozenset({"tests", "test"})
+_GATE_WORDS = ("skip", "mark", "requir", "need", "only")
+_CUDA_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
+#: a bare `return` is not enough: `if not torch.cuda.is_available(): return` also guards settings
+_SKIP_BODY = re.compile(r"skip", re.IGNORECASE)
+
+_INDUCTOR_TEXT = re.compile(rb"\b(standalone_compile|compile_fx|post_grad_custom_\w+|pre_grad_custom_\w+)\b")
+_INDUCTOR_BRANCH = re.compile(r"""["']inductor["']""")
+#: the last name of a module that drives Inductor (a project's AOT precompile or compile backend)
+_INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|compile_fx)$")
+#: CUDA device probes: the device handed to one is asked about as a CUDA device
+_CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
+#: serving engines that own the device they run on: a module importing one is their wrapper
+ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
+_GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
+_GRAPH = re.compile(r"\bCUDAGraph\b|\bcuda\.graph\(|\bmake_graphed_callables\b|\bgraph_pool_handle\b"
+                    r"|\bcudagraph_trees\b")
+_GRAPH_SHOWN = {"CUDAGraph": "uses `torch.cuda.CUDAGraph`", "cuda.graph(": "captures with `torch.cuda.graph`"}
+_GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
+_FAKE_BYTES = (b"FakeTensor", b"fake_mode", b"fake_tensor")
+_FAKE = re.compile(r"\bFakeTensorMode\b|\bfake_mode\b|\bfake_tensor\b")
+
+
+class Imports(Protocol):
+    """What roles read of the import table (:class:`neuronize.analysis.context.ImportTable`)."""
+
+    modules: set[str]
+
+    def local_names_for(self, qualified: str) -> list[str]: ...
+
+    def qualify(self, node: cst.CSTNode) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Role:
+    """Why CUDA is the point somewhere: ``kind`` (one of the constants above), ``reason`` (what
+    showed it, e.g. "imports triton") and ``where`` (e.g. "this file", "function `f`")."""
+
+    kind: str
+    reason: str
+    where: str = "this file"
+
+    @property
+    def message(self) -> str:
+        """The user-facing sentence a fix turned into a report carries."""
+        return _MESSAGES[self.kind].format(where=self.where, reason=self.reason)
+
+
+def is_test_path(path: str) -> bool:
+    """``test_*.py``, ``*_test.py``, ``conftest.py`` or a file under a ``tests``/``test`` directory."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if not parts:
+        return False
+    name = parts[-1]
+    stem = name.split(".", 1)[0]
+    return (stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
+            or any(part in _TEST_DIRS for part in parts[:-1]))
+
+
+class FileRoles:
+    """The roles of one file; ask :meth:`role_for` with the walk's stack."""
+
+    def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes) -> None:
+        self._module = module
+        self._names = names
+        self._path = path
+        self._source = source
+
+    # -- file-level --------------------------------------------------------------------------
+    @cached_property
+    def file_role(self) -> Role | None:
+        """The role of the whole file, if it has one."""
+        return self._kernel_file() or self._test_file() or self._inductor_file()
+
+    def _kernel_file(self) -> Role | None:
+        modules = sorted(self._names.modules)
+        for module in modules:  # a kernel language first: it names the work best
+            package = module_matches(module, KERNEL_PACKAGES)
+            if package is not None:
+                return Role(KERNEL, f"imports {package}")
+        for module in modules:
+            if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
+                # `from mamba_ssm.ops.triton.ssd import scan`: a wrapper of a package's kernels
+                return Role(KERNEL, f"imports the kernel module `{module}`")
+            if _EXTENSION.match(module):
+                return Role(KERNEL, f"imports the compiled CUDA extension `{module}`")
+            if module in _EXTENSION_BUILDERS:
+                return Role(KERNEL, f"builds a CUDA extension with `{module.rsplit('.', 1)[-1]}`")
+        return self._built_on_kernels()
+
+    def _built_on_kernels(self) -> Role | None:
+        """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
+        path of the package table: ``mamba_ssm``...), the project's own package excepted: its
+        benchmarks, evaluations and converters build models that run only on those kernels."""
+        kernels = tuple(name for name, p in PACKAGES.items() if p.path is Path.NKI and p.cuda_only)
+        for stmt in self._module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    for imported in imported_names(small):
+                        package = module_matches(imported.module, kernels)
+                        if package is not None and not self.is_own_package(package.split(".")[0]):
+                            return Role(KERNEL, f"imports `{package}`, whose models run on CUDA kernels")
+        return None
+
+    def _test_file(self) -> Role | None:
+        if is_test_path(self._path):
+            return Role(TEST, "a test file")
+        if not _CUDA_WORDS.search(self._source.decode("utf-8", "replace")) or b"skip" not in self._source.lower():
+            return None
+        for stmt in self._module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and b"pytestmark" in self._source:
+                code = self._code(stmt)
+                if code.lstrip().startswith("pytestmark") and _CUDA_WORDS.search(code):
+                    return Role(TEST, "its `pytestmark` needs CUDA", "this module")
+            elif isinstance(stmt, cst.If) and _skips_unless_cuda(stmt, self._code):
+                return Role(TEST, "it is skipped unless CUDA is available", "this module")
+        return None
+
+    def _inductor_file(self) -> Role | None:
+        if b"inductor" not in self._source:
+            return self._inductor_module()
+        for module in sorted(self._names.modules):
+            if module.startswith("torch._inductor.") and not module.startswith("torch._inductor.config"):
+                return Role(INDUCTOR, f"imports `{module}`")
+        found = _INDUCTOR_TEXT.search(self._source)
+        if found:
+            return Role(INDUCTOR, f"uses `{found.group(1).decode()}`")
+        return self._inductor_module()
+
+    def _inductor_module(self) -> Role | None:
+        for module in sorted(self._imported_modules):
+            if module.startswith("torch.") or "." not in module:
+                continue  # torch's own modules are judged above; a top-level package is a dependency
+            if _INDUCTOR_MODULE.match(module.rsplit(".", 1)[-1]):
+                return Role(INDUCTOR, f"imports the compile module `{module}`")
+        return None
+
+    @cached_property
+    def _imported_modules(self) -> frozenset[str]:
+        """The modules the file's import statements name as modules (``a.b`` of ``from a.b import
+        c``, not ``a.b.c``, which may be a function)."""
+        found: set[str] = set()
+        for stmt in iter_statements(self._module.body):
+            for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    found.update(imported.module for imported in imported_names(small))
+        return frozenset(found)
+
+
+    # -- node-level --------------------------------------------------------------------------
+    def role_for(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """The role of the code at the end of ``stack`` (the walk's path to a node): the file's,
+        else that of the outermost enclosing function, class, ``with`` or ``if`` that has one (the
+        class that manages a CUDA graph, rather than its ``__init__``)."""
+        if self.file_role is not None:
+            return self.file_role
+        regions = self._regions
+        if regions:
+            for node in stack:
+                role = regions.get(id(node))
+                if role is not None:
+                    return role
+        if not self._library_locals and b"get_device_" not in self._source:
+            return None
+        return self._library_argument(stack) or self._library_value(stack)
+
+    @cached_property
+    def _library_locals(self) -> frozenset[str]:
+        """The local names bound to CUDA-only packages (``xformers``, ``te``...); empty for most
+        files, which then skip :meth:`_library_argument`."""
+        return self._package_locals(CUDA_ONLY_PACKAGES)
+
+    def _package_locals(self, packages: Iterable[str]) -> frozenset[str]:
+        """The local names bound to ``packages`` or their modules, the project's own package excepted."""
+        found: set[str] = set()
+        for module in self._names.modules:
+            package = module_matches(module, packages)
+            if package is not None and not self.is_own_package(package.split(".")[0]):
+                parts = module.split(".")  # `import xformers.ops` binds `xformers`
+                found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+        return frozenset(local for module in found for local in self._names.local_names_for(module))
+
+    def _library_argument(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """An argument of a call into a CUDA-only package: the CUDA value is what the library needs."""
+        for call, arg in zip(stack, stack[1:], strict=False):
+            if isinstance(call, cst.Call) and isinstance(arg, cst.Arg):
+                qualified = self._cuda_only_call(call)
+                if qualified is not None:
+                    return Role(LIBRARY, f"it is handed to `{qualified}`", "this argument")
+        return None
+
+    def _cuda_only_call(self, call: cst.Call) -> str | None:
+        """The qualified name of ``call`` when it is a CUDA-only API: a CUDA-only package's, or a
+        CUDA device probe (``torch.cuda.get_device_capability`` / ``get_device_properties``)."""
+        head = call.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return None
+        qualified = self._names.qualify(call.func)
+        if qualified in _CUDA_PROBES:
+            return qualified
+        if head.value in self._library_locals and qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+            return qualified
+        return None
+
+    def _library_subclass(self, stmt: cst.ClassDef, where: str) -> Role | None:
+        """A class built on a CUDA-only package's class (``class TELinear(te.pytorch.Linear)``):
+        what it hands its base (``device=torch.cuda.current_device()``) is the library's."""
+        for base in stmt.bases:
+            qualified = self._names.qualify(base.value)
+            if qualified is not None and module_matches(qualified, CUDA_ONLY_PACKAGES):
+                return Role(LIBRARY, f"it subclasses `{qualified}`", where)
+        return None
+
+    def _library_value(self, stack: Sequence[cst.CSTNode]) -> Role | None:
+        """The value of ``name = ...`` in a function whose every other use of ``name`` is an argument
+        of a CUDA-only API (an xformers self-test's probe tensor, the device a capability probe
+        asks about): the value goes nowhere else."""
+        assign = next((n for n in reversed(stack) if isinstance(n, cst.Assign)), None)
+        scope = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), None)
+        if assign is None or scope is None or len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return None
+        uses = self._uses(scope, target.value)
+        if uses and all(use is not None for use in uses):
+            return Role(LIBRARY, f"`{target.value}` is only handed to `{uses[0]}`", "this value")
+        return None
+
+    def _uses(self, scope: cst.FunctionDef, name: str) -> list[str | None]:
+        """For each read of ``name`` in ``scope``: the CUDA-only API it is an argument of, or None."""
+        roles = self
+        found: list[str | None] = []
+
+        class Uses(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.calls: list[cst.Call] = []
+
+            def visit_Call(self, node: cst.Call) -> None:
+                self.calls.append(node)
+
+            def leave_Call(self, original_node: cst.Call) -> None:
+                self.calls.pop()
+
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+                return False  # a (re)binding, not a use
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value == name:
+                    call = self.calls[-1] if self.calls else None
+                    api = roles._cuda_only_call(call) if call is not None and node in [a.value for a in call.args] else None
+                    found.append(api)
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                if node.attr.value == name:
+                    visit(node.value, self)
+                    return False
+                return True
+
+        visit(scope.body, Uses())
+        return found
+
+    @cached_property
+    def _regions(self) -> dict[int, Role]:
+        """id of a statement -> its role, for the statements that open a role of their own."""
+        src = self._source
+        lowered = src.lower()
+        graphs = any(b in src for b in _GRAPH_BYTES) or b"cudagraph" in lowered or b"cuda_graph" in lowered
+        fakes = any(b in src for b in _FAKE_BYTES)
+        inductor = b"inductor" in src
+        gates = b"skip" in lowered or b"requires" in src or b"mark" in src
+        engine = self._package_locals(ENGINE_PACKAGES)
+        uses_engine = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(engine))) + r")\b") if engine else None
+        libraries = bool(self._library_locals)
+        if not (graphs or fakes or inductor or gates or engine or libraries):
+            return {}
+        regions: dict[int, Role] = {}
+        for stmt in iter_statements(self._module.body):
+            role = None
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                kind = "function" if isinstance(stmt, cst.FunctionDef) else "class"
+                where = f"{kind} `{stmt.name.value}`"
+                code = self._code(stmt) if graphs or fakes else ""
+                if gates:
+                    role = self._gated(stmt, where)
+                if role is None and graphs and (found := _GRAPH.search(code)):
+                    role = Role(CUDA_GRAPH, _GRAPH_SHOWN.get(found.group(0), f"uses `{found.group(0)}`"), where)
+                if role is None and graphs and _GRAPH_NAME.search(stmt.name.value):
+                    role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
+                if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
+                    role = Role(FAKE, "it works with fake tensors", where)
+                if role is None and libraries and isinstance(stmt, cst.ClassDef):
+                    role = self._library_subclass(stmt, where)
+                if role is None and uses_engine is not None and (found := uses_engine.search(self._code(stmt))):
+                    role = Role(LIBRARY, f"it uses `{found.group(0)}` of a serving engine that owns its CUDA "
+                                "device", where)
+            elif isinstance(stmt, cst.With) and fakes:
+                if any(_FAKE.search(self._code(item)) for item in stmt.items):
+                    role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")
+            elif isinstance(stmt, cst.If) and inductor and _INDUCTOR_BRANCH.search(self._code(stmt.test)):
+                role = Role(INDUCTOR, "a branch taken when the backend is \"inductor\"", "this `if`")
+            if role is not None:
+                regions[id(stmt)] = role
+        return regions
+
+    def _gated(self, stmt: cst.FunctionDef | cst.ClassDef, where: str) -> Role | None:
+        for decorator in stmt.decorators:
+            code = self._code(decorator.decorator)
+            if _CUDA_WORDS.search(code) and any(w in code.lower() for w in _GATE_WORDS):
+                return Role(TEST, f"`@{code}`" if len(code) <= 60 else "a CUDA-only marker", where)
+        if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
+            for first in stmt.body.body[:3]:
+                if isinstance(first, cst.If) and _skips_unless_cuda(first, self._code):
+                    return Role(TEST, "it is skipped unless CUDA is available", where)
+        return None
+
+    # -- the project's own packages ---------------------------------------------------------
+    def is_own_package(self, top: str) -> bool:
+        """Whether ``top`` (a top-level package name) is a directory this file sits in, i.e. the
+        project's own package (``mamba_ssm`` imported inside ``mamba_ssm/ops/...``), not a
+        dependency."""
+        return top in PurePosixPath(self._path.replace("\\", "/")).parts[:-1]
+
+    # -- torch_xla ---------------------------------------------------------------------------
+    @cached_property
+    def tpu(self) -> str | None:
+        """Why the file's torch_xla code is TPU code, or None: it imports torch_xla with no tie to
+        the XLA-era torch-neuronx (no torch_neuronx, neuronx_distributed, libneuronxla,
+        optimum.neuron import, no ``NEURON_*`` variable) and guards it the way libraries serving
+        TPUs do (``is_torch_xla_available()``, ``XLA_AVAILABLE``) or names TPUs."""
+        modules = self._names.modules
+        if not any(module_matches(m, ("torch_xla",)) for m in modules):
+            return None
+        if any(module_matches(m, NEURON_XLA) for m in modules) or b"NEURON_" in self._source:
+            return None
+        found = _TPU.search(self._source)
+        if found is None:  # a plain torch_xla script: the XLA-era torch-neuronx is the likelier reader
+            return None
+        return f"imports torch_xla with no tie to torch-neuronx and mentions `{found.group(0).decode()}`"
+
+    def _code(self, node: cst.CSTNode) -> str:
+        return self._module.code_for_node(node)
+
+
+def _skips_unless_cuda(stmt: cst.If, code: Callable[[cst.CSTNode], str]) -> bool:
+    """``if not torch.cuda.is_available(): pytest.skip(...)`` (or ``self.skipTest``, ``raise SkipTest``)."""
+    test = code(stmt.test)
+    if not (_CUDA_WORDS.search(test) and ("not " in test or "== 0" in test or "< " in test)):
+        return False
+    body = stmt.body.body  # an IndentedBlock or a one-line suite
+    return len(body) <= 2 and bool(_SKIP_BODY.search("".join(code(s) for s in body)))

@@ -1,0 +1,353 @@
+"""The decision stage: which of the fixes the rules propose are applied, for every kind of source.
+
+Rules only report what they see and what they would write: a :class:`~neuronize.transform.Report`
+(Python) or :class:`~neuronize.line_rule.LineReport` (the line-based kinds) holds the proposed
+replacement and the facts of where the rule saw it (the role of the code, the device dispatch
+around it). This module decides, in this order, each step seeing what the previous ones left:
+
+1. **target**: a rule writes fixes for its ``targets`` only; under another ``--target`` its fix is
+   reported, not applied (note ``target``);
+2. **role**: code whose role makes CUDA the point (GPU kernels, CUDA tests, Inductor, CUDA graphs:
+   :mod:`neuronize.analysis.roles`) keeps CUDA (note ``role``; the finding leaves its edit group);
+3. **dispatch**: a branch of a dispatch over devices (``if cuda ... elif mps ...``) stays for the
+   device it serves (note ``dispatch``);
+4. **evidence**: a safe fix resting on SRC, 3P or INF evidence is unsafe (never applied silently);
+5. **suppressions**: ``# neuronize: ignore[...]`` drops findings and their fixes; unused and
+   misspelt suppressions are findings (NRN000);
+6. **import safety**: a fix that would run Neuron-only code when the module is imported is
+   reported, not applied (note ``import-safety``; Python only, :mod:`neuronize.analysis.import_safety`);
+7. **edit groups**: the fixes of one group are applied together or not at all, at the weakest
+   safety among them; a member suppressed or held back holds back the group (note ``group``);
+8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
+   weakest edit of the code it guards, and is not made when that code keeps a reported line (note
+   ``guard``); edits to tests of the same condition in one function form an edit group, settled
+   as in step 7 (Python only).
+
+What is left is applied when it is safe, or unsafe and ``--unsafe-fixes`` was given
+(:func:`accepts`). The engines (:mod:`neuronize.analysis.engine`, :mod:`neuronize.analysis.line_files`) call
+:func:`decide` and apply what it accepts; nothing else decides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import libcst as cst
+
+from neuronize.decision.claims import is_claimer
+from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
+from neuronize.analysis.walk import Parents
+from neuronize.decision.suppressions import Suppression, unknown_codes
+from neuronize.transform import Transform
+from neuronize.types import Finding, Note, Options, Safety
+
+#: a rule's report (``Report`` or ``LineReport``: both have ``rule``, ``safety``, ``evidence``,
+#: ``group``, ``notes``, ``fixable`` and ``without_fix``)
+R = TypeVar("R", bound=Any)
+Located = list[tuple[R, Finding]]
+
+UNUSED_SUPPRESSION = ("NRN000", "unused-suppression")
+
+#: safety classes, strongest first
+_WEAKNESS = (Safety.SAFE, Safety.UNSAFE, Safety.REPORT_ONLY)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    """What the Python-only steps need of the file: its module and the walk's parent links."""
+
+    module: cst.Module
+    parents: Parents
+
+
+def accepts(options: Options) -> Callable[[Any], bool]:
+    """Whether a report's fix is applied, once :func:`decide` has settled it."""
+    def accepted(report: Any) -> bool:
+        return report.fixable and (
+            report.safety is Safety.SAFE or (report.safety is Safety.UNSAFE and options.unsafe_fixes)
+        )
+
+    return accepted
+
+
+def decide(located: Located[R], options: Options, suppressions: Sequence[Suppression],
+           rules: Sequence[type[Transform]], tree: Tree | None = None) -> tuple[Located[R], list[Finding]]:
+    """Steps 1 to 8 over a file's reports and their findings: what is left, with the findings on
+    the suppressions (unused ones with ``--unused-suppressions``, misspelt ones always). ``tree``:
+    the file's Python tree, for the steps that read it (None for the line-based kinds)."""
+    gated = [_gate(pair, options) for pair in located]
+    kept, unused = _suppress(gated, suppressions, rules, options)
+    if tree is not None:
+        kept = _import_safe(kept, tree)
+    # a member suppressed, or held back by import safety (a new report), holds back its group
+    kept_ids = {id(r) for r, _ in kept}
+    held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
+    settled = _settle_groups(kept, held)
+    if tree is None:
+        return settled, unused
+    settled = _guards_follow_bodies(settled, tree.parents)
+    # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
+    same_tests, groups = _same_tests_grouped(settled, tree.parents)
+    return _settle_groups(same_tests, set(), only=groups), unused
+
+
+def _changed(pair: tuple[R, Finding], *, note: Note | None = None, hold: bool = False,
+             safety: Safety | None = None, ungroup: bool = False) -> tuple[R, Finding]:
+    """A report and its finding after a step: with ``note``; without the fix (``hold``); at
+    ``safety``; out of its edit group (``ungroup``)."""
+    r, f = pair
+    changes: dict[str, Any] = {}
+    if note is not None:
+        changes["notes"] = (*r.notes, note)
+    if safety is not None:
+        changes["safety"] = safety
+    if ungroup:
+        changes["group"] = None
+    r = r.without_fix(**changes) if hold else dataclasses.replace(r, **changes)
+    f = dataclasses.replace(f, safety=r.safety, fixable=r.fixable,
+                            notes=(*f.notes, note) if note is not None else f.notes)
+    return r, f
+
+
+# -- steps 1 to 4: each report on its own ------------------------------------------------------
+def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
+    r, _ = pair
+    if not r.fixable:
+        return pair
+    if options.target not in r.rule.targets:
+        # the rule's fix is Neuron-specific: under another target it is advice, not an edit
+        return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
+            "target", f"that is the `--target neuron` fix; no automatic `--target {options.target}` fix: "
+                      "migrate by hand"))
+    role = getattr(r, "role", None)
+    if role is not None:
+        return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, ungroup=True, note=("role", role))
+    dispatch = getattr(r, "dispatch", ())
+    if dispatch:
+        return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
+            "dispatch", f"not applied: this branch is part of a dispatch over devices (also "
+                        f"{', '.join(dispatch)}): keep it for the device it serves and give Neuron a "
+                        "branch of its own if it has none"))
+    if r.evidence.weak and r.safety is Safety.SAFE:
+        return _changed(pair, safety=Safety.UNSAFE)
+    return pair
+
+
+# -- step 5: suppressions ----------------------------------------------------------------------
+def _covers(suppression: Suppression, finding: Finding) -> bool:
+    lines = range(finding.line, max(finding.line, finding.end_line) + 1)
+    return any(line in suppression.applies_to for line in lines)
+
+
+def _suppress(located: Located[R], suppressions: Sequence[Suppression], rules: Sequence[type[Transform]],
+              options: Options) -> tuple[Located[R], list[Finding]]:
+    """Drop what ``# neuronize: ignore`` comments silence (findings and their fixes alike)."""
+    if not suppressions:
+        return located, []
+    kept = [(r, f) for r, f in located if not any(s.matches(f) and _covers(s, f) for s in suppressions)]
+    unused: list[Finding] = _misspelt(suppressions)
+    if options.report_unused_suppressions:
+        used = {id(s) for _, f in located for s in suppressions if s.matches(f) and _covers(s, f)}
+        unused += unused_suppressions(suppressions, used, rules)
+    return kept, unused
+
+
+def unused_suppressions(suppressions: Sequence[Suppression], used: set[int],
+                        rules: Sequence[type[Transform]]) -> list[Finding]:
+    """NRN000 for each suppression (by ``id``) not in ``used`` that names an enabled rule (or
+    every rule). A rule that only runs to claim the code it owns for the catch-all (an ignored
+    rule, :func:`neuronize.decision.claims.is_claimer`) is not enabled."""
+    enabled = {r.id for r in rules if not is_claimer(r)} | {r.name for r in rules if not is_claimer(r)}
+    found = []
+    for s in suppressions:
+        relevant = s.codes is None or any(c.upper() in enabled or c in enabled for c in s.codes)
+        if id(s) not in used and relevant:
+            what = "every rule" if s.codes is None else ", ".join(sorted(s.codes))
+            found.append(Finding(s.line, 1, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
+                                 f"unused suppression ({what}): nothing is reported here any more",
+                                 False, s.line, 1))
+    return found
+
+
+def _misspelt(suppressions: Sequence[Suppression]) -> list[Finding]:
+    """A suppression naming no rule is reported whatever the options: its typo silences nothing."""
+    from neuronize.registry import all_rules
+
+    ids = frozenset({r.id for r in all_rules()} | {UNUSED_SUPPRESSION[0]})
+    names = frozenset({r.name for r in all_rules()} | {UNUSED_SUPPRESSION[1]})
+    found = []
+    for s in suppressions:
+        for code, close in unknown_codes(s, ids, names):
+            hint = f" (did you mean {close}?)" if close else " (see `neuronize rules`)"
+            found.append(Finding(s.line, s.column, *UNUSED_SUPPRESSION, Safety.REPORT_ONLY,
+                                 f"unknown rule `{code}` in a suppression: it silences nothing{hint}",
+                                 False, s.line, s.column))
+    return found
+
+
+# -- step 6: import safety ---------------------------------------------------------------------
+def _import_safe(located: Located[R], tree: Tree) -> Located[R]:
+    """Fixes that would make the module fail to import on a host without Neuron become findings
+    (:mod:`neuronize.analysis.import_safety`), whichever rule proposed them."""
+    script = is_script(tree.module)  # its top level is the program; its defaults still run at start
+    lazy = lazy_annotations(tree.module)
+    tests = neuron_tests(tree.module)  # the module's own `on_neuron()`: a call of it is the test
+    out: Located[R] = []
+    for pair in located:
+        why = hazard(pair[0], tree.parents, lazy, defaults_only=script, tests=tests) if pair[0].fixable else None
+        if why is not None:
+            pair = _changed(pair, hold=True, note=(
+                "import-safety", f"not applied, import safety: {why} would run at import; the module would no "
+                                 "longer import on a host without Neuron"))
+        out.append(pair)
+    return out
+
+
+# -- step 7: edit groups -----------------------------------------------------------------------
+def _settle_groups(located: Located[R], held: set[str], only: set[str] | None = None) -> Located[R]:
+    """Edit groups (``group``, one per name in a file): each member takes the weakest safety of the
+    group; when a member has no fix, or was suppressed (``held``), no fix of the group is applied.
+    Findings name their group, so review treats it as one decision. ``only``: settle these groups
+    (the others are settled already)."""
+    weakest: dict[str, Safety] = {}
+    members: dict[str, int] = {}
+    for r, _ in located:
+        if r.group is not None and (only is None or r.group in only):
+            own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
+            weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
+            members[r.group] = members.get(r.group, 0) + 1
+    settled: Located[R] = []
+    for pair in located:
+        r = pair[0]
+        if r.group not in members or (members[r.group] == 1 and r.group not in held):
+            settled.append(pair)  # a group of one edit is that edit: nothing to say about it
+            continue
+        group = weakest[r.group]
+        if not r.fixable:
+            pair = _changed(pair, note=("group", f"edit group `{r.group}`"))
+        elif group is Safety.REPORT_ONLY:
+            pair = _changed(pair, hold=True, note=(
+                "group", f"edit group `{r.group}`: not applied, another edit of the group cannot be made"))
+        elif group is not r.safety:
+            pair = _changed(pair, safety=group, note=("group", f"edit group `{r.group}`: {group}, like its weakest edit"))
+        else:
+            pair = _changed(pair, note=("group", f"edit group `{r.group}`"))
+        settled.append((pair[0], dataclasses.replace(pair[1], group=r.group)))
+    return settled
+
+
+# -- step 8: guards ----------------------------------------------------------------------------
+def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
+    """An edit to the test of an ``if`` (or of a conditional expression) is as safe as the weakest
+    fix in its body, and not made when the body keeps code a rule reports: a guard rewritten for
+    Neuron around a body left for CUDA would switch that body on where it cannot run, or off where
+    it used to run (a safe-only run that migrates ``if torch.cuda.is_available():`` but keeps its
+    unsafe body; ``torch.cuda.memory_reserved() if torch.cuda.is_available() else 0``)."""
+    guards: dict[int, cst.If | cst.IfExp] = {}
+    for r, _ in located:
+        if r.fixable:
+            guard = _guard_of(r.node, parents)
+            if guard is not None:
+                guards[id(r)] = guard
+    if not guards:
+        return located
+    body_safety: dict[int, Safety] = {}
+    for guard in {id(g): g for g in guards.values()}.values():
+        weakest = Safety.SAFE
+        for r, _ in located:
+            if _inside(r.node, guard.body, parents):
+                own = r.safety if r.fixable else Safety.REPORT_ONLY
+                weakest = max(weakest, own, key=_WEAKNESS.index)
+        body_safety[id(guard)] = weakest
+    out: Located[R] = []
+    for pair in located:
+        guard = guards.get(id(pair[0]))
+        weakest = body_safety[id(guard)] if guard is not None else Safety.SAFE
+        if guard is None or _WEAKNESS.index(weakest) <= _WEAKNESS.index(pair[0].safety):
+            out.append(pair)
+        elif weakest is Safety.REPORT_ONLY:
+            out.append(_changed(pair, hold=True, note=(
+                "guard", "not applied: the guarded code keeps code reported for CUDA; a guard and its body "
+                         "move together")))
+        else:
+            out.append(_changed(pair, safety=weakest, note=("guard", f"{weakest}, like the edits of its guarded code")))
+    return out
+
+
+def _same_tests_grouped(located: Located[R], parents: Parents) -> tuple[Located[R], set[str]]:
+    """The edits to ``if`` statements and conditional expressions of one function that test the
+    same condition, as one edit group each (settled by :func:`_settle_groups`): code that checks
+    ``torch.cuda.is_available()`` twice pairs its branches (a log format with a memory field built
+    under the first, filled under the second); rewriting only one pairs a Neuron branch with a CUDA
+    one, which fails on both hosts. Returns the findings and the names of the groups made (an edit
+    already in a group of its own keeps it)."""
+    guard_of = [_guard_of(r.node, parents) for r, _ in located]
+    guards = {id(g): g for g in guard_of if g is not None}
+    if len(guards) < 2:
+        return located, set()
+    names: dict[int, str] = {}
+    for family in _families(list(guards.values()), parents):
+        scope = _scope_of(family[0], parents)
+        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
+        test = " ".join(cst.Module([]).code_for_node(family[0].test).split())
+        name = f"if {test if len(test) <= 40 else test[:37] + '...'} in {where}"
+        names.update((id(g), name) for g in family)
+    out: Located[R] = []
+    for (r, f), guard in zip(located, guard_of, strict=True):
+        if guard is not None and id(guard) in names and r.group is None:
+            r = dataclasses.replace(r, group=names[id(guard)])
+        out.append((r, f))
+    return out, set(names.values())
+
+
+def _families(guards: list[cst.If | cst.IfExp], parents: Parents) -> list[list[cst.If | cst.IfExp]]:
+    """``guards`` in groups of two or more that test equal conditions in one function (or at
+    module level)."""
+    families: list[list[cst.If | cst.IfExp]] = []
+    for guard in guards:
+        scope = _scope_of(guard, parents)
+        for family in families:
+            if _scope_of(family[0], parents) is scope and family[0].test.deep_equals(guard.test):
+                family.append(guard)
+                break
+        else:
+            families.append([guard])
+    return [family for family in families if len(family) > 1]
+
+
+def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
+    """The function definition around ``node``, or None at module level."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+            return parent
+        child = parent
+    return None
+
+
+def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | cst.IfExp | None:
+    """The ``if`` or conditional expression whose test holds ``node``, if any."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, cst.If):
+            return parent if parent.test is child else None
+        if isinstance(parent, cst.IfExp) and parent.test is child:
+            return parent
+        if isinstance(parent, (cst.BaseSuite, cst.BaseStatement)):
+            return None
+        child = parent
+    return None
+
+
+def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
+    """``node`` is ``block`` or lies within it (a conditional expression's body is one node)."""
+    if node is block:
+        return True
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if parent is block:
+            return True
+        child = parent
+    return False

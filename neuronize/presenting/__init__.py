@@ -1,0 +1,1 @@
+"""Presenting: findings, diffs, reports, review and rule documentation, rendered from result values."""

@@ -1,0 +1,88 @@
+"""A parameter default the migration writes is never a device query evaluated at import.
+
+Python evaluates a default once, when the ``def`` runs: at import for a module-level function.
+A host-aware device the migration writes there (``device: str = torch.accelerator.
+current_accelerator().type if torch.accelerator.is_available() else "cpu"``, or ``"neuron" if
+on_neuron() else "cuda"``) would query the accelerator as the module is imported, before the
+program could set ``CUDA_VISIBLE_DEVICES`` or fork, and would make a 150-character signature.
+:func:`late_defaults` writes what a person would: the default becomes ``None`` and the body
+resolves it first::
+
+    def load(path, device: str | None = None):
+        if device is None:
+            device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
+
+Only defaults on lines this run changed and holding a call are moved (a plain ``"neuron"`` is a
+constant); lambdas keep theirs (they have no statements). ``str | None`` needs Python 3.10 at run
+time, as every torch release with ``torch.accelerator`` does.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.analysis.syntax import is_docstring
+from neuronize.analysis.subtrees import code as _code, has_call
+from neuronize.analysis.walk import iter_syntax
+
+
+def _optional(annotation: cst.Annotation | None) -> cst.Annotation | None:
+    """``annotation`` widened to admit ``None`` (kept when it already does)."""
+    if annotation is None:
+        return None
+    written = _code(annotation.annotation)
+    if "None" in written or "Optional" in written or "Any" in written:
+        return annotation
+    widened = cst.BinaryOperation(left=annotation.annotation, operator=cst.BitOr(), right=cst.Name("None"))
+    return annotation.with_changes(annotation=widened)
+
+
+def _resolve(name: str, value: cst.BaseExpression, module: cst.Module) -> cst.If:
+    """``if name is None: name = value``, in ``module``'s indentation and newlines."""
+    nl, indent = module.default_newline, module.default_indent
+    assign = cst.SimpleStatementLine(body=[cst.Assign(
+        targets=[cst.AssignTarget(cst.Name(name))], value=value.with_changes(lpar=(), rpar=()))])
+    test = cst.parse_expression(f"{name} is None")
+    statement = cst.parse_statement(f"if {name} is None:{nl}{indent}pass{nl}", config=module.config_for_parsing)
+    assert isinstance(statement, cst.If) and isinstance(statement.body, cst.IndentedBlock)
+    return statement.with_changes(test=test, body=statement.body.with_changes(body=[assign]))
+
+
+def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
+    """``module`` (a rewrite of ``source``) with each default this run wrote that calls something
+    resolved in its function's body instead."""
+    from neuronize.analysis.positions import on_changed_lines
+
+    params = [(func, param) for func in iter_syntax(module) if isinstance(func, cst.FunctionDef)
+              and isinstance(func.body, cst.IndentedBlock)
+              for param in (*func.params.params, *func.params.kwonly_params)
+              if param.default is not None and has_call(param.default)]
+    if not params:
+        return module
+    written = on_changed_lines(module, source, (param.default for _, param in params))  # type: ignore[misc]
+    moved: dict[int, list[cst.Param]] = {}  # id of a function -> its parameters whose default moves
+    for func, param in params:
+        if id(param.default) in written:
+            moved.setdefault(id(func), []).append(param)
+    if not moved:
+        return module
+    moving = {id(param) for params in moved.values() for param in params}
+
+    class _Move(cst.CSTTransformer):
+        def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
+            if id(original) in moving:
+                return updated.with_changes(default=cst.Name("None"), annotation=_optional(updated.annotation))
+            return updated
+
+        def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+            params = moved.get(id(original))
+            if not params:
+                return updated
+            body: list[cst.BaseStatement] = list(updated.body.body)  # type: ignore[arg-type]
+            at = 1 if body and is_docstring(body[0]) else 0
+            checks = [_resolve(p.name.value, p.default, module) for p in params]  # type: ignore[arg-type]
+            return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *checks, *body[at:]]))
+
+    result = module.visit(_Move())
+    assert isinstance(result, cst.Module)
+    return result

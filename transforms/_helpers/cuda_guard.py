@@ -1,0 +1,451 @@
+"""Guarded code (the ``torch.cuda`` runtime family, NRN110 and NRN104): is the code an availability
+check guards device selection / device-agnostic code (rewrite), or a CUDA-only path (flash-attn,
+bitsandbytes, cuDNN, DataParallel, fp16...) that must stay off on Neuron (report)?"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.walk import iter_syntax, visit
+from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
+from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
+from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.names import last_name
+from neuronize.transforms._helpers.nodes import following_statements, iter_conditions
+from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES
+
+# -- what guarded code does ----------------------------------------------------------------
+#: Qualified-name prefixes that mean a CUDA-only path.
+CUDA_ONLY_PREFIXES = (
+    "torch.backends.cudnn", "torch.backends.cuda", "torch.cuda.nvtx",
+    "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
+    "torch.cuda.get_device_capability", "torch.cuda.mem_get_info", "torch.cuda.utilization",
+    "torch.utils.cpp_extension", "torch.float16", "torch.half", "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+)
+#: Last components of a dotted name that mean a CUDA-only path whatever the import.
+CUDA_ONLY_NAMES = frozenset({
+    "DataParallel", "GradScaler", "CUDAGraph", "BitsAndBytesConfig", "get_device_capability",
+    "half", "float16", "cudnn",
+})
+#: ``torch.cuda`` memory statistics read as values: NRN113 migrates them only as statements of
+#: their own (under a Neuron guard), so a value read in guarded code stays CUDA, and so does its guard
+MEMORY_QUERIES = frozenset({
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "memory_cached", "max_memory_cached", "memory_stats", "memory_summary",
+})
+CUDA_ONLY_SUBSTRINGS = ("flash_attn", "flash_attention", "xformers", "bitsandbytes", "triton", "cudnn")
+CUDA_ONLY_KEYWORDS = frozenset({"load_in_8bit", "load_in_4bit", "use_flash_attention_2"})
+#: Calls that keep code device-selection-only or device-agnostic (last dotted component).
+TRANSPARENT_CALLS = frozenset({
+    "to", "cuda", "cpu", "device", "print", "info", "warning", "warn", "debug", "error", "format",
+    "get", "getenv", "int", "str", "float", "bool", "len", "range", "min", "max", "isinstance",
+    "manual_seed", "manual_seed_all", "seed", "Generator", "set_device", "synchronize",
+    "empty_cache", "device_count", "current_device", "get_device", "is_available", "append", "update",
+    "RuntimeError", "ValueError", "SystemExit", "exit",
+})
+
+#: Calls setting flags that NRN350/NRN352 delete (like assignments under ``SETTING_PREFIXES``):
+#: setting them does not make guarded code CUDA-only (reading them does).
+BACKEND_SETTING_CALLS = frozenset({
+    "torch.backends.cuda.enable_flash_sdp", "torch.backends.cuda.enable_mem_efficient_sdp",
+    "torch.backends.cuda.enable_math_sdp", "torch.backends.cuda.enable_cudnn_sdp",
+    "torch.backends.cuda.preferred_linalg_library", "torch.backends.cuda.preferred_blas_library",
+    # flag-setting contexts, unwrapped by NRN350/NRN352
+    "torch.backends.cudnn.flags", "torch.backends.cuda.sdp_kernel",
+})
+# A check kept for a marker that a fix of the same run then migrates away would be migrated by
+# the next run. So `torch.cuda.amp` is no marker: NRN201/NRN203 migrate autocast and custom_fwd
+# (`GradScaler` is a marker by name).
+
+
+@dataclass
+class Verdict:
+    marker: str | None = None  # what makes the guarded code CUDA-only (first one found)
+    opaque: str | None = None  # a call whose effect cannot be judged here (first one found)
+
+
+class _GuardScan(cst.CSTVisitor):
+    """Looks for CUDA-only markers and opaque calls in guarded code."""
+
+    def __init__(self, ctx: FileContext, verdict: Verdict) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.v = verdict
+        self.owned = owned()
+
+    def _mark(self, what: str) -> None:
+        if self.v.marker is None:
+            self.v.marker = what
+
+    def _check_name(self, node: cst.CSTNode) -> None:
+        raw = dotted_name(node)
+        if raw is None:
+            return
+        qualified = self.ctx.qualify(node) or raw
+        head = qualified.split(".")[0]
+        last = qualified.rsplit(".", 1)[-1]
+        if head in CUDA_ONLY_PACKAGES:
+            self._mark(f"`{head}`")
+        elif qualified.startswith(CUDA_ONLY_PREFIXES):
+            self._mark(f"`{qualified}`")
+        elif last in CUDA_ONLY_NAMES:
+            self._mark(f"`{raw}`")
+        elif any(s in raw for s in CUDA_ONLY_SUBSTRINGS):
+            self._mark(f"`{raw}`")
+        elif qualified.startswith(PREFIX):
+            fn = qualified[len(PREFIX):].split(".")[0]
+            if fn not in self.owned and fn not in SUBMODULES and fn != "amp":  # see BACKEND_SETTING_CALLS
+                self._mark(f"`{qualified}`")
+            elif fn in MEMORY_QUERIES:
+                self._mark(f"`{qualified}()` read as a value, which stays CUDA")
+
+    def _is_backend_setting(self, node: cst.CSTNode) -> bool:
+        return (self.ctx.qualify(node) or "").startswith(SETTING_PREFIXES)
+
+    def _visit_assignment(self, targets: Sequence[cst.CSTNode], value: cst.CSTNode | None) -> bool:
+        """Setting a cuDNN / CUDA-backend flag is not a CUDA-only path: the flag is a plain
+        attribute on a Neuron host, and NRN350/NRN351 delete the assignment (a check kept for it
+        would be migrated by the next run). The assigned value is still looked at."""
+        if not any(self._is_backend_setting(t) for t in targets):
+            return True
+        for target in targets:
+            if not self._is_backend_setting(target):
+                visit(target, self)
+        if value is not None:
+            visit(value, self)
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return self._visit_assignment([t.target for t in node.targets], node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        return self._visit_assignment([node.target], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        return self._visit_assignment([node.target], node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if dotted_name(node) is None:
+            return True  # `f(x).attr`: look inside
+        self._check_name(node)
+        return False  # the whole dotted chain was checked
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check_name(node)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            if name.split(".")[0] in CUDA_ONLY_PACKAGES or name.startswith(CUDA_ONLY_PREFIXES):
+                self._mark(f"`import {name}`")
+        if self.v.opaque is None:
+            self.v.opaque = "an import"
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        name = dotted_name(node.module) if node.module is not None else None
+        if name and (name.split(".")[0] in CUDA_ONLY_PACKAGES or name.startswith(CUDA_ONLY_PREFIXES)):
+            self._mark(f"`from {name} import ...`")
+        if self.v.opaque is None:
+            self.v.opaque = "an import"
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value in CUDA_ONLY_KEYWORDS:
+            self._mark(f"`{node.keyword.value}=`")
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = string_value(node)
+        if value is None:
+            return
+        # ("nccl" is not a marker: NRN401 migrates it, and needs the check to see Neuron)
+        if "flash_attention" in value or "flash_attn" in value or _names_gpu_build(value):
+            self._mark(f"`{value!r}`")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        """``return some_function``: what the caller does with it cannot be judged here."""
+        value = node.value
+        if self.v.opaque is not None or not isinstance(value, (cst.Name, cst.Attribute)):
+            return
+        if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
+            return
+        if (self.ctx.qualify(value) or "").startswith("torch."):
+            return
+        self.v.opaque = f"returns `{dotted_name(value)}`"
+
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        last = last_name(node.func)
+        if last in TRANSPARENT_CALLS:
+            return None
+        qualified = self.ctx.qualify(node.func) or ""
+        if qualified in BACKEND_SETTING_CALLS:
+            for arg in node.args:  # a flag setter, like an assignment (see _visit_assignment)
+                visit(arg, self)
+            return False
+        if qualified.startswith(PREFIX):
+            return None  # judged by _check_name (owned: migrated by this family; others: markers)
+        if self.v.opaque is None:
+            self.v.opaque = f"`{short(node.func, 40)}(...)`"
+        return None
+
+
+#: text naming a GPU build of a package (``onnxruntime-gpu``, ``paddlepaddle-gpu>=2``) or a CUDA
+#: execution provider (``CUDAExecutionProvider``, ``TensorrtExecutionProvider``): chosen by a CUDA
+#: check, it is what the check is for
+_GPU_BUILD = re.compile(r"^[A-Za-z0-9_.\-]+-gpu\b|^(CUDA|Tensorrt)ExecutionProvider$")
+
+
+def _names_gpu_build(text: str) -> bool:
+    """A GPU build or execution provider (above), or a dotted path into a CUDA-only package
+    (``"apex.optimizers.FusedAdam"``, ``"bitsandbytes."``: a class imported by name)."""
+    text = text.strip()
+    return _GPU_BUILD.match(text) is not None or "." in text and text.split(".")[0] in CUDA_ONLY_PACKAGES
+
+
+def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:
+    verdict = Verdict()
+    visitor = _GuardScan(ctx, verdict)
+    for node in nodes:
+        if node is not None:
+            visit(node, visitor)
+    return verdict
+
+
+def guarded_code(ctx: FileContext, stmt: cst.If | cst.While) -> list[cst.CSTNode]:
+    """The test, both branches and, when the body ends the block early (``raise``, ``return``,
+    ``sys.exit``), the statements after the ``if`` that the check also guards."""
+    nodes: list[cst.CSTNode] = [stmt.test, stmt.body]
+    if stmt.orelse is not None:
+        nodes.append(stmt.orelse)
+    if isinstance(stmt, cst.If) and ends_early(stmt.body):
+        nodes.extend(following_statements(ctx, stmt))
+    return nodes
+
+
+def ends_early(body: cst.BaseSuite, *, stops_only: bool = False) -> bool:
+    """``body`` ends its block early: its last statement raises, returns, breaks, continues or
+    exits; with ``stops_only``, only one that stops the run (``raise``, ``sys.exit``...)."""
+    stmts = body.body
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(body, cst.SimpleStatementSuite):
+        smalls: Sequence[cst.CSTNode] = [last]
+    elif isinstance(last, cst.SimpleStatementLine):
+        smalls = last.body
+    else:
+        return False
+    for small in smalls:
+        if isinstance(small, cst.Raise) or not stops_only and isinstance(small, (cst.Return, cst.Continue, cst.Break)):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            if last_name(small.value.func) in ("exit", "quit", "_exit"):
+                return True
+    return False
+
+
+def flag_uses(ctx: FileContext, names: Sequence[str], assign: cst.CSTNode) -> list[cst.CSTNode]:
+    """The code each use of a flag (a dotted name) decides: the if / conditional expression it is
+    tested in, or the call it is passed to, or its statement. The assignment itself is skipped."""
+    scope: cst.CSTNode = ctx.module
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            scope = anc
+            break
+    finder = _FlagUseFinder(ctx, set(names), assign)
+    visit(scope, finder)
+    return finder.regions
+
+
+class _FlagUseFinder(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext, names: set[str], assign: cst.CSTNode) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.names = names
+        self.assign = assign
+        self.stack: list[cst.CSTNode] = []
+        self.regions: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.assign:
+            return False
+        if self.stack and isinstance(node, (cst.FunctionDef, cst.Lambda)) and self._rebinds(node):
+            return False  # a function whose parameter has the flag's name: another variable
+        self.stack.append(node)
+        if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) in self.names:
+            parent = self.stack[-2] if len(self.stack) > 1 else None
+            if not isinstance(parent, (cst.AssignTarget, cst.Param)) and not (
+                    isinstance(parent, cst.Attribute) and parent.attr is node) and not (
+                    isinstance(parent, cst.Arg) and parent.keyword is node):
+                self.regions.append(self._region())
+            self.stack.pop()
+            return False
+        return True
+
+    def _rebinds(self, node: cst.FunctionDef | cst.Lambda) -> bool:
+        params = node.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                every.append(extra)
+        return any(p.name.value in self.names for p in every)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+
+    def _region(self) -> cst.CSTNode:
+        child = self.stack[-1]
+        for anc in reversed(self.stack[:-1]):
+            if isinstance(anc, (cst.If, cst.While)) and anc.test is child:
+                return anc
+            if isinstance(anc, cst.IfExp) and anc.test is child:
+                return anc
+            if isinstance(anc, cst.Call):
+                return anc
+            if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return anc
+            child = anc
+        return child
+
+
+def guarded_after(ctx: FileContext, small: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements after the statement line holding ``small`` (an ``assert``), and the test of
+    the ``if`` whose body holds it (the branch the assert validates: ``if name.startswith("apex."):
+    assert torch.cuda.is_available()``)."""
+    found: list[cst.CSTNode] = []
+    child: cst.CSTNode = small
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.SimpleStatementLine) and not found:
+            found = list(following_statements(ctx, anc))
+        if isinstance(anc, cst.If) and child is anc.body:
+            return [*found, anc.test]
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        child = anc
+    return found
+
+
+def calls_anywhere(ctx: FileContext, names: frozenset[str]) -> bool:
+    """True when the module calls a function whose dotted name ends with one of ``names``."""
+    if not any(name.encode() in ctx.source for name in names):
+        return False  # no such name in the file's bytes: no need to walk the tree
+    return any(isinstance(node, cst.Call) and last_name(node.func) in names
+               for node in iter_syntax(ctx.module))
+
+
+
+
+# -- guards that follow their migrated body: `if device.type == "cuda": torch.cuda.synchronize()` --
+#: ``torch.cuda`` calls the runtime rules migrate on the neuron target (NRN111-NRN113), which
+#: only mean something where the device is there; ``synchronize`` is a safe edit (NRN111)
+FOLLOWING_CALLS = frozenset({
+    "synchronize", "empty_cache", "manual_seed", "manual_seed_all", "seed",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+})
+SAFE_FOLLOWING_CALLS = frozenset({"synchronize"})
+
+
+def migrated_body_calls(ctx: FileContext, block: cst.BaseSuite) -> list[str] | None:
+    """The ``torch.cuda`` functions of ``block`` when every statement of it is one of
+    :data:`FOLLOWING_CALLS` called as a statement of its own; None otherwise."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    found: list[str] = []
+    for line in lines:
+        smalls = getattr(line, "body", None)
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or not smalls:
+            return None
+        for small in smalls:
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                return None
+            qualified = ctx.qualify(small.value.func) or ""
+            if not qualified.startswith(PREFIX):
+                return None
+            parts = qualified[len(PREFIX):].split(".")
+            fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0]
+            if len(parts) > 2 or fn not in FOLLOWING_CALLS:
+                return None
+            found.append(fn)
+    return found or None
+
+
+def neuron_guarded(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """The node being visited sits in the body of an ``if`` that the migration turns into "Neuron is
+    here": a test holding ``torch.cuda.is_available()`` (not negated; NRN110 writes
+    ``_target.available``), or a ``"cuda"`` comparison guarding a migrated body (NRN103)."""
+    from neuronize.transforms._helpers.device_choice import available_polarities, has_cuda_comparison
+
+    child = node
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.If) and anc.body is child:
+            if available_polarities(ctx, anc.test) == {False}:
+                return True
+            if has_cuda_comparison(anc.test) and anc.orelse is None \
+                    and migrated_body_calls(ctx, anc.body) is not None:
+                return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
+
+
+# -- checks of a device already named CUDA: `is_cuda = device.type == "cuda" and torch.cuda.is_available()` --
+def named_cuda_device(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """The comparison naming CUDA that the availability check ``node`` only completes, when that
+    comparison stays CUDA (NRN103 keeps it): the check is ``and``-ed with it into a flag
+    (``is_cuda = device.type == "cuda" and torch.cuda.is_available()``), or sits in the body of an
+    ``if`` testing it that is no device selection (``if device_type == "cuda": assert
+    torch.cuda.is_available()``). On Neuron the comparison is False whatever the check says:
+    the check rewritten alone changes nothing there, and only turns the CUDA path off."""
+    from neuronize.transforms._helpers.device_choice import rewrite_cuda_comparison, selection_if
+
+    def compared(test: cst.BaseExpression) -> str | None:
+        atoms = [a for a in iter_conditions(test) if rewrite_cuda_comparison(a) is not None]
+        return short(atoms[0]) if atoms else None
+
+    ancestors = list(ctx.ancestors())
+    position = next((i for i, a in enumerate(ancestors) if a is node), -1)
+    outer = ancestors[position + 1:]
+    child, chain, step = node, None, 0
+    while step < len(outer) and isinstance(outer[step], (cst.BooleanOperation, cst.UnaryOperation,
+                                                         cst.Comparison, cst.ComparisonTarget)):
+        child = outer[step]
+        chain = child if isinstance(child, cst.BooleanOperation) else chain
+        step += 1
+    assign = outer[step] if step < len(outer) else None
+    if isinstance(chain, cst.BooleanOperation) and isinstance(assign, (cst.Assign, cst.AnnAssign)) \
+            and assign.value is child and (found := compared(chain)) is not None:
+        return found
+    child = node
+    for anc in outer:
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, cst.If) and child is anc.body and not selection_if(anc) \
+                and (found := compared(anc.test)) is not None:
+            return found
+        child = anc
+    return None
+
+
+def memory_read_nearby(ctx: FileContext) -> str | None:
+    """The first ``torch.cuda`` memory statistic (:data:`MEMORY_QUERIES`) that the function being
+    visited reads as a value: it stays CUDA (NRN113 reports it), so a device's total memory asked
+    of Neuron next to it would be set against CUDA's usage (zero on Neuron)."""
+    function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    if function is None:
+        return None
+    for node in iter_syntax(function.body):
+        if isinstance(node, cst.Call):
+            qualified = ctx.qualify(node.func) or ""
+            parts = qualified[len(PREFIX):].split(".") if qualified.startswith(PREFIX) else []
+            fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0] if len(parts) == 1 else None
+            if fn in MEMORY_QUERIES:
+                return qualified
+    return None

@@ -1,0 +1,238 @@
+"""CUDA-only settings (cuDNN flags, CUDA backend flags, NVTX ranges, SDPA kernel contexts): the
+rule skeleton of NRN350-NRN353, which delete setting statements and unwrap CUDA-only contexts."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext
+from neuronize.transform import Transform
+from neuronize.types import Target
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.imports import removals_for
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.names import last_name, local_names
+from neuronize.analysis.subtrees import has_call
+from neuronize.transforms._helpers.nodes import assign_targets, is_expression_statement, unwrap_with
+
+#: every settings namespace the NRN35x rules delete from; an assignment setting several is
+#: handled by the rule owning its first target. Setting them is harmless on a Neuron host, so
+#: it does not make guarded code CUDA-only either (reading them does: see ``_cuda_runtime``).
+SETTING_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
+
+
+def setting_targets(ctx: FileContext, node: cst.Assign | cst.AugAssign) -> tuple[list[str], str, bool]:
+    """What an assignment sets among the CUDA-only settings (:data:`SETTING_PREFIXES`): their
+    qualified names (first target first), how a message shows them, and whether the assignment
+    sets something else too (then the CUDA part is removed by hand)."""
+    targets = assign_targets(node)
+    names = [ctx.qualify(t) if isinstance(t, cst.Attribute) else None for t in targets]
+    flagged = [n for n in names if n is not None and n.startswith(SETTING_PREFIXES)]
+    shown = ", ".join(f"`{short(t, 50)}`" for t, n in zip(targets, names, strict=False) if n in flagged)
+    return flagged, shown, len(flagged) != len(targets)
+
+
+def context_items(ctx: FileContext, node: cst.With, contexts: dict[str, str]) -> list[tuple[cst.WithItem, str]]:
+    """The items of a ``with`` statement that enter one of ``contexts``, with its qualified name."""
+    found: list[tuple[cst.WithItem, str]] = []
+    for item in node.items:
+        call = item.item
+        qualified = ctx.qualify(call.func) if isinstance(call, cst.Call) else None
+        if qualified is not None and qualified in contexts:
+            found.append((item, qualified))
+    return found
+
+
+def plan_unwrap(node: cst.With, drop: list[cst.WithItem], what: str,
+                reason: str) -> tuple[cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement] | None, str]:
+    """The ``with`` statement without the items ``drop`` (its body kept where no item is left),
+    and the message of the fix; no statement, and the message of a report, where that cannot be
+    done mechanically."""
+    inner = ", ".join(short(item.item, 50) for item in drop)
+    shown = ", ".join(f"`{short(item.item, 50)}`" for item in drop)
+    result = unwrap_with(node, drop)
+    if isinstance(result, str):
+        return None, f"{shown}: {what}; {reason}; unwrap it by hand: {result}"
+    if isinstance(result, cst.FlattenSentinel):
+        return result, f"`with {inner}:` removed, its body kept: {what}; {reason}"
+    return result, f"{shown} removed from the `with` statement: {what}; {reason}"
+
+
+def used_as_value(ctx: FileContext, node: cst.Name | cst.Attribute) -> bool:
+    """The name or attribute being visited is used as a value: not called, assigned, deleted,
+    imported, nor the base of a longer attribute."""
+    parent = ctx.parent
+    if isinstance(parent, cst.Call) and parent.func is node:
+        return False
+    if isinstance(node, cst.Name) and isinstance(parent, (cst.ImportAlias, cst.AsName)):
+        return False
+    return not isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del, cst.Attribute, cst.ImportFrom))
+
+
+class CudaOnlySettings(KeepsCudaBranches, Transform):
+    """Skeleton of the NRN35x rules: delete CUDA-only setting statements, unwrap CUDA-only contexts.
+
+    Subclasses fill in the class attributes below and write the messages.
+    """
+
+    abstract = True
+
+    #: assignments to a name under one of these prefixes are deleted
+    assign_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: attribute names whose reads (under ``assign_prefixes``) are reported
+    read_attrs: ClassVar[frozenset[str]] = frozenset()
+    #: qualified functions whose call statements are deleted -> what they do
+    removable_calls: ClassVar[dict[str, str]] = {}
+    #: qualified context managers whose ``with`` items are dropped -> what they do
+    contexts: ClassVar[dict[str, str]] = {}
+    #: qualified functions whose calls are only reported -> message
+    report_calls: ClassVar[dict[str, str]] = {}
+    #: modules whose imports are dropped once unused (besides the functions removed)
+    modules: ClassVar[tuple[str, ...]] = ()
+    #: why the setting means nothing on the target (ends the messages); a template of the
+    #: target's vocabulary (``"... meaningless on {non_cuda}"``)
+    why: ClassVar[str] = ""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._removed: set[int] = set()
+        self.reason = per_target.say(ctx, self.why)
+        self._aliases = local_names(ctx, (*self.removable_calls, *self.contexts))
+        cls = type(self)
+        if "_last_names" not in cls.__dict__:
+            cls._last_names = frozenset(  # type: ignore[attr-defined]
+                q.rsplit(".", 1)[-1] for q in (*cls.removable_calls, *cls.contexts, *cls.report_calls)
+            )
+
+    #: every target: the settings are deleted (neuron, cpu) or kept for CUDA (accelerator)
+    targets: ClassVar[tuple[Target, ...]] = per_target.ALL
+
+    def _drop(self, statement: cst.CSTNode, what: str, reason: str, **kw: Any) -> None:
+        """Delete the setting ``statement`` (``what`` it is, and why); under ``--target
+        accelerator`` keep it for CUDA, guarded by ``if torch.cuda.is_available():``."""
+        if per_target.in_cuda_only_block(self.ctx):
+            return  # already kept for CUDA under `if torch.cuda.is_available():`
+        if per_target.target(self.ctx) != per_target.ACCELERATOR:
+            self.remove(statement, f"{what} removed: {reason}", **kw)
+            return
+        line = self.ctx.statement_to_remove(statement)
+        if not isinstance(line, cst.SimpleStatementLine):
+            self.report(statement, f"{reason}: guard it with `if torch.cuda.is_available():` by hand")
+            return
+        early = per_target.guard_too_early(self.ctx)
+        if early is not None:
+            self.report(statement, f"{what} kept as it is: {reason}, and harmless there; an `if "
+                        f"torch.cuda.is_available():` guard would query CUDA at import, and {early}")
+            return
+        new, imports = per_target.guarded(self.ctx, line)
+        self.fix(line, new, f"{what} kept for CUDA under `if torch.cuda.is_available():`: {reason}",
+                 safety=kw.get("safety"), evidence=kw.get("evidence"), imports=imports)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def extra_note(self, qualified: str, node: cst.CSTNode) -> str:
+        """More to say about one setting (appended to the message)."""
+        return ""
+
+    def keep_context(self, items: list[cst.WithItem]) -> str | None:
+        """Why the context ``items`` (of the ``with`` being visited) must stay, if they must:
+        the message of the report made instead."""
+        return None
+
+    # -- assignments ----------------------------------------------------------------------------
+    def _own(self, qualified: str | None) -> bool:
+        return qualified is not None and qualified.startswith(self.assign_prefixes)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._assign(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._assign(node)
+
+    def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
+        if not self.assign_prefixes:
+            return
+        flagged, shown, mixed = setting_targets(self.ctx, node)
+        if not flagged or not self._own(flagged[0]):
+            return  # not a setting, or another NRN35x rule owns the statement
+        self._removed.add(id(node))
+        if mixed:
+            self.report(node, f"{shown}: {self.reason}; this assignment also sets something else, so remove "
+                        "the CUDA part by hand")
+            return
+        reason = self.reason
+        if has_call(node.value):
+            reason += f" (`{short(node.value, 50)}` is no longer computed)"
+        reason += self.extra_note(flagged[0], node)
+        self._drop(node, f"`{short(node, 80)}`", reason, imports=removals_for(self.ctx, self.modules))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = node.attr.value
+        if attr not in self.read_attrs and attr not in self._last_names:  # type: ignore[attr-defined]
+            return
+        qualified = self.ctx.qualify(node)
+        if qualified is None or not used_as_value(self.ctx, node):
+            return
+        if any(id(a) in self._removed for a in self.ctx.ancestors()):
+            return
+        if attr in self.read_attrs and self._own(qualified):
+            self.report(node, f"`{short(node, 50)}` is read here: {self.reason}; it keeps its default value there, "
+                        "so review the code that depends on it")
+        elif qualified in self.removable_calls or qualified in self.contexts:
+            self.report(node, f"`{short(node, 50)}` is passed as a value: {self.reason}; remove its use by hand")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in self._aliases or not used_as_value(self.ctx, node):
+            return
+        qualified = self.ctx.qualify(node)
+        if qualified in self.removable_calls or qualified in self.contexts:
+            self.report(node, f"`{node.value}` is passed as a value: {self.reason}; remove its use by hand")
+
+    # -- calls ------------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if last_name(func) not in self._last_names:  # type: ignore[attr-defined]
+            return
+        qualified = self.ctx.qualify(func)
+        if qualified is None:
+            return
+        if qualified in self.report_calls:
+            self.report(node, self.report_calls[qualified])
+        elif qualified in self.removable_calls:
+            what = self.removable_calls[qualified]
+            if any(id(a) in self._removed for a in self.ctx.ancestors()):
+                return
+            if is_expression_statement(self.ctx):
+                self._drop(self.ctx.parent, f"`{short(node.func, 50)}(...)`",  # type: ignore[arg-type]
+                           f"{what}; {self.reason}" + self.extra_note(qualified, node),
+                            imports=removals_for(self.ctx, (*self.modules, qualified)))
+            else:
+                self.report(node, f"`{short(node.func, 50)}(...)` is used as a value: {what}; {self.reason}; remove it "
+                            "by hand")
+        elif qualified in self.contexts:
+            parent = self.ctx.parent
+            if not isinstance(parent, cst.WithItem):
+                self.report(node, f"`{short(node.func, 50)}(...)` outside a `with` statement: {self.contexts[qualified]}; "
+                            f"{self.reason}; remove it by hand")
+
+    # -- with blocks ----------------------------------------------------------------------------
+    def visit_With(self, node: cst.With) -> None:
+        if not self.contexts:
+            return
+        found = context_items(self.ctx, node, self.contexts)
+        if not found:
+            return
+        drop = [item for item, _ in found]
+        kept = self.keep_context(drop)
+        if kept is not None:
+            self.report(node, kept)
+            return
+        first = found[0][1]
+        result, message = plan_unwrap(node, drop, self.contexts[first], self.reason)
+        if result is None:
+            self.report(node, message)
+            return
+        self.fix(node, result, message + self.extra_note(first, node),
+                 imports=removals_for(self.ctx, (*self.modules, *(q for _, q in found))))

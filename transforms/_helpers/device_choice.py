@@ -1,0 +1,623 @@
+"""How code chooses its device (the device-placement rules, NRN101-NRN109): comparisons with
+``"cuda"``, the ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom, and ``if`` statements
+that only pick device settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from collections.abc import Iterator
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.import_safety import calls_neuron_test
+from neuronize.analysis.walk import iter_syntax
+from neuronize.transform import ImportRequest
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.imports import removal_of
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.calls import argument, insert_after, is_cuda_available_call, keyword
+from neuronize.transforms._helpers.literals import (
+    CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
+)
+from neuronize.transforms._helpers.names import last_name, target_name
+from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized
+from neuronize.transforms._helpers.value_flow import LOOKUPS, alternatives, assigned, option_names
+
+#: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
+EXCLUDED_DEVICE_CALLS = frozenset({
+    "autocast", "custom_fwd", "custom_bwd", "GradScaler", "init_device_mesh", "DeviceMesh",
+    "Generator",  # NRN106
+})
+
+
+def device_named(name: str | None) -> bool:
+    """A variable, attribute, parameter or key name that holds a device (not a HF device_map)."""
+    if not name:
+        return False
+    low = name.lower()
+    return "device" in low and "device_map" not in low
+
+
+# -- comparisons with "cuda" ---------------------------------------------------------------
+def _cuda_prefix(node: cst.CSTNode) -> bool:
+    value = string_value(node)
+    return value is not None and (value in ("cuda", "cuda:") or bool(CUDA_INDEXED.match(value)))
+
+
+def _is_literal_value(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                             cst.Integer, cst.Float, cst.List, cst.Tuple, cst.Set, cst.Dict))
+
+
+def cuda_membership_list(node: cst.CSTNode) -> bool:
+    """``x in ("cuda", "mps")``: a membership test against a literal list holding a CUDA name."""
+    if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1):
+        return False
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.In, cst.NotIn)):
+        return False
+    container = target.comparator
+    if not isinstance(container, (cst.List, cst.Tuple, cst.Set)):
+        return False
+    values = [el.value for el in container.elements if isinstance(el, cst.Element)]
+    return any(cuda_literal(v) is not None for v in values) and not any(string_value(v) == "neuron" for v in values)
+
+
+def rewrite_cuda_comparison(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The Neuron form of a device comparison with ``"cuda"``, or None if ``node`` is none.
+
+    ``d == "cuda"``, ``d.type != "cuda:0"``, ``"cuda" in d``, ``str(d).startswith("cuda")``.
+    """
+    if isinstance(node, cst.Comparison):
+        if len(node.comparisons) != 1:
+            return None
+        target = node.comparisons[0]
+        op, left, right = target.operator, node.left, target.comparator
+        if isinstance(op, (cst.Equal, cst.NotEqual)):
+            if cuda_literal(right) is not None and string_value(right) is not None \
+                    and not _is_literal_value(left):
+                return node.with_changes(comparisons=[target.with_changes(comparator=string_like(right, "neuron"))])
+            if cuda_literal(left) is not None and string_value(left) is not None \
+                    and not _is_literal_value(right):
+                return node.with_changes(left=string_like(left, "neuron"))
+            return None
+        if isinstance(op, (cst.In, cst.NotIn)):
+            if _cuda_prefix(left) and not _is_literal_value(right):
+                return node.with_changes(left=string_like(left, "neuron"))
+        return None
+    if isinstance(node, cst.Call):
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "startswith"
+                and len(node.args) == 1 and node.args[0].keyword is None
+                and _cuda_prefix(node.args[0].value) and not _is_literal_value(func.value)):
+            arg = node.args[0]
+            return node.with_changes(args=[arg.with_changes(value=string_like(arg.value, "neuron"))])
+    return None
+
+
+def has_cuda_comparison(test: cst.BaseExpression) -> bool:
+    return any(rewrite_cuda_comparison(atom) is not None for atom in iter_conditions(test))
+
+
+def rewrite_condition(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with every CUDA comparison among its atoms turned to Neuron."""
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(left=rewrite_condition(test.left), right=rewrite_condition(test.right))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.with_changes(expression=rewrite_condition(test.expression))
+    return rewrite_cuda_comparison(test) or test
+
+
+def is_torch_device_call(ctx: FileContext, node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.device"
+
+
+def selects_device(ctx: FileContext, ifexp: cst.IfExp) -> bool:
+    """A conditional expression whose branches are device names or ``torch.device(...)``."""
+    for branch in (ifexp.body, ifexp.orelse):
+        if isinstance(branch, cst.IfExp):
+            if selects_device(ctx, branch):
+                return True
+        elif is_device_word(branch) or is_torch_device_call(ctx, branch):
+            return True
+    return False
+
+
+
+def neuron_first(node: cst.IfExp) -> bool:
+    """``"neuron" if <Neuron is here> else <the original choice>``: the form the migration gives a
+    choice (the idiom, a host-aware default); its ``else`` keeps serving the other hosts."""
+    body = node.body
+    if isinstance(body, cst.Call) and body.args and (dotted_name(body.func) or "").endswith("device"):
+        body = body.args[0].value
+    return string_value(body) == "neuron" and asks_if_neuron(node.test)
+
+
+def asks_if_neuron(test: cst.BaseExpression) -> bool:
+    """``test`` asks the question the migration writes, "is the accelerator here Neuron?" (any
+    quote style), spelled out or through the function a module defines for it (``on_neuron()``),
+    alone or as part of a larger test (``import_safety.is_neuron_test`` is the exact test only)."""
+    code = cst.Module([]).code_for_node(test)
+    return "current_accelerator().type" in code and ('"neuron"' in code or "'neuron'" in code) or (
+        calls_neuron_test(code))
+
+
+# -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
+def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
+    """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
+    device ("body" or "orelse"), the literal itself, and its kind; None for any other IfExp.
+
+    The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
+    ``or`` chain holding the call (every occurrence with the same polarity). The CUDA branch is a literal or ``torch.device(<literal>)``.
+    """
+    polarities = set(_available_polarity(ctx, ifexp.test, False))
+    if len(polarities) != 1:
+        return None
+    side = "orelse" if polarities.pop() else "body"
+    branch = getattr(ifexp, side)
+    literal = branch
+    if is_torch_device_call(ctx, branch):
+        call = branch
+        assert isinstance(call, cst.Call)
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        literal = call.args[0].value
+    kind = cuda_literal(literal)
+    if kind is None:
+        return None
+    return side, literal, kind
+
+
+def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: bool) -> Iterator[bool]:
+    """For each ``torch.cuda.is_available()`` atom of ``test``: whether it sits under a ``not``."""
+    if is_cuda_available_call(ctx, test):
+        yield negated
+    elif isinstance(test, cst.BooleanOperation):
+        yield from _available_polarity(ctx, test.left, negated)
+        yield from _available_polarity(ctx, test.right, negated)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _available_polarity(ctx, test.expression, not negated)
+
+
+def _only_and(test: cst.BaseExpression) -> bool:
+    """``a and b and ...`` (no ``or`` among its operators), or a single condition."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and _only_and(test.left) and _only_and(test.right)
+    return True
+
+
+def has_is_available(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    return any(True for _ in _available_polarity(ctx, test, False))
+
+
+def replace_is_available(ctx: FileContext, test: cst.BaseExpression,
+                         available: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with its ``torch.cuda.is_available()`` call(s) replaced by ``available`` (the
+    target's test, see ``per_target.available``), parenthesised where it becomes an operand."""
+    if is_cuda_available_call(ctx, test):
+        assert isinstance(test, cst.Call)
+        if test.lpar:
+            return available.with_changes(lpar=test.lpar, rpar=test.rpar)
+        return available
+
+    def operand(node: cst.BaseExpression) -> cst.BaseExpression:
+        new = replace_is_available(ctx, node, available)
+        return parenthesized(new) if is_cuda_available_call(ctx, node) else new
+
+    if isinstance(test, cst.UnaryOperation):
+        return test.with_changes(expression=operand(test.expression))
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(left=operand(test.left), right=operand(test.right))
+    return test
+
+
+
+# -- selection statements: if device == "cuda": device_type = "cuda" else: ... -----------------
+def _block_assigns_devices(block: cst.BaseSuite | cst.CSTNode | None) -> bool:
+    if block is None:
+        return True
+    if isinstance(block, cst.Else):
+        return _block_assigns_devices(block.body)
+    if isinstance(block, cst.If):
+        return _block_assigns_devices(block.body) and _block_assigns_devices(block.orelse)
+    if isinstance(block, cst.IndentedBlock):
+        lines = list(block.body)
+    elif isinstance(block, cst.SimpleStatementSuite):
+        lines = [block]  # type: ignore[list-item]
+    else:
+        return False
+    found = False
+    for line in lines:
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in line.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Assign) and all(
+                    device_named(target_name(t.target)) for t in small.targets):
+                found = True
+                continue
+            if isinstance(small, cst.AnnAssign) and device_named(target_name(small.target)):
+                found = True
+                continue
+            if isinstance(small, cst.Return) and small.value is not None and is_device_word(small.value):
+                found = True  # `if device == "cuda" and not ...: return "cpu"`: a fallback choice
+                continue
+            return False
+    return found or not lines
+
+
+def selection_if(node: cst.If) -> bool:
+    """An ``if`` whose test compares with ``"cuda"`` and whose blocks only assign device settings."""
+    return (has_cuda_comparison(node.test) and _block_assigns_devices(node.body)
+            and _block_assigns_devices(node.orelse))
+
+
+def selection_ifexp(ctx: FileContext, node: cst.IfExp) -> bool:
+    """A conditional expression choosing a device by comparing with ``"cuda"`` (NRN103 owns it)."""
+    return (has_cuda_comparison(node.test) and selects_device(ctx, node)
+            and idiom_branch(ctx, node) is None)
+
+
+def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[cst.Call]:
+    """The ``torch.cuda.is_available()`` calls among the atoms of ``test``."""
+    for atom in iter_conditions(test):
+        if is_cuda_available_call(ctx, atom):
+            assert isinstance(atom, cst.Call)
+            yield atom
+
+
+
+@dataclass(frozen=True)
+class IdiomRewrite:
+    """The rewrite of one ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom."""
+
+    replacement: cst.BaseExpression
+    message: str
+    imports: tuple[ImportRequest, ...]
+    literal: cst.BaseExpression  # the CUDA device literal
+    branch: cst.BaseExpression  # the branch holding it (the literal or `torch.device(<literal>)`)
+    kind: Kind
+
+
+#: why the idiom's rewrite is right, per target
+IDIOM_WHY = {
+    per_target.NEURON: "Neuron first, then the original choice: CUDA and the CPU fallback are kept (a Mac's MPS "
+                    "still falls back as before)",
+    per_target.ACCELERATOR: "same CPU fallback; the current accelerator (CUDA, Neuron...) is detected",
+}
+
+
+def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.BaseExpression,
+                  kind: Kind) -> IdiomRewrite:
+    """The idiom ``node`` (its CUDA device ``literal`` in branch ``side``, see :func:`idiom_branch`)
+    for the file's target: ``per_target.available`` tests for the target's device, the CUDA
+    branch names the target's device; on the CPU target a choice between two CPUs collapses."""
+    target = per_target.target(ctx)
+    available, imports = per_target.available(ctx)
+    branch = getattr(node, side)
+    new_literal: cst.BaseExpression = string_like(literal, "neuron")
+    if target == per_target.ACCELERATOR:
+        # the test already checks for an accelerator: no fallback needed inside the branch
+        t = short(available).split(".")[0]
+        new_literal = cst.parse_expression(f"{t}.accelerator.current_accelerator().type")
+    elif target == per_target.CPU:
+        new_literal = make_string("cpu", quote_source(literal))
+    if branch is literal:
+        new_branch: cst.BaseExpression = new_literal.with_changes(
+            lpar=getattr(literal, "lpar", ()), rpar=getattr(literal, "rpar", ()))
+    else:
+        assert isinstance(branch, cst.Call)
+        new_branch = branch.with_changes(args=[branch.args[0].with_changes(value=new_literal)])
+    replacement: cst.BaseExpression = node.with_changes(
+        test=replace_is_available(ctx, node.test, available), **{side: new_branch})
+    if target == per_target.NEURON:
+        # additive: a Neuron choice in front of the original, which keeps serving CUDA (with its
+        # device index) and every host the fallback served; the other conditions of an `and`
+        # (`args.backend == "gpu" and torch.cuda.is_available()`) still apply to Neuron
+        neuron_test = replacement.test if side == "body" and _only_and(node.test) else available  # type: ignore[attr-defined]
+        replacement = cst.IfExp(test=neuron_test, body=new_branch.with_changes(lpar=(), rpar=()),
+                                orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
+    if target == per_target.CPU:
+        other = node.orelse if side == "body" else node.body
+        if short(other) == short(new_branch):
+            # "cuda" if torch.cuda.is_available() else "cpu" -> "cpu": both branches are the CPU now
+            imports = ()
+            replacement = new_branch.with_changes(lpar=node.lpar, rpar=node.rpar)
+        message = f"device choice `{short(node)}` -> `{short(replacement)}`: runs on the CPU"
+    else:
+        # the message names the target's test instead of spelling out `per_target.available`
+        marker = "__available__"
+        new_test = replace_is_available(ctx, node.test, cst.Name(marker))
+        if target == per_target.ACCELERATOR:
+            new_test = replacement.test  # type: ignore[attr-defined]
+        if target == per_target.NEURON:
+            old_text = f"{short(node, 60)}"
+            new_text = f"{per_target.spell(ctx, new_branch)} if {marker} else <the original choice>"
+        elif side == "body":
+            old_text = f"{short(branch)} if {short(node.test)} else ..."
+            new_text = f"{per_target.spell(ctx, new_branch)} if {short(new_test)} else ..."
+        else:
+            old_text = f"... if {short(node.test)} else {short(branch)}"
+            new_text = f"... if {short(new_test)} else {per_target.spell(ctx, new_branch)}"
+        new_text = new_text.replace(marker, "<the accelerator is Neuron>")
+        message = f"`{old_text}` -> `{new_text}`: {IDIOM_WHY[target]}"
+    for call in () if target == per_target.NEURON else is_available_calls(ctx, node.test):
+        head = (dotted_name(call.func) or "").split(".")[0]
+        if ctx.qualify(cst.Name(head)) in ("torch.cuda", "torch.cuda.is_available"):
+            removal = removal_of(ctx, head, top_level=True)  # `from torch import cuda` / `... import is_available`
+            if removal is not None:
+                imports = (*imports, removal)
+    return IdiomRewrite(replacement, message, imports, literal, branch, kind)
+
+
+def with_choice(container: cst.List | cst.Tuple, added: str,
+                value: cst.BaseExpression | None = None) -> cst.List | cst.Tuple | None:
+    """An option's ``choices=[..., "cuda", ...]`` with ``added`` (or the expression ``value``,
+    the accelerator target's device) next to its last ``"cuda"``; None when it is there already,
+    no plain ``"cuda"`` is, or an element is starred."""
+    elements = container.elements
+    values = [string_value(e.value) if isinstance(e, cst.Element) else None for e in elements]
+    if value is not None and any(e.value.deep_equals(value) for e in elements):
+        return None
+    if added in values or any(isinstance(e, cst.StarredElement) for e in elements):
+        return None
+    cuda_at = [i for i, e in enumerate(elements) if cuda_literal(e.value) is Kind.PLAIN
+               and string_value(e.value) is not None]
+    if not cuda_at:
+        return None
+    anchor = elements[cuda_at[-1]]
+    new = cst.Element(value=value if value is not None else make_string(added, anchor.value))
+    return container.with_changes(elements=insert_after(elements, cuda_at[-1], new))
+
+
+# -- device literals in device positions (NRN101) ---------------------------------------------------
+INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group each process sees "
+              "one device (review single-process multi-device code)")
+PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
+                       "`torch.cuda.set_device`; review single-process multi-device code)")
+KEPT_INDEX_NOTE = (": the CUDA device (with its index) where CUDA is present, else the current accelerator "
+                   "(a Neuron process sees one device) or the CPU")
+
+
+def index_note(ctx: FileContext) -> str:
+    """What dropping a device index means for the file's target (ends a message)."""
+    return INDEX_NOTE if per_target.target(ctx) == per_target.NEURON else PORTABLE_INDEX_NOTE
+
+
+def device_literals(ctx: FileContext, expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, Kind]]:
+    """The CUDA device literals an expression in a device position evaluates to: itself, and
+    through its :func:`~neuronize.transforms._helpers.value_flow.alternatives` (the branches of a
+    conditional, but not the idiom, a choice by comparison or a kept CUDA index; either side of
+    ``or``; the default of ``x.get(key, default)`` / ``getattr(x, name, default)``)."""
+    kind = cuda_literal(expr)
+    if kind is not None:
+        yield expr, kind
+        return
+    if isinstance(expr, cst.IfExp) and neuron_first(expr):
+        return  # `"neuron" if <Neuron is here> else <the original>`: migrated already
+    if isinstance(expr, cst.IfExp):
+        if per_target.is_kept_cuda_index(ctx, expr):
+            return  # `f"cuda:{i}" if torch.cuda.is_available() else <accelerator>`: portable
+        if idiom_branch(ctx, expr) is not None or selection_ifexp(ctx, expr):
+            return  # the idiom (rewritten as a unit) / a "cuda" comparison choosing a device (NRN103)
+    found = alternatives(expr, ctx.qualify)
+    for part in found[0] if found is not None else ():
+        yield from device_literals(ctx, part)
+
+
+@dataclass(frozen=True)
+class LiteralEdit:
+    """A CUDA device literal written for the target: the new expression, its imports, the note
+    ending the message, and whether it is unsafe (a device index dropped)."""
+
+    replacement: cst.BaseExpression
+    imports: tuple[ImportRequest, ...]
+    note: str
+    unsafe: bool
+    shown: str | None = None  # how a message shows the replacement, where not spelt out
+
+
+def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested: bool) -> LiteralEdit:
+    """``node`` (a CUDA device literal of ``kind``) as the target's device. ``nested``: it sits
+    inside a larger expression (the accelerator's conditional expression gets parentheses)."""
+    if kind.drops_index and per_target.target(ctx) == per_target.ACCELERATOR:
+        # keep the index for CUDA (torch.cuda.set_device(device) is kept for CUDA too)
+        new, imports = per_target.kept_cuda_index(ctx, node, parens=nested)
+        return LiteralEdit(new, imports, KEPT_INDEX_NOTE, True)
+    if per_target.target(ctx) == per_target.NEURON:
+        new, imports = string_like(node, "neuron"), ()
+    else:
+        new, imports = per_target.device(ctx, string_like(node, "neuron"), parens=nested)
+        new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+    return LiteralEdit(new, imports, index_note(ctx) if kind.drops_index else "", kind.drops_index)
+
+
+def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index: cst.Arg) -> LiteralEdit:
+    """``torch.device("cuda", i)`` as ``torch.device(<the target's device>)``: the index goes
+    (unsafe unless it is a literal 0)."""
+    if per_target.target(ctx) == per_target.NEURON:
+        new_first, imports = string_like(first.value, "neuron"), ()
+    else:
+        new_first, imports = per_target.device(ctx, first.value)  # type: ignore[assignment]
+    args = [first.with_changes(value=new_first) if a is first else a for a in call.args if a is not index]
+    args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
+    return LiteralEdit(call.with_changes(args=args), imports, "" if zero else index_note(ctx), not zero)
+
+
+def in_selection_if(ctx: FileContext) -> bool:
+    """The node being visited sits in a block of ``if device == "cuda": ...`` that NRN103
+    rewrites as a whole (see :func:`selection_if`)."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock, cst.Else)):
+            continue
+        return isinstance(anc, cst.If) and selection_if(anc)
+    return False
+
+
+# -- a device's own validation: `assert device in ["cuda", "cpu"]`, `if d not in (...): raise` --------
+def _raises(block: cst.BaseSuite) -> bool:
+    """A block that only raises (or exits): the ``if`` around it validates."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    smalls = [s for line in lines for s in getattr(line, "body", ())]
+    return bool(smalls) and all(isinstance(s, cst.Raise) or (
+        isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and last_name(s.value.func) in ("exit", "error"))
+        for s in smalls)
+
+
+def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tuple | None:
+    """The list of accepted device names of ``node`` when it validates a device setting:
+    ``assert device_type in ["cuda", "cpu"]`` or ``if device not in ("cuda", "cpu"): raise ...``
+    (the comparison visited; a device-named value; a literal list naming ``"cuda"``). A default
+    changed to ``"neuron"`` must pass it, as it must pass argparse ``choices``."""
+    if not cuda_membership_list(node) or not device_named(target_name(node.left) or dotted_name(node.left)):
+        return None
+    container = node.comparisons[0].comparator
+    if not isinstance(container, (cst.List, cst.Tuple)):
+        return None
+    child: cst.CSTNode = node
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
+            child = anc
+            continue
+        if isinstance(anc, cst.Assert) and anc.test is child:
+            return container
+        if isinstance(anc, cst.If) and anc.test is child and _raises(anc.body):
+            return container
+        return None
+    return None
+
+
+def available_polarities(ctx: FileContext, test: cst.BaseExpression) -> set[bool]:
+    """Whether each ``torch.cuda.is_available()`` of ``test`` is negated (``{False}``: every one
+    says "CUDA is here")."""
+    return set(_available_polarity(ctx, test, False))
+
+
+# -- where a device is meant (NRN101's positions) ---------------------------------------------------
+#: calls that declare a command-line option (argparse, click)
+OPTION_CALLS = frozenset({"add_argument", "option"})
+
+
+def in_test_file(path: str) -> bool:
+    """A test module (``test_*.py``, ``*_test.py``, under ``tests/``)."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1]
+
+
+def kept_for_other_code(ctx: FileContext) -> bool:
+    """The call being visited is an argument of ``init_process_group(device_id=...)`` (the
+    distributed rules': a ``device_id`` must keep its index) or of a ``torch.cuda.*`` call (a
+    CUDA-only API, which the runtime rules keep or report): its CUDA device stays with it."""
+    stack = list(ctx.ancestors())
+    if any(isinstance(a, cst.Arg) and a.keyword is not None and a.keyword.value == "device_id" for a in stack):
+        return True
+    for parent, grand in zip(stack, stack[1:], strict=False):
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            return (ctx.qualify(grand.func) or "").startswith("torch.cuda.")
+    return False
+
+
+#: calls that take a device *type* and answer for ``"cuda"`` on any host, while ``"neuron"`` is an
+#: unknown device type (an error) where torch-neuronx is not installed
+DEVICE_TYPE_QUERIES = frozenset({
+    "torch.get_autocast_dtype", "torch.is_autocast_enabled", "torch.set_autocast_dtype",
+    "torch.set_autocast_enabled", "torch.amp.is_autocast_available",
+})
+
+
+#: calls whose device argument feeds CUDA-only machinery: a device default that reaches one stays
+#: (reported), as moving it to "neuron" would break the call on every host
+CUDA_PLUMBING = {
+    "torch.Generator": "a generator on the Neuron device is not available; random numbers come from the CPU",
+    "torch.cuda.get_device_capability": "a kernel capability probe: Neuron has no compute capability",
+    "torch.cuda.get_device_properties": "CUDA device properties",
+    "torch.cuda.get_rng_state": "the CUDA generator's state",
+    "torch.cuda.set_rng_state": "the CUDA generator's state",
+}
+
+
+def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
+    """Why the CUDA default of ``param`` (the node being visited) stays, when its function passes
+    the parameter, by its bare name, to a query of :data:`DEVICE_TYPE_QUERIES` (``def
+    dtype(device="cuda"): return torch.get_autocast_dtype(device)``): a ``"neuron"`` default would
+    make a call without the argument raise on a host where the CUDA default answered; or to CUDA
+    plumbing (:data:`CUDA_PLUMBING`: ``torch.Generator(device=device)``, a capability probe)."""
+    function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    if function is None or param.default is None or cuda_literal(param.default) is None:
+        return None
+    name = param.name.value
+    for node in iter_syntax(function.body):
+        if not isinstance(node, cst.Call):
+            continue
+        query = ctx.qualify(node.func)
+        if query is None or query not in DEVICE_TYPE_QUERIES and query not in CUDA_PLUMBING:
+            continue
+        if not any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+            continue
+        if query in CUDA_PLUMBING:
+            return (f"default of parameter `{name}`: kept, it feeds `{query}(...)`, CUDA plumbing "
+                    f"({CUDA_PLUMBING[query]}); give Neuron its own path by hand")
+        return (f"default of parameter `{name}`: kept, it reaches `{query}(...)`, which answers for "
+                "`\"cuda\"` on any host while `\"neuron\"` raises without torch-neuronx; pass the device "
+                "type at the calls instead")
+    return None
+
+
+def in_excluded_call(ctx: FileContext) -> bool:
+    """The node being visited is an argument of a call whose device is another rule's
+    (``torch.Generator(device=...)`` is NRN106's; autocast and GradScaler are NRN2xx's)."""
+    stack = list(ctx.ancestors())
+    return (len(stack) > 1 and isinstance(stack[0], cst.Arg) and isinstance(stack[1], cst.Call)
+            and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS)
+
+
+def call_device_positions(ctx: FileContext, node: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """The expressions ``node`` takes where a device is meant, with how a message names each:
+    ``device=`` / ``map_location=`` (not of :data:`EXCLUDED_DEVICE_CALLS`), the target of
+    ``.to(...)``, ``torch.set_default_device(...)``, and a lookup of a device-named key
+    (``cfg.get("device", "cuda")``: the call itself, whose default is followed)."""
+    name = last_name(node.func)
+    if name is None:
+        return
+    if name not in EXCLUDED_DEVICE_CALLS:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ("device", "map_location"):
+                yield arg.value, f"`{arg.keyword.value}=` argument"
+    if name == "to":
+        if isinstance(node.func, cst.Attribute) and node.args and node.args[0].keyword is None \
+                and not node.args[0].star:
+            yield node.args[0].value, "`.to()`"
+    elif name == "set_default_device":
+        first = argument(node, "device", 0)
+        if first is not None and ctx.qualify(node.func) == "torch.set_default_device":
+            yield first.value, "`torch.set_default_device`"
+    elif name in LOOKUPS or name == "getattr":
+        key = argument(node, "key", 1 if name == "getattr" else 0)
+        if key is not None and device_named(string_value(key.value)):
+            yield node, f"default of `{string_value(key.value)}`"
+
+
+def device_option(call: cst.Call) -> tuple[str, cst.Arg | None, cst.List | cst.Tuple | None] | None:
+    """A command-line option that holds a device (``add_argument("--device", default="cuda",
+    choices=[...])``): its name, its ``default=`` and its literal ``choices=`` list; None for
+    any other option."""
+    option = next((n for n in option_names(call) if device_named(n)), None)
+    if option is None:
+        return None
+    choices = keyword(call, "choices")
+    listed = choices.value if choices is not None and isinstance(choices.value, (cst.List, cst.Tuple)) else None
+    return option, keyword(call, "default"), listed
+
+
+def device_setting(node: cst.Assign | cst.AnnAssign) -> tuple[cst.BaseExpression, str] | None:
+    """The value a statement gives a device-named target (``device = ...``, ``self.device = ...``,
+    ``cfg["device"] = ...``, a dataclass field ``device: str = field(default=...)``), with how a
+    message names it; None when it sets no device."""
+    for target, value in assigned(node):
+        if device_named(target_name(target)):
+            return value, f"`{short(target)}` setting"
+    return None

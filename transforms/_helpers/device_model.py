@@ -1,0 +1,565 @@
+"""The program's device choice, as one model per file: where the device is decided (the
+``"cuda" if torch.cuda.is_available() else "cpu"`` idiom, detection helpers), where a device value
+is consumed (dispatches ``if device == "cpu": ... elif device == "cuda": ...``), and the additive
+edits that give each of them Neuron while every host keeps its path.
+
+The model is computed once per file, with the cheap walk (:mod:`neuronize.analysis.walk`) over the tree,
+and kept in the file's context (``FileContext.memo``); rules ask it questions about the node they
+visit. Each decision is one edit group (:data:`DEVICE_CHOICE`): a moved default and the Neuron
+branches its consumers need are applied whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext
+from neuronize.transform import ImportRequest
+from neuronize.analysis.walk import iter_syntax
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.calls import is_cuda_available_call
+from neuronize.transforms._helpers.device_choice import LiteralEdit, device_named, asks_if_neuron, neuron_first, with_choice
+from neuronize.writing.device_name import chosen_from_device
+from neuronize.transforms._helpers.hosts import DEVICE_CHOICE
+from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.names import qualified_expr, target_name
+
+#: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
+HALF = frozenset({"float16", "half"})
+#: device types a dispatch may name besides CUDA: its branches for other hosts
+OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "hpu", "npu", "xla", "meta", "neuron"})
+
+
+# -- the model ---------------------------------------------------------------------------------------
+@dataclass
+class Dispatch:
+    """An ``if``/``elif`` chain over the values of one device expression (``device``,
+    ``args.device``, ``x.device.type``), with a CUDA branch and at least one branch for another
+    host; ``neuron`` is the Neuron branch its migration adds (None where it cannot be built, see
+    ``blocked``)."""
+
+    head: cst.If
+    subject: str  # the device expression's source
+    cuda: cst.If  # the link whose test names CUDA
+    devices: tuple[str, ...]  # every device type the chain names
+    raises: bool  # its `else` raises: an unknown device is rejected
+    served: bool  # it has a Neuron branch already
+    neuron: cst.If | None = None
+    blocked: str = ""  # why no Neuron branch can be modelled on the CUDA one
+    imports: tuple[ImportRequest, ...] = ()  # what the Neuron branch needs
+
+
+@dataclass
+class DeviceModel:
+    """The device choice of one file (see the module docstring)."""
+
+    dispatches: list[Dispatch] = field(default_factory=list)
+    #: ids of the links (``if``/``elif`` nodes) that are CUDA branches kept for CUDA
+    cuda_links: set[int] = field(default_factory=set)
+    #: ids of the CUDA links of detections (a subset of ``cuda_links``)
+    detection_links: set[int] = field(default_factory=set)
+    #: ``if torch.cuda.is_available(): device = "cuda"`` links with no Neuron branch before them
+    detections: list[cst.If] = field(default_factory=list)
+
+
+def model(ctx: FileContext) -> DeviceModel:
+    """The file's :class:`DeviceModel`, built on first use and kept in the file's context."""
+    key = ("device-model", id(ctx.module))
+    found: object = ctx.memo.get(key)
+    if not isinstance(found, DeviceModel):
+        found = _build(ctx)
+        ctx.memo[key] = found  # type: ignore[assignment]
+    return found
+
+
+def _build(ctx: FileContext) -> DeviceModel:
+    built = DeviceModel()
+    if b"cuda" not in ctx.source or per_target.target(ctx) == per_target.CPU:
+        return built  # the CPU target moves every CUDA path to the CPU instead
+    elifs: set[int] = set()
+    raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
+    for node in iter_syntax(ctx.module):
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            statements = list(node.body)
+            raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
+                                if isinstance(s, cst.If) and _smalls_raise(after))
+        if not isinstance(node, cst.If) or id(node) in elifs:
+            continue
+        links = list(_links(node))
+        elifs.update(id(link) for link in links[1:])
+        dispatch = _dispatch(ctx, node, links, id(node) in raised_after)
+        if dispatch is not None:
+            built.dispatches.append(dispatch)
+            built.cuda_links.add(id(dispatch.cuda))
+        for before, link in zip([None, *links], links, strict=False):
+            if detection_link(ctx, link):
+                built.cuda_links.add(id(link))
+                built.detection_links.add(id(link))
+                if not (before is not None and asks_if_neuron(before.test)):
+                    built.detections.append(link)  # no Neuron branch in front yet
+    return built
+
+
+def _links(head: cst.If) -> Iterator[cst.If]:
+    link: cst.CSTNode | None = head
+    while isinstance(link, cst.If):
+        yield link
+        link = link.orelse
+
+
+# -- dispatches over a device value ----------------------------------------------------------------
+def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
+    """``x == "cuda"``, ``x.type == "cpu"``, ``x in ("cuda", "mps")``, ``x.startswith("cuda")``:
+    the compared expression's source and the device types it is compared with."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.Equal):
+            value = string_value(target.comparator)
+            if value is not None:
+                return _source(test.left), [value.split(":")[0]]
+        if isinstance(target.operator, cst.In) and isinstance(target.comparator, (cst.List, cst.Tuple, cst.Set)):
+            values = [string_value(e.value) for e in target.comparator.elements]
+            if values and all(v is not None for v in values):
+                return _source(test.left), [v.split(":")[0] for v in values if v is not None]
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith"
+            and len(test.args) == 1 and string_value(test.args[0].value) is not None):
+        return _source(test.func.value), [str(string_value(test.args[0].value)).split(":")[0]]
+    return None
+
+
+def _source(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node.with_changes(lpar=(), rpar=()) if hasattr(node, "lpar") else node)
+
+
+def _smalls_raise(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and _only_raises(statement)  # type: ignore[arg-type]
+
+
+def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after: bool) -> Dispatch | None:
+    subject, devices, cuda = None, [], None
+    for link in links:
+        found = _compared(link.test)
+        if found is None:
+            return None
+        if subject is None:
+            subject = found[0]
+        elif found[0] != subject:
+            return None
+        devices.extend(found[1])
+        if found[1] == ["cuda"] and cuda is None:
+            cuda = link
+    if subject is None or cuda is None:
+        return None
+    if not any(d in OTHER_DEVICES for d in devices):
+        return None
+    tail = links[-1].orelse
+    raises = (isinstance(tail, cst.Else) and _only_raises(tail.body)) or (tail is None and raised_after)
+    dispatch = Dispatch(head, subject, cuda, tuple(devices), raises, "neuron" in devices)
+    if not dispatch.served:
+        dispatch.neuron, dispatch.blocked, dispatch.imports = _neuron_sibling(ctx, cuda)
+    return dispatch
+
+
+def _smalls(block: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
+    """The small statements of ``block``; empty when it holds a compound statement."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if not all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines):
+        return []
+    return [s for line in lines for s in line.body]  # type: ignore[misc, union-attr]
+
+
+def _only_raises(block: cst.BaseSuite) -> bool:
+    smalls = _smalls(block)
+    return bool(smalls) and all(isinstance(s, cst.Raise) for s in smalls)
+
+
+def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str, tuple[ImportRequest, ...]]:
+    """The Neuron branch modelled on the CUDA one: its test and body with each CUDA device
+    string as ``"neuron"`` and each half dtype as bfloat16; None (and why) where the body holds
+    anything else about CUDA (``torch.cuda.*``, ``.cuda()``, a CUDA-only library), which a copy
+    would run on Neuron."""
+    copier = _ToNeuron(ctx)
+    body: cst.CSTNode = cuda.body.visit(copier)  # type: ignore[assignment]
+    for node in iter_syntax(body):
+        if isinstance(node, cst.Attribute) and node.attr.value in ("cuda", "is_cuda"):
+            return None, f"its CUDA branch uses `{_source(node)}`", ()
+        if isinstance(node, cst.Name) and "cuda" in node.value.lower():
+            return None, f"its CUDA branch uses `{node.value}`", ()
+        if isinstance(node, (cst.SimpleString, cst.FormattedString)) and cuda_literal(node) is None \
+                and "cuda" in _source(node).lower():
+            return None, f"its CUDA branch names CUDA in `{_source(node)}`", ()
+    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+
+
+#: ``torch.cuda`` calls a Neuron branch asks through ``torch.accelerator`` (it runs where the
+#: accelerator is Neuron); ``is_available`` becomes the test "the accelerator is Neuron"
+_ON_NEURON = {"torch.cuda.device_count": "torch.accelerator.device_count",
+              "torch.cuda.synchronize": "torch.accelerator.synchronize",
+              "torch.cuda.empty_cache": "torch.accelerator.empty_cache",
+              "torch.cuda.current_device": "torch.accelerator.current_device_index"}
+
+
+class _ToNeuron(cst.CSTTransformer):
+    """A CUDA branch's code as its Neuron sibling's: device strings, half dtypes and (given the
+    file's context) the availability and device-count calls; the imports it needs in ``imports``."""
+
+    def __init__(self, ctx: FileContext | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.imports: list[ImportRequest] = []
+
+    def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
+        name = self.ctx.qualify(before.func) if self.ctx is not None else None
+        if name == "torch.cuda.is_available" and self.ctx is not None and not before.args:
+            test, imports = per_target.neuron_present(self.ctx)
+            self.imports.extend(imports)
+            return test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if name in _ON_NEURON and self.ctx is not None:
+            func, imports = qualified_expr(self.ctx, _ON_NEURON[name])
+            self.imports.extend(imports)
+            return after.with_changes(func=func)
+        return after
+
+    def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
+        return string_like(after, "neuron") if cuda_literal(before) is not None else after
+
+    def leave_FormattedString(self, before: cst.FormattedString, after: cst.FormattedString) -> cst.BaseExpression:
+        return string_like(after, "neuron") if cuda_literal(before) is not None else after
+
+    def leave_BinaryOperation(self, before: cst.BinaryOperation, after: cst.BinaryOperation) -> cst.BaseExpression:
+        return string_like(after.left, "neuron") if cuda_literal(before) is not None else after
+
+    def leave_Attribute(self, before: cst.Attribute, after: cst.Attribute) -> cst.BaseExpression:
+        if after.attr.value in HALF and isinstance(after.value, cst.Name) and after.value.value == "torch":
+            return after.with_changes(attr=cst.Name("bfloat16"))
+        return after
+
+
+def _neuron_copy(node: cst.CSTNode) -> cst.CSTNode:
+    return node.visit(_ToNeuron())  # type: ignore[return-value]
+
+
+def with_neuron_branch(dispatch: Dispatch) -> cst.If:
+    """The CUDA link of ``dispatch`` followed by its Neuron sibling (``elif <subject> ==
+    "neuron": ...``), the rest of the chain after it."""
+    assert dispatch.neuron is not None
+    sibling = dispatch.neuron.with_changes(orelse=dispatch.cuda.orelse)
+    return dispatch.cuda.with_changes(orelse=sibling)
+
+
+def dispatch_group(ctx: FileContext) -> str | None:
+    """The edit group of a device default in a file whose dispatches get Neuron branches: the
+    default moves only with them (see :data:`hosts.DEVICE_CHOICE`)."""
+    return DEVICE_CHOICE if any(d.neuron is not None for d in model(ctx).dispatches) else None
+
+
+def blocking(ctx: FileContext) -> Dispatch | None:
+    """A dispatch that rejects an unknown device and cannot be given a Neuron branch: a default
+    moved to ``"neuron"`` would raise there, so it stays."""
+    return next((d for d in model(ctx).dispatches if d.neuron is None and d.raises and not d.served), None)
+
+
+@dataclass(frozen=True)
+class DefaultPlan:
+    """What becomes of a device default (``--device`` option, ``device = "cuda"`` setting,
+    parameter default): its edit group, why it stays (or None), and whether it is written
+    host-aware (``"neuron" if <Neuron is here> else "cuda"``)."""
+
+    group: str | None
+    kept: str | None
+    aware: bool
+
+
+def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) -> DefaultPlan:
+    """For a device default of the file (``choices``: its option's accepted values). It moves in
+    one edit group with the fallbacks that test it (:func:`hosts.device_choice_group`) and the
+    Neuron branches of the dispatches that consume it; it stays where a dispatch would reject
+    ``"neuron"``. Where the code chooses among hosts (that group, a ``choices`` list naming
+    another host, an availability check), the neuron target writes it host-aware: every host
+    keeps the value it had, and the program's own fallback keeps working; Neuron gets
+    ``"neuron"``."""
+    blocked = blocking(ctx)
+    if blocked is not None:
+        return DefaultPlan(None, f"kept: the dispatch over `{blocked.subject}` (`{short(blocked.cuda.test)}`) "
+                                 f"rejects a device it does not list and cannot get a Neuron branch "
+                                 f"({blocked.blocked})", False)
+    from neuronize.transforms._helpers.hosts import device_choice_group
+
+    group = device_choice_group(ctx) or dispatch_group(ctx)
+    listed = [string_value(e.value) for e in getattr(choices, "elements", ())]
+    chooses = (group is not None or b"is_available()" in ctx.source
+               or any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in listed))
+    return DefaultPlan(group, None, chooses and per_target.target(ctx) == per_target.NEURON)
+
+
+def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit) -> LiteralEdit:
+    """``edit`` (of the device default ``node``) as ``"neuron" if <Neuron is here> else <node>``:
+    a default that keeps every other host's value."""
+    from neuronize.transforms._helpers.hosts import host_aware
+
+    value, imports = host_aware(ctx, node)
+    if nested or getattr(node, "lpar", None):
+        value = value.with_changes(lpar=getattr(node, "lpar", ()) or [cst.LeftParen()],
+                                   rpar=getattr(node, "rpar", ()) or [cst.RightParen()])
+    return LiteralEdit(value, imports, edit.note, edit.unsafe, f'"neuron" if <the accelerator is Neuron> else {short(node)}')
+
+
+def in_dispatch_test(ctx: FileContext) -> bool:
+    """The comparison being visited is (part of) the test of a dispatch link the model handles."""
+    tests = {id(link.test) for d in model(ctx).dispatches for link in _links(d.head)}
+    return bool(tests) and any(id(n) in tests for n in ctx.stack)
+
+
+# -- the idiom and detection chains ----------------------------------------------------------------
+def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
+    """``node`` is the original choice behind a Neuron-first choice (``"neuron" if <Neuron> else
+    <node>``), as the idiom's rewrite leaves it: it keeps serving the other hosts."""
+    parent = ctx.parent
+    return isinstance(parent, cst.IfExp) and parent.orelse is node and neuron_first(parent)
+
+
+def detection_link(ctx: FileContext, node: cst.If) -> bool:
+    """``if torch.cuda.is_available(): <device> = "cuda"`` (or ``return "cuda"``), alone or in a
+    chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`)."""
+    return is_cuda_available_call(ctx, node.test) and _assigns_cuda(node.body)
+
+
+def in_detection(ctx: FileContext) -> bool:
+    """The node being visited is the test or the body of a detection's CUDA branch, which the
+    model gives a Neuron branch in front of it and keeps for CUDA."""
+    kept = model(ctx).detection_links
+    if not kept:
+        return False
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.If) and id(anc) in kept and child is not anc.orelse:
+            return True
+        child = anc
+    return False
+
+
+def _assigns_cuda(body: cst.BaseSuite) -> bool:
+    found = False
+    for small in _smalls(body):
+        if isinstance(small, cst.Return) and small.value is not None and _cuda_value(small.value):
+            found = True
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and _cuda_value(small.value) \
+                and device_named(target_name(small.targets[0].target)):
+            found = True
+        else:
+            return False
+    return found
+
+
+def _cuda_value(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Call) and node.args and target_name(node.func) == "device":
+        node = node.args[0].value
+    return cuda_literal(node) is not None
+
+
+def neuron_first_detection(ctx: FileContext, node: cst.If) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+    """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
+    its ``elif`` and keeps CUDA and every other host."""
+    test, imports = per_target.neuron_present(ctx)
+    body = _neuron_copy(node.body)
+    head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),  # type: ignore[arg-type]
+                  leading_lines=node.leading_lines)
+    return head, imports
+
+
+
+
+def choice_addition(ctx: FileContext, container: cst.List | cst.Tuple) -> tuple[cst.List | cst.Tuple, str, tuple[ImportRequest, ...]] | None:
+    """A list of accepted devices (``choices=``, a validation) with the migrated default next to
+    ``"cuda"``: the new list, how a message shows what was added, its imports; None when there is
+    nothing to add. On the accelerator target the default's own expression is added (it is
+    ``"mps"`` on a Mac) unless the list already holds a device chosen from the accelerator."""
+    if default_plan(ctx).kept is not None:
+        return None  # the default stays: a dispatch would reject the target's device
+    target = per_target.target(ctx)
+    added = "cpu" if target == per_target.CPU else "neuron"
+    value, imports = per_target.device(ctx) if target == per_target.ACCELERATOR else (None, ())
+    if value is not None and any(isinstance(e, cst.Element) and chosen_from_device(ctx, e.value)
+                                 for e in container.elements):
+        return None
+    new = with_choice(container, added, value)
+    if new is None:
+        return None
+    return new, f'"{added}"' if value is None else per_target.say(ctx, "{device}"), imports
+
+
+# -- guards kept for CUDA, and guards that cover both devices --------------------------------------
+#: ``torch.cuda`` calls whose migration works the same on CUDA and Neuron (``torch.accelerator.*``):
+#: a ``"cuda"`` guard around nothing else can cover both devices
+HOST_NEUTRAL = frozenset({"synchronize", "empty_cache"})
+
+
+def _names_cuda(test: cst.BaseExpression) -> bool:
+    """``test`` holds only where the device is CUDA: ``x == "cuda"``, ``"cuda" in x``,
+    ``x.startswith("cuda")``, or an ``and`` with one of them."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _names_cuda(test.left) or _names_cuda(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.Equal):
+            return string_value(target.comparator) == "cuda" or string_value(test.left) == "cuda"
+        if isinstance(target.operator, cst.In):
+            return string_value(test.left) == "cuda"
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
+        return len(test.args) == 1 and string_value(test.args[0].value) == "cuda"
+    return False
+
+
+def covers_both(ctx: FileContext, node: cst.If) -> bool:
+    """``if device_type == "cuda": torch.cuda.synchronize()``: a guard with no ``else`` around
+    calls whose migration is host-neutral (:data:`HOST_NEUTRAL`), which can take Neuron too
+    (:func:`covering`) while CUDA keeps it."""
+    from neuronize.transforms._helpers.cuda_guard import migrated_body_calls
+
+    if node.orelse is not None or not _names_cuda(node.test):
+        return False
+    calls = migrated_body_calls(ctx, node.body)
+    return calls is not None and set(calls) <= HOST_NEUTRAL
+
+
+def covering(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with each comparison with ``"cuda"`` made to hold for ``"neuron"`` too:
+    ``x == "cuda"`` -> ``x in ("cuda", "neuron")``, ``x != "cuda"`` -> ``x not in (...)``,
+    ``x.startswith("cuda")`` -> ``x.startswith(("cuda", "neuron"))``, ``"cuda" in x`` ->
+    ``("cuda" in x or "neuron" in x)``."""
+    if isinstance(test, cst.BooleanOperation):
+        return test.with_changes(left=covering(test.left), right=covering(test.right))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.with_changes(expression=covering(test.expression))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        left, right = test.left, target.comparator
+        if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            literal, other = (right, left) if string_value(right) == "cuda" else (left, right)
+            if string_value(literal) != "cuda":
+                return test
+            pair = cst.Tuple([cst.Element(literal.with_changes(lpar=(), rpar=())),
+                              cst.Element(string_like(literal, "neuron").with_changes(lpar=(), rpar=()))])
+            op = cst.In() if isinstance(target.operator, cst.Equal) else cst.NotIn()
+            return cst.Comparison(left=other, comparisons=[cst.ComparisonTarget(op, pair)],
+                                  lpar=test.lpar, rpar=test.rpar)
+        if isinstance(target.operator, cst.In) and string_value(left) == "cuda":
+            neuron = test.with_changes(left=string_like(left, "neuron"), lpar=(), rpar=())
+            both = cst.BooleanOperation(left=test.with_changes(lpar=(), rpar=()), operator=cst.Or(), right=neuron)
+            return both.with_changes(lpar=test.lpar or [cst.LeftParen()], rpar=test.rpar or [cst.RightParen()])
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith" \
+            and len(test.args) == 1 and string_value(test.args[0].value) == "cuda":
+        literal = test.args[0].value
+        pair = cst.Tuple([cst.Element(literal), cst.Element(string_like(literal, "neuron"))])
+        return test.with_changes(args=[test.args[0].with_changes(value=pair)])
+    return test
+
+
+def _kept_guard(ctx: FileContext, node: cst.If) -> bool:
+    """An ``if`` kept for CUDA: its test holds only on CUDA (``device == "cuda"``) and cannot
+    cover Neuron too, or it checks ``torch.cuda.is_available()`` around a CUDA-only path (which
+    NRN110 keeps)."""
+    key = ("kept-cuda-guard", id(node))
+    if key not in ctx.memo:
+        from neuronize.transforms._helpers.cuda_guard import guarded_code, scan
+        from neuronize.transforms._helpers.device_choice import available_polarities, selection_if
+
+        if _names_cuda(node.test):
+            kept = not selection_if(node) and not covers_both(ctx, node)
+        else:
+            kept = (available_polarities(ctx, node.test) == {False}
+                    and scan(ctx, guarded_code(ctx, node)).marker is not None)
+        ctx.memo[key] = kept
+    return ctx.memo[key]
+
+
+def cuda_keeping(ctx: FileContext) -> str | None:
+    """Whether the node being visited runs only on CUDA and stays so, and what a finding says
+    about it: None where it does not; ``""`` (nothing to say) in a dispatch's or a detection's
+    CUDA branch, which get a Neuron branch of their own, and past the Neuron test of a choice
+    the migration made (``if <Neuron>: ... else: <the original>``); the reason in the body of a
+    guard kept for CUDA (:func:`_kept_guard`), where Neuron has no path yet."""
+    if per_target.target(ctx) == per_target.CPU:
+        return None  # the CPU target moves every CUDA path to the CPU instead
+    links = model(ctx).cuda_links
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.If) and child is anc.body:
+            if id(anc) in links:
+                return ""
+            if _kept_guard(ctx, anc):
+                return (f"it runs only under `if {short(anc.test, 50)}:`, which stays CUDA's; give Neuron a "
+                        "path of its own by hand")
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.orelse and asks_if_neuron(anc.test):
+            return ""
+        child = anc
+    return None
+
+
+class KeepsCudaBranches:
+    """A rule mix-in: no edit in code that runs only on CUDA and stays so (see
+    :func:`cuda_keeping`); the edit is reported there instead, or dropped where Neuron has a
+    branch of its own."""
+
+    ctx: FileContext
+
+    def fix(self, node: cst.CSTNode, replacement: object, message: str, **options: object) -> None:
+        keeping = cuda_keeping(self.ctx)
+        if keeping is None:
+            super().fix(node, replacement, message, **options)  # type: ignore[misc]
+        elif keeping:
+            self.report(node, f"{message}; not applied: {keeping}", evidence=options.get("evidence"))  # type: ignore[attr-defined]
+
+
+# -- choices made by comparing with "cuda" (NRN103's selections) ----------------------------------
+def is_fallback(node: cst.If | cst.IfExp) -> bool:
+    """A selection that only falls back from CUDA (``if device == "cuda" and not
+    torch.cuda.is_available(): device = "cpu"``): it names no CUDA device in its branches. A
+    host-aware default keeps it working as it is; a Neuron value never needs it."""
+    branches = (node.body, node.orelse)
+    return not any(cuda_literal(n) is not None for b in branches if b is not None for n in iter_syntax(b))
+
+
+def in_fallback_test(ctx: FileContext) -> bool:
+    """The node being visited is in the test of a fallback (:func:`is_fallback`), which stays."""
+    if per_target.target(ctx) == per_target.CPU:
+        return False
+    from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
+
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.test:
+            chooses = selection_if(anc) if isinstance(anc, cst.If) else selection_ifexp(ctx, anc)
+            return chooses and is_fallback(anc)
+        child = anc
+    return False
+
+
+def neuron_first_choice(node: cst.If | cst.IfExp) -> cst.If | cst.IfExp | None:
+    """A choice by comparison (``"cuda" if "cuda" in device else "cpu"``, ``if device == "cuda":
+    device_type = "cuda" else: ...``) with a Neuron choice in front, modelled on it
+    (``"neuron" if "neuron" in device else <the original>``); None where the test does not
+    name CUDA positively (a Neuron copy of ``device != "cuda"`` would take CUDA's value away)."""
+    if not _names_cuda(node.test):
+        return None
+    test, body = _neuron_copy(node.test), _neuron_copy(node.body)
+    if isinstance(node, cst.IfExp):
+        return cst.IfExp(test=test, body=body, orelse=node.with_changes(lpar=(), rpar=()),  # type: ignore[arg-type]
+                         lpar=node.lpar, rpar=node.rpar)
+    return cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),  # type: ignore[arg-type]
+                  leading_lines=node.leading_lines)
+
+
+def after_neuron_choice(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
+    """``node`` (being visited) already has a Neuron choice in front of it: it is the ``else`` (or
+    ``elif``) of a test that names ``"neuron"``."""
+    parent = ctx.parent
+    if not isinstance(parent, (cst.If, cst.IfExp)) or parent.orelse is not node or type(parent) is not type(node):
+        return False
+    # the accelerator target names the accelerator's device where the neuron target says "neuron"
+    return "current_accelerator()" in _source(parent.test) or any(
+        string_value(n) == "neuron" for n in iter_syntax(parent.test))

@@ -1,0 +1,115 @@
+"""Syntax trees: statements (where they sit, what follows them), conditions (their atoms) and
+``with`` blocks (unwrapping one). What a subtree holds: :mod:`neuronize.analysis.subtrees`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.subtrees import has_comment
+from neuronize.transforms._helpers.messages import short
+
+
+# -- statements ----------------------------------------------------------------------------
+def is_expression_statement(ctx: FileContext) -> bool:
+    """The node being visited is the whole expression of an expression statement."""
+    parent = ctx.parent
+    if not isinstance(parent, cst.Expr):
+        return False
+    stack = ctx.stack
+    return len(stack) >= 3 and isinstance(stack[-3], (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+
+
+
+def assign_targets(node: cst.Assign | cst.AnnAssign | cst.AugAssign) -> list[cst.BaseExpression]:
+    """What an assignment statement assigns to."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    return [node.target]
+
+
+def assigned_names(node: cst.CSTNode) -> list[str]:
+    """The dotted names an assignment (``=`` or annotated) sets: ``["x", "self.flag"]``."""
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)):
+        return []
+    names = [dotted_name(t) for t in assign_targets(node)]
+    return [n for n in names if n]
+
+
+def following_statements(ctx: FileContext, stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements after ``stmt`` (an ancestor of the node being visited) in its block."""
+    for anc in ctx.ancestors():
+        body = getattr(anc, "body", None)
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and isinstance(body, (list, tuple)):
+            for i, child in enumerate(body):
+                if child is stmt:
+                    return list(body[i + 1:])
+    return []
+
+
+# -- conditions ----------------------------------------------------------------------------
+def iter_conditions(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The atoms of a condition: through ``and`` / ``or`` / ``not``."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from iter_conditions(test.left)
+        yield from iter_conditions(test.right)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from iter_conditions(test.expression)
+    else:
+        yield test
+
+
+
+# -- with blocks ---------------------------------------------------------------------------
+def unwrap_with(node: cst.With, drop: Sequence[cst.WithItem]) -> cst.CSTNode | cst.FlattenSentinel | str:
+    """``node`` without the items in ``drop``; its body alone when no item is left.
+
+    Returns a reason (a string) when this cannot be done without losing something.
+    """
+    if node.asynchronous is not None:
+        return "an `async with` block"
+    for item in drop:
+        if item.asname is not None:
+            return f"the context value is bound (`as {short(item.asname.name, None)}`)"
+        if has_comment(item):
+            return "comments inside the `with` header"
+    keep = [item for item in node.items if not any(item is d for d in drop)]
+    if keep:
+        last = node.items[-1]
+        comma = last.comma if len(keep) > 1 else cst.MaybeSentinel.DEFAULT  # `with (a,):` is a tuple
+        keep[-1] = keep[-1].with_changes(comma=comma)
+        if len(keep) == 1 and isinstance(node.lpar, cst.LeftParen) and isinstance(node.rpar, cst.RightParen) \
+                and not has_comment(node.lpar) and not has_comment(node.rpar):
+            # `with (\n    a,\n    b,\n):` -> `with a:`
+            return node.with_changes(items=keep, lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT,
+                                     whitespace_after_with=cst.SimpleWhitespace(" "))
+        return node.with_changes(items=keep)
+    body = node.body
+    header_comments: list[cst.EmptyLine] = []
+    if any(has_comment(p) for p in (node.lpar, node.rpar) if isinstance(p, cst.CSTNode)):
+        return "comments inside the `with` header"
+    if isinstance(body, cst.SimpleStatementSuite):
+        line = cst.SimpleStatementLine(
+            body=body.body, leading_lines=node.leading_lines, trailing_whitespace=body.trailing_whitespace
+        )
+        return cst.FlattenSentinel([line])
+    assert isinstance(body, cst.IndentedBlock)
+    if any(line.comment is not None for line in body.footer):
+        return "comments after the last statement of the block"
+    if body.header.comment is not None:
+        header_comments.append(cst.EmptyLine(indent=True, comment=body.header.comment))
+    statements = list(body.body)
+    first = statements[0]
+    statements[0] = first.with_changes(
+        leading_lines=[*node.leading_lines, *header_comments, *first.leading_lines]  # type: ignore[attr-defined]
+    )
+    return cst.FlattenSentinel(statements)
+
+
+def parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` in parentheses unless it is a single operand already."""
+    if isinstance(expr, (cst.BooleanOperation, cst.IfExp, cst.Comparison)) and not expr.lpar:
+        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return expr

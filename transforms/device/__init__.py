@@ -1,0 +1,1 @@
+"""Device placement: CUDA device strings, ``.cuda()``, device comparisons and dispatches (NRN10x)."""

@@ -1,0 +1,265 @@
+"""NRN101: CUDA device strings where a device is meant -> ``"neuron"``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers import hosts, per_target
+from neuronize.transforms._helpers.calls import argument
+from neuronize.transforms._helpers.device_choice import (
+    OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
+    has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
+    indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
+    rewrite_idiom, selection_ifexp, validation_list)
+from neuronize.transforms._helpers.device_model import choice_addition
+from neuronize.transforms._helpers.device_model import (
+    KeepsCudaBranches, aware_edit, default_plan, in_detection, served_by_neuron_first)
+from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.names import last_name, target_name
+from neuronize.transforms._helpers.value_flow import assigned
+
+
+class CudaDeviceString(KeepsCudaBranches, Transform):
+    """Finds CUDA device strings (`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`) where a device is meant.
+
+    What it does:
+        Rewrites the device string to `"neuron"` where the code uses it as a device:
+        `torch.device("cuda")` and `torch.device("cuda", i)`, the `device=` keyword of any call
+        (and `map_location=` of `torch.load`), `.to("cuda")`, `torch.set_default_device("cuda")`,
+        assignments to a name, attribute or key containing "device" (`device = "cuda"`,
+        `self.device = "cuda:0"`, `cfg["device"] = ...`, dataclass fields such as
+        `device: str = "cuda"` or `field(default="cuda")`), `{"device": "cuda"}`, defaults of
+        parameters named like a device (`def f(device="cuda")`), `.get("device", "cuda")`
+        defaults, and argparse / click `--device` options (`default="cuda"`; `"neuron"` is added
+        to a `choices=[...]` list next to `"cuda"`). The value in those places is followed the
+        way NRN401 follows a backend: the branches of a conditional expression (`"cuda" if
+        args.gpu else "cpu"`), either side of `or` (`opts.get("device") or "cuda"`) and the
+        default of a lookup (`getenv("DEVICE", "cuda")`) are rewritten too.
+        The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
+        `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`, `f"cuda"`,
+        `f"cuda:{i}"`, `"cuda:" + str(i)`) gains Neuron in front, as one unit:
+        `"neuron" if torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron" else <the original idiom>`, so
+        CUDA (with its device index) and the CPU fallback are kept. A device default moves to
+        `"neuron"` only together with the Neuron branches NRN107 gives the dispatches of the file
+        that consume it; where a dispatch would reject `"neuron"`, the default stays (reported).
+        Where the code chooses among hosts (a `choices=` list naming another host, a fallback
+        that tests the default, an availability check in the file), the default is written
+        host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
+        its value and the program's own fallback, Neuron gets `"neuron"`.
+        Device strings in a dispatch's CUDA branch stay CUDA's.
+        Strings that are not a device are never touched: messages, docstrings, dict keys,
+        capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
+        `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of
+        `GradScaler`, `custom_fwd/bwd`, `init_device_mesh`, `DeviceMesh`, HF `device_map=`, and
+        `torch.Generator(device=...)` (NRN106). Code on `"neuron"`, `torch.accelerator` or a
+        device variable (`.to(device)`) is left alone.
+
+    Why on TorchNeuron:
+        Trainium has no CUDA device; TorchNeuron registers the device `"neuron"`. Most code
+        chooses its device once (a setting, an argparse default, the is_available idiom) and
+        passes a variable around, so rewriting where the string is chosen migrates the placement
+        of the whole program. The test asks whether the accelerator is Neuron, not only whether
+        there is one: `torch.accelerator.is_available()` alone is also true on a Mac (MPS), where
+        the idiom used to fall back to the CPU and `"neuron"` would fail.
+
+    Example:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        parser.add_argument("--device", default="cuda:0", choices=["cpu", "cuda"])
+        x = torch.zeros(4, device=f"cuda:{rank}")
+
+    Use instead:
+        device = "neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() else "cpu"
+        parser.add_argument("--device", default="neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda:0", choices=["cpu", "cuda", "neuron"])
+        x = torch.zeros(4, device="neuron")
+
+    Fix safety:
+        Safe for `"cuda"`, `"cuda:0"` and `torch.device("cuda", 0)`. Unsafe when a non-zero or
+        computed device index is dropped (`"cuda:1"`, `f"cuda:{rank}"`, `torch.device("cuda", i)`):
+        under a `"neuron"` process group each process sees exactly one device, so dropping it is
+        right for torchrun code, but single-process code that spreads work over several devices
+        must be reviewed. `choices=` keeps `"cuda"` so existing launch commands still parse.
+        A device's own validation (`assert device in ["cuda", "cpu"]`, `if device not in (...):
+        raise`) gets the target's device next to `"cuda"`, like `choices=`, so the migrated
+        default is accepted. Left alone: a non-zero index in a test module (`.to("cuda:1")` in a
+        cross-device test: reported) and `init_process_group(device_id=...)` values (the
+        distributed rules own them: PyTorch rejects a `device_id` without an index), and a CUDA
+        device handed to a CUDA-only API (`torch.cuda.get_device_properties(torch.device("cuda"))`).
+
+    Evidence:
+        DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
+        detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`).
+        The index policy is INF.
+    """
+
+    id = "NRN101"
+    name = "cuda-device-string"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+    )
+    tokens = (b"cuda",)
+    targets = per_target.ALL
+    examples = (
+        Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
+                'import torch\ndevice = "neuron" if torch.accelerator.is_available() and '
+                'torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() '
+                'else "cpu"\n'),
+        Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
+        Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
+        Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
+        Example('def run(device: str = "cuda"):\n    pass\n', 'def run(device: str = "neuron"):\n    pass\n'),
+        Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
+                'import torch\n\np.add_argument("--device", default="neuron" if torch.accelerator.is_available() and '
+                'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._done: set[int] = set()  # literal nodes already reported (a node has one finding)
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False,
+                     group: str | None = None, aware: bool = False) -> None:
+        if id(node) in self._done:
+            return
+        self._done.add(id(node))
+        if kind is Kind.INDEXED and string_value(node) is not None and in_test_file(self.ctx.path):
+            self.report(node, f"{where}: `{short(node)}` names another device on purpose in a test (a cross-device "
+                              "case): kept; a Neuron process sees one device, port or skip the test by hand",
+                        evidence=Evidence.INF)
+            return
+        edit = literal_edit(self.ctx, node, kind, nested)
+        if aware:  # the original value stays on every host but Neuron
+            edit = aware_edit(self.ctx, node, nested, edit)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
+        self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
+                 imports=edit.imports, group=group, **extra)
+
+    def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None,
+                 aware: bool = False) -> None:
+        if expr is None:
+            return
+        group = group or hosts.same_device_group(self.ctx) or hosts.placement_group(self.ctx)
+        for node, kind in device_literals(self.ctx, expr):
+            self._fix_literal(node, kind, where, nested=node is not expr, group=group, aware=aware)
+
+    def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None) -> None:
+        """A device default (option, parameter, setting), as ``_device_model.default_plan`` says:
+        in one edit group with the fallbacks that test it (NRN103) and the Neuron branches of the
+        dispatches that consume it (NRN107); host-aware where the code chooses among hosts; kept
+        where a dispatch would reject it."""
+        plan = default_plan(self.ctx, choices)
+        for node, _ in device_literals(self.ctx, expr) if plan.kept is not None and expr is not None else ():
+            self._done.add(id(node))
+            self.report(node, f"{where}: `{short(node)}` {plan.kept}", evidence=Evidence.INF)
+        self._fix_all(expr, where, group=plan.group, aware=plan.aware)
+
+    def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
+        """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
+        (on the accelerator target, the default's own expression: it is ``"mps"`` on a Mac)."""
+        planned = choice_addition(self.ctx, container)
+        if planned is not None:
+            new, shown, imports = planned
+            self.fix(container, new, f'{what}: added `{shown}` next to `"cuda"` so the migrated default is accepted',
+                     imports=imports, group=default_plan(self.ctx).group)
+
+    # -- the idiom -----------------------------------------------------------------------------
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if per_target.in_kept_cuda_index(self.ctx) or per_target.is_kept_cuda_index(self.ctx, node) \
+                or served_by_neuron_first(self.ctx, node):
+            return
+        found = idiom_branch(self.ctx, node)
+        if found is None:
+            if has_is_available(self.ctx, node.test) and branches_mention_cuda(node):
+                # NRN11x leaves every `torch.cuda.is_available()` choosing a CUDA device to us.
+                self.report(node, f"device choice `{short(node)}`: choose `\"neuron\"` with "
+                            "`torch.accelerator.is_available()` by hand (shape too unusual to rewrite)")
+            return
+        if in_excluded_call(self.ctx):
+            return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
+        plan = rewrite_idiom(self.ctx, node, *found)
+        self._done.update((id(plan.literal), id(plan.branch)))
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if plan.kind.drops_index else {}
+        self.fix(node, plan.replacement, plan.message + (index_note(self.ctx) if extra else ""),
+                 imports=plan.imports, **extra)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        name = last_name(node.func)
+        if name is None or kept_for_other_code(self.ctx):
+            return  # `device_id=` must keep its index; a `torch.cuda.*` API needs a CUDA device
+        for expr, where in call_device_positions(self.ctx, node):
+            (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
+        if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
+            parent = self.ctx.parent
+            if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
+                return  # `torch.device("cuda") if d == "cuda" else ...`: NRN103 rewrites it whole
+            self._torch_device(node)
+        elif name in OPTION_CALLS:
+            option = device_option(node)
+            if option is not None:
+                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", option[2])
+                if option[2] is not None:
+                    self._add_choice(option[2], f"`{option[0]}` choices")
+
+    def _torch_device(self, node: cst.Call) -> None:
+        first = argument(node, "type", 0)
+        if first is None:
+            return
+        index = argument(node, "index", 1)
+        if index is None or cuda_literal(first.value) is None:
+            self._fix_all(first.value, "`torch.device`")
+            return
+        if string_value(first.value) != "cuda":
+            return  # torch.device("cuda:0", 1) is an error; leave it for the user
+        self._done.add(id(first.value))
+        edit = indexed_device_edit(self.ctx, node, first, index)
+        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
+        self.fix(node, edit.replacement, f"`{short(node)}` -> `{per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
+                 imports=edit.imports, group=hosts.same_device_group(self.ctx), **extra)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
+        container = validation_list(self.ctx, node)
+        if container is not None:
+            self._add_choice(container, f"device validation `{short(node)}`")
+
+    # -- settings: assignments, parameters, dict entries --------------------------------------
+    def visit_Assign(self, node: cst.Assign | cst.AnnAssign) -> None:
+        found = device_setting(node)
+        if found is None or in_selection_if(self.ctx) or in_detection(self.ctx):
+            return
+        if "device_type" in {target_name(t) for t, _ in assigned(node)} and hosts.uses_custom_amp(self.ctx):
+            self._amp_device_type(*found)
+        else:
+            self._fix_default(*found)
+
+    def _amp_device_type(self, value: cst.BaseExpression, where: str) -> None:
+        """``kwargs["device_type"] = "cuda"`` next to ``custom_fwd``: the AMP device type, which the
+        precision rules make host-aware; a plain ``"neuron"`` would raise at every call elsewhere."""
+        if cuda_literal(value) is not None:
+            self.report(value, f"{where}: `{short(value)}` is the device type of `custom_fwd`/`custom_bwd` "
+                        "here; kept: `\"neuron\"` would raise at every call on a host without torch-neuronx; "
+                        "pass `device_type=\"neuron\"` only where Neuron is present, by hand")
+
+    visit_AnnAssign = visit_Assign
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None and device_named(node.name.value):
+            kept = kept_parameter_default(self.ctx, node)
+            (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
+             else self._fix_default(node.default, f"default of parameter `{node.name.value}`"))
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        key = string_value(node.key)
+        if device_named(key):
+            self._fix_default(node.value, f'`"{key}"` entry')

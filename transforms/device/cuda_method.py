@@ -1,0 +1,103 @@
+"""NRN102: ``x.cuda()`` -> ``x.to("neuron")``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transforms._helpers import hosts, per_target
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.calls import keyword
+
+
+#: what dropping the device index means, per target
+INDEX_NOTE = {
+    per_target.NEURON: "each process sees one Neuron device; review single-process multi-device code",
+    per_target.CPU: "the index is dropped (the CPU is one device)",
+    per_target.ACCELERATOR: "the index is dropped (torchrun code selects its GPU with `torch.cuda.set_device`, "
+                         "kept for CUDA); review single-process multi-device code",
+}
+
+
+class CudaMethod(KeepsCudaBranches, Transform):
+    """Finds `.cuda()` calls that place a tensor or module on a CUDA device.
+
+    What it does:
+        Rewrites `x.cuda()`, `x.cuda(i)` and `x.cuda(non_blocking=True)` to `x.to("neuron")`,
+        keeping `non_blocking=`.
+
+    Why on TorchNeuron:
+        There is no CUDA device on Trainium. The documented spelling of placement is
+        `.to("neuron")`; under a `"neuron"` process group every process sees exactly one device,
+        so a device index (`.cuda(local_rank)`) is dropped.
+
+    Example:
+        model = model.cuda()
+        x = x.cuda(non_blocking=True)
+
+    Use instead:
+        model = model.to("neuron")
+        x = x.to("neuron", non_blocking=True)
+
+    Fix safety:
+        Safe without an index. With an index (`.cuda(1)`) the fix is unsafe: single-process code
+        that spreads work over several devices must be reviewed (`torch.neuron.set_device`).
+
+    Evidence:
+        DOC: the TorchNeuron index page ("change `.to('cuda')` to `.to('neuron')`"); the index
+        policy is INF.
+    """
+
+    id = "NRN102"
+    name = "cuda-method"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    section = "device"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html",
+    )
+    tokens = (b".cuda(",)
+    targets = per_target.ALL
+    examples = (
+        Example("model = Net().cuda()\n", 'model = Net().to("neuron")\n'),
+        Example("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
+        Example("x = x.cuda(rank)\n", 'x = x.to("neuron")\n'),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return
+        if self.ctx.qualify(func) is not None:
+            return  # `torch.cuda(...)` is not a method call on a tensor
+        if any(a.star for a in node.args):
+            return
+        device_arg = keyword(node, "device")
+        positional = [a for a in node.args if a.keyword is None]
+        unknown = [a for a in node.args if a.keyword is not None
+                   and a.keyword.value not in ("device", "non_blocking", "memory_format")]
+        if unknown or len(positional) > 1:
+            self.report(node, "`.cuda(...)` with unusual arguments: move it to `.to(\"neuron\")` by hand")
+            return
+        indexed = bool(positional) or device_arg is not None
+        keep = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        value, imports = per_target.device(self.ctx)
+        device = cst.Arg(value=value)
+        args = [device, *keep]
+        if keep:
+            # In a multi-line call the new first argument gets a line of its own, like the rest.
+            after: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ")
+            if isinstance(node.whitespace_before_args, cst.ParenthesizedWhitespace):
+                after = node.whitespace_before_args
+            args[0] = device.with_changes(comma=cst.Comma(whitespace_after=after))
+            args[-1] = args[-1].with_changes(comma=node.args[-1].comma)
+        replacement = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+        if indexed:
+            self.fix(node, replacement, per_target.say(self.ctx, "`.cuda(i)` -> `.to({device})`: {note}",
+                                                    note=INDEX_NOTE[per_target.target(self.ctx)]),
+                     safety=Safety.UNSAFE, evidence=Evidence.INF, imports=imports, group=hosts.same_device_group(self.ctx))
+        else:
+            self.fix(node, replacement, per_target.say(self.ctx, "`.cuda()` -> `.to({device})`"), imports=imports,
+                     group=hosts.same_device_group(self.ctx))

@@ -1,0 +1,103 @@
+"""NRN107: a device choice gains a Neuron branch; every other host keeps its own."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.analysis.walk import iter_syntax
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.device_model import (
+    DEVICE_CHOICE, HALF, model, neuron_first_detection, with_neuron_branch)
+from neuronize.transforms._helpers.messages import short
+
+
+class DeviceDispatch(Transform):
+    """Finds device choices without a Neuron branch: CUDA detections and dispatches over a device value.
+
+    What it does:
+        A detection (`if torch.cuda.is_available(): device = "cuda"` or `return "cuda"`, alone
+        or in a chain with `elif torch.backends.mps.is_available(): ...`) gets a Neuron branch in
+        front of its CUDA branch: `if <the accelerator is Neuron>: device = "neuron"`, the CUDA
+        branch becoming its `elif`. A dispatch over a device value (`if device == "cpu": ...
+        elif device == "cuda": ... elif device == "mps": ... else: raise`, with `==`, `in (...)`
+        or `.startswith(...)`) gets `elif device == "neuron": ...` after its CUDA branch, modelled
+        on it: CUDA device strings become `"neuron"` and a half dtype (`torch.float16`)
+        becomes `torch.bfloat16`. The branches are one edit group with the file's device
+        defaults: a default moves to `"neuron"` only together with the branches that accept it.
+        Where a dispatch that rejects unknown devices cannot be given a Neuron branch (its CUDA
+        branch calls CUDA-only code), it is reported, and the device defaults of the file stay.
+
+    Why on TorchNeuron:
+        Code that already chooses among hosts must gain Neuron and keep every host it served:
+        a migration that breaks the NVIDIA machine the code was written for cannot be merged.
+        Rewriting the CUDA branch in place would take CUDA away; moving a default to `"neuron"`
+        without a Neuron branch makes the dispatch raise on every host.
+
+    Example:
+        def pick():
+            if torch.cuda.is_available():
+                return "cuda"
+            return "cpu"
+
+    Use instead:
+        def pick():
+            if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+                return "neuron"
+            elif torch.cuda.is_available():
+                return "cuda"
+            return "cpu"
+
+    Fix safety:
+        Safe: the new branch is taken only where the device is Neuron (the test, or a value that
+        says `"neuron"`); on CPU, CUDA and MPS the code runs as before. bf16 instead of fp16 is
+        the documented Neuron precision.
+
+    Evidence:
+        DOC: the TorchNeuron index page (`"neuron"` device, `torch.autocast(device_type="neuron",
+        dtype=torch.bfloat16)`, `torch.accelerator` detects the device).
+    """
+
+    id = "NRN107"
+    name = "device-dispatch"
+    safety = Safety.SAFE
+    evidence = Evidence.DOC
+    section = "device"
+    references = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",)
+    tokens = (b"cuda",)
+    targets = (per_target.NEURON, per_target.ACCELERATOR)
+    examples = (
+        Example('import torch\nif torch.cuda.is_available():\n    device = "cuda"\nelse:\n    device = "cpu"\n',
+                'import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type '
+                '== "neuron":\n    device = "neuron"\nelif torch.cuda.is_available():\n    device = "cuda"\n'
+                'else:\n    device = "cpu"\n'),
+        Example('def f(device):\n    if device == "cpu":\n        return 1\n    elif device == "cuda":\n        return 2\n'
+                '    raise ValueError(device)\n',
+                'def f(device):\n    if device == "cpu":\n        return 1\n    elif device == "cuda":\n        return 2\n'
+                '    elif device == "neuron":\n        return 2\n    raise ValueError(device)\n'),
+    )
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if per_target.target(self.ctx) not in self.targets:
+            return
+        found = model(self.ctx)
+        for link in found.detections:
+            new, imports = neuron_first_detection(self.ctx, link)
+            self.fix(link, new, f"device detection `if {short(link.test)}:` gains a Neuron branch in front: "
+                     "`if <the accelerator is Neuron>:` chooses `\"neuron\"`, CUDA and the other hosts keep "
+                     "their branches", imports=imports, group=DEVICE_CHOICE)
+        for dispatch in found.dispatches:
+            if dispatch.served:
+                continue
+            if dispatch.neuron is not None:
+                halves = any(isinstance(n, cst.Attribute) and n.attr.value in HALF for n in iter_syntax(dispatch.cuda.body))
+                half = " (its half precision as bf16)" if halves else ""
+                self.fix(dispatch.cuda, with_neuron_branch(dispatch),
+                         f"dispatch over `{dispatch.subject}` ({', '.join(dispatch.devices)}) gains "
+                         f"`elif {short(dispatch.neuron.test)}:`, modelled on its CUDA branch{half}; the CUDA "
+                         "branch stays CUDA's", imports=dispatch.imports, group=DEVICE_CHOICE)
+            elif dispatch.raises:
+                self.report(dispatch.cuda.test, f"dispatch over `{dispatch.subject}` rejects devices it does not "
+                            f"list and has no Neuron branch ({dispatch.blocked}): a `\"neuron\"` device raises "
+                            "here, so the file's device defaults stay; add a Neuron branch by hand",
+                            evidence=Evidence.INF)

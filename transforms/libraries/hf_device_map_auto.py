@@ -1,0 +1,166 @@
+"""NRN503: Hugging Face / accelerate ``device_map`` and ``max_memory`` planning for GPUs."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.value_flow import enclosing_scope
+
+_PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
+_LOADERS = (
+    "transformers.pipeline",
+    "accelerate.infer_auto_device_map",
+    "accelerate.load_checkpoint_and_dispatch",
+    "accelerate.dispatch_model",
+    "accelerate.utils.get_balanced_memory",
+)
+
+
+#: device names in a ``device_map`` that are not GPUs
+_HOST_DEVICES = ("cpu", "disk", "meta")
+
+
+def device_map_kind(node: cst.BaseExpression) -> str | None:
+    """What a ``device_map`` value says: ``"planner"`` (``"auto"``...), ``"gpu"`` (``"cuda:0"``,
+    ``0``, ``{"": 0}``, an f-string naming cuda), ``"variable"`` (a device from a name or an
+    expression: ``{"": local_rank}``, ``args.device_map``), or None (host devices only, ``None``)."""
+    value = string_value(node)
+    if value is not None:
+        if value in _PLANNERS:
+            return "planner"
+        return "gpu" if value == "cuda" or value.startswith("cuda:") else None
+    if isinstance(node, cst.Integer) or (isinstance(node, cst.FormattedString)
+                                         and "cuda" in cst.Module([]).code_for_node(node)):
+        return "gpu"
+    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
+        return None
+    if isinstance(node, cst.Dict):
+        kinds = {device_map_kind(el.value) for el in node.elements if isinstance(el, cst.DictElement)}
+        return "gpu" if "gpu" in kinds else "variable" if kinds - {None} else None
+    return "variable"
+
+
+def _parameters(ctx: FileContext) -> frozenset[str]:
+    """The parameter names of the innermost enclosing function (a value only passed through)."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.FunctionDef):
+            params = anc.params
+            every = [*params.posonly_params, *params.params, *params.kwonly_params]
+            return frozenset(p.name.value for p in every)
+    return frozenset()
+
+
+class HfDeviceMapAuto(Transform):
+    """Finds Hugging Face models placed on GPUs by `device_map` (accelerate's memory planner, GPU indices).
+
+    What it does:
+        Reports `device_map="auto"` (and `"balanced"`, `"sequential"`...) in `from_pretrained(...)`,
+        `pipeline(...)` and accelerate's dispatch helpers, `device_map` values naming GPUs
+        (`"cuda"`, `0`, `{"": 0}`, per-layer dicts), and `max_memory=` budgets. A device chosen at
+        run time (`device_map={"": local_rank}`, `device_map=args.device_map`) is reported as one
+        to check, not as a GPU plan; a value only passed through (a parameter of the enclosing
+        function) and host devices (`{"": "cpu"}`, `"disk"`, `"meta"`, also through a name last
+        assigned one: `device_map = "cpu"`) are not reported. A plan set as an entry of keyword
+        arguments (`kwargs["device_map"] = "auto"`) is reported where it is set. Report only.
+
+    Why on TorchNeuron:
+        Whether accelerate's planner sees NeuronCore memory is unverified (no Neuron memory probe
+        was found), so the model may silently stay on the CPU. NeuronCores on one chip share HBM,
+        so per-GPU budgets and GPU indices do not carry over.
+
+    Example:
+        model = AutoModelForCausalLM.from_pretrained(name, device_map="auto")
+
+    Use instead:
+        model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16)
+        model = model.to("neuron")
+        # several NeuronCores: a tensor-parallel plan (`tp_plan`) under torchrun
+
+    Fix safety:
+        Report only: the replacement depends on the model size and the number of NeuronCores.
+
+    Evidence:
+        INF: no automatic placement over NeuronCores is documented. DOC-old: cores on a chip share
+        HBM.
+    """
+
+    id = "NRN503"
+    name = "hf-device-map-auto"
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.INF
+    section = "hf"
+    effort = "medium"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
+    )
+    tokens = (b"device_map", b"max_memory")
+    examples = (
+        Example("from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='auto')\n"),
+        Example("import transformers\np = transformers.pipeline('text-generation', device_map={'': 0})\n"),
+    )
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        #: string literals assigned to names so far, by scope: what `device_map=name` holds
+        self._literals: dict[tuple[int, str], cst.BaseExpression] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Name):
+            key = (id(enclosing_scope(self.ctx)), target.value)
+            if string_value(node.value) is not None:
+                self._literals[key] = node.value
+            else:
+                self._literals.pop(key, None)
+        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
+                and string_value(target.slice[0].slice.value) == "device_map":
+            kind = device_map_kind(node.value)
+            if kind in ("planner", "gpu"):
+                self._report_plan(node, node.value, kind, f"the keyword entry `{short(target, 40)}`")
+
+    def _report_plan(self, node: cst.CSTNode, value: cst.BaseExpression, kind: str, where: str) -> None:
+        if kind == "planner":
+            self.report(node, f'`device_map="{string_value(value)}"` in {where}: whether '
+                        "accelerate sees NeuronCore memory is unverified; load on CPU with "
+                        '`torch_dtype=torch.bfloat16`, then `.to("neuron")`; across several NeuronCores use a '
+                        "tensor-parallel plan (`tp_plan`) under torchrun")
+        else:
+            self.report(node, f"`device_map` in {where} names GPUs: load on CPU, then "
+                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained":
+            where = "`from_pretrained`"
+        else:
+            qualified = self.ctx.qualify(func)
+            if qualified not in _LOADERS:
+                return
+            where = f"`{qualified.rsplit('.', 1)[-1]}`"
+        device_map = keyword(node, "device_map")
+        value = device_map.value if device_map is not None else None
+        if isinstance(value, cst.Name) and (id(enclosing_scope(self.ctx)), value.value) in self._literals:
+            value = self._literals[(id(enclosing_scope(self.ctx)), value.value)]  # `device_map = "cpu"` above
+        kind = device_map_kind(value) if value is not None else None
+        if device_map is None or kind is None:
+            pass
+        elif kind in ("planner", "gpu"):
+            self._report_plan(device_map, value, kind, where)  # type: ignore[arg-type]
+        elif not (isinstance(device_map.value, cst.Name) and device_map.value.value in _parameters(self.ctx)):
+            shown = short(device_map.value, 40, tight=True)
+            self.report(device_map, f"`device_map={shown}` in {where} places the model on a device chosen at "
+                        "run time (under torchrun usually a GPU index); check it on Neuron: load on CPU, then "
+                        '`.to("neuron")`', evidence=Evidence.INF)
+        max_memory = keyword(node, "max_memory")
+        if max_memory is not None and not (isinstance(max_memory.value, cst.Name)
+                                           and max_memory.value.value == "None"):
+            self.report(max_memory, f"`max_memory=` in {where} budgets GPU memory; NeuronCores on a chip share "
+                        "HBM, so plan placement by NeuronCore instead", evidence=Evidence.DOC_OLD)

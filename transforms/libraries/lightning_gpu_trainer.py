@@ -1,0 +1,108 @@
+"""NRN505: Lightning ``Trainer(accelerator="gpu", ...)``: what is and is not established on Trainium."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.messages import short
+
+#: Lightning's packages, whose `Trainer` is meant (`lightning.Trainer`, `pytorch_lightning.Trainer`)
+LIGHTNING = ("lightning.", "pytorch_lightning.", "lightning.pytorch.")
+GPU_ACCELERATORS = ("gpu", "cuda")
+#: fp16 precisions, which Lightning scales with a CUDA GradScaler
+FP16 = ("16", "16-mixed", "16-true")
+
+
+def _shown(arg: cst.Arg) -> str:
+    return f"{arg.keyword.value if arg.keyword else ''}={short(arg.value, 30, tight=True)}"
+
+
+def _gpu_arguments(call: cst.Call) -> list[str]:
+    """The arguments of a Trainer call that ask for GPUs, as shown to the user."""
+    shown = []
+    accelerator = keyword(call, "accelerator")
+    if accelerator is not None and (string_value(accelerator.value) or "").lower() in GPU_ACCELERATORS:
+        shown.append(_shown(accelerator))
+    for name in ("gpus", "auto_select_gpus"):
+        arg = keyword(call, name)
+        if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")):
+            shown.append(_shown(arg))
+    return shown
+
+
+class LightningGpuTrainer(Transform):
+    """Finds Lightning `Trainer(...)` calls that ask for GPUs (`accelerator="gpu"`, `gpus=`), and says what is established on Trainium.
+
+    What it does:
+        Reports `Trainer(...)` of `lightning` / `pytorch_lightning` with `accelerator="gpu"` or
+        `"cuda"`, or the older `gpus=` / `auto_select_gpus=` arguments. The finding names the other
+        GPU-sized arguments of the same call (`devices=` counts, `strategy="ddp"`, fp16
+        `precision=`) and separates what is established from what is not.
+
+    Why on TorchNeuron:
+        Established: the model's PyTorch code runs on the `"neuron"` device, `torch.distributed`
+        takes the `"neuron"` backend, and Trainium trains in bf16. Lightning's accelerator
+        registry has no Neuron entry, so `accelerator="neuron"` is rejected by Lightning; no AWS
+        or Lightning page documents a Lightning run on TorchNeuron. `devices=` counts processes
+        per node, which on Trainium would be logical NeuronCores, and `strategy="ddp"` picks NCCL
+        for CUDA devices.
+
+    Example:
+        trainer = L.Trainer(accelerator="gpu", devices=8, strategy="ddp", precision="16-mixed")
+
+    Use instead:
+        Keep this Trainer for GPU hosts. For Trainium, either move the loop to plain PyTorch on
+        `"neuron"` (the documented path), or try a custom `Accelerator` instance for the `neuron`
+        device with `DDPStrategy(process_group_backend="neuron")` and `precision="bf16-mixed"`
+        (unverified).
+
+    Fix safety:
+        Report only: there is no Lightning value to write that Lightning accepts and that is
+        known to run on Trainium.
+
+    Evidence:
+        DOC: the `neuron` device and process group (TorchNeuron documentation). 3P: Lightning's
+        accelerator names (its source and documentation). INF: a custom accelerator would work.
+    """
+
+    id = "NRN505"
+    name = "lightning-gpu-trainer"
+    safety = Safety.REPORT_ONLY
+    evidence = Evidence.INF
+    section = "hf"
+    effort = "high"
+    references = (
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+        "https://lightning.ai/docs/pytorch/stable/extensions/accelerator.html",
+    )
+    tokens = (b"Trainer",)
+    examples = (
+        Example("import lightning as L\ntrainer = L.Trainer(accelerator='gpu', devices=4)\n", None),
+        Example("from pytorch_lightning import Trainer\nt = Trainer(gpus=2)\n", None),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not ((isinstance(func, cst.Attribute) and func.attr.value == "Trainer")
+                or (isinstance(func, cst.Name) and func.value == "Trainer")):
+            return
+        qualified = self.ctx.qualify(func) or ""
+        if not qualified.startswith(LIGHTNING):
+            return
+        asks = _gpu_arguments(node)
+        if not asks:
+            return
+        sized = [_shown(arg) for arg in node.args if arg.keyword is not None and (
+            arg.keyword.value in ("devices", "num_nodes", "strategy") or (
+                arg.keyword.value == "precision" and (string_value(arg.value) or short(arg.value)) in FP16))]
+        also = f" with `{', '.join(sized)}`" if sized else ""
+        self.report(keyword(node, "accelerator") or keyword(node, "gpus") or node,
+                    f"Lightning `Trainer({', '.join(asks)})`{also}: Lightning has no Neuron accelerator "
+                    "(`accelerator=\"neuron\"` is rejected) and a Lightning run on TorchNeuron is not documented; "
+                    "established: the model's PyTorch code runs on `\"neuron\"`, `torch.distributed` takes "
+                    "`backend=\"neuron\"`, Trainium trains in bf16. Keep this Trainer for GPUs; for Trainium "
+                    "move the loop to plain PyTorch, or try a custom `Accelerator` for `neuron` with "
+                    "`DDPStrategy(process_group_backend=\"neuron\")` and `precision=\"bf16-mixed\"` (unverified)")

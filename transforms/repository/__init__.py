@@ -1,0 +1,1 @@
+"""The files around the code: requirements, launch scripts, containers and configs (NRN6xx)."""
