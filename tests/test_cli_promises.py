@@ -192,7 +192,7 @@ def test_concise_findings_fit_a_line_and_a_site_is_one_entry(tmp_path: Path) -> 
     sites = [line.split(" [")[0] for line in lines]
     assert len(sites) == len(set(sites)) or all(  # one entry per site and rule
         a.split()[1] != b.split()[1] for a, b in zip(lines, lines[1:]) if a.split()[0] == b.split()[0])
-    [autocast] = [line for line in lines if line.startswith("guards_migrated_in_same_run.py:13:14 NRN201")]
+    [autocast] = [line for line in lines if line.startswith("guards_migrated_in_same_run.py:14:10 NRN201")]
     assert "[safe fix]" in autocast and autocast.endswith("(--unsafe-fixes: + `dtype=torch.bfloat16`)")
     # the reasons are in the full format
     full = _out(neuronize("check", "--unsafe-fixes", "--output-format", "full", ".", cwd=tmp_path))

@@ -37,6 +37,10 @@ NOT_CODE = {
     'choices=["cpu", "cuda", "neuron"],':
         "a list of choices that has Neuron (the `cuda` choice keeps old launch commands working)",
     '"""Builds one pipeline stage on the given worker\'s first GPU."""': "docstring",
+    'dist.init_process_group(backend="neuron" if on_neuron() else "nccl")':
+        "a host-aware backend (the CUDA box keeps NCCL with its CUDA device, issue 21)",
+    "torch.cuda.set_device(local_rank)":
+        "kept for the CUDA box under `if not on_neuron():` (the file keeps its CUDA hosts, issue 21)",
 }
 #: what a person does about each finding (the advice of its message)
 BY_HAND = {

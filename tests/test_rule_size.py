@@ -29,11 +29,11 @@ def code_lines(source: str, node: ast.ClassDef) -> int:
 
 def _classes() -> list[tuple[str, int]]:
     found = []
-    for path in sorted(TRANSFORMS.glob("*.py")):
+    for path in sorted(TRANSFORMS.rglob("*.py")):  # the family packages and _helpers/
         source = path.read_text(encoding="utf-8")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.ClassDef):
-                found.append((f"{path.name}:{node.name}", code_lines(source, node)))
+                found.append((f"{path.relative_to(TRANSFORMS)}:{node.name}", code_lines(source, node)))
     return found
 
 

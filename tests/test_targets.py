@@ -27,8 +27,10 @@ exact criterion of "a device choice":
    choice (:data:`ADDITIVE`, :func:`_drop_additive_blocks`): ``<D> if <Neuron> else <the
    original>`` is ``<D>``; ``x.device.type in ("cuda", <D>)`` is ``== <D>``; an ``else:`` block
    repeating the statement of its ``if`` goes; and NRN107's Neuron branches (``elif device ==
-   <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go.
-8. against ``--target cpu`` only: a ``"cuda"`` string is a device value. The CPU target moves
+   <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go; a bf16
+   choice's ``<Neuron> or (<the original test>)`` is the original test.
+8. against ``--target cpu`` only: a ``"cuda"`` string is a device value, ``"nccl"`` a backend
+   value, and ``.cuda()`` a move to the device (``.to(<D>)``). The CPU target moves
    every CUDA path to the CPU, the branches the neuron target keeps for CUDA (a dispatch's CUDA
    branch, a detection, a default a dispatch would reject) included; a list of device values
    holds each once (the CPU target adds no `"cpu"` next to a `"cpu"`).
@@ -89,6 +91,10 @@ _NEURON_CHECK = [
     (re.compile(r" and (?:" + re.escape(RT) + r"current_accelerator\(\)\.type|" + re.escape(D) + r") == "
                 + re.escape(D)), ""),
     (re.compile(r"\((" + re.escape(RT) + r"is_available\(\))\)"), r"\1"),
+    # the neuron target extends a CUDA check (`<Neuron> or torch.cuda.is_available()`) where the
+    # others replace it with "an accelerator is here"
+    (re.compile(r"\((" + re.escape(RT) + r"is_available\(\)) or " + re.escape(RT) + r"is_available\(\)\)"), r"\1"),
+    (re.compile(r"(" + re.escape(RT) + r"is_available\(\)) or " + re.escape(RT) + r"is_available\(\)"), r"\1"),
     (re.compile(r"(" + re.escape(RT) + r"device_count\([^()]*\)) if " + re.escape(RT) + r"is_available\(\) else 0"),
      r"\1"),
 ]
@@ -136,8 +142,12 @@ ADDITIVE: list[tuple[re.Pattern[str], str]] = [
                 + re.escape(RT) + r"is_available\(\) else " + _KEPT + r"(?: if [^,]*? else (?:" + _KEPT.replace("\\2", "\\3")
                 + "|" + re.escape(D) + "))?"), r"\1"),
     (re.compile(r"""\bin \((["'])cuda\1, """ + re.escape(D) + r"\)"), "== " + D),
+    (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or \((.+?)\)(?= else\b|:$)"), r"if \1"),
+    (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or "), "if "),
 ]
 _CUDA_STRING = re.compile(r"""(["'])cuda\1""")
+_CUDA_MOVE = re.compile(r"\.cuda\(\)")
+_NCCL_STRING = re.compile(r"""(["'])nccl\1""")
 _REPEATED = re.compile(r"(?:" + re.escape(D) + r", )+" + re.escape(D))  # a device list's entries, one each
 _NEURON_BRANCH = re.compile(r"^(\s*)(?:elif .*(?:== |\()" + re.escape(D) + r"\)?:|if " + re.escape(RT) + r"is_available\(\):)$")
 
@@ -145,7 +155,8 @@ _NEURON_BRANCH = re.compile(r"^(\s*)(?:elif .*(?:== |\()" + re.escape(D) + r"\)?
 def _drop_additive_blocks(lines: list[str]) -> list[str]:
     """Without the neuron target's added blocks (item 7): an ``else:`` that repeats the statement
     of its ``if``, a dispatch's ``elif ... == <D>:`` branch, a detection's Neuron branch in front
-    (``if <Neuron>: ...`` followed by ``elif <Neuron-or-CUDA check>:``, which becomes the ``if``)."""
+    (``if <Neuron>: ...`` followed by ``elif <Neuron-or-CUDA check>:``, which becomes the ``if``;
+    its values are devices, backends or the bf16 of a half dtype)."""
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -163,7 +174,7 @@ def _drop_additive_blocks(lines: list[str]) -> list[str]:
             i = j
             continue
         if m and j < len(lines) and lines[j].strip().startswith("elif ") and block and \
-                all(D in b or b.startswith("return") for b in block):
+                all(D in b or b.startswith("return") or "torch.bfloat16" in b for b in block):
             lines[j] = lines[j].replace("elif ", "if ", 1)
             i = j
             continue
@@ -262,7 +273,27 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
         if not line.strip() and result and not result[-1].strip():
             continue  # blank lines: a deleted statement may leave one more or less
         result.append(line)
-    return result
+    return _without_empty_blocks(result)
+
+
+def _without_empty_blocks(lines: list[str]) -> list[str]:
+    """Without the ``if ...:`` / ``else:`` lines whose block the exceptions emptied (the neuron
+    target's ``if <Neuron>: <Neuron call> else: <CUDA call>`` around a CUDA-only statement)."""
+    def indent(line: str) -> int:
+        return len(line) - len(line.lstrip())
+
+    changed = True
+    while changed:
+        changed = False
+        for i, line in enumerate(lines):
+            code = line.strip()
+            following = next((other for other in lines[i + 1:] if other.strip()), "")
+            if code.endswith(":") and code.split()[0] in ("if", "elif", "else:") and \
+                    indent(following) <= indent(line):
+                del lines[i]
+                changed = True
+                break
+    return lines
 
 
 def rewrite(name: str, target: str) -> str:
@@ -288,7 +319,9 @@ def test_only_device_choices_differ(name, target):
     neuron = normalise(rewrite(name, "neuron"), named)
     other = normalise(written, named)
     if target == "cpu":  # item 8 of the module docstring
-        neuron, other = ([_REPEATED.sub(D, _CUDA_STRING.sub(D, line)) for line in side] for side in (neuron, other))
+        # (an `else:` then repeating its `if`'s statement goes, as in item 7)
+        neuron, other = (_drop_additive_blocks([_REPEATED.sub(D, _CUDA_STRING.sub(D, _NCCL_STRING.sub(
+            D, _CUDA_MOVE.sub(f".to({D})", line)))) for line in side]) for side in (neuron, other))
     for i, (a, b) in enumerate(zip(neuron, other), 1):
         assert a == b, f"{name}: normalised line {i} differs:\n  neuron:  {a}\n  {target}: {b}"
     assert len(neuron) == len(other), f"{name}: {len(neuron)} vs {len(other)} normalised lines"

@@ -172,9 +172,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                      if accepted(r) and (r.rule.id, r.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
-    done = finished(module, new, source, options, tidy, name_tests=not cell)
-    if done is not new:
-        new, code = done, None
+    new, code = finished(module, new, code, source, options, tidy, name_tests=not cell)
     output = _bytes(new, code) + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see outermost).

@@ -9,27 +9,39 @@ from neuronize.writing.device_name import name_device
 from neuronize.writing.guards_merged import merge_guards
 from neuronize.writing.late_defaults import late_defaults
 from neuronize.writing.neuron_test import name_neuron_test
-from neuronize.writing.wrapped import limit_for, wrap_long_lines
+from neuronize.writing.wrapped import added_long_line, limit_for, wrap_long_lines
 
 
-def finished(module: cst.Module, new: cst.Module, source: bytes, options: Options, tidy: bool,
-             name_tests: bool) -> cst.Module:
-    """``new`` (``module`` with the fixes applied) finished: under ``--target accelerator`` the
-    detected device named once per scope (:mod:`neuronize.writing.device_name`) and the guards it
-    leaves alike merged (:mod:`neuronize.writing.guards_merged`); then, with ``tidy`` and when the
-    fixes changed something, :func:`tidied`. ``new`` itself when no pass changed anything."""
+def finished(module: cst.Module, new: cst.Module, code: str | None, source: bytes, options: Options,
+             tidy: bool, name_tests: bool) -> tuple[cst.Module, str | None]:
+    """``new`` (``module`` with the fixes applied, ``code`` its code if already rendered, else
+    None) finished, with its code when rendered: under ``--target accelerator`` the detected
+    device named once per scope (:mod:`neuronize.writing.device_name`) and the guards it leaves
+    alike merged (:mod:`neuronize.writing.guards_merged`); then, with ``tidy`` and when the fixes
+    changed something, :func:`tidied`."""
     if options.target is Target.ACCELERATOR:
-        new = merge_guards(name_device(new, source), source)
+        named = merge_guards(name_device(new, source), source)
+        if named is not new:
+            new, code = named, None
     if tidy and new is not module:
-        new = tidied(new, source, options, name_tests)
-    return new
+        return tidied(new, source, options, name_tests)
+    return new, code
 
 
-def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool) -> cst.Module:
+def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool) -> tuple[cst.Module, str | None]:
     """Defaults resolved in the body (:mod:`neuronize.writing.late_defaults`), the Neuron test
     defined once (:mod:`neuronize.writing.neuron_test`, with ``name_tests``), lines within the
-    project's length (:mod:`neuronize.writing.wrapped`)."""
+    project's length (:mod:`neuronize.writing.wrapped`); with the result's code when rendered.
+
+    The code is rendered once, to find whether any line the run wrote is too long at all: the
+    statement-by-statement measure of :func:`wrap_long_lines` costs more than the whole render,
+    and most rewrites leave no line to split."""
     tidied = late_defaults(new, source)
     if name_tests:
         tidied = name_neuron_test(tidied, source)
-    return wrap_long_lines(tidied, source, limit_for(source, options.line_length))
+    code = tidied.code
+    limit = limit_for(source, options.line_length)
+    if not added_long_line(code, source, tidied.encoding, limit):
+        return tidied, code
+    wrapped = wrap_long_lines(tidied, source, limit)
+    return wrapped, code if wrapped is tidied else None

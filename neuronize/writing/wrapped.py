@@ -59,6 +59,13 @@ def limit_for(source: bytes, configured: int | None) -> int:
     return max(DEFAULT, longest)
 
 
+def added_long_line(code: str, source: bytes, encoding: str, limit: int) -> bool:
+    """Whether ``code`` (a rewrite of ``source``) has a line longer than ``limit`` that ``source``
+    does not have: the only lines :func:`wrap_long_lines` may split."""
+    old = set(source.decode(encoding, "replace").splitlines())
+    return any(len(line) > limit and line not in old for line in code.splitlines())
+
+
 def wrap_long_lines(module: cst.Module, source: bytes, limit: int) -> cst.Module:
     """``module`` (a rewrite of ``source``) with the lines this run wrote that run past ``limit``
     split as black would; ``module`` itself when every line fits."""
@@ -107,7 +114,7 @@ _DISPLAYS = {cst.List: ("lbracket", "rbracket"), cst.ListComp: ("lbracket", "rbr
 _BARE = (cst.IfExp, cst.BooleanOperation, cst.BinaryOperation, cst.Comparison)
 #: the fields that hold such a value: a statement's value or condition, an argument, an item
 _VALUE_FIELDS = {cst.Assign: "value", cst.AnnAssign: "value", cst.AugAssign: "value", cst.Return: "value",
-                 cst.If: "test", cst.While: "test", cst.For: "iter", cst.Arg: "value", cst.Element: "value",
+                 cst.Assert: "test", cst.If: "test", cst.While: "test", cst.For: "iter", cst.Arg: "value", cst.Element: "value",
                  cst.DictElement: "value", cst.Param: "default"}
 _ALTERNATIVES = (cst.IfExp, cst.BooleanOperation)
 #: what starts the line of an operand of a conditional or boolean expression already broken

@@ -376,18 +376,23 @@ def migrated_body_calls(ctx: FileContext, block: cst.BaseSuite) -> list[str] | N
     return found or None
 
 
-def neuron_guarded(ctx: FileContext, node: cst.CSTNode) -> bool:
-    """The node being visited sits in the body of an ``if`` that the migration turns into "Neuron is
-    here": a test holding ``torch.cuda.is_available()`` (not negated; NRN110 writes
-    ``_target.available``), or a ``"cuda"`` comparison guarding a migrated body (NRN103)."""
-    from neuronize.transforms._helpers.device_choice import available_polarities, has_cuda_comparison
+def neuron_guarded(ctx: FileContext, node: cst.CSTNode, *, only: bool = False) -> bool:
+    """The node being visited sits in the body of an ``if`` that the migration turns into "CUDA or
+    Neuron is here": a test holding ``torch.cuda.is_available()`` (not negated; NRN110 writes
+    ``<Neuron is here> or torch.cuda.is_available()``), or a ``"cuda"`` comparison guarding a
+    migrated body (NRN103 makes it cover both). With ``only``: an ``if`` that says "Neuron is
+    here" and nothing else (the test the migration writes), where a Neuron-only call may go."""
+    from neuronize.transforms._helpers.device_choice import (
+        asks_if_neuron, available_polarities, has_cuda_comparison, says_only_neuron)
 
     child = node
     for anc in ctx.ancestors():
         if isinstance(anc, cst.If) and anc.body is child:
-            if available_polarities(ctx, anc.test) == {False}:
+            if says_only_neuron(anc.test):
                 return True
-            if has_cuda_comparison(anc.test) and anc.orelse is None \
+            if not only and (asks_if_neuron(anc.test) or available_polarities(ctx, anc.test) == {False}):
+                return True
+            if not only and has_cuda_comparison(anc.test) and anc.orelse is None \
                     and migrated_body_calls(ctx, anc.body) is not None:
                 return True
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):

@@ -283,14 +283,15 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
     def guarded_rewrite(self, ref: CudaRef, qualified: str, message: str, *, group: str | None = None) -> None:
         """The neuron target's rewrite of a call that CUDA makes a silent no-op on a host without
         CUDA (seeding, cache control, memory statistics) while ``torch.neuron`` / ``torch_neuronx``
-        raise there: rewritten in place under a guard that says "Neuron is here" (see
-        ``_cuda_guard.neuron_guarded``); a statement of its own gets that guard,
+        raise there: rewritten in place under a guard that says "Neuron is here" and nothing else
+        (``_cuda_guard.neuron_guarded(only=True)``: under ``<Neuron> or torch.cuda.is_available()``
+        CUDA would call it too); a statement of its own gets that guard,
         ``if <per_target.available>:`` (with a local ``import torch_neuronx`` where needed: never
         an unconditional one); any other use is reported."""
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
         local_import = qualified.startswith("torch_neuronx.")
-        if not local_import and neuron_guarded(self.ctx, ref.outer):
+        if not local_import and neuron_guarded(self.ctx, ref.outer, only=True):
             self.rewrite(ref, qualified, message, group=group)
             return
         statement = enclosing_small_statement(self.ctx, ref)

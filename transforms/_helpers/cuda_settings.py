@@ -11,7 +11,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Transform
 from neuronize.types import Target
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, cuda_keeping, keeps_cuda_hosts
 from neuronize.transforms._helpers.imports import removals_for
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
@@ -95,6 +95,9 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
     #: why the setting means nothing on the target (ends the messages); a template of the
     #: target's vocabulary (``"... meaningless on {non_cuda}"``)
     why: ClassVar[str] = ""
+    #: setting them is harmless where CUDA is absent (a plain attribute or flag nobody reads), so
+    #: a file that keeps its CUDA hosts keeps them for CUDA instead of deleting them
+    harmless_elsewhere: ClassVar[bool] = False
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -112,9 +115,16 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
 
     def _drop(self, statement: cst.CSTNode, what: str, reason: str, **kw: Any) -> None:
         """Delete the setting ``statement`` (``what`` it is, and why); under ``--target
-        accelerator`` keep it for CUDA, guarded by ``if torch.cuda.is_available():``."""
+        accelerator`` keep it for CUDA, guarded by ``if torch.cuda.is_available():``; in a file
+        that keeps its CUDA hosts, keep a setting harmless elsewhere as it is (reported)."""
         if per_target.in_cuda_only_block(self.ctx):
             return  # already kept for CUDA under `if torch.cuda.is_available():`
+        if self.harmless_elsewhere and keeps_cuda_hosts(self.ctx):
+            if cuda_keeping(self.ctx) != "":  # "": a CUDA branch with a Neuron sibling, nothing to say
+                self.report(statement, f"{what} kept for CUDA hosts: {reason}, but harmless there, and this file "
+                            "keeps CUDA on its path (its device choice is host-aware), where it still applies",
+                            evidence=kw.get("evidence"))
+            return
         if per_target.target(self.ctx) != per_target.ACCELERATOR:
             self.remove(statement, f"{what} removed: {reason}", **kw)
             return

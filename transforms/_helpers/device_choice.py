@@ -4,13 +4,15 @@ that only pick device settings."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from collections.abc import Iterator
 
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.import_safety import calls_neuron_test
+from neuronize.analysis.import_safety import NEURON_TEST_NAME, calls_neuron_test, is_neuron_test
+from neuronize.analysis.syntax import one_line
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
 from neuronize.transforms._helpers import per_target
@@ -143,6 +145,12 @@ def asks_if_neuron(test: cst.BaseExpression) -> bool:
         calls_neuron_test(code))
 
 
+def says_only_neuron(test: cst.BaseExpression) -> bool:
+    """``test`` is the Neuron test and nothing else (``on_neuron()``, or written out): not a check
+    extended to Neuron (``on_neuron() or torch.cuda.is_available()``), where CUDA passes too."""
+    return is_neuron_test(test) or re.fullmatch(rf"(?:{NEURON_TEST_NAME.pattern})\(\)", one_line(test)) is not None
+
+
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
 def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
@@ -151,10 +159,9 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
     The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
     ``or`` chain holding the call (every occurrence with the same polarity). The CUDA branch is a literal or ``torch.device(<literal>)``.
     """
-    polarities = set(_available_polarity(ctx, ifexp.test, False))
-    if len(polarities) != 1:
+    side = available_side(ctx, ifexp)
+    if side is None:
         return None
-    side = "orelse" if polarities.pop() else "body"
     branch = getattr(ifexp, side)
     literal = branch
     if is_torch_device_call(ctx, branch):
@@ -269,6 +276,27 @@ def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[c
 
 
 
+def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExpression,
+               available: cst.BaseExpression) -> cst.IfExp:
+    """``<branch> if <Neuron is here> else <node>``: a choice by ``torch.cuda.is_available()``
+    (its CUDA value in ``side``) with a Neuron arm in front, ``branch`` being the CUDA value made
+    Neuron's (``"neuron"``, bf16). Additive: the original, whole, keeps serving CUDA and every host
+    its fallback served; the other conditions of an ``and`` (``args.gpu and
+    torch.cuda.is_available()``) still apply to Neuron. ``available``: the target's test."""
+    neuron_test = replace_is_available(ctx, node.test, available) if side == "body" and _only_and(node.test) \
+        else available
+    return cst.IfExp(test=neuron_test, body=branch.with_changes(lpar=(), rpar=()),
+                     orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
+
+
+def available_side(ctx: FileContext, node: cst.IfExp | cst.If) -> str | None:
+    """Which branch of a choice by ``torch.cuda.is_available()`` runs where CUDA is (``"body"``,
+    or ``"orelse"`` under ``not``); None when the test holds no check, or checks of both
+    polarities."""
+    polarities = set(_available_polarity(ctx, node.test, False))
+    return None if len(polarities) != 1 else "orelse" if polarities.pop() else "body"
+
+
 @dataclass(frozen=True)
 class IdiomRewrite:
     """The rewrite of one ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom."""
@@ -313,12 +341,7 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
     replacement: cst.BaseExpression = node.with_changes(
         test=replace_is_available(ctx, node.test, available), **{side: new_branch})
     if target == per_target.NEURON:
-        # additive: a Neuron choice in front of the original, which keeps serving CUDA (with its
-        # device index) and every host the fallback served; the other conditions of an `and`
-        # (`args.backend == "gpu" and torch.cuda.is_available()`) still apply to Neuron
-        neuron_test = replacement.test if side == "body" and _only_and(node.test) else available  # type: ignore[attr-defined]
-        replacement = cst.IfExp(test=neuron_test, body=new_branch.with_changes(lpar=(), rpar=()),
-                                orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
+        replacement = neuron_arm(ctx, node, side, new_branch, available)
     if target == per_target.CPU:
         other = node.orelse if side == "body" else node.body
         if short(other) == short(new_branch):

@@ -21,12 +21,16 @@ from neuronize.transform import ImportRequest
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
-from neuronize.transforms._helpers.device_choice import LiteralEdit, device_named, asks_if_neuron, neuron_first, with_choice
+from neuronize.transforms._helpers.device_choice import (
+    OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
+    neuron_arm, neuron_first, with_choice)
 from neuronize.writing.device_name import chosen_from_device
-from neuronize.transforms._helpers.hosts import DEVICE_CHOICE
-from neuronize.transforms._helpers.literals import cuda_literal, string_like, string_value
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
+from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
+from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.names import qualified_expr, target_name
+from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
+from neuronize.transforms._helpers.nodes import parenthesized
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -64,6 +68,8 @@ class DeviceModel:
     detection_links: set[int] = field(default_factory=set)
     #: ``if torch.cuda.is_available(): device = "cuda"`` links with no Neuron branch before them
     detections: list[cst.If] = field(default_factory=list)
+    #: the file keeps its CUDA hosts (see :func:`keeps_cuda_hosts`)
+    keeps_cuda: bool = False
 
 
 def model(ctx: FileContext) -> DeviceModel:
@@ -82,7 +88,11 @@ def _build(ctx: FileContext) -> DeviceModel:
         return built  # the CPU target moves every CUDA path to the CPU instead
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
+    offers_other_host = False  # a device option accepts another host (`choices=["cpu", "cuda"]`)
     for node in iter_syntax(ctx.module):
+        if isinstance(node, cst.Call) and last_name(node.func) in OPTION_CALLS:
+            option = device_option(node)
+            offers_other_host |= option is not None and option[2] is not None and _names_other_host(option[2])
         if isinstance(node, (cst.Module, cst.IndentedBlock)):
             statements = list(node.body)
             raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
@@ -101,7 +111,50 @@ def _build(ctx: FileContext) -> DeviceModel:
                 built.detection_links.add(id(link))
                 if not (before is not None and asks_if_neuron(before.test)):
                     built.detections.append(link)  # no Neuron branch in front yet
+    built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
+        offers_other_host or bool(built.dispatches or built.cuda_links) or b"is_available()" in ctx.source
+        or device_choice_group(ctx) is not None)
     return built
+
+
+def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
+    values = [string_value(e.value) for e in listed.elements if isinstance(e, cst.Element)]
+    return any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in values)
+
+
+def keeps_cuda_hosts(ctx: FileContext) -> bool:
+    """On the neuron target, the file keeps its CUDA hosts: its code already chooses among hosts
+    (an availability check, a detection, a dispatch over device values, a fallback that compares
+    the device with ``"cuda"``, a device option that accepts another host), so its device choice
+    is, or after the migration will be, host-aware (``"neuron" if <Neuron is here> else "cuda"``:
+    see :func:`default_plan`). The CUDA box it was written for runs it still, so every edit that
+    removes or replaces CUDA-only code asks this first: CUDA settings harmless elsewhere stay, a
+    ``torch.cuda.set_device`` is kept for CUDA, the process-group backend becomes host-aware.
+    Where the file names CUDA outright with no choice, its device moves to Neuron outright and
+    this is False. Computed once, with the file's :class:`DeviceModel`."""
+    return model(ctx).keeps_cuda
+
+
+def process_group_edits(ctx: FileContext) -> str:
+    """The edit group of the file's process-group migration (its backend, ``set_device``, device
+    ids, the device placement next to them): :data:`PROCESS_GROUP`, or, in a file that keeps its
+    CUDA hosts, the group of its device default: the host-aware backend serves the host-aware
+    device, so a run applies both or neither."""
+    return (default_plan(ctx).group if keeps_cuda_hosts(ctx) else None) or PROCESS_GROUP
+
+
+def kept_for_cuda(ctx: FileContext, line: cst.SimpleStatementLine,
+                  neuron: cst.SimpleStatementLine | None = None) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+    """``line`` kept for every host but Neuron, in a file that keeps its CUDA hosts: ``if not
+    <Neuron is here>: <line>``, or with ``neuron`` (its Neuron counterpart) ``if <Neuron is here>:
+    <neuron> else: <line>``; comments and blank lines above stay in front."""
+    test, imports = per_target.neuron_present(ctx)
+    kept = cst.IndentedBlock(body=[line.with_changes(leading_lines=())])
+    if neuron is None:
+        return cst.If(test=cst.UnaryOperation(cst.Not(), parenthesized(test)), body=kept,
+                      leading_lines=line.leading_lines), imports
+    return cst.If(test=test, body=cst.IndentedBlock(body=[neuron.with_changes(leading_lines=())]),
+                  orelse=cst.Else(body=kept), leading_lines=line.leading_lines), imports
 
 
 def _links(head: cst.If) -> Iterator[cst.If]:
@@ -184,15 +237,24 @@ def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str,
     would run on Neuron."""
     copier = _ToNeuron(ctx)
     body: cst.CSTNode = cuda.body.visit(copier)  # type: ignore[assignment]
-    for node in iter_syntax(body):
+    left = cuda_left(body)
+    if left:
+        return None, f"its CUDA branch {left}", ()
+    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+
+
+def cuda_left(copy: cst.CSTNode) -> str:
+    """What a Neuron copy (:class:`_ToNeuron`) still says about CUDA, which it would run on Neuron
+    (``uses `torch.cuda.memory_allocated```); ``""`` when nothing."""
+    for node in iter_syntax(copy):
         if isinstance(node, cst.Attribute) and node.attr.value in ("cuda", "is_cuda"):
-            return None, f"its CUDA branch uses `{_source(node)}`", ()
+            return f"uses `{_source(node)}`"
         if isinstance(node, cst.Name) and "cuda" in node.value.lower():
-            return None, f"its CUDA branch uses `{node.value}`", ()
+            return f"uses `{node.value}`"
         if isinstance(node, (cst.SimpleString, cst.FormattedString)) and cuda_literal(node) is None \
                 and "cuda" in _source(node).lower():
-            return None, f"its CUDA branch names CUDA in `{_source(node)}`", ()
-    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+            return f"names CUDA in `{_source(node)}`"
+    return ""
 
 
 #: ``torch.cuda`` calls a Neuron branch asks through ``torch.accelerator`` (it runs where the
@@ -222,10 +284,20 @@ class _ToNeuron(cst.CSTTransformer):
             func, imports = qualified_expr(self.ctx, _ON_NEURON[name])
             self.imports.extend(imports)
             return after.with_changes(func=func)
+        func = after.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and _source(func.value) != "torch" \
+                and all(a.keyword is not None for a in after.args):
+            # `x.cuda()` / `x.cuda(non_blocking=True)`: the move to the current CUDA device; an
+            # index (`x.cuda(1)`) is left for `cuda_left` to see
+            to = cst.Arg(make_string("neuron"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                         if after.args else cst.MaybeSentinel.DEFAULT)
+            return after.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[to, *after.args])
         return after
 
     def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
-        return string_like(after, "neuron") if cuda_literal(before) is not None else after
+        value = string_value(before)
+        plain_nccl = value is not None and nccl_backend(value) == "plain"  # the process-group backend
+        return string_like(after, "neuron") if cuda_literal(before) is not None or plain_nccl else after
 
     def leave_FormattedString(self, before: cst.FormattedString, after: cst.FormattedString) -> cst.BaseExpression:
         return string_like(after, "neuron") if cuda_literal(before) is not None else after
@@ -278,22 +350,18 @@ def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) ->
     """For a device default of the file (``choices``: its option's accepted values). It moves in
     one edit group with the fallbacks that test it (:func:`hosts.device_choice_group`) and the
     Neuron branches of the dispatches that consume it; it stays where a dispatch would reject
-    ``"neuron"``. Where the code chooses among hosts (that group, a ``choices`` list naming
-    another host, an availability check), the neuron target writes it host-aware: every host
-    keeps the value it had, and the program's own fallback keeps working; Neuron gets
+    ``"neuron"``. Where the file keeps its CUDA hosts (:func:`keeps_cuda_hosts`), or the
+    option's own ``choices`` name another host, the neuron target writes it host-aware: every
+    host keeps the value it had, and the program's own fallback keeps working; Neuron gets
     ``"neuron"``."""
     blocked = blocking(ctx)
     if blocked is not None:
         return DefaultPlan(None, f"kept: the dispatch over `{blocked.subject}` (`{short(blocked.cuda.test)}`) "
                                  f"rejects a device it does not list and cannot get a Neuron branch "
                                  f"({blocked.blocked})", False)
-    from neuronize.transforms._helpers.hosts import device_choice_group
-
     group = device_choice_group(ctx) or dispatch_group(ctx)
-    listed = [string_value(e.value) for e in getattr(choices, "elements", ())]
-    chooses = (group is not None or b"is_available()" in ctx.source
-               or any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in listed))
-    return DefaultPlan(group, None, chooses and per_target.target(ctx) == per_target.NEURON)
+    listed = isinstance(choices, (cst.List, cst.Tuple)) and _names_other_host(choices)
+    return DefaultPlan(group, None, keeps_cuda_hosts(ctx) or (listed and per_target.target(ctx) == per_target.NEURON))
 
 
 def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit) -> LiteralEdit:
@@ -324,8 +392,119 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
 
 def detection_link(ctx: FileContext, node: cst.If) -> bool:
     """``if torch.cuda.is_available(): <device> = "cuda"`` (or ``return "cuda"``), alone or in a
-    chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`)."""
-    return is_cuda_available_call(ctx, node.test) and _assigns_cuda(node.body)
+    chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`).
+    Any choice of a CUDA value under the check is one too (``backend = "nccl"``, ``model =
+    model.cuda()``, ``dtype = torch.float16``): simple statements whose Neuron copy leaves nothing
+    of CUDA behind (:func:`_choice_body`)."""
+    return is_cuda_available_call(ctx, node.test) and (_assigns_cuda(node.body) or _choice_body(ctx, node.body))
+
+
+#: the statements a choice's branch may hold: values set, returned, or calls made with them
+_CHOICE_STATEMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.Pass)
+
+
+def _choice_body(ctx: FileContext, body: cst.BaseSuite) -> bool:
+    smalls = _smalls(body)
+    if not smalls or not all(isinstance(s, _CHOICE_STATEMENTS) for s in smalls) \
+            or _neuron_copy(body).deep_equals(body):
+        return False  # no CUDA value in it: the check is extended instead (NRN110)
+    copy: cst.CSTNode = body.visit(_ToNeuron(ctx))  # type: ignore[assignment]
+    return not _blocked(ctx, copy)
+
+
+def _blocked(ctx: FileContext, copy: cst.CSTNode) -> str:
+    """Why the Neuron copy of a CUDA branch cannot run on Neuron: CUDA left in it, or a CUDA-only
+    path (``.half()``, flash-attn...); ``""`` when it can."""
+    from neuronize.transforms._helpers.cuda_guard import scan
+
+    marker = scan(ctx, [copy]).marker
+    return cuda_left(copy) or (f"uses {marker}" if marker else "")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The Neuron arm a choice by ``torch.cuda.is_available()`` gains (:func:`value_choice`)."""
+
+    replacement: cst.IfExp | None  # None where none can be modelled on the CUDA value (``why``)
+    imports: tuple[ImportRequest, ...] = ()
+    why: str = ""
+
+
+def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
+    """``torch.float16 if torch.cuda.is_available() else torch.float32``, ``"nccl" if ... else
+    "gloo"``: a conditional expression choosing a CUDA value, with a Neuron arm in front
+    (``torch.bfloat16 if <Neuron> else <the original>``, see ``_device_choice.neuron_arm``), the
+    CUDA value made Neuron's by :class:`_ToNeuron`. None where the CUDA side names no CUDA value
+    (``4 if torch.cuda.is_available() else 0``: works on both, so the check is extended instead)."""
+    side = available_side(ctx, node)
+    branch = getattr(node, side) if side is not None else None
+    if side is None or branch is None or _neuron_copy(branch).deep_equals(branch):
+        return None
+    copier = _ToNeuron(ctx)
+    copy = branch.visit(copier)
+    blocked = _blocked(ctx, copy)
+    if blocked:
+        return Arm(None, why=f"its CUDA value {blocked}")
+    available, imports = per_target.available(ctx)
+    return Arm(neuron_arm(ctx, node, side, copy, available), (*imports, *copier.imports))
+
+
+def choice_group(node: cst.CSTNode, default: str | None) -> str | None:
+    """The edit group of a choice that gains Neuron: the file's process-group group where it
+    chooses an NCCL backend (it moves with the group's other edits: a `"neuron"` group next to a
+    kept `torch.cuda.set_device` runs nowhere), else ``default``."""
+    holds_nccl = any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(node))
+    return PROCESS_GROUP if holds_nccl else default
+
+
+def in_value_arm(ctx: FileContext) -> bool:
+    """The node being visited is the CUDA value of a choice that gains a Neuron arm
+    (:func:`value_choice`): it stays CUDA's."""
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.IfExp) and child is not anc.test:
+            side = available_side(ctx, anc)
+            if side is not None and getattr(anc, side) is child:
+                arm = value_choice(ctx, anc)
+                return arm is not None and arm.replacement is not None
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        child = anc
+    return False
+
+
+class _CudaValueFinder(cst.CSTVisitor):
+    """The first CUDA value (device string, ``.cuda()``, ``"nccl"``) outside the choices that give
+    Neuron an arm of their own (availability choices, detections, dispatches)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.found: str | None = None
+        self.served = model(ctx).cuda_links
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found is not None or id(node) in self.served:
+            return False
+        if isinstance(node, cst.IfExp) and has_is_available(self.ctx, node.test):
+            return False  # the idiom (NRN101) or a value choice (NRN110) gives Neuron its arm
+        if cuda_literal(node) is not None or (isinstance(node, cst.SimpleString)
+                                              and nccl_backend(string_value(node) or "") is not None):
+            self.found = _source(node)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "cuda" and self.ctx.qualify(node.func) is None:
+            self.found = _source(node)
+        return self.found is None
+
+
+def unserved_cuda_value(ctx: FileContext, nodes: list[cst.CSTNode | None]) -> str | None:
+    """The first CUDA value in ``nodes`` (:class:`_CudaValueFinder`): code that, under a check
+    extended to Neuron, the placement rules would move to Neuron, taking CUDA off its path."""
+    finder = _CudaValueFinder(ctx)
+    for node in nodes:
+        if node is not None and finder.found is None:
+            node.visit(finder)
+    return finder.found
 
 
 def in_detection(ctx: FileContext) -> bool:
@@ -365,10 +544,11 @@ def neuron_first_detection(ctx: FileContext, node: cst.If) -> tuple[cst.If, tupl
     """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
     its ``elif`` and keeps CUDA and every other host."""
     test, imports = per_target.neuron_present(ctx)
-    body = _neuron_copy(node.body)
+    copier = _ToNeuron(ctx)
+    body = node.body.visit(copier)
     head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),  # type: ignore[arg-type]
                   leading_lines=node.leading_lines)
-    return head, imports
+    return head, (*imports, *copier.imports)
 
 
 
@@ -472,7 +652,8 @@ def _kept_guard(ctx: FileContext, node: cst.If) -> bool:
             kept = not selection_if(node) and not covers_both(ctx, node)
         else:
             kept = (available_polarities(ctx, node.test) == {False}
-                    and scan(ctx, guarded_code(ctx, node)).marker is not None)
+                    and (scan(ctx, guarded_code(ctx, node)).marker is not None
+                         or unserved_cuda_value(ctx, [node.body, node.orelse]) is not None))
         ctx.memo[key] = kept
     return ctx.memo[key]
 
@@ -481,8 +662,9 @@ def cuda_keeping(ctx: FileContext) -> str | None:
     """Whether the node being visited runs only on CUDA and stays so, and what a finding says
     about it: None where it does not; ``""`` (nothing to say) in a dispatch's or a detection's
     CUDA branch, which get a Neuron branch of their own, and past the Neuron test of a choice
-    the migration made (``if <Neuron>: ... else: <the original>``); the reason in the body of a
-    guard kept for CUDA (:func:`_kept_guard`), where Neuron has no path yet."""
+    the migration made (``if <Neuron>: ... else: <the original>``, ``if not <Neuron>: <the
+    original>``); the reason in the body of a guard kept for CUDA (:func:`_kept_guard`), where
+    Neuron has no path yet."""
     if per_target.target(ctx) == per_target.CPU:
         return None  # the CPU target moves every CUDA path to the CPU instead
     links = model(ctx).cuda_links
@@ -496,6 +678,9 @@ def cuda_keeping(ctx: FileContext) -> str | None:
                         "path of its own by hand")
         if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.orelse and asks_if_neuron(anc.test):
             return ""
+        if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
+                and isinstance(anc.test.operator, cst.Not) and asks_if_neuron(anc.test.expression):
+            return ""  # `if not <Neuron>: ...` (:func:`kept_for_cuda`)
         child = anc
     return None
 
@@ -513,6 +698,53 @@ class KeepsCudaBranches:
             super().fix(node, replacement, message, **options)  # type: ignore[misc]
         elif keeping:
             self.report(node, f"{message}; not applied: {keeping}", evidence=options.get("evidence"))  # type: ignore[attr-defined]
+
+
+# -- precision choices that ask CUDA for bf16 --------------------------------------------------------
+#: how a choice names bf16 (a dtype name, or ``torch.bfloat16``)
+BF16 = frozenset({"bfloat16", "bf16"})
+
+
+def _picks_bf16(ctx: FileContext, node: cst.CSTNode) -> bool:
+    return string_value(node) in BF16 or ctx.qualify(node) == "torch.bfloat16"
+
+
+@dataclass(frozen=True)
+class Bf16Choice:
+    """A choice of bf16 that asks CUDA, and its test with Neuron in front (None where the test
+    asks about Neuron already)."""
+
+    test: cst.BaseExpression
+    replacement: cst.BaseExpression | None
+    imports: tuple[ImportRequest, ...] = ()
+    message: str = ""
+
+
+def bf16_choice(ctx: FileContext) -> Bf16Choice | None:
+    """The choice of bf16 whose test holds the node being visited (``"bfloat16" if
+    torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"``, ``if
+    torch.cuda.is_bf16_supported(): dtype = torch.bfloat16``), on the neuron target: its test
+    becomes ``<Neuron is here> or (<the test>)`` (Trainium computes in bf16, and every other host
+    still asks the whole CUDA probe). None elsewhere."""
+    if per_target.target(ctx) != per_target.NEURON:
+        return None
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.test:
+            picks = (_picks_bf16(ctx, anc.body) if isinstance(anc, cst.IfExp) else
+                     any(isinstance(s, cst.Assign) and _picks_bf16(ctx, s.value) for s in _smalls(anc.body)))
+            if not picks:
+                return None
+            if asks_if_neuron(anc.test):
+                return Bf16Choice(anc.test, None)
+            test, imports = per_target.neuron_present(ctx)
+            return Bf16Choice(anc.test, cst.BooleanOperation(left=test, operator=cst.Or(), right=parenthesized(anc.test)),
+                              imports, f"bf16 choice `{short(anc.test, 60)}` gains Neuron in front: Trainium "
+                              "computes in bf16; every other host asks CUDA as before")
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+            return None
+        child = anc
+    return None
 
 
 # -- choices made by comparing with "cuda" (NRN103's selections) ----------------------------------

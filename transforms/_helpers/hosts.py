@@ -18,7 +18,6 @@ from neuronize.analysis.context import FileContext
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP
 from neuronize.transforms._helpers.imports import is_main_guard
 from neuronize.transforms._helpers.literals import cuda_literal, make_string
 from neuronize.transforms._helpers.names import qualified_expr
@@ -157,10 +156,14 @@ def placement_group(ctx: FileContext) -> str | None:
     """The process-group edit group (:data:`_distributed.PROCESS_GROUP`) for a device placement in
     a file that creates a process group or pins its CUDA device (``init_process_group("nccl")``,
     ``torch.cuda.set_device``), else None: tensors put on ``"neuron"`` next to a kept ``"nccl"``
-    group or ``torch.cuda.set_device`` run nowhere, so a safe-only run must not apply them alone."""
+    group or ``torch.cuda.set_device`` run nowhere, so a safe-only run must not apply them alone.
+    In a file that keeps its CUDA hosts, that group is its device default's
+    (:func:`device_model.process_group_edits`)."""
     if not any(token in ctx.source for token in _PROCESS_SET_UP):
         return None
-    return PROCESS_GROUP
+    from neuronize.transforms._helpers.device_model import process_group_edits
+
+    return process_group_edits(ctx)
 
 
 #: the device-generic and CUDA ``custom_fwd`` / ``custom_bwd``

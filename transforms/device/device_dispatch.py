@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, model, neuron_first_detection, with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, with_neuron_branch)
 from neuronize.transforms._helpers.messages import short
 
 
@@ -19,7 +19,11 @@ class DeviceDispatch(Transform):
         A detection (`if torch.cuda.is_available(): device = "cuda"` or `return "cuda"`, alone
         or in a chain with `elif torch.backends.mps.is_available(): ...`) gets a Neuron branch in
         front of its CUDA branch: `if <the accelerator is Neuron>: device = "neuron"`, the CUDA
-        branch becoming its `elif`. A dispatch over a device value (`if device == "cpu": ...
+        branch becoming its `elif`. So does any choice of a CUDA value under the check (simple
+        statements only): `backend = "nccl"` (`"neuron"`), `model = model.cuda()`
+        (`model.to("neuron")`), `dtype = torch.float16` (bf16); where the copy would still use
+        CUDA (`x.cuda(1)`, `torch.cuda.*` beyond synchronize/empty_cache/device_count) it is not
+        made (NRN110 reports the check). A dispatch over a device value (`if device == "cpu": ...
         elif device == "cuda": ... elif device == "mps": ... else: raise`, with `==`, `in (...)`
         or `.startswith(...)`) gets `elif device == "neuron": ...` after its CUDA branch, modelled
         on it: CUDA device strings become `"neuron"` and a half dtype (`torch.float16`)
@@ -83,9 +87,9 @@ class DeviceDispatch(Transform):
         found = model(self.ctx)
         for link in found.detections:
             new, imports = neuron_first_detection(self.ctx, link)
-            self.fix(link, new, f"device detection `if {short(link.test)}:` gains a Neuron branch in front: "
-                     "`if <the accelerator is Neuron>:` chooses `\"neuron\"`, CUDA and the other hosts keep "
-                     "their branches", imports=imports, group=DEVICE_CHOICE)
+            self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
+                     "CUDA branch; CUDA and the other hosts keep theirs", imports=imports,
+                     group=choice_group(link, DEVICE_CHOICE))
         for dispatch in found.dispatches:
             if dispatch.served:
                 continue

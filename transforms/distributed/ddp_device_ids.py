@@ -7,9 +7,9 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, process_group_edits
 from neuronize.transforms._helpers.calls import keyword, without_args
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function
+from neuronize.transforms._helpers.distributed import dist_function
 
 _DDP = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -89,11 +89,11 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
             if ids is not None and not _is_none(ids.value):
                 if per_target.target(self.ctx) != per_target.NEURON:
                     self.fix(node, without_args(node, ids), "drops `device_ids=` from `dist.barrier`: an "
-                             "NCCL-only argument (gloo rejects it); the barrier itself is kept", group=PROCESS_GROUP)
+                             "NCCL-only argument (gloo rejects it); the barrier itself is kept", group=process_group_edits(self.ctx))
                     return
                 self.fix(node, without_args(node, ids),
                          "drops `device_ids=` from `dist.barrier`: each process has one NeuronCore; "
-                         "the pre-beta backend supported barriers on the default group only", group=PROCESS_GROUP)
+                         "the pre-beta backend supported barriers on the default group only", group=process_group_edits(self.ctx))
 
     def _ddp(self, node: cst.Call) -> None:
         positional = [a for a in node.args if a.keyword is None]
@@ -112,8 +112,8 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
             self.fix(node, without_args(node, *drop),
                      f"drops {names} from `DistributedDataParallel`: DDP then uses the module's device "
                      "(device ids are rejected for a CPU module; on CUDA the current device is used)",
-                     group=PROCESS_GROUP)
+                     group=process_group_edits(self.ctx))
             return
         self.fix(node, without_args(node, *drop),
                  f"drops {names} from `DistributedDataParallel`: each process sees one NeuronCore "
-                 "and DDP uses the module's device", group=PROCESS_GROUP)
+                 "and DDP uses the module's device", group=process_group_edits(self.ctx))

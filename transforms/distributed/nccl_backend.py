@@ -8,13 +8,19 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import insert_after, keyword, without_args
-from neuronize.transforms._helpers.distributed import (PROCESS_GROUP, BackendUse, backend_argument, creates_process_group,
+from neuronize.transforms._helpers.device_choice import neuron_first
+from neuronize.transforms._helpers.device_model import process_group_edits
+from neuronize.transforms._helpers.distributed import (BackendUse, backend_argument, creates_process_group,
                                                 dist_function, in_cuda_only_branch, nccl_backend, plan_backends,
                                                 request_torch_neuronx, with_neuron_entry)
+from neuronize.transforms._helpers.device_model import cuda_keeping, in_value_arm
+from neuronize.transforms._helpers.nodes import parenthesized
 from neuronize.transforms._helpers.value_flow import Assignments, enclosing_scope
 from neuronize.transforms._helpers.literals import make_string, string_value
 
 DEVICE_BACKEND = "torch.distributed.get_default_backend_for_device"
+#: where a backend literal stands alone, so that a host-aware one needs no parentheses
+BARE = (cst.Arg, cst.Assign, cst.AnnAssign, cst.Param, cst.Element, cst.DictElement, cst.Return)
 
 
 class NcclBackend(Transform):
@@ -40,7 +46,11 @@ class NcclBackend(Transform):
         `ProcessGroupNCCL.Options` belong to NCCL), and so does a value whose name or attribute is
         also passed to a CUDA-only function (`torch.cuda.*`). Reports comparisons with `"nccl"`,
         `dist.is_nccl_available()`, backends it cannot follow, and transformers'
-        `ddp_backend="nccl"`. Strings in messages and logs are left alone. The backend, the
+        `ddp_backend="nccl"`. Strings in messages and logs are left alone. In a file that keeps
+        its CUDA hosts (it already chooses among hosts, so its device choice is or becomes
+        host-aware), the backend is host-aware too, `"neuron" if <the accelerator is Neuron> else
+        "nccl"`, and joins the device's edit group: the GPU box keeps NCCL with its CUDA device.
+        The backend, the
         `device_id` drop, NRN116's `set_device` deletion and NRN403's device ids form one edit
         group (`process-group`): applied together or not at all, at the weakest safety among them.
 
@@ -93,6 +103,12 @@ class NcclBackend(Transform):
             "from torch.distributed import init_process_group\n"
             "BACKEND = 'neuron'\n\n\ndef setup():\n    init_process_group(BACKEND)\n",
         ),
+        Example(
+            'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            'dist.init_process_group(backend="nccl")\n',
+            'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            'dist.init_process_group(backend="neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" else "nccl")\n',
+        ),
         Example('import logging\nlogging.info("using nccl for collectives")\n'
                 'import torch.distributed as dist\nif dist.get_backend() == "nccl":\n    pass\n'),
     )
@@ -106,6 +122,11 @@ class NcclBackend(Transform):
         self._branch_kept: set[int] = set()
         #: names assigned `dist.get_default_backend_for_device(...)`
         self._neutral: set[str] = set()
+        #: ids of NCCL literals that already serve CUDA hosts beside a Neuron branch or arm of
+        #: their own (NRN107 / NRN110 write it; a first run wrote a host-aware backend): they
+        #: stay; and of those standing alone (not an operand)
+        self._served: set[int] = set()
+        self._bare: set[int] = set()
 
     # -- the walk ----------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -135,8 +156,18 @@ class NcclBackend(Transform):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)
-        if value is not None and nccl_backend(value) and in_cuda_only_branch(self.ctx):
+        if value is None or not nccl_backend(value):
+            return
+        if cuda_keeping(self.ctx) == "" or per_target.target(self.ctx) == per_target.NEURON and in_value_arm(self.ctx):
+            self._served.add(id(node))  # NRN107 / NRN110 give Neuron its own branch or arm
+        elif in_cuda_only_branch(self.ctx):
             self._branch_kept.add(id(node))
+        if isinstance(self.ctx.parent, BARE):
+            self._bare.add(id(node))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if neuron_first(node):
+            self._served.add(id(node.orelse))  # a host-aware backend (a first run wrote it)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._seen.statement(enclosing_scope(self.ctx), node)
@@ -174,6 +205,7 @@ class NcclBackend(Transform):
     # -- the end of the file -----------------------------------------------------------------
     def leave_Module(self, original_node: cst.Module) -> None:
         plan = plan_backends(self.ctx, self._uses, self._seen, self._branch_kept)
+        plan.edits = [e for e in plan.edits if id(e.node) not in self._served]
         neuron = per_target.target(self.ctx) == per_target.NEURON
         for expr in plan.unresolved:
             if self._any_device(expr):
@@ -184,11 +216,13 @@ class NcclBackend(Transform):
             self.report(literal, f"NCCL backend left as it is: {why}", evidence=Evidence.INF)
         for call, device_id in plan.device_ids:
             self._drop_device_id(call, device_id)
+        group = process_group_edits(self.ctx)
         if plan.edits:
             safest = min((e.safety for e in plan.edits), key=[Safety.SAFE, Safety.UNSAFE].index)
-            request_torch_neuronx(self, safest, group=PROCESS_GROUP)
+            request_torch_neuronx(self, safest, group=group)
         for e in plan.edits:
-            self.fix(e.node, e.replacement, e.message, safety=e.safety, imports=e.imports, group=PROCESS_GROUP)
+            value = e.replacement if id(e.node) in self._bare else parenthesized(e.replacement)
+            self.fix(e.node, value, e.message, safety=e.safety, imports=e.imports, group=group)
         seen_choices: set[int] = set()
         for seq, index in plan.choices if neuron else ():
             if id(seq) in seen_choices:
@@ -215,4 +249,5 @@ class NcclBackend(Transform):
         self.fix(call, without_args(call, device_id),
                  "drops `device_id=` from `init_process_group`: PyTorch rejects a device without an index, and "
                  "under the `neuron` process group each process sees one NeuronCore; the group then binds "
-                 "its device on first use", safety=Safety.UNSAFE, evidence=Evidence.SRC, group=PROCESS_GROUP)
+                 "its device on first use", safety=Safety.UNSAFE, evidence=Evidence.SRC,
+                 group=process_group_edits(self.ctx))

@@ -19,7 +19,10 @@ from neuronize.transforms._helpers.cuda_runtime import (
 )
 from neuronize.transforms._helpers.literals import branches_mention_cuda
 from neuronize.transforms._helpers.cpu_target import cpu_answer
-from neuronize.transforms._helpers.device_model import in_detection, in_fallback_test
+from neuronize.transforms._helpers.device_model import (
+    bf16_choice, choice_group, in_detection, in_fallback_test, unserved_cuda_value, value_choice)
+from neuronize.transforms._helpers.device_choice import says_only_neuron
+from neuronize.transforms._helpers.messages import short
 
 _TARGETS = {
     "is_available": "torch.accelerator.is_available",
@@ -33,32 +36,43 @@ class CudaAvailabilityCheck(_CudaApiRule):
     """Finds CUDA availability and device-count queries (`torch.cuda.is_available()` and friends).
 
     What it does:
-        Rewrites `torch.cuda.is_available()` to the test "the target's device is here": on the
-        neuron target `torch.accelerator.is_available() and
-        torch.accelerator.current_accelerator().type == "neuron"` (parenthesised where it becomes
-        an operand), on the others `torch.accelerator.is_available()`;
-        `torch.cuda.device_count()` to `torch.accelerator.device_count()` (on the neuron target
-        `torch.accelerator.device_count() if <the accelerator is Neuron> else torch.cuda.device_count()`: CUDA keeps its count) and
-        `torch.cuda.current_device()` to `torch.accelerator.current_device_index()`, in every
+        Extends `torch.cuda.is_available()`, never replaces it: on the neuron target it becomes
+        `<the accelerator is Neuron> or torch.cuda.is_available()` (the check kept as written,
+        aliases included; `torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron"`, or the file's `on_neuron()`),
+        so every host it was true on keeps its path and Neuron gains it; on the other targets
+        `torch.accelerator.is_available()`. `torch.cuda.device_count()` becomes
+        `torch.accelerator.device_count()` (on the neuron target `torch.accelerator.device_count()
+        if <the accelerator is Neuron> else torch.cuda.device_count()`: CUDA keeps its count) and
+        `torch.cuda.current_device()` `torch.accelerator.current_device_index()`, in every
         spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
         is_available`, a function reference that is not called).
 
         Where the check decides something, the rule looks at what it decides first:
 
         - the guarded code (the `if` body and `else`, both branches of a conditional expression,
-          the code after `if not ...: raise/return`, every use of a flag the result is stored
-          in) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton, DeepSpeed,
-          cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16 (`.half()`,
-          `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
+          the code after `if not ...: raise/return` or an `assert`, every use of a flag the result
+          is stored in) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
+          DeepSpeed, cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16
+          (`.half()`, `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
           reported, because a Neuron-aware check would switch that path on;
+        - the `if` branches or the flag's uses name a CUDA value the placement rules would move
+          to Neuron (`x.cuda(1)`, `"cuda:1"`, `"nccl"`) and no Neuron branch can be modelled on
+          them: kept and reported (an extended check would send CUDA to Neuron's device);
+          `if torch.cuda.is_available(): backend = "nccl"` whose copy can be (`.cuda()`, device
+          strings, `"nccl"`, a half dtype as bf16) gets a Neuron branch in front from NRN107;
+        - a conditional expression choosing a CUDA value (`"nccl" if torch.cuda.is_available()
+          else "gloo"`, `torch.float16 if ... else torch.float32`) gains a Neuron arm in front,
+          the original kept whole: `"neuron" if <the accelerator is Neuron> else "nccl" if
+          torch.cuda.is_available() else "gloo"` (one edit; a backend moves with the file's
+          process-group edits); device strings are NRN101's idiom, the same construction;
         - a test skip marker (`pytest.mark.skipif(not torch.cuda.is_available(), ...)`,
           `unittest.skipUnless`, `if not ...: pytest.skip()`): kept and reported. A CUDA test
           usually exercises CUDA behaviour; mark the device-agnostic ones for Neuron by hand;
-        - `"cuda" if torch.cuda.is_available() else "cpu"`: left to the device-placement rules
-          (NRN101-109), which rewrite the idiom as one unit;
         - a capability probe (`torch.cuda.is_available() and torch.cuda.get_device_capability()
           >= (8, 0)`, `... and torch.cuda.is_bf16_supported()`, `torch.version.cuda`): the whole
-          probe stays CUDA (no operand rewritten), reported;
+          probe stays CUDA (no operand rewritten), reported; in a choice of bf16 NRN115 puts
+          Neuron in front of the whole probe instead;
         - `map_location="cpu" if not torch.cuda.is_available() else None`: left alone, it is right
           as it is (False on Neuron loads CUDA-saved checkpoints onto the host).
 
@@ -71,18 +85,25 @@ class CudaAvailabilityCheck(_CudaApiRule):
 
     Example:
         if torch.cuda.is_available():
-            torch.cuda.manual_seed_all(seed)
+            torch.cuda.synchronize()
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
         n_dev = torch.cuda.device_count()
 
     Use instead:
-        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
-            torch.cuda.manual_seed_all(seed)  # NRN112 migrates this line
-        n_dev = torch.accelerator.device_count() if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else torch.cuda.device_count()
+        if on_neuron() or torch.cuda.is_available():
+            torch.cuda.synchronize()  # NRN111 makes it torch.accelerator.synchronize()
+        backend = "neuron" if on_neuron() else "nccl" if torch.cuda.is_available() else "gloo"
+        n_dev = torch.accelerator.device_count() if on_neuron() else torch.cuda.device_count()
+
+        (`on_neuron()`: `torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron"`, defined once in the file.)
 
     Fix safety:
-        `is_available()` is safe where the guarded code only selects the device or is otherwise
-        transparent (placement, seeding, synchronisation, logging); unsafe where it calls code the
-        rule cannot judge, where the result is stored in a flag, returned or passed on. The
+        Every edit is additive: CPU, MPS and CUDA hosts take the path they took before. The
+        extended check is safe where the guarded code is device-agnostic after the migration
+        (seeding, synchronisation, cache control, logging, a device chosen elsewhere); unsafe
+        where it calls code the rule cannot judge on Neuron, after an `assert`, where the result
+        is stored in a flag, returned or passed on. A Neuron arm is safe. The
         CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
         `current_device()` are always unsafe: Neuron counts logical NeuronCores, and under
         `torchrun` with the `neuron` process group each process sees exactly one.
@@ -107,9 +128,15 @@ class CudaAvailabilityCheck(_CudaApiRule):
     FUNCTIONS = frozenset(_TARGETS)
     examples = (
         Example(
-            "import torch\nif torch.cuda.is_available():\n    model = model.cuda()\n",
+            "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
             "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
-            "== \"neuron\":\n    model = model.cuda()\n",
+            "== \"neuron\" or torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+        ),
+        Example(
+            "import torch\ndtype = torch.float16 if torch.cuda.is_available() else torch.float32\n",
+            "import torch\ndtype = torch.bfloat16 if torch.accelerator.is_available() and "
+            "torch.accelerator.current_accelerator().type == \"neuron\" else torch.float16 if "
+            "torch.cuda.is_available() else torch.float32\n",
         ),
         Example(
             "import torch\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n",
@@ -131,12 +158,6 @@ class CudaAvailabilityCheck(_CudaApiRule):
     def target_for(self, ref: CudaRef) -> str | None:
         return _TARGETS[ref.fn] + ("()" if ref.call is not None else "")
 
-    def _in_map_location(self) -> bool:
-        """``map_location="cpu" if not torch.cuda.is_available() else None``: false on Neuron gives
-        ``"cpu"``, which keeps loading CUDA-saved checkpoints onto the host: right as it is."""
-        return any(isinstance(anc, cst.Arg) and anc.keyword is not None and anc.keyword.value == "map_location"
-                   for anc in self.ctx.ancestors())
-
     def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs: Any) -> None:
         """``is_available()`` becomes the target's test (``per_target.available``: on the neuron target
         "the accelerator is Neuron", false on a Mac's MPS); ``device_count()`` on the neuron target
@@ -157,31 +178,27 @@ class CudaAvailabilityCheck(_CudaApiRule):
             new: cst.BaseExpression = cst.IfExp(
                 test=available, body=cst.Call(func=count, args=ref.call.args), orelse=ref.call.with_changes(lpar=(), rpar=()))
             self.fix(ref.call, new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar) if ref.call.lpar else (
-                new if isinstance(self._call_parent(ref), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)) else parenthesized(new)),
+                new if isinstance(_call_parent(self.ctx, ref), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)) else parenthesized(new)),
                 message, imports=(*imports, *more), **kwargs)
             return
         else:
-            new = available
+            new = _extended(available, ref.call) if neuron else available
+        parent = _call_parent(self.ctx, ref)
         if ref.call.lpar:
             new = new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar)
-        elif not isinstance(self._call_parent(ref), (cst.If, cst.While, cst.IfExp, cst.Assign, cst.AnnAssign,
-                                                           cst.Return, cst.Arg, cst.Expr, cst.Assert)):
-            new = parenthesized(new)
+        elif not isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assign, cst.AnnAssign, cst.Return, cst.Arg,
+                                     cst.Expr, cst.Assert)) and not (neuron and isinstance(parent, cst.BooleanOperation)
+                                                                     and isinstance(parent.operator, cst.Or)):
+            new = parenthesized(new)  # an operand of `or` needs none around `<Neuron> or <check>`
         self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)), **kwargs)
 
-    def _call_parent(self, ref: CudaRef) -> cst.CSTNode | None:
-        ancestors = self.ctx.ancestors()
-        for anc in ancestors:
-            if anc is ref.call:
-                return next(ancestors, None)
-        return None
-
     def on_ref(self, ref: CudaRef) -> None:
-        if in_detection(self.ctx) or in_fallback_test(self.ctx):
+        if in_detection(self.ctx) or in_fallback_test(self.ctx) or _is_extension(self.ctx, ref):
             return  # `if torch.cuda.is_available(): device = "cuda"`: NRN107 puts Neuron in front;
-            # `if device == "cuda" and not torch.cuda.is_available(): device = "cpu"` stays
+            # `if device == "cuda" and not torch.cuda.is_available(): device = "cpu"` stays;
+            # `<Neuron> or torch.cuda.is_available()` is what this rule writes
         target = _TARGETS[ref.fn]
-        if ref.fn in ("is_available", "device_count") and self._in_map_location():
+        if ref.fn in ("is_available", "device_count") and _in_map_location(self.ctx):
             return
         answered = cpu_answer(self.ctx, ref.call, ref.fn)
         if answered is not None:
@@ -189,8 +206,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
             return
         probe = capability_probe(self.ctx, ref)
         if probe is not None:
-            self.report(ref.outer, probe_kept(ref, probe),
-                        evidence=Evidence.INF)
+            if bf16_choice(self.ctx) is None:  # else NRN115 puts Neuron in front of the whole probe
+                self.report(ref.outer, probe_kept(ref, probe), evidence=Evidence.INF)
             return
         named = named_cuda_device(self.ctx, ref.outer) if ref.fn in ("is_available", "device_count") else None
         if named is not None:
@@ -200,7 +217,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
             return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
         if ref.call is not None and per_target.target(self.ctx) == per_target.NEURON and ref.fn != "current_device":
-            shown = "`<the accelerator is Neuron>`"  # per_target.available(): false on a Mac's MPS
+            # per_target.available(): false on a Mac's MPS; or-ed with the original, CUDA keeps its path
+            shown = f"`<the accelerator is Neuron> or {spelled(ref).strip('`')}`"
             if ref.fn == "device_count":
                 shown = f"`{target}() if <the accelerator is Neuron> else {spelled(ref).strip('`')}`"
         head = f"{spelled(ref)} -> {shown}"
@@ -219,13 +237,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
                                    "CUDA behaviour); enable device-agnostic tests on Neuron by hand",
                         evidence=Evidence.INF)
             return
-        if kind is Context.IFEXP and ref.fn == "is_available" and branches_mention_cuda(where):  # type: ignore[arg-type]
-            return  # `"cuda" if torch.cuda.is_available() else "cpu"`: NRN101-109 rewrite the idiom
+        if kind is Context.IFEXP and ref.fn == "is_available" and _choice(self, ref, where):  # type: ignore[arg-type]
+            return
         verdict, flag = _verdict(self.ctx, kind, where)
-        if verdict.marker is not None:
-            self.report(ref.outer, f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a "
-                                   f"Neuron-aware check would switch it on; migrate that path first",
-                        evidence=Evidence.INF)
+        kept = _kept(self.ctx, ref, kind, where, verdict)
+        if kept is not None:
+            self.report(ref.outer, kept, evidence=Evidence.INF)
             return
         if ref.fn == "device_count":
             detail = "counts visible NeuronCores (1 per process under torchrun)"
@@ -243,7 +260,97 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
                          safety=Safety.UNSAFE, evidence=Evidence.INF)
         else:
-            self.rewrite(ref, target, f"{head}: the guarded code selects the device or is device-agnostic")
+            self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
+
+
+def _in_map_location(ctx: FileContext) -> bool:
+    """``map_location="cpu" if not torch.cuda.is_available() else None``: false on Neuron gives
+    ``"cpu"``, which keeps loading CUDA-saved checkpoints onto the host: right as it is."""
+    return any(isinstance(anc, cst.Arg) and anc.keyword is not None and anc.keyword.value == "map_location"
+               for anc in ctx.ancestors())
+
+
+def _call_parent(ctx: FileContext, ref: CudaRef) -> cst.CSTNode | None:
+    ancestors = ctx.ancestors()
+    for anc in ancestors:
+        if anc is ref.call:
+            return next(ancestors, None)
+    return None
+
+
+def _extended(available: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression:
+    """``<Neuron is here> or <the check as written>``: the check gains Neuron and keeps every host
+    it was true on (the CUDA box keeps its path)."""
+    return cst.BooleanOperation(left=available, operator=cst.Or(), right=call.with_changes(lpar=(), rpar=()))
+
+
+def _is_extension(ctx: FileContext, ref: CudaRef) -> bool:
+    """``ref`` is the kept check of ``<Neuron is here> or torch.cuda.is_available()`` (written by
+    :func:`_extended` in an earlier run)."""
+    parent = ctx.parent
+    if isinstance(parent, cst.Call) and parent is ref.call:
+        parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
+    if not (isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or)
+            and parent.right is ref.outer):
+        return False
+    left = parent.left
+    while isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.Or) and not left.lpar:
+        left = left.right  # `x or <Neuron> or <check>`: the operand just before the check
+    return says_only_neuron(left)
+
+
+def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> bool:
+    """A conditional expression choosing a CUDA value: done here (True), or left to the device
+    idiom (``"cuda" if torch.cuda.is_available() else "cpu"``: NRN101 gives it its Neuron arm).
+    On the neuron target any other CUDA value (``torch.float16 if torch.cuda.is_available() else
+    ...``, ``"nccl" if ... else "gloo"``) gains a Neuron arm in front, the original kept whole for
+    CUDA and the other hosts: one edit (a process-group backend moves with its process group)."""
+    if branches_mention_cuda(choice):
+        return True
+    arm = value_choice(rule.ctx, choice) if ref.call is not None else None
+    if arm is None:
+        return False  # no CUDA value: the check is extended
+    if per_target.target(rule.ctx) != per_target.NEURON:
+        # "an accelerator is here" would hand the CUDA value to MPS (or the CPU target's host)
+        rule.report(ref.outer, f"{spelled(ref)} chooses a CUDA value (`{short(choice, 50)}`): kept, every host "
+                               "keeps its choice; choose the current device's value by hand", evidence=Evidence.INF)
+        return True
+    if arm.replacement is None:
+        rule.report(ref.outer, f"{spelled(ref)} chooses a CUDA value (`{short(choice, 50)}`) and {arm.why}: kept; "
+                               "give Neuron an arm of its own by hand", evidence=Evidence.INF)
+        return True
+    group = choice_group(choice, None)
+    rule.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the accelerator "
+                                      "is Neuron> else <the original choice>`: a Neuron arm in front, CUDA and "
+                                      "the other hosts keep theirs", imports=arm.imports, group=group)
+    return True
+
+
+def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | None, verdict: Verdict) -> str | None:
+    """Why the check stays as it is, if it does: it guards a CUDA-only path (a Neuron-aware check
+    would switch it on), or code naming a CUDA value the placement rules move to the target's
+    device (an extended check would send CUDA there too; "an accelerator is here" would send MPS
+    to CUDA's value)."""
+    if verdict.marker is not None:
+        return (f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a Neuron-aware check would "
+                "switch it on; migrate that path first")
+    value = _cuda_value(ctx, kind, where) if ref.fn == "is_available" else None
+    if value is None:
+        return None
+    return (f"{spelled(ref)} guards code that names CUDA (`{value}`), which the migration would move to Neuron: "
+            "kept, as extending the check to Neuron would take CUDA off its path; give Neuron a branch of its "
+            "own (`if <the accelerator is Neuron>: ... elif torch.cuda.is_available(): ...`) by hand")
+
+
+def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> str | None:
+    """A CUDA value (device string, ``.cuda()``, ``"nccl"``) in the branches a check decides, or in
+    the uses of the flag it is stored in: the placement rules move it to Neuron, so a check
+    extended to Neuron would send CUDA there too (``_device_model.unserved_cuda_value``)."""
+    if kind is Context.IF and isinstance(where, (cst.If, cst.While)):
+        return unserved_cuda_value(ctx, [where.body, where.orelse])
+    if kind is Context.FLAG and where is not None:
+        return unserved_cuda_value(ctx, list(flag_uses(ctx, assigned_names(where), where)))
+    return None
 
 
 def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tuple[Verdict, str]:

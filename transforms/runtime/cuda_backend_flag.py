@@ -20,7 +20,10 @@ class CudaBackendFlag(CudaOnlySettings):
         `preferred_blas_library(...)`, keeping comments and inserting `pass` where a block would be
         empty. Reports reads of these settings and calls used as values, which cannot be deleted.
         Also reports `torch.set_float32_matmul_precision(...)` and leaves it: it is harmless, and on
-        CPU it still means something.
+        CPU it still means something. In a file that keeps its CUDA hosts (it already chooses
+        among hosts, so its device choice is or becomes host-aware), the settings stay and are
+        reported: the GPU box still runs this file (TF32 stays on there), and they are harmless
+        elsewhere.
         `with torch.backends.cuda.sdp_kernel(...)` belongs to NRN352.
 
     Why on TorchNeuron:
@@ -57,6 +60,8 @@ class CudaBackendFlag(CudaOnlySettings):
             "import torch\nx = 1\n",
         ),
         Example('import torch\ntorch.set_float32_matmul_precision("high")\n'),
+        Example('import torch\nif torch.cuda.is_available():\n    device = "cuda"\nelse:\n    device = "cpu"\n'
+                "torch.backends.cuda.matmul.allow_tf32 = True\n"),
     )
 
     assign_prefixes = ("torch.backends.cuda.",)
@@ -79,4 +84,5 @@ class CudaBackendFlag(CudaOnlySettings):
         ),
     }
     modules = ("torch.backends.cuda.matmul",)
+    harmless_elsewhere = True
     why = "a CUDA backend setting, meaningless on {non_cuda}"

@@ -8,6 +8,7 @@ from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, capability_probe, probe_kept, spelled
 from neuronize.transforms._helpers.cuda_guard import memory_read_nearby
+from neuronize.transforms._helpers.device_model import bf16_choice
 from neuronize.transforms._helpers.literals import cuda_literal
 from neuronize.transforms._helpers.names import qualified_expr
 
@@ -29,7 +30,11 @@ class CudaDeviceProperties(_CudaApiRule):
           (`torch.device("cuda")`) is kept and reported; so is one that is part of a capability
           probe with `torch.cuda.is_available()`.
         - Without a device argument, `torch.accelerator.current_device_index()` is passed.
-        - `torch.cuda.is_bf16_supported()` -> `torch.neuron.is_bf16_supported()`.
+        - A choice of bf16 that asks CUDA (`"bfloat16" if torch.cuda.is_available() and
+          torch.cuda.is_bf16_supported() else "float16"`, `if torch.cuda.is_bf16_supported():
+          dtype = torch.bfloat16`) gains Neuron in front, the CUDA probe kept whole:
+          `<the accelerator is Neuron> or (<the original test>)`.
+        - Elsewhere `torch.cuda.is_bf16_supported()` -> `torch.neuron.is_bf16_supported()`.
         - `torch.cuda.get_device_capability()` is reported: Neuron has no compute capability.
           (What the capability gates - FlashAttention, FP8, Triton - is reported by NRN9xx.)
 
@@ -46,7 +51,7 @@ class CudaDeviceProperties(_CudaApiRule):
     Use instead:
         import torch_neuronx
         print(torch_neuronx.get_device_properties(0).name)
-        dtype = torch.bfloat16 if torch.neuron.is_bf16_supported() else torch.float16
+        dtype = torch.bfloat16 if on_neuron() or torch.cuda.is_bf16_supported() else torch.float16
 
     Fix safety:
         Unsafe: `torch_neuronx.get_device_properties` is known from a pre-release source drop
@@ -79,6 +84,11 @@ class CudaDeviceProperties(_CudaApiRule):
             "import torch\nprint(torch.neuron.is_bf16_supported())\n",
         ),
         Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),
+        Example(
+            'import torch\ndtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"\n',
+            'import torch\ndtype = "bfloat16" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" or (torch.cuda.is_available() and '
+            'torch.cuda.is_bf16_supported()) else "float16"\n',
+        ),
         Example("import torch\nsms = torch.cuda.get_device_properties(0).multi_processor_count\n", None),
     )
 
@@ -89,6 +99,11 @@ class CudaDeviceProperties(_CudaApiRule):
         }.get(ref.fn)
 
     def on_ref(self, ref: CudaRef) -> None:
+        bf16 = bf16_choice(self.ctx) if ref.fn == "is_bf16_supported" else None
+        if bf16 is not None:
+            if bf16.replacement is not None:  # None: Neuron is in front already
+                self.fix(bf16.test, bf16.replacement, bf16.message, imports=bf16.imports, evidence=Evidence.INF)
+            return
         probe = capability_probe(self.ctx, ref)
         if probe is not None and ref.fn != "get_device_capability":
             self.report(ref.outer, probe_kept(ref, probe),

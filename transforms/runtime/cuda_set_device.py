@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from neuronize.transforms._helpers import per_target
-from neuronize.transform import Evidence, Example, Safety
+from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._helpers.cuda_guard import calls_anywhere
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP
 from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, enclosing_small_statement, spelled
+from neuronize.transforms._helpers.names import qualified_expr
+from neuronize.transforms._helpers.device_model import keeps_cuda_hosts, kept_for_cuda, process_group_edits
 
 PROCESS_GROUP_CALLS = frozenset({"init_process_group"})
 
@@ -21,7 +24,11 @@ class CudaSetDevice(_CudaApiRule):
         `torch.cuda.set_device(i)` to `torch.neuron.set_device(i)` and `torch.cuda.device(i)`
         to `torch.neuron.device(i)`. A `set_device` call whose value is used, or one whose
         argument mentions a rank in a file without `init_process_group` (the process group is
-        created in another module), is reported.
+        created in another module), is reported. In a file that keeps its CUDA hosts (it already
+        chooses among hosts, so its device choice is or becomes host-aware), the call stays for
+        CUDA: `if not <the accelerator is Neuron>: torch.cuda.set_device(...)` in torchrun code,
+        `if <the accelerator is Neuron>: torch.neuron.set_device(...) else: <the call>` elsewhere;
+        `torch.cuda.device(i)` there is reported.
 
     Why on TorchNeuron:
         The `neuron` process group pins each process to one NeuronCore itself (it exports
@@ -74,6 +81,13 @@ class CudaSetDevice(_CudaApiRule):
             "import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n",
             "import torch\nwith torch.neuron.device(1):\n    x = torch.ones(2)\n",
         ),
+        Example(
+            'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n\n'
+            'def setup(rank):\n    dist.init_process_group("nccl")\n    torch.cuda.set_device(rank)\n',
+            'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n\n'
+            'def setup(rank):\n    dist.init_process_group("nccl")\n'
+            '    if not (torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\"):\n        torch.cuda.set_device(rank)\n',
+        ),
     )
 
     _torchrun: bool | None = None
@@ -98,22 +112,30 @@ class CudaSetDevice(_CudaApiRule):
         target = f"torch.neuron.{ref.fn}"
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
         torchrun = self._is_torchrun_file()
+        keeps_cuda = keeps_cuda_hosts(self.ctx)
         if ref.fn == "device":
             if torchrun:
                 self.report(ref.outer, f"{spelled(ref)} in torchrun code: under the `neuron` process group each "
                                        "process sees one NeuronCore (index 0); remove the context by hand")
+            elif keeps_cuda:
+                self.report(ref.outer, f"{spelled(ref)}: kept for CUDA hosts (this file's device choice is "
+                                       f"host-aware); enter {shown} on Neuron instead, by hand")
             else:
                 self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")
             return
         statement = enclosing_small_statement(self.ctx, ref)
+        group = process_group_edits(self.ctx)
+        if keeps_cuda:
+            self._keep_for_cuda(ref, statement, torchrun, group)
+            return
         if torchrun:
             if statement is None:
                 self.report(ref.outer, f"{spelled(ref)} in torchrun code: the `neuron` process group pins each "
-                                       "process to one NeuronCore; remove this by hand", group=PROCESS_GROUP)
+                                       "process to one NeuronCore; remove this by hand", group=group)
             else:
                 self.remove(statement, f"{spelled(ref)} deleted: the `neuron` process group pins each process "
                                        "to one NeuronCore; call no Neuron API before `init_process_group`",
-                            group=PROCESS_GROUP)
+                            group=group)
             return
         if ref.call is not None and "rank" in self.ctx.module.code_for_node(ref.call).lower():
             self.report(ref.outer, f"{spelled(ref)} per rank, but no `init_process_group` in this file: delete it "
@@ -121,3 +143,24 @@ class CudaSetDevice(_CudaApiRule):
                                    f"else use {shown}")
             return
         self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")
+
+    def _keep_for_cuda(self, ref: CudaRef, statement: cst.BaseSmallStatement | None, torchrun: bool,
+                       group: str) -> None:
+        """In a file that keeps its CUDA hosts, the call stays for them: ``if not <Neuron>:`` in
+        torchrun code (the `neuron` process group pins each process's NeuronCore), else ``if
+        <Neuron>: torch.neuron.set_device(...) else: <the call>``."""
+        line = self.ctx.statement_to_remove(statement) if statement is not None else None
+        if not isinstance(line, cst.SimpleStatementLine):
+            self.report(ref.outer, f"{spelled(ref)}: kept for CUDA hosts (this file's device choice is host-aware); "
+                                   "skip it on Neuron by hand", group=group)
+            return
+        neuron: cst.SimpleStatementLine | None = None
+        imports: tuple[ImportRequest, ...] = ()
+        if not torchrun:
+            func, imports = qualified_expr(self.ctx, f"torch.neuron.{ref.fn}")
+            neuron = line.deep_replace(ref.node, func.with_changes(lpar=ref.node.lpar, rpar=ref.node.rpar))  # type: ignore[assignment]
+        new, more = kept_for_cuda(self.ctx, line, neuron)
+        what = ("skipped on Neuron, whose process group pins each process to one NeuronCore" if torchrun
+                else "Neuron calls `torch.neuron.set_device()` instead")
+        self.fix(line, new, f"{spelled(ref)} kept for CUDA hosts (this file's device choice is host-aware); {what}",
+                 imports=(*imports, *more), group=group)

@@ -19,7 +19,10 @@ class CudnnFlag(CudaOnlySettings):
         follows them), inserting `pass` where a block would be empty; drops the `cudnn`
         import once unused. Unwraps `with torch.backends.cudnn.flags(...):` blocks (in a
         multi-item `with`, only that item goes). Reports reads of these flags (`if
-        torch.backends.cudnn.benchmark:`), which cannot be deleted.
+        torch.backends.cudnn.benchmark:`), which cannot be deleted. In a file that keeps its CUDA
+        hosts (it already chooses among hosts, so its device choice is or becomes host-aware:
+        `"neuron" if <the accelerator is Neuron> else "cuda"`), the settings stay and are reported:
+        the GPU box still runs this file, and the flags are harmless elsewhere.
 
     Why on TorchNeuron:
         cuDNN is NVIDIA's library; no Neuron code path reads these flags. They are harmless plain
@@ -61,12 +64,15 @@ class CudnnFlag(CudaOnlySettings):
             "import torch\n",
         ),
         Example("import torch\nprint(torch.backends.cudnn.benchmark)\n"),
+        Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+                "torch.backends.cudnn.benchmark = True\n"),
     )
 
     assign_prefixes = ("torch.backends.cudnn.",)
     read_attrs = frozenset({"benchmark", "deterministic", "enabled", "allow_tf32", "benchmark_limit"})
     contexts = {"torch.backends.cudnn.flags": "it sets cuDNN flags for the block"}
     modules = ("torch.backends.cudnn",)
+    harmless_elsewhere = True
     why = "a cuDNN setting, meaningless on {non_cuda}"
 
     def extra_note(self, qualified: str, node: cst.CSTNode) -> str:
