@@ -38,6 +38,16 @@ then prints one Markdown table row per repository:
   line carrying the author's comment are the author's (must be zero);
 - **test twice**: Python files that spell the test "the accelerator is Neuron" out more than once
   (a module defines it once, ``on_neuron()``; must be zero);
+- **imports**: changed Python files that no longer import on this CPU host, of those checked
+  (``failed / checked``; failed must be zero). A changed file is checked when its original
+  imports: in a subprocess of ``--python`` (or ``--import-python``, an interpreter that also has
+  the corpus's dependencies), cwd and ``PYTHONPATH`` the root of a pristine copy, within 20 s. A
+  file in a package is imported by its dotted name, any other as a script sees itself (its
+  directory first on ``sys.path``) under a name other than ``"__main__"``, so a main block does
+  not run. An original that fails or times out (a script that trains at import, a dependency not
+  installed) is not checked. The migrated file is imported the same way after the second ``fix``
+  (a timeout tried once more with 40 s);
+  only changed files are imported (a few seconds each);
 - **CUDA left, no finding**: CUDA-specific code still in the migrated copy on a line that no
   finding of the second ``fix`` run covers (that run reports on the migrated files, so its lines
   are the output's): ``"cuda"`` / ``"cuda:N"`` device strings, ``torch.cuda`` references,
@@ -51,8 +61,9 @@ then prints one Markdown table row per repository:
 Changed files are checked by kind: Python and notebooks parse, JSON configs load, shell scripts
 pass ``bash -n`` (when the original did).
 
-``--target`` runs every step with that target (default ``neuron``). Every column from *crashes*
-to *test twice* must be zero; the exit code is 1 otherwise (0 when clean).
+``--target`` runs every step with that target (default ``neuron``); ``--safe-only`` runs them
+without ``--unsafe-fixes`` (what a default run applies). Every column from *crashes*
+to *imports* must be zero; the exit code is 1 otherwise (0 when clean).
 ``--diffs`` writes one unified diff per repository for review (and ``<repo>.second-run.diff``
 when a second run changes something). The result cache goes to a temporary directory
 (``NEURONIZE_CACHE_DIR``) so that every run really analyses the files. Changed files are parsed
@@ -90,7 +101,7 @@ from neuronize.analysis.cuda_packages import REPORTED
 from neuronize.writing.wrapped import limit_for
 
 INVARIANTS = ("crashes", "unparseable", "second_run", "unexplained", "no_token", "stray", "lossy", "too_long",
-              "test_twice")
+              "test_twice", "imports")
 SHORT = {SourceKind.REQUIREMENTS: "req", SourceKind.PYPROJECT: "pyp", SourceKind.SHELL: "sh",
          SourceKind.DOCKERFILE: "dock", SourceKind.YAML_CONFIG: "yaml", SourceKind.JSON_CONFIG: "json",
          SourceKind.MAKEFILE: "make", SourceKind.SETUP_CFG: "cfg", SourceKind.CONDA: "conda"}
@@ -230,6 +241,8 @@ class Row:
     lossy: int = 0
     too_long: int = 0
     test_twice: int = 0
+    imports: int = 0
+    imports_checked: int = 0
     #: files of the other kinds read, and changed, by short kind name
     other_kinds: dict[str, int] = field(default_factory=dict)
     other_changed: int = 0
@@ -372,13 +385,17 @@ def _parses(data: bytes, notebook: bool = False) -> bool:
     return True
 
 
-def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron") -> Row:
+def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron", unsafe: bool = True,
+             import_python: str | None = None) -> Row:
     row = Row(repo=repo.name, commit=_commit(repo))
+    fixes = ["--unsafe-fixes"] if unsafe else []
     rules = all_rules()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="neuronize-corpus-") as tmp:
         work = Path(tmp) / repo.name
         shutil.copytree(repo, work, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        pristine = Path(tmp) / "original" / repo.name  # imported from, as the migrated copy is
+        shutil.copytree(work, pristine, symlinks=True)
         cache = Path(tmp) / "cache"
         before = _snapshot(work)
         kinds = _kinds_of(work)
@@ -389,19 +406,19 @@ def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron"
                     row.lossy += 1
                     row.problems.append(f"lossy lines: {rel}")
 
-        code, check, stderr = _neuronize(python, work, cache, "check", "--unsafe-fixes", "--target", target)
+        code, check, stderr = _neuronize(python, work, cache, "check", *fixes, "--target", target)
         row.problems += _crash_reasons("check", code, check, stderr)
         if diffs is not None:
             diffs.mkdir(parents=True, exist_ok=True)
             (diffs / f"{repo.name}.findings.json").write_text(json.dumps(check, indent=1), encoding="utf-8")
         row.findings = len(check.get("findings", []))
         # `check` applies nothing; `fix --diff` says which findings the edits come from.
-        code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", "--unsafe-fixes", "--target", target)
+        code, planned, stderr = _neuronize(python, work, cache, "fix", "--diff", *fixes, "--target", target)
         row.problems += _crash_reasons("fix --diff", code, planned, stderr)
         applied_paths = {f["path"] for f in planned.get("findings", []) if f.get("applied")}
         row.applied = sum(1 for f in planned.get("findings", []) if f.get("applied"))
 
-        code, fixed, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes", "--target", target)
+        code, fixed, stderr = _neuronize(python, work, cache, "fix", *fixes, "--target", target)
         row.problems += _crash_reasons("fix", code, fixed, stderr)
         summary = fixed.get("summary", {})
         row.scanned = int(summary.get("files", 0))
@@ -445,7 +462,7 @@ def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron"
                     f"a/{rel}", f"b/{rel}"))
 
         once = {rel: (work / rel).read_bytes() for rel in applied_paths if (work / rel).is_file()}
-        code, again, stderr = _neuronize(python, work, cache, "fix", "--unsafe-fixes", "--target", target)
+        code, again, stderr = _neuronize(python, work, cache, "fix", *fixes, "--target", target)
         row.problems += _crash_reasons("second fix", code, again, stderr)
         third = _snapshot(work)
         second_chunks: list[str] = []
@@ -459,6 +476,9 @@ def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron"
                         (work / rel).read_bytes().decode("utf-8", "replace").splitlines(keepends=True),
                         f"a/{rel}", f"b/{rel}"))
         _count_left(row, work, again)
+        _check_imports(row, import_python or python, pristine, work,
+                       [rel for rel in sorted(after) if before.get(rel) != after.get(rel) and rel.endswith(".py")
+                        and kinds.get(rel) is SourceKind.PYTHON])
         row.crashes = sum(1 for p in row.problems if p.split(":")[0] in ("check", "fix --diff", "fix", "second fix"))
         if diffs is not None:
             diffs.mkdir(parents=True, exist_ok=True)
@@ -469,6 +489,54 @@ def run_repo(repo: Path, python: str, diffs: Path | None, target: str = "neuron"
                 (diffs / f"{repo.name}.second-run.diff").write_text("".join(second_chunks), encoding="utf-8")
     row.seconds = time.monotonic() - started
     return row
+
+
+#: imports a file as its project would: by its dotted name in a package, else as a script (its
+#: directory first on sys.path), under a name that is not "__main__"
+_IMPORT_PROBE = """
+import importlib, importlib.util, os, sys
+path = os.path.abspath(sys.argv[1])
+top = os.path.dirname(path)
+while os.path.isfile(os.path.join(top, "__init__.py")):
+    top = os.path.dirname(top)
+if top != os.path.dirname(path):
+    sys.path.insert(0, top)
+    dotted = os.path.relpath(path, top)[:-3].replace(os.sep, ".")
+    importlib.import_module(dotted[:-len(".__init__")] if dotted.endswith(".__init__") else dotted)
+else:
+    sys.path.insert(0, os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location("neuronize_import_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+"""
+IMPORT_TIMEOUT = 20
+
+
+def _imports(python: str, root: Path, rel: str, timeout: float = IMPORT_TIMEOUT) -> tuple[bool | None, str]:
+    """Whether ``rel`` imports under ``root`` (None: it timed out), and the last line of stderr."""
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1"}
+    try:
+        proc = subprocess.run([python, "-c", _IMPORT_PROBE, rel], cwd=root, env=env, capture_output=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out ({timeout:.0f} s)"
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    return proc.returncode == 0, lines[-1] if lines else ""
+
+
+def _check_imports(row: Row, python: str, pristine: Path, work: Path, changed: list[str]) -> None:
+    """The "imports" column: each changed Python file whose original imports must still import."""
+    for rel in changed:
+        if not _imports(python, pristine, rel)[0]:
+            continue
+        row.imports_checked += 1
+        ok, why = _imports(python, work, rel)
+        if ok is None:  # a loaded machine, or a real hang: once more, with twice the time
+            ok, why = _imports(python, work, rel, 2 * IMPORT_TIMEOUT)
+        if not ok:
+            row.imports += 1
+            row.problems.append(f"no longer imports: {rel}: {why}")
 
 
 def _package_mentioned(line: str, mentioned: str) -> bool:
@@ -507,17 +575,20 @@ def _line_text(path: Path, cell: int | None, line: int) -> str:
 
 def table(rows: list[Row]) -> str:
     head = ("| repository | commit | scanned | changed | failed | findings | applied | crashes | "
-            "unparseable | second run | unexplained | no token | stray | lossy | too long | test twice | other kinds (changed) | "
+            "unparseable | second run | unexplained | no token | stray | lossy | too long | test twice | imports | "
+            "other kinds (changed) | "
             "CUDA left, no finding | seconds |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r.repo} | `{r.commit}` | {r.scanned} | {r.changed} | {r.failed} | {r.findings} | "
             f"{r.applied} | {r.crashes} | {r.unparseable} | {r.second_run} | {r.unexplained} | "
-            f"{r.no_token} | {r.stray} | {r.lossy} | {r.too_long} | {r.test_twice} | {_other(r)} | {r.left} | "
+            f"{r.no_token} | {r.stray} | {r.lossy} | {r.too_long} | {r.test_twice} | "
+            f"{r.imports} / {r.imports_checked} | {_other(r)} | {r.left} | "
             f"{r.seconds:.1f} |")
     total = Row(repo="**total**", commit="")
-    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "other_changed", "left", "seconds"):
+    for name in ("scanned", "changed", "failed", "findings", "applied", *INVARIANTS, "imports_checked", "other_changed",
+                 "left", "seconds"):
         setattr(total, name, sum(getattr(r, name) for r in rows))
     for r in rows:
         for short, count in r.other_kinds.items():
@@ -526,7 +597,8 @@ def table(rows: list[Row]) -> str:
         f"| {total.repo} | | {total.scanned} | {total.changed} | {total.failed} | {total.findings} | "
         f"{total.applied} | {total.crashes} | {total.unparseable} | {total.second_run} | "
         f"{total.unexplained} | {total.no_token} | {total.stray} | {total.lossy} | {total.too_long} | "
-        f"{total.test_twice} | {_other(total)} | {total.left} | {total.seconds:.1f} |")
+        f"{total.test_twice} | {total.imports} / {total.imports_checked} | {_other(total)} | {total.left} | "
+        f"{total.seconds:.1f} |")
     return "\n".join(lines)
 
 
@@ -543,6 +615,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs neuronize")
     parser.add_argument("--target", default="neuron", choices=("neuron", "accelerator", "cpu"),
                         help="the --target every run uses")
+    parser.add_argument("--import-python", help="interpreter the imports column uses (default: --python); "
+                        "one that also has the corpus's dependencies checks more files")
+    parser.add_argument("--safe-only", action="store_true",
+                        help="run without --unsafe-fixes (the fixes a default run applies)")
     args = parser.parse_args(argv)
 
     repos = sorted(p for p in args.corpus.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -554,7 +630,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for repo in repos:
         print(f"running {repo.name} ...", file=sys.stderr, flush=True)
-        row = run_repo(repo, args.python, args.diffs, args.target)
+        row = run_repo(repo, args.python, args.diffs, args.target, unsafe=not args.safe_only,
+                       import_python=args.import_python)
         for problem in row.problems:
             print(f"  {repo.name}: {problem}", file=sys.stderr)
         if row.left:

@@ -58,6 +58,7 @@ def test_long_reasons_leave_headers_short_and_the_diff_applies(tmp_path):
         (work / "pkg").mkdir(parents=True)
         (work / "t.py").write_bytes(TWO_PLACES)
         (work / "pkg" / "s.py").write_bytes(straddle)
+        (work / "ruff.toml").write_text("line-length = 120\n")  # the straddling layout stays as it is
         proc = neuronize("fix", "--diff", "--unsafe-fixes", ".", cwd=work)
         text = proc.stdout.decode()
         assert all(len(line) <= 100 for line in text.splitlines() if line.startswith(("@@", "#")))

@@ -290,6 +290,9 @@ model = Net().cuda()
 batch = batch.cuda(3)
 y = model(batch)
 """
+#: a project whose lines may run to 120: the author's layout of STRADDLE stays as it is, so its
+#: edits stay on the lines they straddle (a longer line would be split one argument a line)
+WIDE = "line-length = 120\n"
 STRADDLE = b"""import torch
 with torch.autocast("cuda",
                     dtype=torch.float16, enabled=x.cuda().is_cuda):
@@ -316,6 +319,7 @@ def test_pty_review_unsafe_keeps_the_safe_neighbour(tmp_path):
 
 def test_pty_split_a_hunk_like_git_add_p(tmp_path):
     (tmp_path / "s.py").write_bytes(STRADDLE)
+    (tmp_path / "ruff.toml").write_text(WIDE)
     answers = iter(["s", "y", "n"])
     child = _spawn(["fix", "-i", "--unsafe-fixes", "s.py"], tmp_path)
     prompts: list[tuple[int, int]] = []
@@ -337,6 +341,7 @@ def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
     # `--review unsafe` splits itself; only the unsafe line is asked, and refusing it keeps the
     # safe edit
     (tmp_path / "s.py").write_bytes(STRADDLE)
+    (tmp_path / "ruff.toml").write_text(WIDE)
     child = _spawn(["fix", "--review", "unsafe", "s.py"], tmp_path)
     shown: list[str] = []
     given = _drive(child, lambda name, index, total, before: shown.append(before) or "n")
@@ -353,6 +358,7 @@ def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
 
 def test_split_by_safety_keeps_a_hunk_of_one_safety_whole(tmp_path):
     (tmp_path / "s.py").write_bytes(STRADDLE)
+    (tmp_path / "ruff.toml").write_text(WIDE)
     before, after, findings = _analyse(tmp_path / "s.py")
     (mixed,) = split_hunks(before, after, findings)
     parts = split_by_safety(mixed, mixed.findings)

@@ -263,8 +263,8 @@ def _fixture_pairs():
 def test_every_fixture_spells_the_neuron_test_once_and_keeps_its_line_length():
     """The two promises on every fixture's output: the test "the accelerator is Neuron" is written
     out at most once in a module, and an added line stays within the file's limit. Two kinds of
-    line are the author's: an f-string (black never splits a string) and a line inside a statement
-    the author already spread over several lines."""
+    line are the author's: an f-string (black never splits a string) and a line that carries the
+    author's comment."""
     import re
 
     from neuronize.writing.wrapped import limit_for
@@ -285,3 +285,105 @@ def test_every_fixture_spells_the_neuron_test_once_and_keeps_its_line_length():
                 continue  # the author's comment on an argument of a call the author split
             over.append(f"{case.id}: {line.strip()[:80]}")
     assert not over, "\n".join(over)
+
+
+# -- long lines in any statement ---------------------------------------------------------------------
+def wrapped(before: str, after: str, limit: int) -> str:
+    """``after`` (as if a run had rewritten ``before`` to it) with its long changed lines split."""
+    import libcst as cst
+
+    from neuronize.writing.wrapped import wrap_long_lines
+
+    new = textwrap.dedent(after)
+    out = wrap_long_lines(cst.parse_module(new), textwrap.dedent(before).encode(), limit).code
+    compile(out, "wrapped.py", "exec")
+    old = set(textwrap.dedent(before).splitlines())
+    assert all(len(line) <= limit for line in out.splitlines() if line not in old), out
+    return out
+
+
+def test_a_def_whose_parameters_changed_gets_them_on_one_indented_line_or_one_a_line():
+    before = '''
+        class Sampler:
+            def grid(self, size, level, dtype=float, place="gpu", strided=False):
+                pass
+        '''
+    after = before.replace('place="gpu"', 'place="accelerator"')
+    out = wrapped(before, after, 76)
+    assert "    def grid(\n        self, size, level, dtype=float, place=" in out
+    assert "strided=False\n    ):\n        pass" in out
+    out = wrapped(before, after, 60)
+    assert "    def grid(\n        self,\n        size,\n" in out
+    assert "        strided=False,\n    ):\n" in out  # the magic trailing comma
+
+
+def test_a_continuation_line_of_the_authors_split_splits_at_its_own_bracket():
+    before = '''
+        def build():
+            return make(
+                width=3,
+                depth=2,
+            ).place("gpu")
+        '''
+    after = before.replace('.place("gpu")', '.place(pick("an accelerator", fallback="the host processor"), eager=True)')
+    out = wrapped(before, after, 70)
+    assert '\n    ).place(\n        pick(' in out  # from the line's own indentation, one level deeper
+    assert "        width=3,\n        depth=2,\n" in out  # the author's lines stay as they were
+    assert out.rstrip().endswith("\n        eager=True,\n    )")
+
+
+def test_an_argument_line_of_the_authors_split_splits_at_its_own_bracket_without_doubled_parentheses():
+    before = '''
+        def record(log):
+            log.append(
+                as_mib(used())
+            )
+        '''
+    after = before.replace("as_mib(used())", "as_mib((used_by_accelerator() if have_accelerator() else used_by_gpu()))")
+    out = wrapped(before, after, 60)
+    assert "        as_mib(\n            used_by_accelerator()\n            if have_accelerator()\n" in out
+    assert "((" not in out and "            else used_by_gpu()\n        )\n    )\n" in out
+
+
+def test_an_argument_list_the_author_hung_after_the_bracket_goes_one_a_line():
+    before = '''
+        options.add('--transport', default='tcp', kind=str,
+                    note='how the workers talk')
+        '''
+    after = before.replace("default='tcp'", "default=transport_for(current_device_kind() if has_device() else 'host')")
+    out = wrapped(before, after, 79)
+    assert out.startswith("\noptions.add(\n    '--transport',\n    default=transport_for(")
+    assert "    kind=str,\n    note='how the workers talk',\n)\n" in out
+
+
+def test_a_line_the_run_did_not_change_is_the_authors():
+    before = '''
+        value = first_function_with_a_long_name(argument_one, argument_two) + second_function(argument_three)
+        other = 1
+        '''
+    after = before.replace("other = 1", "other = 2")
+    assert wrapped(before, after, 79) == textwrap.dedent(after)
+
+
+def test_a_comment_at_the_end_of_a_line_is_not_a_reason_to_split():
+    before = "x = f(1)  # why\n"
+    after = "x = f(2)  # a comment long enough to carry the line past the limit on its own\n"
+    import libcst as cst
+
+    from neuronize.writing.wrapped import wrap_long_lines
+
+    assert wrap_long_lines(cst.parse_module(after), before.encode(), 40).code == after
+
+
+def test_the_migrated_continuation_line_still_runs():
+    code = '''
+        import torch
+
+        layer = torch.nn.Sequential(
+            torch.nn.Linear(2, 2),
+        ).cuda()
+        '''
+    out = migrate(code, target="accelerator", line_length=72)
+    assert longest_added(code, out) <= 72
+    assert "\n).to(\n    " in out
+    assert run(out)["layer"][0].weight.device.type == "cpu"

@@ -60,6 +60,15 @@ class _Locator(CodegenState):
             self.offsets[id(node)][1] = self._now()
 
 
+def code_offsets(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, tuple[int, int]], str]:
+    """Where each of ``nodes`` starts and ends (text offsets, keyed by ``id(node)``, what the node
+    renders included: its parentheses, and the whitespace and comma it owns) in the code
+    ``module`` renders to, and that code: one rendering for all of them."""
+    state = _Locator(module, {id(n) for n in nodes})
+    module._codegen(state)
+    return {key: (start, end) for key, (start, end) in state.offsets.items()}, "".join(state.tokens)
+
+
 def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, Span], str]:
     """The spans of ``nodes`` (keyed by ``id(node)``) in the code ``module`` renders to, and that
     code (``module.code``): the engine needs both, and each rendering costs about a quarter of a
@@ -67,11 +76,9 @@ def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[di
     by_id = {id(n): n for n in nodes}
     # A decorated def/class starts at its keyword, not at its first decorator (as in libcst):
     # locate its name too, and go back to the start of that line.
-    names = {id(n.name): id(n) for n in by_id.values()
-             if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.decorators}
-    state = _Locator(module, set(by_id) | set(names))
-    module._codegen(state)
-    text = "".join(state.tokens)
+    named = [n for n in by_id.values() if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.decorators]
+    names = {id(n.name): id(n) for n in named}
+    offsets, text = code_offsets(module, [*by_id.values(), *(n.name for n in named)])
     line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def position(offset: int) -> tuple[int, int]:
@@ -83,7 +90,7 @@ def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[di
 
     spans = {}
     for key, node in by_id.items():
-        start, end = state.offsets[key]
+        start, end = offsets[key]
         start = min(skip(start), end)
         # Syntactic positions leave out the node's own parentheses.
         lpar = getattr(node, "lpar", None)
@@ -98,7 +105,7 @@ def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[di
                 end -= 1
         name_key = id(getattr(node, "name", None))
         if name_key in names:
-            line_start = line_starts[bisect.bisect_right(line_starts, state.offsets[name_key][0]) - 1]
+            line_start = line_starts[bisect.bisect_right(line_starts, offsets[name_key][0]) - 1]
             start = _INDENT.match(text, line_start).end()  # type: ignore[union-attr]
         spans[key] = Span(*position(start), *position(end))
     return spans, text

@@ -11,6 +11,8 @@ branches its consumers need are applied whole or not at all.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -112,9 +114,14 @@ def _build(ctx: FileContext) -> DeviceModel:
                 if not (before is not None and asks_if_neuron(before.test)):
                     built.detections.append(link)  # no Neuron branch in front yet
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
-        offers_other_host or bool(built.dispatches or built.cuda_links) or b"is_available()" in ctx.source
+        offers_other_host or bool(built.dispatches or built.cuda_links) or _ASKS_AVAILABLE.search(ctx.source) is not None
         or device_choice_group(ctx) is not None)
     return built
+
+
+#: an availability check the code makes itself: not the accelerator test a migration writes (a
+#: second run must find the choices the first one found, no more)
+_ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)")
 
 
 def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
