@@ -54,7 +54,8 @@ then prints one Markdown table row per repository:
   ``.cuda()`` calls, ``"nccl"`` and imports of the CUDA-only packages of
   ``neuronize.analysis.cuda_packages`` (not of the project's own packages), but not the ``"cuda"``
   of the host-aware ``"neuron" if ... else "cuda"`` the migration writes, nor the CUDA code it keeps
-  in the ``else`` of the Neuron (or accelerator) test it writes. A cheap ``ast`` scan,
+  in the ``else`` of the Neuron (or accelerator) test it writes, under ``if not <Neuron>:`` or after
+  ``<Neuron> or``. A cheap ``ast`` scan,
   not a rule: it names what a user who trusts the report would meet unannounced. ``--diffs``
   writes the sites to ``<repo>.left.txt`` and the ``check`` findings to ``<repo>.findings.json``.
 
@@ -129,20 +130,30 @@ def _dotted(node: ast.expr) -> str | None:
 _NEURON_OR_ACCELERATOR = re.compile(r"type == ['\"]neuron['\"]|accelerator\.is_available\(\)")
 
 
+def _is_neuron_test(node: ast.AST) -> bool:
+    code = ast.unparse(node)
+    return bool(_NEURON_OR_ACCELERATOR.search(code) or calls_neuron_test(code))
+
+
 def _host_aware_fallbacks(tree: ast.Module) -> set[int]:
     """ids of the nodes the migration keeps for the other hosts: the ``"cuda"`` in ``"neuron" if
-    <Neuron is present> else "cuda"``, and the ``else`` of an ``if`` / conditional expression on
-    the Neuron (or accelerator) test it writes (``else: torch.cuda.manual_seed(s)``): CUDA keeps
-    its path there; that is no CUDA code left behind."""
+    <Neuron is present> else "cuda"``; the ``else`` of an ``if`` / conditional expression on the
+    Neuron (or accelerator) test it writes (``else: torch.cuda.manual_seed(s)``), the body of an
+    ``if not <Neuron>:`` and what follows ``<Neuron> or`` (``on_neuron() or
+    torch.cuda.is_available()``): CUDA keeps its path there; that is no CUDA code left behind."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.IfExp) and isinstance(node.body, ast.Constant) and node.body.value == "neuron" \
                 and isinstance(node.orelse, ast.Constant):
             found.add(id(node.orelse))
-        test = ast.unparse(node.test) if isinstance(node, (ast.If, ast.IfExp)) else ""
-        if test and (_NEURON_OR_ACCELERATOR.search(test) or calls_neuron_test(test)):
-            kept = node.orelse if isinstance(node.orelse, list) else [node.orelse]
-            found.update(id(n) for part in kept for n in ast.walk(part))
+        kept: list[ast.AST] = []
+        if isinstance(node, (ast.If, ast.IfExp)) and _is_neuron_test(node.test):
+            negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+            branch = node.body if negated else node.orelse
+            kept = branch if isinstance(branch, list) else [branch]
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and _is_neuron_test(node.values[0]):
+            kept = node.values[1:]
+        found.update(id(n) for part in kept for n in ast.walk(part))
     return found
 
 
