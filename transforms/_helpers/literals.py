@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import enum
+import functools
 import re
 
 import libcst as cst
@@ -15,13 +17,20 @@ DEVICE_WORD = re.compile(r"^(cuda|cpu|mps|xpu|neuron|meta|hpu|npu|xla|mtia)(:\d+
 
 
 # -- strings -------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
+def _evaluated(literal: str) -> object:
+    """The value of a string literal's code: libcst's ``evaluated_value`` compiles the literal at
+    every call, and the rules ask the same few strings (``"cuda"``...) again and again."""
+    return ast.literal_eval(literal)
+
+
 def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain (non-f, non-bytes) string literal, else None."""
     if isinstance(node, cst.SimpleString):
         prefix = node.prefix.lower()
         if "b" in prefix or "f" in prefix:
             return None
-        value = node.evaluated_value
+        value = _evaluated(node.value)
         return value if isinstance(value, str) else None
     if isinstance(node, cst.ConcatenatedString):
         left, right = string_value(node.left), string_value(node.right)
