@@ -27,6 +27,7 @@ from neuronize.transforms._helpers.imports import removal_of
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, kept_for_cuda
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name, qualified_expr
+from neuronize.transforms._helpers.nodes import in_place
 from neuronize.analysis.walk import visit
 
 PREFIX = "torch.cuda."
@@ -436,12 +437,7 @@ def host_kept_value(ctx: FileContext, ref: CudaRef, qualified: str) -> tuple[cst
     outer = ref.outer
     value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))
     parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
-    if outer.lpar:
-        value = value.with_changes(lpar=outer.lpar, rpar=outer.rpar)
-    elif not (isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.DictElement))
-              or isinstance(parent, cst.Arg) and not parent.star):
-        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return value, (*more, *imports)
+    return in_place(value, outer, parent), (*more, *imports)
 
 
 def spelled(ref: CudaRef) -> str:

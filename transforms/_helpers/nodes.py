@@ -113,3 +113,16 @@ def parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, (cst.BooleanOperation, cst.IfExp, cst.Comparison)) and not expr.lpar:
         return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return expr
+
+
+def in_place(value: cst.BaseExpression, original: cst.BaseExpression, parent: cst.CSTNode | None
+             ) -> cst.BaseExpression:
+    """``value`` (say a conditional expression) where ``original`` stood under ``parent``: in
+    ``original``'s own parentheses, else in parentheses unless its place takes it as it is (an
+    assignment's or a return's value, a dict value, an argument)."""
+    if original.lpar:
+        return value.with_changes(lpar=original.lpar, rpar=original.rpar)
+    if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.DictElement)) \
+            or isinstance(parent, cst.Arg) and not parent.star:
+        return value
+    return parenthesized(value)

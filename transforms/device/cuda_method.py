@@ -9,6 +9,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts
 from neuronize.transforms._helpers.literals import make_string
 from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.nodes import in_place
 
 
 #: what dropping the device index means, per target
@@ -103,7 +104,7 @@ class CudaMethod(KeepsCudaBranches, Transform):
         replacement: cst.BaseExpression = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
         if keeps_cuda and indexed:  # the CUDA box keeps its own index: `(x.to("neuron") if <Neuron> else x.cuda(i))`
             test, more = per_target.available(self.ctx)
-            replacement = cst.IfExp(test=test, body=replacement, orelse=node, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            replacement = in_place(cst.IfExp(test=test, body=replacement, orelse=node), node, self.ctx.parent)
             imports = (*imports, *more)
         if indexed:
             self.fix(node, replacement, per_target.say(self.ctx, "`.cuda(i)` -> `.to({device})`{kept}: {note}",
