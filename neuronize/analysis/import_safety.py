@@ -152,6 +152,11 @@ def calls_neuron_test(code: str) -> bool:
     return _NEURON_TEST_CALL.search(code) is not None
 
 
+def is_neuron_test_call(node: cst.CSTNode) -> bool:
+    """``node`` is a call of that function and nothing more (``on_neuron()``)."""
+    return _NEURON_TEST_CALL.fullmatch(one_line(node)) is not None
+
+
 def is_neuron_test(node: cst.CSTNode) -> bool:
     """``node`` is the test written out (any name for torch, any quotes, parentheses or wrapping)."""
     return isinstance(node, cst.BooleanOperation) and NEURON_TEST.fullmatch(one_line(node)) is not None

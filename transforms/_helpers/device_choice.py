@@ -4,15 +4,13 @@ that only pick device settings."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from collections.abc import Iterator
 
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.import_safety import NEURON_TEST_NAME, calls_neuron_test, is_neuron_test
-from neuronize.analysis.syntax import one_line
+from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
 from neuronize.transforms._helpers import per_target
@@ -148,7 +146,7 @@ def asks_if_neuron(test: cst.BaseExpression) -> bool:
 def says_only_neuron(test: cst.BaseExpression) -> bool:
     """``test`` is the Neuron test and nothing else (``on_neuron()``, or written out): not a check
     extended to Neuron (``on_neuron() or torch.cuda.is_available()``), where CUDA passes too."""
-    return is_neuron_test(test) or re.fullmatch(rf"(?:{NEURON_TEST_NAME.pattern})\(\)", one_line(test)) is not None
+    return is_neuron_test(test) or is_neuron_test_call(test)
 
 
 def only_on_neuron(test: cst.BaseExpression) -> bool:
