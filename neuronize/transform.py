@@ -199,8 +199,9 @@ class Transform:
             from neuronize.writing.quotes import requote
 
             replacement = requote(node, replacement, self.ctx.quote_style)
-        role = self.ctx.role()
-        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence, replacement, imports,
+        stack = self.ctx.stack_for(node)
+        role = self.ctx.role(stack)
+        self._reporter.add(type(self), node, stack, message, safety, evidence, replacement, imports,
                            group, role=role.message if role is not None else None,
                            dispatch=self.ctx.device_dispatch())
 
@@ -234,8 +235,8 @@ class Transform:
         """Report ``node`` without a fix (``safety`` may say what a manual fix would risk). In a
         ``group``, it holds back the group's fixes: they only make sense with this one done.
         ``dependency``: ``hard`` / ``optional`` for an import of a CUDA-only package."""
-        self._reporter.add(type(self), node, self.ctx.stack, message, safety, evidence or self.evidence, None,
-                           group=group, dependency=dependency)
+        self._reporter.add(type(self), node, self.ctx.stack_for(node), message, safety,
+                           evidence or self.evidence, None, group=group, dependency=dependency)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -105,6 +105,8 @@ class FileContext:
     source: bytes = b""
     #: the nodes from the module down to the node being visited (inclusive)
     stack: list[cst.CSTNode] = field(default_factory=list)
+    #: id(node) -> its parent, for every node the walk has entered (the engine fills it as it walks)
+    parents: dict[int, cst.CSTNode] = field(default_factory=dict, repr=False)
     _dispatch: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict)
     _roles: FileRoles | None = None
     _quote: str | None = None
@@ -130,9 +132,21 @@ class FileContext:
             self._roles = FileRoles(self.module, self.names, self.path, self.source)
         return self._roles
 
-    def role(self) -> Role | None:
-        """The role of the code at the node being visited, if CUDA is its point."""
-        return self.roles.role_for(self.stack)
+    def role(self, stack: Sequence[cst.CSTNode] | None = None) -> Role | None:
+        """The role of the code at the node being visited (or at the end of ``stack``), if CUDA
+        is its point."""
+        return self.roles.role_for(self.stack if stack is None else stack)
+
+    def stack_for(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The path from the module down to ``node``: the walk's stack while ``node`` is on it or
+        under it, else (a rule reporting from ``leave_Module``, after the walk) the path the
+        walk's parent links give, so that the report carries the facts of where ``node`` stands."""
+        if len(self.stack) != 1 or node is self.stack[0] or id(node) not in self.parents:
+            return self.stack
+        path = [node]
+        while id(path[-1]) in self.parents:
+            path.append(self.parents[id(path[-1])])
+        return path[::-1]
 
     # -- tree navigation -----------------------------------------------------------------
     @property

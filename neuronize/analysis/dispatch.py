@@ -22,7 +22,7 @@ class _Dispatch:
     def __init__(self, rules: Sequence[Transform], ctx: FileContext) -> None:
         self._stack = ctx.stack
         #: id(node) -> its parent, for every node the walk passes (lets the applying pass skip the rest)
-        self.parents: Parents = {}
+        self.parents: Parents = ctx.parents
         self._visit: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
         self._leave: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
         self._methods: dict[str, tuple[list[Callable[[cst.CSTNode], object]], ...]] = defaultdict(lambda: ([], []))
