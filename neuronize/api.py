@@ -232,13 +232,24 @@ class _Workers:
             self.pool.shutdown(cancel_futures=True)
 
 
+_OPTIONS_HERE: dict[tuple[Options, str, tuple[str, ...]], Options] = {}
+
+
 def _options_here(options: Options, path: Path, own: tuple[str, ...]) -> Options:
-    """A file's options with what the run knows: the project's own packages and line length."""
+    """A file's options with what the run knows: the project's own packages and line length
+    (the same for every file of a folder: made once per folder)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    key = (options, folder, own)
+    if key not in _OPTIONS_HERE:
+        _OPTIONS_HERE[key] = _options_in(options, folder, own)
+    return _OPTIONS_HERE[key]
+
+
+def _options_in(options: Options, folder: str, own: tuple[str, ...]) -> Options:
     if not options.own_packages:
         options = dataclasses.replace(options, own_packages=own)
     if options.line_length is None:  # lines the fixes write stay within the project's length
-        options = dataclasses.replace(options, line_length=line_length_for(os.path.dirname(
-            os.path.abspath(path))))
+        options = dataclasses.replace(options, line_length=line_length_for(folder))
     return options
 
 

@@ -37,8 +37,10 @@ class ImportTable:
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
         self.modules: set[str] = set()  # every module imported, fully qualified
+        self._under: dict[str, frozenset[str]] = {}
 
     def add(self, stmt: cst.Import | cst.ImportFrom) -> None:
+        self._under.clear()
         for imported in imported_names(stmt):
             self.modules.add(imported.module)
             if imported.local is None:  # a star import binds nothing we can name
@@ -63,6 +65,14 @@ class ImportTable:
         if full is None:
             return None
         return f"{full}.{rest}" if rest else full
+
+    def names_under(self, prefix: str) -> frozenset[str]:
+        """The local names bound to something whose qualified name starts with ``prefix``
+        (``{"synchronize"}`` after ``from torch.cuda import synchronize`` for ``"torch.cuda."``):
+        a rule that looks at every Name asks this set first, as cheap as a dict lookup."""
+        if prefix not in self._under:
+            self._under[prefix] = frozenset(local for local, full in self._names.items() if full.startswith(prefix))
+        return self._under[prefix]
 
     def local_names_for(self, qualified: str) -> list[str]:
         """Local spellings bound to ``qualified`` (``["T"]`` after ``import torch as T``)."""

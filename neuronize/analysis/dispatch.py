@@ -16,6 +16,18 @@ from neuronize.transform import Report, Reporter, Transform
 from neuronize.types import Options
 
 
+_HOOKS: dict[type[Transform], tuple[tuple[str, int, str], ...]] = {}
+
+
+def _hooks(rule: type[Transform]) -> tuple[tuple[str, int, str], ...]:
+    """``(node type name, 0 for visit / 1 for leave, method name)`` of each hook ``rule`` defines
+    (read once per class: ``dir`` on every rule of every file cost more than the walk's dispatch)."""
+    if rule not in _HOOKS:
+        _HOOKS[rule] = tuple((attr[6:], int(attr.startswith("leave_")), attr) for attr in dir(rule)
+                             if attr.startswith(("visit_", "leave_")))
+    return _HOOKS[rule]
+
+
 class _Dispatch:
     """Sends each node to every rule's ``visit_<Type>`` / ``leave_<Type>`` (Fixit-style batching)."""
 
@@ -27,11 +39,8 @@ class _Dispatch:
         self._leave: dict[type, list[Callable[[cst.CSTNode], object]]] = {}
         self._methods: dict[str, tuple[list[Callable[[cst.CSTNode], object]], ...]] = defaultdict(lambda: ([], []))
         for rule in rules:
-            for attr in dir(type(rule)):
-                if attr.startswith("visit_"):
-                    self._methods[attr[6:]][0].append(getattr(rule, attr))
-                elif attr.startswith("leave_"):
-                    self._methods[attr[6:]][1].append(getattr(rule, attr))
+            for node_type, is_leave, attr in _hooks(type(rule)):
+                self._methods[node_type][is_leave].append(getattr(rule, attr))
 
     def _lookup(self, kind: type) -> None:
         visit, leave = self._methods.get(kind.__name__, ((), ()))

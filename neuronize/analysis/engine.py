@@ -135,7 +135,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     module = cst.parse_module(source)
     inherited = collect_imports(cst.parse_module(inherited_source)) if inherited_source else None
     reports, parents = analyse(module, rules, options, path, source, inherited)
-    located, code = _locate(module, reports)
+    located, code = _locate(module, reports, whole=fix)  # check mode never prints the module
     located, unused = decide(located, options, parse_suppressions(source), rules, Tree(module, parents))
     accepted = accepts(options)
     pending = [r for r, _ in located if accepted(r)]
@@ -186,11 +186,12 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
 
 
-def _locate(module: cst.Module, reports: Sequence[Report]) -> tuple[Located, str | None]:
-    """The findings of ``reports``, and the module's code if it had to be rendered for them."""
+def _locate(module: cst.Module, reports: Sequence[Report], whole: bool = True) -> tuple[Located, str | None]:
+    """The findings of ``reports``, and the module's code if it had to be rendered for them
+    (``whole=False``: only as far as the last finding, and no code is returned)."""
     if not reports:
         return [], None
-    spans, code = locate_in_code(module, (r.node for r in reports))
+    spans, code = locate_in_code(module, (r.node for r in reports), whole)
     located = []
     for r in reports:
         span = spans[id(r.node)]

@@ -37,9 +37,11 @@ class Span:
 
 
 class _Locator(CodegenState):
-    def __init__(self, module: cst.Module, targets: set[int]) -> None:
+    def __init__(self, module: cst.Module, targets: set[int], whole: bool = True) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self._targets = targets
+        #: targets not rendered yet, when the rendering may stop after the last of them
+        self._left = None if whole else len(targets)
         self._counted = 0
         self._offset = 0
         self.offsets: dict[int, list[int]] = {}
@@ -58,27 +60,42 @@ class _Locator(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         if id(node) in self._targets:
             self.offsets[id(node)][1] = self._now()
+            if self._left is not None:
+                self._left -= 1
+                if not self._left:
+                    raise _AllPlaced
 
 
-def code_offsets(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, tuple[int, int]], str]:
+class _AllPlaced(Exception):
+    """Every target is placed: the rest of the module need not be rendered."""
+
+
+def code_offsets(module: cst.Module, nodes: Iterable[cst.CSTNode], whole: bool = True
+                 ) -> tuple[dict[int, tuple[int, int]], str]:
     """Where each of ``nodes`` starts and ends (text offsets, keyed by ``id(node)``, what the node
     renders included: its parentheses, and the whitespace and comma it owns) in the code
-    ``module`` renders to, and that code: one rendering for all of them."""
-    state = _Locator(module, {id(n) for n in nodes})
-    module._codegen(state)
+    ``module`` renders to, and that code: one rendering for all of them. ``whole=False``: the
+    rendering stops after the last of ``nodes``, and the code returned ends there."""
+    state = _Locator(module, {id(n) for n in nodes}, whole)
+    try:
+        module._codegen(state)
+    except _AllPlaced:
+        pass
     return {key: (start, end) for key, (start, end) in state.offsets.items()}, "".join(state.tokens)
 
 
-def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, Span], str]:
+def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode], whole: bool = True
+                   ) -> tuple[dict[int, Span], str | None]:
     """The spans of ``nodes`` (keyed by ``id(node)``) in the code ``module`` renders to, and that
-    code (``module.code``): the engine needs both, and each rendering costs about a quarter of a
-    parse."""
+    code (``module.code``): the engine needs both when it rewrites the module, and each rendering
+    costs about a quarter of a parse. ``whole=False`` (only the spans are wanted): the rendering
+    stops after the last node, and no code is returned."""
     by_id = {id(n): n for n in nodes}
     # A decorated def/class starts at its keyword, not at its first decorator (as in libcst):
     # locate its name too, and go back to the start of that line.
     named = [n for n in by_id.values() if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.decorators]
     names = {id(n.name): id(n) for n in named}
-    offsets, text = code_offsets(module, [*by_id.values(), *(n.name for n in named)])
+    offsets, text = code_offsets(module, [*by_id.values(), *(n.name for n in named)], whole)
     line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def position(offset: int) -> tuple[int, int]:
@@ -108,7 +125,7 @@ def locate_in_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[di
             line_start = line_starts[bisect.bisect_right(line_starts, offsets[name_key][0]) - 1]
             start = _INDENT.match(text, line_start).end()  # type: ignore[union-attr]
         spans[key] = Span(*position(start), *position(end))
-    return spans, text
+    return spans, text if whole else None
 
 
 def on_changed_lines(module: cst.Module, source: bytes, nodes: Iterable[cst.CSTNode]) -> set[int]:
@@ -116,6 +133,7 @@ def on_changed_lines(module: cst.Module, source: bytes, nodes: Iterable[cst.CSTN
     rewrite changed: what a run wrote, as opposed to the same code written by hand."""
     nodes = list(nodes)
     spans, code = locate_in_code(module, nodes)
+    assert code is not None
     old, new = source.splitlines(), code.encode(module.encoding, "surrogateescape").splitlines()
     changed = {j + 1 for tag, _, _, j1, j2 in line_ops(old, new) if tag != "equal" for j in range(j1, j2)}
     return {id(n) for n in nodes if spans[id(n)].line in changed}

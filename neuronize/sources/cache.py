@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import enum
 import hashlib
 import json
@@ -88,7 +89,9 @@ def _default_fingerprint() -> str:
     return _FINGERPRINT
 
 
+@functools.lru_cache(maxsize=256)
 def _options_text(options: Any) -> str:
+    """The options as the cache key spells them (once per distinct options: ``asdict`` is slow)."""
     if dataclasses.is_dataclass(options) and not isinstance(options, type):
         data = dataclasses.asdict(options)
     else:

@@ -62,6 +62,9 @@ class Settings:
     values: dict[str, object] = field(default_factory=dict)
     #: the kinds of source read (neuronize/sources/kinds.py)
     kinds: frozenset[SourceKind] = frozenset(SourceKind)
+    #: :meth:`run_ids` by (``per-file-ignores`` codes, kind): the same for most files of a run
+    _run_ids: dict[tuple[tuple[str, ...], SourceKind | None], tuple[str, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @property
     def excludes(self) -> Excludes:
@@ -84,22 +87,31 @@ class Settings:
     def rule_ids(self, path: Path, kind: SourceKind | None = None) -> tuple[str, ...]:
         """The enabled rules (those that read ``kind``, when given) minus the ``per-file-ignores``
         of ``path``."""
-        ignored = self.ignored_here(path)
-        return tuple(r.id for r in self.rules
-                     if (kind is None or kind in r.kinds) and not any(matches(r, code) for code in ignored))
+        return self._enabled(self.ignored_here(path), kind)
 
     def run_ids(self, path: Path, kind: SourceKind | None = None) -> tuple[str, ...]:
         """:meth:`rule_ids`, and where a catch-all rule is among them, the rules ``ignore`` or
         ``per-file-ignores`` turns off here, as claimers (``~NRN101``, :mod:`neuronize.decision.claims`):
         an ignored rule silences its sites rather than hand them to the catch-all."""
+        here = self.ignored_here(path)
+        key = (here, kind)
+        if key not in self._run_ids:
+            self._run_ids[key] = self._claiming(self._enabled(here, kind), here, kind)
+        return self._run_ids[key]
+
+    def _enabled(self, ignored: tuple[str, ...], kind: SourceKind | None) -> tuple[str, ...]:
+        return tuple(r.id for r in self.rules
+                     if (kind is None or kind in r.kinds) and not any(matches(r, code) for code in ignored))
+
+    def _claiming(self, enabled: tuple[str, ...], here: tuple[str, ...], kind: SourceKind | None
+                  ) -> tuple[str, ...]:
         from neuronize.decision.claims import CLAIMER
         from neuronize.line_rule import LineRule  # read line by line: no walk to claim code in
         from neuronize.registry import all_rules
 
-        enabled = self.rule_ids(path, kind)
         if not any(r.catch_all for r in self.rules if r.id in enabled):
             return enabled
-        ignored = (*tuple(self.values.get("ignore") or ()), *self.ignored_here(path))  # type: ignore[arg-type]
+        ignored = (*tuple(self.values.get("ignore") or ()), *here)  # type: ignore[arg-type]
         return enabled + tuple(CLAIMER + r.id for r in all_rules()
                                if r.id not in enabled and not r.catch_all and not issubclass(r, LineRule)
                                and (kind is None or kind in r.kinds)
@@ -172,8 +184,10 @@ class Resolver:
         if single is None and overrides.config_file is not None:
             self._single = resolve(load_config(overrides.config_file), overrides)
         self._cwd = Path(os.path.abspath(cwd or Path.cwd()))
-        self._folders: dict[Path, Path | None] = {}
+        self._folders: dict[str, Path | None] = {}
         self._settings: dict[Path | None, Settings] = {}
+        #: a file's folder (as a string) -> its settings: discovery asks once per file
+        self._by_folder: dict[str, Settings] = {}
         self._excludes: dict[Path | None, Excludes] = {}
 
     @classmethod
@@ -192,31 +206,39 @@ class Resolver:
                              if k not in self.overrides.exclude_kinds)
         return None
 
-    def config_path(self, folder: Path) -> Path | None:
+    def config_path(self, folder: Path | str) -> Path | None:
         """The configuration governing ``folder``: its own, else its nearest parent's, else the
         one above the current directory."""
-        folder = Path(os.path.abspath(folder))
-        chain: list[Path] = []
-        found: Path | None = None
-        for candidate in (folder, *folder.parents):
+        candidate = os.path.abspath(folder)
+        chain: list[str] = []
+        while True:
             if candidate in self._folders:
                 found = self._folders[candidate]
                 break
             chain.append(candidate)
-            found = config_in(candidate)
+            found = config_in(Path(candidate))
             if found is not None:
                 break
-        else:
-            found = find_config(self._cwd)
+            parent = os.path.dirname(candidate)
+            if parent == candidate:
+                found = find_config(self._cwd)
+                break
+            candidate = parent
         for visited in chain:
             self._folders[visited] = found
         return found
 
     def for_path(self, path: Path | str) -> Settings:
         """The settings of one file."""
-        return self._for_folder(Path(os.path.abspath(path)).parent)
+        if self._single is not None:
+            return self._single
+        folder = os.path.dirname(os.path.abspath(path))
+        settings = self._by_folder.get(folder)
+        if settings is None:
+            settings = self._by_folder[folder] = self._for_folder(folder)
+        return settings
 
-    def _for_folder(self, folder: Path) -> Settings:
+    def _for_folder(self, folder: Path | str) -> Settings:
         if self._single is not None:
             return self._single
         key = self.config_path(folder)

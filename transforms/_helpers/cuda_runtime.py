@@ -251,10 +251,8 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         self._dispatch(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        qualified = self.ctx.qualify(node)
-        if qualified is None or not qualified.startswith(PREFIX):
-            return
-        self._dispatch(node)
+        if node.value in self.ctx.names.names_under(PREFIX):  # `from torch.cuda import synchronize`
+            self._dispatch(node)
 
     def _dispatch(self, node: cst.CSTNode) -> None:
         ref = match(self.ctx, node)

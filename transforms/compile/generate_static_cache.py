@@ -101,6 +101,8 @@ class GenerateStaticCache(Transform):
         self._hf_objects: set[str] = set()
         #: names also bound to something else (`model = MambaLMHeadModel(...)` in another branch)
         self._other_objects: set[str] = set()
+        #: every assignment target, and whether a transformers call made its value
+        self._assigned: list[tuple[cst.BaseAssignTargetExpression, bool]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -140,11 +142,13 @@ class GenerateStaticCache(Transform):
             t = target.target
             if isinstance(t, cst.Attribute) and t.attr.value == "cache_implementation":
                 self._cache_set_elsewhere = True
-            (self._hf_objects if made_by_transformers else self._other_objects).add(short(t, 200))
+            self._assigned.append((t, made_by_transformers))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if self._cache_set_elsewhere:
+        if self._cache_set_elsewhere or not self._pending:
             return
+        for target, made_by_transformers in self._assigned:  # spelt only where a call needs them
+            (self._hf_objects if made_by_transformers else self._other_objects).add(short(target, 200))
         saved = self.ctx.stack
         try:
             for call, stack, hf_only in self._pending:

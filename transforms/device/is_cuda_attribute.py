@@ -137,7 +137,13 @@ class IsCudaAttribute(Transform):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._user_receivers: set[str] | None = None
-        self._kernel_file = bool(_KERNEL_FILE.search(ctx.source))
+        self._kernel_file_found: bool | None = None
+
+    def _kernel_file(self) -> bool:
+        """Whether the file's `is_cuda` checks choose or feed a kernel (searched once, when asked)."""
+        if self._kernel_file_found is None:
+            self._kernel_file_found = bool(_KERNEL_FILE.search(self.ctx.source))
+        return self._kernel_file_found
 
     def _user_defined(self, receiver: cst.BaseExpression) -> bool:
         name = dotted_name(receiver)
@@ -167,7 +173,7 @@ class IsCudaAttribute(Transform):
         if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
             self.report(node, '`.is_cuda` is False on Neuron tensors: use `x.device.type == "neuron"`')
             return
-        kept = "this file's `is_cuda` checks choose or feed a CUDA kernel" if self._kernel_file else None
+        kept = "this file's `is_cuda` checks choose or feed a CUDA kernel" if self._kernel_file() else None
         kept = kept or self._guards_cuda_only_code(node)
         if kept is not None:
             self.report(node, f"`{short(node)}` guards code that may be CUDA-only ({kept}): kept, "

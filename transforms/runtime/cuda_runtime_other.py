@@ -77,8 +77,7 @@ class CudaRuntimeOther(Transform):
         self._check(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        qualified = self.ctx.qualify(node)
-        if qualified is not None and qualified.startswith(PREFIX):
+        if node.value in self.ctx.names.names_under(PREFIX):
             self._check(node)
 
     def _check(self, node: cst.CSTNode) -> None:
