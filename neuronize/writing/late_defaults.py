@@ -22,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.analysis.syntax import is_docstring
-from neuronize.analysis.subtrees import code as _code, has_call
+from neuronize.analysis.subtrees import code as _code, has_call, paths_to
 from neuronize.analysis.walk import iter_syntax
 
 
@@ -67,8 +67,12 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
     if not moved:
         return module
     moving = {id(param) for params in moved.values() for param in params}
+    on_path = paths_to(module, [*moved, *moving])
 
     class _Move(cst.CSTTransformer):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return on_path is None or id(node) in on_path
+
         def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
             if id(original) in moving:
                 return updated.with_changes(default=cst.Name("None"), annotation=_optional(updated.annotation))

@@ -10,6 +10,7 @@ that hard-codes CUDA (no fallback) had no such host to keep: there the plain Neu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
@@ -142,7 +143,17 @@ class _ChoiceFinder(cst.CSTVisitor):
         return not self.found
 
 
+#: what a comparison of a device with a `"cuda"` literal needs in the bytes (`d == "cuda"`,
+#: `"cuda:0" != d`, `"cuda" in d`, `d.startswith("cuda")`): a file without it has no such choice,
+#: and is not walked for one
+_CUDA_COMPARED = re.compile(
+    rb"""(?:==|!=|startswith\()\s*\(*\s*[rRuUbBfF]{0,2}['"]cuda"""
+    rb"""|[rRuUbBfF]{0,2}['"]cuda[^'"\n]*['"]\s*\)*\s*(?:==|!=|in\b|not\s+in\b)""")
+
+
 def _finds_device_choice(ctx: FileContext) -> bool:
+    if not _CUDA_COMPARED.search(ctx.source):
+        return False
     finder = _ChoiceFinder(ctx)
     visit(ctx.module, finder)
     return finder.found
