@@ -81,6 +81,9 @@ class Report:
     role: str | None = None
     #: the other devices a dispatch around the node serves (:meth:`FileContext.device_dispatch`)
     dispatch: tuple[str, ...] = ()
+    #: the ``if`` / conditional expression whose test must be edited too for this edit to mean
+    #: anything (an edit on the CUDA side of a guard a rule widens): policy step 9
+    guard: cst.CSTNode | None = None
 
     def without_fix(self, **changes: object) -> Report:
         """This report with no fix (and ``changes``): what the decision stage holds back."""
@@ -107,11 +110,11 @@ class Reporter:
     def add(self, rule: type[Transform], node: cst.CSTNode, stack: list[cst.CSTNode], message: str,
             safety: Safety, evidence: Evidence, replacement: Replacement | None,
             imports: tuple[ImportRequest, ...] = (), group: str | None = None, dependency: str | None = None,
-            role: str | None = None, dispatch: tuple[str, ...] = ()) -> None:
+            role: str | None = None, dispatch: tuple[str, ...] = (), guard: cst.CSTNode | None = None) -> None:
         """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
         ancestors = frozenset(id(n) for n in stack if n is not node)
         self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group,
-                                   dependency=dependency, role=role, dispatch=dispatch))
+                                   dependency=dependency, role=role, dispatch=dispatch, guard=guard))
 
 
 class Transform:
@@ -183,11 +186,14 @@ class Transform:
         evidence: Evidence | None = None,
         imports: tuple[ImportRequest, ...] = (),
         group: str | None = None,
+        guard: cst.CSTNode | None = None,
     ) -> None:
         """Report ``node`` and propose ``replacement`` for it (a node, or a libcst sentinel).
 
         ``imports`` are added (or removed) only if this fix is applied. Fixes that name the same
         ``group`` in a file are applied together or not at all, at the weakest safety among them.
+        ``guard``: the ``if`` or conditional expression whose test another edit must change for this
+        one to be made (the CUDA side of a guard that takes Neuron in: policy step 9).
         Whether it is applied is decided later, by :mod:`neuronize.decision.policy`: the report records the
         role of the code (:mod:`neuronize.analysis.roles`) and the device dispatch around it for that.
         """
@@ -203,7 +209,7 @@ class Transform:
         role = self.ctx.role(stack)
         self._reporter.add(type(self), node, stack, message, safety, evidence, replacement, imports,
                            group, role=role.message if role is not None else None,
-                           dispatch=self.ctx.device_dispatch())
+                           dispatch=self.ctx.device_dispatch(), guard=guard)
 
     def remove(
         self,

@@ -25,7 +25,8 @@ exact criterion of "a device choice":
 
 7. the additive forms of issue 21, where the neuron target keeps the original next to its Neuron
    choice (:data:`ADDITIVE`, :func:`_drop_additive_blocks`): ``<D> if <Neuron> else <the
-   original>`` is ``<D>``; ``x.device.type in ("cuda", <D>)`` is ``== <D>``; an ``else:`` block
+   original>`` is ``<D>``; ``x.device.type in ("cuda", <D>)`` is ``== <D>`` (``not in`` is
+   ``!= <D>``); an ``else:`` block
    repeating the statement of its ``if`` goes; and NRN107's Neuron branches (``elif device ==
    <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go; a bf16
    choice's ``<Neuron> or (<the original test>)`` is the original test.
@@ -141,6 +142,7 @@ ADDITIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(" + re.escape(D) + r"|torch\.device\(" + re.escape(D) + r"\)|" + re.escape(RT) + r"\w+\([^()]*\)) if "
                 + re.escape(RT) + r"is_available\(\) else " + _KEPT + r"(?: if [^,]*? else (?:" + _KEPT.replace("\\2", "\\3")
                 + "|" + re.escape(D) + "))?"), r"\1"),
+    (re.compile(r"""\bnot in \((["'])cuda\1, """ + re.escape(D) + r"\)"), "!= " + D),
     (re.compile(r"""\bin \((["'])cuda\1, """ + re.escape(D) + r"\)"), "== " + D),
     (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or \((.+?)\)(?= else\b|:$)"), r"if \1"),
     (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or "), "if "),

@@ -21,7 +21,12 @@ around it). This module decides, in this order, each step seeing what the previo
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
    ``guard``); edits to tests of the same condition in one function form an edit group, settled
-   as in step 7 (Python only).
+   as in step 7 (Python only);
+9. **guarded code**: the other way round, an edit in the code a test guards (an ``if`` body, a
+   conditional expression's first arm) whose test a rule proposed to edit (to take Neuron in) is
+   made only with that test edit: as safe as it at most, and not made where the test stays as it
+   is (held back, suppressed): behind a test Neuron never passes, the edit changes nothing on
+   Neuron and only risks CUDA (note ``guard``; Python only).
 
 What is left is applied when it is safe, or unsafe and ``--unsafe-fixes`` was given
 (:func:`accepts`). The engines (:mod:`neuronize.analysis.engine`, :mod:`neuronize.analysis.line_files`) call
@@ -74,9 +79,10 @@ def accepts(options: Options) -> Callable[[Any], bool]:
 
 def decide(located: Located[R], options: Options, suppressions: Sequence[Suppression],
            rules: Sequence[type[Transform]], tree: Tree | None = None) -> tuple[Located[R], list[Finding]]:
-    """Steps 1 to 8 over a file's reports and their findings: what is left, with the findings on
+    """Steps 1 to 9 over a file's reports and their findings: what is left, with the findings on
     the suppressions (unused ones with ``--unused-suppressions``, misspelt ones always). ``tree``:
     the file's Python tree, for the steps that read it (None for the line-based kinds)."""
+    proposed = [r.node for r, _ in located if r.fixable] if tree is not None else []  # step 9: what the rules wanted to edit
     gated = [_gate(pair, options) for pair in located]
     kept, unused = _suppress(gated, suppressions, rules, options)
     if tree is not None:
@@ -90,7 +96,8 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     settled = _guards_follow_bodies(settled, tree.parents)
     # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
     same_tests, groups = _same_tests_grouped(settled, tree.parents)
-    return _settle_groups(same_tests, set(), only=groups), unused
+    settled = _settle_groups(same_tests, set(), only=groups)
+    return _bodies_follow_guards(settled, proposed, tree.parents), unused
 
 
 def _changed(pair: tuple[R, Finding], *, note: Note | None = None, hold: bool = False,
@@ -351,3 +358,54 @@ def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
             return True
         child = parent
     return False
+
+
+# -- step 9: guarded code ----------------------------------------------------------------------
+def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], parents: Parents) -> Located[R]:
+    """An edit in the code a test guards, where a rule proposed to edit the test (``proposed``: the
+    nodes of the fixes proposed before any step), is at most as safe as the weakest edit of that
+    test that is made, and not made at all when none is: ``torch.cuda.synchronize if device_type
+    == "cuda" else (lambda: None)`` must not become ``torch.accelerator.synchronize if device_type
+    == "cuda" else ...`` while the widened test is held back (or suppressed, or left to
+    ``--unsafe-fixes``, or its rule not run). An edit names such a guard itself (``guard``: the
+    CUDA side of a guard a rule widens, ``x != "cuda"``'s ``else`` included); otherwise the
+    innermost test it sits under (``if`` body, first arm) with an edit proposed counts. And the
+    widened test itself (an edit in the test naming its guard) is made only with an edit of the
+    code it guards: ``torch.cuda.synchronize if device_type in ("cuda", "neuron") else ...``
+    calls CUDA on Neuron. Edit groups of edits held back here are held back whole."""
+    named = [(r, getattr(r, "guard", None)) for r, _ in located]
+    tested = {id(g): g for g in (_guard_of(n, parents) for n in proposed) if g is not None}
+    tested |= {id(g): g for _, g in named if g is not None}
+    if not tested:
+        return located
+    made: dict[int, Safety] = {}  # per guard: the weakest edit of its test that is made
+    for r, _ in located:
+        guard = _guard_of(r.node, parents) if r.fixable else None
+        if guard is not None:
+            made[id(guard)] = max(made.get(id(guard), Safety.SAFE), r.safety, key=_WEAKNESS.index)
+    guarded = {id(g) for r, g in named if g is not None and r.fixable and not _inside(r.node, g.test, parents)}
+    out: Located[R] = []
+    held: set[str] = set()
+    for pair, (r, named_guard) in zip(located, named, strict=True):
+        guard = (named_guard or _innermost_guarded(r.node, tested, parents)) if r.fixable else None
+        widening = guard is not None and _inside(r.node, guard.test, parents)
+        if guard is not None and (id(guard) not in guarded if widening else id(guard) not in made):
+            pair = _changed(pair, hold=True, note=("guard", (
+                "not applied: no edit of the code it guards is made, which would then run on Neuron as it is"
+                if widening else "not applied: the test guarding it stays as it is, so Neuron never gets here; "
+                "an edit here would only risk the host it was written for")))
+            held |= {r.group} if r.group is not None else set()
+        elif guard is not None and not widening and _WEAKNESS.index(made[id(guard)]) > _WEAKNESS.index(r.safety):
+            pair = _changed(pair, safety=made[id(guard)], note=("guard", f"{made[id(guard)]}, like the edit of its test"))
+        out.append(pair)
+    return _settle_groups(out, held, only=held) if held else out
+
+
+def _innermost_guarded(node: cst.CSTNode, guards: dict[int, cst.If | cst.IfExp], parents: Parents) -> cst.If | cst.IfExp | None:
+    """The innermost of ``guards`` whose guarded code (``if`` body, first arm) holds ``node``."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if id(parent) in guards and child is parent.body:  # type: ignore[attr-defined]
+            return guards[id(parent)]
+        child = parent
+    return None

@@ -353,6 +353,17 @@ FOLLOWING_CALLS = frozenset({
 SAFE_FOLLOWING_CALLS = frozenset({"synchronize"})
 
 
+def _following_function(ctx: FileContext, func: cst.BaseExpression) -> str | None:
+    """The :data:`FOLLOWING_CALLS` function ``func`` names (``torch.cuda.synchronize``,
+    ``torch.cuda.memory.empty_cache``, ``synchronize`` after ``from torch.cuda import ...``)."""
+    qualified = ctx.qualify(func) or ""
+    if not qualified.startswith(PREFIX):
+        return None
+    parts = qualified[len(PREFIX):].split(".")
+    fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0]
+    return fn if len(parts) <= 2 and fn in FOLLOWING_CALLS else None
+
+
 def migrated_body_calls(ctx: FileContext, block: cst.BaseSuite) -> list[str] | None:
     """The ``torch.cuda`` functions of ``block`` when every statement of it is one of
     :data:`FOLLOWING_CALLS` called as a statement of its own; None otherwise."""
@@ -365,15 +376,19 @@ def migrated_body_calls(ctx: FileContext, block: cst.BaseSuite) -> list[str] | N
         for small in smalls:
             if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
                 return None
-            qualified = ctx.qualify(small.value.func) or ""
-            if not qualified.startswith(PREFIX):
-                return None
-            parts = qualified[len(PREFIX):].split(".")
-            fn = parts[-1] if len(parts) == 2 and parts[0] in SUBMODULES else parts[0]
-            if len(parts) > 2 or fn not in FOLLOWING_CALLS:
+            fn = _following_function(ctx, small.value.func)
+            if fn is None:
                 return None
             found.append(fn)
     return found or None
+
+
+def migrated_arm_call(ctx: FileContext, arm: cst.BaseExpression) -> list[str] | None:
+    """The arm of a conditional expression as :func:`migrated_body_calls` sees a block: the
+    :data:`FOLLOWING_CALLS` function it calls or names (``torch.cuda.synchronize()``, or the
+    function itself: ``sync = torch.cuda.synchronize if ... else ...``); None otherwise."""
+    fn = _following_function(ctx, arm.func if isinstance(arm, cst.Call) else arm)
+    return [fn] if fn is not None else None
 
 
 def neuron_guarded(ctx: FileContext, node: cst.CSTNode, *, only: bool = False) -> bool:
@@ -382,8 +397,8 @@ def neuron_guarded(ctx: FileContext, node: cst.CSTNode, *, only: bool = False) -
     ``<Neuron is here> or torch.cuda.is_available()``), or a ``"cuda"`` comparison guarding a
     migrated body (NRN103 makes it cover both). With ``only``: an ``if`` that says "Neuron is
     here" and nothing else (the test the migration writes), where a Neuron-only call may go."""
-    from neuronize.transforms._helpers.device_choice import (
-        asks_if_neuron, available_polarities, has_cuda_comparison, only_on_neuron)
+    from neuronize.transforms._helpers.device_choice import asks_if_neuron, available_polarities, only_on_neuron
+    from neuronize.transforms._helpers.device_model import covered_side
 
     child = node
     for anc in ctx.ancestors():
@@ -392,9 +407,10 @@ def neuron_guarded(ctx: FileContext, node: cst.CSTNode, *, only: bool = False) -
                 return True
             if not only and (asks_if_neuron(anc.test) or available_polarities(ctx, anc.test) == {False}):
                 return True
-            if not only and has_cuda_comparison(anc.test) and anc.orelse is None \
-                    and migrated_body_calls(ctx, anc.body) is not None:
+            if not only and covered_side(ctx, anc) is child:
                 return True
+        if not only and isinstance(anc, cst.IfExp) and covered_side(ctx, anc) is child:
+            return True  # `torch.cuda.empty_cache() if device == "cuda" else None`: NRN103 widens it
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
         child = anc

@@ -604,16 +604,97 @@ def _names_cuda(test: cst.BaseExpression) -> bool:
     return False
 
 
-def covers_both(ctx: FileContext, node: cst.If) -> bool:
-    """``if device_type == "cuda": torch.cuda.synchronize()``: a guard with no ``else`` around
-    calls whose migration is host-neutral (:data:`HOST_NEUTRAL`), which can take Neuron too
-    (:func:`covering`) while CUDA keeps it."""
-    from neuronize.transforms._helpers.cuda_guard import migrated_body_calls
+def cuda_side(node: cst.If | cst.IfExp) -> cst.CSTNode | None:
+    """The branch of ``node`` that runs only where its device is CUDA: the body under a test that
+    names CUDA (:func:`_names_cuda`), the ``else`` (or the conditional expression's second arm)
+    under ``x != "cuda"`` or ``not <such a test>``; None when neither holds only on CUDA. The
+    fact every kept-for-CUDA and covers-both question asks, for ``if`` and conditional
+    expression alike."""
+    test = node.test
+    if _names_cuda(test):
+        return node.body
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and _names_cuda(test.expression)
+    if negated or isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.NotEqual) \
+            and "cuda" in (string_value(test.left), string_value(test.comparisons[0].comparator)):
+        return node.orelse if isinstance(node.orelse, (cst.Else, cst.BaseExpression)) else None
+    return None
 
-    if node.orelse is not None or not _names_cuda(node.test):
-        return False
-    calls = migrated_body_calls(ctx, node.body)
+
+def _stand_in(value: cst.BaseExpression) -> bool:
+    """A value that does nothing: a constant, ``None``, or a ``lambda`` returning one (what a
+    conditional expression offers the hosts without CUDA in place of a CUDA function)."""
+    if isinstance(value, cst.Lambda):
+        return _stand_in(value.body)
+    if isinstance(value, cst.Name):
+        return value.value in ("None", "True", "False")
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString))
+
+
+def covers_both(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
+    """A guard whose CUDA side (:func:`cuda_side`) the runtime rules make host-neutral
+    (:data:`HOST_NEUTRAL`), which can take Neuron too (:func:`covering`) while CUDA keeps it:
+    ``if device_type == "cuda": torch.cuda.synchronize()`` (an ``if`` with no ``else``), or
+    ``torch.cuda.synchronize if device_type == "cuda" else (lambda: None)`` (a conditional
+    expression whose other arm only stands in: :func:`_stand_in`)."""
+    key = ("covers-both", id(node))
+    if key not in ctx.memo:
+        ctx.memo[key] = _covers_both(ctx, node)
+    return ctx.memo[key]
+
+
+def _covers_both(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
+    from neuronize.transforms._helpers.cuda_guard import migrated_arm_call, migrated_body_calls
+
+    side = cuda_side(node)
+    if isinstance(node, cst.If):
+        if side is not node.body or node.orelse is not None:
+            return False
+        calls = migrated_body_calls(ctx, node.body)
+    else:
+        other = node.orelse if side is node.body else node.body
+        if side is None or not _stand_in(other):
+            return False
+        calls = migrated_arm_call(ctx, side)  # type: ignore[arg-type]
     return calls is not None and set(calls) <= HOST_NEUTRAL
+
+
+def covered_side(ctx: FileContext, node: cst.If | cst.IfExp) -> cst.CSTNode | None:
+    """The CUDA side of a guard that covers both devices (:func:`covers_both`), else None."""
+    return cuda_side(node) if covers_both(ctx, node) else None
+
+
+def covered_calls(ctx: FileContext, node: cst.If | cst.IfExp) -> str:
+    """The ``torch.cuda`` calls on the CUDA side of a guard that covers both devices, for a message
+    (``"`torch.cuda.synchronize()`"``; a function reference without the parentheses)."""
+    from neuronize.transforms._helpers.cuda_guard import migrated_arm_call, migrated_body_calls
+
+    side = cuda_side(node)
+    if isinstance(node, cst.If):
+        return ", ".join(f"`torch.cuda.{c}()`" for c in migrated_body_calls(ctx, node.body) or [])
+    called = "()" if isinstance(side, cst.Call) else ""
+    return ", ".join(f"`torch.cuda.{c}{called}`" for c in migrated_arm_call(ctx, side) or [])  # type: ignore[arg-type]
+
+
+def widening_group(ctx: FileContext, node: cst.If | cst.IfExp) -> str:
+    """The edit group of a guard that covers both devices: its test made to take Neuron too and the
+    host-neutral edits of its CUDA side. Either alone is wrong: a widened test around a CUDA call
+    breaks Neuron, a host-neutral call behind a test Neuron never passes changes nothing there."""
+    scope = next((a for a in reversed(ctx.stack) if isinstance(a, cst.FunctionDef)), None)  # `node` is on the walk
+    where = f"in {scope.name.value}()" if scope is not None else "at module level"
+    return f"guard {short(node.test, 40)} {where}"  # like the decision stage's same-test groups
+
+
+def widened_guard(ctx: FileContext) -> cst.If | cst.IfExp | None:
+    """The guard covering both devices whose CUDA side holds the node being visited, if any."""
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test and covered_side(ctx, anc) is child:
+            return anc
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        child = anc
+    return None
 
 
 def covering(test: cst.BaseExpression) -> cst.BaseExpression:
@@ -649,19 +730,22 @@ def covering(test: cst.BaseExpression) -> cst.BaseExpression:
     return test
 
 
-def _kept_guard(ctx: FileContext, node: cst.If) -> bool:
-    """An ``if`` kept for CUDA: its test holds only on CUDA (``device == "cuda"``) and cannot
-    cover Neuron too, or it checks ``torch.cuda.is_available()`` around a CUDA-only path (which
-    NRN110 keeps)."""
-    key = ("kept-cuda-guard", id(node))
+def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -> bool:
+    """``side`` of ``node`` is kept for CUDA: it is the CUDA side (:func:`cuda_side`) of a test
+    that holds only on CUDA (``device == "cuda"``, ``device.type != "cuda"`` for the ``else``)
+    and cannot cover Neuron too (:func:`covers_both`), in an ``if`` or a conditional expression
+    alike; or ``node`` checks ``torch.cuda.is_available()`` around a CUDA-only path (which NRN110
+    keeps)."""
+    key = ("kept-cuda-guard", id(side))
     if key not in ctx.memo:
         from neuronize.transforms._helpers.cuda_guard import guarded_code, scan
-        from neuronize.transforms._helpers.device_choice import available_polarities, selection_if
+        from neuronize.transforms._helpers.device_choice import available_polarities, selection_if, selection_ifexp
 
-        if _names_cuda(node.test):
-            kept = not selection_if(node) and not covers_both(ctx, node)
+        if cuda_side(node) is not None:
+            chooses = selection_if(node) if isinstance(node, cst.If) else selection_ifexp(ctx, node)
+            kept = cuda_side(node) is side and not chooses and not covers_both(ctx, node)
         else:
-            kept = (available_polarities(ctx, node.test) == {False}
+            kept = (isinstance(node, cst.If) and side is node.body and available_polarities(ctx, node.test) == {False}
                     and (scan(ctx, guarded_code(ctx, node)).marker is not None
                          or unserved_cuda_value(ctx, [node.body, node.orelse]) is not None))
         ctx.memo[key] = kept
@@ -673,19 +757,22 @@ def cuda_keeping(ctx: FileContext) -> str | None:
     about it: None where it does not; ``""`` (nothing to say) in a dispatch's or a detection's
     CUDA branch, which get a Neuron branch of their own, and past the Neuron test of a choice
     the migration made (``if <Neuron>: ... else: <the original>``, ``if not <Neuron>: <the
-    original>``); the reason in the body of a guard kept for CUDA (:func:`_kept_guard`), where
-    Neuron has no path yet."""
+    original>``); the reason on the CUDA side of a guard kept for CUDA (:func:`_kept_guard`: an
+    ``if`` body or ``else``, a conditional expression's arm), where Neuron has no path yet: an
+    edit there changes nothing on Neuron and only risks CUDA."""
     if per_target.target(ctx) == per_target.CPU:
         return None  # the CPU target moves every CUDA path to the CPU instead
     links = model(ctx).cuda_links
     child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
     for anc in ctx.ancestors():
-        if isinstance(anc, cst.If) and child is anc.body:
-            if id(anc) in links:
-                return ""
-            if _kept_guard(ctx, anc):
-                return (f"it runs only under `if {short(anc.test, 50)}:`, which stays CUDA's; give Neuron a "
-                        "path of its own by hand")
+        if isinstance(anc, cst.If) and child is anc.body and id(anc) in links:
+            return ""
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test and child is not None \
+                and _kept_guard(ctx, anc, child):
+            where = (f"under `if {short(anc.test, 50)}:`" if child is anc.body else f"in the `else:` of `if "
+                     f"{short(anc.test, 50)}:`") if isinstance(anc, cst.If) else \
+                f"in the CUDA arm of `... if {short(anc.test, 50)} else ...`"
+            return f"it runs only {where}, which stays CUDA's; give Neuron a path of its own by hand"
         if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.orelse and asks_if_neuron(anc.test):
             return ""
         if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
@@ -698,13 +785,19 @@ def cuda_keeping(ctx: FileContext) -> str | None:
 class KeepsCudaBranches:
     """A rule mix-in: no edit in code that runs only on CUDA and stays so (see
     :func:`cuda_keeping`); the edit is reported there instead, or dropped where Neuron has a
-    branch of its own."""
+    branch of its own. An edit on the CUDA side of a guard that covers both devices joins the
+    guard's edit group (:func:`widening_group`)."""
 
     ctx: FileContext
 
     def fix(self, node: cst.CSTNode, replacement: object, message: str, **options: object) -> None:
         keeping = cuda_keeping(self.ctx)
         if keeping is None:
+            guard = widened_guard(self.ctx)
+            if guard is not None:
+                # the CUDA side of a guard NRN103 widens: made with the widening, or not at all
+                options["guard"] = guard
+                options["group"] = options.get("group") or widening_group(self.ctx, guard)
             super().fix(node, replacement, message, **options)  # type: ignore[misc]
         elif keeping:
             self.report(node, f"{message}; not applied: {keeping}", evidence=options.get("evidence"))  # type: ignore[attr-defined]

@@ -10,10 +10,9 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_choice import validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._helpers.literals import cuda_literal, string_like
 from neuronize.transforms._helpers.device_model import (
-    after_neuron_choice, covering, covers_both, in_dispatch_test, is_fallback, neuron_first_choice)
+    after_neuron_choice, covered_calls, covered_side, covering, in_dispatch_test, is_fallback, neuron_first_choice, widening_group)
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import target_name
-from neuronize.transforms._helpers.cuda_guard import migrated_body_calls
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
@@ -38,7 +37,14 @@ class CudaDeviceComparison(Transform):
         A guard with no `else` whose body the runtime rules migrate to host-neutral calls (`if
         device.type == "cuda": torch.cuda.synchronize()` or `empty_cache()`) covers both devices:
         `device.type in ("cuda", "neuron")`; CUDA keeps it and Neuron takes it too (the
-        accelerator target writes the same `"neuron"` choices: a string compare runs anywhere). A device's own
+        accelerator target writes the same `"neuron"` choices: a string compare runs anywhere).
+        A conditional expression likewise, when its CUDA arm is such a call or function reference
+        and its other arm only stands in (a constant, `None`, a `lambda` returning one): `sync =
+        torch.cuda.synchronize if device_type == "cuda" else (lambda: None)`, or with `!=` and the
+        arms swapped. The widened test and the host-neutral edit are one edit group: neither is
+        made without the other (a test widened around a CUDA call would run it on Neuron). A
+        CUDA arm that cannot be made host-neutral (`torch.cuda.max_memory_allocated`, which moves
+        to a Neuron-only API) is left whole, its comparison reported. A device's own
         validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`); the
         tests of a dispatch over devices are NRN107's (it adds a Neuron branch).
         Every other comparison is reported and left as it is: on Neuron it is False.
@@ -53,14 +59,17 @@ class CudaDeviceComparison(Transform):
     Example:
         device_type = "cuda" if "cuda" in device else "cpu"
         use_fused = fused_available and device_type == "cuda"
+        sync = torch.cuda.synchronize if device_type == "cuda" else (lambda: None)
 
     Use instead:
         device_type = "neuron" if "neuron" in device else "cuda" if "cuda" in device else "cpu"
         use_fused = fused_available and device_type == "cuda"  # reported: review by hand
+        sync = torch.accelerator.synchronize if device_type in ("cuda", "neuron") else (lambda: None)
 
     Fix safety:
         Safe for the additive forms (a Neuron choice in front, a guard covering both devices):
-        every other host takes the branch it took before. Unsafe on the CPU target, whose rewrite
+        every other host takes the branch it took before. A widened guard is as safe as the edits
+        of the code it guards, and made only with them. Unsafe on the CPU target, whose rewrite
         assumes the compared value now holds `"cpu"`.
 
     Evidence:
@@ -97,7 +106,7 @@ class CudaDeviceComparison(Transform):
     def _fix_choice(self, node: cst.CSTNode, neuron_form: cst.CSTNode, template: str, *,
                     quote_test: bool = False, safety: Safety | None = None,
                     evidence: Evidence | None = None, group: str | None = hosts.DEVICE_CHOICE,
-                    **fields: str) -> None:
+                    guard: cst.CSTNode | None = None, **fields: str) -> None:
         """Fix ``node`` with its Neuron rewrite carrying the target's device (``neuron_form`` with
         each ``"neuron"`` it wrote replaced), the message quoting the code written. A device choice
         moves with the device defaults it tests (:data:`hosts.DEVICE_CHOICE`)."""
@@ -107,7 +116,7 @@ class CudaDeviceComparison(Transform):
         if isinstance(node, cst.IfExp) and not isinstance(replacement, cst.IfExp):
             message = per_target.say(self.ctx, "device choice `... if {old} else ...` -> `{new}`: both branches "
                                   "are {platform}", old=short(node.test), new=short(replacement))
-        self.fix(node, replacement, message, imports=imports, safety=safety, evidence=evidence, group=group)
+        self.fix(node, replacement, message, imports=imports, safety=safety, evidence=evidence, group=group, guard=guard)
 
     # -- device choices: rewritten -----------------------------------------------------------
     def _rewrite_choice(self, node: cst.IfExp) -> cst.IfExp:
@@ -131,16 +140,14 @@ class CudaDeviceComparison(Transform):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if any(id(a) in self._covered for a in self.ctx.ancestors()):
             return
-        if not selection_ifexp(self.ctx, node) or self._neuron_first(node):
+        if self._follows_body(node) or not selection_ifexp(self.ctx, node) or self._neuron_first(node):
             return
         self._fix_choice(node, self._rewrite_choice(node), "device choice `... if {old} else ...` -> "
                          "`... if {new} else ...` with its CUDA branches on {platform}: otherwise the "
                          "{kind} device falls back to the CPU path", old=short(node.test), quote_test=True)
 
     def visit_If(self, node: cst.If) -> None:
-        if self._follows_body(node):
-            return
-        if not selection_if(node) or self._neuron_first(node):
+        if self._follows_body(node) or not selection_if(node) or self._neuron_first(node):
             return
         self._covered.add(id(node))
         self._fix_choice(node.test, rewrite_condition(node.test), "device choice `if {old}:` -> `if {new}:`: "
@@ -167,19 +174,22 @@ class CudaDeviceComparison(Transform):
                                    "CUDA plainly; add a Neuron choice by hand", evidence=Evidence.INF)
         return True
 
-    def _follows_body(self, node: cst.If) -> bool:
-        """``if device.type == "cuda": torch.cuda.synchronize()``: the runtime rules migrate the
-        body to host-neutral calls (``torch.accelerator.*``), so the guard covers both devices
-        (``device.type in ("cuda", "neuron")``): CUDA keeps its path and Neuron takes it too. A
-        guard around anything else stays CUDA's (``_device_model.covers_both``)."""
-        if not covers_both(self.ctx, node):
+    def _follows_body(self, node: cst.If | cst.IfExp) -> bool:
+        """``if device.type == "cuda": torch.cuda.synchronize()``, ``sync = torch.cuda.synchronize
+        if device.type == "cuda" else (lambda: None)``: the runtime rules migrate the CUDA side to
+        host-neutral calls (``torch.accelerator.*``), so the guard covers both devices
+        (``device.type in ("cuda", "neuron")``): CUDA keeps its path and Neuron takes it too, in
+        one edit group with those calls (``_device_model.widening_group``). A guard around anything
+        else stays CUDA's (``_device_model.covers_both``)."""
+        if covered_side(self.ctx, node) is None:
             return False
         self._covered.add(id(node))
-        calls = migrated_body_calls(self.ctx, node.body) or []
-        self._fix_choice(node.test, covering(node.test), "guard `if {old}:` -> `if {new}:`: its body "
-                         "({calls}) is migrated to host-neutral calls, so the guard takes {kind} too and CUDA "
-                         "keeps it", old=short(node.test), calls=", ".join(f"`torch.cuda.{c}()`" for c in calls),
-                         safety=Safety.SAFE, evidence=Evidence.DOC, group=None)
+        where = "`if {old}:` -> `if {new}:`: its body" if isinstance(node, cst.If) else \
+            "`... if {old} else ...` -> `... if {new} else ...`: its CUDA arm"
+        self._fix_choice(node.test, covering(node.test), "guard " + where + " ({calls}) is migrated to host-neutral "
+                         "calls, so the guard takes {kind} too and CUDA keeps it", old=short(node.test),
+                         calls=covered_calls(self.ctx, node), safety=Safety.SAFE, evidence=Evidence.DOC,
+                         group=widening_group(self.ctx, node), guard=node)
         return True
 
     def _fix_block(self, block: cst.BaseSuite | None) -> None:

@@ -69,7 +69,10 @@ class CudaMemoryApi(_CudaApiRule):
         torch_neuronx` inside it where needed (never an unconditional one), and keeps the CUDA
         call in its `else:` (CUDA keeps the effect); a value read elsewhere (`peak =
         torch.cuda.max_memory_allocated()`) is reported. A call in a branch kept for CUDA (`if
-        device == "cuda":` around CUDA-only code, a dispatch's CUDA branch) is left as it is. On
+        device == "cuda":` around CUDA-only code, a dispatch's CUDA branch, the CUDA arm of `...
+        if device == "cuda" else ...`) is left as it is; `torch.cuda.empty_cache` under a
+        comparison that NRN103 widens (`clear = torch.cuda.empty_cache if device == "cuda" else
+        None`) becomes `torch.accelerator.empty_cache` in place, in one edit group with the widening. On
         the accelerator target the `torch.accelerator` function is called where there is an
         accelerator (a statement under `if torch.accelerator.is_available():`, a value as
         `... if torch.accelerator.is_available() else <the CUDA call>`).

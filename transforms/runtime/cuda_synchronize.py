@@ -21,7 +21,11 @@ class CudaSynchronize(_CudaApiRule):
         and references that are not calls (`sync = torch.cuda.synchronize if timed else noop`).
         An import of `torch.cuda` left unused by the fix is removed. The value of a
         `{"cuda": torch.cuda.synchronize}` table entry is reported instead: add a `"neuron"`
-        entry beside it.
+        entry beside it. Under a comparison with `"cuda"` (`if device.type == "cuda":`, `sync =
+        torch.cuda.synchronize if device_type == "cuda" else (lambda: None)`) the rewrite is made
+        only together with NRN103's widening of that test to `("cuda", "neuron")`: behind a test
+        Neuron never passes it would change nothing on Neuron. Where the test stays CUDA's (the
+        `else:` of `device != "cuda"`, a guard around CUDA-only code) it is reported instead.
 
     Why on TorchNeuron:
         Neuron execution is asynchronous like CUDA's: timers and memory statistics need a
