@@ -94,6 +94,15 @@ def iter_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
             yield from iter_statements(block)
 
 
+def iter_blocks(body: Sequence[cst.CSTNode]) -> Iterator[Sequence[cst.CSTNode]]:
+    """``body`` and every block of statements nested in it (an ``elif`` as a block of its own),
+    parents before children, in source order; never an expression."""
+    yield body
+    for stmt in body:
+        for block in _blocks_of(stmt):
+            yield from iter_blocks(block)
+
+
 def _blocks_of(stmt: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
     for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
         part = getattr(stmt, attr, None)

@@ -20,6 +20,7 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
+from neuronize.analysis.syntax import iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
@@ -91,14 +92,16 @@ def _build(ctx: FileContext) -> DeviceModel:
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
     offers_other_host = False  # a device option accepts another host (`choices=["cpu", "cuda"]`)
-    for node in iter_syntax(ctx.module):
-        if isinstance(node, cst.Call) and last_name(node.func) in OPTION_CALLS:
-            option = device_option(node)
-            offers_other_host |= option is not None and option[2] is not None and _names_other_host(option[2])
-        if isinstance(node, (cst.Module, cst.IndentedBlock)):
-            statements = list(node.body)
-            raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
-                                if isinstance(s, cst.If) and _smalls_raise(after))
+    if _OPTION_CALL.search(ctx.source):
+        for node in iter_syntax(ctx.module):
+            if isinstance(node, cst.Call) and last_name(node.func) in OPTION_CALLS:
+                option = device_option(node)
+                offers_other_host |= option is not None and option[2] is not None and _names_other_host(option[2])
+    # `if` statements live in blocks of statements: no need to walk the expressions for them
+    for statements in iter_blocks(ctx.module.body):
+        raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
+                            if isinstance(s, cst.If) and _smalls_raise(after))
+    for node in iter_statements(ctx.module.body):
         if not isinstance(node, cst.If) or id(node) in elifs:
             continue
         links = list(_links(node))
@@ -118,6 +121,9 @@ def _build(ctx: FileContext) -> DeviceModel:
         or device_choice_group(ctx) is not None)
     return built
 
+
+#: what a device option's call needs in the bytes (`parser.add_argument(...)`, `click.option(...)`)
+_OPTION_CALL = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(n.encode() for n in OPTION_CALLS)))
 
 #: an availability check the code makes itself: not the accelerator test a migration writes (a
 #: second run must find the choices the first one found, no more)
