@@ -4,8 +4,8 @@ fixtures/differential/tinytrain/ is a small training package with its own pytest
 in the patterns CUDA projects use (device choice with a CPU fallback, autocast and GradScaler
 enabled on ``device == "cuda"``, guarded synchronize, process-group setup, checkpoint loading,
 argparse choices, ``.half()``, capability probes, kernel choice on ``x.is_cuda``, import-time
-``torch.compile``, a torchrun-style set-up with NCCL, ``set_device`` and TF32 (``launch.py``),
-and in ``choices.py`` what ``torch.cuda.is_available()`` decides: an assert, a backend by
+``torch.compile`` (plain, with CUDA's autotuning mode, with an Inductor option), a torchrun-style
+set-up with NCCL, ``set_device`` and TF32 (``launch.py``), and in ``choices.py`` what ``torch.cuda.is_available()`` decides: an assert, a backend by
 expression and by statement, a half dtype, a guarded and a flagged synchronize, an early exit,
 ``.cuda()``...). Its suite runs on the four simulated hosts of ``neuronize verify``
 (neuronize/audit/child/hosts.py: plain CPU, the NVIDIA box the code was written for, a Neuron
@@ -86,6 +86,9 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
      "--target cpu: the picked device is the CPU by design, which has no events"),
     ("cpu", "safe unsafe", "cuda", "test_checkpoint.py::test_cuda_box_saves_the_cuda_generator",
      "--target cpu: the picked device is the CPU by design, whose state is saved apart"),
+    ("cpu", "safe unsafe", "cpu mps", "test_compiled.py::test_inductor_hosts_keep_autotuning_and_the_inductor_option",
+     "--target cpu compiles as Neuron would, for a local check of the migration, by design: CUDA's mode "
+     "and the Inductor options go"),
     ("neuron", "safe", "neuron", "test_timing.py::test_a_step_takes_some_time",
      "NRN101 (safe) picks Neuron in devices.py while the CUDA events timing.py then creates become "
      "host-aware only with --unsafe-fixes (NRN114, SRC evidence): no edit group spans two modules yet"),

@@ -71,6 +71,57 @@ def test_compile_plan_leaves_a_neuron_backend_alone_and_keeps_inductor_on_the_cp
     assert plan.new is not None and short(plan.new) == 'torch.compile(m, backend="inductor", dynamic=False)'
 
 
+#: a host-aware backend, as `hosts.host_compile_backend` builds it (its test: `on_neuron()`)
+HOST_AWARE = cst.parse_expression('"neuron" if on_neuron() else "inductor"')
+
+
+def test_host_aware_compile_plan_keeps_what_the_other_hosts_read():
+    call = _call('torch.compile(m, mode="max-autotune", options={"epilogue_fusion": True})')
+    plan = plan_compile(call, "`torch.compile(...)`", "neuron", HOST_AWARE)
+    assert plan.new is not None and not plan.reports
+    assert short(plan.new, None) == ('torch.compile(m, mode="max-autotune", options=None if on_neuron() else '
+                                     '{"epilogue_fusion": True}, backend="neuron" if on_neuron() else "inductor")')
+    assert isinstance(HOST_AWARE, cst.IfExp)
+    options = next(a.value for a in plan.new.args if a.keyword is not None and a.keyword.value == "options")
+    assert isinstance(options, cst.IfExp) and options.test is HOST_AWARE.test  # one test, named once
+    assert any("`mode=\"max-autotune\"` kept" in e for e in plan.edits)
+
+
+@pytest.mark.parametrize(("options", "new", "reported"), [
+    ('{"fallback_execution": True}', '{"fallback_execution": True}', None),  # Neuron's own: left
+    ('{"fallback_execution": True, "max_autotune": True}', None, "mixes Neuron keys with Inductor ones"),
+    ("opts", None, "the other hosts' backend reads the Inductor keys"),
+])
+def test_host_aware_compile_plan_leaves_neuron_keys_and_reports_mixed_ones(options, new, reported):
+    plan = plan_compile(_call(f"torch.compile(m, options={options})"), "c", "neuron", HOST_AWARE)
+    assert plan.new is not None  # the backend is added all the same
+    written = next(a.value for a in plan.new.args if a.keyword is not None and a.keyword.value == "options")
+    assert short(written, None) == (new or options)
+    assert any(reported in message for _, message, _ in plan.reports) if reported else not plan.reports
+
+
+def test_host_aware_compile_backend_written_already_is_left():
+    for backend in ('"neuron" if on_neuron() else "inductor"', '"neuron" if on_neuron() else "cudagraphs"'):
+        call = _call(f'torch.compile(m, backend={backend}, mode="reduce-overhead")')
+        plan = plan_compile(call, "c", "neuron", HOST_AWARE)
+        assert plan.new is None and not plan.reports
+
+
+@pytest.mark.parametrize(("code", "target", "expected"), [
+    ("import torch\nm = torch.compile(net.cuda())\n", "neuron", False),  # hard-codes CUDA
+    ('import torch\nd = "cuda" if torch.cuda.is_available() else "cpu"\n', "neuron", True),
+    ("import torch\nm = torch.compile(net.cuda())\n", "accelerator", True),
+    ("import torch\nm = torch.compile(net.cuda())\n", "cpu", True),
+])
+def test_compile_keeps_other_hosts(code, target, expected):
+    from neuronize.transforms._helpers.hosts import compile_keeps_other_hosts
+
+    module = cst.parse_module(code)
+    ctx = FileContext(module=module, names=collect_imports(module), source=code.encode(),
+                      options=Options(target=target))
+    assert compile_keeps_other_hosts(ctx) is expected
+
+
 # -- value flow (NRN401) --------------------------------------------------------------------------
 def _nccl(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "nccl"

@@ -30,7 +30,14 @@ exact criterion of "a device choice":
    repeating the statement of its ``if`` goes; and NRN107's Neuron branches (``elif device ==
    <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go; a bf16
    choice's ``<Neuron> or (<the original test>)`` is the original test.
-8. against ``--target cpu`` only: a ``"cuda"`` string is a device value, ``"nccl"`` a backend
+8. what a host-aware ``torch.compile`` keeps for the other hosts' Inductor (NRN301, NRN302),
+   where ``--target cpu`` compiles for the CPU alone (:data:`HOST_AWARE_COMPILE`): a CUDA
+   ``mode=`` (Neuron ignores it and uses the default mode; cpu drops it), ``options=None if
+   <Neuron> else {...}`` (no options on Neuron; cpu drops Inductor's), ``dynamic=False if <Neuron>
+   else True`` and ``dynamic=False`` (cpu adds it where the call says nothing; a host-aware call
+   says nothing, which the Neuron docs allow as well): these arguments are left out, and a line
+   left empty by that goes.
+9. against ``--target cpu`` only: a ``"cuda"`` string is a device value, ``"nccl"`` a backend
    value, and ``.cuda()`` a move to the device (``.to(<D>)``). The CPU target moves
    every CUDA path to the CPU, the branches the neuron target keeps for CUDA (a dispatch's CUDA
    branch, a detection, a default a dispatch would reject) included; a list of device values
@@ -147,6 +154,12 @@ ADDITIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or \((.+?)\)(?= else\b|:$)"), r"if \1"),
     (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or "), "if "),
 ]
+#: item 8: the settings a host-aware compile keeps for the other hosts, and the `dynamic=False` cpu adds
+_HOST_TEST = r"(?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D) + r")"
+_CUDA_MODE = r"(?:max-autotune|max-autotune-no-cudagraphs|reduce-overhead)"
+_KEPT_SETTING = (r"(?:mode=(?:\"" + _CUDA_MODE + r"\"|'" + _CUDA_MODE + r"')|options=None if " + _HOST_TEST
+                 + r" else \{[^{}]*\}|dynamic=False(?: if " + _HOST_TEST + r" else True)?)")
+HOST_AWARE_COMPILE = re.compile(r",\s*(?<!\w)" + _KEPT_SETTING + r"|(?<!\w)" + _KEPT_SETTING + r",?\s*")
 _CUDA_STRING = re.compile(r"""(["'])cuda\1""")
 _CUDA_MOVE = re.compile(r"\.cuda\(\)")
 _NCCL_STRING = re.compile(r"""(["'])nccl\1""")
@@ -220,11 +233,15 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
             before = line
             for pattern, repl in _FOLD:
                 line = pattern.sub(repl, line)
+        kept = line
         line = _COMPILE_BACKEND.sub("", line)
         for pattern, repl, _reason in REWRITES:
             line = pattern.sub(repl, line)
         for pattern, repl in ADDITIVE:
             line = pattern.sub(repl, line)
+        line = HOST_AWARE_COMPILE.sub("", line)
+        if kept.strip() and not line.strip():
+            continue  # a compile argument (backend, item 8) on a line of its own
         lines.append(line)
     lines = _drop_additive_blocks(lines)
     # accelerator's CUDA-only guards: `if <RT>is_available():` over one statement -> the statement
@@ -320,7 +337,7 @@ def test_only_device_choices_differ(name, target):
     named = named_devices(written)
     neuron = normalise(rewrite(name, "neuron"), named)
     other = normalise(written, named)
-    if target == "cpu":  # item 8 of the module docstring
+    if target == "cpu":  # item 9 of the module docstring
         # (an `else:` then repeating its `if`'s statement goes, as in item 7)
         neuron, other = (_drop_additive_blocks([_REPEATED.sub(D, _CUDA_STRING.sub(D, _NCCL_STRING.sub(
             D, _CUDA_MOVE.sub(f".to({D})", line)))) for line in side]) for side in (neuron, other))
@@ -336,6 +353,11 @@ def test_normalise_erases_device_choices_only():
     assert normalise("x = 1\n") != normalise("x = 2\n")
     assert normalise('model = torch.compile(model, backend="neuron")\n') == normalise(
         "model = torch.compile(model)\n")
+    # item 8: what a host-aware compile keeps for the other hosts; a mode Neuron honours is no such thing
+    neuron_test = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
+    assert normalise(f'm = torch.compile(m, mode="max-autotune", options=None if {neuron_test} else {{"a": 1}}, '
+                     f'dynamic=False if {neuron_test} else True)\n') == normalise("m = torch.compile(m, dynamic=False)\n")
+    assert normalise('m = torch.compile(m, mode="default")\n') != normalise("m = torch.compile(m)\n")
     # a model or a learning rate is no device choice
     assert normalise("lr = 1e-3\n") != normalise("lr = 1e-4\n")
     assert normalise('m = Net("a")\n') != normalise('m = Net("b")\n')

@@ -9,8 +9,9 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence
-from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import double_star_arg, drop_elements, keyword, with_keyword
+from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.writing.device_name import chooses_neuron
 from neuronize.transforms._helpers.literals import make_string, string_value
 from neuronize.transforms._helpers.messages import short
@@ -76,6 +77,33 @@ DEBUG_BACKENDS = frozenset({"eager", "aot_eager", "aot_eager_decomp_partition", 
 CUDA_MODES = frozenset({"reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
 #: `options=` keys the Neuron backend reads (fallback_execution: DOC; model_name: 3P)
 NEURON_OPTIONS = frozenset({"fallback_execution", "model_name"})
+#: why a host-aware call keeps its CUDA `mode=` (the message's clause)
+MODE_KEPT = "Neuron ignores it with a warning and compiles with the default mode; CUDA keeps it"
+
+
+def host_aware_backend(expr: cst.BaseExpression) -> bool:
+    """``expr`` is a compile backend that already chooses Neuron on a Neuron host and another
+    backend elsewhere: the accelerator target's (:func:`chooses_neuron`), or ``"neuron" if
+    <Neuron test> else <the original backend>`` (:func:`hosts.host_compile_backend`)."""
+    return chooses_neuron(expr) or (isinstance(expr, cst.IfExp) and string_value(expr.body) == "neuron"
+                                    and says_only_neuron(expr.test))
+
+
+def host_aware_test(ctx: FileContext, call: cst.Call) -> per_target.Built | None:
+    """The Neuron test of ``call``'s host-aware backend (``"neuron" if <test> else <another
+    backend>``), with its imports: the test written in the call, or the one NRN301 writes
+    (:func:`hosts.host_compile_backend`, for the call being visited) where the call has no backend
+    or one NRN301 replaces. None where the call compiles with one backend on every host."""
+    arg = keyword(call, "backend")
+    if arg is not None and isinstance(arg.value, cst.IfExp) and host_aware_backend(arg.value):
+        return arg.value.test, ()
+    if (arg is None and double_star_arg(call) is not None) or (
+            arg is not None and string_value(arg.value) not in REPLACED_BACKENDS):
+        return None
+    chosen = hosts.host_compile_backend(ctx, arg.value if arg is not None else None)
+    if chosen is None or not isinstance(chosen[0], cst.IfExp):
+        return None
+    return chosen[0].test, chosen[1]
 
 
 @dataclass
@@ -85,6 +113,7 @@ class CompilePlan:
 
     reports: list[tuple[cst.CSTNode, str, Evidence | None]] = field(default_factory=list)
     new: cst.Call | None = None
+    #: the edits, then what a host-aware call keeps for the other hosts (one clause each)
     edits: list[str] = field(default_factory=list)
     dropped_comments: int = 0
 
@@ -97,11 +126,18 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
     """The plan for ``node``, a ``torch.compile`` call (``what`` names it in messages) under
     ``target``, whose backend expression is ``backend`` (None: keep PyTorch's default).
 
+    A host-aware ``backend`` (``"neuron" if <test> else ...``) keeps what the other hosts'
+    backend reads: CUDA modes stay (Neuron ignores them with a warning), Inductor ``options=``
+    are passed only where Neuron is absent (``None if <test> else {...}``, the same ``<test>``),
+    and no ``dynamic=False`` is added (omitting it is what the Neuron docs allow besides False).
+
     Pure: reads the call, returns values. ``evidence`` overrides the reports' evidence mark."""
     plan = CompilePlan()
     backend_arg = keyword(node, "backend")
     stars = double_star_arg(node)
+    host_test = backend.test if isinstance(backend, cst.IfExp) else None  # keeps the other hosts
     edits: list[str] = []
+    kept: list[str] = []  # what a host-aware call keeps for the other hosts: said, not edited
     remove: list[cst.Arg] = []
     dropped_comments = 0
     backend_known = True  # the backend is (or becomes) a literal we understand
@@ -120,11 +156,13 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
         value = string_value(backend_arg.value)
         if value == "neuron":
             return plan
-        if value is None and chooses_neuron(backend_arg.value):
+        if value is None and host_aware_backend(backend_arg.value):
             return plan  # chosen from the detected device already (host-aware, `--target accelerator`)
         if value is None:
             also = [k for k in ("mode", "options") if keyword(node, k) is not None]
             tail = " with no CUDA `mode=` or Inductor `options=`" if also else ""
+            if host_test is not None:  # the other hosts keep their mode, Neuron ignores it
+                tail = " with no Inductor `options=`" if "options" in also else ""
             plan.report(backend_arg.value, f"{what} picks its backend at run time "
                         f"(`backend={short(backend_arg.value, 50)}`): make sure it is `\"neuron\"` on Trainium{tail}")
             backend_known = False
@@ -149,35 +187,47 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
     mode_arg = keyword(node, "mode")
     if mode_arg is not None:
         mode = string_value(mode_arg.value)
-        if mode in CUDA_MODES:
+        if mode in CUDA_MODES and host_test is not None:
+            kept.append(f'`mode="{mode}"` kept ({MODE_KEPT})')
+        elif mode in CUDA_MODES:
             remove.append(mode_arg)
             edits.append(f'`mode="{mode}"` removed (CUDA graphs / Triton autotuning; Neuron honours '
                          "only the default mode)")
-        elif mode is None and backend_known and not (
+        elif mode is None and backend_known and host_test is None and not (
                 isinstance(mode_arg.value, cst.Name) and mode_arg.value.value == "None"):
             plan.report(mode_arg.value, f"{what} picks `mode={short(mode_arg.value, 50)}` at run time: Neuron "
                         "honours only the default mode; CUDA modes are ignored with a warning")
 
     options_arg = keyword(node, "options")
-    new_options: cst.Dict | None = None
+    new_options: cst.BaseExpression | None = None
     if options_arg is not None and backend_known:
         value_node = options_arg.value
         if isinstance(value_node, cst.Dict):
             keys: list[str | None] = []
             for element in value_node.elements:
                 keys.append(string_value(element.key) if isinstance(element, cst.DictElement) else None)
+            dropped = [k for k in keys if k not in NEURON_OPTIONS]
+            listing = ", ".join(f"`{k}`" for k in dropped)
             if None in keys:
                 plan.report(value_node, f"{what}: `options=` has keys computed at run time: keep only "
-                            "`fallback_execution` (Neuron does not read Inductor options)")
-            else:
-                dropped = [k for k in keys if k not in NEURON_OPTIONS]
-                kept = [e for e, k in zip(value_node.elements, keys, strict=False) if k in NEURON_OPTIONS]
-                listing = ", ".join(f"`{k}`" for k in dropped)
-                if not kept:
+                            "`fallback_execution` (Neuron does not read Inductor options)" + (
+                                " on Neuron, and the Inductor keys for the other hosts' backend"
+                                if host_test is not None else ""))
+            elif host_test is not None and dropped and len(dropped) < len(keys):
+                plan.report(value_node, f"{what}: `options=` mixes Neuron keys with Inductor ones ({listing}), "
+                            "which the other hosts' backend reads: give Neuron its keys and the other hosts "
+                            "theirs by hand (`options=<Neuron's> if <Neuron test> else <the others'>`)")
+            elif host_test is not None and dropped:
+                new_options = cst.IfExp(test=host_test, body=cst.Name("None"), orelse=value_node)
+                edits.append(f"Inductor `options=` ({listing}) passed only where Neuron is absent "
+                             "(`None`, the default, on Neuron)")
+            elif host_test is None:
+                kept_keys = [e for e, k in zip(value_node.elements, keys, strict=False) if k in NEURON_OPTIONS]
+                if not kept_keys:
                     remove.append(options_arg)
                     edits.append(f"Inductor `options=` removed ({listing or 'empty'})")
                 elif dropped:
-                    gone = [e for e in value_node.elements if not any(e is k for k in kept)]
+                    gone = [e for e in value_node.elements if not any(e is k for k in kept_keys)]
                     elements, lost, closing = drop_elements(value_node.elements, gone,
                                                             value_node.rbrace.whitespace_before)
                     dropped_comments += lost
@@ -186,9 +236,11 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
                     edits.append(f"Inductor options {listing} removed from `options=`")
         elif not (isinstance(value_node, cst.Name) and value_node.value == "None"):
             plan.report(value_node, f"{what}: `options={short(value_node, 50)}` is built elsewhere: Neuron "
-                        "reads only `fallback_execution`; drop the Inductor keys")
+                        "reads only `fallback_execution`; " + (
+                            "the other hosts' backend reads the Inductor keys: pass those only where "
+                            "Neuron is absent" if host_test is not None else "drop the Inductor keys"))
 
-    add_static = not runtime_backend and keyword(node, "dynamic") is None
+    add_static = not runtime_backend and host_test is None and keyword(node, "dynamic") is None
     if add_static:
         edits.append(f"`dynamic=False` added ({STATIC_REASON})")
     if not edits:
@@ -210,7 +262,7 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
         new = with_keyword(new, "backend", backend_new)
     if add_static:
         new = with_keyword(new, "dynamic", cst.Name("False"))
-    plan.new, plan.edits, plan.dropped_comments = new, edits, dropped_comments
+    plan.new, plan.edits, plan.dropped_comments = new, edits + kept, dropped_comments
     return plan
 
 

@@ -369,13 +369,31 @@ def at_import_time(ctx: FileContext) -> bool:
     return True
 
 
+def compile_keeps_other_hosts(ctx: FileContext) -> bool:
+    """The file's compiles keep hosts other than Neuron: Inductor still compiles its code on
+    them, so what only Inductor reads (CUDA ``mode=`` values, Inductor ``options=``,
+    ``torch._inductor.config``) still matters there. True under ``--target accelerator`` (the
+    backend follows the detected device) and ``cpu`` (Inductor compiles for the CPU), and on the
+    neuron target in a file with a CPU path (:func:`has_cpu_path`), whose compiles get a
+    host-aware backend (:func:`host_compile_backend`).
+
+    False in a file that hard-codes CUDA with no choice, even where one of its compiles is built
+    at import time (a decorator) and so gets a host-aware backend too: that backend is host-aware
+    so that the module still imports without torch-neuronx; the file's own code moves to Neuron
+    outright, so no other host runs its compiles."""
+    return per_target.target(ctx) != per_target.NEURON or has_cpu_path(ctx)
+
+
 def host_compile_backend(ctx: FileContext, original: cst.BaseExpression | None) -> per_target.Built | None:
     """The ``backend=`` a ``torch.compile`` gets: :func:`per_target.compile_backend`, except that on
-    the neuron target, where the wrapper is built at import time or the file has a CPU path,
-    ``"neuron" if <Neuron is here> else <original backend, or "inductor">``: ``torch.compile``
-    looks the backend up when it builds the wrapper, and ``"neuron"`` raises without torch-neuronx."""
+    the neuron target, where the wrapper is built at import time or the file keeps its other hosts
+    (:func:`compile_keeps_other_hosts`), ``"neuron" if <Neuron is here> else <original backend,
+    or "inductor">``: ``torch.compile`` looks the backend up when it builds the wrapper, and
+    ``"neuron"`` raises without torch-neuronx."""
     chosen = per_target.compile_backend(ctx)
-    if per_target.target(ctx) != per_target.NEURON or not (at_import_time(ctx) or has_cpu_path(ctx)):
+    if per_target.target(ctx) != per_target.NEURON:
+        return chosen  # accelerator: chosen from the detected device already; cpu: Inductor
+    if not (at_import_time(ctx) or compile_keeps_other_hosts(ctx)):
         return chosen
     test, imports = per_target.available(ctx)
     kept = original.with_changes(lpar=(), rpar=()) if original is not None else make_string("inductor")

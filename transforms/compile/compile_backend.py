@@ -1,4 +1,4 @@
-"""NRN301: `torch.compile` set up for Inductor/CUDA -> `backend="neuron"`, without CUDA modes or Inductor options."""
+"""NRN301: `torch.compile` set up for Inductor/CUDA -> `backend="neuron"` (host-aware where other hosts keep Inductor)."""
 
 from __future__ import annotations
 
@@ -44,15 +44,23 @@ class CompileBackend(Transform):
         the call says nothing about `dynamic` (NRN302 turns a `dynamic=True` into `False`).
         Where `"neuron"` would break a host the code ran on, the backend is host-aware
         (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
-        == "neuron" else "inductor"`, or the original backend on the other side): at import time
-        (module- and class-level statements, decorators) and in files with a CPU path (a
-        `torch.cuda.is_available()` check, a `"cpu"` device, a device parameter or option, or no
-        CUDA at all); a script that hard-codes CUDA gets `"neuron"`. Compiles of `flex_attention`
-        and `create_block_mask` (whose compiled form only Inductor provides) are reported, not changed.
+        == "neuron" else "inductor"`, or the original backend on the other side; the module
+        names the test once, as `on_neuron()`): at import time (module- and class-level
+        statements, decorators) and in files with a CPU path (a `torch.cuda.is_available()`
+        check, a `"cpu"` device, a device parameter or option, or no CUDA at all); a script that
+        hard-codes CUDA gets `"neuron"`. A host-aware call keeps what the other hosts' Inductor
+        reads: its CUDA `mode=` stays (Neuron ignores it with a warning and uses the default
+        mode), Inductor `options={...}` are passed only off Neuron (`options=None if on_neuron()
+        else {...}`, `None` being `torch.compile`'s default), and no `dynamic=False` is added
+        (omitting `dynamic` is allowed on Neuron and keeps every other host as it was). A dict
+        mixing Neuron and Inductor keys in a host-aware call is reported, not changed.
+        Compiles of `flex_attention` and `create_block_mask` (whose compiled form only Inductor
+        provides) are reported, not changed.
         `--target accelerator` writes the backend chosen from the detected device
         (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
-        == "neuron" else "inductor"`); `--target cpu` sets no backend (Inductor compiles for the
-        CPU) and keeps `backend="inductor"`. Both drop the CUDA modes and Inductor options too.
+        == "neuron" else "inductor"`), host-aware like the above; `--target cpu` sets no backend
+        (Inductor compiles for the CPU), keeps `backend="inductor"`, and drops the CUDA modes and
+        Inductor options.
 
     Why on TorchNeuron:
         The Neuron backend lowers Dynamo graphs through StableHLO to neuronx-cc; TorchInductor and
@@ -60,31 +68,35 @@ class CompileBackend(Transform):
         log a warning and fall back) and reads only a few `options` keys.
 
     Example:
-        model = torch.compile(model, mode="max-autotune")
+        # a script that hard-codes CUDA
+        model = torch.compile(model.cuda(), mode="max-autotune")
 
-        @torch.compile
-        def step(x):
-            return x * 2
+        # a file that also runs without CUDA (a CPU path)
+        compiled = torch.compile(model, mode="max-autotune", options={"epilogue_fusion": True})
 
     Use instead:
-        model = torch.compile(model, backend="neuron", dynamic=False)
+        model = torch.compile(model.cuda(), backend="neuron", dynamic=False)
 
-        @torch.compile(backend="neuron", dynamic=False)
-        def step(x):
-            return x * 2
+        compiled = torch.compile(
+            model,
+            mode="max-autotune",
+            options=None if on_neuron() else {"epilogue_fusion": True},
+            backend="neuron" if on_neuron() else "inductor",
+        )
 
     Fix safety:
         Safe for `torch.compile` and `torch._dynamo.optimize`: the documented backend, and the
         removed settings have no effect on Neuron; `torch.compile` looks the backend up when it
         builds the wrapper, so `"neuron"` is written only where the code already needed CUDA
-        (elsewhere the host-aware backend keeps Inductor). Unsafe for `model.compile(...)`: that the
-        `nn.Module` method forwards its arguments unchanged is inferred (and a `.compile` method
-        on another kind of object would be a false match).
+        (elsewhere the host-aware backend keeps Inductor, with its mode and options). Unsafe for
+        `model.compile(...)`: that the `nn.Module` method forwards its arguments unchanged is
+        inferred (and a `.compile` method on another kind of object would be a false match).
 
     Evidence:
         DOC: the TorchNeuron compile reference and guide (the `"neuron"` backend; only the default
-        `mode`; `dynamic=False`; the `options` keys it reads, `model_name` being 3P;
-        `fullgraph=True` recommended). INF: that `model.compile` forwards its arguments.
+        `mode`, other values logging a warning and falling back to it; `dynamic=False` or no
+        `dynamic`; the `options` keys it reads, `model_name` being 3P; `fullgraph=True`
+        recommended). INF: that `model.compile` forwards its arguments.
     """
 
     id = "NRN301"
@@ -112,8 +124,17 @@ class CompileBackend(Transform):
         Example(
             "import torch\n@torch.compile\ndef f(x):\n    return x.cuda() + 1\n",
             'import torch\n@torch.compile(backend="neuron" if torch.accelerator.is_available() and '
-            'torch.accelerator.current_accelerator().type == "neuron" else "inductor", dynamic=False)\n'
+            'torch.accelerator.current_accelerator().type == "neuron" else "inductor")\n'
             "def f(x):\n    return x.cuda() + 1\n",
+        ),
+        Example(
+            'import torch\ndef build(model, device="cpu"):\n'
+            '    return torch.compile(model.to(device), mode="max-autotune", options={"shape_padding": True})\n',
+            'import torch\ndef build(model, device="cpu"):\n'
+            '    return torch.compile(model.to(device), mode="max-autotune", options=None if '
+            'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+            'else {"shape_padding": True}, backend="neuron" if torch.accelerator.is_available() and '
+            'torch.accelerator.current_accelerator().type == "neuron" else "inductor")\n',
         ),
         Example(
             'import torch\ndef build(model):\n    model.cuda().compile(mode="reduce-overhead")\n',
@@ -195,14 +216,17 @@ class CompileBackend(Transform):
             return
         chosen = hosts.host_compile_backend(self.ctx, None)  # None: --target cpu keeps Inductor
         args = [] if chosen is None else [new_keyword("backend", chosen[0])]
-        args.append(new_keyword("dynamic", cst.Name("False")))
+        static = chosen is None or not isinstance(chosen[0], cst.IfExp)  # host-aware: dynamic left to each host
+        if static:
+            args.append(new_keyword("dynamic", cst.Name("False")))
         backend = per_target.say(self.ctx, "{compile_backend}{why}", why=WHY_BACKEND[per_target.target(self.ctx)]) \
             + self._host_note(chosen[0]) if chosen is not None else \
             "no backend (Inductor, the default, compiles for the CPU)"
         self.fix(dec, cst.Call(func=dec, args=[*(a.with_changes(comma=cst.Comma(
                      whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]), args[-1]]),
-                 f"`@torch.compile` -> `@torch.compile(...)`: {backend}; `dynamic=False` ({STATIC_REASON}); "
-                 "consider `fullgraph=True` (recommended: graph breaks then raise)",
+                 f"`@torch.compile` -> `@torch.compile(...)`: {backend}; "
+                 + (f"`dynamic=False` ({STATIC_REASON}); " if static else "")
+                 + "consider `fullgraph=True` (recommended: graph breaks then raise)",
                  imports=chosen[1] if chosen is not None else ())
 
     def visit_Attribute(self, node: cst.Attribute) -> None:

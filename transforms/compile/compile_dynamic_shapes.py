@@ -6,11 +6,13 @@ import re
 
 import libcst as cst
 
-from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers import hosts, per_target
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
-from neuronize.transforms._helpers.compile import DEBUG_BACKENDS, call_name, compile_kind
+from neuronize.transforms._helpers.compile import DEBUG_BACKENDS, call_name, compile_kind, host_aware_test
+from neuronize.transforms._helpers.device_choice import says_only_neuron
+from neuronize.transforms._helpers.device_model import kept_for_cuda
 from neuronize.transforms._helpers.imports import removals_for
 from neuronize.transforms._helpers.literals import is_false, is_true, string_value
 from neuronize.transforms._helpers.messages import short
@@ -48,6 +50,12 @@ class CompileDynamicShapes(Transform):
         `symbolic_trace`, `torch.export`) or drive Inductor (reported: the dynamic dimension is the
         point there); a marker that is the only statement of a loop, `with` or `try` body is
         reported, not removed (no `for ...: pass` is left behind).
+        Where the call's backend is host-aware (NRN301 writes, or already wrote, `backend="neuron"
+        if on_neuron() else "inductor"`: in a file that also runs without Neuron, at import time,
+        and under `--target accelerator`), only Neuron gets static shapes: `dynamic=False if
+        on_neuron() else True`, with the backend's own test, so the other hosts keep their dynamic
+        shapes. Likewise a marker in a file whose compiles keep hosts other than Neuron (a CPU
+        path, or `--target accelerator`) is kept for them, under `if not on_neuron():`.
 
     Why on TorchNeuron:
         The Neuron backend compiles static shapes only: `dynamic=True` is rejected at compile time,
@@ -61,10 +69,17 @@ class CompileDynamicShapes(Transform):
         model = torch.compile(model, backend="neuron", dynamic=False)
         # pad inputs to a fixed length, or to a few buckets
 
+        # where the backend is host-aware:
+        model = torch.compile(model, backend="neuron" if on_neuron() else "inductor",
+                              dynamic=False if on_neuron() else True)
+        if not on_neuron():
+            torch._dynamo.mark_dynamic(batch, 0)
+
     Fix safety:
-        Unsafe: the code then compiles once per distinct input shape. Inputs whose shapes vary
-        (variable sequence lengths, last partial batch) must be padded or bucketed, or compile
-        time dominates. Removing `mark_dynamic` rests on an inference (INF).
+        Unsafe: the code then compiles once per distinct input shape (on Neuron only, where the
+        call is host-aware). Inputs whose shapes vary (variable sequence lengths, last partial
+        batch) must be padded or bucketed, or compile time dominates. Removing `mark_dynamic`
+        rests on an inference (INF).
 
     Evidence:
         DOC: the compile reference and guide (`dynamic=True` is rejected; use `dynamic=False` or
@@ -90,8 +105,19 @@ class CompileDynamicShapes(Transform):
             'import torch\nmodel = torch.compile(model, backend="neuron", dynamic=False)\n',
         ),
         Example(
+            'import torch\ndef build(model, device="cpu"):\n    return torch.compile(model.to(device), dynamic=True)\n',
+            'import torch\ndef build(model, device="cpu"):\n    return torch.compile(model.to(device), dynamic=False '
+            'if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+            "else True)\n",
+        ),
+        Example(
+            "import torch\ntorch._dynamo.mark_dynamic(x, 1)\ny = model(x.cuda())\n",
+            "import torch\ny = model(x.cuda())\n",
+        ),
+        Example(
             "import torch\ntorch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n",
-            "import torch\ny = model(x)\n",
+            "import torch\nif not (torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+            '== "neuron"):\n    torch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n',
         ),
         Example("import torch\ntorch._dynamo.config.automatic_dynamic_shapes = True\n"),
     )
@@ -113,6 +139,8 @@ class CompileDynamicShapes(Transform):
             return
         if isinstance(arg.value, cst.Name) and arg.value.value == "None":
             return
+        if isinstance(arg.value, cst.IfExp) and is_false(arg.value.body) and says_only_neuron(arg.value.test):
+            return  # `False if <Neuron> else ...`: static on Neuron already (a host-aware call)
         kind = compile_kind(self.ctx, node)
         if kind is None:
             return
@@ -120,11 +148,20 @@ class CompileDynamicShapes(Transform):
         if backend is not None and string_value(backend.value) in DEBUG_BACKENDS:
             return  # an eager/aot_eager test compile: not one this tool targets
         what = "`torch.compile`" if kind == "torch" else f"`{short(node.func, 50)}`"
-        if is_true(arg.value):
+        evidence = Evidence.DOC if kind == "torch" else Evidence.INF
+        host = host_aware_test(self.ctx, node) if is_true(arg.value) else None
+        if host is not None:  # the other hosts keep their dynamic shapes; Neuron compiles static ones
+            test, imports = host
+            self.fix(arg.value, cst.IfExp(test=test, body=cst.Name("False"), orelse=arg.value),
+                     f"{what}: `dynamic=True` -> `dynamic=False` on Neuron only (`False if <the accelerator is "
+                     "Neuron> else True`, as its backend is host-aware): Neuron rejects dynamic shapes; there "
+                     "each new input shape compiles a new graph, so pad inputs to fixed sizes or buckets",
+                     evidence=evidence, imports=imports)
+        elif is_true(arg.value):
             self.fix(arg.value, cst.Name("False"),
                      f"{what}: `dynamic=True` -> `dynamic=False`: Neuron rejects dynamic shapes; each new "
                      "input shape now compiles a new graph, so pad inputs to fixed sizes or buckets",
-                     evidence=Evidence.DOC if kind == "torch" else Evidence.INF)
+                     evidence=evidence)
         else:
             self.report(arg.value, f"{what}: `dynamic={short(arg.value, 50)}` is chosen at run time: Neuron "
                         "rejects `dynamic=True`; use `False` (or omit it) and pad inputs to fixed sizes")
@@ -139,13 +176,30 @@ class CompileDynamicShapes(Transform):
                         "backends, Inductor passes), where the dynamic dimension is the point",
                         evidence=Evidence.INF)
             return
-        if is_expression_statement(self.ctx) and not self._empties_a_loop():
-            self.remove(self.ctx.parent, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "  # type: ignore[arg-type]
+        statement = self.ctx.parent if is_expression_statement(self.ctx) else None
+        line = self.ctx.statement_to_remove(statement) if statement is not None else None
+        if self._kept_off_neuron():
+            return  # `if not <Neuron>: <marker>`: kept for the other hosts already
+        if isinstance(line, cst.SimpleStatementLine) and per_target.target(self.ctx) != per_target.CPU \
+                and hosts.compile_keeps_other_hosts(self.ctx):
+            new, imports = kept_for_cuda(self.ctx, line)  # the other hosts' Inductor keeps the dimension
+            self.fix(line, new, f"`{short(node.func, 50)}(...)` kept for the other hosts under `if not <the "
+                     "accelerator is Neuron>:` (this file's compiles keep them): Neuron compiles static shapes "
+                     "only; pad this input to a fixed size (or a few buckets) there", evidence=Evidence.INF,
+                     imports=imports)
+        elif statement is not None and not self._empties_a_loop():
+            self.remove(statement, f"`{short(node.func, 50)}(...)` removed: Neuron compiles static shapes "
                         "only; pad this input to a fixed size (or a few buckets) instead",
                         evidence=Evidence.INF, imports=removals_for(self.ctx, [qualified]))
         else:
             self.report(node, f"`{short(node.func, 50)}(...)` asks for a dynamic dimension, which Neuron does not "
                         "support: remove it and pad the input to a fixed size", evidence=Evidence.INF)
+
+    def _kept_off_neuron(self) -> bool:
+        """The node being visited runs under ``if not <Neuron>:`` (what :func:`kept_for_cuda` writes)."""
+        return any(isinstance(anc, cst.If) and isinstance(anc.test, cst.UnaryOperation)
+                   and isinstance(anc.test.operator, cst.Not) and says_only_neuron(anc.test.expression)
+                   for anc in self.ctx.ancestors())
 
     def _empties_a_loop(self) -> bool:
         """The marker is the only statement of a loop, `with` or `try` body (``for t in ts:

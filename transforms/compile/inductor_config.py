@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.imports import removals_for
 from neuronize.transforms._helpers.messages import short
@@ -29,6 +29,14 @@ class InductorConfig(Transform):
         once nothing uses it. Unwraps `with torch._inductor.config.patch(...):` blocks.
         Reported, not changed: an assignment that also sets something else, a value computed
         by a call, and `@torch._inductor.config.patch(...)` decorators. Reading a setting is left.
+        This is for a file whose compiles move to Neuron outright (a script that hard-codes CUDA,
+        where NRN301 writes `backend="neuron"`). A file that also runs without Neuron (a CPU
+        path: a `torch.cuda.is_available()` check, a `"cpu"` device, a device parameter, or no
+        CUDA at all), whose compiles NRN301 makes host-aware, keeps every setting, and each is
+        reported once as kept: Inductor still compiles there (the CUDA box keeps its tuning), and
+        the Neuron backend ignores them. A hard-coded script whose only host-aware compile is a
+        decorator (built at import time, so made host-aware only for the module to import
+        without torch-neuronx) loses its settings like any other: its code runs on Neuron only.
         `--target cpu` and `--target accelerator` keep every setting and report nothing: Inductor
         compiles there (CPU, CUDA), and the Neuron backend ignores the settings.
 
@@ -39,10 +47,10 @@ class InductorConfig(Transform):
     Example:
         torch._inductor.config.coordinate_descent_tuning = True
         torch._inductor.config.triton.unique_kernel_names = True
-        model = torch.compile(model, backend="neuron")
+        model = torch.compile(model.cuda())
 
     Use instead:
-        model = torch.compile(model, backend="neuron")
+        model = torch.compile(model.to("neuron"), backend="neuron", dynamic=False)
 
     Fix safety:
         Safe when the assigned value is a plain expression. Unsafe when it contains a call (the
@@ -67,12 +75,17 @@ class InductorConfig(Transform):
     targets = per_target.ALL
     examples = (
         Example(
-            "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\nmodel = build()\n",
-            "import torch\nmodel = build()\n",
+            "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\nmodel = build().cuda()\n",
+            "import torch\nmodel = build().cuda()\n",
         ),
         Example(
-            "import torch\nfrom torch._inductor import config\n\nif fast:\n    config.max_autotune = True\n",
-            "import torch\n",
+            "import torch\nfrom torch._inductor import config\n\nif fast:\n    config.max_autotune = True\n"
+            "x = x.cuda()\n",
+            "import torch\nx = x.cuda()\n",
+        ),
+        Example(  # a CPU path: the other hosts still compile with Inductor
+            'import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n'
+            'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
         ),
     )
 
@@ -82,17 +95,26 @@ class InductorConfig(Transform):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._assign(node)
 
-    def _neuron(self) -> bool:
-        return per_target.target(self.ctx) == per_target.NEURON
+    def _kept(self, node: cst.CSTNode, what: str) -> bool:
+        """The settings stay where the file's compiles keep hosts other than Neuron
+        (:func:`hosts.compile_keeps_other_hosts`): Inductor still compiles there. On the neuron
+        target that is said once per setting (as NRN350 says of the cuDNN flags it keeps); the
+        other targets compile with Inductor by design and say nothing."""
+        if not hosts.compile_keeps_other_hosts(self.ctx):
+            return False
+        if per_target.target(self.ctx) == per_target.NEURON:
+            self.report(node, f"{what} kept: this file also runs without Neuron (it has a CPU path), where "
+                        "Inductor still compiles and reads it; the Neuron backend ignores it")
+        return True
 
     def _assign(self, node: cst.Assign | cst.AugAssign) -> None:
-        if not self._neuron():
-            return
         targets = assign_targets(node)
         knobs = [t for t in targets if isinstance(t, cst.Attribute) and self._is_knob(t)]
         if not knobs:
             return
         names = ", ".join(f"`{short(t, 50)}`" for t in knobs)
+        if self._kept(node, f"Inductor setting {names}"):
+            return
         if len(knobs) != len(targets):
             self.report(node, f"{names}: Inductor setting, unused by the Neuron backend; this assignment also "
                         "sets something else, so remove the Inductor part by hand")
@@ -135,10 +157,8 @@ class InductorConfig(Transform):
         return qualified is not None and qualified.startswith(PREFIX + ".")
 
     def visit_With(self, node: cst.With) -> None:
-        if not self._neuron():
-            return
         drop = [item for item in node.items if self._is_patch(item.item)]
-        if not drop:
+        if not drop or self._kept(node, "`torch._inductor.config.patch(...)`"):
             return
         result = unwrap_with(node, drop)
         if isinstance(result, str):
@@ -155,7 +175,7 @@ class InductorConfig(Transform):
                  imports=removals_for(self.ctx, [PREFIX]))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
-        if self._neuron() and self._is_patch(node.decorator):
+        if self._is_patch(node.decorator) and not self._kept(node, "`@torch._inductor.config.patch(...)`"):
             self.report(node, "`@torch._inductor.config.patch(...)` has no effect on Neuron: remove the decorator")
 
     def _is_patch(self, expr: cst.BaseExpression) -> bool:

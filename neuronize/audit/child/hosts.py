@@ -143,9 +143,11 @@ def _simulate_neuron(torch: Any, calls: list[str]) -> None:
     torch.utils.rename_privateuse1_backend("neuron")
     torch._register_device_module("neuron", _neuron_module(torch, calls))
     # torch.compile(backend="neuron") runs the graph eagerly; Dynamo is imported when the program
-    # first needs it, not by every run
+    # first needs it, not by every run. torch.compile passes a non-default `mode=` and any
+    # `options=` on to the backend, which the Neuron backend takes (it ignores a CUDA mode with a
+    # warning): a host-aware compile keeps its CUDA mode for the other hosts
     after_import("torch._dynamo", lambda dynamo: dynamo.register_backend(
-        lambda gm, example_inputs: gm.forward, name="neuron"))
+        lambda gm, example_inputs, **settings: gm.forward, name="neuron"))
     _neuron_process_group(torch)
     stand_in = types.ModuleType("torch_neuronx", "A stand-in of torch-neuronx (neuronize's simulated host).")
     stand_in.__version__ = "0+simulated"  # type: ignore[attr-defined]
