@@ -251,17 +251,29 @@ def lazy_annotations(module: cst.Module) -> bool:
 
 
 # -- the last check, on a whole module (ast: the engine has just parsed the output with it) --------
-def hazards(tree: ast.Module, tests: frozenset[str] = frozenset()) -> Counter[str]:
+def hazards(tree: ast.Module, tests: frozenset[str] = frozenset(), code: bytes | None = None) -> Counter[str]:
     """What ``tree`` evaluates at import that fails without Neuron, by kind (none for a script,
-    :func:`is_script`); ``tests``: its functions that test for Neuron (:func:`neuron_tests`)."""
+    :func:`is_script`); ``tests``: its functions that test for Neuron (:func:`neuron_tests`);
+    ``code``: the bytes ``tree`` was parsed from, when known: an expression none of whose lines
+    says ``neuron`` is not looked into (every hazard names it)."""
     found: Counter[str] = Counter()
     if not any(isinstance(s, (ast.With, ast.For, ast.While)) or isinstance(s, ast.Expr) and
                isinstance(s.value, (ast.Call, ast.Await)) for s in tree.body):
-        _scan(tree.body, found, tests)
+        _scan(tree.body, found, tests, code.splitlines() if code is not None else None)
     return found
 
 
-def _scan(body: list[ast.stmt], found: Counter[str], tests: frozenset[str]) -> None:
+def _silent(node: ast.AST, lines: list[bytes] | None) -> bool:
+    """Whether none of ``node``'s lines says ``neuron`` (so it holds no hazard)."""
+    if lines is None:
+        return False
+    first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    if first is None or last is None:
+        return False
+    return not any(b"neuron" in line for line in lines[first - 1:last])
+
+
+def _scan(body: list[ast.stmt], found: Counter[str], tests: frozenset[str], lines: list[bytes] | None) -> None:
     for stmt in body:
         if isinstance(stmt, ast.Import) and any(_is_neuronx(a.name) for a in stmt.names):
             found[IMPORT] += 1
@@ -269,25 +281,27 @@ def _scan(body: list[ast.stmt], found: Counter[str], tests: frozenset[str]) -> N
             found[IMPORT] += 1
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for expr in [*stmt.decorator_list, *stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d)]:
-                _scan_expr(expr, found, tests)
+                _scan_expr(expr, found, tests, lines)
         elif isinstance(stmt, ast.ClassDef):
             for expr in [*stmt.decorator_list, *stmt.bases]:
-                _scan_expr(expr, found, tests)
-            _scan(stmt.body, found, tests)
+                _scan_expr(expr, found, tests, lines)
+            _scan(stmt.body, found, tests, lines)
         elif isinstance(stmt, ast.Try):
             if not any(h.type is None or "Error" in ast.unparse(h.type) or "Exception" in ast.unparse(h.type)
                        for h in stmt.handlers):
-                _scan(stmt.body, found, tests)
+                _scan(stmt.body, found, tests, lines)
         elif isinstance(stmt, ast.If):
             test = ast.unparse(stmt.test)
             if "__main__" not in test and not _tests_for_neuron(test, tests):
-                _scan(stmt.body, found, tests)
-            _scan(stmt.orelse, found, tests)
+                _scan(stmt.body, found, tests, lines)
+            _scan(stmt.orelse, found, tests, lines)
         elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            _scan_expr(stmt, found, tests)
+            _scan_expr(stmt, found, tests, lines)
 
 
-def _scan_expr(node: ast.AST, found: Counter[str], tests: frozenset[str]) -> None:
+def _scan_expr(node: ast.AST, found: Counter[str], tests: frozenset[str], lines: list[bytes] | None) -> None:
+    if _silent(node, lines):
+        return
     for sub in _evaluated(node, tests):
         if isinstance(sub, ast.Attribute) and ast.unparse(sub).startswith("torch.neuron."):
             found[NEURON_MODULE] += 1

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.analysis.syntax import is_docstring
+from neuronize.analysis.syntax import is_docstring, iter_statements
 from neuronize.analysis.subtrees import code as _code, has_call, paths_to
-from neuronize.analysis.walk import iter_syntax
 
 
 def _optional(annotation: cst.Annotation | None) -> cst.Annotation | None:
@@ -53,7 +52,7 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
     resolved in its function's body instead."""
     from neuronize.analysis.positions import on_changed_lines
 
-    params = [(func, param) for func in iter_syntax(module) if isinstance(func, cst.FunctionDef)
+    params = [(func, param) for func in iter_statements(module.body) if isinstance(func, cst.FunctionDef)
               and isinstance(func.body, cst.IndentedBlock)
               for param in (*func.params.params, *func.params.kwonly_params)
               if param.default is not None and has_call(param.default)]

@@ -36,8 +36,8 @@ def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Modu
     if undefined:  # a rule wrote a name without asking for its import
         return FileError(f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
                          "left alone; please report it")
-    added = hazards(tree, neuron_tests(new)) - (
-        hazards(source_tree, neuron_tests(module)) if source_tree is not None else Counter())
+    added = hazards(tree, neuron_tests(new), output) - (
+        hazards(source_tree, neuron_tests(module), source) if source_tree is not None else Counter())
     if added:  # a safety net: the decision stage (policy._import_safe) should have held these fixes back
         return FileError(f"internal error: the rewritten module would evaluate {next(iter(added))} at import; "
                          "left alone")
