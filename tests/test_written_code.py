@@ -126,7 +126,7 @@ def test_tabs_and_crlf_are_kept():
     assert result.output is not None
     lines = result.output.split(b"\r\n")
     assert b"\n" not in b"".join(lines)  # every line ends in CRLF
-    assert b"\treturn (" in result.output and b"\t\ttorch.accelerator.is_available()" in result.output
+    assert b"\treturn (" in result.output and b"\t\thasattr(torch, \"accelerator\")\r\n\t\tand torch.accelerator.is_available()" in result.output
 
 
 def test_a_notebook_cell_keeps_the_test_written_out(tmp_path):

@@ -9,11 +9,14 @@ once, as a person would, near the imports::
     def on_neuron() -> bool:
         \"\"\"True on an AWS Trainium (Neuron) device, False elsewhere.\"\"\"
         return (
-            torch.accelerator.is_available()
+            hasattr(torch, "accelerator")
+            and torch.accelerator.is_available()
             and torch.accelerator.current_accelerator().type == "neuron"
         )
 
-and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"``. The function
+and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"``. Its first line
+keeps every host the code ran on: ``torch.accelerator`` is new in torch 2.6, and a project that
+admits an older torch (``torch>=2.4``) still runs where it did, the test being False there. The function
 is evaluated when called, never at import, so nothing initialises a device early. The function a
 first run defined is reused (a second run defines nothing); a name the module uses is never taken
 (``on_neuron``, then ``on_neuron_device``, ``on_neuron_device_2``...);
@@ -75,7 +78,8 @@ def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
     code = (f"def {name}() -> bool:\n"
             f"{indent}{q * 3}{_DOC}{q * 3}\n"
             f"{indent}return (\n"
-            f"{indent * 2}{t}.accelerator.is_available()\n"
+            f"{indent * 2}hasattr({t}, {q}accelerator{q})\n"
+            f"{indent * 2}and {t}.accelerator.is_available()\n"
             f"{indent * 2}and {t}.accelerator.current_accelerator().type == {q}neuron{q}\n"
             f"{indent})\n")
     func = cst.parse_statement(code.replace("\n", module.default_newline), config=module.config_for_parsing)
