@@ -171,8 +171,28 @@ def test_a_plain_default_stays_a_constant():
 
         def run(x, device="cuda"):
             return x.to(device)
+
+
+        run(torch.ones(1))
         ''')
     assert 'def run(x, device="neuron"):' in out
+
+
+def test_a_library_default_keeps_the_cuda_box():
+    out = migrate('''
+        import torch
+
+
+        def run(x, device="cuda"):
+            return x.to(device)
+
+
+        def _inner(x, device="cuda"):
+            return x.to(device)
+        ''')
+    assert "def run(x, device=None):" in out and 'device = "neuron" if on_neuron() else "cuda"' in out
+    assert "def _inner(x, device=None):" in out
+    assert run(out)["run"].__defaults__ == (None,)
 
 
 # -- line length ----------------------------------------------------------------------------------

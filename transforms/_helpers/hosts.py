@@ -159,6 +159,20 @@ def _finds_device_choice(ctx: FileContext) -> bool:
     return finder.found
 
 
+def library_default(ctx: FileContext) -> bool:
+    """On the neuron target, the parameter default being visited is a library's: its module is no
+    script (no work at its top level, no ``__main__`` guard), so callers on every host, the CUDA
+    box included, rely on the default: it gains Neuron host-aware, never moves outright."""
+    return per_target.target(ctx) == per_target.NEURON and _once(ctx, "library-module", _is_library_module)
+
+
+def _is_library_module(ctx: FileContext) -> bool:
+    from neuronize.analysis.import_safety import is_script
+
+    return not is_script(ctx.module) and not any(
+        isinstance(stmt, cst.If) and is_main_guard(stmt.test) for stmt in ctx.module.body)
+
+
 #: what shows that a file sets up CUDA processes: its device placement moves with that set-up
 _PROCESS_SET_UP = (b"init_process_group", b"set_device")
 

@@ -49,7 +49,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
         that tests the default, an availability check in the file), the default is written
         host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
-        its value and the program's own fallback, Neuron gets `"neuron"`.
+        its value and the program's own fallback, Neuron gets `"neuron"`. So is a parameter's
+        default in a library module (one that does no work at its top level and has no
+        `__main__` guard): its callers, on whatever host, rely on it; in a script it moves.
         Device strings in a dispatch's CUDA branch stay CUDA's.
         Strings that are not a device are never touched: messages, docstrings, dict keys,
         capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
@@ -116,7 +118,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
         Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
-        Example('def run(device: str = "cuda"):\n    pass\n', 'def run(device: str = "neuron"):\n    pass\n'),
+        Example('def run(device: str = "cuda"):\n    pass\n\n\nrun()\n', 'def run(device: str = "neuron"):\n    pass\n\n\nrun()\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
                 'import torch\n\np.add_argument("--device", default="neuron" if torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),
@@ -152,16 +154,15 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         for node, kind in device_literals(self.ctx, expr):
             self._fix_literal(node, kind, where, node is not expr, group, aware)
 
-    def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None) -> None:
-        """A device default (option, parameter, setting), as ``_device_model.default_plan`` says:
-        in one edit group with the fallbacks that test it (NRN103) and the Neuron branches of the
-        dispatches that consume it (NRN107); host-aware where the code chooses among hosts; kept
-        where a dispatch would reject it."""
+    def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None,
+                     library: bool = False) -> None:
+        """A device default (option, parameter, setting), as ``device_model.default_plan`` says; host-aware
+        too in a library (``library``: callers on every host rely on the default)."""
         plan = default_plan(self.ctx, choices)
         for node, _ in device_literals(self.ctx, expr) if plan.kept is not None and expr is not None else ():
             self._done.add(id(node))
             self.report(node, f"{where}: `{short(node)}` {plan.kept}", evidence=Evidence.INF)
-        self._fix_all(expr, where, group=plan.group, aware=plan.aware)
+        self._fix_all(expr, where, group=plan.group, aware=plan.aware or library)
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
         """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
@@ -257,7 +258,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if node.default is not None and device_named(node.name.value):
             kept = kept_parameter_default(self.ctx, node)
             (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
-             else self._fix_default(node.default, f"default of parameter `{node.name.value}`"))
+             else self._fix_default(node.default, f"default of parameter `{node.name.value}`",
+                                    library=hosts.library_default(self.ctx)))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)
