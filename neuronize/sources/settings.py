@@ -64,7 +64,7 @@ class Settings:
     kinds: frozenset[SourceKind] = frozenset(SourceKind)
     #: :meth:`run_ids` by (``per-file-ignores`` codes, kind): the same for most files of a run
     _run_ids: dict[tuple[tuple[str, ...], SourceKind | None], tuple[str, ...]] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def excludes(self) -> Excludes:
