@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import os
 import tokenize
 from dataclasses import dataclass
@@ -93,27 +94,13 @@ def decode(source: bytes) -> str:
     return source.decode(encoding, errors="replace")
 
 
+#: one line with its ending: str.splitlines also splits on \x0c, \x1c... which Python source
+#: treats as ordinary characters, so split on real line endings only
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+
+
 def _lines(text: str) -> list[str]:
-    # str.splitlines also splits on \x0c, \x1c... which Python source treats as ordinary
-    # characters: split on real line endings only.
-    lines: list[str] = []
-    start = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\n":
-            lines.append(text[start : i + 1])
-            start = i + 1
-        elif ch == "\r":
-            end = i + 2 if i + 1 < n and text[i + 1] == "\n" else i + 1
-            lines.append(text[start:end])
-            start = end
-            i = end - 1
-        i += 1
-    if start < n:
-        lines.append(text[start:])
-    return lines
+    return _LINE.findall(text)
 
 
 def _range(start: int, stop: int) -> str:
