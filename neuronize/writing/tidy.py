@@ -24,20 +24,23 @@ def finished(module: cst.Module, new: cst.Module, code: str | None, source: byte
         if named is not new:
             new, code = named, None
     if tidy and new is not module:
-        return tidied(new, source, options, name_tests)
+        return tidied(new, source, options, name_tests, code)
     return new, code
 
 
-def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool) -> tuple[cst.Module, str | None]:
+def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool,
+           code: str | None = None) -> tuple[cst.Module, str | None]:
     """Defaults resolved in the body (:mod:`neuronize.writing.late_defaults`), the Neuron test
     defined once (:mod:`neuronize.writing.neuron_test`, with ``name_tests``), lines within the
     project's length (:mod:`neuronize.writing.wrapped`); with the result's code when rendered.
+    ``code``: ``new``'s code when already rendered (a module whose code spells no test out needs
+    no walk for one).
 
     The code is rendered once, to find whether any line the run wrote is too long at all: the
     statement-by-statement measure of :func:`wrap_long_lines` costs more than the whole render,
     and most rewrites leave no line to split."""
     tidied = late_defaults(new, source)
-    if name_tests:
+    if name_tests and (code is None or tidied is not new or "current_accelerator" in code):
         tidied = name_neuron_test(tidied, source)
     code = tidied.code
     limit = limit_for(source, options.line_length)
