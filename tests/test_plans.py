@@ -194,8 +194,8 @@ def _idiom(code: str, target: str):  # type: ignore[no-untyped-def]
 def test_the_idiom_per_target():
     code = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
     assert short(_idiom(code, "neuron").replacement, None) == (
-        '"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
-        'else "cuda" if torch.cuda.is_available() else "cpu"')
+        '"neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
+        'torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() else "cpu"')
     # the accelerator must be Neuron (on a Mac the idiom keeps its CPU fallback), and CUDA keeps its path
     assert short(_idiom(code, "cpu").replacement) == '"cpu"'  # both branches are the CPU: collapsed
     accelerator = _idiom(code, "accelerator")
@@ -615,7 +615,8 @@ def test_autocast_plan(code, expected):
     call = next(n for n in _calls_in(ctx.module) if getattr(n.func, "attr", None) is not None
                 and n.func.attr.value == "autocast")
     plan = plan_autocast(ctx, call, "autocast")
-    neuron = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
+    neuron = ('hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
+              'torch.accelerator.current_accelerator().type == "neuron"')
     assert [ctx.module.code_for_node(f.call).replace(neuron, "N") for f in plan] == expected
     assert [f.bf16 for f in plan] == ["bfloat16" in e for e in expected]
 

@@ -62,3 +62,34 @@ def test_the_rendered_text_shows_inline_notes_then_the_evidence_then_the_decisio
     data = finding.to_json("m.py")
     assert data["message"] == finding.text and data["evidence"] == "INF" and data["subject"] == ".cuda()"
     assert [n["kind"] for n in data["notes"]] == ["dispatch"]  # type: ignore[union-attr]
+
+
+class _InFront(_Propose):
+    """Puts Neuron in front of a chooser that starts with CUDA, keeping the whole chooser."""
+
+    tokens = (b"cuda",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        return None
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if isinstance(node.body, cst.SimpleString) and node.body.value == '"cuda"':
+            self.fix(node, self.replacement(node), "Neuron in front")
+
+    def replacement(self, node: cst.IfExp) -> cst.BaseExpression:
+        return cst.IfExp(test=cst.parse_expression("on_neuron()"), body=cst.SimpleString('"neuron"'),
+                         orelse=node.with_changes(lpar=(), rpar=()))
+
+
+class _ArmOnly(_InFront):
+    """Rewrites the chooser's CUDA arm instead (CUDA would lose its branch)."""
+
+    def replacement(self, node: cst.IfExp) -> cst.BaseExpression:
+        return node.with_changes(body=cst.SimpleString('"neuron"'))
+
+
+def test_a_choice_in_front_of_a_whole_device_chooser_is_not_held_as_a_dispatch():
+    chooser = '"cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"'
+    for code in (f"def pick():\n    return {chooser}\n", f"def pick():\n    return (\n        {chooser}\n    )\n"):
+        assert _notes(code, _InFront) == [("safe", "True")]
+        assert _notes(code, _ArmOnly) == [("report-only", "False", "dispatch")]

@@ -141,6 +141,8 @@ def test_only_a_test_that_holds_only_on_neuron_makes_a_neuron_branch() -> None:
 
     assert holds("on_neuron()") and holds('device.type == "neuron"') and holds('"neuron" in device')
     assert holds('torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"')
+    assert holds('hasattr(torch, "accelerator") and torch.accelerator.is_available() '
+                 'and torch.accelerator.current_accelerator().type == "neuron"')
     assert holds('on_neuron() and step % 10 == 0')
     assert not holds("not on_neuron()") and not holds('device.type != "neuron"')
     assert not holds('on_neuron() or device.type == "cuda"') and not holds('device.type == "cuda"')

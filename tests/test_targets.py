@@ -42,6 +42,9 @@ exact criterion of "a device choice":
    every CUDA path to the CPU, the branches the neuron target keeps for CUDA (a dispatch's CUDA
    branch, a detection, a default a dispatch would reject) included; a list of device values
    holds each once (the CPU target adds no `"cpu"` next to a `"cpu"`).
+10. the ``hasattr(torch, "accelerator") and`` in front of the neuron target's written-out Neuron
+   test (torch before 2.6 has no ``torch.accelerator``; the other targets call it outside any
+   test, so they need 2.6 anyway and write no such guard).
 
 Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
 CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
@@ -77,6 +80,7 @@ _ACC = (r'torch\.accelerator\.current_accelerator\(\)\.type if torch\.accelerato
         r'else (?:"cpu"|"cuda"|\'cuda\')')
 #: (pattern, replacement), applied in order, the last group until nothing changes
 _DEVICE_SUBS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"""hasattr\(torch, (["'])accelerator\1\) and """), ""),  # item 10
     (re.compile(r'"neuron" if torch\.accelerator\.is_available\(\) and torch\.accelerator\.current_accelerator\(\)'
                 r'\.type == "neuron" else (?:"inductor"|"cuda"|\'cuda\')'), D),
     (re.compile(r"(?<![\w)\]])\(" + _ACC + r"\)|" + _ACC), D),

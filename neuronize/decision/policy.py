@@ -10,7 +10,10 @@ around it). This module decides, in this order, each step seeing what the previo
 2. **role**: code whose role makes CUDA the point (GPU kernels, CUDA tests, Inductor, CUDA graphs:
    :mod:`neuronize.analysis.roles`) keeps CUDA (note ``role``; the finding leaves its edit group);
 3. **dispatch**: a branch of a dispatch over devices (``if cuda ... elif mps ...``) stays for the
-   device it serves (note ``dispatch``);
+   device it serves (note ``dispatch``); not held: a fix that puts a choice in front of the
+   reported node kept whole (``"neuron" if <test> else <the whole chain>``, where the node heads
+   a chooser such as ``"cuda" if cuda else "mps" if mps else "cpu"``): every device of the
+   dispatch keeps its branch, and Neuron gains one;
 4. **evidence**: a safe fix resting on SRC, 3P or INF evidence is unsafe (never applied silently);
 5. **suppressions**: ``# neuronize: ignore[...]`` drops findings and their fixes; unused and
    misspelt suppressions are findings (NRN000);
@@ -132,7 +135,7 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
     if role is not None:
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, ungroup=True, note=("role", role))
     dispatch = getattr(r, "dispatch", ())
-    if dispatch:
+    if dispatch and not _in_front(r):
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
             "dispatch", f"not applied: this branch is part of a dispatch over devices (also "
                         f"{', '.join(dispatch)}): keep it for the device it serves and give Neuron a "
@@ -140,6 +143,16 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
     if r.evidence.weak and r.safety is Safety.SAFE:
         return _changed(pair, safety=Safety.UNSAFE)
     return pair
+
+
+def _in_front(r: Any) -> bool:
+    """``r``'s fix puts a choice in front of its node, which it keeps whole: the replacement is a
+    conditional expression whose ``else`` is the node (its own parentheses aside). Additive: the
+    dispatch the node heads is left as it was, behind the new test."""
+    node, new = getattr(r, "node", None), getattr(r, "replacement", None)
+    if not isinstance(new, cst.IfExp) or not isinstance(node, cst.BaseExpression):
+        return False
+    return new.orelse.deep_equals(node.with_changes(lpar=(), rpar=()))
 
 
 # -- step 5: suppressions ----------------------------------------------------------------------

@@ -51,8 +51,10 @@ _DEVICE = re.compile(_DEVICE_TEXT)
 #: the same in a line of code, in its parentheses first
 _WRITTEN = (re.compile(r"\(" + _DEVICE_TEXT + r"\)"), _DEVICE)
 #: the test "the accelerator is Neuron" (``_target.neuron_present``), of the compile backend and
-#: of bf16 in a CUDA autocast: ``<x> if <it> else <y>``
-_NEURON_TEST = re.compile(_T + r"\.accelerator\.is_available\(\) and "
+#: of bf16 in a CUDA autocast: ``<x> if <it> else <y>`` (also behind ``hasattr(torch, "accelerator")``,
+#: as the neuron target writes it)
+_NEURON_TEST = re.compile(r"(?:hasattr\((?P<h>[A-Za-z_]\w*), (?P<hq>['\"])accelerator(?P=hq)\) and )?"
+                          + _T + r"\.accelerator\.is_available\(\) and "
                           r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 #: the names a scope's device gets, in order of preference (then ``_2``, ``_3``...)
 _DEVICE_NAMES = {True: ("DEVICE", "ACCELERATOR_DEVICE"), False: ("device", "accelerator_device")}

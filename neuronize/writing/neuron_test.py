@@ -1,8 +1,10 @@
 """The test "the accelerator here is Neuron", written once per module as a small function.
 
-Host-aware edits choose Neuron with ``torch.accelerator.is_available() and
-torch.accelerator.current_accelerator().type == "neuron"`` (:func:`neuronize.transforms._helpers.per_target.
-neuron_present`, and ``_target.available`` on the neuron target). Written out at every place, an
+Host-aware edits choose Neuron with ``hasattr(torch, "accelerator") and
+torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"``
+(:func:`neuronize.transforms._helpers.per_target.neuron_present`, and ``_target.available`` on the
+neuron target; files an earlier version migrated have it without the ``hasattr``, which
+:data:`neuronize.analysis.import_safety.NEURON_TEST` accepts too). Written out at every place, an
 autocast line repeats it twice and runs past 200 characters. :func:`name_neuron_test` defines it
 once, as a person would, near the imports::
 

@@ -33,7 +33,8 @@ from neuronize.analysis.walk import visit
 PREFIX = "torch.cuda."
 #: the test "the accelerator here is Neuron" as a rule writes it (``per_target.available``), before
 #: the tidying pass names it ``on_neuron()``: how the rules' examples show it
-NEURON = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
+NEURON = ('hasattr(torch, "accelerator") and torch.accelerator.is_available() '
+          'and torch.accelerator.current_accelerator().type == "neuron"')
 #: ``torch.cuda.<submodule>.<fn>`` is the same function as ``torch.cuda.<fn>``.
 SUBMODULES = frozenset({"memory", "random", "streams"})
 

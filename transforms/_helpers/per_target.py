@@ -140,19 +140,19 @@ def process_group_backend(ctx: FileContext, like: cst.CSTNode | None = None) -> 
 def available(ctx: FileContext) -> Built:
     """The test for "the target's device is here", which a CUDA availability check becomes.
 
-    ``neuron``: ``torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
-    == "neuron"``. ``torch.accelerator.is_available()`` alone is also true on an MPS, XPU or CUDA
+    ``neuron``: :func:`neuron_present`, ``hasattr(torch, "accelerator") and
+    torch.accelerator.is_available() and torch.accelerator.current_accelerator().type ==
+    "neuron"``. ``torch.accelerator.is_available()`` alone is also true on an MPS, XPU or CUDA
     machine, where the Neuron path would then be taken and fail; ``torch.neuron`` exists only where
     torch-neuronx is installed. ``accelerator`` and ``cpu``: ``torch.accelerator.is_available()``
     (the code that follows uses the current accelerator, whichever it is).
 
     A boolean operation: parenthesise it (``_nodes.parenthesized``) where it becomes an operand.
     """
-    t, imports = _torch(ctx)
-    code = f"{t}.accelerator.is_available()"
     if ctx.options.target == NEURON:
-        code += f' and {t}.accelerator.current_accelerator().type == "neuron"'
-    return cst.parse_expression(code), imports
+        return neuron_present(ctx)
+    t, imports = _torch(ctx)
+    return cst.parse_expression(f"{t}.accelerator.is_available()"), imports
 
 
 def needs_torch_neuronx(ctx: FileContext) -> bool:
@@ -371,10 +371,17 @@ def neuron_present(ctx: FileContext) -> Built:
     """The test "the accelerator here is Neuron", on any target: ``torch.accelerator.is_available()
     and torch.accelerator.current_accelerator().type == "neuron"`` (false on CPU, CUDA and MPS).
     What ``--target accelerator`` writes where only Neuron takes a path (its compile backend,
-    bf16 in a CUDA autocast)."""
+    bf16 in a CUDA autocast).
+
+    On the neuron target it asks ``hasattr(torch, "accelerator")`` first: ``torch.accelerator`` is
+    new in torch 2.6, and a project that admits an older torch must keep running (the test False)
+    on every host it ran on. The accelerator target needs torch 2.6 anyway (it calls
+    ``torch.accelerator`` outside any test), so it is written without it."""
     t, imports = _torch(ctx)
-    return cst.parse_expression(
-        f'{t}.accelerator.is_available() and {t}.accelerator.current_accelerator().type == "neuron"'), imports
+    code = f'{t}.accelerator.is_available() and {t}.accelerator.current_accelerator().type == "neuron"'
+    if ctx.options.target == NEURON:
+        code = f'hasattr({t}, "accelerator") and {code}'
+    return cst.parse_expression(code), imports
 
 
 def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:

@@ -43,8 +43,8 @@ class CompileBackend(Transform):
         compile into an error. The message suggests it instead. `dynamic=False` is added where
         the call says nothing about `dynamic` (NRN302 turns a `dynamic=True` into `False`).
         Where `"neuron"` would break a host the code ran on, the backend is host-aware
-        (`"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type
-        == "neuron" else "inductor"`, or the original backend on the other side; the module
+        (`"neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and
+        torch.accelerator.current_accelerator().type == "neuron" else "inductor"`, or the original backend on the other side; the module
         names the test once, as `on_neuron()`): at import time (module- and class-level
         statements, decorators) and in files with a CPU path (a `torch.cuda.is_available()`
         check, a `"cpu"` device, a device parameter or option, or no CUDA at all); a script that
@@ -123,7 +123,8 @@ class CompileBackend(Transform):
         ),
         Example(
             "import torch\n@torch.compile\ndef f(x):\n    return x.cuda() + 1\n",
-            'import torch\n@torch.compile(backend="neuron" if torch.accelerator.is_available() and '
+            'import torch\n@torch.compile(backend="neuron" if hasattr(torch, "accelerator") and '
+            'torch.accelerator.is_available() and '
             'torch.accelerator.current_accelerator().type == "neuron" else "inductor")\n'
             "def f(x):\n    return x.cuda() + 1\n",
         ),
@@ -132,8 +133,10 @@ class CompileBackend(Transform):
             '    return torch.compile(model.to(device), mode="max-autotune", options={"shape_padding": True})\n',
             'import torch\ndef build(model, device="cpu"):\n'
             '    return torch.compile(model.to(device), mode="max-autotune", options=None if '
+            'hasattr(torch, "accelerator") and '
             'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
-            'else {"shape_padding": True}, backend="neuron" if torch.accelerator.is_available() and '
+            'else {"shape_padding": True}, backend="neuron" if hasattr(torch, "accelerator") and '
+            'torch.accelerator.is_available() and '
             'torch.accelerator.current_accelerator().type == "neuron" else "inductor")\n',
         ),
         Example(

@@ -107,7 +107,8 @@ class CompileDynamicShapes(Transform):
         Example(
             'import torch\ndef build(model, device="cpu"):\n    return torch.compile(model.to(device), dynamic=True)\n',
             'import torch\ndef build(model, device="cpu"):\n    return torch.compile(model.to(device), dynamic=False '
-            'if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+            'if hasattr(torch, "accelerator") and '
+            'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
             "else True)\n",
         ),
         Example(
@@ -116,7 +117,8 @@ class CompileDynamicShapes(Transform):
         ),
         Example(
             "import torch\ntorch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n",
-            "import torch\nif not (torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+            "import torch\nif not (hasattr(torch, \"accelerator\") and "
+            "torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
             '== "neuron"):\n    torch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n',
         ),
         Example("import torch\ntorch._dynamo.config.automatic_dynamic_shapes = True\n"),

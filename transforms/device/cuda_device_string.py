@@ -41,7 +41,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
         `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`, `f"cuda"`,
         `f"cuda:{i}"`, `"cuda:" + str(i)`) gains Neuron in front, as one unit:
-        `"neuron" if torch.accelerator.is_available() and
+        `"neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron" else <the original idiom>`, so
         CUDA (with its device index) and the CPU fallback are kept. A device default moves to
         `"neuron"` only together with the Neuron branches NRN107 gives the dispatches of the file
@@ -74,8 +74,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         x = torch.zeros(4, device=f"cuda:{rank}")
 
     Use instead:
-        device = "neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() else "cpu"
-        parser.add_argument("--device", default="neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda:0", choices=["cpu", "cuda", "neuron"])
+        device = "neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() else "cpu"
+        parser.add_argument("--device", default="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda:0", choices=["cpu", "cuda", "neuron"])
         x = torch.zeros(4, device="neuron")
 
     Fix safety:
@@ -112,7 +112,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
     targets = per_target.ALL
     examples = (
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
-                'import torch\ndevice = "neuron" if torch.accelerator.is_available() and '
+                'import torch\ndevice = "neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() '
                 'else "cpu"\n'),
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
@@ -120,7 +120,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
         Example('def run(device: str = "cuda"):\n    pass\n\n\nrun()\n', 'def run(device: str = "neuron"):\n    pass\n\n\nrun()\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
-                'import torch\n\np.add_argument("--device", default="neuron" if torch.accelerator.is_available() and '
+                'import torch\n\np.add_argument("--device", default="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),
     )
 

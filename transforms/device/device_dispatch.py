@@ -46,7 +46,7 @@ class DeviceDispatch(Transform):
 
     Use instead:
         def pick():
-            if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+            if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
                 return "neuron"
             elif torch.cuda.is_available():
                 return "cuda"
@@ -72,7 +72,8 @@ class DeviceDispatch(Transform):
     targets = (per_target.NEURON, per_target.ACCELERATOR)
     examples = (
         Example('import torch\nif torch.cuda.is_available():\n    device = "cuda"\nelse:\n    device = "cpu"\n',
-                'import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type '
+                'import torch\nif hasattr(torch, "accelerator") and '
+                'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type '
                 '== "neuron":\n    device = "neuron"\nelif torch.cuda.is_available():\n    device = "cuda"\n'
                 'else:\n    device = "cpu"\n'),
         Example('def f(device):\n    if device == "cpu":\n        return 1\n    elif device == "cuda":\n        return 2\n'

@@ -107,7 +107,7 @@ class NcclBackend(Transform):
             'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
             'dist.init_process_group(backend="nccl")\n',
             'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
-            'dist.init_process_group(backend="neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" else "nccl")\n',
+            'dist.init_process_group(backend="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" else "nccl")\n',
         ),
         Example('import logging\nlogging.info("using nccl for collectives")\n'
                 'import torch.distributed as dist\nif dist.get_backend() == "nccl":\n    pass\n'),

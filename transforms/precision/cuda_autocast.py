@@ -112,6 +112,7 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
             # nothing here needs CUDA, so it ran on the CPU: the device is host-aware
             'import torch\n\n\ndef context():\n    return torch.autocast(device_type="cuda", dtype=torch.bfloat16)\n',
             'import torch\n\n\ndef context():\n    return torch.autocast(device_type="neuron" if '
+            'hasattr(torch, "accelerator") and '
             'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
             'else "cuda", dtype=torch.bfloat16)\n',
             unsafe_fixes=False,

@@ -14,7 +14,8 @@ from neuronize.transforms._helpers.names import is_reference, last_name, qualifi
 
 NAMES = ("custom_fwd", "custom_bwd")
 #: the neuron target's device check, as the examples show it
-_NEURON = 'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"'
+_NEURON = ('hasattr(torch, "accelerator") and torch.accelerator.is_available() '
+           'and torch.accelerator.current_accelerator().type == "neuron"')
 
 
 MESSAGE = ("`{fn}` for CUDA autocast -> `torch.amp.{fn}(device_type={device})`, so the autograd function "
@@ -62,7 +63,7 @@ class CudaCustomFwd(AmpRule):
             @torch.amp.custom_bwd(device_type="neuron" if NEURON else "cuda")
             def backward(ctx, grad): ...
 
-        where `NEURON` stands for `torch.accelerator.is_available() and
+        where `NEURON` stands for `hasattr(torch, "accelerator") and torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron"`, written out.
 
     Fix safety:

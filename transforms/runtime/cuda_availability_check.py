@@ -38,7 +38,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
     What it does:
         Extends `torch.cuda.is_available()`, never replaces it: on the neuron target it becomes
         `<the accelerator is Neuron> or torch.cuda.is_available()` (the check kept as written,
-        aliases included; `torch.accelerator.is_available() and
+        aliases included; `hasattr(torch, "accelerator") and torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron"`, or the file's `on_neuron()`),
         so every host it was true on keeps its path and Neuron gains it; on the other targets
         `torch.accelerator.is_available()`. `torch.cuda.device_count()` becomes
@@ -95,7 +95,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         backend = "neuron" if on_neuron() else "nccl" if torch.cuda.is_available() else "gloo"
         n_dev = torch.accelerator.device_count() if on_neuron() else torch.cuda.device_count()
 
-        (`on_neuron()`: `torch.accelerator.is_available() and
+        (`on_neuron()`: `hasattr(torch, "accelerator") and torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron"`, defined once in the file.)
 
     Fix safety:
@@ -129,12 +129,14 @@ class CudaAvailabilityCheck(_CudaApiRule):
     examples = (
         Example(
             "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
-            "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+            "import torch\nif hasattr(torch, \"accelerator\") and "
+            "torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
             "== \"neuron\" or torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
         ),
         Example(
             "import torch\ndtype = torch.float16 if torch.cuda.is_available() else torch.float32\n",
-            "import torch\ndtype = torch.bfloat16 if torch.accelerator.is_available() and "
+            "import torch\ndtype = torch.bfloat16 if hasattr(torch, \"accelerator\") and "
+            "torch.accelerator.is_available() and "
             "torch.accelerator.current_accelerator().type == \"neuron\" else torch.float16 if "
             "torch.cuda.is_available() else torch.float32\n",
         ),
@@ -150,7 +152,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
         ),
         Example(
             "from torch import cuda\nn = cuda.device_count()\n",
-            "from torch import cuda\nimport torch\n\nn = torch.accelerator.device_count() if torch.accelerator.is_available() and "
+            "from torch import cuda\nimport torch\n\nn = torch.accelerator.device_count() if hasattr(torch, \"accelerator\") and "
+            "torch.accelerator.is_available() and "
             "torch.accelerator.current_accelerator().type == \"neuron\" else cuda.device_count()\n",
         ),
     )

@@ -89,7 +89,7 @@ class CudaDeviceProperties(_CudaApiRule):
         Example("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n", None),
         Example(
             'import torch\ndtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"\n',
-            'import torch\ndtype = "bfloat16" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" or (torch.cuda.is_available() and '
+            'import torch\ndtype = "bfloat16" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" or (torch.cuda.is_available() and '
             'torch.cuda.is_bf16_supported()) else "float16"\n',
         ),
         Example("import torch\nsms = torch.cuda.get_device_properties(0).multi_processor_count\n", None),

@@ -64,8 +64,9 @@ class CudaMemoryApi(_CudaApiRule):
         CUDA (`torch.neuron` and `torch_neuronx` do not exist there): a `torch.neuron` call inside
         an `if torch.cuda.is_available():` (which NRN110 turns into "the accelerator is Neuron") or
         a `device.type == "cuda"` guard that follows it (NRN103) is rewritten in place; a call that
-        is a statement of its own gets the guard `if torch.accelerator.is_available() and
-        torch.accelerator.current_accelerator().type == "neuron":`, with a local `import
+        is a statement of its own gets the guard `if hasattr(torch, "accelerator") and
+        torch.accelerator.is_available() and torch.accelerator.current_accelerator().type ==
+        "neuron":`, with a local `import
         torch_neuronx` inside it where needed (never an unconditional one), and keeps the CUDA
         call in its `else:` (CUDA keeps the effect); a value read elsewhere (`peak =
         torch.cuda.max_memory_allocated()`) is reported. A call in a branch kept for CUDA (`if
@@ -82,7 +83,7 @@ class CudaMemoryApi(_CudaApiRule):
         torch.cuda.empty_cache()
 
     Use instead:
-        if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
+        if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
             import torch_neuronx
             torch_neuronx.reset_peak_memory_stats()
         else:

@@ -88,7 +88,8 @@ class CudaRngApi(_CudaApiRule):
     FUNCTIONS = frozenset(MAPPED) | frozenset(UNMAPPED)
     examples = (
         Example("import torch\ntorch.cuda.manual_seed_all(0)\n",
-                "import torch\nif torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
+                "import torch\nif hasattr(torch, \"accelerator\") and "
+                "torch.accelerator.is_available() and torch.accelerator.current_accelerator().type "
                 "== \"neuron\":\n    torch.neuron.manual_seed_all(0)\nelse:\n    torch.cuda.manual_seed_all(0)\n"),
         # under a CUDA check (which NRN110 extends to Neuron): both hosts keep their own generator's state
         Example("import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\n",

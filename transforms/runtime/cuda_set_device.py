@@ -86,7 +86,8 @@ class CudaSetDevice(_CudaApiRule):
             'def setup(rank):\n    dist.init_process_group("nccl")\n    torch.cuda.set_device(rank)\n',
             'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n\n'
             'def setup(rank):\n    dist.init_process_group("nccl")\n'
-            '    if not (torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\"):\n        torch.cuda.set_device(rank)\n',
+            '    if not (hasattr(torch, "accelerator") and '
+            'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\"):\n        torch.cuda.set_device(rank)\n',
         ),
     )
 
