@@ -300,8 +300,13 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     torch.cuda.is_available()``) still apply to Neuron. ``available``: the target's test."""
     neuron_test = replace_is_available(ctx, node.test, available) if side == "body" and _only_and(node.test) \
         else available
+    # a choice its author spread one part a line (`"cuda"` / `if ...` / `else ...`) gets its Neuron
+    # arm laid out the same way, in front
+    spread = node.whitespace_before_if if isinstance(node.whitespace_before_if, cst.ParenthesizedWhitespace) \
+        else None
+    layout = {"whitespace_before_if": spread, "whitespace_before_else": spread} if spread is not None else {}
     return cst.IfExp(test=neuron_test, body=branch.with_changes(lpar=(), rpar=()),
-                     orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar)
+                     orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar, **layout)
 
 
 def available_side(ctx: FileContext, node: cst.IfExp | cst.If) -> str | None:
