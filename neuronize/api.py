@@ -8,6 +8,7 @@ Workers get paths and return small values; only the parent process writes files.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -232,19 +233,13 @@ class _Workers:
             self.pool.shutdown(cancel_futures=True)
 
 
-_OPTIONS_HERE: dict[tuple[Options, str, tuple[str, ...]], Options] = {}
-
-
 def _options_here(options: Options, path: Path, own: tuple[str, ...]) -> Options:
     """A file's options with what the run knows: the project's own packages and line length
     (the same for every file of a folder: made once per folder)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    key = (options, folder, own)
-    if key not in _OPTIONS_HERE:
-        _OPTIONS_HERE[key] = _options_in(options, folder, own)
-    return _OPTIONS_HERE[key]
+    return _options_in(options, os.path.dirname(os.path.abspath(path)), own)
 
 
+@functools.lru_cache(maxsize=1024)
 def _options_in(options: Options, folder: str, own: tuple[str, ...]) -> Options:
     if not options.own_packages:
         options = dataclasses.replace(options, own_packages=own)

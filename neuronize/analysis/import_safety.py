@@ -138,7 +138,7 @@ def _calls_test(test: str, tests: frozenset[str]) -> bool:
 #: the test for the Neuron device as the migration writes it (``_target.available``; in the
 #: function it defines, behind ``hasattr(torch, "accelerator")``, which torch before 2.6 lacks);
 #: ``t`` is the module's name for torch
-NEURON_TEST = re.compile(r"(?:hasattr\((?P<h>[A-Za-z_]\w*), (?P<hq>['\"])accelerator(?P=hq)\) and )?"
+NEURON_TEST = re.compile(r"(?:hasattr\([A-Za-z_]\w*, (?P<hq>['\"])accelerator(?P=hq)\) and )?"
                          r"(?P<t>[A-Za-z_]\w*)\.accelerator\.is_available\(\) and "
                          r"(?P=t)\.accelerator\.current_accelerator\(\)\.type == (?P<q>['\"])neuron(?P=q)")
 

@@ -239,8 +239,6 @@ class Resolver:
         return settings
 
     def _for_folder(self, folder: Path | str) -> Settings:
-        if self._single is not None:
-            return self._single
         key = self.config_path(folder)
         if key not in self._settings:
             self._settings[key] = resolve(load_config(key) if key else Config(), self.overrides)
