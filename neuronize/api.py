@@ -17,22 +17,21 @@ from typing import TYPE_CHECKING, Literal
 
 from neuronize.decision.baseline import BaselineEntry, entries_for, load_baseline, new_findings, write_baseline
 from neuronize.sources.cache import ResultCache, default_directory
-from neuronize.decision.claims import CLAIMER, claimer
 from neuronize.sources.config import Config, ConfigError
 from neuronize.analysis.prefilter import TokenFilter, prefilter_for
-from neuronize.analysis.any_kind import run_kind
 from neuronize.presenting.progress import Progress
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for
 from neuronize.registry import SelectionError, all_rules
+from neuronize.rule_index import CLAIMER, by_id, catalogue
 from neuronize.sources.settings import Overrides, Resolver, describe
 from neuronize.sources.discover import Discovered, discover
 from neuronize.sources.kinds import SourceKind, kind_by_content, kind_by_name, parse_kinds
 from neuronize.sources.write import WriteRefused, read_source, remove_stale_temp_files, write_atomic
-from neuronize.transform import Transform
 from neuronize.types import FileError, FileResult, Finding, Options, RunResult, Skipped, SourceResult
 
 if TYPE_CHECKING:
+    from neuronize.transform import Transform
     from concurrent.futures import Future, ProcessPoolExecutor
 
 #: below this many bytes in all, worker processes cost more than they save
@@ -63,12 +62,16 @@ def _cheap_outcome(path: Path, rule_ids: tuple[str, ...], options: Options, fix:
         return SourceResult(error=FileError("is a directory")), None
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
+    key = cache.key(source, (*rule_ids, f"kind={kind}"), options, fix) if cache is not None else ""
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return hit, source
     if not _prefilter(rule_ids, kind).search(source):
-        return SourceResult(skipped=True), None
-    if cache is not None:
-        hit = cache.get(cache.key(source, (*rule_ids, f"kind={kind}"), options, fix))
-        if hit is not None:
-            return hit, source
+        # kept too: a warm run looks up one hash per file instead of scanning for every token
+        skipped = SourceResult(skipped=True)
+        if cache is not None:
+            cache.put(key, skipped)
+        return skipped, None
     return Job(str(path), rule_ids, options, fix, None if cache is None else str(cache.directory), kind)
 
 
@@ -78,6 +81,8 @@ def _analyse_job(job: Job) -> tuple[SourceResult, bytes | None]:
         source = read_source(Path(job.path))
     except OSError as exc:
         return SourceResult(error=FileError(f"cannot read: {exc.strerror or exc}")), None
+    from neuronize.analysis.any_kind import run_kind
+
     rules = _rules_by_id(job.rule_ids)
     prefilter = _prefilter(job.rule_ids, job.kind)
     result = run_kind(source, job.kind, rules, job.options, path=job.path, prefilter=prefilter, fix=job.fix)
@@ -111,16 +116,18 @@ _FILTER_CACHE: dict[tuple[tuple[str, ...], SourceKind], TokenFilter] = {}
 
 
 def _rules_by_id(ids: tuple[str, ...]) -> tuple[type[Transform], ...]:
+    from neuronize.decision.claims import claimer
+
     if ids not in _RULE_CACHE:
-        by_id = {r.id: r for r in all_rules()}
-        _RULE_CACHE[ids] = tuple(claimer(by_id[i[len(CLAIMER):]]) if i.startswith(CLAIMER) else by_id[i]
+        known = {r.id: r for r in all_rules()}
+        _RULE_CACHE[ids] = tuple(claimer(known[i[len(CLAIMER):]]) if i.startswith(CLAIMER) else known[i]
                                  for i in ids)
     return _RULE_CACHE[ids]
 
 
 def _prefilter(ids: tuple[str, ...], kind: SourceKind) -> TokenFilter:
     if (ids, kind) not in _FILTER_CACHE:
-        _FILTER_CACHE[ids, kind] = prefilter_for(_rules_by_id(ids), kind)
+        _FILTER_CACHE[ids, kind] = prefilter_for(by_id(ids), kind)
     return _FILTER_CACHE[ids, kind]
 
 
@@ -299,6 +306,8 @@ def _as_written(f: FileResult) -> SourceResult:
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
                   options: Options, *, fix: bool = True) -> RunResult:
     name = Path(display)
+    from neuronize.analysis.any_kind import run_kind
+
     kind = kind_by_name(name) or kind_by_content(name, source) or SourceKind.PYTHON
     result = run_kind(source, kind, rules, options, path=display, fix=fix)
     return RunResult(files=[FileResult(display, None, result, source)])
@@ -473,6 +482,8 @@ def _resolver(request: RunRequest) -> Resolver:
         config_file=request.config_file, report_unused_suppressions=request.unused_suppressions,
         kinds=parse_kinds(request.kinds), exclude_kinds=parse_kinds(request.exclude_kinds),
     )
+    # a run whose files are all cached reads what it needs of the rules from the cache too
+    catalogue(_cache(str(request.cache_dir or default_directory())) if request.cache else None)
     resolver = Resolver(overrides)
     resolver.for_path(request.first_file())
     return resolver
@@ -488,8 +499,7 @@ def _look(request: RunRequest, resolver: Resolver, progress: Progress | None) ->
         name = request.first_file()
         settings = resolver.for_path(name)
         ids = settings.rule_ids(name)
-        return analyse_stdin(request.stdin, str(name), [r for r in settings.rules if r.id in ids],
-                             settings.options, fix=fix)
+        return analyse_stdin(request.stdin, str(name), _rules_by_id(ids), settings.options, fix=fix)
     try:
         return analyse_paths(request.paths, (), jobs=request.jobs, fix=fix, force_exclude=request.force_exclude,
                              cache=request.cache, cache_dir=request.cache_dir, progress=progress,

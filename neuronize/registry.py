@@ -10,11 +10,13 @@ import functools
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from neuronize.transform import Transform
+if TYPE_CHECKING:
+    from neuronize.transform import Transform
 
 
 class SelectionError(ValueError):
@@ -42,6 +44,8 @@ def rule_files() -> list[Path]:
 
 def _declared(module: ModuleType, code: str | None = None) -> Iterator[type[Transform]]:
     """The rules a module declares (optionally only the one with this id or name)."""
+    from neuronize.transform import Transform
+
     for obj in vars(module).values():
         if not (isinstance(obj, type) and issubclass(obj, Transform) and obj is not Transform):
             continue
@@ -91,7 +95,20 @@ def rule_by_code(code: str) -> type[Transform] | None:
     return None
 
 
-def matches(rule: type[Transform], code: str) -> bool:
+class Named(Protocol):
+    """A rule class or its :class:`~neuronize.rule_index.RuleInfo`: what selection reads."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+R = TypeVar("R", bound=Named)
+
+
+def matches(rule: Named, code: str) -> bool:
     """Whether ``code`` (an id, an id prefix such as ``NRN1``, or a name) names ``rule``."""
     code = code.strip()
     if re.fullmatch(r"(?i)NRN\d{0,3}", code):
@@ -100,10 +117,9 @@ def matches(rule: type[Transform], code: str) -> bool:
 
 
 def select_rules(
-    select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
-) -> tuple[type[Transform], ...]:
-    """Rules chosen by id, id prefix (``NRN1``) or name; ``ignore`` wins over ``select``."""
-    rules = all_rules()
+    rules: Sequence[R], select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> tuple[R, ...]:
+    """The ``rules`` chosen by id, id prefix (``NRN1``) or name; ``ignore`` wins over ``select``."""
     chosen = list(rules)
     for option, codes in (("select", select), ("ignore", ignore)):
         for code in codes or ():
@@ -120,7 +136,7 @@ def select_rules(
     return tuple(chosen)
 
 
-def _did_you_mean(code: str, rules: Iterable[type[Transform]]) -> str:
+def _did_you_mean(code: str, rules: Iterable[Named]) -> str:
     """`` (did you mean NRN102?)`` for a code close to a rule's id or name, else empty."""
     import difflib
 

@@ -23,7 +23,8 @@ from neuronize.sources.kinds import CODE_KINDS, SourceKind
 
 # Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
 # import them from here, where they belong to the vocabulary of writing a rule.
-from neuronize.types import Evidence, Finding, ImportRequest, Note, Safety, Target, subject_of
+from neuronize.types import (EFFORTS, SECTIONS, Evidence, Finding, ImportRequest, Note, Safety, Target,
+                             subject_of)
 
 __all__ = ["DOC_HEADINGS", "Evidence", "Example", "Finding", "ImportRequest", "Replacement",
            "Report", "Reporter", "Safety", "Transform"]
@@ -255,21 +256,6 @@ class Transform:
         return cls.documentation().splitlines()[0].strip()
 
 
-#: The sections of the migration report, in its order: key -> title (a rule names its ``section``).
-SECTIONS: dict[str, str] = {
-    "kernels": "Custom kernels",
-    "libraries": "CUDA-only libraries",
-    "unsupported": "Unsupported features",
-    "distributed": "Distributed",
-    "review": "Review-needed comparisons and checks",
-    "device": "Device placement and the torch.cuda runtime",
-    "precision": "Mixed precision",
-    "compile": "Compilation, static shapes and CUDA-only flags",
-    "hf": "Hugging Face",
-    "setup": "Requirements, launchers, containers and configs",
-}
-#: How much work a finding still needs by hand, least first.
-EFFORTS = ("none", "low", "medium", "high")
 #: A label of the project's internal reference file ("reference D8", "§3.1", "D8 ("): never shown
 #: to users. One regex over every docstring cost ~20 ms of each start (a character class tried at
 #: every position): the literal parts are found with str.find first.

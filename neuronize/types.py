@@ -287,3 +287,20 @@ class RunResult:
     def missing(self) -> list[Skipped]:
         """Paths given that do not exist (an error: exit code 2)."""
         return [s for s in self.skipped if s.reason is SkipReason.NO_SUCH_FILE]
+
+
+#: The sections of the migration report, in its order: key -> title (a rule names its ``section``).
+SECTIONS: dict[str, str] = {
+    "kernels": "Custom kernels",
+    "libraries": "CUDA-only libraries",
+    "unsupported": "Unsupported features",
+    "distributed": "Distributed",
+    "review": "Review-needed comparisons and checks",
+    "device": "Device placement and the torch.cuda runtime",
+    "precision": "Mixed precision",
+    "compile": "Compilation, static shapes and CUDA-only flags",
+    "hf": "Hugging Face",
+    "setup": "Requirements, launchers, containers and configs",
+}
+#: How much work a finding still needs by hand, least first.
+EFFORTS = ("none", "low", "medium", "high")

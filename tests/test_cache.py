@@ -177,3 +177,19 @@ def test_default_directory(monkeypatch, tmp_path):
     monkeypatch.setenv("NEURONIZE_CACHE_DIR", str(tmp_path / "mine"))
     assert default_directory() == tmp_path / "mine"
     assert ResultCache().directory == tmp_path / "mine"
+
+
+def test_the_rule_index_round_trips_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
+    from neuronize import rule_index
+    from neuronize.registry import all_rules
+
+    infos = tuple(rule_index.RuleInfo.of(r) for r in all_rules())
+    assert rule_index._decoded(rule_index._encoded(infos)) == infos
+    assert rule_index._decoded(b'[{"id": "NRN101"}]') is None and rule_index._decoded(None) is None
+    store = ResultCache(tmp_path, fingerprint="f" * 64)
+    monkeypatch.setattr(rule_index, "_CATALOGUE", None)
+    assert rule_index.catalogue(store) == infos  # built by importing the rules, then stored
+    (stored,) = (tmp_path / "v1").glob("rules-*.json")
+    stored.write_bytes(b"not json")
+    monkeypatch.setattr(rule_index, "_CATALOGUE", None)
+    assert rule_index.catalogue(store) == infos and rule_index._decoded(stored.read_bytes()) == infos

@@ -60,3 +60,19 @@ def test_rules_loads_the_rules_and_nothing_of_the_engine():
     assert len(_rule_modules(modules)) == len({r.__module__ for r in all_rules()})
     for heavy in ("neuronize.analysis.engine", "neuronize.api", "neuronize.presenting.report", "neuronize.sources.cache"):
         assert heavy not in modules, heavy
+
+
+def test_a_run_of_cached_files_imports_neither_libcst_nor_the_rules(tmp_path, monkeypatch):
+    """What the run needs of the rules (ids, kinds, tokens) comes from the index kept beside the
+    cached results; only a file to analyse imports them."""
+    (tmp_path / "train.py").write_text('import torch\nx = torch.zeros(2).cuda()\n')
+    (tmp_path / "util.py").write_text('print("no token here")\n')
+    monkeypatch.setenv("NEURONIZE_CACHE_DIR", str(tmp_path / "cache"))
+    first = _modules("check", "-q", str(tmp_path))
+    assert "libcst" in first  # the cold run analysed train.py and stored the rule index
+    assert list((tmp_path / "cache").rglob("rules-*.json"))
+    warm = _modules("check", "-q", str(tmp_path))
+    assert "libcst" not in warm and not _rule_modules(warm)
+    assert "neuronize.analysis.engine" not in warm
+    (tmp_path / "util.py").write_text('import torch\ny = torch.ones(1).cuda()\n')
+    assert "libcst" in _modules("check", "-q", str(tmp_path))  # a changed file is analysed

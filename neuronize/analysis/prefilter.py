@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from neuronize.sources.kinds import SourceKind
-from neuronize.transform import Transform
+
+if TYPE_CHECKING:
+    from neuronize.rule_index import RuleInfo
+    from neuronize.transform import Transform
 
 
 class TokenFilter:
@@ -32,7 +36,7 @@ class TokenFilter:
         return None
 
 
-def prefilter_for(rules: Iterable[type[Transform]], kind: SourceKind | None = SourceKind.PYTHON) -> TokenFilter:
+def prefilter_for(rules: Iterable[type[Transform] | RuleInfo], kind: SourceKind | None = SourceKind.PYTHON) -> TokenFilter:
     """The pre-filter of ``rules`` for files of ``kind``: every token any of those that read the
     kind declares (the tokens of a requirements rule must not make every Python file a
     candidate); ``kind=None``: of every rule."""

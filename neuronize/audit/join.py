@@ -91,13 +91,13 @@ def static_findings(files: list[str]) -> tuple[dict[str, list], list[str]]:
     from neuronize import api
     from neuronize.sources.config import Config, find_config, load_config
     from neuronize.analysis.context import Options
-    from neuronize.registry import select_rules
+    from neuronize.registry import all_rules, select_rules
 
     if not files:
         return {}, []
     found = find_config(Path(files[0]))
     config = load_config(found) if found is not None else Config()
-    rules = select_rules(list(config.select or ()), list(config.ignore))
+    rules = select_rules(all_rules(), list(config.select or ()), list(config.ignore))
     options = Options(target=config.target or "neuron", unsafe_fixes=bool(config.unsafe_fixes))  # type: ignore[arg-type]
     run = api.analyse_paths(files, rules, options, jobs=1, fix=False, config=config, cache=False)
     by_file = {os.path.abspath(f.path): list(f.result.findings) for f in run.files if f.path is not None}

@@ -21,14 +21,13 @@ from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
+from neuronize.rule_index import CLAIMER
 from neuronize.transform import Report, Transform
 
 #: nodes that end the upward search: a block is never claimed through what encloses it
 _BLOCKS = (cst.BaseSuite, cst.Module)
 
-
-#: the prefix of a rule id in a run's rule ids that asks for the rule as a claimer
-CLAIMER = "~"
+__all__ = ["CLAIMER", "claimer", "drop_claimed", "is_claimer"]
 _CLAIMERS: dict[type[Transform], type[Transform]] = {}
 
 

@@ -12,8 +12,7 @@ from neuronize.presenting.concise import MIN_WIDTH, WIDTH, adds, fold_variants, 
 from neuronize.presenting.diff import Style
 from neuronize.presenting.links import RELATIVE, Links
 from neuronize.presenting.repeats import collapse, more, repeat_key
-from neuronize.transform import EFFORTS, SECTIONS
-from neuronize.types import FileResult, Finding, RunResult, Safety, SkipReason
+from neuronize.types import EFFORTS, SECTIONS, FileResult, Finding, RunResult, Safety, SkipReason
 
 
 def _pending(run: RunResult, include_applied: bool) -> Iterable[tuple[FileResult, Finding]]:

@@ -16,7 +16,8 @@ in a project, say) works the same way; every cache directory gets a ``.gitignore
 so git never picks it up.
 
 **Layout.** ``<dir>/v1/<key[:2]>/<key>.json``, one small JSON document per result; the rewritten
-bytes (``fix``) are stored base64-encoded inside it. Writes are atomic (through
+bytes (``fix``) are stored base64-encoded inside it. Beside them, ``<dir>/v1/rules-<fingerprint>.json``
+holds what a run needs of the rules when every file is cached (neuronize/rule_index.py). Writes are atomic (through
 :func:`neuronize.sources.write.write_bytes_atomic`: a temporary file of each writer's own in the
 same directory, then ``os.replace``), so concurrent runs at worst both write the same entry.
 """
@@ -225,6 +226,23 @@ class ResultCache:
             self._prepare(target.parent)
             # Owner-only, and not fsynced: an entry lost in a power cut is a miss, nothing more.
             write_bytes_atomic(target, payload, mode=0o600, fsync=False)
+        except Exception:  # noqa: BLE001 - a cache that cannot be written is just not used
+            return False
+        return True
+
+    def get_file(self, name: str) -> bytes | None:
+        """The bytes of a file the run keeps beside the results (the rule index), or None."""
+        try:
+            return (self.directory / FORMAT / name).read_bytes()
+        except OSError:
+            return None
+
+    def put_file(self, name: str, data: bytes) -> bool:
+        """Keep ``data`` as ``name`` beside the results; True if written. Never raises."""
+        target = self.directory / FORMAT / name
+        try:
+            self._prepare(target.parent)
+            write_bytes_atomic(target, data, mode=0o600, fsync=False)
         except Exception:  # noqa: BLE001 - a cache that cannot be written is just not used
             return False
         return True

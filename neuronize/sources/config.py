@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronize.registry import SelectionError, select_rules
+from neuronize.rule_index import catalogue
 from neuronize.sources.kinds import SourceKind, parse_kinds
 from neuronize.types import Target
 
@@ -196,7 +197,7 @@ def _codes(value: object, key: str, fail: Fail) -> tuple[str, ...]:
     codes = _strings(value, key, fail)
     for code in codes:
         try:
-            select_rules([code])
+            select_rules(catalogue(), [code])
         except SelectionError:
             raise fail(key, f"{code!r} matches no rule id, id prefix or name "
                             "(see `neuronize rules`)") from None

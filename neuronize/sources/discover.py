@@ -127,11 +127,12 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
     skipped: list[Skipped] = []
     seen: set[Path] = set()
 
-    def add(path: Path, display: str, explicit: bool, kind: SourceKind) -> None:
-        real = Path(os.path.realpath(path))
-        if path.is_symlink() and not _inside(real, roots):
-            skipped.append(Skipped(display, SkipReason.SYMLINK_OUTSIDE))
-            return
+    def add(path: Path, display: str, explicit: bool, kind: SourceKind, real: Path | None = None) -> None:
+        if real is None:  # not known to be a plain file under a given folder
+            real = Path(os.path.realpath(path))
+            if path.is_symlink() and not _inside(real, roots):
+                skipped.append(Skipped(display, SkipReason.SYMLINK_OUTSIDE))
+                return
         if real in seen:
             return
         seen.add(real)
@@ -140,9 +141,12 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
     for raw in given:
         path = Path(raw)
         if path.is_dir():
-            for file, found_kind in _walk(path, excludes):
+            base = Path(os.path.realpath(path))
+            for file, found_kind, linked in _walk(path, excludes):
                 if found_kind in wanted:
-                    add(file, _display(raw, file, path), False, found_kind)
+                    # the walk follows no linked folder: below ``path`` only the file can be a link
+                    real = None if linked else base / file.relative_to(path)
+                    add(file, _display(raw, file, path), False, found_kind, real)
             if SourceKind.REQUIREMENTS in wanted:
                 for file in _includes(found, path, excludes):
                     add(file, _display(raw, file, path), False, SourceKind.REQUIREMENTS)
@@ -160,8 +164,10 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
 def _includes(found: list[Discovered], root: Path, excludes: Excludes) -> list[Path]:
     """Files under ``root`` that the requirements files found pull in with ``-r`` / ``-c``
     (``-r base.txt``), and the files those pull in, not found by name."""
-    seen = {Path(os.path.realpath(f.path)) for f in found}
     queue = [f.path for f in found if f.kind is SourceKind.REQUIREMENTS]
+    if not queue:
+        return []
+    seen = {Path(os.path.realpath(f.path)) for f in found}
     out: list[Path] = []
     while queue:
         for file in included_requirements(queue.pop()):
@@ -200,7 +206,8 @@ def explicit_kind(path: Path) -> SourceKind | None:
     return kind
 
 
-def _walk(root: Path, excludes: Excludes) -> Iterator[tuple[Path, SourceKind]]:
+def _walk(root: Path, excludes: Excludes) -> Iterator[tuple[Path, SourceKind, bool]]:
+    """Every file of a kind under ``root``, and whether it is a symbolic link."""
     specs: list[tuple[Path, pathspec.PathSpec]] = []
     top = _load_gitignore(root)
     if top is not None:
@@ -209,7 +216,7 @@ def _walk(root: Path, excludes: Excludes) -> Iterator[tuple[Path, SourceKind]]:
 
 
 def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]],
-              excludes: Excludes) -> Iterator[tuple[Path, SourceKind]]:
+              excludes: Excludes) -> Iterator[tuple[Path, SourceKind, bool]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -223,8 +230,9 @@ def _walk_dir(directory: Path, specs: list[tuple[Path, pathspec.PathSpec]],
             nested = _load_gitignore(path)
             yield from _walk_dir(path, specs + [(path, nested)] if nested else specs, excludes)
         elif not _ignored(specs, path, False) and not excludes.excluded(path, False):
-            if entry.is_symlink() and entry.is_dir():
+            linked = entry.is_symlink()
+            if linked and entry.is_dir():
                 continue
             kind = kind_of(path)
             if kind is not None:
-                yield path, kind
+                yield path, kind, linked

@@ -19,13 +19,17 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuronize.sources.config import Config, config_in, find_config, ignored_codes_for, load_config
 from neuronize.registry import matches, select_rules
+from neuronize.rule_index import CLAIMER, RuleInfo, catalogue
 from neuronize.sources.discover import Excludes
 from neuronize.sources.kinds import SourceKind
-from neuronize.transform import Transform
 from neuronize.types import Options, Target
+
+if TYPE_CHECKING:
+    from neuronize.transform import Transform
 
 COMMAND_LINE = "command line"
 DEFAULT = "default"
@@ -56,7 +60,7 @@ class Settings:
     """
 
     config: Config
-    rules: tuple[type[Transform], ...]
+    rules: tuple[RuleInfo, ...]
     options: Options
     origins: dict[str, str] = field(default_factory=dict)
     values: dict[str, object] = field(default_factory=dict)
@@ -105,15 +109,11 @@ class Settings:
 
     def _claiming(self, enabled: tuple[str, ...], here: tuple[str, ...], kind: SourceKind | None
                   ) -> tuple[str, ...]:
-        from neuronize.decision.claims import CLAIMER
-        from neuronize.line_rule import LineRule  # read line by line: no walk to claim code in
-        from neuronize.registry import all_rules
-
         if not any(r.catch_all for r in self.rules if r.id in enabled):
             return enabled
         ignored = (*tuple(self.values.get("ignore") or ()), *here)  # type: ignore[arg-type]
-        return enabled + tuple(CLAIMER + r.id for r in all_rules()
-                               if r.id not in enabled and not r.catch_all and not issubclass(r, LineRule)
+        return enabled + tuple(CLAIMER + r.id for r in catalogue()
+                               if r.id not in enabled and not r.catch_all and not r.reads_lines
                                and (kind is None or kind in r.kinds)
                                and any(matches(r, code) for code in ignored))
 
@@ -138,7 +138,7 @@ def resolve(config: Config, overrides: Overrides) -> Settings:
     origin("ignore", bool(overrides.ignore), bool(kept))
     if overrides.ignore and kept:
         origins["ignore"] = f"{source} + {COMMAND_LINE}"
-    rules = select_rules(select, ignore)
+    rules = select_rules(catalogue(), select, ignore)
     unsafe = overrides.unsafe_fixes if overrides.unsafe_fixes is not None else bool(config.unsafe_fixes)
     origin("unsafe-fixes", overrides.unsafe_fixes is not None, config.unsafe_fixes is not None)
     target = Target(overrides.target or config.target or Target.NEURON)
@@ -191,11 +191,12 @@ class Resolver:
         self._excludes: dict[Path | None, Excludes] = {}
 
     @classmethod
-    def fixed(cls, rules: tuple[type[Transform], ...], options: Options,
+    def fixed(cls, rules: Iterable[type[Transform] | RuleInfo], options: Options,
               config: Config | None = None, kinds: Iterable[SourceKind] | None = None) -> Resolver:
         """Every file runs with these rules, options, configuration and kinds (None: all)."""
         chosen = frozenset(SourceKind) if kinds is None else frozenset(kinds)
-        return cls(single=Settings(config or Config(), tuple(rules), options, kinds=chosen))
+        infos = tuple(r if isinstance(r, RuleInfo) else RuleInfo.of(r) for r in rules)
+        return cls(single=Settings(config or Config(), infos, options, kinds=chosen))
 
     def discovery_kinds(self) -> frozenset[SourceKind] | None:
         """The kinds worth looking for before any configuration is read (None: every kind)."""
