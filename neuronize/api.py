@@ -22,6 +22,7 @@ from neuronize.analysis.prefilter import TokenFilter, prefilter_for
 from neuronize.presenting.progress import Progress
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for
+from neuronize.sources.torch_requirement import admits_old_torch
 from neuronize.registry import SelectionError, all_rules
 from neuronize.rule_index import CLAIMER, by_id, catalogue
 from neuronize.sources.settings import Overrides, Resolver, describe
@@ -252,6 +253,8 @@ def _options_in(options: Options, folder: str, own: tuple[str, ...]) -> Options:
         options = dataclasses.replace(options, own_packages=own)
     if options.line_length is None:  # lines the fixes write stay within the project's length
         options = dataclasses.replace(options, line_length=line_length_for(folder))
+    if not options.old_torch and admits_old_torch(folder):
+        options = dataclasses.replace(options, old_torch=True)
     return options
 
 

@@ -77,6 +77,10 @@ class Options:
     #: the project's line length (ruff's or black's ``line-length``, flake8's ``max-line-length``):
     #: lines the fixes write stay within it (None: the file's longest line, at least 88)
     line_length: int | None = None
+    #: the project may run on a torch without ``torch.accelerator`` (before 2.6: it declares no
+    #: lower bound of at least 2.6, neuronize/sources/torch_requirement.py): the host-neutral calls
+    #: the fixes write fall back to ``torch.cuda`` there
+    old_torch: bool = False
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

@@ -401,7 +401,8 @@ def test_pty_review_unsafe_asks_only_for_unsafe_hunks(tmp_path):
     assert len(given) == 1  # the .cuda(3) edit; the two safe ones are applied without asking
     out = (tmp_path / "m.py").read_bytes()
     assert b'model = Net().to("neuron")' in out and b"batch = batch.cuda(3)" in out
-    assert b"torch.accelerator.synchronize()" in out
+    # no torch requirement in the folder: an older torch is admitted, where torch.cuda serves
+    assert b'getattr(torch, "accelerator", torch.cuda).synchronize()' in out
 
 
 def test_pty_colour_on_a_terminal_unless_no_color(tmp_path):

@@ -65,17 +65,18 @@ def _is_syntax(kind: type) -> bool:
     return answer
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The syntax children of ``node``, in source order."""
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntax children of ``node``, in source order (a list: a generator per node cost a
+    quarter of the walk)."""
+    out: list[cst.CSTNode] = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
         kind = type(value)
         if kind is list or kind is tuple:
-            for item in value:
-                if _is_syntax(type(item)):
-                    yield item
+            out.extend(item for item in value if _is_syntax(type(item)))
         elif _is_syntax(kind):
-            yield value
+            out.append(value)
+    return out
 
 
 _PUNCTUATION = (
@@ -102,7 +103,7 @@ def iter_syntax(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while pending:
         current = pending.pop()
         yield current
-        pending.extend(reversed(list(children(current))))
+        pending.extend(reversed(children(current)))
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:

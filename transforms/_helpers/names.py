@@ -44,8 +44,17 @@ def qualified_expr(ctx: FileContext, qualified: str) -> tuple[cst.BaseExpression
     local = ctx.names.local_names_for(package)
     head = local[0] if local else package
     imports: tuple[ImportRequest, ...] = () if local else (ImportRequest(package),)
+    module, _, function = rest.partition(".")
+    if ctx.options.old_torch and package == "torch" and module == "accelerator" and function in SHARED_WITH_CUDA:
+        # the project may run on a torch before 2.6, which has no torch.accelerator: torch.cuda there
+        return cst.parse_expression(f'getattr({head}, "accelerator", {head}.cuda).{function}'), imports
     expr = cst.parse_expression(f"{head}.{rest}" if rest else head)
     return expr, imports
+
+
+#: the ``torch.accelerator`` functions of torch 2.6 that ``torch.cuda`` has under the same name,
+#: doing the same on a CUDA host
+SHARED_WITH_CUDA = frozenset({"synchronize", "device_count", "is_available"})
 
 
 

@@ -402,4 +402,7 @@ def accelerator_present(ctx: FileContext) -> Built:
     a host-neutral call (``torch.accelerator.empty_cache()``, which raises without an accelerator)
     is written under: it keeps the CUDA call's effect on CUDA and runs on Neuron."""
     t, imports = _torch(ctx)
-    return cst.parse_expression(f"{t}.accelerator.is_available()"), imports
+    present = f"{t}.accelerator.is_available()"
+    if ctx.options.old_torch:  # a torch before 2.6 has no torch.accelerator: no accelerator call there
+        present = f'hasattr({t}, "accelerator") and {present}'
+    return cst.parse_expression(present), imports

@@ -26,6 +26,9 @@ class CudaSynchronize(_CudaApiRule):
         only together with NRN103's widening of that test to `("cuda", "neuron")`: behind a test
         Neuron never passes it would change nothing on Neuron. Where the test stays CUDA's (the
         `else:` of `device != "cuda"`, a guard around CUDA-only code) it is reported instead.
+        `torch.accelerator` is new in torch 2.6: in a project whose requirements admit an older
+        torch (no lower bound of at least 2.6, or no torch declared) the call is written
+        `getattr(torch, "accelerator", torch.cuda).synchronize()`, which is `torch.cuda`'s there.
 
     Why on TorchNeuron:
         Neuron execution is asynchronous like CUDA's: timers and memory statistics need a
@@ -95,7 +98,8 @@ class CudaSynchronize(_CudaApiRule):
             shown = f"`{portable}()`" if ref.call is not None else f"`{portable}`"
             self.rewrite(ref, portable, f"{spelled(ref)} -> {shown}: works with or without an accelerator")
             return
-        shown = f"`{TARGET}()`" if ref.call is not None else f"`{TARGET}`"
+        written = 'getattr(torch, "accelerator", torch.cuda).synchronize' if self.ctx.options.old_torch else TARGET
+        shown = f"`{written}()`" if ref.call is not None else f"`{written}`"
         if ref.call is not None and any(a.keyword is not None and a.keyword.value == "device" for a in ref.call.args):
             # torch.accelerator.synchronize(device=None, /): its argument is positional only
             expr, needed = replacement_for(self.ctx, ref, TARGET)
@@ -104,4 +108,5 @@ class CudaSynchronize(_CudaApiRule):
                      f"{spelled(ref)} -> {shown}, the device passed by position (it takes no `device=`)",
                      imports=needed)
             return
-        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}")
+        older = " (`torch.cuda`'s on a torch before 2.6, which the project admits)" if self.ctx.options.old_torch else ""
+        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}{older}")

@@ -1,0 +1,82 @@
+"""Whether a project may run on a torch without ``torch.accelerator`` (before 2.6), read from the
+torch requirement it declares.
+
+Looked up from a file's folder upwards to the repository's root (a folder holding ``.git``); the
+first folder that declares torch decides: ``requirements*.txt``, ``pyproject.toml``
+(``[project]`` dependencies and optional dependencies, Poetry's dependencies), ``setup.cfg``
+(``install_requires``), ``setup.py`` (the requirement strings in it) and conda environment files
+(``torch`` or ``pytorch``). A project that declares no torch, or no lower bound of at least 2.6,
+admits an older one: the calls a migration writes must then run there too (a host-neutral call
+falls back to ``torch.cuda`` where ``torch.accelerator`` is missing). Never raises: a file that
+cannot be read says nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+#: the first release with ``torch.accelerator``
+ACCELERATOR_RELEASE = (2, 6)
+
+_NAME = r"(?:py)?torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*"
+#: a torch requirement on a line of its own: requirements files, setup.cfg, conda files (``- pytorch=1.13``)
+_LINE = re.compile(rf"(?m)^\s*(?:-\s*)?(?:\w+::)?{_NAME}(?P<spec>[^#;\n]*)")
+#: a torch requirement in a string: setup.py, pyproject.toml
+_QUOTED = re.compile(rf"[\"']\s*{_NAME}(?P<spec>[^\"';]*)")
+_LOWER = re.compile(r"(>=|==|~=|===|>|=)\s*(\d+)(?:\.(\d+))?")
+_POETRY = re.compile(r"(?m)^\s*torch\s*=\s*(?:\{[^}\n]*version\s*=\s*)?[\"']([^\"']*)[\"']")
+_DECLARING = ("requirements.txt", "pyproject.toml", "setup.cfg", "setup.py", "environment.yml",
+              "environment.yaml")
+
+
+def _floor(spec: str) -> tuple[int, int] | None:
+    """The least version ``spec`` (``>=1.12,<3``) admits, as (major, minor); None without a bound."""
+    bounds = [(int(major), int(minor or 0)) for _, major, minor in _LOWER.findall(spec)]
+    return max(bounds) if bounds else None
+
+
+def _declared(text: str, name: str) -> list[tuple[int, int] | None] | None:
+    """The floor of each torch requirement in ``text`` (the file ``name``); None when it names
+    torch nowhere."""
+    quoted = name in ("setup.py", "pyproject.toml")
+    found = [_floor(m.group("spec")) for m in (_QUOTED if quoted else _LINE).finditer(text)]
+    if name == "pyproject.toml":
+        found += [_floor(m.group(1).replace("^", ">=")) for m in _POETRY.finditer(text)]
+    return found or None
+
+
+def _in_folder(folder: Path) -> list[tuple[int, int] | None] | None:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    floors: list[tuple[int, int] | None] = []
+    for name in names:
+        lower = name.lower()
+        if not (lower in _DECLARING or (lower.startswith("requirements") and lower.endswith(".txt"))
+                or (lower.startswith("environment") and lower.endswith((".yml", ".yaml")))):
+            continue
+        try:
+            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found = _declared(text, lower)
+        if found is not None:
+            floors += found
+    return floors or None
+
+
+@functools.lru_cache(maxsize=1024)
+def admits_old_torch(folder: str) -> bool:
+    """Whether the project governing ``folder`` (an absolute path) may run on a torch before 2.6:
+    it declares no torch, or some torch requirement without a lower bound of at least 2.6."""
+    path = Path(folder)
+    floors = _in_folder(path)
+    if floors is not None:
+        return any(floor is None or floor < ACCELERATOR_RELEASE for floor in floors)
+    if (path / ".git").exists() or path.parent == path:
+        return True
+    return admits_old_torch(os.path.dirname(folder))

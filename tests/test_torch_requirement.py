@@ -1,0 +1,61 @@
+"""A project whose requirements admit a torch before 2.6 (no ``torch.accelerator``) gets host-neutral
+calls that fall back to ``torch.cuda`` there; one that requires 2.6 or later gets the plain call."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import neuronize
+from neuronize.analysis.context import Options
+from neuronize.analysis.engine import run_source
+from neuronize.registry import all_rules
+from neuronize.sources.torch_requirement import _declared, admits_old_torch
+
+SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch.cuda.empty_cache()\n    return x\n"
+
+
+@pytest.mark.parametrize(("name", "text", "floors"), [
+    ("requirements.txt", "torch>=1.12\nnumpy\n", [(1, 12)]),
+    ("requirements.txt", "torch==2.7.1+cu118 --hash=sha256:00\n", [(2, 7)]),
+    ("requirements.txt", "torch\n", [None]),
+    ("requirements.txt", "torchvision>=0.20\nnumpy\n", None),
+    ("environment.yml", "dependencies:\n  - pytorch=1.13\n  - pytorch-cuda=11.7\n", [(1, 13)]),
+    ("environment.yml", "dependencies:\n  - pytorch::pytorch>=2.6\n", [(2, 6)]),
+    ("setup.py", "import torch\nsetup(install_requires=['torch>=2.6', 'numpy'])\n", [(2, 6)]),
+    ("setup.cfg", "[options]\ninstall_requires =\n    torch>=2.8\n", [(2, 8)]),
+    ("pyproject.toml", '[project]\ndependencies = ["torch >= 2.7, <3", "einops"]\n', [(2, 7)]),
+    ("pyproject.toml", '[tool.poetry.dependencies]\ntorch = "^2.1"\n', [(2, 1)]),
+])
+def test_the_declared_torch_floor_is_read(name, text, floors):
+    assert _declared(text, name) == floors
+
+
+def test_the_nearest_declaration_decides_up_to_the_repository_root(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch>=2.6\n")
+    (tmp_path / "sub" / "old").mkdir(parents=True)
+    (tmp_path / "sub" / "old" / "requirements.txt").write_text("torch>=1.13\n")
+    assert not admits_old_torch(str(tmp_path / "sub"))
+    assert admits_old_torch(str(tmp_path / "sub" / "old"))
+    bare = tmp_path / "elsewhere"
+    (bare / ".git").mkdir(parents=True)
+    assert admits_old_torch(str(bare))  # nothing declared: any torch may be installed
+
+
+@pytest.mark.parametrize(("requirement", "expected"), [
+    ("torch>=2.6\n", b"    torch.accelerator.synchronize()\n"),
+    ("torch>=1.12\n", b'    getattr(torch, "accelerator", torch.cuda).synchronize()\n'),
+])
+def test_a_fix_run_writes_what_the_declared_torch_has(tmp_path, requirement, expected):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_bytes(SCRIPT)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert expected in (tmp_path / "train.py").read_bytes()
+
+
+def test_the_accelerator_test_of_a_host_neutral_call_asks_for_torch_accelerator_first():
+    rules = [r for r in all_rules() if r.id == "NRN113"]
+    out = run_source(SCRIPT, rules, Options(unsafe_fixes=True, old_torch=True)).output
+    assert out is not None
+    assert b'if hasattr(torch, "accelerator") and torch.accelerator.is_available():' in out
