@@ -171,6 +171,7 @@ def analyse_paths(
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
+    kernels = _kernel_bound(files)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     store = _cache(str(cache_dir or default_directory())) if cache else None
@@ -190,9 +191,11 @@ def analyse_paths(
     try:
         for i in order:
             settings = resolver.for_path(files[i].path)
+            options = _options_here(settings.options, files[i].path, own)
+            if files[i].path in kernels:
+                options = dataclasses.replace(options, kernel_import=kernels[files[i].path])
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
-                                     _options_here(settings.options, files[i].path, own), fix, store,
-                                     files[i].kind)
+                                     options, fix, store, files[i].kind)
             if isinstance(outcome, Job):
                 pool.analyse(i, outcome)
             else:
@@ -239,6 +242,19 @@ class _Workers:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
+
+
+def _kernel_bound(files: Sequence[Discovered]) -> dict[Path, str]:
+    """The Python files that import GPU-kernel code through the project's own modules, and why
+    (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common folder)."""
+    python = [f.path for f in files if f.kind is SourceKind.PYTHON]
+    if len(python) < 2:
+        return {}
+    absolute = [Path(os.path.abspath(p)) for p in python]
+    root = Path(os.path.commonpath([p.parent for p in absolute]))
+    from neuronize.analysis.kernel_imports import kernel_bound
+
+    return kernel_bound(zip(python, (a.relative_to(root) for a in absolute), strict=True))
 
 
 def _options_here(options: Options, path: Path, own: tuple[str, ...]) -> Options:

@@ -81,6 +81,9 @@ class Options:
     #: lower bound of at least 2.6, neuronize/sources/torch_requirement.py): the host-neutral calls
     #: the fixes write fall back to ``torch.cuda`` there
     old_torch: bool = False
+    #: why the file imports GPU-kernel code through the project's own modules
+    #: (neuronize/analysis/kernel_imports.py), which makes it GPU-kernel code too; None: it does not
+    kernel_import: str | None = None
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

@@ -8,7 +8,7 @@ import pytest
 from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.analysis.roles import CUDA_GRAPH, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
+from neuronize.analysis.roles import CUDA_GRAPH, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 
@@ -130,6 +130,19 @@ def test_cuda_graph_manager_class() -> None:
     assert _role_at(source.replace("self.s = torch.cuda.Stream()", "pass"), "torch.cuda.Stream()") is None
     named = "import torch\ndef wrap_with_cuda_graph(fn):\n    return torch.cuda.is_available()\n"
     assert _role_at(named, "torch.cuda.is_available()") == CUDA_GRAPH
+
+
+@pytest.mark.parametrize("header", ["def to_cuda(x):", "def _set_cuda_rng_state(x):", "def cuda(x):",
+                                    "class CUDA_Accelerator:\n  def sync(x):", "class CudaHelper:\n  def sync(x):"])
+def test_code_named_for_cuda_keeps_cuda(header: str) -> None:
+    source = f"import torch\n{header}\n    return torch.zeros(1, device='cuda')\n"
+    assert _role_at(source, "torch.zeros(1, device='cuda')") == CUDA_NAMED
+
+
+@pytest.mark.parametrize("header", ["def accumulate(x):", "def recuda(x):", "def barracuda(x):"])
+def test_a_name_that_only_contains_the_letters_is_not_named_for_cuda(header: str) -> None:
+    source = f"import torch\n{header}\n    return torch.zeros(1, device='cuda')\n"
+    assert _role_at(source, "torch.zeros(1, device='cuda')") is None
 
 
 def test_fake_tensor_block() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from neuronize.types import Evidence
@@ -279,3 +280,11 @@ def table_text() -> str:
     lines.append("Also: any top-level module named `*_cuda` (a compiled CUDA extension): "
                  + NKI_PATH_KERNELS + ".")
     return "\n".join(lines) + "\n"
+
+
+def module_matches(module: str, packages: Iterable[str]) -> str | None:
+    """The entry of ``packages`` that ``module`` is, or is a submodule of."""
+    for package in packages:
+        if module == package or module.startswith(package + "."):
+            return package
+    return None

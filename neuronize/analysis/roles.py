@@ -34,6 +34,9 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   ``make_graphed_callables``, ``graph_pool_handle`` or cudagraph trees, or whose name says it
   wraps CUDA graphs (``wrap_with_cuda_graph``); a class as a whole, because its capture stream is
   made in one method and used in another.
+- Code named for CUDA: the **function or class** whose name says CUDA (``to_cuda``, a ``cuda()``
+  method mirroring ``Tensor.cuda()``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``): its callers
+  ask for CUDA by that name, so its body keeps CUDA; Neuron gets a function of its own.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
 - CUDA-only libraries (the package table of ``neuronize.analysis.cuda_packages``): an **argument**
   of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
@@ -58,11 +61,13 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES, Path
+from neuronize.analysis.kernel_imports import KERNEL_PACKAGES, extension_or_kernel_module
 from neuronize.analysis.syntax import imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
 LIBRARY = "cuda-library"
+CUDA_NAMED = "cuda-named"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -76,17 +81,12 @@ _MESSAGES = {
                 "calls belong to the capture",
     LIBRARY: "not applied: {where} serves a CUDA-only library ({reason}), which needs the CUDA value; "
              "keep it, and replace the library by hand where Neuron must run this code",
+    CUDA_NAMED: "not applied: {where} is named for CUDA ({reason}); keep it, and give Neuron a "
+                "function of its own where they should take Neuron",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
 
-#: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
-KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion", "numba.cuda",
-                   "cupy", "cupyx", "pycuda")
-#: a package directory of kernels named after their language (``<pkg>.ops.triton.<module>``)
-_KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"})
-#: a compiled CUDA extension imported by name (``import selective_scan_cuda``)
-_EXTENSION = re.compile(r"^\w+_cuda(?:_kernels?|_ext)?$")
 _EXTENSION_BUILDERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
 #: modules whose import ties torch_xla code to the XLA-era torch-neuronx (not TPU code)
@@ -113,6 +113,9 @@ _GRAPH = re.compile(r"\bCUDAGraph\b|\bcuda\.graph\(|\bmake_graphed_callables\b|\
                     r"|\bcudagraph_trees\b")
 _GRAPH_SHOWN = {"CUDAGraph": "uses `torch.cuda.CUDAGraph`", "cuda.graph(": "captures with `torch.cuda.graph`"}
 _GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
+#: a function or class named for CUDA (``to_cuda``, ``cuda``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``)
+_CUDA_NAMED_BYTES = re.compile(rb"(?:def|class)[ \t]+\w*(?:cuda|CUDA|Cuda)")
+_CUDA_NAME = re.compile(r"(?:^|_)cuda(?:_|$)|CUDA|Cuda")
 _FAKE_BYTES = (b"FakeTensor", b"fake_mode", b"fake_tensor")
 _FAKE = re.compile(r"\bFakeTensorMode\b|\bfake_mode\b|\bfake_tensor\b")
 
@@ -156,11 +159,14 @@ def is_test_path(path: str) -> bool:
 class FileRoles:
     """The roles of one file; ask :meth:`role_for` with the walk's stack."""
 
-    def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes) -> None:
+    def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes,
+                 kernel_import: str | None = None) -> None:
         self._module = module
         self._names = names
         self._path = path
         self._source = source
+        #: why the file imports GPU-kernel code through the project's own modules (Options.kernel_import)
+        self._kernel_import = kernel_import
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -175,13 +181,13 @@ class FileRoles:
             if package is not None:
                 return Role(KERNEL, f"imports {package}")
         for module in modules:
-            if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
-                # `from mamba_ssm.ops.triton.ssd import scan`: a wrapper of a package's kernels
-                return Role(KERNEL, f"imports the kernel module `{module}`")
-            if _EXTENSION.match(module):
-                return Role(KERNEL, f"imports the compiled CUDA extension `{module}`")
+            reason = extension_or_kernel_module(module)
+            if reason is not None:
+                return Role(KERNEL, reason)
             if module in _EXTENSION_BUILDERS:
                 return Role(KERNEL, f"builds a CUDA extension with `{module.rsplit('.', 1)[-1]}`")
+        if self._kernel_import is not None:  # through the project's own modules (found for the run)
+            return Role(KERNEL, self._kernel_import)
         return self._built_on_kernels()
 
     def _built_on_kernels(self) -> Role | None:
@@ -372,7 +378,8 @@ class FileRoles:
         engine = self._package_locals(ENGINE_PACKAGES)
         uses_engine = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(engine))) + r")\b") if engine else None
         libraries = bool(self._library_locals)
-        if not (graphs or fakes or inductor or gates or engine or libraries):
+        named = _CUDA_NAMED_BYTES.search(src) is not None
+        if not (graphs or fakes or inductor or gates or engine or libraries or named):
             return {}
         regions: dict[int, Role] = {}
         for stmt in iter_statements(self._module.body):
@@ -387,6 +394,8 @@ class FileRoles:
                     role = Role(CUDA_GRAPH, _GRAPH_SHOWN.get(found.group(0), f"uses `{found.group(0)}`"), where)
                 if role is None and graphs and _GRAPH_NAME.search(stmt.name.value):
                     role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
+                if role is None and named and _CUDA_NAME.search(stmt.name.value):
+                    role = Role(CUDA_NAMED, "its callers ask for CUDA by that name", where)
                 if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
                     role = Role(FAKE, "it works with fake tensors", where)
                 if role is None and libraries and isinstance(stmt, cst.ClassDef):

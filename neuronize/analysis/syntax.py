@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from neuronize.analysis.cuda_packages import module_matches  # noqa: F401 - re-exported
+
 
 def one_line(node: cst.CSTNode) -> str:
     """``node``'s code on one line, without its own parentheses: what a pattern over written code
@@ -125,11 +127,3 @@ def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
     body = getattr(clause, "body", None)
     if isinstance(body, cst.IndentedBlock):
         yield body.body
-
-
-def module_matches(module: str, packages: Iterable[str]) -> str | None:
-    """The entry of ``packages`` that ``module`` is, or is a submodule of."""
-    for package in packages:
-        if module == package or module.startswith(package + "."):
-            return package
-    return None

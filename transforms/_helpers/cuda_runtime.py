@@ -95,11 +95,12 @@ def match(ctx: FileContext, node: cst.CSTNode) -> CudaRef | None:
 
 
 # -- building replacements -----------------------------------------------------------------
-def replacement_for(ctx: FileContext, ref: CudaRef, qualified: str
+def replacement_for(ctx: FileContext, ref: CudaRef, qualified: str, *, any_torch: bool = False
                     ) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]]:
-    """``qualified`` spelled as this file spells its package, keeping the reference's parentheses,
-    plus the imports to add and the now-unused ``torch.cuda`` import to drop (if any)."""
-    expr, imports = qualified_expr(ctx, qualified)
+    """``qualified`` spelled as this file spells its package (``any_torch``: as
+    :func:`~neuronize.transforms._helpers.names.qualified_expr`), keeping the reference's
+    parentheses, plus the imports to add and the now-unused ``torch.cuda`` import to drop (if any)."""
+    expr, imports = qualified_expr(ctx, qualified, any_torch=any_torch)
     node = ref.node
     expr = expr.with_changes(lpar=node.lpar, rpar=node.rpar)
     return expr, imports + unused_import(ctx, ref)
@@ -399,9 +400,10 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = (),
-                group: str | None = None) -> None:
-        """Replace the function reference by ``qualified`` (arguments untouched)."""
-        expr, needed = replacement_for(self.ctx, ref, qualified)
+                group: str | None = None, any_torch: bool = False) -> None:
+        """Replace the function reference by ``qualified`` (arguments untouched; ``any_torch``: a
+        call every host makes, as :func:`replacement_for`)."""
+        expr, needed = replacement_for(self.ctx, ref, qualified, any_torch=any_torch)
         self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
 
 

@@ -34,18 +34,22 @@ def target_name(node: cst.CSTNode) -> str | None:
 
 
 
-def qualified_expr(ctx: FileContext, qualified: str) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]]:
+def qualified_expr(ctx: FileContext, qualified: str, *, any_torch: bool = False
+                   ) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]]:
     """An expression naming ``qualified`` (e.g. ``torch.neuron.synchronize``) in this file.
 
     Uses the file's own spelling of the top package (``T.neuron.synchronize`` after
     ``import torch as T``) and asks for ``import <package>`` only when the file has none.
+    ``any_torch``: the expression runs on every host, so where the project admits a torch before
+    2.6 a ``torch.accelerator`` function torch.cuda also has falls back to torch.cuda's there.
     """
     package, _, rest = qualified.partition(".")
     local = ctx.names.local_names_for(package)
     head = local[0] if local else package
     imports: tuple[ImportRequest, ...] = () if local else (ImportRequest(package),)
     module, _, function = rest.partition(".")
-    if ctx.options.old_torch and package == "torch" and module == "accelerator" and function in SHARED_WITH_CUDA:
+    if any_torch and ctx.options.old_torch and package == "torch" and module == "accelerator" \
+            and function in SHARED_WITH_CUDA:
         # the project may run on a torch before 2.6, which has no torch.accelerator: torch.cuda there
         return cst.parse_expression(f'getattr({head}, "accelerator", {head}.cuda).{function}'), imports
     expr = cst.parse_expression(f"{head}.{rest}" if rest else head)

@@ -102,11 +102,11 @@ class CudaSynchronize(_CudaApiRule):
         shown = f"`{written}()`" if ref.call is not None else f"`{written}`"
         if ref.call is not None and any(a.keyword is not None and a.keyword.value == "device" for a in ref.call.args):
             # torch.accelerator.synchronize(device=None, /): its argument is positional only
-            expr, needed = replacement_for(self.ctx, ref, TARGET)
+            expr, needed = replacement_for(self.ctx, ref, TARGET, any_torch=True)
             args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) for a in ref.call.args]
             self.fix(ref.call, ref.call.with_changes(func=expr, args=args),
                      f"{spelled(ref)} -> {shown}, the device passed by position (it takes no `device=`)",
                      imports=needed)
             return
         older = " (`torch.cuda`'s on a torch before 2.6, which the project admits)" if self.ctx.options.old_torch else ""
-        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}{older}")
+        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}{older}", any_torch=True)

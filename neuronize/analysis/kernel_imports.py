@@ -1,0 +1,100 @@
+"""Which modules of the project import GPU-kernel code, directly or through the project's own
+modules: a fact about the run, found before any file is analysed.
+
+A module that unconditionally imports a kernel language (Triton...), a package's kernel module
+(``<pkg>.ops.triton.<module>``) or a compiled ``*_cuda`` extension holds GPU-kernel code
+(:mod:`neuronize.analysis.roles`). So does, for a migration, every module that unconditionally
+imports such a module of the project: the script that builds a model on those kernels cannot
+import on Neuron, so moving its devices breaks the NVIDIA box it runs on and gains nothing; the
+report names the import that blocks it instead.
+
+Only imports at the start of a line (column 0) count: they run whenever the module is imported;
+an import under ``try:``, ``if`` or in a function is the author's own guard. The lines are found
+with one regular expression per file: no parse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePath
+
+from neuronize.analysis.cuda_packages import module_matches
+
+#: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
+KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion", "numba.cuda",
+                   "cupy", "cupyx", "pycuda")
+#: a package directory of kernels named after their language (``<pkg>.ops.triton.<module>``)
+_KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"})
+#: a compiled CUDA extension imported by name (``import selective_scan_cuda``)
+_EXTENSION = re.compile(r"^\w+_cuda(?:_kernels?|_ext)?$")
+
+_IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))",
+                     re.MULTILINE)
+
+
+def extension_or_kernel_module(module: str) -> str | None:
+    """Why importing ``module`` makes GPU-kernel code: a package's kernel module (``from
+    mamba_ssm.ops.triton.ssd import scan``: a wrapper of its kernels) or a compiled CUDA extension."""
+    if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
+        return f"imports the kernel module `{module}`"
+    if _EXTENSION.match(module):
+        return f"imports the compiled CUDA extension `{module}`"
+    return None
+
+
+def _kernel_reason(module: str) -> str | None:
+    package = module_matches(module, KERNEL_PACKAGES)
+    return f"imports {package}" if package is not None else extension_or_kernel_module(module)
+
+
+def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
+    """The modules one import line names (``from a import b`` names ``a`` and maybe ``a.b``)."""
+    if match.group(3) is not None:
+        return [part.split()[0] for part in match.group(3).decode().split(",") if part.strip()]
+    module = match.group(1).decode()
+    if module.startswith("."):  # relative: against the file's own package
+        level = len(module) - len(module.lstrip("."))
+        base = package[:len(package) - level + 1]
+        module = ".".join([*base, module.lstrip(".")] if module.lstrip(".") else base)
+    imported = [name.split()[0] for name in match.group(2).decode().split(",") if name.strip()]
+    return [module, *(f"{module}.{name}" for name in imported)]
+
+
+def kernel_bound(files: Iterable[tuple[Path, PurePath]], read: Mapping[Path, bytes] | None = None
+                 ) -> dict[Path, str]:
+    """For each of ``files`` (a path and its path relative to the folder it was found in) that
+    imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
+    (``imports `apps.model`, which imports triton``). ``read``: bytes already read, by path."""
+    by_name: dict[str, Path] = {}
+    imports: dict[Path, list[str]] = {}
+    for path, relative in files:
+        parts = list(relative.with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        for start in range(len(parts)):  # the module as imported from any folder above it
+            by_name.setdefault(".".join(parts[start:]), path)
+        try:
+            source = read[path] if read is not None and path in read else path.read_bytes()
+        except OSError:
+            continue
+        if b"import" in source:
+            package = parts[:-1] if relative.stem != "__init__" else parts
+            imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
+    reasons = {path: reason for path, names in imports.items()
+               for reason in [next(filter(None, map(_kernel_reason, names)), None)] if reason is not None}
+    direct = dict(reasons)
+    while True:  # through the project's own modules, until nothing more is reached
+        more = {}
+        for path, names in imports.items():
+            if path in reasons:
+                continue
+            for name in names:
+                bound = by_name.get(name)
+                if bound is not None and bound != path and bound in reasons:
+                    why = direct.get(bound, "imports GPU-kernel code")
+                    more[path] = f"imports `{name}`, which {why}"
+                    break
+        if not more:
+            return reasons
+        reasons.update(more)

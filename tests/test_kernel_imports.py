@@ -1,0 +1,50 @@
+"""A script that unconditionally imports the project's GPU-kernel code, directly or through other
+modules of the project, is GPU-kernel code for the migration: its devices keep CUDA and the
+report names the import that blocks Neuron."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePath
+
+from helpers import neuronize
+from neuronize.analysis.kernel_imports import kernel_bound
+
+FILES = {
+    "pkg/__init__.py": b"",
+    "pkg/ops/scan.py": b"import torch\nimport triton\n",
+    "pkg/model.py": b"import torch\nfrom .ops.scan import run\n",
+    "pkg/layers.py": b"import torch\ntry:\n    import triton\nexcept ImportError:\n    triton = None\n",
+    "apps/train.py": b"import torch\nfrom pkg.model import Net\n",
+    "apps/lazy.py": b"import torch\n\ndef build():\n    from pkg.model import Net\n    return Net()\n",
+    "apps/plain.py": b"import torch, os\nfrom pkg import layers\n",
+    "ext_user.py": b"import selective_scan_cuda\n",
+}
+
+
+def _tree(root: Path) -> list[tuple[Path, PurePath]]:
+    for name, data in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return [(root / name, PurePath(name)) for name in FILES]
+
+
+def test_unconditional_imports_of_kernel_code_are_followed_through_the_project(tmp_path):
+    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(_tree(tmp_path)).items()}
+    assert found == {
+        "pkg/ops/scan.py": "imports triton",
+        "pkg/model.py": "imports `pkg.ops.scan`, which imports triton",
+        "apps/train.py": "imports `pkg.model`, which imports GPU-kernel code",
+        "ext_user.py": "imports the compiled CUDA extension `selective_scan_cuda`",
+    }  # an import under try:, in a function, or of a module that guards its own is not followed
+
+
+def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
+    _tree(tmp_path)
+    (tmp_path / "apps" / "train.py").write_bytes(b"import torch\nfrom pkg.model import Net\nnet = Net().cuda()\n")
+    (tmp_path / "apps" / "plain.py").write_bytes(b"import torch\nfrom pkg import layers\nnet = layers.Net().cuda()\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "apps" / "train.py").read_bytes().endswith(b"net = Net().cuda()\n")
+    assert (tmp_path / "apps" / "plain.py").read_bytes().endswith(b'net = layers.Net().to("neuron")\n')
+    full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
+    assert ("not applied: this file holds GPU-kernel code (imports `pkg.model`, which imports GPU-kernel "
+            "code)") in " ".join(full.split())
