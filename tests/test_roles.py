@@ -8,7 +8,7 @@ import pytest
 from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.analysis.roles import CUDA_GRAPH, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
+from neuronize.analysis.roles import CUDA_FLAG, CUDA_GRAPH, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 
@@ -143,6 +143,15 @@ def test_code_named_for_cuda_keeps_cuda(header: str) -> None:
 def test_a_name_that_only_contains_the_letters_is_not_named_for_cuda(header: str) -> None:
     source = f"import torch\n{header}\n    return torch.zeros(1, device='cuda')\n"
     assert _role_at(source, "torch.zeros(1, device='cuda')") is None
+
+
+def test_the_branch_of_a_setting_the_user_chose_cuda_with_keeps_cuda() -> None:
+    source = ("import torch\nclass Aligner:\n  def run(self, x):\n    if self.cuda:\n"
+              "      x = x.to('cuda')\n    else:\n      x = x.to('cpu')\n    return x\n")
+    assert _role_at(source, "x.to('cuda')") == CUDA_FLAG
+    assert _role_at(source.replace("self.cuda", "args.use_gpu"), "x.to('cuda')") == CUDA_FLAG
+    # a check kept in a local is followed by NRN110, not taken as the user's choice
+    assert _role_at(source.replace("self.cuda", "use_cuda"), "x.to('cuda')") is None
 
 
 def test_fake_tensor_block() -> None:

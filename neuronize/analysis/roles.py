@@ -36,7 +36,9 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   made in one method and used in another.
 - Code named for CUDA: the **function or class** whose name says CUDA (``to_cuda``, a ``cuda()``
   method mirroring ``Tensor.cuda()``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``): its callers
-  ask for CUDA by that name, so its body keeps CUDA; Neuron gets a function of its own.
+  ask for CUDA by that name, so its body keeps CUDA; Neuron gets a function of its own. Also the
+  **body of an ``if``** on a setting the user chose CUDA with (``if args.cuda:``, ``if
+  self.use_gpu:``): a Neuron path put in front of the ``if`` is no edit inside it.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
 - CUDA-only libraries (the package table of ``neuronize.analysis.cuda_packages``): an **argument**
   of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
@@ -68,6 +70,7 @@ from neuronize.analysis.walk import visit
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
 LIBRARY = "cuda-library"
 CUDA_NAMED = "cuda-named"
+CUDA_FLAG = "cuda-flag"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -83,6 +86,8 @@ _MESSAGES = {
              "keep it, and replace the library by hand where Neuron must run this code",
     CUDA_NAMED: "not applied: {where} is named for CUDA ({reason}); keep it, and give Neuron a "
                 "function of its own where they should take Neuron",
+    CUDA_FLAG: "not applied: {where} runs when the user chose CUDA ({reason}), so it keeps CUDA; give "
+               "Neuron a setting or a branch of its own by hand",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
@@ -116,6 +121,9 @@ _GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
 #: a function or class named for CUDA (``to_cuda``, ``cuda``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``)
 _CUDA_NAMED_BYTES = re.compile(rb"(?:def|class)[ \t]+\w*(?:cuda|CUDA|Cuda)")
 _CUDA_NAME = re.compile(r"(?:^|_)cuda(?:_|$)|CUDA|Cuda")
+#: an ``if`` on a flag the user sets to choose CUDA (``if args.cuda:``, ``if use_gpu:``)
+_CUDA_FLAG_BYTES = re.compile(rb"\bif[ \t]+[\w.]*\.(?:use_|with_|on_)?(?:cuda|gpu)s?[ \t]*:", re.IGNORECASE)
+_CUDA_FLAG = re.compile(r"(?:use_|with_|on_)?(?:cuda|gpu)s?", re.IGNORECASE)
 _FAKE_BYTES = (b"FakeTensor", b"fake_mode", b"fake_tensor")
 _FAKE = re.compile(r"\bFakeTensorMode\b|\bfake_mode\b|\bfake_tensor\b")
 
@@ -379,7 +387,8 @@ class FileRoles:
         uses_engine = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(engine))) + r")\b") if engine else None
         libraries = bool(self._library_locals)
         named = _CUDA_NAMED_BYTES.search(src) is not None
-        if not (graphs or fakes or inductor or gates or engine or libraries or named):
+        flags = _CUDA_FLAG_BYTES.search(src) is not None
+        if not (graphs or fakes or inductor or gates or engine or libraries or named or flags):
             return {}
         regions: dict[int, Role] = {}
         for stmt in iter_statements(self._module.body):
@@ -408,6 +417,9 @@ class FileRoles:
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")
             elif isinstance(stmt, cst.If) and inductor and _INDUCTOR_BRANCH.search(self._code(stmt.test)):
                 role = Role(INDUCTOR, "a branch taken when the backend is \"inductor\"", "this `if`")
+            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test):
+                # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
+                regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
             if role is not None:
                 regions[id(stmt)] = role
         return regions
@@ -449,6 +461,13 @@ class FileRoles:
 
     def _code(self, node: cst.CSTNode) -> str:
         return self._module.code_for_node(node)
+
+
+def _cuda_flag(test: cst.BaseExpression) -> bool:
+    """``test`` is a setting the user chose CUDA with: an attribute of options or of the object
+    named for it (``args.cuda``, ``self.use_gpu``); a bare name is most often a check stored in a
+    local (``use_cuda = torch.cuda.is_available()``), which NRN110 follows."""
+    return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None
 
 
 def _skips_unless_cuda(stmt: cst.If, code: Callable[[cst.CSTNode], str]) -> bool:

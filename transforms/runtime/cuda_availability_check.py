@@ -150,6 +150,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
             "def test_kernel():\n    pass\n",
             None,
         ),
+        # a device index: to `pipeline(device=...)` and the like, 0 is `cuda:0`
+        Example("import torch\nindex = 0 if torch.cuda.is_available() else -1\n", None),
         Example(
             "from torch import cuda\nn = cuda.device_count()\n",
             "from torch import cuda\nimport torch\n\nn = torch.accelerator.device_count() if hasattr(torch, \"accelerator\") and "
@@ -310,6 +312,11 @@ def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> boo
     CUDA and the other hosts: one edit (a process-group backend moves with its process group)."""
     if branches_mention_cuda(choice):
         return True
+    if {_index(choice.body), _index(choice.orelse)} == {"index", "-1"}:
+        rule.report(ref.outer, f"{spelled(ref)} chooses a device index (`{short(choice, 50)}`): kept, an index "
+                               "names a CUDA device to the APIs that take one (`pipeline(device=0)` is "
+                               "`cuda:0`); give Neuron its device by hand", evidence=Evidence.INF)
+        return True
     arm = value_choice(rule.ctx, choice) if ref.call is not None else None
     if arm is None:
         return False  # no CUDA value: the check is extended
@@ -327,6 +334,15 @@ def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> boo
                                       "is Neuron> else <the original choice>`: a Neuron arm in front, CUDA and "
                                       "the other hosts keep theirs", imports=arm.imports, group=group)
     return True
+
+
+def _index(expr: cst.BaseExpression) -> str | None:
+    """``"-1"`` for ``-1`` (no device, in the convention of the APIs that take an index), ``"index"``
+    for a non-negative integer literal: with both arms, a device index (a count, ``4 if ... else
+    0``, has no ``-1``)."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return "-1" if isinstance(expr.expression, cst.Integer) and expr.expression.value == "1" else None
+    return "index" if isinstance(expr, cst.Integer) else None
 
 
 def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | None, verdict: Verdict) -> str | None:
