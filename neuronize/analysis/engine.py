@@ -162,6 +162,9 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         # that a second run of neuronize changes nothing.
         marker_free = b"neuronize:" not in source
         reports, parents = analyse(new, rules, options, path, source, inherited)  # the bytes as read: a superset test
+        if not any(r.fixable for r in reports):
+            code = None  # nothing left to fix: no need to place the findings (the finishing passes render)
+            break
         again, code = _locate(new, reports)
         marks = parse_suppressions(source if marker_free else _bytes(new, code))
         again, _ = decide(again, options, marks, rules, Tree(new, parents))
