@@ -11,7 +11,7 @@ modified. The script copies it (without ``.git``) to a temporary directory and t
 
 1. runs ``PYTHON -m pytest PYTEST_ARGS`` (the *before* run; a JUnit XML report gives every test
    id its outcome),
-2. writes the migration's diff to ``neuronize.presenting.diff`` (``neuronize fix --diff``) and applies it
+2. writes the migration's diff to ``neuronize.diff`` (``neuronize fix --diff``) and applies it
    (``neuronize fix --target T [--unsafe-fixes] [--select CODES]``),
 3. runs the same pytest command again (the *after* run),
 
@@ -23,10 +23,11 @@ Options:
 
 - ``--python``: the interpreter that has the repository's dependencies (its own virtual
   environment); neuronize itself runs with the interpreter running this script.
-- ``--timeout``: seconds each pytest run may take (default 900); a run cut short reports the
-  tests it finished.
-- ``--keep DIR``: work in DIR (created, must not exist) and leave the copy, the diff and both
-  JUnit reports there for reading.
+- ``--timeout``: seconds each pytest run may take (default 900); a run cut short is interrupted
+  as Ctrl-C would (pytest then writes the report of the tests it finished); the tests an *after*
+  run cut short never reached are listed as not reached, not as regressions.
+- ``--keep DIR``: work in DIR (created, must not exist; a relative path is taken from the current
+  directory) and leave the copy, the diff and both JUnit reports there for reading.
 - after ``--``: what pytest runs, e.g. ``-- tests/test_model.py -k "not gpu" -x``.
   ``-p no:cacheprovider`` is always added so that the copy stays clean.
 
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,13 +65,26 @@ def junit_outcomes(report: Path) -> dict[str, str]:
     return outcomes
 
 
-def run_pytest(python: str, workdir: Path, args: list[str], report: Path, timeout: int) -> dict[str, str]:
+def run_pytest(python: str, workdir: Path, args: list[str], report: Path, timeout: int
+               ) -> tuple[dict[str, str], bool]:
+    """The outcome of each test, and whether the run finished within ``timeout`` seconds. A run
+    cut short gets SIGINT, as Ctrl-C: pytest ends the session and writes the report of what it
+    finished (a kill would leave none)."""
     command = [python, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}", *args]
+    proc = subprocess.Popen(command, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        subprocess.run(command, cwd=workdir, capture_output=True, timeout=timeout)
+        proc.wait(timeout=timeout)
+        return junit_outcomes(report), True
     except subprocess.TimeoutExpired:
-        print(f"pytest did not finish within {timeout}s; using the tests it reported", file=sys.stderr)
-    return junit_outcomes(report)
+        print(f"pytest did not finish within {timeout}s: interrupted; comparing the tests it finished",
+              file=sys.stderr)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return junit_outcomes(report), False
 
 
 def migrate(workdir: Path, options: argparse.Namespace, diff: Path) -> None:
@@ -83,11 +98,15 @@ def migrate(workdir: Path, options: argparse.Namespace, diff: Path) -> None:
         sys.exit(f"neuronize fix failed ({done.returncode}):\n{done.stderr}")
 
 
-def compare(before: dict[str, str], after: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(tests that passed before and not after, with their new outcome; tests newly passing)."""
-    regressed = {t: after.get(t, "not run") for t in sorted(before) if before[t] == PASSED and after.get(t) != PASSED}
+def compare(before: dict[str, str], after: dict[str, str], after_finished: bool = True
+            ) -> tuple[dict[str, str], list[str], list[str]]:
+    """(tests that passed before and not after, with their new outcome; tests newly passing;
+    tests that passed before and that an after run cut short never reached)."""
+    lost = [t for t in sorted(before) if before[t] == PASSED and after.get(t) != PASSED]
+    unreached = [t for t in lost if t not in after and not after_finished]
+    regressed = {t: after.get(t, "not run") for t in lost if t not in unreached}
     fixed = sorted(t for t, outcome in after.items() if outcome == PASSED and before.get(t) != PASSED)
-    return regressed, fixed
+    return regressed, fixed, unreached
 
 
 def summary(outcomes: dict[str, str]) -> str:
@@ -111,19 +130,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path)
     options = parser.parse_args(own)
 
-    base = options.keep or Path(tempfile.mkdtemp(prefix="neuronize-regressions-"))
+    # absolute: pytest runs in the copy, and a relative report path would land inside it
+    base = (options.keep or Path(tempfile.mkdtemp(prefix="neuronize-regressions-"))).resolve()
     workdir = base / options.repo.resolve().name
     shutil.copytree(options.repo, workdir, ignore=shutil.ignore_patterns(".git"), symlinks=True)
     try:
-        before = run_pytest(options.python, workdir, pytest_args, base / "before.xml", options.timeout)
-        migrate(workdir, options, base / "neuronize.presenting.diff")
-        after = run_pytest(options.python, workdir, pytest_args, base / "after.xml", options.timeout)
+        before, before_finished = run_pytest(options.python, workdir, pytest_args, base / "before.xml",
+                                             options.timeout)
+        migrate(workdir, options, base / "neuronize.diff")
+        after, after_finished = run_pytest(options.python, workdir, pytest_args, base / "after.xml",
+                                           options.timeout)
     finally:
         if options.keep is None:
             shutil.rmtree(base, ignore_errors=True)
-    regressed, fixed = compare(before, after)
-    print(f"before: {summary(before)}")
-    print(f"after:  {summary(after)}")
+    regressed, fixed, unreached = compare(before, after, after_finished)
+    print(f"before: {summary(before)}{'' if before_finished else ' (cut short)'}")
+    print(f"after:  {summary(after)}{'' if after_finished else ' (cut short)'}")
+    if unreached:
+        print(f"not reached by the after run (cut short): {len(unreached)}")
     print(f"regressed: {len(regressed)}")
     for test, outcome in regressed.items():
         print(f"  {test} ({outcome})")
