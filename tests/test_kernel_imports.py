@@ -18,6 +18,8 @@ FILES = {
     "apps/lazy.py": b"import torch\n\ndef build():\n    from pkg.model import Net\n    return Net()\n",
     "apps/plain.py": b"import torch, os\nfrom pkg import layers\n",
     "ext_user.py": b"import selective_scan_cuda\n",
+    "apps/ssm.py": b"import torch\nfrom mamba_ssm import Mamba\n",
+    "apps/net.py": b"import torch\nfrom pkg.model import (\n    Net,\n)\n",
 }
 
 
@@ -33,8 +35,10 @@ def test_unconditional_imports_of_kernel_code_are_followed_through_the_project(t
     assert found == {
         "pkg/ops/scan.py": "imports triton",
         "pkg/model.py": "imports `pkg.ops.scan`, which imports triton",
-        "apps/train.py": "imports `pkg.model`, which imports GPU-kernel code",
+        "apps/train.py": "imports `pkg.model`, which through the project's modules imports triton",
         "ext_user.py": "imports the compiled CUDA extension `selective_scan_cuda`",
+        "apps/ssm.py": "imports `mamba_ssm`, whose models run on CUDA kernels",
+        "apps/net.py": "imports `pkg.model`, which through the project's modules imports triton",
     }  # an import under try:, in a function, or of a module that guards its own is not followed
 
 
@@ -46,5 +50,5 @@ def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
     assert (tmp_path / "apps" / "train.py").read_bytes().endswith(b"net = Net().cuda()\n")
     assert (tmp_path / "apps" / "plain.py").read_bytes().endswith(b'net = layers.Net().to("neuron")\n')
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
-    assert ("not applied: this file holds GPU-kernel code (imports `pkg.model`, which imports GPU-kernel "
-            "code)") in " ".join(full.split())
+    assert ("not applied: this file holds GPU-kernel code (imports `pkg.model`, which through the project's "
+            "modules imports triton)") in " ".join(full.split())

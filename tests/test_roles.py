@@ -154,6 +154,19 @@ def test_the_branch_of_a_setting_the_user_chose_cuda_with_keeps_cuda() -> None:
     assert _role_at(source.replace("self.cuda", "use_cuda"), "x.to('cuda')") is None
 
 
+def test_a_vendored_cuda_only_library_keeps_cuda() -> None:
+    from neuronize.analysis.cuda_packages import PACKAGES
+    from neuronize.analysis.roles import VENDORED_LIBRARIES
+
+    assert VENDORED_LIBRARIES <= set(PACKAGES)
+    source = "import torch\nx = torch.zeros(1).cuda()\n"
+    assert _file_role(source, "benchmark/third_party/DeepSpeed/deepspeed/runtime/p2p.py") == (
+        LIBRARY, "it is part of a vendored `deepspeed`, DeepSpeed engine/ZeRO, built on CUDA kernels and NCCL")
+    assert _file_role(source, "third_party/DeepSpeed/benchmarks/bench.py") is None  # a script using it
+    assert _file_role(source, "deepspeed/runtime/p2p.py") is None  # its own repository: the project
+    assert _file_role(source, "vendor/kernels/ops.py") is None  # a common word is not the `kernels` hub
+
+
 def test_fake_tensor_block() -> None:
     source = ("import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
               "with FakeTensorMode():\n    a = torch.empty(2, device='cuda')\nb = torch.empty(3, device='cuda')\n")

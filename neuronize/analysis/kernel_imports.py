@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath
 
-from neuronize.analysis.cuda_packages import module_matches
+from neuronize.analysis.cuda_packages import PACKAGES, module_matches
+from neuronize.analysis.cuda_packages import Path as KernelPath
 
 #: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
 KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion", "numba.cuda",
@@ -29,7 +30,8 @@ _KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"
 #: a compiled CUDA extension imported by name (``import selective_scan_cuda``)
 _EXTENSION = re.compile(r"^\w+_cuda(?:_kernels?|_ext)?$")
 
-_IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))",
+#: ``from a import b, c``, ``from a import (`` (the names on the lines after are not read), ``import a, b``
+_IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import\b[ \t]*\(?([\w, \t]*)|import[ \t]+([\w., \t]+))",
                      re.MULTILINE)
 
 
@@ -43,9 +45,18 @@ def extension_or_kernel_module(module: str) -> str | None:
     return None
 
 
+#: packages made of CUDA kernels (the NKI path of the package table: ``mamba_ssm``...)
+_KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath.NKI and p.cuda_only)
+
+
 def _kernel_reason(module: str) -> str | None:
     package = module_matches(module, KERNEL_PACKAGES)
-    return f"imports {package}" if package is not None else extension_or_kernel_module(module)
+    if package is not None:
+        return f"imports {package}"
+    package = module_matches(module, _KERNEL_MADE)
+    if package is not None:
+        return f"imports `{package}`, whose models run on CUDA kernels"
+    return extension_or_kernel_module(module)
 
 
 def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
@@ -83,7 +94,7 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath]], read: Mapping[Path, byt
             imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, map(_kernel_reason, names)), None)] if reason is not None}
-    direct = dict(reasons)
+    roots = dict(reasons)  # each file's first kernel import, at the end of the chain
     while True:  # through the project's own modules, until nothing more is reached
         more = {}
         for path, names in imports.items():
@@ -92,8 +103,9 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath]], read: Mapping[Path, byt
             for name in names:
                 bound = by_name.get(name)
                 if bound is not None and bound != path and bound in reasons:
-                    why = direct.get(bound, "imports GPU-kernel code")
-                    more[path] = f"imports `{name}`, which {why}"
+                    roots[path] = roots[bound]
+                    through = "" if bound in imports and reasons[bound] == roots[bound] else " through the project's modules"
+                    more[path] = f"imports `{name}`, which{through} {roots[bound]}"
                     break
         if not more:
             return reasons

@@ -121,6 +121,15 @@ _GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
 #: a function or class named for CUDA (``to_cuda``, ``cuda``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``)
 _CUDA_NAMED_BYTES = re.compile(rb"(?:def|class)[ \t]+\w*(?:cuda|CUDA|Cuda)")
 _CUDA_NAME = re.compile(r"(?:^|_)cuda(?:_|$)|CUDA|Cuda")
+#: CUDA-only libraries whose folder name is their own (not a common word such as ``kernels``): a
+#: file under such a folder in a folder of vendored code is the library's source
+VENDORED_LIBRARIES = frozenset({
+    "deepspeed", "apex", "flash_attn", "xformers", "bitsandbytes", "transformer_engine", "mamba_ssm",
+    "megablocks", "flashinfer", "liger_kernel", "auto_gptq", "fbgemm_gpu", "deep_ep", "sgl_kernel",
+})
+#: folders that hold other projects' code
+_VENDOR_FOLDERS = frozenset({"third_party", "thirdparty", "3rdparty", "third-party", "vendor", "vendored",
+                             "external", "externals", "extern", "deps", "submodules"})
 #: an ``if`` on a flag the user sets to choose CUDA (``if args.cuda:``, ``if use_gpu:``)
 _CUDA_FLAG_BYTES = re.compile(rb"\bif[ \t]+[\w.]*\.(?:use_|with_|on_)?(?:cuda|gpu)s?[ \t]*:", re.IGNORECASE)
 _CUDA_FLAG = re.compile(r"(?:use_|with_|on_)?(?:cuda|gpu)s?", re.IGNORECASE)
@@ -180,7 +189,20 @@ class FileRoles:
     @cached_property
     def file_role(self) -> Role | None:
         """The role of the whole file, if it has one."""
-        return self._kernel_file() or self._test_file() or self._inductor_file()
+        return self._kernel_file() or self._test_file() or self._inductor_file() or self._library_source()
+
+    def _library_source(self) -> Role | None:
+        """A file of a vendored copy of a CUDA-only library (``third_party/DeepSpeed/deepspeed/``):
+        the library runs only on CUDA, so its code keeps CUDA. The library's own repository is
+        the project being migrated, and is not held as a whole."""
+        folders = PurePosixPath(self._path.replace("\\", "/")).parts[:-1]
+        vendored = next((i for i, folder in enumerate(folders) if folder.lower() in _VENDOR_FOLDERS), None)
+        if vendored is None:
+            return None
+        library = next((folder for folder in folders[vendored + 1:] if folder in VENDORED_LIBRARIES), None)
+        if library is None:
+            return None
+        return Role(LIBRARY, f"it is part of a vendored `{library}`, {PACKAGES[library].what}")
 
     def _kernel_file(self) -> Role | None:
         modules = sorted(self._names.modules)
