@@ -196,3 +196,29 @@ def test_a_conditional_expression_keeps_its_test_when_its_body_keeps_reported_co
     moved = _fix("import torch\nused = later() if torch.cuda.is_available() else 0\n", rules)
     # nothing reported in the body: the test is extended to Neuron, CUDA's check kept beside it
     assert "if on_neuron() or torch.cuda.is_available() else 0" in moved
+
+
+def test_synchronisations_move_with_the_cuda_event_timers_of_their_function():
+    """Moved alone, the synchronisations around a CUDA event timer leave Neuron stopping at the
+    timer: they share its edit group, so a safe-only run keeps both (the events are unsafe)."""
+    from neuronize.registry import all_rules
+
+    code = """
+        import torch
+
+        def timed(step):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            step()
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end)
+
+        def settle():
+            torch.cuda.synchronize()
+        """
+    safe_only = _fix(code, all_rules(), Options())
+    assert safe_only.count("torch.cuda.synchronize()") == 2 and "torch.cuda.Event(" in safe_only
+    assert "def settle():\n    torch.accelerator.synchronize()" in safe_only  # no timer in its function
+    assert "torch.cuda.synchronize()" not in _fix(code, all_rules(), UNSAFE)

@@ -28,7 +28,7 @@ from neuronize.transforms._helpers.device_model import KeepsCudaBranches, kept_f
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.transforms._helpers.nodes import in_place
-from neuronize.analysis.walk import visit
+from neuronize.analysis.walk import iter_syntax, visit
 
 PREFIX = "torch.cuda."
 #: the test "the accelerator here is Neuron" as a rule writes it (``per_target.available``), before
@@ -439,6 +439,24 @@ def host_kept_value(ctx: FileContext, ref: CudaRef, qualified: str) -> tuple[cst
     value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))
     parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
     return in_place(value, outer, parent), (*more, *imports)
+
+
+def timing_group(ctx: FileContext) -> str | None:
+    """The edit group of the CUDA event timers of the scope being visited (its function, else the
+    module) and its synchronisations, when it creates a ``torch.cuda.Event``: the synchronisations
+    bracket what the events time, so they move with the events or stay with them (moved alone,
+    Neuron still stops at the CUDA timer)."""
+    if b"Event" not in ctx.source:
+        return None
+    scope: cst.CSTNode = next((n for n in reversed(ctx.stack) if isinstance(n, cst.FunctionDef)), ctx.module)
+    key = ("creates a CUDA event", id(scope))
+    if key not in ctx.memo:
+        ctx.memo[key] = any(isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.cuda.Event"
+                            for node in iter_syntax(scope))
+    if not ctx.memo[key]:
+        return None
+    where = f"in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "at module level"
+    return f"CUDA event timing {where}"
 
 
 def spelled(ref: CudaRef) -> str:

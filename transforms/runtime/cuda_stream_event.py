@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, spelled
+from neuronize.transforms._helpers.cuda_runtime import NEURON, CudaRef, _CudaApiRule, spelled, timing_group
 
 FUNCTIONS = ("Stream", "Event", "stream", "current_stream", "default_stream")
 #: keywords seen in TorchNeuron's stream/event tests (reference S2, S3)
@@ -114,7 +114,8 @@ class CudaStreamEvent(_CudaApiRule):
         note = ""
         if ref.fn in ("Stream", "stream"):
             note = ": overlap across streams depends on Neuron runtime support"
-        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}")
+        group = timing_group(self.ctx) if ref.fn == "Event" else None
+        self.guarded_rewrite(ref, target, f"{spelled(ref)} -> {shown}{note}", group=group)
 
     def _portable(self, ref: CudaRef) -> None:
         """``--target cpu`` / ``accelerator``: the device-generic ``torch.Stream`` / ``torch.Event``

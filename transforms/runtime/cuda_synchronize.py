@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled
+from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled, timing_group
 
 TARGET = "torch.accelerator.synchronize"
 
@@ -109,4 +109,4 @@ class CudaSynchronize(_CudaApiRule):
                      imports=needed)
             return
         older = " (`torch.cuda`'s on a torch before 2.6, which the project admits)" if self.ctx.options.old_torch else ""
-        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}{older}", any_torch=True)
+        self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}{older}", any_torch=True, group=timing_group(self.ctx))
