@@ -17,7 +17,7 @@ modified. The script copies it (without ``.git``) to a temporary directory and t
 
 then prints the tests that passed before and do not pass after (failed, errored, skipped or
 vanished), the tests that started passing, and the counts of both runs. The exit code is 1 when
-something regressed, else 0.
+something regressed, 2 when the before run reported no test (nothing was measured), else 0.
 
 Options:
 
@@ -58,6 +58,8 @@ def junit_outcomes(report: Path) -> dict[str, str]:
         return {}
     outcomes = {}
     for case in ET.parse(report).getroot().iter("testcase"):
+        if not case.get("name"):
+            continue  # an interrupted run's report holds an unnamed case: no test of the suite
         test = f"{case.get('classname', '')}::{case.get('name', '')}"
         tags = {child.tag for child in case}
         outcome = next((tag for tag in ("error", "failure", "skipped") if tag in tags), PASSED)
@@ -71,7 +73,10 @@ def run_pytest(python: str, workdir: Path, args: list[str], report: Path, timeou
     cut short gets SIGINT, as Ctrl-C: pytest ends the session and writes the report of what it
     finished (a kill would leave none)."""
     command = [python, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}", *args]
-    proc = subprocess.Popen(command, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # SIGINT as it is at a terminal: a job a shell starts in the background inherits it ignored,
+    # and Python then installs no KeyboardInterrupt for it
+    proc = subprocess.Popen(command, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         proc.wait(timeout=timeout)
         return junit_outcomes(report), True
@@ -155,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"now passing: {len(fixed)}")
         for test in fixed:
             print(f"  {test}")
+    if not before:
+        print("nothing measured: the before run reported no test", file=sys.stderr)
+        return 2
     return 1 if regressed else 0
 
 

@@ -11,7 +11,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Transform
 from neuronize.types import Target
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches, cuda_keeping, keeps_cuda_hosts
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, cuda_keeping, keeps_cuda_hosts, kept_for_cuda
 from neuronize.transforms._helpers.imports import removals_for
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
@@ -72,6 +72,14 @@ def used_as_value(ctx: FileContext, node: cst.Name | cst.Attribute) -> bool:
     return not isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del, cst.Attribute, cst.ImportFrom))
 
 
+def read_back(node: cst.Assign | cst.AugAssign) -> bool:
+    """``cudnn.benchmark = self.saved``: the setting takes a value read back (restored state, a
+    user's option), not a literal; deleted, the state it restores is lost."""
+    value = node.value
+    return isinstance(node, cst.Assign) and isinstance(value, (cst.Name, cst.Attribute)) and not (
+        isinstance(value, cst.Name) and value.value in ("True", "False", "None"))
+
+
 class CudaOnlySettings(KeepsCudaBranches, Transform):
     """Skeleton of the NRN35x rules: delete CUDA-only setting statements, unwrap CUDA-only contexts.
 
@@ -125,10 +133,17 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
                             "keeps CUDA on its path (its device choice is host-aware), where it still applies",
                             evidence=kw.get("evidence"))
             return
+        line = self.ctx.statement_to_remove(statement)
+        if per_target.target(self.ctx) == per_target.NEURON and keeps_cuda_hosts(self.ctx) \
+                and not self.harmless_elsewhere and isinstance(line, cst.SimpleStatementLine):
+            # the CUDA box keeps its path: the call stays there, Neuron skips it
+            new, imports = kept_for_cuda(self.ctx, line)
+            self.fix(line, new, f"{what} kept for every host but Neuron: {reason}", safety=kw.get("safety"),
+                     evidence=kw.get("evidence"), imports=(*imports, *kw.get("imports", ())))
+            return
         if per_target.target(self.ctx) != per_target.ACCELERATOR:
             self.remove(statement, f"{what} removed: {reason}", **kw)
             return
-        line = self.ctx.statement_to_remove(statement)
         if not isinstance(line, cst.SimpleStatementLine):
             self.report(statement, f"{reason}: guard it with `if torch.cuda.is_available():` by hand")
             return
@@ -173,6 +188,10 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
                         "the CUDA part by hand")
             return
         reason = self.reason
+        if self.harmless_elsewhere and read_back(node) and not per_target.in_cuda_only_block(self.ctx):
+            self.report(node, f"`{short(node, 80)}` kept: {reason}, but it sets a value the code read or was "
+                        "given (restored state, an option), harmless on every host")
+            return
         if has_call(node.value):
             reason += f" (`{short(node.value, 50)}` is no longer computed)"
         reason += self.extra_note(flagged[0], node)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers import hosts, per_target
+from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name
@@ -44,7 +45,10 @@ class CudaDeviceMesh(Transform):
         mesh = init_device_mesh("neuron", (world_size,), mesh_dim_names=("dp",))
 
     Fix safety:
-        Safe: the device type is the only change.
+        Safe: the device type is the only change. In a file whose code chooses among hosts, or a
+        library module (no work at its top level: its callers run on every host), the
+        mesh gains Neuron host-aware, `"neuron" if on_neuron() else "cuda"`: the CUDA box keeps
+        its mesh.
 
     Evidence:
         DOC: about-torchtitan-neuron; the exact call spelling is also widespread in third-party
@@ -70,6 +74,14 @@ class CudaDeviceMesh(Transform):
             'mesh = init_device_mesh("neuron", (8,), mesh_dim_names=("dp",))\n',
         ),
         Example(
+            "from torch.distributed.device_mesh import init_device_mesh\n\n\n"
+            "def build(shape):\n    return init_device_mesh('cuda', shape)\n",
+            "from torch.distributed.device_mesh import init_device_mesh\nimport torch\n\n\n"
+            "def build(shape):\n    return init_device_mesh('neuron' if hasattr(torch, 'accelerator') and "
+            "torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == 'neuron' "
+            "else 'cuda', shape)\n",
+        ),
+        Example(
             "import torch.distributed as dist\nmesh = dist.device_mesh.DeviceMesh(device_type='cuda', mesh=[0, 1])\n",
             "import torch.distributed as dist\nmesh = dist.device_mesh.DeviceMesh(device_type='neuron', mesh=[0, 1])\n",
         ),
@@ -89,6 +101,13 @@ class CudaDeviceMesh(Transform):
         value = string_value(arg.value)
         if value is None or not (value == "cuda" or value.startswith("cuda:")):
             return
-        new, imports = per_target.device(self.ctx, arg.value)
-        self.fix(arg.value, new, per_target.say(self.ctx, '`{fn}("{value}", ...)` -> `{device}`: {why}', fn=last,
-                                             value=value, why=WHY[per_target.target(self.ctx)]), imports=imports)
+        message = per_target.say(self.ctx, '`{fn}("{value}", ...)` -> `{device}`: {why}', fn=last, value=value,
+                                 why=WHY[per_target.target(self.ctx)])
+        if per_target.target(self.ctx) != per_target.CPU and (keeps_cuda_hosts(self.ctx) or (
+                hosts.library_default(self.ctx) and not hosts.at_import_time(self.ctx))):
+            # callers on every host, the CUDA box included: the mesh gains Neuron, CUDA keeps its own
+            new, imports = hosts.host_aware(self.ctx, arg.value)
+            message += "; only where that device is present: this file also runs without it"
+        else:
+            new, imports = per_target.device(self.ctx, arg.value)
+        self.fix(arg.value, new, message, imports=imports)
