@@ -35,8 +35,9 @@ exact criterion of "a device choice":
    ``mode=`` (Neuron ignores it and uses the default mode; cpu drops it), ``options=None if
    <Neuron> else {...}`` (no options on Neuron; cpu drops Inductor's), ``dynamic=False if <Neuron>
    else True`` and ``dynamic=False`` (cpu adds it where the call says nothing; a host-aware call
-   says nothing, which the Neuron docs allow as well): these arguments are left out, and a line
-   left empty by that goes.
+   says nothing, which the Neuron docs allow as well); likewise DDP's and ``dist.barrier``'s
+   ``device_ids=None if <Neuron> else [rank]`` (NRN403 keeps the CUDA box's device ids where the
+   other targets drop them): these arguments are left out, and a line left empty by that goes.
 9. against ``--target cpu`` only: a ``"cuda"`` string is a device value, ``"nccl"`` a backend
    value, and ``.cuda()`` a move to the device (``.to(<D>)``). The CPU target moves
    every CUDA path to the CPU, the branches the neuron target keeps for CUDA (a dispatch's CUDA
@@ -162,7 +163,8 @@ ADDITIVE: list[tuple[re.Pattern[str], str]] = [
 _HOST_TEST = r"(?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D) + r")"
 _CUDA_MODE = r"(?:max-autotune|max-autotune-no-cudagraphs|reduce-overhead)"
 _KEPT_SETTING = (r"(?:mode=(?:\"" + _CUDA_MODE + r"\"|'" + _CUDA_MODE + r"')|options=None if " + _HOST_TEST
-                 + r" else \{[^{}]*\}|dynamic=False(?: if " + _HOST_TEST + r" else True)?)")
+                 + r" else \{[^{}]*\}|dynamic=False(?: if " + _HOST_TEST + r" else True)?"
+                 + r"|(?:device_ids|output_device)=None if " + _HOST_TEST + r" else (?:\[[^\[\]]*\]|\w+))")
 HOST_AWARE_COMPILE = re.compile(r",\s*(?<!\w)" + _KEPT_SETTING + r"|(?<!\w)" + _KEPT_SETTING + r",?\s*")
 _CUDA_STRING = re.compile(r"""(["'])cuda\1""")
 _CUDA_MOVE = re.compile(r"\.cuda\(\)")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches, process_group_edits
+from neuronize.transforms._helpers import hosts, per_target
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts, process_group_edits
 from neuronize.transforms._helpers.calls import keyword, without_args
+from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.transforms._helpers.distributed import dist_function
 
 _DDP = (
@@ -91,6 +92,8 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
                     self.fix(node, without_args(node, ids), "drops `device_ids=` from `dist.barrier`: an "
                              "NCCL-only argument (gloo rejects it); the barrier itself is kept", group=process_group_edits(self.ctx))
                     return
+                if self._hosts_kept(node, [ids], "`device_ids=` of `dist.barrier`"):
+                    return
                 self.fix(node, without_args(node, ids),
                          "drops `device_ids=` from `dist.barrier`: each process has one NeuronCore; "
                          "the pre-beta backend supported barriers on the default group only", group=process_group_edits(self.ctx))
@@ -114,6 +117,25 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
                      "(device ids are rejected for a CPU module; on CUDA the current device is used)",
                      group=process_group_edits(self.ctx))
             return
+        if self._hosts_kept(node, drop, f"{names} of `DistributedDataParallel`"):
+            return
         self.fix(node, without_args(node, *drop),
                  f"drops {names} from `DistributedDataParallel`: each process sees one NeuronCore "
                  "and DDP uses the module's device", group=process_group_edits(self.ctx))
+
+    def _hosts_kept(self, node: cst.Call, args: list[cst.Arg], names: str) -> bool:
+        """In a file that keeps its CUDA hosts or a library module (its callers run on every
+        host), the arguments become ``None if <Neuron> else <the CUDA value>``: dropped on Neuron
+        only, as the CUDA box still needs them (a wrapper forwards its caller's ``device_ids``)."""
+        if not (keeps_cuda_hosts(self.ctx) or (hosts.library_default(self.ctx) and not hosts.at_import_time(self.ctx))):
+            return False
+        args = [a for a in args if not (isinstance(a.value, cst.IfExp) and says_only_neuron(a.value.test))]
+        if not args:
+            return True  # kept so by an earlier run
+        test, imports = per_target.neuron_present(self.ctx)
+        kept = {id(a): a.with_changes(value=cst.IfExp(test=test, body=cst.Name("None"), orelse=a.value))
+                for a in args}
+        new = node.with_changes(args=[kept.get(id(a), a) for a in node.args])
+        self.fix(node, new, f"{names} kept for every host but Neuron (one NeuronCore per process there)",
+                 imports=imports, group=process_group_edits(self.ctx))
+        return True
