@@ -324,9 +324,9 @@ def _as_written(f: FileResult) -> SourceResult:
 
 def analyse_stdin(source: bytes, display: str, rules: Sequence[type[Transform]],
                   options: Options, *, fix: bool = True) -> RunResult:
-    name = Path(display)
     from neuronize.analysis.any_kind import run_kind
 
+    name = Path(display)
     kind = kind_by_name(name) or kind_by_content(name, source) or SourceKind.PYTHON
     result = run_kind(source, kind, rules, options, path=display, fix=fix)
     return RunResult(files=[FileResult(display, None, result, source)])

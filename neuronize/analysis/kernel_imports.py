@@ -16,7 +16,7 @@ with one regular expression per file: no parse.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path, PurePath
 
 from neuronize.analysis.cuda_packages import PACKAGES, module_matches
@@ -72,11 +72,10 @@ def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
     return [module, *(f"{module}.{name}" for name in imported)]
 
 
-def kernel_bound(files: Iterable[tuple[Path, PurePath]], read: Mapping[Path, bytes] | None = None
-                 ) -> dict[Path, str]:
+def kernel_bound(files: Iterable[tuple[Path, PurePath]]) -> dict[Path, str]:
     """For each of ``files`` (a path and its path relative to the folder it was found in) that
     imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
-    (``imports `apps.model`, which imports triton``). ``read``: bytes already read, by path."""
+    (``imports `apps.model`, which through the project's modules imports triton``)."""
     by_name: dict[str, Path] = {}
     imports: dict[Path, list[str]] = {}
     for path, relative in files:
@@ -86,7 +85,7 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath]], read: Mapping[Path, byt
         for start in range(len(parts)):  # the module as imported from any folder above it
             by_name.setdefault(".".join(parts[start:]), path)
         try:
-            source = read[path] if read is not None and path in read else path.read_bytes()
+            source = path.read_bytes()
         except OSError:
             continue
         if b"import" in source:
