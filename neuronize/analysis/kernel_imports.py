@@ -46,14 +46,14 @@ def extension_or_kernel_module(module: str) -> str | None:
 
 
 #: packages made of CUDA kernels (the NKI path of the package table: ``mamba_ssm``...)
-_KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath.NKI and p.cuda_only)
+KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath.NKI and p.cuda_only)
 
 
 def _kernel_reason(module: str) -> str | None:
     package = module_matches(module, KERNEL_PACKAGES)
     if package is not None:
         return f"imports {package}"
-    package = module_matches(module, _KERNEL_MADE)
+    package = module_matches(module, KERNEL_MADE)
     if package is not None:
         return f"imports `{package}`, whose models run on CUDA kernels"
     return extension_or_kernel_module(module)
@@ -93,6 +93,7 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath]]) -> dict[Path, str]:
             imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, map(_kernel_reason, names)), None)] if reason is not None}
+    seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain
     while True:  # through the project's own modules, until nothing more is reached
         more = {}
@@ -103,7 +104,7 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath]]) -> dict[Path, str]:
                 bound = by_name.get(name)
                 if bound is not None and bound != path and bound in reasons:
                     roots[path] = roots[bound]
-                    through = "" if bound in imports and reasons[bound] == roots[bound] else " through the project's modules"
+                    through = "" if bound in seeds else " through the project's modules"
                     more[path] = f"imports `{name}`, which{through} {roots[bound]}"
                     break
         if not more:

@@ -62,8 +62,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
-from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES, Path
-from neuronize.analysis.kernel_imports import KERNEL_PACKAGES, extension_or_kernel_module
+from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
+from neuronize.analysis.kernel_imports import KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module
 from neuronize.analysis.syntax import imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
@@ -224,14 +224,13 @@ class FileRoles:
         """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
         path of the package table: ``mamba_ssm``...), the project's own package excepted: its
         benchmarks, evaluations and converters build models that run only on those kernels."""
-        kernels = tuple(name for name, p in PACKAGES.items() if p.path is Path.NKI and p.cuda_only)
         for stmt in self._module.body:
             if not isinstance(stmt, cst.SimpleStatementLine):
                 continue
             for small in stmt.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     for imported in imported_names(small):
-                        package = module_matches(imported.module, kernels)
+                        package = module_matches(imported.module, KERNEL_MADE)
                         if package is not None and not self.is_own_package(package.split(".")[0]):
                             return Role(KERNEL, f"imports `{package}`, whose models run on CUDA kernels")
         return None

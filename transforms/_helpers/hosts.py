@@ -159,6 +159,15 @@ def _finds_device_choice(ctx: FileContext) -> bool:
     return finder.found
 
 
+def serves_every_host(ctx: FileContext) -> bool:
+    """The code being visited runs on every host its file ran on: the file's code chooses among
+    hosts, or it is a library module's code run when called (its callers run on every host, the
+    CUDA box included). A CUDA value there gains Neuron host-aware instead of moving outright."""
+    from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
+
+    return keeps_cuda_hosts(ctx) or (library_default(ctx) and not at_import_time(ctx))
+
+
 def library_default(ctx: FileContext) -> bool:
     """On the neuron target, the parameter default being visited is a library's: its module is no
     script (no work at its top level, no ``__main__`` guard), so callers on every host, the CUDA

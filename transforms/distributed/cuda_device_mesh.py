@@ -6,7 +6,6 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import hosts, per_target
-from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name
@@ -103,8 +102,7 @@ class CudaDeviceMesh(Transform):
             return
         message = per_target.say(self.ctx, '`{fn}("{value}", ...)` -> `{device}`: {why}', fn=last, value=value,
                                  why=WHY[per_target.target(self.ctx)])
-        if per_target.target(self.ctx) != per_target.CPU and (keeps_cuda_hosts(self.ctx) or (
-                hosts.library_default(self.ctx) and not hosts.at_import_time(self.ctx))):
+        if per_target.target(self.ctx) != per_target.CPU and hosts.serves_every_host(self.ctx):
             # callers on every host, the CUDA box included: the mesh gains Neuron, CUDA keeps its own
             new, imports = hosts.host_aware(self.ctx, arg.value)
             message += "; only where that device is present: this file also runs without it"

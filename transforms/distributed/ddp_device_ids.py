@@ -7,7 +7,7 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import hosts, per_target
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts, process_group_edits
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, process_group_edits
 from neuronize.transforms._helpers.calls import keyword, without_args
 from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.transforms._helpers.distributed import dist_function
@@ -127,7 +127,7 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
         """In a file that keeps its CUDA hosts or a library module (its callers run on every
         host), the arguments become ``None if <Neuron> else <the CUDA value>``: dropped on Neuron
         only, as the CUDA box still needs them (a wrapper forwards its caller's ``device_ids``)."""
-        if not (keeps_cuda_hosts(self.ctx) or (hosts.library_default(self.ctx) and not hosts.at_import_time(self.ctx))):
+        if not hosts.serves_every_host(self.ctx):
             return False
         args = [a for a in args if not (isinstance(a.value, cst.IfExp) and says_only_neuron(a.value.test))]
         if not args:
