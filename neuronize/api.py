@@ -171,7 +171,7 @@ def analyse_paths(
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
-    kernels = _kernel_bound(files)
+    kernels, checks_host = _project_facts(files)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     store = _cache(str(cache_dir or default_directory())) if cache else None
@@ -194,6 +194,8 @@ def analyse_paths(
             options = _options_here(settings.options, files[i].path, own)
             if files[i].path in kernels:
                 options = dataclasses.replace(options, kernel_import=kernels[files[i].path])
+            if checks_host and not options.project_checks_host:
+                options = dataclasses.replace(options, project_checks_host=True)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):
@@ -244,17 +246,29 @@ class _Workers:
             self.pool.shutdown(cancel_futures=True)
 
 
-def _kernel_bound(files: Sequence[Discovered]) -> dict[Path, str]:
-    """The Python files that import GPU-kernel code through the project's own modules, and why
-    (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common folder)."""
+def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool]:
+    """What the run's Python files say about the project, read once before any is analysed: the
+    files that import GPU-kernel code through the project's own modules, and why
+    (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common
+    folder); whether any of them checks for a host (:mod:`neuronize.analysis.host_choice`)."""
     python = [f.path for f in files if f.kind is SourceKind.PYTHON]
     if len(python) < 2:
-        return {}
+        return {}, False
     absolute = [Path(os.path.abspath(p)) for p in python]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
+    from neuronize.analysis.host_choice import checks_host
     from neuronize.analysis.kernel_imports import kernel_bound
 
-    return kernel_bound(zip(python, (a.relative_to(root) for a in absolute), strict=True))
+    sources = [_read_or_empty(p) for p in python]
+    kernels = kernel_bound(zip(python, (a.relative_to(root) for a in absolute), sources, strict=True))
+    return kernels, any(map(checks_host, sources))
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""  # the file's own analysis reports why it cannot be read
 
 
 def _options_here(options: Options, path: Path, own: tuple[str, ...]) -> Options:

@@ -84,6 +84,12 @@ class Options:
     #: why the file imports GPU-kernel code through the project's own modules
     #: (neuronize/analysis/kernel_imports.py), which makes it GPU-kernel code too; None: it does not
     kernel_import: str | None = None
+    #: another Python file of the run asks whether a host is available
+    #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
+    #: module's hard-coded CUDA serves them all and gains Neuron host-aware
+    project_checks_host: bool = False
+    #: a cell of the notebook asks whether a host is available: every cell runs on those hosts
+    notebook_checks_host: bool = False
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

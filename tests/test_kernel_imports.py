@@ -23,11 +23,11 @@ FILES = {
 }
 
 
-def _tree(root: Path) -> list[tuple[Path, PurePath]]:
+def _tree(root: Path) -> list[tuple[Path, PurePath, bytes]]:
     for name, data in FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
-    return [(root / name, PurePath(name)) for name in FILES]
+    return [(root / name, PurePath(name), data) for name, data in FILES.items()]
 
 
 def test_unconditional_imports_of_kernel_code_are_followed_through_the_project(tmp_path):
@@ -52,3 +52,19 @@ def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert ("not applied: this file holds GPU-kernel code (imports `pkg.model`, which through the project's "
             "modules imports triton)") in " ".join(full.split())
+
+
+def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_path):
+    files = {
+        "kernels/setup.py": b'from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n'
+                            b'setup(ext_modules=[CUDAExtension(\n    name="fused_ops",\n    sources=["ops.cu"])])\n',
+        "model/attention.py": b"import torch\nimport fused_ops\n",
+        "run.py": b"import torch\nfrom model.attention import Attention\n",
+        "plain.py": b"import torch\n",
+    }
+    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(
+        (tmp_path / name, PurePath(name), data) for name, data in files.items()).items()}
+    assert found == {
+        "model/attention.py": "imports the project's compiled CUDA extension `fused_ops`",
+        "run.py": "imports `model.attention`, which imports the project's compiled CUDA extension `fused_ops`",
+    }

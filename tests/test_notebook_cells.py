@@ -77,3 +77,18 @@ def test_variables_set_for_one_command_are_read():
     assert "NEURON_RT_VISIBLE_CORES" in found[0][2]
     assert "NEURON_RT_VISIBLE_CORES" not in found[1][2] and "cpu" in found[1][2]  # hiding every GPU asks for the CPU
     assert "`NCCL_DEBUG`" in found[2][2]
+
+
+def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the_device(tmp_path):
+    chooses = {"cells": [_cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'),
+                         _cell("x = torch.ones(2).to(\"cuda\")\n")],
+               "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    hard = {**chooses, "cells": [_cell("import torch\n"), _cell("x = torch.ones(2).to(\"cuda\")\n")]}
+    for name, notebook in (("chooses.ipynb", chooses), ("hard.ipynb", hard)):
+        (tmp_path / name).write_text(json.dumps(notebook, indent=1) + "\n")
+        neuronize("fix", "--no-cache", name, cwd=tmp_path)
+    # the notebook runs on the hosts its first cell chooses among: CUDA stays CUDA's, Neuron is added
+    moved = "".join(json.loads((tmp_path / "chooses.ipynb").read_text())["cells"][1]["source"])
+    assert '"neuron"' in moved and 'else "cuda"' in moved
+    # a notebook that names CUDA with no choice moves to Neuron outright
+    assert json.loads((tmp_path / "hard.ipynb").read_text())["cells"][1]["source"] == ['x = torch.ones(2).to("neuron")\n']

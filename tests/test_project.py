@@ -140,3 +140,21 @@ def test_invalid_notebook_is_an_error_for_that_file_only(tmp_path):
     assert proc.returncode == 2
     assert "error: bad.ipynb" in proc.stderr.decode()
     assert (tmp_path / "a.py").read_bytes() == b'import torch\nmodel = Net().to("neuron")\n'
+
+
+LIBRARY = b"import torch\n\n\ndef place(x):\n    return x.to(\"cuda\")\n"
+
+
+def test_a_library_module_keeps_the_cuda_box_where_the_project_chooses_its_host(tmp_path):
+    chooses, hard = tmp_path / "chooses", tmp_path / "hard"
+    for root, script in ((chooses, b"import torch\nfrom lib import place\n"
+                                   b"if torch.cuda.is_available():\n    print(place(torch.ones(1)))\n"),
+                         (hard, b"import torch\nfrom lib import place\nprint(place(torch.ones(1)))\n")):
+        root.mkdir()
+        (root / "lib.py").write_bytes(LIBRARY)
+        (root / "run.py").write_bytes(script)
+        neuronize("fix", "--no-cache", "-q", ".", cwd=root)
+    # called by a script that checks for CUDA: the CUDA box still runs the library's code
+    assert b'x.to("neuron" if on_neuron() else "cuda")' in (chooses / "lib.py").read_bytes()
+    # nothing in the project chooses a host: its CUDA moves to Neuron outright
+    assert (hard / "lib.py").read_bytes().endswith(b'    return x.to("neuron")\n')

@@ -171,11 +171,27 @@ def test_a_device_query_in_a_default_is_resolved_in_the_body():
             """Load a checkpoint."""
             return torch.load(path, map_location=device)
         ''', target="accelerator")
-    assert "def load(path, device: str | None = None):" in out
+    # a module-level def evaluates its annotations at import: `str | None` would need Python 3.10
+    assert "def load(path, device: Optional[str] = None):" in out
+    assert "from typing import Optional\n" in out
     body = out.split('"""Load a checkpoint."""\n')[1]
     assert body.startswith("    if device is None:\n        device = ")
     assert "current_accelerator" not in out.split("def load")[1].split(":\n")[0]  # nothing at import
     assert run(out)["load"].__defaults__ == (None,)
+
+
+def test_a_file_that_postpones_its_annotations_gets_the_union_form():
+    out = migrate('''
+        from __future__ import annotations
+
+        import torch
+
+
+        def load(path, device: str = "cuda"):
+            return torch.load(path, map_location=device)
+        ''', target="accelerator")
+    assert "def load(path, device: str | None = None):" in out
+    assert "Optional" not in out
 
 
 def test_a_plain_default_stays_a_constant():

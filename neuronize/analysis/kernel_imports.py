@@ -3,7 +3,8 @@ modules: a fact about the run, found before any file is analysed.
 
 A module that unconditionally imports a kernel language (Triton...), a package's kernel module
 (``<pkg>.ops.triton.<module>``) or a compiled ``*_cuda`` extension holds GPU-kernel code
-(:mod:`neuronize.analysis.roles`). So does, for a migration, every module that unconditionally
+(:mod:`neuronize.analysis.roles`), and so does one that imports a CUDA extension the project's build
+script declares (``CUDAExtension(name=...)``). So does, for a migration, every module that unconditionally
 imports such a module of the project: the script that builds a model on those kernels cannot
 import on Neuron, so moving its devices breaks the NVIDIA box it runs on and gains nothing; the
 report names the import that blocks it instead.
@@ -49,7 +50,19 @@ def extension_or_kernel_module(module: str) -> str | None:
 KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath.NKI and p.cuda_only)
 
 
-def _kernel_reason(module: str) -> str | None:
+#: a CUDA extension a build script declares (``CUDAExtension(name="awq_inference_engine", ...)``)
+_DECLARED_EXTENSION = re.compile(rb"\bCUDAExtension\(\s*(?:name\s*=\s*)?[rRbBuU]?['\"]([\w.]+)['\"]")
+
+
+def declared_extensions(source: bytes) -> list[str]:
+    """The modules of the CUDA extensions ``source`` (a build script) declares."""
+    return [m.group(1).decode() for m in _DECLARED_EXTENSION.finditer(source)] if b"CUDAExtension" in source else []
+
+
+def _kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
+    package = module_matches(module, built)
+    if package is not None:
+        return f"imports the project's compiled CUDA extension `{package}`"
     package = module_matches(module, KERNEL_PACKAGES)
     if package is not None:
         return f"imports {package}"
@@ -72,27 +85,28 @@ def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
     return [module, *(f"{module}.{name}" for name in imported)]
 
 
-def kernel_bound(files: Iterable[tuple[Path, PurePath]]) -> dict[Path, str]:
-    """For each of ``files`` (a path and its path relative to the folder it was found in) that
-    imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
-    (``imports `apps.model`, which through the project's modules imports triton``)."""
+def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]]) -> dict[Path, str]:
+    """For each of ``files`` (a path, its path relative to the folder it was found in, its bytes)
+    that imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
+    (``imports `apps.model`, which through the project's modules imports triton``). The CUDA
+    extensions the project's own build scripts declare are GPU-kernel code too."""
     by_name: dict[str, Path] = {}
     imports: dict[Path, list[str]] = {}
-    for path, relative in files:
+    built: list[str] = []
+    for path, relative, source in files:
         parts = list(relative.with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
         for start in range(len(parts)):  # the module as imported from any folder above it
             by_name.setdefault(".".join(parts[start:]), path)
-        try:
-            source = path.read_bytes()
-        except OSError:
-            continue
+        built.extend(declared_extensions(source))
         if b"import" in source:
             package = parts[:-1] if relative.stem != "__init__" else parts
             imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
+    extensions = tuple(sorted(set(built)))
     reasons = {path: reason for path, names in imports.items()
-               for reason in [next(filter(None, map(_kernel_reason, names)), None)] if reason is not None}
+               for reason in [next(filter(None, (_kernel_reason(n, extensions) for n in names)), None)]
+               if reason is not None}
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain
     while True:  # through the project's own modules, until nothing more is reached

@@ -13,26 +13,43 @@ resolves it first::
             device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
 
 Only defaults on lines this run changed and holding a call are moved (a plain ``"neuron"`` is a
-constant); lambdas keep theirs (they have no statements). ``str | None`` needs Python 3.10 at run
-time, as every torch release with ``torch.accelerator`` does.
+constant); lambdas keep theirs (they have no statements). An annotation admits ``None`` as the
+file can evaluate it: ``str | None`` where the file postpones annotations (``from __future__
+import annotations``) or writes ``X | None`` already, else ``Optional[str]`` (a module-level
+``def`` evaluates its annotations at import, and ``|`` between types needs Python 3.10, which
+torch releases with ``torch.accelerator`` do not all require).
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
 from neuronize.analysis.syntax import is_docstring, iter_statements
 from neuronize.analysis.subtrees import code as _code, has_call, paths_to
+from neuronize.types import ImportRequest
+from neuronize.writing.imports import apply_imports
 
 
-def _optional(annotation: cst.Annotation | None) -> cst.Annotation | None:
-    """``annotation`` widened to admit ``None`` (kept when it already does)."""
+#: what shows that ``X | None`` is safe in the file's annotations
+_UNION_READY = re.compile(rb"^from\s+__future__\s+import\s[^\n]*\bannotations\b|\|\s*None\b", re.MULTILINE)
+
+
+def _optional(annotation: cst.Annotation | None, union: bool) -> cst.Annotation | None:
+    """``annotation`` widened to admit ``None`` (kept when it already does): ``X | None`` with
+    ``union``, else ``Optional[X]``."""
     if annotation is None:
         return None
     written = _code(annotation.annotation)
     if "None" in written or "Optional" in written or "Any" in written:
         return annotation
-    widened = cst.BinaryOperation(left=annotation.annotation, operator=cst.BitOr(), right=cst.Name("None"))
+    if union:
+        widened: cst.BaseExpression = cst.BinaryOperation(
+            left=annotation.annotation, operator=cst.BitOr(), right=cst.Name("None"))
+    else:
+        widened = cst.Subscript(value=cst.Name("Optional"),
+                                slice=[cst.SubscriptElement(cst.Index(annotation.annotation))])
     return annotation.with_changes(annotation=widened)
 
 
@@ -74,7 +91,10 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
 
         def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
             if id(original) in moving:
-                return updated.with_changes(default=cst.Name("None"), annotation=_optional(updated.annotation))
+                annotation = _optional(updated.annotation, union)
+                if not union and annotation is not updated.annotation:
+                    needs_optional.append(True)
+                return updated.with_changes(default=cst.Name("None"), annotation=annotation)
             return updated
 
         def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
@@ -86,6 +106,8 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
             checks = [_resolve(p.name.value, p.default, module) for p in params]  # type: ignore[arg-type]
             return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *checks, *body[at:]]))
 
+    union = _UNION_READY.search(source) is not None
+    needs_optional: list[bool] = []
     result = module.visit(_Move())
     assert isinstance(result, cst.Module)
-    return result
+    return apply_imports(result, [ImportRequest("typing", "Optional")]) if needs_optional else result

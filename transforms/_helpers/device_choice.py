@@ -512,9 +512,11 @@ def _raises(block: cst.BaseSuite) -> bool:
 
 def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tuple | None:
     """The list of accepted device names of ``node`` when it validates a device setting:
-    ``assert device_type in ["cuda", "cpu"]`` or ``if device not in ("cuda", "cpu"): raise ...``
-    (the comparison visited; a device-named value; a literal list naming ``"cuda"``). A default
-    changed to ``"neuron"`` must pass it, as it must pass argparse ``choices``."""
+    ``assert device_type in ["cuda", "cpu"]``, ``if device not in ("cuda", "cpu"): raise ...``,
+    or any ``if device not in ("cuda", "cpu"):`` whose body treats the devices the list does not
+    name (``device = int(device)``: an index) (the comparison visited; a device-named value; a
+    literal list naming ``"cuda"``). A default changed to ``"neuron"`` must pass it, as it must
+    pass argparse ``choices``: ``"neuron"`` is a device name like those listed."""
     if not cuda_membership_list(node) or not device_named(target_name(node.left) or dotted_name(node.left)):
         return None
     container = node.comparisons[0].comparator
@@ -527,7 +529,8 @@ def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tu
             continue
         if isinstance(anc, cst.Assert) and anc.test is child:
             return container
-        if isinstance(anc, cst.If) and anc.test is child and _raises(anc.body):
+        if isinstance(anc, cst.If) and anc.test is child and (_raises(anc.body) or (
+                child is node and isinstance(node.comparisons[0].operator, cst.NotIn))):
             return container
         return None
     return None

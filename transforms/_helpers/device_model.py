@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from neuronize.analysis.host_choice import checks_host
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import iter_blocks, iter_statements
@@ -29,7 +30,7 @@ from neuronize.transforms._helpers.device_choice import (
     neuron_arm, neuron_first, with_choice)
 from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
-from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
+from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
 from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
@@ -117,17 +118,23 @@ def _build(ctx: FileContext) -> DeviceModel:
                 if not (before is not None and asks_if_neuron(before.test)):
                     built.detections.append(link)  # no Neuron branch in front yet
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
-        offers_other_host or bool(built.dispatches or built.cuda_links) or _ASKS_AVAILABLE.search(ctx.source) is not None
-        or device_choice_group(ctx) is not None)
+        offers_other_host or bool(built.dispatches or built.cuda_links) or checks_host(ctx.source)
+        or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
+
+
+def _chosen_elsewhere(ctx: FileContext) -> bool:
+    """The program chooses its host in another part that this code runs after or for: an earlier
+    cell of the notebook, or (for a library module, run by whichever script calls it) another
+    file of the project (:mod:`neuronize.analysis.host_choice`)."""
+    if ctx.options.notebook_checks_host:
+        return True
+    return ctx.options.project_checks_host and is_library_module(ctx)
 
 
 #: what a device option's call needs in the bytes (`parser.add_argument(...)`, `click.option(...)`)
 _OPTION_CALL = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(n.encode() for n in OPTION_CALLS)))
 
-#: an availability check the code makes itself: not the accelerator test a migration writes (a
-#: second run must find the choices the first one found, no more)
-_ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)")
 
 
 def _names_other_host(listed: cst.List | cst.Tuple) -> bool:

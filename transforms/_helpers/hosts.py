@@ -172,7 +172,12 @@ def library_default(ctx: FileContext) -> bool:
     """On the neuron target, the parameter default being visited is a library's: its module is no
     script (no work at its top level, no ``__main__`` guard), so callers on every host, the CUDA
     box included, rely on the default: it gains Neuron host-aware, never moves outright."""
-    return per_target.target(ctx) == per_target.NEURON and _once(ctx, "library-module", _is_library_module)
+    return per_target.target(ctx) == per_target.NEURON and is_library_module(ctx)
+
+
+def is_library_module(ctx: FileContext) -> bool:
+    """The file is a library module: no work at its top level, no ``__main__`` guard."""
+    return _once(ctx, "library-module", _is_library_module)
 
 
 def _is_library_module(ctx: FileContext) -> bool:
