@@ -20,7 +20,10 @@ around it). This module decides, in this order, each step seeing what the previo
 6. **import safety**: a fix that would run Neuron-only code when the module is imported is
    reported, not applied (note ``import-safety``; Python only, :mod:`neuronize.analysis.import_safety`);
 7. **edit groups**: the fixes of one group are applied together or not at all, at the weakest
-   safety among them; a member suppressed or held back holds back the group (note ``group``);
+   safety among them; a member suppressed or held back holds back the group (note ``group``).
+   A CUDA device string that no rule migrates (the catch-all's finding: ``move_embed(model,
+   "cuda")``) forms a group with the device edits of its function (Python only): moved without
+   it, the code's tensors and what it hands on sit on two devices, on every host;
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
    ``guard``); edits to tests of the same condition in one function form an edit group, settled
@@ -46,7 +49,7 @@ import libcst as cst
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
-from neuronize.analysis.walk import Parents
+from neuronize.analysis.walk import Parents, iter_syntax
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -93,6 +96,8 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     # a member suppressed, or held back by import safety (a new report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
+    if tree is not None:
+        kept = _leftovers_join_moves(kept, tree.parents)
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
@@ -294,6 +299,54 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
         else:
             out.append(_changed(pair, safety=weakest, note=("guard", f"{weakest}, like the edits of its guarded code")))
     return out
+
+
+def _leftovers_join_moves(located: Located[R], parents: Parents) -> Located[R]:
+    """Each CUDA device string the catch-all reports (no rule migrates it) and the device edits of
+    its function (or of the module level) that move to Neuron outright, as one edit group settled
+    by :func:`_settle_groups`: the edits wait for it. An edit already in a group keeps it."""
+    left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
+    if not left:
+        return located
+    moves = [r for r, _ in located if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r)]
+    moved_in = {id(_scope_of(r.node, parents)) for r in moves}
+    names: dict[int, str] = {}
+    for r in left:
+        scope = _scope_of(r.node, parents)
+        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
+        if id(scope) in moved_in:
+            names[id(scope)] = f"devices in {where}"
+    out: Located[R] = []
+    for r, f in located:
+        if r.group is None and (r in left or r in moves):
+            name = names.get(id(_scope_of(r.node, parents)))
+            if name is not None:
+                r = dataclasses.replace(r, group=name)
+        out.append((r, f))
+    return out
+
+
+def _moves_outright(report: Any) -> bool:
+    """``report``'s fix writes the device ``"neuron"`` with no choice left for CUDA: no conditional
+    expression in what it writes (a host-aware edit, ``"neuron" if <Neuron is here> else "cuda"``,
+    keeps the CUDA box's device, so the string left beside it still matches there)."""
+    replacement = report.replacement
+    if not isinstance(replacement, cst.CSTNode):
+        return False
+    nodes = list(iter_syntax(replacement))
+    return not any(isinstance(n, cst.IfExp) for n in nodes) and any(
+        isinstance(n, cst.SimpleString) and n.evaluated_value == "neuron" for n in nodes)
+
+
+def _names_cuda_device(node: cst.CSTNode) -> bool:
+    """``node`` is a CUDA device string (``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``)."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and value.split(":")[0] == "cuda"
+    if isinstance(node, cst.FormattedString) and node.parts:
+        head = node.parts[0]
+        return isinstance(head, cst.FormattedStringText) and head.value.split(":")[0] == "cuda"
+    return False
 
 
 def _same_tests_grouped(located: Located[R], parents: Parents) -> tuple[Located[R], set[str]]:
