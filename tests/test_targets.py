@@ -70,8 +70,14 @@ from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
 
 PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"
+#: scripts whose edits differ between targets by design, with why
+TARGET_SPECIFIC = {
+    # a CUDA string no rule migrates holds the moves beside it where they name one device (neuron,
+    # cpu); the accelerator target's moves keep the CUDA box's device, so nothing waits there
+    "handed_device": "held moves on neuron and cpu only",
+}
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
-                 if "_target-" not in p.name)
+                 if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)
 OTHER_TARGETS = ("cpu", "accelerator")
 
 D = "<D>"  # a device or backend value

@@ -131,7 +131,7 @@ VENDORED_LIBRARIES = frozenset({
 _VENDOR_FOLDERS = frozenset({"third_party", "thirdparty", "3rdparty", "third-party", "vendor", "vendored",
                              "external", "externals", "extern", "deps", "submodules"})
 #: an ``if`` on a setting the user chose CUDA with (``if args.cuda:``, ``if self.use_gpu:``)
-_CUDA_FLAG_BYTES = re.compile(rb"\bif[ \t]+[\w.]*\.(?:use_|with_|on_)?(?:cuda|gpu)s?[ \t]*:", re.IGNORECASE)
+_CUDA_FLAG_BYTES = re.compile(rb"\bif[ \t]+(?:[\w.]*\.)?(?:use_|with_|on_)?(?:cuda|gpu)s?[ \t]*:", re.IGNORECASE)
 _CUDA_FLAG = re.compile(r"(?:use_|with_|on_)?(?:cuda|gpu)s?", re.IGNORECASE)
 _FAKE_BYTES = (b"FakeTensor", b"fake_mode", b"fake_tensor")
 _FAKE = re.compile(r"\bFakeTensorMode\b|\bfake_mode\b|\bfake_tensor\b")
@@ -412,8 +412,11 @@ class FileRoles:
         if not (graphs or fakes or inductor or gates or engine or libraries or named or flags):
             return {}
         regions: dict[int, Role] = {}
+        flag_params: set[str] = set()  # parameters the caller chooses CUDA with (`use_cuda=True`)
         for stmt in iter_statements(self._module.body):
             role = None
+            if isinstance(stmt, cst.FunctionDef) and flags:
+                flag_params.update(_flag_parameters(stmt))
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 kind = "function" if isinstance(stmt, cst.FunctionDef) else "class"
                 where = f"{kind} `{stmt.name.value}`"
@@ -438,7 +441,7 @@ class FileRoles:
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")
             elif isinstance(stmt, cst.If) and inductor and _INDUCTOR_BRANCH.search(self._code(stmt.test)):
                 role = Role(INDUCTOR, "a branch taken when the backend is \"inductor\"", "this `if`")
-            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test):
+            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, flag_params):
                 # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
                 regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
             if role is not None:
@@ -484,11 +487,22 @@ class FileRoles:
         return self._module.code_for_node(node)
 
 
-def _cuda_flag(test: cst.BaseExpression) -> bool:
+def _cuda_flag(test: cst.BaseExpression, parameters: set[str]) -> bool:
     """``test`` is a setting the user chose CUDA with: an attribute of options or of the object
-    named for it (``args.cuda``, ``self.use_gpu``); a bare name is most often a check stored in a
-    local (``use_cuda = torch.cuda.is_available()``), which NRN110 follows."""
+    named for it (``args.cuda``, ``self.use_gpu``), or a parameter of that name with a ``True`` /
+    ``False`` default (``def quantize(self, use_cuda=True)``, in ``parameters``); another bare
+    name is most often a check stored in a local (``use_cuda = torch.cuda.is_available()``),
+    which NRN110 follows."""
+    if isinstance(test, cst.Name):
+        return test.value in parameters
     return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None
+
+
+def _flag_parameters(func: cst.FunctionDef) -> set[str]:
+    """The parameters of ``func`` named like a CUDA setting with a boolean default."""
+    return {p.name.value for p in (*func.params.params, *func.params.kwonly_params)
+            if isinstance(p.default, cst.Name) and p.default.value in ("True", "False")
+            and _CUDA_FLAG.fullmatch(p.name.value) is not None}
 
 
 def _skips_unless_cuda(stmt: cst.If, code: Callable[[cst.CSTNode], str]) -> bool:

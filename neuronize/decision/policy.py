@@ -97,7 +97,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
-        kept = _leftovers_join_moves(kept, tree.parents)
+        kept = _leftovers_join_moves(kept, tree.parents, options.target.value)
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
@@ -301,14 +301,14 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     return out
 
 
-def _leftovers_join_moves(located: Located[R], parents: Parents) -> Located[R]:
+def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
     """Each CUDA device string the catch-all reports (no rule migrates it) and the device edits of
     its function (or of the module level) that move to Neuron outright, as one edit group settled
     by :func:`_settle_groups`: the edits wait for it. An edit already in a group keeps it."""
     left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
     if not left:
         return located
-    moves = [r for r, _ in located if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r)]
+    moves = [r for r, _ in located if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r, device)]
     moved_in = {id(_scope_of(r.node, parents)) for r in moves}
     names: dict[int, str] = {}
     for r in left:
@@ -326,8 +326,8 @@ def _leftovers_join_moves(located: Located[R], parents: Parents) -> Located[R]:
     return out
 
 
-def _moves_outright(report: Any) -> bool:
-    """``report``'s fix writes the device ``"neuron"`` with no choice left for CUDA: no conditional
+def _moves_outright(report: Any, device: str) -> bool:
+    """``report``'s fix writes the target's ``device`` (``"neuron"``, ``"cpu"``) with no choice left for CUDA: no conditional
     expression in what it writes (a host-aware edit, ``"neuron" if <Neuron is here> else "cuda"``,
     keeps the CUDA box's device, so the string left beside it still matches there)."""
     replacement = report.replacement
@@ -335,7 +335,7 @@ def _moves_outright(report: Any) -> bool:
         return False
     nodes = list(iter_syntax(replacement))
     return not any(isinstance(n, cst.IfExp) for n in nodes) and any(
-        isinstance(n, cst.SimpleString) and n.evaluated_value == "neuron" for n in nodes)
+        isinstance(n, cst.SimpleString) and n.evaluated_value == device for n in nodes)
 
 
 def _names_cuda_device(node: cst.CSTNode) -> bool:

@@ -51,6 +51,16 @@ def compile_kind(ctx: FileContext, call: cst.Call) -> str | None:
 
 
 
+def dynamic_group(call: cst.Call) -> str | None:
+    """The edit group of a compile call that asks for ``dynamic=True`` (its backend, NRN301, and
+    its ``dynamic=``, NRN302): a Neuron backend beside a kept ``dynamic=True`` compiles nothing on
+    Neuron, so the two are applied together or not at all."""
+    arg = keyword(call, "dynamic")
+    if arg is None or not (isinstance(arg.value, cst.Name) and arg.value.value == "True"):
+        return None
+    return f"dynamic compile {short(call, 40)}"
+
+
 def call_name(func: cst.BaseExpression, aliases: frozenset[str] = frozenset()) -> str:
     """The last name of a call's function; ``"compile"`` for an alias of ``torch.compile``
     (``aliases``: ``local_names(ctx, ["torch.compile"])``)."""

@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import new_keyword, keyword
-from neuronize.transforms._helpers.compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind
+from neuronize.transforms._helpers.compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind, dynamic_group
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
 from neuronize.transforms._helpers import hosts, per_target
@@ -191,7 +191,7 @@ class CompileBackend(Transform):
             message += "; consider `fullgraph=True` (recommended: graph breaks then raise)"
         if unsafe:
             message += "; assumes the receiver is an `nn.Module`"
-        self.fix(node, plan.new, message, imports=imports, **extra)  # type: ignore[arg-type]
+        self.fix(node, plan.new, message, imports=imports, group=dynamic_group(node), **extra)  # type: ignore[arg-type]
 
     def _host_note(self, backend: cst.BaseExpression | None) -> str:
         """What a host-aware backend means (the neuron target writes one where `"neuron"` would

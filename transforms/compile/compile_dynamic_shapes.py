@@ -10,7 +10,7 @@ from neuronize.transforms._helpers import hosts, per_target
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
-from neuronize.transforms._helpers.compile import DEBUG_BACKENDS, call_name, compile_kind, host_aware_test
+from neuronize.transforms._helpers.compile import DEBUG_BACKENDS, call_name, compile_kind, dynamic_group, host_aware_test
 from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.transforms._helpers.device_model import kept_for_cuda
 from neuronize.transforms._helpers.imports import removals_for
@@ -158,12 +158,12 @@ class CompileDynamicShapes(Transform):
                      f"{what}: `dynamic=True` -> `dynamic=False` on Neuron only (`False if <the accelerator is "
                      "Neuron> else True`, as its backend is host-aware): Neuron rejects dynamic shapes; there "
                      "each new input shape compiles a new graph, so pad inputs to fixed sizes or buckets",
-                     evidence=evidence, imports=imports)
+                     evidence=evidence, imports=imports, group=dynamic_group(node))
         elif is_true(arg.value):
             self.fix(arg.value, cst.Name("False"),
                      f"{what}: `dynamic=True` -> `dynamic=False`: Neuron rejects dynamic shapes; each new "
                      "input shape now compiles a new graph, so pad inputs to fixed sizes or buckets",
-                     evidence=evidence)
+                     evidence=evidence, group=dynamic_group(node))
         else:
             self.report(arg.value, f"{what}: `dynamic={short(arg.value, 50)}` is chosen at run time: Neuron "
                         "rejects `dynamic=True`; use `False` (or omit it) and pad inputs to fixed sizes")
