@@ -148,7 +148,7 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
                     real = None if linked else base / file.relative_to(path)
                     add(file, _display(raw, file, path), False, found_kind, real)
             if SourceKind.REQUIREMENTS in wanted:
-                for file in _includes(found, path, excludes):
+                for file in _includes(found, path, excludes, seen):
                     add(file, _display(raw, file, path), False, SourceKind.REQUIREMENTS)
         elif path.exists() or path.is_symlink():
             if force_exclude and _force_excluded(path, excludes):
@@ -161,13 +161,14 @@ def discover(paths: Iterable[str], excludes: Excludes = NO_EXCLUDES,
     return found, skipped
 
 
-def _includes(found: list[Discovered], root: Path, excludes: Excludes) -> list[Path]:
+def _includes(found: list[Discovered], root: Path, excludes: Excludes, seen: set[Path]) -> list[Path]:
     """Files under ``root`` that the requirements files found pull in with ``-r`` / ``-c``
-    (``-r base.txt``), and the files those pull in, not found by name."""
+    (``-r base.txt``), and the files those pull in, not found by name (``seen``: the real paths
+    of the files found)."""
     queue = [f.path for f in found if f.kind is SourceKind.REQUIREMENTS]
     if not queue:
         return []
-    seen = {Path(os.path.realpath(f.path)) for f in found}
+    seen = set(seen)  # the includes are added by the caller, which records them itself
     out: list[Path] = []
     while queue:
         for file in included_requirements(queue.pop()):
