@@ -92,3 +92,15 @@ def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the
     assert '"neuron"' in moved and 'else "cuda"' in moved
     # a notebook that names CUDA with no choice moves to Neuron outright
     assert json.loads((tmp_path / "hard.ipynb").read_text())["cells"][1]["source"] == ['x = torch.ones(2).to("neuron")\n']
+
+
+def test_inputs_of_a_model_placed_by_a_device_map_keep_the_cuda_box(tmp_path):
+    notebook = {"cells": [_cell("from transformers import AutoModelForCausalLM\n",
+                                'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'),
+                          _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n")],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "infer.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    neuronize("fix", "--no-cache", "infer.ipynb", cwd=tmp_path)
+    # Accelerate puts the model on the GPUs where there are some: its inputs keep "cuda" there
+    moved = "".join(json.loads((tmp_path / "infer.ipynb").read_text())["cells"][1]["source"])
+    assert '"neuron"' in moved and 'else "cuda"' in moved

@@ -1,8 +1,8 @@
 """Whether code checks which host it runs on, judged from its bytes: a fact about the files of a
 run and the cells of a notebook, found before any of them is parsed.
 
-A program whose code asks ``torch.cuda.is_available()`` (or any other ``is_available()``) runs on
-more than one kind of host. Its parts that hard-code CUDA are then run on each of those hosts
+A program whose code asks ``torch.cuda.is_available()`` (or any other ``is_available()``), or
+places a model with ``device_map="auto"``, runs on more than one kind of host. Its parts that hard-code CUDA are then run on each of those hosts
 too: a library module by whichever script calls it, a notebook cell after the cell that chose
 the device. Those parts gain Neuron host-aware (``"neuron" if <Neuron is here> else "cuda"``)
 instead of moving to Neuron outright, which would break the CUDA box the choice still serves.
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 
-#: an availability check the code makes itself: not the accelerator test a migration writes (a
-#: second run must find the choices the first one found, no more)
-ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)")
+#: an availability check the code makes itself (not the accelerator test a migration writes: a
+#: second run must find the choices the first one found, no more), or a model placed by
+#: Accelerate's ``device_map="auto"``, which puts it on the GPUs where there are some, else on the CPU
+ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)|device_map\s*=\s*['\"]auto['\"]")
 
 
 def checks_host(source: bytes) -> bool:
-    """``source`` asks whether a host is available (see :data:`ASKS_AVAILABLE`)."""
-    return b"is_available()" in source and ASKS_AVAILABLE.search(source) is not None
+    """``source`` asks whether a host is available, or lets Accelerate choose (see :data:`ASKS_AVAILABLE`)."""
+    return (b"is_available()" in source or b"device_map" in source) and ASKS_AVAILABLE.search(source) is not None
