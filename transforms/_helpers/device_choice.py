@@ -621,6 +621,15 @@ def in_excluded_call(ctx: FileContext) -> bool:
             and last_name(stack[1].func) in EXCLUDED_DEVICE_CALLS)
 
 
+def triton_keyword(call: cst.Call) -> str | None:
+    """The keyword with which ``call`` asks for Triton kernels (``use_triton=True``), or None."""
+    for arg in call.args:
+        if arg.keyword is not None and "triton" in arg.keyword.value.lower() \
+                and isinstance(arg.value, cst.Name) and arg.value.value == "True":
+            return arg.keyword.value
+    return None
+
+
 def call_device_positions(ctx: FileContext, node: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
     """The expressions ``node`` takes where a device is meant, with how a message names each:
     ``device=`` / ``map_location=`` (not of :data:`EXCLUDED_DEVICE_CALLS`), the target of

@@ -12,7 +12,7 @@ from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
-    rewrite_idiom, selection_ifexp, validation_list)
+    rewrite_idiom, selection_ifexp, triton_keyword, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts,
     served_by_neuron_first)
@@ -20,6 +20,13 @@ from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, 
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, target_name
 from neuronize.transforms._helpers.value_flow import assigned
+
+
+#: ``kwargs["device_type"] = "cuda"`` next to ``custom_fwd``: the AMP device type, which the
+#: precision rules make host-aware; a plain ``"neuron"`` would raise at every call elsewhere
+_AMP_DEVICE_TYPE = ("is the device type of `custom_fwd`/`custom_bwd` here; kept: `\"neuron\"` would raise at "
+                    "every call on a host without torch-neuronx; pass `device_type=\"neuron\"` only where Neuron "
+                    "is present, by hand")
 
 
 class CudaDeviceString(KeepsCudaBranches, Transform):
@@ -89,7 +96,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         default is accepted. Left alone: a non-zero index in a test module (`.to("cuda:1")` in a
         cross-device test: reported) and `init_process_group(device_id=...)` values (the
         distributed rules own them: PyTorch rejects a `device_id` without an index), and a CUDA
-        device handed to a CUDA-only API (`torch.cuda.get_device_properties(torch.device("cuda"))`).
+        device handed to a CUDA-only API (`torch.cuda.get_device_properties(torch.device("cuda"))`),
+        and the device of a call that asks for Triton kernels (`load(..., device="cuda:0",
+        use_triton=True)`: reported).
 
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
@@ -159,10 +168,14 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         """A device default (option, parameter, setting), as ``device_model.default_plan`` says; host-aware
         too in a library (``library``: callers on every host rely on the default)."""
         plan = default_plan(self.ctx, choices)
-        for node, _ in device_literals(self.ctx, expr) if plan.kept is not None and expr is not None else ():
-            self._done.add(id(node))
-            self.report(node, f"{where}: `{short(node)}` {plan.kept}", evidence=Evidence.INF)
+        if plan.kept is not None:
+            self._keep(expr, where, plan.kept)
         self._fix_all(expr, where, group=plan.group, aware=plan.aware or library)
+
+    def _keep(self, expr: cst.BaseExpression | None, where: str, why: str, evidence: Evidence | None = Evidence.INF) -> None:
+        for node, _ in device_literals(self.ctx, expr) if expr is not None else ():
+            self._done.add(id(node))
+            self.report(node, f"{where}: `{short(node)}` {why}", evidence=evidence)
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
         """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
@@ -198,8 +211,12 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         name = last_name(node.func)
         if name is None or kept_for_other_code(self.ctx):
             return  # `device_id=` must keep its index; a `torch.cuda.*` API needs a CUDA device
+        kernels = triton_keyword(node)  # the call runs Triton kernels on the device it is given
         for expr, where in call_device_positions(self.ctx, node):
-            (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
+            if kernels is not None:
+                self._keep(expr, where, f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA")
+            else:
+                (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
         if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
             parent = self.ctx.parent
             if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
@@ -240,17 +257,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if found is None or in_selection_if(self.ctx) or in_detection(self.ctx):
             return
         if "device_type" in {target_name(t) for t, _ in assigned(node)} and hosts.uses_custom_amp(self.ctx):
-            self._amp_device_type(*found)
+            self._keep(*found, _AMP_DEVICE_TYPE, evidence=None)
         else:
             self._fix_default(*found)
-
-    def _amp_device_type(self, value: cst.BaseExpression, where: str) -> None:
-        """``kwargs["device_type"] = "cuda"`` next to ``custom_fwd``: the AMP device type, which the
-        precision rules make host-aware; a plain ``"neuron"`` would raise at every call elsewhere."""
-        if cuda_literal(value) is not None:
-            self.report(value, f"{where}: `{short(value)}` is the device type of `custom_fwd`/`custom_bwd` "
-                        "here; kept: `\"neuron\"` would raise at every call on a host without torch-neuronx; "
-                        "pass `device_type=\"neuron\"` only where Neuron is present, by hand")
 
     visit_AnnAssign = visit_Assign
 
