@@ -2,9 +2,9 @@
 run and the cells of a notebook, found before any of them is parsed.
 
 A program whose code asks ``torch.cuda.is_available()`` (or any other ``is_available()``), or
-places a model with ``device_map="auto"``, runs on more than one kind of host. Its parts that hard-code CUDA are then run on each of those hosts
-too: a library module by whichever script calls it, a notebook cell after the cell that chose
-the device. Those parts gain Neuron host-aware (``"neuron" if <Neuron is here> else "cuda"``)
+places a model with ``device_map="auto"``, runs on more than one kind of host. Its parts that
+hard-code CUDA are then run on each of those hosts too: a library module by whichever script
+calls it, a notebook cell after the cell that chose the device. Those parts gain Neuron host-aware (``"neuron" if <Neuron is here> else "cuda"``)
 instead of moving to Neuron outright, which would break the CUDA box the choice still serves.
 """
 

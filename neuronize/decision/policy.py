@@ -303,12 +303,14 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
 
 def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
     """Each CUDA device string the catch-all reports (no rule migrates it) and the device edits of
-    its function (or of the module level) that move to Neuron outright, as one edit group settled
-    by :func:`_settle_groups`: the edits wait for it. An edit already in a group keeps it."""
+    its function (or of the module level) that move to the target's ``device`` outright, as one
+    edit group settled by :func:`_settle_groups`: the edits wait for it. An edit already in a
+    group keeps it."""
     left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
     if not left:
         return located
-    moves = [r for r, _ in located if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r, device)]
+    moves = [r for r, _ in located
+             if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r, device)]
     moved_in = {id(_scope_of(r.node, parents)) for r in moves}
     names: dict[int, str] = {}
     for r in left:
@@ -327,9 +329,10 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
 
 
 def _moves_outright(report: Any, device: str) -> bool:
-    """``report``'s fix writes the target's ``device`` (``"neuron"``, ``"cpu"``) with no choice left for CUDA: no conditional
-    expression in what it writes (a host-aware edit, ``"neuron" if <Neuron is here> else "cuda"``,
-    keeps the CUDA box's device, so the string left beside it still matches there)."""
+    """``report``'s fix writes the target's ``device`` (``"neuron"``, ``"cpu"``) with no choice
+    left for CUDA: no conditional expression in what it writes (a host-aware edit, ``"neuron" if
+    <Neuron is here> else "cuda"``, keeps the CUDA box's device, so the string left beside it
+    still matches there)."""
     replacement = report.replacement
     if not isinstance(replacement, cst.CSTNode):
         return False

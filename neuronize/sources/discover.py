@@ -168,7 +168,7 @@ def _includes(found: list[Discovered], root: Path, excludes: Excludes, seen: set
     queue = [f.path for f in found if f.kind is SourceKind.REQUIREMENTS]
     if not queue:
         return []
-    seen = set(seen)  # the includes are added by the caller, which records them itself
+    seen = set(seen)  # a copy: the caller adds what this returns, and skips what its own set holds
     out: list[Path] = []
     while queue:
         for file in included_requirements(queue.pop()):

@@ -50,7 +50,6 @@ def compile_kind(ctx: FileContext, call: cst.Call) -> str | None:
     return "module"
 
 
-
 def dynamic_group(call: cst.Call) -> str | None:
     """The edit group of a compile call that asks for ``dynamic=True`` (its backend, NRN301, and
     its ``dynamic=``, NRN302): a Neuron backend beside a kept ``dynamic=True`` compiles nothing on

@@ -136,7 +136,6 @@ def _chosen_elsewhere(ctx: FileContext) -> bool:
 _OPTION_CALL = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(n.encode() for n in OPTION_CALLS)))
 
 
-
 def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
     values = [string_value(e.value) for e in listed.elements if isinstance(e, cst.Element)]
     return any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in values)
@@ -572,8 +571,6 @@ def neuron_first_detection(ctx: FileContext, node: cst.If) -> tuple[cst.If, tupl
     head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),  # type: ignore[arg-type]
                   leading_lines=node.leading_lines)
     return head, (*imports, *copier.imports)
-
-
 
 
 def choice_addition(ctx: FileContext, container: cst.List | cst.Tuple) -> tuple[cst.List | cst.Tuple, str, tuple[ImportRequest, ...]] | None:
