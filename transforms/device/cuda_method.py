@@ -22,7 +22,7 @@ INDEX_NOTE = {
 
 #: what the messages say in a file that keeps its CUDA hosts (``device_model.keeps_cuda_hosts``)
 KEPT_FOR_CUDA = {True: " on Neuron, `.cuda(i)` kept for CUDA hosts", False: ""}
-AWARE = '`.cuda()` -> `.to("neuron" if <the accelerator is Neuron> else "cuda")`: CUDA hosts keep CUDA, as this file\'s device choice does'
+AWARE = '`.cuda()` -> `.to("neuron" if <the accelerator is Neuron> else "cuda")`: CUDA hosts keep CUDA, as the program\'s device choice does'
 
 
 class CudaMethod(KeepsCudaBranches, Transform):
