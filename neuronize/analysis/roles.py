@@ -71,6 +71,8 @@ KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor"
 LIBRARY = "cuda-library"
 CUDA_NAMED = "cuda-named"
 CUDA_FLAG = "cuda-flag"
+#: a module that imports the project's GPU-kernel modules (neuronize/analysis/kernel_imports.py)
+KERNEL_IMPORTER = "kernel-importer"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -86,6 +88,9 @@ _MESSAGES = {
              "keep it, and replace the library by hand where Neuron must run this code",
     CUDA_NAMED: "not applied: {where} is named for CUDA ({reason}); keep it, and give Neuron a "
                 "function of its own where they should take Neuron",
+    KERNEL_IMPORTER: "not applied: {where} imports GPU-kernel code ({reason}), so it cannot be imported "
+                     "on Neuron and runs on CUDA only; make that import optional (or port those kernels "
+                     f"to NKI: {NKI_GUIDE}) before moving it",
     CUDA_FLAG: "not applied: {where} runs when the user chose CUDA ({reason}), so it keeps CUDA; give "
                "Neuron a setting or a branch of its own by hand",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
@@ -217,7 +222,7 @@ class FileRoles:
             if module in _EXTENSION_BUILDERS:
                 return Role(KERNEL, f"builds a CUDA extension with `{module.rsplit('.', 1)[-1]}`")
         if self._kernel_import is not None:  # through the project's own modules (found for the run)
-            return Role(KERNEL, self._kernel_import)
+            return Role(KERNEL_IMPORTER, self._kernel_import)
         return self._built_on_kernels()
 
     def _built_on_kernels(self) -> Role | None:
