@@ -2,8 +2,9 @@
 migration on simulated hosts, regressions traced to the hunks that caused them.
 
 The slow tests run the command as a user does, on a copy of the differential harness's project
-(fixtures/differential/tinytrain) with a regression planted in it: a function that names CUDA
-outright, which the migration moves to ``"neuron"``, and a test that calls it on any host.
+(fixtures/differential/tinytrain) with a regression planted in it: a script's function that names
+CUDA outright, which the migration moves to ``"neuron"`` (a library module of this project, which
+checks for a host elsewhere, would keep CUDA host-aware), and a test that calls it on any host.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ PLANTED = '''import torch
 def device_name():
     """The device this module's buffers live on."""
     return torch.device("cuda").type
+
+
+if __name__ == "__main__":
+    print(device_name())
 '''
 PLANTED_TEST = '''from tinytrain import planted
 
