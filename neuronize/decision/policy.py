@@ -318,9 +318,10 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
         where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
         if id(scope) in moved_in:
             names[id(scope)] = f"devices in {where}"
+    members = {id(r) for r in [*left, *moves]}
     out: Located[R] = []
     for r, f in located:
-        if r.group is None and (r in left or r in moves):
+        if r.group is None and id(r) in members:
             name = names.get(id(_scope_of(r.node, parents)))
             if name is not None:
                 r = dataclasses.replace(r, group=name)

@@ -26,14 +26,15 @@ import re
 
 import libcst as cst
 
+from neuronize.analysis.import_safety import lazy_annotations
 from neuronize.analysis.syntax import is_docstring, iter_statements
 from neuronize.analysis.subtrees import code as _code, has_call, paths_to
 from neuronize.types import ImportRequest
 from neuronize.writing.imports import apply_imports
 
 
-#: what shows that ``X | None`` is safe in the file's annotations
-_UNION_READY = re.compile(rb"^from\s+__future__\s+import\s[^\n]*\bannotations\b|\|\s*None\b", re.MULTILINE)
+#: ``X | None`` the file already writes: it runs on a Python that evaluates it
+_UNION_WRITTEN = re.compile(rb"\|\s*None\b")
 
 
 def _optional(annotation: cst.Annotation | None, union: bool) -> cst.Annotation | None:
@@ -91,10 +92,7 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
 
         def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
             if id(original) in moving:
-                annotation = _optional(updated.annotation, union)
-                if not union and annotation is not updated.annotation:
-                    needs_optional.append(True)
-                return updated.with_changes(default=cst.Name("None"), annotation=annotation)
+                return updated.with_changes(default=cst.Name("None"), annotation=_optional(updated.annotation, union))
             return updated
 
         def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
@@ -106,8 +104,9 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
             checks = [_resolve(p.name.value, p.default, module) for p in params]  # type: ignore[arg-type]
             return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *checks, *body[at:]]))
 
-    union = _UNION_READY.search(source) is not None
-    needs_optional: list[bool] = []
+    union = lazy_annotations(module) or _UNION_WRITTEN.search(source) is not None
+    subscripted = not union and any(_optional(param.annotation, union) is not param.annotation
+                                    for params in moved.values() for param in params)
     result = module.visit(_Move())
     assert isinstance(result, cst.Module)
-    return apply_imports(result, [ImportRequest("typing", "Optional")]) if needs_optional else result
+    return apply_imports(result, [ImportRequest("typing", "Optional")]) if subscripted else result
