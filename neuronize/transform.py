@@ -85,6 +85,9 @@ class Report:
     #: the ``if`` / conditional expression whose test must be edited too for this edit to mean
     #: anything (an edit on the CUDA side of a guard a rule widens): policy step 9
     guard: cst.CSTNode | None = None
+    #: a report on code that runs unchanged on every host, Neuron included (a CUDA setting kept
+    #: because the code reads its value back): it holds back no guard around it (policy step 8)
+    harmless: bool = False
 
     def without_fix(self, **changes: object) -> Report:
         """This report with no fix (and ``changes``): what the decision stage holds back."""
@@ -111,11 +114,13 @@ class Reporter:
     def add(self, rule: type[Transform], node: cst.CSTNode, stack: list[cst.CSTNode], message: str,
             safety: Safety, evidence: Evidence, replacement: Replacement | None,
             imports: tuple[ImportRequest, ...] = (), group: str | None = None, dependency: str | None = None,
-            role: str | None = None, dispatch: tuple[str, ...] = (), guard: cst.CSTNode | None = None) -> None:
+            role: str | None = None, dispatch: tuple[str, ...] = (), guard: cst.CSTNode | None = None,
+            harmless: bool = False) -> None:
         """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
         ancestors = frozenset(id(n) for n in stack if n is not node)
         self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group,
-                                   dependency=dependency, role=role, dispatch=dispatch, guard=guard))
+                                   dependency=dependency, role=role, dispatch=dispatch, guard=guard,
+                                   harmless=harmless))
 
 
 class Transform:
@@ -238,12 +243,14 @@ class Transform:
         safety: Safety = Safety.REPORT_ONLY,
         group: str | None = None,
         dependency: str | None = None,
+        harmless: bool = False,
     ) -> None:
         """Report ``node`` without a fix (``safety`` may say what a manual fix would risk). In a
         ``group``, it holds back the group's fixes: they only make sense with this one done.
-        ``dependency``: ``hard`` / ``optional`` for an import of a CUDA-only package."""
+        ``dependency``: ``hard`` / ``optional`` for an import of a CUDA-only package. ``harmless``:
+        the code runs unchanged on every host, Neuron included."""
         self._reporter.add(type(self), node, self.ctx.stack_for(node), message, safety,
-                           evidence or self.evidence, None, group=group, dependency=dependency)
+                           evidence or self.evidence, None, group=group, dependency=dependency, harmless=harmless)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod

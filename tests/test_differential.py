@@ -84,6 +84,8 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
      "(unsafe), so the MPS host synchronizes through `torch.mps`, which the simulated MPS host cannot run"),
     ("cpu", "safe unsafe", "cuda", "test_timing.py::test_cuda_box_times_with_cuda_events",
      "--target cpu: the picked device is the CPU by design, which has no events"),
+    ("cpu", "safe unsafe", "cuda", "test_serving.py::test_cuda_box_embeds_a_batch",
+     "--target cpu: the chosen device is the CPU by design"),
     ("cpu", "safe unsafe", "cuda", "test_checkpoint.py::test_cuda_box_saves_the_cuda_generator",
      "--target cpu: the picked device is the CPU by design, whose state is saved apart"),
     ("cpu", "safe unsafe", "cpu mps", "test_compiled.py::test_inductor_hosts_keep_autotuning_and_the_inductor_option",

@@ -87,11 +87,28 @@ def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the
     for name, notebook in (("chooses.ipynb", chooses), ("hard.ipynb", hard)):
         (tmp_path / name).write_text(json.dumps(notebook, indent=1) + "\n")
         neuronize("fix", "--no-cache", name, cwd=tmp_path)
-    # the notebook runs on the hosts its first cell chooses among: CUDA stays CUDA's, Neuron is added
-    moved = "".join(json.loads((tmp_path / "chooses.ipynb").read_text())["cells"][1]["source"])
-    assert '"neuron"' in moved and 'else "cuda"' in moved
+    # the notebook runs on the hosts its first cell chooses among: the later cell places on that
+    # choice, which is CUDA's wherever CUDA is available and Neuron's on Trainium
+    moved = json.loads((tmp_path / "chooses.ipynb").read_text())["cells"][1]["source"]
+    assert moved == ["x = torch.ones(2).to(device)\n"]
     # a notebook that names CUDA with no choice moves to Neuron outright
     assert json.loads((tmp_path / "hard.ipynb").read_text())["cells"][1]["source"] == ['x = torch.ones(2).to("neuron")\n']
+
+
+def test_a_cell_names_the_chosen_device_only_while_the_choice_stands(tmp_path):
+    choice = 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    notebook = {"cells": [_cell("x = torch.ones(2).to(\"cuda\")\n"),  # runs before the choice
+                          _cell("import torch\n", choice),
+                          _cell("y = torch.ones(2).cuda()\n"),
+                          _cell('device = "cpu"\n'),  # the choice no longer stands
+                          _cell("z = torch.ones(2).to(\"cuda\")\n")],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    neuronize("fix", "--no-cache", "n.ipynb", cwd=tmp_path)
+    cells = ["".join(c["source"]) for c in json.loads((tmp_path / "n.ipynb").read_text())["cells"]]
+    assert cells[2] == "y = torch.ones(2).to(device)\n"
+    for kept in (cells[0], cells[4]):
+        assert "to(device)" not in kept and 'else "cuda"' in kept and '"neuron"' in kept
 
 
 def test_inputs_of_a_model_placed_by_a_device_map_keep_the_cuda_box(tmp_path):

@@ -10,6 +10,7 @@ variable called ``cuda``) resolves to nothing.
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 from collections.abc import Iterator, Sequence
 
@@ -122,7 +123,10 @@ class FileContext:
     _quote: str | None = None
     #: answers helpers compute once per file (or per scope of it), keyed by question and node id;
     #: the nodes live as long as the module this context holds, so their ids stay theirs
-    memo: dict[tuple[str, int], bool] = field(default_factory=dict, repr=False)
+    memo: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
+    #: statements that ran before the module: what a notebook's earlier cells bound that this cell
+    #: relies on (the imports it uses, the device variable the notebook chose)
+    inherited: cst.Module | None = None
 
     @property
     def quote_style(self) -> str:

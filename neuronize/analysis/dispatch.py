@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from neuronize.analysis.context import FileContext, ImportTable, collect_imports
+from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.walk import Parents, children
 from neuronize.decision.claims import drop_claimed
 from neuronize.transform import Report, Reporter, Transform
@@ -61,9 +61,11 @@ class _Dispatch:
 
 
 def analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,
-            path: str, source: bytes, inherited: ImportTable | None = None) -> tuple[list[Report], Parents]:
-    ctx = FileContext(module=module, names=collect_imports(module, inherited), options=options, path=path,
-                      source=source)
+            path: str, source: bytes, inherited: cst.Module | None = None) -> tuple[list[Report], Parents]:
+    """Every rule's reports on ``module``, from one walk (``inherited``: the statements a notebook's
+    earlier cells ran that this cell relies on)."""
+    names = collect_imports(module, collect_imports(inherited) if inherited is not None else None)
+    ctx = FileContext(module=module, names=names, options=options, path=path, source=source, inherited=inherited)
     reporter = Reporter()
     dispatch = _Dispatch([rule.for_file(ctx, reporter) for rule in rules], ctx)
     dispatch.walk(module)

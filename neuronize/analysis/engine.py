@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from neuronize.analysis.context import collect_imports
 from neuronize.analysis.dispatch import analyse
 from neuronize.analysis.positions import locate_in_code
 from neuronize.analysis.prefilter import TokenFilter, prefilter_for
@@ -66,8 +65,9 @@ def run_source(
     """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
 
     Never raises on bad input. With ``fix=False`` (``check``) no fix is applied and ``output``
-    stays None; findings still say which fixes would apply. ``inherited``: import statements
-    that ran before this source (a notebook's earlier cells), so names they bind are known.
+    stays None; findings still say which fixes would apply. ``inherited``: statements
+    that ran before this source (a notebook's earlier cells: imports, the device variable), so
+    names they bind are known.
     ``tidy``: the code the fixes wrote is then made what a person would write
     (:func:`neuronize.writing.tidy.tidied`); False shows the rules' own edits (a rule's examples,
     comparisons between targets). ``cell``: the source is a notebook cell, read on its own: a
@@ -133,7 +133,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                 cell: bool = False) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
-    inherited = collect_imports(cst.parse_module(inherited_source)) if inherited_source else None
+    inherited = cst.parse_module(inherited_source) if inherited_source else None
     reports, parents = analyse(module, rules, options, path, source, inherited)
     located, code = _locate(module, reports, whole=fix)  # check mode never prints the module
     located, unused = decide(located, options, parse_suppressions(source), rules, Tree(module, parents))
@@ -183,7 +183,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     findings = _findings(located, lambda r: id(r) in first_per_node, [*unused, *later])
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings))
-    error = output_error(source, output, module, new)
+    error = output_error(source, output, module, new, inherited_source)
     if error is not None:
         return SourceResult(findings=_findings(located, _never, unused), error=error)
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings))

@@ -44,11 +44,43 @@ def _imports(tree: ast.Module) -> list[tuple[str, str]]:
     return found
 
 
-def inherited_imports(cells: Sequence[Cell]) -> list[bytes]:
-    """For each cell, the imports of earlier cells that it uses without importing them itself
-    (a notebook runs its cells in one namespace: `torch` imported in cell 2 is `torch` in
-    cell 4). Only names the cell mentions, so no rule can pick a spelling the cell never used."""
+def _device_choices(tree: ast.Module, source: str) -> dict[str, str]:
+    """name -> statement, for a cell's top-level ``name = <a choice asking is_available() for "cuda">``
+    (the engine decides whether it is the program's device variable: ``device_variable``)."""
+    found = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            parts = list(ast.walk(stmt.value))
+            asks = any(isinstance(n, ast.Attribute) and n.attr == "is_available" for n in parts)
+            names_cuda = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda")
+                             for n in parts)
+            text = ast.get_source_segment(source, stmt) if asks and names_cuda else None
+            if text is not None:
+                found[stmt.targets[0].id] = text
+    return found
+
+
+def _rebound(tree: ast.Module) -> set[str]:
+    """Every name a cell may bind, in any scope (a later cell that rebinds a device variable, even in
+    a function through ``global``, ends what earlier cells chose)."""
+    names = {name for name, _ in _imports(tree)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return names
+
+
+def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
+    """For each cell, the statements of earlier cells it relies on (a notebook runs its cells in one
+    namespace: `torch` imported in cell 2 is `torch` in cell 4): the imports it uses without importing
+    them itself (only names the cell mentions, so no rule can pick a spelling the cell never used),
+    and the device variable an earlier cell chose, with the imports that choice reads."""
     earlier: dict[str, str] = {}
+    choices: dict[str, str] = {}
     out = []
     for cell in cells:
         tree = _tree(cell.source)
@@ -58,9 +90,15 @@ def inherited_imports(cells: Sequence[Cell]) -> list[bytes]:
         own = _imports(tree)
         bound = {name for name, _ in own}
         used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        for statement in choices.values():
+            used |= {node.id for node in ast.walk(ast.parse(statement)) if isinstance(node, ast.Name)}
         lines = [stmt for name, stmt in earlier.items() if name in used and name not in bound]
+        lines += choices.values()
         out.append("".join(f"{line}\n" for line in lines).encode())
         earlier.update(own)
+        for name in _rebound(tree):
+            choices.pop(name, None)
+        choices.update(_device_choices(tree, cell.source.decode("utf-8", "replace")))
     return out
 
 
@@ -92,7 +130,7 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     changed: dict[int, bytes] = {}
     errors: list[str] = []
     would_change = False
-    for cell, inherited in zip(cells, inherited_imports(cells), strict=True):
+    for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
                             prefilter=prefilter, fix=fix, inherited=inherited, cell=True)
         findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)

@@ -36,6 +36,28 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return ".".join(reversed(parts))
 
 
+def ends_early(body: cst.BaseSuite, *, stops_only: bool = False) -> bool:
+    """``body`` ends its block early: its last statement raises, returns, breaks, continues or
+    exits; with ``stops_only``, only one that stops the run (``raise``, ``sys.exit``...)."""
+    stmts = body.body
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(body, cst.SimpleStatementSuite):
+        smalls: Sequence[cst.CSTNode] = [last]
+    elif isinstance(last, cst.SimpleStatementLine):
+        smalls = last.body
+    else:
+        return False
+    for small in smalls:
+        if isinstance(small, cst.Raise) or not stops_only and isinstance(small, (cst.Return, cst.Continue, cst.Break)):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            if (dotted_name(small.value.func) or "").rsplit(".", 1)[-1] in ("exit", "quit", "_exit"):
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class ImportedName:
     """One name an import statement binds (relative imports bind nothing we can qualify).

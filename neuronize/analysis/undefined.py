@@ -13,6 +13,11 @@ _ALWAYS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec
 def undefined_names(tree: ast.Module) -> set[str] | None:
     """Names loaded somewhere in ``tree`` and bound nowhere in it (scopes are not told apart: a
     cheap, one-sided test). None when a star import makes the question unanswerable."""
+    found = _loaded_and_bound(tree)
+    return None if found is None else found[0] - found[1]
+
+
+def _loaded_and_bound(tree: ast.Module) -> tuple[set[str], set[str]] | None:
     bound: set[str] = set(_ALWAYS)
     loaded: set[str] = set()
     for node in ast.walk(tree):
@@ -32,12 +37,14 @@ def undefined_names(tree: ast.Module) -> set[str] | None:
             bound.add(node.rest)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             bound |= set(node.names)
-    return loaded - bound
+    return loaded, bound
 
 
-def introduced(before: ast.Module, after: ast.Module) -> set[str]:
-    """The undefined names ``after`` has and ``before`` had not."""
+def introduced(before: ast.Module, after: ast.Module, inherited: ast.Module | None = None) -> set[str]:
+    """The undefined names ``after`` has and ``before`` had not, besides those ``inherited`` binds
+    (what a notebook's earlier cells ran)."""
     old, new = undefined_names(before), undefined_names(after)
     if old is None or new is None:
         return set()
-    return new - old
+    known = _loaded_and_bound(inherited) if inherited is not None else None
+    return new - old - (known[1] if known is not None else set())

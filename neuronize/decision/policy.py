@@ -50,6 +50,7 @@ import libcst as cst
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.analysis.walk import Parents, iter_syntax
+from neuronize.analysis.syntax import ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -281,9 +282,13 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     body_safety: dict[int, Safety] = {}
     for guard in {id(g): g for g in guards.values()}.values():
         weakest = Safety.SAFE
+        body, *past = _guarded_code(guard, parents)
         for r, _ in located:
-            if _inside(r.node, guard.body, parents):
-                own = r.safety if r.fixable else Safety.REPORT_ONLY
+            # code past an early exit runs on Neuron once the exit lets Neuron through: kept code
+            # that is harmless there does not hold the exit back (around a body, it leaves no edit to make)
+            is_past = any(_inside(r.node, part, parents) for part in past)
+            if is_past or _inside(r.node, body, parents):
+                own = r.safety if r.fixable else Safety.SAFE if is_past and r.harmless else Safety.REPORT_ONLY
                 weakest = max(weakest, own, key=_WEAKNESS.index)
         body_safety[id(guard)] = weakest
     out: Located[R] = []
@@ -472,10 +477,31 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
 
 
 def _innermost_guarded(node: cst.CSTNode, guards: dict[int, cst.If | cst.IfExp], parents: Parents) -> cst.If | cst.IfExp | None:
-    """The innermost of ``guards`` whose guarded code (``if`` body, first arm) holds ``node``."""
+    """The innermost of ``guards`` whose guarded code (:func:`_guarded_code`) holds ``node``."""
     child = node
     while (parent := parents.get(id(child))) is not None:
         if id(parent) in guards and child is parent.body:  # type: ignore[attr-defined]
             return guards[id(parent)]
+        statements = getattr(parent, "body", None)
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(statements, (list, tuple)):
+            before = statements[:next((i for i, s in enumerate(statements) if s is child), 0)]
+            for statement in reversed(before):
+                if id(statement) in guards and any(part is child for part in _guarded_code(statement, parents)):
+                    return guards[id(statement)]
         child = parent
     return None
+
+
+def _guarded_code(guard: cst.If | cst.IfExp, parents: Parents) -> list[cst.CSTNode]:
+    """What the test of ``guard`` lets run: an ``if`` body or a conditional expression's first arm;
+    for ``if not <X>: <leave>`` (``return``, ``raise``..., no ``else``), also the statements after it
+    in its block, which run only where ``<X>`` holds, as an ``if <X>:`` body would."""
+    region: list[cst.CSTNode] = [guard.body]
+    test = guard.test
+    if isinstance(guard, cst.If) and guard.orelse is None and ends_early(guard.body) \
+            and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        statements = getattr(parents.get(id(guard)), "body", None)
+        if isinstance(statements, (list, tuple)):
+            index = next((i for i, s in enumerate(statements) if s is guard), len(statements))
+            region.extend(statements[index + 1:])
+    return region

@@ -16,9 +16,10 @@ from neuronize.analysis.undefined import introduced
 from neuronize.types import FileError
 
 
-def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Module) -> FileError | None:
-    """Why ``output`` (the code of ``new``, rewritten from ``module``, read from ``source``) must
-    not be written, or None."""
+def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Module,
+                 inherited: bytes = b"") -> FileError | None:
+    """Why ``output`` (the code of ``new``, rewritten from ``module``, read from ``source``, run
+    after the statements ``inherited``) must not be written, or None."""
     try:
         tree = ast.parse(output)
     except SyntaxError as exc:
@@ -32,7 +33,7 @@ def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Modu
         return FileError(f"{problem}; left alone", exc.lineno)
     # the safety nets compare the output with the source: one AST of the source serves both
     source_tree = _python_tree(source)
-    undefined = introduced(source_tree, tree) if source_tree is not None else set()
+    undefined = introduced(source_tree, tree, _python_tree(inherited)) if source_tree is not None else set()
     if undefined:  # a rule wrote a name without asking for its import
         return FileError(f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
                          "left alone; please report it")

@@ -25,7 +25,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Replacement
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
-from neuronize.transforms._helpers.cuda_guard import ends_early
+from neuronize.analysis.syntax import ends_early
 from neuronize.transforms._helpers.device_choice import device_named
 from neuronize.transforms._helpers.literals import make_string
 

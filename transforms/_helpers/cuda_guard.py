@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.syntax import ends_early
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
@@ -227,28 +228,6 @@ def guarded_code(ctx: FileContext, stmt: cst.If | cst.While) -> list[cst.CSTNode
     if isinstance(stmt, cst.If) and ends_early(stmt.body):
         nodes.extend(following_statements(ctx, stmt))
     return nodes
-
-
-def ends_early(body: cst.BaseSuite, *, stops_only: bool = False) -> bool:
-    """``body`` ends its block early: its last statement raises, returns, breaks, continues or
-    exits; with ``stops_only``, only one that stops the run (``raise``, ``sys.exit``...)."""
-    stmts = body.body
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(body, cst.SimpleStatementSuite):
-        smalls: Sequence[cst.CSTNode] = [last]
-    elif isinstance(last, cst.SimpleStatementLine):
-        smalls = last.body
-    else:
-        return False
-    for small in smalls:
-        if isinstance(small, cst.Raise) or not stops_only and isinstance(small, (cst.Return, cst.Continue, cst.Break)):
-            return True
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            if last_name(small.value.func) in ("exit", "quit", "_exit"):
-                return True
-    return False
 
 
 def flag_uses(ctx: FileContext, names: Sequence[str], assign: cst.CSTNode) -> list[cst.CSTNode]:

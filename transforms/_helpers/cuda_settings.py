@@ -190,7 +190,7 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
         reason = self.reason
         if self.harmless_elsewhere and read_back(node) and not per_target.in_cuda_only_block(self.ctx):
             self.report(node, f"`{short(node, 80)}` kept: {reason}, but it sets a value the code read or was "
-                        "given (restored state, an option), harmless on every host")
+                        "given (restored state, an option), harmless on every host", harmless=True)
             return
         if has_call(node.value):
             reason += f" (`{short(node.value, 50)}` is no longer computed)"

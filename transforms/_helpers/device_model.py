@@ -21,7 +21,7 @@ import libcst as cst
 from neuronize.analysis.host_choice import checks_host
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.analysis.syntax import iter_blocks, iter_statements
+from neuronize.analysis.syntax import ends_early, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
@@ -30,6 +30,7 @@ from neuronize.transforms._helpers.device_choice import (
     neuron_arm, neuron_first, with_choice)
 from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
+from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
 from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
@@ -82,7 +83,7 @@ def model(ctx: FileContext) -> DeviceModel:
     found: object = ctx.memo.get(key)
     if not isinstance(found, DeviceModel):
         found = _build(ctx)
-        ctx.memo[key] = found  # type: ignore[assignment]
+        ctx.memo[key] = found
     return found
 
 
@@ -386,11 +387,16 @@ def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) ->
     return DefaultPlan(group, None, keeps_cuda_hosts(ctx) or (listed and per_target.target(ctx) == per_target.NEURON))
 
 
-def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit) -> LiteralEdit:
-    """``edit`` (of the device default ``node``) as ``"neuron" if <Neuron is here> else <node>``:
-    a default that keeps every other host's value."""
+def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit,
+               placement: bool = False) -> LiteralEdit:
+    """``edit`` (of the device ``node``) as ``"neuron" if <Neuron is here> else <node>``: a value
+    that keeps every other host's. A placement (``placement``: ``.to(node)``, not a default other
+    code reads) names the program's device variable instead, where it has one."""
     from neuronize.transforms._helpers.hosts import host_aware
 
+    chosen = chosen_device(ctx, node) if placement and not nested else None
+    if chosen is not None:
+        return chosen
     value, imports = host_aware(ctx, node)
     if nested or getattr(node, "lpar", None):
         value = value.with_changes(lpar=getattr(node, "lpar", ()) or [cst.LeftParen()],
@@ -788,8 +794,40 @@ def cuda_keeping(ctx: FileContext) -> str | None:
         if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
                 and isinstance(anc.test.operator, cst.Not) and asks_if_neuron(anc.test.expression):
             return ""  # `if not <Neuron>: ...` (:func:`kept_for_cuda`)
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child is not None:
+            exit_guard = _exit_guard(ctx, anc, child)
+            if exit_guard is not None:
+                return (f"it runs only past `if {short(exit_guard.test, 50)}:`, which leaves early and stays CUDA's; "
+                        "give Neuron a path of its own by hand")
         child = anc
     return None
+
+
+def _exit_guard(ctx: FileContext, block: cst.IndentedBlock | cst.Module, statement: cst.CSTNode) -> cst.If | None:
+    """The statement before ``statement`` in ``block`` that leaves the block unless CUDA is available
+    (``if not torch.cuda.is_available(): return``) and is kept for CUDA, as NRN110 keeps it: the code
+    past it calls CUDA-only APIs, so it is CUDA's, the same as the body of ``if torch.cuda.is_available():``."""
+    key = ("exit-guard", id(block))
+    if key not in ctx.memo:
+        from neuronize.transforms._helpers.cuda_guard import scan
+
+        ctx.memo[key] = next(((i, s) for i, s in enumerate(block.body)
+                              if isinstance(s, cst.If) and s.orelse is None and ends_early(s.body)
+                              and _leaves_without_cuda(ctx, s.test) and scan(ctx, block.body[i + 1:]).marker is not None),
+                             None)
+    found = ctx.memo[key]
+    if found is None or not any(s is statement for s in block.body[found[0] + 1:]):
+        return None
+    return found[1]
+
+
+def _leaves_without_cuda(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    """``test`` holds wherever CUDA is absent: ``not torch.cuda.is_available()``, alone or
+    ``or``-ed with other conditions."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _leaves_without_cuda(ctx, test.left) or _leaves_without_cuda(ctx, test.right)
+    return isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+        and is_cuda_available_call(ctx, test.expression)
 
 
 class KeepsCudaBranches:

@@ -139,7 +139,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
 
     # -- reporting ---------------------------------------------------------------------------
     def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False,
-                     group: str | None = None, aware: bool = False) -> None:
+                     group: str | None = None, aware: bool = False, placement: bool = False) -> None:
         if id(node) in self._done:
             return
         self._done.add(id(node))
@@ -150,18 +150,18 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             return
         edit = literal_edit(self.ctx, node, kind, nested)
         if aware or keeps_cuda_hosts(self.ctx):  # the original value stays on every host but Neuron
-            edit = aware_edit(self.ctx, node, nested, edit)
+            edit = aware_edit(self.ctx, node, nested, edit, placement)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
                  imports=edit.imports, group=group, **extra)
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None,
-                 aware: bool = False) -> None:
+                 aware: bool = False, placement: bool = True) -> None:  # not a default other code reads
         if expr is None:
             return
         group = group or hosts.same_device_group(self.ctx) or hosts.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, node is not expr, group, aware)
+            self._fix_literal(node, kind, where, node is not expr, group, aware, placement)
 
     def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None,
                      library: bool = False) -> None:
@@ -170,7 +170,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         plan = default_plan(self.ctx, choices)
         if plan.kept is not None:
             self._keep(expr, where, plan.kept)
-        self._fix_all(expr, where, group=plan.group, aware=plan.aware or library)
+        self._fix_all(expr, where, group=plan.group, aware=plan.aware or library, placement=False)
 
     def _keep(self, expr: cst.BaseExpression | None, where: str, why: str, evidence: Evidence | None = Evidence.INF) -> None:
         for node, _ in device_literals(self.ctx, expr) if expr is not None else ():

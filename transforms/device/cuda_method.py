@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts
+from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.literals import make_string
 from neuronize.transforms._helpers.calls import keyword
 from neuronize.transforms._helpers.nodes import in_place
@@ -90,7 +91,10 @@ class CudaMethod(KeepsCudaBranches, Transform):
         indexed = bool(positional) or device_arg is not None
         keep = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         keeps_cuda = keeps_cuda_hosts(self.ctx)  # the CUDA box this file serves keeps its placements
-        value, imports = (hosts.host_aware(self.ctx, make_string("cuda")) if keeps_cuda and not indexed
+        cuda = make_string("cuda")
+        chosen = chosen_device(self.ctx, cuda) if keeps_cuda and not indexed else None
+        value, imports = ((chosen.replacement, chosen.imports) if chosen is not None
+                          else hosts.host_aware(self.ctx, cuda) if keeps_cuda and not indexed
                           else per_target.device(self.ctx))
         device = cst.Arg(value=value)
         args = [device, *keep]
@@ -111,6 +115,8 @@ class CudaMethod(KeepsCudaBranches, Transform):
                                                     kept=KEPT_FOR_CUDA[keeps_cuda], note=INDEX_NOTE[per_target.target(self.ctx)]),
                      safety=Safety.UNSAFE, evidence=Evidence.INF, imports=imports, group=hosts.same_device_group(self.ctx))
         else:
-            self.fix(node, replacement, AWARE if keeps_cuda else per_target.say(self.ctx, "`.cuda()` -> `.to({device})`"),
+            message = (f"`.cuda()` -> `.to({per_target.spell(self.ctx, value)})`{chosen.note}" if chosen is not None
+                       else AWARE if keeps_cuda else per_target.say(self.ctx, "`.cuda()` -> `.to({device})`"))
+            self.fix(node, replacement, message,
                      imports=imports,
                      group=hosts.same_device_group(self.ctx))
