@@ -189,10 +189,19 @@ def _links(head: cst.If) -> Iterator[cst.If]:
 
 # -- dispatches over a device value ----------------------------------------------------------------
 def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
-    """``x == "cuda"``, ``x.type == "cpu"``, ``x in ("cuda", "mps")``, ``x.startswith("cuda")``:
-    the compared expression's source and the device types it is compared with."""
+    """``x == "cuda"``, ``x.type == "cpu"``, ``x in ("cuda", "mps")``, ``x.startswith("cuda")``,
+    ``"cuda" in x`` (a device string holding the type), or several of them on one ``x`` joined by
+    ``or``: the compared expression's source and the device types it is compared with."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        left, right = _compared(test.left), _compared(test.right)
+        if left is None or right is None or left[0] != right[0]:
+            return None
+        return left[0], left[1] + right[1]
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
+        named = string_value(test.left)
+        if isinstance(target.operator, cst.In) and named is not None:
+            return _source(target.comparator), [named.split(":")[0]]
         if isinstance(target.operator, cst.Equal):
             value = string_value(target.comparator)
             if value is not None:
@@ -717,11 +726,18 @@ def covering(test: cst.BaseExpression) -> cst.BaseExpression:
     """``test`` with each comparison with ``"cuda"`` made to hold for ``"neuron"`` too:
     ``x == "cuda"`` -> ``x in ("cuda", "neuron")``, ``x != "cuda"`` -> ``x not in (...)``,
     ``x.startswith("cuda")`` -> ``x.startswith(("cuda", "neuron"))``, ``"cuda" in x`` ->
-    ``("cuda" in x or "neuron" in x)``."""
+    ``"cuda" in x or "neuron" in x`` (parenthesised as an operand)."""
+    covered = _covered(test)
+    if isinstance(covered, cst.BooleanOperation) and not test.lpar:
+        return covered.with_changes(lpar=(), rpar=())  # a whole test needs no parentheses of its own
+    return covered
+
+
+def _covered(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.BooleanOperation):
-        return test.with_changes(left=covering(test.left), right=covering(test.right))
+        return test.with_changes(left=_covered(test.left), right=_covered(test.right))
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return test.with_changes(expression=covering(test.expression))
+        return test.with_changes(expression=_covered(test.expression))
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         left, right = test.left, target.comparator
