@@ -202,10 +202,10 @@ def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: boo
         yield from _available_polarity(ctx, test.expression, not negated)
 
 
-def _only_and(test: cst.BaseExpression) -> bool:
+def only_and(test: cst.BaseExpression) -> bool:
     """``a and b and ...`` (no ``or`` among its operators), or a single condition."""
     if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and _only_and(test.left) and _only_and(test.right)
+        return isinstance(test.operator, cst.And) and only_and(test.left) and only_and(test.right)
     return True
 
 
@@ -298,7 +298,7 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     Neuron's (``"neuron"``, bf16). Additive: the original, whole, keeps serving CUDA and every host
     its fallback served; the other conditions of an ``and`` (``args.gpu and
     torch.cuda.is_available()``) still apply to Neuron. ``available``: the target's test."""
-    neuron_test = replace_is_available(ctx, node.test, available) if side == "body" and _only_and(node.test) \
+    neuron_test = replace_is_available(ctx, node.test, available) if side == "body" and only_and(node.test) \
         else available
     # a choice its author spread one part a line (`"cuda"` / `if ...` / `else ...`) gets its Neuron
     # arm laid out the same way, in front

@@ -72,7 +72,7 @@ class DeviceModel:
     #: ids of the CUDA links of detections (a subset of ``cuda_links``)
     detection_links: set[int] = field(default_factory=set)
     #: ``if torch.cuda.is_available(): device = "cuda"`` links with no Neuron branch before them
-    detections: list[cst.If] = field(default_factory=list)
+    detections: list[tuple[cst.If, list[cst.If]]] = field(default_factory=list)
     #: the file keeps its CUDA hosts (see :func:`keeps_cuda_hosts`)
     keeps_cuda: bool = False
 
@@ -113,11 +113,11 @@ def _build(ctx: FileContext) -> DeviceModel:
             built.dispatches.append(dispatch)
             built.cuda_links.add(id(dispatch.cuda))
         for before, link in zip([None, *links], links, strict=False):
-            if detection_link(ctx, link):
+            if detection_link(ctx, link, links):
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
                 if not (before is not None and asks_if_neuron(before.test)):
-                    built.detections.append(link)  # no Neuron branch in front yet
+                    built.detections.append((link, links))  # no Neuron branch in front yet
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
         offers_other_host or bool(built.dispatches or built.cuda_links) or checks_host(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
@@ -427,13 +427,57 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
     return isinstance(parent, cst.IfExp) and parent.orelse is node and neuron_first(parent)
 
 
-def detection_link(ctx: FileContext, node: cst.If) -> bool:
+def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()) -> bool:
     """``if torch.cuda.is_available(): <device> = "cuda"`` (or ``return "cuda"``), alone or in a
     chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`).
     Any choice of a CUDA value under the check is one too (``backend = "nccl"``, ``model =
     model.cuda()``, ``dtype = torch.float16``): simple statements whose Neuron copy leaves nothing
-    of CUDA behind (:func:`_choice_body`)."""
-    return is_cuda_available_call(ctx, node.test) and (_assigns_cuda(node.body) or _choice_body(ctx, node.body))
+    of CUDA behind (:func:`_choice_body`). The check may be one of several conditions joined by
+    ``and`` (``not args.cpu and torch.cuda.is_available()``), which the Neuron branch keeps; and
+    in a chain (``chain``: its links) whose every branch sets one variable to a device
+    (``arg = "cuda:0"`` after CUDA's own logging, ``arg = "mps"``, ``arg = "cpu"``), the CUDA
+    branch is a detection whatever else it does (:func:`_chain_choice`)."""
+    if _neuron_test(ctx, node.test) is None:
+        return False
+    return _assigns_cuda(node.body) or _choice_body(ctx, node.body) or _chain_choice(node, chain) is not None
+
+
+def _neuron_test(ctx: FileContext, test: cst.BaseExpression) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]] | None:
+    """The test of the Neuron branch in front of a detection asking ``test``: "the accelerator is
+    Neuron", in place of ``torch.cuda.is_available()`` among conditions joined by ``and``; None
+    when ``test`` is no such check or another of its conditions asks CUDA."""
+    from neuronize.transforms._helpers.device_choice import available_polarities, only_and, replace_is_available
+
+    if not is_cuda_available_call(ctx, test) and (available_polarities(ctx, test) != {False} or not only_and(test)):
+        return None
+    present, imports = per_target.neuron_present(ctx)
+    replaced = replace_is_available(ctx, test, present)
+    return None if cuda_left(replaced) else (replaced, imports)
+
+
+def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
+    """The assignment ``name = "<CUDA device>"`` among the statements of the CUDA branch of a
+    chain whose every other branch (``else`` included, at least one) sets ``name`` to another
+    device string: the one statement of that branch a Neuron branch needs."""
+    def device_set(block: cst.BaseSuite, cuda_side: bool) -> cst.Assign | None:
+        lines = block.body if isinstance(block, cst.IndentedBlock) else []
+        for line in reversed(lines):
+            small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                value = string_value(small.value)
+                if value is not None and (value.split(":")[0] == "cuda") == cuda_side:
+                    return small
+        return None
+
+    chosen = device_set(cuda.body, True)
+    others = [link.body for link in chain if link is not cuda]
+    tail = chain[-1].orelse if chain else None
+    others += [tail.body] if isinstance(tail, cst.Else) else []
+    if chosen is None or not others:
+        return None
+    name = target_name(chosen.targets[0].target)
+    sets = [device_set(block, False) for block in others]
+    return chosen if all(s is not None and target_name(s.targets[0].target) == name for s in sets) else None
 
 
 #: the statements a choice's branch may hold: values set, returned, or calls made with them
@@ -577,13 +621,21 @@ def _cuda_value(node: cst.BaseExpression) -> bool:
     return cuda_literal(node) is not None
 
 
-def neuron_first_detection(ctx: FileContext, node: cst.If) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()) -> tuple[cst.If, tuple[ImportRequest, ...]]:
     """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
-    its ``elif`` and keeps CUDA and every other host."""
-    test, imports = per_target.neuron_present(ctx)
+    its ``elif`` and keeps CUDA and every other host; in a chain that sets one variable in every
+    branch (:func:`_chain_choice`), the Neuron body sets it to ``"neuron"`` and nothing else."""
+    found = _neuron_test(ctx, node.test)
+    assert found is not None  # a detection link (:func:`detection_link`)
+    test, imports = found
+    chosen = None if _assigns_cuda(node.body) or _choice_body(ctx, node.body) else _chain_choice(node, chain)
     copier = _ToNeuron(ctx)
-    body = node.body.visit(copier)
-    head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),  # type: ignore[arg-type]
+    if chosen is not None:
+        assigned = chosen.with_changes(value=string_like(chosen.value, "neuron"))
+        body: cst.BaseSuite = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[assigned])])
+    else:
+        body = node.body.visit(copier)  # type: ignore[assignment]
+    head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),
                   leading_lines=node.leading_lines)
     return head, (*imports, *copier.imports)
 

@@ -86,8 +86,8 @@ class DeviceDispatch(Transform):
         if per_target.target(self.ctx) not in self.targets:
             return
         found = model(self.ctx)
-        for link in found.detections:
-            new, imports = neuron_first_detection(self.ctx, link)
+        for link, chain in found.detections:
+            new, imports = neuron_first_detection(self.ctx, link, chain)
             self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
                      "CUDA branch; CUDA and the other hosts keep theirs", imports=imports,
                      group=choice_group(link, DEVICE_CHOICE))
