@@ -75,6 +75,9 @@ TARGET_SPECIFIC = {
     # a CUDA string no rule migrates holds the moves beside it where they name one device (neuron,
     # cpu); the accelerator target's moves keep the CUDA box's device, so nothing waits there
     "handed_device": "held moves on neuron and cpu only",
+    # likewise, a CUDA string left in the file holds a process group moved outright (neuron, cpu)
+    "process_group_beside_cuda_setting": "held process group on neuron and cpu only",
+    "leftover_claims": "held process group on neuron and cpu only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

@@ -309,13 +309,16 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
 def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
     """Each CUDA device string the catch-all reports (no rule migrates it) and the device edits of
     its function (or of the module level) that move to the target's ``device`` outright, as one
-    edit group settled by :func:`_settle_groups`: the edits wait for it. An edit already in a
-    group keeps it."""
+    edit group settled by :func:`_settle_groups`: the edits wait for it. Elsewhere in the file, it
+    joins the group of a process group moved outright (a ``"neuron"`` process group beside a model
+    set up on ``"cuda"`` runs on no host). An edit already in a group keeps it."""
     left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
     if not left:
         return located
     moves = [r for r, _ in located
              if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r, device)]
+    process_groups = sorted({r.group for r, _ in located if r.group is not None and r.fixable
+                             and r.rule.section == "distributed" and _moves_outright(r, device)})
     moved_in = {id(_scope_of(r.node, parents)) for r in moves}
     names: dict[int, str] = {}
     for r in left:
@@ -328,6 +331,8 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     for r, f in located:
         if r.group is None and id(r) in members:
             name = names.get(id(_scope_of(r.node, parents)))
+            if name is None and r.rule.catch_all and process_groups:
+                name = process_groups[0]
             if name is not None:
                 r = dataclasses.replace(r, group=name)
         out.append((r, f))

@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import argument
+from neuronize.transforms._helpers.device_model import process_group_edits
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name
 
@@ -108,4 +109,5 @@ class CudaDeviceMesh(Transform):
             message += "; only where that device is present: this file also runs without it"
         else:
             new, imports = per_target.device(self.ctx, arg.value)
-        self.fix(arg.value, new, message, imports=imports)
+        # the mesh runs on the process group's devices: it moves with the process group, or not at all
+        self.fix(arg.value, new, message, imports=imports, group=process_group_edits(self.ctx))
