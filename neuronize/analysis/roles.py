@@ -119,8 +119,10 @@ _CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_de
 #: serving engines that own the device they run on: a module importing one is their wrapper
 ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
 _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
+#: ``torch._inductor.cudagraph_trees`` (Inductor's CUDA-graph machinery), not the setting
+#: ``torch._inductor.config.triton.cudagraph_trees = False``, which only configures Inductor (NRN303)
 _GRAPH = re.compile(r"\bCUDAGraph\b|\bcuda\.graph\(|\bmake_graphed_callables\b|\bgraph_pool_handle\b"
-                    r"|\bcudagraph_trees\b")
+                    r"|(?<!triton\.)\bcudagraph_trees\b")
 _GRAPH_SHOWN = {"CUDAGraph": "uses `torch.cuda.CUDAGraph`", "cuda.graph(": "captures with `torch.cuda.graph`"}
 _GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
 #: a function or class named for CUDA (``to_cuda``, ``cuda``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``)
