@@ -247,21 +247,35 @@ class _Workers:
 
 
 def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool]:
-    """What the run's Python files say about the project, read once before any is analysed: the
-    files that import GPU-kernel code through the project's own modules, and why
+    """What the run's Python files and notebooks say about the project, read once before any is
+    analysed: the files that import GPU-kernel code through the project's own modules, and why
     (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common
-    folder); whether any of them checks for a host (:mod:`neuronize.analysis.host_choice`)."""
+    folder); whether any Python file checks for a host (:mod:`neuronize.analysis.host_choice`; a
+    notebook is a program of its own, which decides that for itself)."""
     python = [f.path for f in files if f.kind is SourceKind.PYTHON]
-    if len(python) < 2:
+    notebooks = [f.path for f in files if f.kind is SourceKind.NOTEBOOK]
+    if len(python) + len(notebooks) < 2:
         return {}, False
-    absolute = [Path(os.path.abspath(p)) for p in python]
+    absolute = [Path(os.path.abspath(p)) for p in (*python, *notebooks)]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
     from neuronize.analysis.host_choice import checks_host
     from neuronize.analysis.kernel_imports import kernel_bound
 
     sources = [_read_or_empty(p) for p in python]
-    kernels = kernel_bound(zip(python, (a.relative_to(root) for a in absolute), sources, strict=True))
+    code = [*sources, *(_cells_or_empty(p) for p in notebooks)]
+    kernels = kernel_bound(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
     return kernels, any(map(checks_host, sources))
+
+
+def _cells_or_empty(path: Path) -> bytes:
+    """A notebook's code cells, one after the other (empty if it cannot be read: its own analysis
+    says why)."""
+    from neuronize.sources.notebook import NotebookError, read_cells
+
+    try:
+        return b"".join(cell.source for cell in read_cells(_read_or_empty(path)))
+    except NotebookError:
+        return b""
 
 
 def _read_or_empty(path: Path) -> bytes:

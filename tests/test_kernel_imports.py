@@ -4,6 +4,7 @@ report names the import that blocks Neuron."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePath
 
 from helpers import neuronize
@@ -69,3 +70,18 @@ def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_
         "model/attention.py": "imports the project's compiled CUDA extension `fused_ops`",
         "run.py": "imports `model.attention`, which imports the project's compiled CUDA extension `fused_ops`",
     }
+
+
+def test_a_notebook_that_imports_the_projects_kernel_modules_keeps_its_devices(tmp_path):
+    _tree(tmp_path)
+    cells = ["import torch\nfrom pkg.model import Net\n", "net = Net().cuda()\n"]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": cell.splitlines(True)} for cell in cells],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "demo.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    before = (tmp_path / "demo.ipynb").read_bytes()
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "demo.ipynb").read_bytes() == before
+    full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path / "demo.ipynb"),
+                     str(tmp_path)).stdout.decode()
+    assert "imports `pkg.model`, which through the project's modules imports triton" in full
