@@ -88,7 +88,8 @@ class Options:
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware
     project_checks_host: bool = False
-    #: a cell of the notebook asks whether a host is available: every cell runs on those hosts
+    #: a cell of the notebook asks whether a host is available, or imports a CUDA-only package
+    #: (neuronize/analysis/host_choice.py): every cell runs on those hosts
     notebook_checks_host: bool = False
 
     def __post_init__(self) -> None:

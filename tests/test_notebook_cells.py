@@ -111,6 +111,18 @@ def test_a_cell_names_the_chosen_device_only_while_the_choice_stands(tmp_path):
         assert "to(device)" not in kept and 'else "cuda"' in kept and '"neuron"' in kept
 
 
+def test_a_notebook_bound_to_cuda_by_a_library_keeps_the_cuda_box(tmp_path):
+    notebook = {"cells": [_cell("from unsloth import FastLanguageModel\n",
+                                'model, tok = FastLanguageModel.from_pretrained("m", load_in_4bit=True)\n'),
+                          _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n")],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    neuronize("fix", "--no-cache", "n.ipynb", cwd=tmp_path)
+    moved = "".join(json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["source"])
+    # the library runs on CUDA only: the CUDA box keeps its placements until it is replaced
+    assert '"neuron"' in moved and 'else "cuda"' in moved
+
+
 def test_inputs_of_a_model_placed_by_a_device_map_keep_the_cuda_box(tmp_path):
     notebook = {"cells": [_cell("from transformers import AutoModelForCausalLM\n",
                                 'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'),

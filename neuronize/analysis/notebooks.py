@@ -11,7 +11,7 @@ import warnings
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.engine import run_source
-from neuronize.analysis.host_choice import checks_host
+from neuronize.analysis.host_choice import checks_host, needs_cuda_package
 from neuronize.analysis.prefilter import TokenFilter
 from neuronize.analysis.notebook_magics import gpu_magics
 from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
@@ -124,8 +124,8 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     except NotebookError as exc:
         return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
     # a notebook is a program of its own: its cells serve the hosts its own cells check for
-    options = dataclasses.replace(options, project_checks_host=False,
-                                  notebook_checks_host=any(checks_host(cell.source) for cell in cells))
+    options = dataclasses.replace(options, project_checks_host=False, notebook_checks_host=any(
+        checks_host(cell.source) or needs_cuda_package(cell.source) for cell in cells))
     findings: list[Finding] = []
     changed: dict[int, bytes] = {}
     errors: list[str] = []

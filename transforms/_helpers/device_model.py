@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from neuronize.analysis.host_choice import checks_host
+from neuronize.analysis.host_choice import checks_host, needs_cuda_package
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import ends_early, iter_blocks, iter_statements
@@ -120,6 +120,7 @@ def _build(ctx: FileContext) -> DeviceModel:
                     built.detections.append((link, links))  # no Neuron branch in front yet
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
         offers_other_host or bool(built.dispatches or built.cuda_links) or checks_host(ctx.source)
+        or needs_cuda_package(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
 
