@@ -348,6 +348,34 @@ def _neuron_copy(node: cst.CSTNode) -> cst.CSTNode:
     return node.visit(_ToNeuron())  # type: ignore[return-value]
 
 
+def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseExpression, tuple[ImportRequest, ...]] | None:
+    """A table keyed by device types (``{"cuda": torch.float16, "cpu": torch.float32}``: a
+    dispatch written as data) with a Neuron entry after CUDA's, modelled on it (half precision
+    as bf16), and the Neuron value; None when it is no such table, has a Neuron entry already,
+    holds a process-group backend (NRN401's), or CUDA's value cannot be Neuron's."""
+    elements = list(table.elements)
+    keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in elements]
+    if None in keys or "cuda" not in keys or "neuron" in keys or not any(k in OTHER_DEVICES for k in keys):
+        return None
+    index = keys.index("cuda")
+    cuda = elements[index]
+    assert isinstance(cuda, cst.DictElement)
+    if any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(cuda.value)):
+        return None
+    copier = _ToNeuron(ctx)
+    value = cuda.value.visit(copier)
+    if _blocked(ctx, value):
+        return None
+    entry = cuda.with_changes(key=string_like(cuda.key, "neuron"), value=value)
+    if isinstance(cuda.comma, cst.Comma):
+        elements[index:index + 1] = [cuda, entry]
+    else:  # CUDA's entry is the last, with no comma: it takes its neighbour's (a line of its own in a tall table)
+        before = elements[index - 1].comma if index else None
+        comma = before if isinstance(before, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        elements[index:index + 1] = [cuda.with_changes(comma=comma), entry]
+    return table.with_changes(elements=elements), value, tuple(copier.imports)
+
+
 def with_neuron_branch(dispatch: Dispatch) -> cst.If:
     """The CUDA link of ``dispatch`` followed by its Neuron sibling (``elif <subject> ==
     "neuron": ...``), the rest of the chain after it."""

@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, table_entry, with_neuron_branch)
 from neuronize.transforms._helpers.messages import short
 
 
@@ -81,6 +81,13 @@ class DeviceDispatch(Transform):
                 'def f(device):\n    if device == "cpu":\n        return 1\n    elif device == "cuda":\n        return 2\n'
                 '    elif device == "neuron":\n        return 2\n    raise ValueError(device)\n'),
     )
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        planned = table_entry(self.ctx, node) if per_target.target(self.ctx) in self.targets else None
+        if planned is not None:
+            new, value, imports = planned
+            self.fix(node, new, f'table keyed by device gains `"neuron": {short(value)}`, modelled on CUDA\'s entry; '
+                     "the other hosts keep theirs", imports=imports, group=DEVICE_CHOICE)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if per_target.target(self.ctx) not in self.targets:
