@@ -23,12 +23,17 @@ class DeviceDispatch(Transform):
         statements only): `backend = "nccl"` (`"neuron"`), `model = model.cuda()`
         (`model.to("neuron")`), `dtype = torch.float16` (bf16); where the copy would still use
         CUDA (`x.cuda(1)`, `torch.cuda.*` beyond synchronize/empty_cache/device_count) it is not
-        made (NRN110 reports the check). A dispatch over a device value (`if device == "cpu": ...
-        elif device == "cuda": ... elif device == "mps": ... else: raise`, with `==`, `in (...)`
-        or `.startswith(...)`) gets `elif device == "neuron": ...` after its CUDA branch, modelled
-        on it: CUDA device strings become `"neuron"` and a half dtype (`torch.float16`)
-        becomes `torch.bfloat16`. The branches are one edit group with the file's device
-        defaults: a default moves to `"neuron"` only together with the branches that accept it.
+        made (NRN110 reports the check). The check may be one of several conditions joined by
+        `and` (kept in the Neuron branch's test); in a chain whose every branch sets one variable
+        to a device, the Neuron branch sets that variable only. A dispatch over a device value
+        (`if device == "cpu": ... elif device == "cuda": ... elif device == "mps": ... else:
+        raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`) gets `elif
+        device == "neuron": ...` after its CUDA branch, modelled on it: CUDA device strings become
+        `"neuron"` and a half dtype (`torch.float16`) becomes `torch.bfloat16`. A table keyed by
+        device type (`{"cuda": torch.float16, "cpu": torch.float32}`) gets a `"neuron"` entry
+        after CUDA's, modelled on it the same way. The branches and entries are one edit group
+        with the file's device defaults: a default moves to `"neuron"` only together with the
+        branches that accept it.
         Where a dispatch that rejects unknown devices cannot be given a Neuron branch (its CUDA
         branch calls CUDA-only code), it is reported, and the device defaults of the file stay.
 
