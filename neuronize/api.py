@@ -171,7 +171,7 @@ def analyse_paths(
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
-    kernels, checks_host = _project_facts(files)
+    kernels, checks_host, extensions = _project_facts(files)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     store = _cache(str(cache_dir or default_directory())) if cache else None
@@ -196,6 +196,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, kernel_import=kernels[files[i].path])
             if checks_host and not options.project_checks_host:
                 options = dataclasses.replace(options, project_checks_host=True)
+            if extensions:
+                options = dataclasses.replace(options, project_extensions=extensions)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):
@@ -246,25 +248,27 @@ class _Workers:
             self.pool.shutdown(cancel_futures=True)
 
 
-def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool]:
+def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool, tuple[str, ...]]:
     """What the run's Python files and notebooks say about the project, read once before any is
     analysed: the files that import GPU-kernel code through the project's own modules, and why
     (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common
     folder); whether any Python file checks for a host (:mod:`neuronize.analysis.host_choice`; a
-    notebook is a program of its own, which decides that for itself)."""
+    notebook is a program of its own, which decides that for itself); the CUDA extensions the
+    project's build scripts declare."""
     python = [f.path for f in files if f.kind is SourceKind.PYTHON]
     notebooks = [f.path for f in files if f.kind is SourceKind.NOTEBOOK]
     if len(python) + len(notebooks) < 2:
-        return {}, False
+        return {}, False, ()
     absolute = [Path(os.path.abspath(p)) for p in (*python, *notebooks)]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
     from neuronize.analysis.host_choice import checks_host
-    from neuronize.analysis.kernel_imports import kernel_bound
+    from neuronize.analysis.kernel_imports import declared_extensions, kernel_bound
 
     sources = [_read_or_empty(p) for p in python]
     code = [*sources, *(_cells_or_empty(p) for p in notebooks)]
     kernels = kernel_bound(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
-    return kernels, any(map(checks_host, sources))
+    extensions = tuple(sorted({name for source in sources for name in declared_extensions(source)}))
+    return kernels, any(map(checks_host, sources)), extensions
 
 
 def _cells_or_empty(path: Path) -> bytes:

@@ -84,6 +84,9 @@ class Options:
     #: why the file imports GPU-kernel code through the project's own modules
     #: (neuronize/analysis/kernel_imports.py), which makes it GPU-kernel code too; None: it does not
     kernel_import: str | None = None
+    #: the modules of the CUDA extensions the project's build scripts declare (``setup.py``'s
+    #: ``CUDAExtension(name=...)``): a function that imports one, even lazily, is GPU-kernel code
+    project_extensions: tuple[str, ...] = ()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

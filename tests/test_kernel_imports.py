@@ -85,3 +85,17 @@ def test_a_notebook_that_imports_the_projects_kernel_modules_keeps_its_devices(t
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path / "demo.ipynb"),
                      str(tmp_path)).stdout.decode()
     assert "imports `pkg.model`, which through the project's modules imports triton" in full
+
+
+def test_a_function_that_imports_kernel_code_lazily_keeps_its_devices(tmp_path):
+    (tmp_path / "setup.py").write_bytes(b'from torch.utils.cpp_extension import CUDAExtension\n'
+                                        b'ext = CUDAExtension(name="fast_gemm", sources=["gemm.cu"])\n')
+    (tmp_path / "quant.py").write_bytes(
+        b'import torch\n\n\ndef gemm(x, w):\n    import fast_gemm\n'
+        b'    out = torch.empty(x.shape[0], w.shape[1], device="cuda")\n    fast_gemm.run(x, w, out)\n    return out\n\n\n'
+        b'def place(x):\n    return x.to("cuda")\n')
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    fixed = (tmp_path / "quant.py").read_text()
+    assert 'device="cuda")' in fixed and 'x.to("neuron")' in fixed  # the kernel's buffer stays CUDA's
+    full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
+    assert "function `gemm` holds GPU-kernel code (imports the project's compiled CUDA extension `fast_gemm`)" in full

@@ -143,7 +143,8 @@ class FileContext:
         """What the code is for (GPU kernels, CUDA tests, Inductor, CUDA graphs, fake tensors):
         see :mod:`neuronize.analysis.roles`; computed on first use, once per file."""
         if self._roles is None:
-            self._roles = FileRoles(self.module, self.names, self.path, self.source, self.options.kernel_import)
+            self._roles = FileRoles(self.module, self.names, self.path, self.source, self.options.kernel_import,
+                                    self.options.project_extensions)
         return self._roles
 
     def role(self, stack: Sequence[cst.CSTNode] | None = None) -> Role | None:

@@ -59,7 +59,9 @@ def declared_extensions(source: bytes) -> list[str]:
     return [m.group(1).decode() for m in _DECLARED_EXTENSION.finditer(source)] if b"CUDAExtension" in source else []
 
 
-def _kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
+def kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
+    """Why importing ``module`` is importing GPU-kernel code (``built``: the project's declared
+    CUDA extensions), or None."""
     package = module_matches(module, built)
     if package is not None:
         return f"imports the project's compiled CUDA extension `{package}`"
@@ -105,7 +107,7 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]]) -> dict[Path, st
             imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
     extensions = tuple(sorted(set(built)))
     reasons = {path: reason for path, names in imports.items()
-               for reason in [next(filter(None, (_kernel_reason(n, extensions) for n in names)), None)]
+               for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain

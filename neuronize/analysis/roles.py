@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
-from neuronize.analysis.kernel_imports import KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module
+from neuronize.analysis.kernel_imports import KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason
 from neuronize.analysis.syntax import imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
@@ -118,6 +118,8 @@ _INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|
 _CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
 #: serving engines that own the device they run on: a module importing one is their wrapper
 ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
+#: an import inside a block (a function's, most often): a lazy import of kernel code
+_INDENTED_IMPORT = re.compile(rb"^[ \t]+(?:import|from)[ \t]", re.MULTILINE)
 _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
 #: ``torch._inductor.cudagraph_trees`` (Inductor's CUDA-graph machinery), not the setting
 #: ``torch._inductor.config.triton.cudagraph_trees = False``, which only configures Inductor (NRN303)
@@ -184,13 +186,15 @@ class FileRoles:
     """The roles of one file; ask :meth:`role_for` with the walk's stack."""
 
     def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes,
-                 kernel_import: str | None = None) -> None:
+                 kernel_import: str | None = None, extensions: tuple[str, ...] = ()) -> None:
         self._module = module
         self._names = names
         self._path = path
         self._source = source
         #: why the file imports GPU-kernel code through the project's own modules (Options.kernel_import)
         self._kernel_import = kernel_import
+        #: the CUDA extensions the project declares (Options.project_extensions)
+        self._extensions = extensions
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -226,6 +230,19 @@ class FileRoles:
         if self._kernel_import is not None:  # through the project's own modules (found for the run)
             return Role(KERNEL_IMPORTER, self._kernel_import)
         return self._built_on_kernels()
+
+    def _lazy_kernel(self, function: cst.FunctionDef, where: str) -> Role | None:
+        """A function that imports GPU-kernel code in its body (``import awq_engine`` where it
+        launches the kernel): it feeds that kernel, so CUDA is its point."""
+        body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+        for stmt in iter_statements(body):
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    for imported in imported_names(small):
+                        reason = kernel_reason(imported.module, self._extensions)
+                        if reason is not None:
+                            return Role(KERNEL, reason, where)
+        return None
 
     def _built_on_kernels(self) -> Role | None:
         """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
@@ -416,7 +433,8 @@ class FileRoles:
         libraries = bool(self._library_locals)
         named = _CUDA_NAMED_BYTES.search(src) is not None
         flags = _CUDA_FLAG_BYTES.search(src) is not None
-        if not (graphs or fakes or inductor or gates or engine or libraries or named or flags):
+        lazy = _INDENTED_IMPORT.search(src) is not None
+        if not (graphs or fakes or inductor or gates or engine or libraries or named or flags or lazy):
             return {}
         regions: dict[int, Role] = {}
         flag_params: set[str] = set()  # parameters the caller chooses CUDA with (`use_cuda=True`)
@@ -430,6 +448,8 @@ class FileRoles:
                 code = self._code(stmt) if graphs or fakes else ""
                 if gates:
                     role = self._gated(stmt, where)
+                if role is None and lazy and isinstance(stmt, cst.FunctionDef):
+                    role = self._lazy_kernel(stmt, where)
                 if role is None and graphs and (found := _GRAPH.search(code)):
                     role = Role(CUDA_GRAPH, _GRAPH_SHOWN.get(found.group(0), f"uses `{found.group(0)}`"), where)
                 if role is None and graphs and _GRAPH_NAME.search(stmt.name.value):

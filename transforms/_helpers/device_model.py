@@ -364,6 +364,7 @@ def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseEx
         return None
     copier = _ToNeuron(ctx)
     value = cuda.value.visit(copier)
+    assert isinstance(value, cst.BaseExpression)  # an expression's copy is an expression
     if _blocked(ctx, value):
         return None
     entry = cuda.with_changes(key=string_like(cuda.key, "neuron"), value=value)
