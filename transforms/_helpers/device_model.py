@@ -1005,6 +1005,38 @@ def is_fallback(node: cst.If | cst.IfExp) -> bool:
     return not any(cuda_literal(n) is not None for b in branches if b is not None for n in iter_syntax(b))
 
 
+def unmoved_fallback(ctx: FileContext, node: cst.If) -> str | None:
+    """``if not torch.cuda.is_available(): cfg.init_device = "cpu"``: a CPU fallback (no early
+    exit) for a device no CUDA value of this file sets (it comes from a config, another module):
+    the fallback's target, whose CUDA value stays as it is, so a check widened for Neuron would
+    send Neuron to it; None where every target it falls back gets a CUDA value the migration moves
+    (``device = "cuda"``, an option's ``default="cuda"``, a parameter's default)."""
+    from neuronize.transforms._helpers.device_choice import available_polarities, only_and
+    from neuronize.transforms._helpers.value_flow import option_dest
+
+    if node.orelse is not None or ends_early(node.body) or available_polarities(ctx, node.test) != {True} \
+            or not only_and(node.test):
+        return None
+    targets = [target.target for small in _smalls(node.body) if isinstance(small, cst.Assign)
+               and string_value(small.value) == "cpu" for target in small.targets]
+    if not targets:
+        return None
+    key = ("names given CUDA", id(ctx.module))
+    if key not in ctx.memo:  # the names (last parts) this file gives a CUDA device
+        named: set[str | None] = set()
+        for found in iter_syntax(ctx.module):
+            if isinstance(found, cst.Assign) and cuda_literal(found.value) is not None:
+                named.update(target_name(t.target) for t in found.targets)
+            elif isinstance(found, cst.Param) and found.default is not None and cuda_literal(found.default) is not None:
+                named.add(found.name.value)
+            elif isinstance(found, cst.Call) and last_name(found.func) == "add_argument":
+                default = next((a for a in found.args if a.keyword is not None and a.keyword.value == "default"), None)
+                if default is not None and cuda_literal(default.value) is not None:
+                    named.add(option_dest(found))
+        ctx.memo[key] = named
+    return next((_source(t) for t in targets if target_name(t) not in ctx.memo[key]), None)
+
+
 def in_fallback_test(ctx: FileContext) -> bool:
     """The node being visited is in the test of a fallback (:func:`is_fallback`), which stays."""
     if per_target.target(ctx) == per_target.CPU:

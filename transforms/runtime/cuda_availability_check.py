@@ -20,7 +20,8 @@ from neuronize.transforms._helpers.cuda_runtime import (
 from neuronize.transforms._helpers.literals import branches_mention_cuda
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.device_model import (
-    bf16_choice, choice_group, in_detection, in_fallback_test, unserved_cuda_value, value_choice)
+    bf16_choice, choice_group, in_detection, in_fallback_test, unmoved_fallback, unserved_cuda_value,
+    value_choice)
 from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.transforms._helpers.messages import short
 
@@ -353,6 +354,11 @@ def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | No
     if verdict.marker is not None:
         return (f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a Neuron-aware check would "
                 "switch it on; migrate that path first")
+    fallback = unmoved_fallback(ctx, where) if kind is Context.IF and isinstance(where, cst.If) else None
+    if fallback is not None and ref.fn == "is_available":
+        return (f"{spelled(ref)} decides a CPU fallback for `{fallback}`, whose CUDA value is set elsewhere (a config, "
+                "another module) and stays: kept, so Neuron falls back to the CPU here as before; give Neuron its "
+                f"own value of `{fallback}` by hand")
     value = _cuda_value(ctx, kind, where) if ref.fn == "is_available" else None
     if value is None:
         return None
