@@ -12,6 +12,14 @@ def _cell(*lines: str) -> dict:
     return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": list(lines)}
 
 
+def _fixed_cells(tmp_path, *cells: dict, name: str = "n.ipynb") -> list[str]:
+    """The sources of ``cells``, written as a notebook and fixed with the default options."""
+    notebook = {"cells": list(cells), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / name).write_text(json.dumps(notebook, indent=1) + "\n")
+    neuronize("fix", "--no-cache", name, cwd=tmp_path)
+    return ["".join(c["source"]) for c in json.loads((tmp_path / name).read_text())["cells"]]
+
+
 NOTEBOOK = {
     "cells": [
         _cell("!nvidia-smi\n", "%pip install -q flash-attn transformers\n", "%env CUDA_VISIBLE_DEVICES=0\n"),
@@ -80,56 +88,38 @@ def test_variables_set_for_one_command_are_read():
 
 
 def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the_device(tmp_path):
-    chooses = {"cells": [_cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'),
-                         _cell("x = torch.ones(2).to(\"cuda\")\n")],
-               "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    hard = {**chooses, "cells": [_cell("import torch\n"), _cell("x = torch.ones(2).to(\"cuda\")\n")]}
-    for name, notebook in (("chooses.ipynb", chooses), ("hard.ipynb", hard)):
-        (tmp_path / name).write_text(json.dumps(notebook, indent=1) + "\n")
-        neuronize("fix", "--no-cache", name, cwd=tmp_path)
+    choice = _cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n')
+    chooses = _fixed_cells(tmp_path, choice, _cell("x = torch.ones(2).to(\"cuda\")\n"), name="chooses.ipynb")
+    hard = _fixed_cells(tmp_path, _cell("import torch\n"), _cell("x = torch.ones(2).to(\"cuda\")\n"), name="hard.ipynb")
     # the notebook runs on the hosts its first cell chooses among: the later cell places on that
     # choice, which is CUDA's wherever CUDA is available and Neuron's on Trainium
-    moved = json.loads((tmp_path / "chooses.ipynb").read_text())["cells"][1]["source"]
-    assert moved == ["x = torch.ones(2).to(device)\n"]
+    assert chooses[1] == "x = torch.ones(2).to(device)\n"
     # a notebook that names CUDA with no choice moves to Neuron outright
-    assert json.loads((tmp_path / "hard.ipynb").read_text())["cells"][1]["source"] == ['x = torch.ones(2).to("neuron")\n']
+    assert hard[1] == 'x = torch.ones(2).to("neuron")\n'
 
 
 def test_a_cell_names_the_chosen_device_only_while_the_choice_stands(tmp_path):
-    choice = 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
-    notebook = {"cells": [_cell("x = torch.ones(2).to(\"cuda\")\n"),  # runs before the choice
-                          _cell("import torch\n", choice),
-                          _cell("y = torch.ones(2).cuda()\n"),
-                          _cell('device = "cpu"\n'),  # the choice no longer stands
-                          _cell("z = torch.ones(2).to(\"cuda\")\n")],
-                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
-    neuronize("fix", "--no-cache", "n.ipynb", cwd=tmp_path)
-    cells = ["".join(c["source"]) for c in json.loads((tmp_path / "n.ipynb").read_text())["cells"]]
+    cells = _fixed_cells(tmp_path, _cell("x = torch.ones(2).to(\"cuda\")\n"),  # runs before the choice
+                         _cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'),
+                         _cell("y = torch.ones(2).cuda()\n"),
+                         _cell('device = "cpu"\n'),  # the choice no longer stands
+                         _cell("z = torch.ones(2).to(\"cuda\")\n"))
     assert cells[2] == "y = torch.ones(2).to(device)\n"
     for kept in (cells[0], cells[4]):
         assert "to(device)" not in kept and 'else "cuda"' in kept and '"neuron"' in kept
 
 
 def test_a_notebook_bound_to_cuda_by_a_library_keeps_the_cuda_box(tmp_path):
-    notebook = {"cells": [_cell("from unsloth import FastLanguageModel\n",
-                                'model, tok = FastLanguageModel.from_pretrained("m", load_in_4bit=True)\n'),
-                          _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n")],
-                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
-    neuronize("fix", "--no-cache", "n.ipynb", cwd=tmp_path)
-    moved = "".join(json.loads((tmp_path / "n.ipynb").read_text())["cells"][1]["source"])
+    cells = _fixed_cells(tmp_path, _cell("from unsloth import FastLanguageModel\n",
+                                         'model, tok = FastLanguageModel.from_pretrained("m", load_in_4bit=True)\n'),
+                         _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n"))
     # the library runs on CUDA only: the CUDA box keeps its placements until it is replaced
-    assert '"neuron"' in moved and 'else "cuda"' in moved
+    assert '"neuron"' in cells[1] and 'else "cuda"' in cells[1]
 
 
 def test_inputs_of_a_model_placed_by_a_device_map_keep_the_cuda_box(tmp_path):
-    notebook = {"cells": [_cell("from transformers import AutoModelForCausalLM\n",
-                                'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'),
-                          _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n")],
-                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "infer.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
-    neuronize("fix", "--no-cache", "infer.ipynb", cwd=tmp_path)
+    cells = _fixed_cells(tmp_path, _cell("from transformers import AutoModelForCausalLM\n",
+                                         'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'),
+                         _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n"))
     # Accelerate puts the model on the GPUs where there are some: its inputs keep "cuda" there
-    moved = "".join(json.loads((tmp_path / "infer.ipynb").read_text())["cells"][1]["source"])
-    assert '"neuron"' in moved and 'else "cuda"' in moved
+    assert '"neuron"' in cells[1] and 'else "cuda"' in cells[1]
