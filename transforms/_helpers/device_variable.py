@@ -17,16 +17,14 @@ the site sits in a later statement of that scope, and no scope between them bind
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
 from neuronize.analysis.walk import children, iter_syntax
 from neuronize.transforms._helpers.device_choice import LiteralEdit, idiom_branch, neuron_first
 from neuronize.transforms._helpers.literals import string_value
-
-#: statements that open a scope of their own: their bodies bind names elsewhere
-_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
 
 def chosen_device(ctx: FileContext, node: cst.BaseExpression) -> LiteralEdit | None:
     """``node``, a CUDA device string a placement names, as the program's device variable."""
@@ -60,13 +58,13 @@ def program_device(ctx: FileContext, literal: str) -> str | None:
     return None
 
 
-def _body(scope: cst.Module | cst.FunctionDef) -> list[cst.BaseStatement] | list[cst.BaseCompoundStatement | cst.SimpleStatementLine]:
+def _body(scope: cst.Module | cst.FunctionDef) -> Sequence[cst.CSTNode]:
     if isinstance(scope, cst.Module):
         return list(scope.body)
     return list(scope.body.body) if isinstance(scope.body, cst.IndentedBlock) else []
 
 
-def _index_in(body: list, below: list[cst.CSTNode]) -> int | None:
+def _index_in(body: Sequence[cst.CSTNode], below: Sequence[cst.CSTNode]) -> int | None:
     """The index in ``body`` of the statement the path ``below`` passes through."""
     ids = {id(statement): i for i, statement in enumerate(body)}
     for node in below[:2]:  # a module's statement is its child; a function's sits under its block
