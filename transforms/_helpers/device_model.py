@@ -495,7 +495,8 @@ def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
             small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
                 value = string_value(small.value)
-                if value is not None and (value.split(":")[0] == "cuda") == cuda_side:
+                kind = value.split(":")[0] if value is not None else None
+                if kind == "cuda" if cuda_side else kind in OTHER_DEVICES:
                     return small
         return None
 
