@@ -59,7 +59,11 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         its value and the program's own fallback, Neuron gets `"neuron"`. So is a parameter's
         default in a library module (one that does no work at its top level and has no
         `__main__` guard): its callers, on whatever host, rely on it; in a script it moves.
-        Device strings in a dispatch's CUDA branch stay CUDA's.
+        A placement there (`.to("cuda")`, `device="cuda"`) that can see the program's own device
+        variable, bound once and earlier in its scope or in an earlier notebook cell to the
+        availability idiom (`device = "cuda" if torch.cuda.is_available() else "cpu"`), names
+        that variable instead (`.to(device)`). Device strings in a dispatch's CUDA branch stay
+        CUDA's.
         Strings that are not a device are never touched: messages, docstrings, dict keys,
         capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
         `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of

@@ -75,7 +75,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
           probe stays CUDA (no operand rewritten), reported; in a choice of bf16 NRN115 puts
           Neuron in front of the whole probe instead;
         - `map_location="cpu" if not torch.cuda.is_available() else None`: left alone, it is right
-          as it is (False on Neuron loads CUDA-saved checkpoints onto the host).
+          as it is (False on Neuron loads CUDA-saved checkpoints onto the host);
+        - a CPU fallback (`if not torch.cuda.is_available(): cfg.init_device = "cpu"`) for a
+          device this file gives no CUDA value (it comes from a config or another module): kept
+          and reported, so Neuron falls back to the CPU as before rather than meeting a CUDA
+          device nothing moved. The check and the code past an early exit
+          (`if not torch.cuda.is_available(): return`) move together, or not at all.
 
     Why on TorchNeuron:
         On Trainium `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0, so
