@@ -27,12 +27,13 @@ bad input (a bad file is an error value, the run goes on: :mod:`neuronize.analys
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-import threading
 from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from neuronize.analysis.deep_stack import on_deep_stack
 from neuronize.analysis.dispatch import analyse
 from neuronize.analysis.positions import locate_in_code
 from neuronize.analysis.prefilter import TokenFilter, prefilter_for
@@ -80,40 +81,9 @@ def run_source(
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return _on_deep_stack(_run_parsed, source, rules, options, path, fix, inherited, tidy, cell)
+        return on_deep_stack(functools.partial(_run_parsed, source, rules, options, path, fix, inherited, tidy, cell))
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=read_error(exc, source))
-
-
-#: libcst's native parser recurses on the C stack: ~2000 nested brackets overflow a default
-#: 8 MB thread stack and kill the process (a segfault cannot be caught). Parsing runs on a
-#: thread with a large stack instead; Python-level recursion limits then fail cleanly, as an
-#: error for that one file.
-_DEEP_STACK = 512 * 1024 * 1024
-
-
-def _on_deep_stack(func: Callable[..., SourceResult], *args: object) -> SourceResult:
-    """``func(*args)`` on a thread of its own with a ``_DEEP_STACK`` stack (a plain thread: the
-    executor of concurrent.futures would cost its import, and logging's, at every start)."""
-    outcome: list[SourceResult] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            outcome.append(func(*args))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            failure.append(exc)
-
-    previous = threading.stack_size(_DEEP_STACK)
-    try:
-        thread = threading.Thread(target=target, name="neuronize-parse", daemon=True)
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    thread.join()
-    if failure:
-        raise failure[0]
-    return outcome[0]
 
 
 _BLANK_TAIL = re.compile(rb"(?<=\n)[ \t\f\r\n]*\Z")
