@@ -656,6 +656,19 @@ def call_device_positions(ctx: FileContext, node: cst.Call) -> Iterator[tuple[cs
             yield node, f"default of `{string_value(key.value)}`"
 
 
+def call_devices(ctx: FileContext, node: cst.Call, name: str | None) -> list[tuple[cst.BaseExpression, str]] | None:
+    """:func:`call_device_positions` of ``node`` (the call being visited, its function's last name
+    ``name``), or None when its devices stay as they are: the call has no name, or takes no
+    device and is neither ``torch.device`` nor an option (most calls: told by their name before
+    the enclosing calls are looked up), or :func:`kept_for_other_code`."""
+    if name is None:
+        return None
+    positions = list(call_device_positions(ctx, node))
+    if not positions and name != "device" and name not in OPTION_CALLS:
+        return None
+    return None if kept_for_other_code(ctx) else positions
+
+
 def device_option(call: cst.Call) -> tuple[str, cst.Arg | None, cst.List | cst.Tuple | None] | None:
     """A command-line option that holds a device (``add_argument("--device", default="cuda",
     choices=[...])``): its name, its ``default=`` and its literal ``choices=`` list; None for

@@ -9,9 +9,9 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.device_choice import (
-    OPTION_CALLS, call_device_positions, device_literals, device_named, device_option, device_setting,
+    OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
-    indexed_device_edit, is_torch_device_call, kept_for_other_code, literal_edit, kept_parameter_default,
+    indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, triton_keyword, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts,
@@ -213,10 +213,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if name is None or kept_for_other_code(self.ctx):
+        if (positions := call_devices(self.ctx, node, name)) is None:
             return  # `device_id=` must keep its index; a `torch.cuda.*` API needs a CUDA device
         kernels = triton_keyword(node)  # the call runs Triton kernels on the device it is given
-        for expr, where in call_device_positions(self.ctx, node):
+        for expr, where in positions:
             if kernels is not None:
                 self._keep(expr, where, f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA")
             else:
