@@ -105,9 +105,11 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     module = cst.parse_module(source)
     inherited = cst.parse_module(inherited_source) if inherited_source else None
     reports, parents = analyse(module, rules, options, path, source, inherited)
-    located, code = _locate(module, reports, whole=fix)  # check mode never prints the module
-    located, unused = decide(located, options, parse_suppressions(source), rules, Tree(module, parents))
     accepted = accepts(options)
+    # the module is printed only to be rewritten: not in check mode, nor when no fix could apply
+    # (the decision stage only holds fixes back; if it let one more through, _bytes prints it)
+    located, code = _locate(module, reports, whole=fix and any(map(accepted, reports)))
+    located, unused = decide(located, options, parse_suppressions(source), rules, Tree(module, parents))
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
         # libcst reads some Python 2 (`except X, e:`) that CPython refuses: say so, as `fix` does
