@@ -42,7 +42,8 @@ def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool,
     tidied = late_defaults(new, source)
     if name_tests and (code is None or tidied is not new or "current_accelerator" in code):
         tidied = name_neuron_test(tidied, source)
-    code = tidied.code
+    if tidied is not new or code is None:
+        code = tidied.code
     limit = limit_for(source, options.line_length)
     if not added_long_line(code, source, tidied.encoding, limit):
         return tidied, code
