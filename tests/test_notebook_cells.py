@@ -44,10 +44,10 @@ def test_a_later_cell_uses_an_earlier_cells_import(tmp_path):
     assert (4, 3, "NRN911") in where  # and `os` too
     assert neuronize("fix", "train.ipynb", cwd=tmp_path).returncode == 1  # report-only findings are left
     cells = json.loads(path.read_text())["cells"]
-    # the cell names CUDA only through autocast, so it ran on the CPU too: its device is host-aware
-    # (a cell is read on its own: the Neuron test is written out, not defined as a function)
-    assert "".join(cells[3]["source"]).startswith(
-        'with torch.autocast(\n    (\n        "neuron"\n        if hasattr(torch, "accelerator")\n        and torch.accelerator.is_available()\n        and ')
+    # the cell names CUDA only through autocast, so it ran on the CPU too: its device is host-aware,
+    # through the Neuron test the cell defines (the first cell of the notebook that needs it)
+    assert 'with torch.autocast("neuron" if on_neuron() else "cuda"' in "".join(cells[3]["source"])
+    assert "".join(cells[3]["source"]).startswith("def on_neuron() -> bool:")
     assert cells[1]["source"] == ["import torch\n", "import os\n"]  # the cell that imports is untouched
 
 

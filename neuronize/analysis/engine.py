@@ -61,7 +61,6 @@ def run_source(
     fix: bool = True,
     inherited: bytes = b"",
     tidy: bool = True,
-    cell: bool = False,
 ) -> SourceResult:
     """Analyse (and, if fixes are accepted and ``fix``, rewrite) one file's bytes.
 
@@ -71,8 +70,7 @@ def run_source(
     names they bind are known.
     ``tidy``: the code the fixes wrote is then made what a person would write
     (:func:`neuronize.writing.tidy.tidied`); False shows the rules' own edits (a rule's examples,
-    comparisons between targets). ``cell``: the source is a notebook cell, read on its own: a
-    function it defined would be one per cell, so the Neuron test stays written out.
+    comparisons between targets).
     """
     if b"\x00" in source:
         return SourceResult(error=FileError("binary file (contains NUL bytes); skipped"))
@@ -81,7 +79,7 @@ def run_source(
     if not pattern.search(source):
         return SourceResult(skipped=True)
     try:
-        return on_deep_stack(functools.partial(_run_parsed, source, rules, options, path, fix, inherited, tidy, cell))
+        return on_deep_stack(functools.partial(_run_parsed, source, rules, options, path, fix, inherited, tidy))
     except Exception as exc:  # noqa: BLE001 - any failure is this file's error, never the run's
         return SourceResult(error=read_error(exc, source))
 
@@ -99,8 +97,7 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
 
 
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
-                path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True,
-                cell: bool = False) -> SourceResult:
+                path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True) -> SourceResult:
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
     inherited = cst.parse_module(inherited_source) if inherited_source else None
@@ -147,7 +144,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
                      if accepted(r) and (r.rule.id, r.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
             warnings.append(f"{len(pending)} fix(es) still pending after {MAX_ROUNDS} rounds")
-    new, code = finished(module, new, code, source, options, tidy, name_tests=not cell)
+    new, code = finished(module, new, code, source, options, tidy, inherited)
     output = _bytes(new, code) + tail
     source += tail
     # Of several accepted fixes for one node only the first is applied (see outermost).

@@ -12,6 +12,7 @@ import warnings
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.engine import run_source
 from neuronize.analysis.host_choice import checks_host, needs_cuda_package
+from neuronize.analysis.import_safety import NEURON_TEST_NAME
 from neuronize.analysis.prefilter import TokenFilter
 from neuronize.analysis.notebook_magics import gpu_magics
 from neuronize.sources.notebook import Cell, NotebookError, read_cells, write_cells
@@ -77,8 +78,9 @@ def _rebound(tree: ast.Module) -> set[str]:
 def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
     """For each cell, the statements of earlier cells it relies on (a notebook runs its cells in one
     namespace: `torch` imported in cell 2 is `torch` in cell 4): the imports it uses without importing
-    them itself (only names the cell mentions, so no rule can pick a spelling the cell never used),
-    and the device variable an earlier cell chose, with the imports that choice reads."""
+    them itself (only names the cell mentions, so no rule can pick a spelling the cell never used;
+    and a plain ``import torch``), and the device variable an earlier cell chose, with the imports
+    that choice reads."""
     earlier: dict[str, str] = {}
     choices: dict[str, str] = {}
     out = []
@@ -92,7 +94,10 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
         used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
         for statement in choices.values():
             used |= {node.id for node in ast.walk(ast.parse(statement)) if isinstance(node, ast.Name)}
-        lines = [stmt for name, stmt in earlier.items() if name in used and name not in bound]
+        # `import torch` as such: the name the rules write, so a cell that never mentions torch
+        # calls the one an earlier cell imported instead of importing it again
+        lines = [stmt for name, stmt in earlier.items()
+                 if (name in used or stmt == "import torch") and name not in bound]
         lines += choices.values()
         out.append("".join(f"{line}\n" for line in lines).encode())
         earlier.update(own)
@@ -100,6 +105,17 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
             choices.pop(name, None)
         choices.update(_device_choices(tree, cell.source.decode("utf-8", "replace")))
     return out
+
+
+def neuron_helper(code: bytes) -> bytes:
+    """The definition of the Neuron test (``def on_neuron() -> bool: ...``, as
+    :mod:`neuronize.writing.neuron_test` writes it) at the top level of a cell's code, if any."""
+    tree = _tree(code) if b"def " in code else None
+    for stmt in tree.body if tree is not None else ():
+        if isinstance(stmt, ast.FunctionDef) and NEURON_TEST_NAME.fullmatch(stmt.name):
+            text = ast.get_source_segment(code.decode("utf-8", "replace"), stmt)
+            return f"{text}\n".encode() if text else b""
+    return b""
 
 
 def magic_findings(cell: Cell, rules: Sequence[type[Transform]]) -> list[Finding]:
@@ -130,9 +146,11 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     changed: dict[int, bytes] = {}
     errors: list[str] = []
     would_change = False
+    helper = b""  # the Neuron test an earlier cell defines, which later cells call
     for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
-                            prefilter=prefilter, fix=fix, inherited=inherited, cell=True)
+                            prefilter=prefilter, fix=fix, inherited=inherited + helper)
+        helper = helper or neuron_helper(result.output or cell.source)
         findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
         findings.extend(magic_findings(cell, rules))
         would_change = would_change or result.would_change

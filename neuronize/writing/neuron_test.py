@@ -119,9 +119,10 @@ def _apart(stmt: cst.BaseStatement, blank: int = 2) -> cst.BaseStatement:
     return stmt.with_changes(leading_lines=[_BLANK] * missing + lines)
 
 
-def name_neuron_test(module: cst.Module, source: bytes) -> cst.Module:
+def name_neuron_test(module: cst.Module, source: bytes, inherited: cst.Module | None = None) -> cst.Module:
     """``module`` (a rewrite of ``source``) with the tests this run wrote replaced by calls of one
-    function the module defines (defined here unless the module already has one)."""
+    function the module defines (defined here unless the module already has one, or a notebook's
+    earlier cell defined it: ``inherited``)."""
     from neuronize.analysis.positions import on_changed_lines
 
     tests = list(_tests(module))
@@ -129,7 +130,8 @@ def name_neuron_test(module: cst.Module, source: bytes) -> cst.Module:
         return module
     written = on_changed_lines(module, source, (node for node, _ in tests))
     # only a function of the migration's own names: rules recognise a call of it as the test
-    existing = frozenset(name for name in neuron_tests(module) if NEURON_TEST_NAME.fullmatch(name))
+    existing = frozenset(name for name in neuron_tests(module) | (neuron_tests(inherited) if inherited else set())
+                         if NEURON_TEST_NAME.fullmatch(name))
     # a test inside that function is its body: left as it is
     tests = [(node, path) for node, path in tests if id(node) in written
              and not any(isinstance(p, cst.FunctionDef) and p.name.value in existing for p in path)]
@@ -138,7 +140,8 @@ def name_neuron_test(module: cst.Module, source: bytes) -> cst.Module:
     spelled = one_line(tests[0][0])
     match = NEURON_TEST.fullmatch(spelled)
     assert match is not None
-    if not existing and not _imported_at_top(module, match["t"]):
+    if not existing and not _imported_at_top(module, match["t"]) and not (
+            inherited is not None and _imported_at_top(inherited, match["t"])):
         return module  # torch is imported in a function only: a module-level function could not see it
     name = min(existing) if existing else free_name(_TEST_NAMES, _used_names(module))
     call = cst.Call(func=cst.Name(name))

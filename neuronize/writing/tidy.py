@@ -13,26 +13,27 @@ from neuronize.writing.wrapped import added_long_line, limit_for, wrap_long_line
 
 
 def finished(module: cst.Module, new: cst.Module, code: str | None, source: bytes, options: Options,
-             tidy: bool, name_tests: bool) -> tuple[cst.Module, str | None]:
+             tidy: bool, inherited: cst.Module | None = None) -> tuple[cst.Module, str | None]:
     """``new`` (``module`` with the fixes applied, ``code`` its code if already rendered, else
     None) finished, with its code when rendered: under ``--target accelerator`` the detected
     device named once per scope (:mod:`neuronize.writing.device_name`) and the guards it leaves
     alike merged (:mod:`neuronize.writing.guards_merged`); then, with ``tidy`` and when the fixes
-    changed something, :func:`tidied`."""
+    changed something, :func:`tidied` (``inherited``: what a notebook's earlier cells ran)."""
     if options.target is Target.ACCELERATOR:
         named = merge_guards(name_device(new, source), source)
         if named is not new:
             new, code = named, None
     if tidy and new is not module:
-        return tidied(new, source, options, name_tests, code)
+        return tidied(new, source, options, code, inherited)
     return new, code
 
 
-def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool,
-           code: str | None = None) -> tuple[cst.Module, str | None]:
+def tidied(new: cst.Module, source: bytes, options: Options, code: str | None = None,
+           inherited: cst.Module | None = None) -> tuple[cst.Module, str | None]:
     """Defaults resolved in the body (:mod:`neuronize.writing.late_defaults`), the Neuron test
-    defined once (:mod:`neuronize.writing.neuron_test`, with ``name_tests``), lines within the
-    project's length (:mod:`neuronize.writing.wrapped`); with the result's code when rendered.
+    defined once (:mod:`neuronize.writing.neuron_test`; a notebook cell calls the one an earlier
+    cell defined, in ``inherited``), lines within the project's length
+    (:mod:`neuronize.writing.wrapped`); with the result's code when rendered.
     ``code``: ``new``'s code when already rendered (a module whose code spells no test out needs
     no walk for one).
 
@@ -40,8 +41,8 @@ def tidied(new: cst.Module, source: bytes, options: Options, name_tests: bool,
     statement-by-statement measure of :func:`wrap_long_lines` costs more than the whole render,
     and most rewrites leave no line to split."""
     tidied = late_defaults(new, source)
-    if name_tests and (code is None or tidied is not new or "current_accelerator" in code):
-        tidied = name_neuron_test(tidied, source)
+    if code is None or tidied is not new or "current_accelerator" in code:
+        tidied = name_neuron_test(tidied, source, inherited)
     if tidied is not new or code is None:
         code = tidied.code
     limit = limit_for(source, options.line_length)
