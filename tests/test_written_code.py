@@ -145,10 +145,13 @@ def test_tabs_and_crlf_are_kept():
 
 def test_a_notebook_defines_the_test_once_for_its_cells(tmp_path):
     cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
-             for source in (["import torch\n", "m = torch.compile(torch.nn.Identity())\n"],
+             for source in (["import torch\n", "\n", "width = 4\n", "depth = 2\n", "layers = []\n",
+                             "m = torch.compile(torch.nn.Identity())\n"],
                             ["n = torch.compile(torch.nn.Identity())\n"])]
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
+    # the diff of the notebook's JSON says what the definition is for, as a module's does
+    assert "[helper] defines `on_neuron`" in neuronize("fix", "--diff", "--unsafe-fixes", str(path)).stdout.decode()
     neuronize("fix", "--unsafe-fixes", str(path))
     first, second = ("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
     # the cells share one namespace: the first that needs the test defines it, the others call it

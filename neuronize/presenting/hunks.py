@@ -121,7 +121,8 @@ def import_names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-_BINDING = re.compile(r"^\s*(?:def ([A-Za-z_]\w*)\(|([A-Za-z_]\w*) = (?!=))")
+#: a line that binds a name; in a notebook's JSON a code line starts with a quote
+_BINDING = re.compile(r'^\s*"?(?:def ([A-Za-z_]\w*)\(|([A-Za-z_]\w*) = (?!=))')
 
 
 def assigned_names(text: str) -> list[str]:
@@ -133,7 +134,7 @@ def assigned_names(text: str) -> list[str]:
 
 def binding_verb(name: str, text: str) -> str:
     """How a note says that ``text`` binds ``name``: it "defines" a function, "assigns" a value."""
-    return "defines" if re.search(rf"^\s*def {re.escape(name)}\(", text, re.MULTILINE) else "assigns"
+    return "defines" if re.search(rf'^\s*"?def {re.escape(name)}\(', text, re.MULTILINE) else "assigns"
 
 
 # -- a unified diff's hunks --------------------------------------------------------------------
