@@ -264,7 +264,7 @@ def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool, 
     (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common
     folder); whether any Python file checks for a host (:mod:`neuronize.analysis.host_choice`; a
     notebook is a program of its own, which decides that for itself); the CUDA extensions the
-    project's build scripts declare."""
+    project declares (in a build script, or a notebook cell)."""
     python = [f.path for f in files if f.kind is SourceKind.PYTHON]
     notebooks = [f.path for f in files if f.kind is SourceKind.NOTEBOOK]
     if len(python) + len(notebooks) < 2:
@@ -276,8 +276,9 @@ def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool, 
 
     sources = [_read_or_empty(p) for p in python]
     code = [*sources, *(_cells_or_empty(p) for p in notebooks)]
-    kernels = kernel_bound(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
-    extensions = tuple(sorted({name for source in sources for name in declared_extensions(source)}))
+    extensions = declared_extensions(code)
+    kernels = kernel_bound(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True),
+                           extensions)
     return kernels, any(map(checks_host, sources)), extensions
 
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path, PurePath
 
 from helpers import neuronize
-from neuronize.analysis.kernel_imports import kernel_bound
+from neuronize.analysis.kernel_imports import declared_extensions, kernel_bound
 
 FILES = {
     "pkg/__init__.py": b"",
@@ -65,7 +65,8 @@ def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_
         "plain.py": b"import torch\n",
     }
     found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(
-        (tmp_path / name, PurePath(name), data) for name, data in files.items()).items()}
+        ((tmp_path / name, PurePath(name), data) for name, data in files.items()),
+        declared_extensions(files.values())).items()}
     assert found == {
         "model/attention.py": "imports the project's compiled CUDA extension `fused_ops`",
         "run.py": "imports `model.attention`, which imports the project's compiled CUDA extension `fused_ops`",

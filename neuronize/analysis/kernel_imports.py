@@ -54,9 +54,11 @@ KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath
 _DECLARED_EXTENSION = re.compile(rb"\bCUDAExtension\(\s*(?:name\s*=\s*)?[rRbBuU]?['\"]([\w.]+)['\"]")
 
 
-def declared_extensions(source: bytes) -> list[str]:
-    """The modules of the CUDA extensions ``source`` (a build script) declares."""
-    return [m.group(1).decode() for m in _DECLARED_EXTENSION.finditer(source)] if b"CUDAExtension" in source else []
+def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
+    """The modules of the CUDA extensions ``sources`` (a project's files; its build scripts among
+    them) declare, sorted."""
+    return tuple(sorted({m.group(1).decode() for source in sources if b"CUDAExtension" in source
+                         for m in _DECLARED_EXTENSION.finditer(source)}))
 
 
 def kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
@@ -87,25 +89,23 @@ def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
     return [module, *(f"{module}.{name}" for name in imported)]
 
 
-def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]]) -> dict[Path, str]:
+def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]], extensions: tuple[str, ...] = ()) -> dict[Path, str]:
     """For each of ``files`` (a path, its path relative to the folder it was found in, its bytes)
     that imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
     (``imports `apps.model`, which through the project's modules imports triton``). The CUDA
-    extensions the project's own build scripts declare are GPU-kernel code too."""
+    extensions the project's own build scripts declare (``extensions``, :func:`declared_extensions`)
+    are GPU-kernel code too."""
     by_name: dict[str, Path] = {}
     imports: dict[Path, list[str]] = {}
-    built: list[str] = []
     for path, relative, source in files:
         parts = list(relative.with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
         for start in range(len(parts)):  # the module as imported from any folder above it
             by_name.setdefault(".".join(parts[start:]), path)
-        built.extend(declared_extensions(source))
         if b"import" in source:
             package = parts[:-1] if relative.stem != "__init__" else parts
             imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
-    extensions = tuple(sorted(set(built)))
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}

@@ -24,7 +24,7 @@ from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import ends_early, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.calls import is_cuda_available_call
+from neuronize.transforms._helpers.calls import is_cuda_available_call, keyword
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
     neuron_arm, neuron_first, with_choice)
@@ -360,7 +360,7 @@ def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseEx
     index = keys.index("cuda")
     cuda = elements[index]
     assert isinstance(cuda, cst.DictElement)
-    if any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(cuda.value)):
+    if _holds_nccl(cuda.value):
         return None
     copier = _ToNeuron(ctx)
     value = cuda.value.visit(copier)
@@ -565,8 +565,12 @@ def choice_group(node: cst.CSTNode, default: str | None) -> str | None:
     """The edit group of a choice that gains Neuron: the file's process-group group where it
     chooses an NCCL backend (it moves with the group's other edits: a `"neuron"` group next to a
     kept `torch.cuda.set_device` runs nowhere), else ``default``."""
-    holds_nccl = any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(node))
-    return PROCESS_GROUP if holds_nccl else default
+    return PROCESS_GROUP if _holds_nccl(node) else default
+
+
+def _holds_nccl(node: cst.CSTNode) -> bool:
+    """``node`` names an NCCL process-group backend (``"nccl"``) somewhere."""
+    return any(isinstance(n, cst.SimpleString) and nccl_backend(string_value(n) or "") for n in iter_syntax(node))
 
 
 def in_value_arm(ctx: FileContext) -> bool:
@@ -1031,7 +1035,7 @@ def unmoved_fallback(ctx: FileContext, node: cst.If) -> str | None:
             elif isinstance(found, cst.Param) and found.default is not None and cuda_literal(found.default) is not None:
                 named.add(found.name.value)
             elif isinstance(found, cst.Call) and last_name(found.func) == "add_argument":
-                default = next((a for a in found.args if a.keyword is not None and a.keyword.value == "default"), None)
+                default = keyword(found, "default")
                 if default is not None and cuda_literal(default.value) is not None:
                     named.add(option_dest(found))
         ctx.memo[key] = named

@@ -91,11 +91,10 @@ class CudaMethod(KeepsCudaBranches, Transform):
         indexed = bool(positional) or device_arg is not None
         keep = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         keeps_cuda = keeps_cuda_hosts(self.ctx)  # the CUDA box this file serves keeps its placements
-        cuda = make_string("cuda")
-        chosen = chosen_device(self.ctx, cuda) if keeps_cuda and not indexed else None
+        cuda, aware = make_string("cuda"), keeps_cuda and not indexed
+        chosen = chosen_device(self.ctx, cuda) if aware else None  # the program's device variable, if it has one
         value, imports = ((chosen.replacement, chosen.imports) if chosen is not None
-                          else hosts.host_aware(self.ctx, cuda) if keeps_cuda and not indexed
-                          else per_target.device(self.ctx))
+                          else hosts.host_aware(self.ctx, cuda) if aware else per_target.device(self.ctx))
         device = cst.Arg(value=value)
         args = [device, *keep]
         if keep:
