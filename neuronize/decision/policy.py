@@ -106,7 +106,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
     same_tests, groups = _same_tests_grouped(settled, tree.parents)
     settled = _settle_groups(same_tests, set(), only=groups)
-    return _bodies_follow_guards(settled, proposed, tree.parents), unused
+    return _bodies_follow_guards(settled, proposed, tree.module, tree.parents), unused
 
 
 def _changed(pair: tuple[R, Finding], *, note: Note | None = None, hold: bool = False,
@@ -441,7 +441,8 @@ def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
 
 
 # -- step 9: guarded code ----------------------------------------------------------------------
-def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], parents: Parents) -> Located[R]:
+def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], module: cst.Module,
+                          parents: Parents) -> Located[R]:
     """An edit in the code a test guards, where a rule proposed to edit the test (``proposed``: the
     nodes of the fixes proposed before any step), is at most as safe as the weakest edit of that
     test that is made, and not made at all when none is: ``torch.cuda.synchronize if device_type
@@ -452,17 +453,25 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
     innermost test it sits under (``if`` body, first arm) with an edit proposed counts. And the
     widened test itself (an edit in the test naming its guard) is made only with an edit of the
     code it guards: ``torch.cuda.synchronize if device_type in ("cuda", "neuron") else ...``
-    calls CUDA on Neuron. Edit groups of edits held back here are held back whole."""
+    calls CUDA on Neuron. A flag stored from a test a rule reports (``cuda =
+    torch.cuda.is_available()``, then ``if cuda: model.cuda()``) is that test for the code it guards
+    (:func:`_flag_guards`). Edit groups of edits held back here are held back whole."""
     named = [(r, getattr(r, "guard", None)) for r, _ in located]
     tested = {id(g): g for g in (_guard_of(n, parents) for n in proposed) if g is not None}
     tested |= {id(g): g for _, g in named if g is not None}
+    flags = _flag_guards(located, module, parents)
+    tested |= {id(g): g for g, _ in flags.values()}
     if not tested:
         return located
     made: dict[int, Safety] = {}  # per guard: the weakest edit of its test that is made
     for r, _ in located:
-        guard = _guard_of(r.node, parents) if r.fixable else None
-        if guard is not None:
-            made[id(guard)] = max(made.get(id(guard), Safety.SAFE), r.safety, key=_WEAKNESS.index)
+        if not r.fixable:
+            continue
+        guard = _guard_of(r.node, parents)
+        tests = [guard] if guard is not None else []
+        tests += [g for g, stored in flags.values() if _inside(r.node, stored, parents)]
+        for test in tests:
+            made[id(test)] = max(made.get(id(test), Safety.SAFE), r.safety, key=_WEAKNESS.index)
     guarded = {id(g) for r, g in named if g is not None and r.fixable and not _inside(r.node, g.test, parents)}
     out: Located[R] = []
     held: set[str] = set()
@@ -479,6 +488,44 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
             pair = _changed(pair, safety=made[id(guard)], note=("guard", f"{made[id(guard)]}, like the edit of its test"))
         out.append(pair)
     return _settle_groups(out, held, only=held) if held else out
+
+
+def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]]:
+    """The tests ``if <flag>:`` (or ``... if <flag> else ...``) of a flag stored, once in the file,
+    from a value a rule reports on (``cuda = torch.cuda.is_available()``): by the id of each such
+    test, the test and the stored value. What the flag lets run, the value decides: kept for CUDA,
+    it guards a branch Neuron never takes."""
+    stored: dict[str, cst.CSTNode] = {}
+    for r, _ in located:
+        assign = _stored_in(r.node, parents)
+        if assign is not None:
+            stored[assign.targets[0].target.value] = assign.value  # type: ignore[attr-defined]
+    if not stored:
+        return {}
+    bound: dict[str, int] = {}
+    found: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
+    for node in iter_syntax(module):
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Param, cst.For)):
+            target = node.name if isinstance(node, cst.Param) else node.target
+            if isinstance(target, cst.Name) and target.value in stored:
+                bound[target.value] = bound.get(target.value, 0) + 1
+        elif isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Name) and node.test.value in stored:
+            found[id(node)] = (node, stored[node.test.value])
+    return {key: (guard, value) for key, (guard, value) in found.items()
+            if bound.get(guard.test.value) == 1}  # type: ignore[attr-defined]
+
+
+def _stored_in(node: cst.CSTNode, parents: Parents) -> cst.Assign | None:
+    """The statement ``<name> = <value>`` whose value holds ``node``, if any."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, cst.Assign):
+            single = len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)
+            return parent if single and parent.value is child else None
+        if isinstance(parent, (cst.BaseSuite, cst.BaseStatement, cst.Lambda, cst.FunctionDef)):
+            return None
+        child = parent
+    return None
 
 
 def _innermost_guarded(node: cst.CSTNode, guards: dict[int, cst.If | cst.IfExp], parents: Parents) -> cst.If | cst.IfExp | None:

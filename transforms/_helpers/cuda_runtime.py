@@ -195,6 +195,9 @@ def classify(ctx: FileContext, ref: CudaRef) -> tuple[Context, cst.CSTNode | Non
                 return Context.SKIP, anc
             return Context.IF, anc
         if isinstance(anc, cst.IfExp) and anc.test is child:
+            if _says_the_test(anc):
+                child = anc
+                continue
             return Context.IFEXP, anc
         if isinstance(anc, (cst.Assign, cst.AnnAssign)) and anc.value is child:
             return Context.FLAG, anc
@@ -202,6 +205,13 @@ def classify(ctx: FileContext, ref: CudaRef) -> tuple[Context, cst.CSTNode | Non
             return Context.ASSERT, anc
         return Context.OTHER, anc
     return Context.OTHER, None
+
+
+def _says_the_test(choice: cst.IfExp) -> bool:
+    """``True if <test> else False`` (or the other way round): the test's own truth, spelled
+    longer; where it goes is where the test goes (a flag it is stored in, an ``if``)."""
+    arms = {getattr(arm, "value", None) for arm in (choice.body, choice.orelse) if isinstance(arm, cst.Name)}
+    return arms == {"True", "False"}
 
 
 def _is_skip_body(node: cst.If) -> bool:
