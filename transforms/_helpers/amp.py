@@ -144,8 +144,10 @@ def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.Base
     runs at import as a decorator). So: the device ``enabled=`` names, when it names one (the
     autocast then follows the device the code chose, everywhere); else, in a file with a CPU
     path, the host-aware value, which keeps
-    ``"cuda"`` (a harmless no-op there) where the target's device is absent. A file that hard-codes
-    CUDA gets the target's device."""
+    ``"cuda"`` (a harmless no-op there) where the target's device is absent; the host-aware value
+    too where the file keeps its CUDA hosts (:func:`hosts.serves_every_host`: its placements keep
+    CUDA there, and the autocast region must agree with them). A file that hard-codes CUDA gets
+    the target's device."""
     followed = followed_device(ctx, enabled)
     if followed is not None:
         _, imports = qualified_expr(ctx, "torch.device")
@@ -156,6 +158,10 @@ def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.Base
         return AmpDevice(expr, imports, per_target.say(ctx, "; {kind} only where that device is present: this "
                                                     "file also runs without it, where the CUDA value is "
                                                     'harmless and `"neuron"` would raise'), False)
+    if per_target.target(ctx) != per_target.CPU and hosts.serves_every_host(ctx):
+        expr, imports = hosts.host_aware(ctx, original)
+        return AmpDevice(expr, imports, per_target.say(ctx, "; {kind} only where that device is present: CUDA "
+                                                    "hosts keep CUDA, as the file's device placements do"), False)
     expr, imports = per_target.device(ctx, original)
     return AmpDevice(expr, imports, "", False)
 

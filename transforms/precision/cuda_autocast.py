@@ -46,8 +46,10 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         "cuda"`: `torch.autocast("neuron")` raises on a host without torch-neuronx even when
         disabled (and a decorator runs at import), while CUDA autocast was a harmless no-op
         there; its unsafe bf16 fix then writes `dtype=torch.bfloat16 if <Neuron is present> else
-        None`, so that CUDA keeps its float16 default. A file that hard-codes CUDA gets
-        `"neuron"`. A
+        None`, so that CUDA keeps its float16 default. The device is host-aware too in a file
+        that keeps its CUDA hosts (it imports a CUDA-only library such as bitsandbytes, or
+        chooses among hosts): its tensors keep CUDA there, and the autocast region agrees with
+        them. A file that hard-codes CUDA gets `"neuron"`. A
         `torch.cuda.amp.autocast` passed on without being called (`partial(autocast, ...)`) is
         reported, and so is one in the `except` branch of a `try` that uses `torch.autocast`
         (a fallback for old PyTorch).
