@@ -181,7 +181,7 @@ def analyse_paths(
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
-    kernels, checks_host, extensions = _project_facts(files)
+    facts = _project_facts(files)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     store = _cache(str(cache_dir or default_directory())) if cache else None
@@ -202,12 +202,14 @@ def analyse_paths(
         for i in order:
             settings = resolver.for_path(files[i].path)
             options = _options_here(settings.options, files[i].path, own)
-            if files[i].path in kernels:
-                options = dataclasses.replace(options, kernel_import=kernels[files[i].path])
-            if checks_host and not options.project_checks_host:
+            if files[i].path in facts.kernels:
+                options = dataclasses.replace(options, kernel_import=facts.kernels[files[i].path])
+            if facts.checks_host and not options.project_checks_host:
                 options = dataclasses.replace(options, project_checks_host=True)
-            if extensions:
-                options = dataclasses.replace(options, project_extensions=extensions)
+            if files[i].path in facts.served:
+                options = dataclasses.replace(options, imported_by_choice=True)
+            if facts.extensions:
+                options = dataclasses.replace(options, project_extensions=facts.extensions)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):
@@ -258,28 +260,43 @@ class _Workers:
             self.pool.shutdown(cancel_futures=True)
 
 
-def _project_facts(files: Sequence[Discovered]) -> tuple[dict[Path, str], bool, tuple[str, ...]]:
+@dataclasses.dataclass(frozen=True)
+class ProjectFacts:
     """What the run's Python files and notebooks say about the project, read once before any is
-    analysed: the files that import GPU-kernel code through the project's own modules, and why
-    (:mod:`neuronize.analysis.kernel_imports`; each module named as from the files' common
-    folder); whether any Python file checks for a host (:mod:`neuronize.analysis.host_choice`; a
-    notebook is a program of its own, which decides that for itself); the CUDA extensions the
-    project declares (in a build script, or a notebook cell)."""
+    analysed (each module named as from the files' common folder)."""
+
+    #: the files that import GPU-kernel code through the project's own modules, and why
+    #: (:mod:`neuronize.analysis.kernel_imports`)
+    kernels: dict[Path, str] = dataclasses.field(default_factory=dict)
+    #: a Python file checks for a host (:mod:`neuronize.analysis.host_choice`): the project's
+    #: library modules serve several hosts (a notebook is a program of its own, which decides that
+    #: for itself)
+    checks_host: bool = False
+    #: the CUDA extensions the project declares (in a build script, or a notebook cell)
+    extensions: tuple[str, ...] = ()
+    #: the modules imported (lazily too) by a file or notebook that checks for a host or imports a
+    #: CUDA-only compute package: they run on its hosts, the CUDA box among them
+    served: set[Path] = dataclasses.field(default_factory=set)
+
+
+def _project_facts(files: Sequence[Discovered]) -> ProjectFacts:
+    """The :class:`ProjectFacts` of ``files``."""
     python = [f.path for f in files if f.kind is SourceKind.PYTHON]
     notebooks = [f.path for f in files if f.kind is SourceKind.NOTEBOOK]
     if len(python) + len(notebooks) < 2:
-        return {}, False, ()
+        return ProjectFacts()
     absolute = [Path(os.path.abspath(p)) for p in (*python, *notebooks)]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
-    from neuronize.analysis.host_choice import checks_host
-    from neuronize.analysis.kernel_imports import declared_extensions, kernel_bound
+    from neuronize.analysis.host_choice import checks_host, needs_cuda_package
+    from neuronize.analysis.kernel_imports import declared_extensions, imported_by, kernel_bound
 
     sources = [_read_or_empty(p) for p in python]
     code = [*sources, *(_cells_or_empty(p) for p in notebooks)]
     extensions = declared_extensions(code)
-    kernels = kernel_bound(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True),
-                           extensions)
-    return kernels, any(map(checks_host, sources)), extensions
+    graph = list(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
+    kernels = kernel_bound(graph, extensions)
+    chooses = {path for path, _, text in graph if checks_host(text) or needs_cuda_package(text)}
+    return ProjectFacts(kernels, any(map(checks_host, sources)), extensions, imported_by(graph, chooses))
 
 
 def _cells_or_empty(path: Path) -> bytes:

@@ -91,6 +91,9 @@ class Options:
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware
     project_checks_host: bool = False
+    #: a file of the run that checks for a host or imports a CUDA-only package imports this module,
+    #: lazily too (neuronize/analysis/kernel_imports.py): its hard-coded CUDA serves those hosts
+    imported_by_choice: bool = False
     #: a cell of the notebook asks whether a host is available, or imports a CUDA-only package
     #: (neuronize/analysis/host_choice.py): every cell runs on those hosts
     notebook_checks_host: bool = False

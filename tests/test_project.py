@@ -158,3 +158,19 @@ def test_a_library_module_keeps_the_cuda_box_where_the_project_chooses_its_host(
     assert b'x.to("neuron" if on_neuron() else "cuda")' in (chooses / "lib.py").read_bytes()
     # nothing in the project chooses a host: its CUDA moves to Neuron outright
     assert (hard / "lib.py").read_bytes().endswith(b'    return x.to("neuron")\n')
+
+
+def test_a_module_run_by_a_program_that_keeps_cuda_keeps_the_cuda_box(tmp_path):
+    # an evaluation module that works at its import (not a library), loaded lazily by a trainer
+    # whose CUDA-only compute package keeps it on CUDA hosts, and one loaded by a trainer that
+    # names CUDA outright
+    evaluation = b'import torch\nSCALE = torch.ones(1)\n\n\ndef score(x):\n    return x.to(device="cuda") * 2\n'
+    for name, head in (("kept", b"import bitsandbytes\nimport torch\n"), ("moved", b"import torch\n")):
+        root = tmp_path / name
+        (root / "evals").mkdir(parents=True)
+        (root / "evals" / "score.py").write_bytes(evaluation)
+        (root / "train.py").write_bytes(head + b"model = torch.nn.Linear(2, 2).cuda()\n\n\ndef evaluate():\n"
+                                       b"    from evals import score\n    return score.score(torch.ones(1))\n")
+        neuronize("fix", "--no-cache", "-q", ".", cwd=root)
+    assert b'x.to(device="neuron" if on_neuron() else "cuda")' in (tmp_path / "kept" / "evals" / "score.py").read_bytes()
+    assert b'x.to(device="neuron") * 2' in (tmp_path / "moved" / "evals" / "score.py").read_bytes()

@@ -89,12 +89,11 @@ def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
     return [module, *(f"{module}.{name}" for name in imported)]
 
 
-def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]], extensions: tuple[str, ...] = ()) -> dict[Path, str]:
-    """For each of ``files`` (a path, its path relative to the folder it was found in, its bytes)
-    that imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
-    (``imports `apps.model`, which through the project's modules imports triton``). The CUDA
-    extensions the project's own build scripts declare (``extensions``, :func:`declared_extensions`)
-    are GPU-kernel code too."""
+def _import_graph(files: Iterable[tuple[Path, PurePath, bytes]], pattern: re.Pattern[bytes] = _IMPORT
+                  ) -> tuple[dict[str, Path], dict[Path, list[str]]]:
+    """The modules of ``files`` (a path, its path relative to the folder it was found in, its
+    bytes) by every dotted name they can be imported as, and the modules each file imports on the
+    lines ``pattern`` finds."""
     by_name: dict[str, Path] = {}
     imports: dict[Path, list[str]] = {}
     for path, relative, source in files:
@@ -105,7 +104,36 @@ def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]], extensions: tupl
             by_name.setdefault(".".join(parts[start:]), path)
         if b"import" in source:
             package = parts[:-1] if relative.stem != "__init__" else parts
-            imports[path] = [name for m in _IMPORT.finditer(source) for name in _names(package, m)]
+            imports[path] = [name for m in pattern.finditer(source) for name in _names(package, m)]
+    return by_name, imports
+
+
+#: an import line at any indentation: in a function, the module still runs on the caller's host
+_ANY_IMPORT = re.compile(rb"^[ \t]*" + _IMPORT.pattern[1:], re.MULTILINE)
+
+
+def imported_by(files: Iterable[tuple[Path, PurePath, bytes]], importers: set[Path]) -> set[Path]:
+    """The files among ``files`` that the ``importers`` import, directly or through other modules of
+    ``files``, lazily (in a function) too: they run on whatever host their importers run on."""
+    by_name, imports = _import_graph(files, _ANY_IMPORT)
+    reached: set[Path] = set()
+    pending = [path for path in importers if path in imports]
+    while pending:
+        for name in imports.get(pending.pop(), ()):
+            module = by_name.get(name)
+            if module is not None and module not in reached and module not in importers:
+                reached.add(module)
+                pending.append(module)
+    return reached
+
+
+def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]], extensions: tuple[str, ...] = ()) -> dict[Path, str]:
+    """For each of ``files`` (a path, its path relative to the folder it was found in, its bytes)
+    that imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
+    (``imports `apps.model`, which through the project's modules imports triton``). The CUDA
+    extensions the project's own build scripts declare (``extensions``, :func:`declared_extensions`)
+    are GPU-kernel code too."""
+    by_name, imports = _import_graph(files)
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}
