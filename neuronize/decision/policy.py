@@ -23,7 +23,9 @@ around it). This module decides, in this order, each step seeing what the previo
    safety among them; a member suppressed or held back holds back the group (note ``group``).
    A CUDA device string that no rule migrates (the catch-all's finding: ``move_embed(model,
    "cuda")``) forms a group with the device edits of its function (Python only): moved without
-   it, the code's tensors and what it hands on sit on two devices, on every host;
+   it, the code's tensors and what it hands on sit on two devices, on every host; a legacy CUDA
+   tensor type no rule migrates (``torch.cuda.FloatTensor if cuda else torch.FloatTensor``) forms
+   one with the device edits of its function, or of the file where it is named at module level;
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
    ``guard``); edits to tests of the same condition in one function form an edit group, settled
@@ -98,7 +100,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
-        kept = _leftovers_join_moves(kept, tree.parents, options.target.value)
+        kept = _tensor_types_hold_devices(_leftovers_join_moves(kept, tree.parents, options.target.value), tree.parents)
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
@@ -337,6 +339,33 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
                 r = dataclasses.replace(r, group=name)
         out.append((r, f))
     return out
+
+
+def _tensor_types_hold_devices(located: Located[R], parents: Parents) -> Located[R]:
+    """A legacy CUDA tensor type no rule migrates (``Tensor = torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor``) and the device edits of its function (of the whole file, where the type is
+    named at module level: the module's functions use it), outright or host-aware, as one edit
+    group settled by :func:`_settle_groups`: the edits wait for it. Made alone, they put the model
+    on Neuron beside the CPU tensors the type makes there (and moved outright, they take the CUDA
+    box's model off the CUDA tensors it makes). An edit already in a group keeps it."""
+    kept = [r for r, _ in located if not r.fixable and _names_cuda_tensor_type(r.node) and r.rule.section == "device"]
+    if not kept:
+        return located
+    scopes = {id(scope) for scope in (_scope_of(r.node, parents) for r in kept)}
+    types = {r.rule for r in kept}  # its own edits migrate the other types: the way forward, not held
+    edits = {id(r) for r, _ in located if r.group is None and r.fixable and r.rule.section == "device"
+             and r.rule not in types and (id(None) in scopes or id(_scope_of(r.node, parents)) in scopes)}
+    if not edits:
+        return located
+    members = edits | {id(r) for r in kept if r.group is None}
+    return [(dataclasses.replace(r, group="devices beside legacy CUDA tensor types") if id(r) in members else r, f)
+            for r, f in located]
+
+
+def _names_cuda_tensor_type(node: cst.CSTNode) -> bool:
+    """``node`` names a legacy CUDA tensor type (``torch.cuda.FloatTensor``)."""
+    return (isinstance(node, cst.Attribute) and node.attr.value.endswith("Tensor")
+            and isinstance(node.value, cst.Attribute) and node.value.attr.value == "cuda")
 
 
 def _moves_outright(report: Any, device: str) -> bool:
