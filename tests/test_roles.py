@@ -81,6 +81,18 @@ def test_test_paths(path: str, expected: bool) -> None:
     assert is_test_path(path) is expected
 
 
+@pytest.mark.parametrize("source, expected", [
+    ("import torch\n\n\ndef test_add():\n    assert torch.ones(1) + 1 == 2\n", True),
+    ("import unittest\n\n\nclass Ops(unittest.TestCase):\n    pass\n", True),
+    ("class TestOps:\n    def check(self):\n        pass\n", True),
+    # a command-line script that only carries the name: it parses options when imported
+    ("import argparse\nparser = argparse.ArgumentParser()\nopt = parser.parse_args()\n", False),
+])
+def test_a_test_named_file_is_test_code_when_it_holds_tests(source: str, expected: bool) -> None:
+    assert is_test_path("tools/test_on_image.py", source.encode()) is expected
+    assert is_test_path("tests/on_image.py", source.encode())  # under tests/: always
+
+
 def test_test_file_and_cuda_gated_module() -> None:
     assert _file_role("x = 1\n", "tests/test_a.py") == (TEST, "a test file")
     gated = "import pytest, torch\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"

@@ -17,8 +17,8 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   extension or builds one with ``cpp_extension.load`` holds the
   kernels *and* their wrappers, scratch allocators, ``is_cuda`` asserts, self-tests and benchmarks,
   all bound to CUDA; a function boundary would miss the wrappers, which are the edits that break.
-- Tests: the **file** for test files (``test_*.py``, ``*_test.py``, ``conftest.py``, files under
-  ``tests/`` or ``test/``): tests are the spec of what worked, so they are not edited at all (in the
+- Tests: the **file** for test files (``test_*.py`` and ``*_test.py`` holding tests or importing a
+  test framework, ``conftest.py``, files under ``tests/`` or ``test/``): tests are the spec of what worked, so they are not edited at all (in the
   review nearly every edit in a test file was wrong, and the few right ones were trivial); plus,
   anywhere, a module gated on CUDA (``pytestmark``, a module-level skip) and a function or class
   skipped unless CUDA (a decorator or marker naming cuda/gpu, an early ``if not
@@ -171,15 +171,25 @@ class Role:
         return _MESSAGES[self.kind].format(where=self.where, reason=self.reason)
 
 
-def is_test_path(path: str) -> bool:
-    """``test_*.py``, ``*_test.py``, ``conftest.py`` or a file under a ``tests``/``test`` directory."""
+def is_test_path(path: str, source: bytes | None = None) -> bool:
+    """``conftest.py``, a file under a ``tests``/``test`` directory, or ``test_*.py`` / ``*_test.py``
+    (when ``source`` is given: one that holds tests, or imports a test framework; a script that
+    only carries the name, ``test_on_image.py`` parsing its options at the top, is no test: a
+    test runner that imported it would run it)."""
     parts = PurePosixPath(path.replace("\\", "/")).parts
     if not parts:
         return False
     name = parts[-1]
     stem = name.split(".", 1)[0]
-    return (stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
-            or any(part in _TEST_DIRS for part in parts[:-1]))
+    if stem == "conftest" or any(part in _TEST_DIRS for part in parts[:-1]):
+        return True
+    named = stem.startswith("test_") or stem.endswith("_test")
+    return named and (source is None or _HOLDS_TESTS.search(source) is not None)
+
+
+#: a test function or class, or a test framework's import
+_HOLDS_TESTS = re.compile(rb"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+test|class[ \t]+Test|(?:import|from)[ \t]+(?:pytest|unittest)\b)",
+                          re.MULTILINE)
 
 
 class FileRoles:
@@ -260,7 +270,7 @@ class FileRoles:
         return None
 
     def _test_file(self) -> Role | None:
-        if is_test_path(self._path):
+        if is_test_path(self._path, self._source):
             return Role(TEST, "a test file")
         if not _CUDA_WORDS.search(self._source.decode("utf-8", "replace")) or b"skip" not in self._source.lower():
             return None
