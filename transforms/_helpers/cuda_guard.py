@@ -75,11 +75,12 @@ class Verdict:
 class _GuardScan(cst.CSTVisitor):
     """Looks for CUDA-only markers and opaque calls in guarded code."""
 
-    def __init__(self, ctx: FileContext, verdict: Verdict) -> None:
+    def __init__(self, ctx: FileContext, verdict: Verdict, reads_harmless: bool = False) -> None:
         super().__init__()
         self.ctx = ctx
         self.v = verdict
         self.owned = owned()
+        self.reads_harmless = reads_harmless
 
     def _mark(self, what: str) -> None:
         if self.v.marker is None:
@@ -104,7 +105,7 @@ class _GuardScan(cst.CSTVisitor):
             fn = qualified[len(PREFIX):].split(".")[0]
             if fn not in self.owned and fn not in SUBMODULES and fn != "amp":  # see BACKEND_SETTING_CALLS
                 self._mark(f"`{qualified}`")
-            elif fn in MEMORY_QUERIES:
+            elif fn in MEMORY_QUERIES and not self.reads_harmless:
                 self._mark(f"`{qualified}()` read as a value, which stays CUDA")
 
     def _is_backend_setting(self, node: cst.CSTNode) -> bool:
@@ -210,9 +211,12 @@ def _names_gpu_build(text: str) -> bool:
     return _GPU_BUILD.match(text) is not None or "." in text and text.split(".")[0] in CUDA_ONLY_PACKAGES
 
 
-def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None]) -> Verdict:
+def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_program: bool = False) -> Verdict:
+    """What ``nodes``, the code a check decides, hold. ``rest_of_program``: the code is everything
+    after an ``assert`` the program starts with, where a memory statistic read for a log line
+    (0 without CUDA) is no reason to keep the whole program off Neuron."""
     verdict = Verdict()
-    visitor = _GuardScan(ctx, verdict)
+    visitor = _GuardScan(ctx, verdict, reads_harmless=rest_of_program)
     for node in nodes:
         if node is not None:
             visit(node, visitor)

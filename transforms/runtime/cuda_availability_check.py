@@ -56,7 +56,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
           is stored in) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
           DeepSpeed, cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16
           (`.half()`, `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
-          reported, because a Neuron-aware check would switch that path on;
+          reported, because a Neuron-aware check would switch that path on (a memory statistic
+          read after an `assert` the program starts with, for a log line, is none: it reads 0
+          without CUDA, and the assert would keep the whole program off Neuron);
         - the `if` branches or the flag's uses name a CUDA value the placement rules would move
           to Neuron (`x.cuda(1)`, `"cuda:1"`, `"nccl"`) and no Neuron branch can be modelled on
           them: kept and reported (an extended check would send CUDA to Neuron's device);
@@ -395,7 +397,8 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         return (scan(ctx, [where, *flag_uses(ctx, names, where)]),  # type: ignore[arg-type]
                 ", ".join(f"`{n}`" for n in names) or "the stored value")
     if kind is Context.ASSERT:
-        verdict = scan(ctx, guarded_after(ctx, where))  # type: ignore[arg-type]
+        program = not any(isinstance(anc, (cst.FunctionDef, cst.Lambda)) for anc in ctx.ancestors())
+        verdict = scan(ctx, guarded_after(ctx, where), rest_of_program=program)  # type: ignore[arg-type]
         verdict.opaque = verdict.opaque or "the code after the assert"
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
