@@ -395,6 +395,24 @@ def rewrite_idiom(ctx: FileContext, node: cst.IfExp, side: str, literal: cst.Bas
     return IdiomRewrite(replacement, message, imports, literal, branch, kind)
 
 
+def indexed_device(ctx: FileContext, node: cst.IfExp, plan: IdiomRewrite) -> tuple[cst.CSTNode, cst.BaseExpression, str]:
+    """Where the idiom ``node`` is rewritten, to what, and a note for the message: ``node`` as
+    ``plan`` says; but on the neuron target, where the idiom is the type of ``torch.device(<idiom>,
+    <index>)`` (a per-process GPU index, ``local_rank``), the call, as ``torch.device("neuron") if
+    <Neuron is here> else <the call>``: each process of a ``"neuron"`` process group sees one
+    device, so the index stays with the hosts that had it."""
+    above = ctx.ancestors()
+    arg, call = next(above, None), next(above, None)
+    if per_target.target(ctx) != per_target.NEURON or not isinstance(plan.replacement, cst.IfExp) or not (
+            isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and len(call.args) == 2 and call.args[0] is arg
+            and arg.keyword is None and last_name(call.func) == "device") or (
+            isinstance(call.args[1].value, cst.Integer) and call.args[1].value.value == "0"):  # Neuron's 0 too
+        return node, plan.replacement, ""
+    neuron = call.with_changes(args=[arg.with_changes(value=plan.replacement.body, comma=cst.MaybeSentinel.DEFAULT)])
+    return call, cst.IfExp(test=plan.replacement.test, body=neuron, orelse=call.with_changes(lpar=(), rpar=()),
+                           lpar=call.lpar, rpar=call.rpar), OTHER_HOSTS_INDEX_NOTE
+
+
 def with_choice(container: cst.List | cst.Tuple, added: str,
                 value: cst.BaseExpression | None = None) -> cst.List | cst.Tuple | None:
     """An option's ``choices=[..., "cuda", ...]`` with ``added`` (or the expression ``value``,
@@ -420,6 +438,8 @@ INDEX_NOTE = ("; the device index is dropped: under a `\"neuron\"` process group
               "one device (review single-process multi-device code)")
 PORTABLE_INDEX_NOTE = ("; the device index is dropped (torchrun code selects its CUDA device with "
                        "`torch.cuda.set_device`; review single-process multi-device code)")
+OTHER_HOSTS_INDEX_NOTE = ("; Neuron's device takes no index, the other hosts keep theirs: under a `\"neuron\"` "
+                          "process group each process sees one device")
 KEPT_INDEX_NOTE = (": the CUDA device (with its index) where CUDA is present, else the current accelerator "
                    "(a Neuron process sees one device) or the CPU")
 

@@ -11,7 +11,7 @@ from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
-    indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
+    indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, triton_keyword, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts,
@@ -207,8 +207,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         plan = rewrite_idiom(self.ctx, node, *found)
         self._done.update((id(plan.literal), id(plan.branch)))
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if plan.kind.drops_index else {}
-        self.fix(node, plan.replacement, plan.message + (index_note(self.ctx) if extra else ""),
-                 imports=plan.imports, **extra)
+        at, replacement, note = indexed_device(self.ctx, node, plan)  # `torch.device(<idiom>, local_rank)`
+        self.fix(at, replacement, plan.message + (index_note(self.ctx) if extra else note), imports=plan.imports, **extra)
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
