@@ -67,6 +67,21 @@ def test_defined_once_after_the_imports_and_called_where_it_was_written():
     assert torch.equal(namespace["step"](torch.nn.Identity(), x), x)
 
 
+def test_defined_after_the_import_of_torch_where_other_code_comes_first():
+    out = migrate('''
+        import sys
+        with open(sys.argv[0]) as f:
+            code = f.read()  # the script logs its own source
+        import os
+        import torch
+        import numpy as np
+
+        model = torch.compile(torch.nn.Identity())
+        ''')
+    assert out.index("import numpy as np") < out.index("def on_neuron()") < out.index("model = torch.compile")
+    assert out.index("with open(sys.argv[0])") < out.index("def on_neuron()")
+
+
 def test_the_accelerator_target_calls_it_too():
     out = migrate(TRAINER, target="accelerator")
     assert out.count(TEST) == 1 and "on_neuron()" in out

@@ -89,11 +89,21 @@ def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
     return func
 
 
-def _opening(module: cst.Module) -> int:
+def _opening(module: cst.Module, name: str) -> int:
     """Where the function goes: after the docstring, imports and environment settings the module
-    opens with (a library may read those when it is imported)."""
-    index = 0
-    for i, stmt in enumerate(module.body):
+    opens with (a library may read those when it is imported); where ``name`` (``torch``) is
+    imported at the top level after other code, after the imports around that import."""
+    opening = _imports_from(module, 0)
+    later = next((i for i, stmt in enumerate(module.body) if i >= opening and isinstance(stmt, cst.SimpleStatementLine)
+                  and any(isinstance(s, cst.Import) and any(imported.local == name for imported in imported_names(s))
+                          for s in stmt.body)), None)
+    return opening if later is None else _imports_from(module, later)
+
+
+def _imports_from(module: cst.Module, start: int) -> int:
+    """The index past the run of imports (and docstring, environment settings) that starts at ``start``."""
+    index = start
+    for i, stmt in enumerate(module.body[start:], start):
         if isinstance(stmt, cst.SimpleStatementLine) and all(
                 isinstance(s, (cst.Import, cst.ImportFrom)) or "environ" in _code(s)
                 or isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString)
@@ -150,7 +160,7 @@ def name_neuron_test(module: cst.Module, source: bytes, inherited: cst.Module | 
         return renamed
     # before the first top-level statement that calls it at import, else after the opening
     first_use = min(module.body.index(path[1]) for _, path in tests)
-    at = min(_opening(module), first_use)
+    at = min(_opening(module, match["t"]), first_use)
     body = list(renamed.body)
     definition = _definition(module, name, spelled)
     if at:
