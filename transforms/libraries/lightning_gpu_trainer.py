@@ -1,4 +1,4 @@
-"""NRN505: Lightning ``Trainer(accelerator="gpu", ...)``: what is and is not established on Trainium."""
+"""NRN505: Lightning ``Trainer`` / ``Fabric`` on GPUs: what is and is not established on Trainium."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.names import last_name
 
-#: Lightning's packages, whose `Trainer` is meant (`lightning.Trainer`, `pytorch_lightning.Trainer`)
-LIGHTNING = ("lightning.", "pytorch_lightning.", "lightning.pytorch.")
+#: Lightning's packages, whose `Trainer` and `Fabric` are meant (`lightning.Trainer`, `pytorch_lightning.Trainer`,
+#: `lightning.Fabric`, `lightning_fabric.Fabric`)
+LIGHTNING = ("lightning.", "pytorch_lightning.", "lightning.pytorch.", "lightning_fabric.")
+#: the accelerators Lightning picks itself: a GPU where there is one, else the CPU (never Neuron)
+CHOSEN = ("auto",)
 GPU_ACCELERATORS = ("gpu", "cuda")
 #: fp16 precisions, which Lightning scales with a CUDA GradScaler
 FP16 = ("16", "16-mixed", "16-true")
@@ -21,7 +25,7 @@ def _shown(arg: cst.Arg) -> str:
 
 
 def _gpu_arguments(call: cst.Call) -> list[str]:
-    """The arguments of a Trainer call that ask for GPUs, as shown to the user."""
+    """The arguments of a Trainer or Fabric call that ask for GPUs, as shown to the user."""
     shown = []
     accelerator = keyword(call, "accelerator")
     if accelerator is not None and (string_value(accelerator.value) or "").lower() in GPU_ACCELERATORS:
@@ -34,13 +38,16 @@ def _gpu_arguments(call: cst.Call) -> list[str]:
 
 
 class LightningGpuTrainer(Transform):
-    """Finds Lightning `Trainer(...)` calls that ask for GPUs (`accelerator="gpu"`, `gpus=`), and says what is established on Trainium.
+    """Finds Lightning `Trainer(...)` and `Fabric(...)` calls that ask for GPUs (`accelerator="gpu"`, `gpus=`), and says what is established on Trainium.
 
     What it does:
-        Reports `Trainer(...)` of `lightning` / `pytorch_lightning` with `accelerator="gpu"` or
-        `"cuda"`, or the older `gpus=` / `auto_select_gpus=` arguments. The finding names the other
-        GPU-sized arguments of the same call (`devices=` counts, `strategy="ddp"`, fp16
-        `precision=`) and separates what is established from what is not.
+        Reports `Trainer(...)` of `lightning` / `pytorch_lightning` and `Fabric(...)` of
+        `lightning` / `lightning_fabric` with `accelerator="gpu"` or `"cuda"`, or the older
+        `gpus=` / `auto_select_gpus=` arguments. The finding names the other GPU-sized arguments
+        of the same call (`devices=` counts, `strategy="ddp"`, fp16 `precision=`) and separates
+        what is established from what is not. A call that lets Lightning choose
+        (`accelerator="auto"`, or none given) is reported too: Lightning picks a GPU where there
+        is one, and on Trainium the CPU, so the program's device choice is Lightning's.
 
     Why on TorchNeuron:
         Established: the model's PyTorch code runs on the `"neuron"` device, `torch.distributed`
@@ -78,31 +85,35 @@ class LightningGpuTrainer(Transform):
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
         "https://lightning.ai/docs/pytorch/stable/extensions/accelerator.html",
     )
-    tokens = (b"Trainer",)
+    tokens = (b"Trainer", b"Fabric")
     examples = (
         Example("import lightning as L\ntrainer = L.Trainer(accelerator='gpu', devices=4)\n", None),
         Example("from pytorch_lightning import Trainer\nt = Trainer(gpus=2)\n", None),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not ((isinstance(func, cst.Attribute) and func.attr.value == "Trainer")
-                or (isinstance(func, cst.Name) and func.value == "Trainer")):
-            return
-        qualified = self.ctx.qualify(func) or ""
-        if not qualified.startswith(LIGHTNING):
+        kind = last_name(node.func)
+        if kind not in ("Trainer", "Fabric") or not (self.ctx.qualify(node.func) or "").startswith(LIGHTNING):
             return
         asks = _gpu_arguments(node)
+        accelerator = keyword(node, "accelerator")
         if not asks:
+            chosen = string_value(accelerator.value) if accelerator is not None else "auto"
+            given = any(arg.star or arg.keyword is None for arg in node.args)  # `Fabric(**cfg)`: the config's
+            if chosen in CHOSEN and not given:  # Lightning picks a GPU where there is one: on Trainium the CPU
+                self.report(accelerator or node, f"Lightning `{kind}(accelerator=\"{chosen}\")` chooses the device "
+                            "itself and has no Neuron accelerator: on Trainium it runs on the CPU; for Trainium move "
+                            "the loop to plain PyTorch on `\"neuron\"`, or try a custom `Accelerator` for `neuron` "
+                            "(unverified)")
             return
         sized = [_shown(arg) for arg in node.args if arg.keyword is not None and (
             arg.keyword.value in ("devices", "num_nodes", "strategy") or (
                 arg.keyword.value == "precision" and (string_value(arg.value) or short(arg.value)) in FP16))]
         also = f" with `{', '.join(sized)}`" if sized else ""
-        self.report(keyword(node, "accelerator") or keyword(node, "gpus") or node,
-                    f"Lightning `Trainer({', '.join(asks)})`{also}: Lightning has no Neuron accelerator "
+        self.report(accelerator or keyword(node, "gpus") or node,
+                    f"Lightning `{kind}({', '.join(asks)})`{also}: Lightning has no Neuron accelerator "
                     "(`accelerator=\"neuron\"` is rejected) and a Lightning run on TorchNeuron is not documented; "
                     "established: the model's PyTorch code runs on `\"neuron\"`, `torch.distributed` takes "
-                    "`backend=\"neuron\"`, Trainium trains in bf16. Keep this Trainer for GPUs; for Trainium "
+                    f"`backend=\"neuron\"`, Trainium trains in bf16. Keep this {kind} for GPUs; for Trainium "
                     "move the loop to plain PyTorch, or try a custom `Accelerator` for `neuron` with "
                     "`DDPStrategy(process_group_backend=\"neuron\")` and `precision=\"bf16-mixed\"` (unverified)")
