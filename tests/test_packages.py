@@ -45,6 +45,8 @@ def test_a_shared_top_level_name_is_no_cuda_only_path():
 
 def test_compiled_extension_modules_by_name():
     assert is_cuda_extension_module("selective_scan_cuda")
+    assert is_cuda_extension_module("xentropy_cuda_lib") and is_cuda_extension_module("fused_cuda_kernels.ops")
+    assert not is_cuda_extension_module("utils.is_cuda") and not is_cuda_extension_module("cuda_utils")
     assert not is_cuda_extension_module("torch.cuda") and not is_cuda_extension_module("cuda")
 
 

@@ -226,11 +226,14 @@ REPORTED = tuple(sorted((name for name, p in PACKAGES.items() if p.reported), ke
 CUDA_ONLY_PACKAGES = frozenset(name.split(".")[0] for name, p in PACKAGES.items() if p.cuda_only)
 
 
+#: a compiled CUDA extension's module name by convention (``CUDAExtension(name="..._cuda")``)
+_EXTENSION_NAME = re.compile(r"^\w+_cuda(?:_kernels?|_ext|_lib)?$")
+
+
 def is_cuda_extension_module(module: str) -> bool:
-    """``selective_scan_cuda``, ``fused_layer_norm_cuda``: a top-level module named ``*_cuda`` is
-    by convention a compiled CUDA extension (``CUDAExtension(name="..._cuda")``)."""
-    top = module.split(".")[0]
-    return top.endswith("_cuda") and top != "_cuda"
+    """``selective_scan_cuda``, ``fused_layer_norm_cuda``, ``xentropy_cuda_lib``: a top-level module
+    named ``*_cuda`` (``_kernel(s)``, ``_ext``, ``_lib``) is by convention a compiled CUDA extension."""
+    return _EXTENSION_NAME.match(module.split(".")[0]) is not None
 
 
 def imported_package(module: str, names: tuple[str, ...] = ()) -> str | None:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path, PurePath
 
-from neuronize.analysis.cuda_packages import PACKAGES, module_matches
+from neuronize.analysis.cuda_packages import PACKAGES, is_cuda_extension_module, module_matches
 from neuronize.analysis.cuda_packages import Path as KernelPath
 
 #: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
@@ -28,8 +28,6 @@ KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion
                    "cupy", "cupyx", "pycuda")
 #: a package directory of kernels named after their language (``<pkg>.ops.triton.<module>``)
 _KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"})
-#: a compiled CUDA extension imported by name (``import selective_scan_cuda``)
-_EXTENSION = re.compile(r"^\w+_cuda(?:_kernels?|_ext)?$")
 
 #: ``from a import b, c``, ``from a import (`` (the names on the lines after are not read), ``import a, b``
 _IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import\b[ \t]*\(?([\w, \t]*)|import[ \t]+([\w., \t]+))",
@@ -41,8 +39,8 @@ def extension_or_kernel_module(module: str) -> str | None:
     mamba_ssm.ops.triton.ssd import scan``: a wrapper of its kernels) or a compiled CUDA extension."""
     if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
         return f"imports the kernel module `{module}`"
-    if _EXTENSION.match(module):
-        return f"imports the compiled CUDA extension `{module}`"
+    if is_cuda_extension_module(module):
+        return f"imports the compiled CUDA extension `{module.split('.')[0]}`"
     return None
 
 
