@@ -100,7 +100,9 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
-        kept = _tensor_types_hold_devices(_leftovers_join_moves(kept, tree.parents, options.target.value), tree.parents)
+        device = options.target.value
+        kept, grouped = _tensor_types_hold_devices(_leftovers_join_moves(kept, tree.parents, device), tree.parents, device)
+        held |= grouped
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
@@ -341,25 +343,28 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     return out
 
 
-def _tensor_types_hold_devices(located: Located[R], parents: Parents) -> Located[R]:
+def _tensor_types_hold_devices(located: Located[R], parents: Parents, device: str) -> tuple[Located[R], set[str]]:
     """A legacy CUDA tensor type no rule migrates (``Tensor = torch.cuda.FloatTensor if cuda else
     torch.FloatTensor``) and the device edits of its function (of the whole file, where the type is
-    named at module level: the module's functions use it), outright or host-aware, as one edit
+    named at module level: the module's functions use it) that write the target's ``device``,
+    outright or host-aware (a placement; not a runtime call made host-neutral), as one edit
     group settled by :func:`_settle_groups`: the edits wait for it. Made alone, they put the model
     on Neuron beside the CPU tensors the type makes there (and moved outright, they take the CUDA
-    box's model off the CUDA tensors it makes). An edit already in a group keeps it."""
+    box's model off the CUDA tensors it makes). An edit already in a group keeps it, and that
+    group is returned to be held back whole."""
     kept = [r for r, _ in located if not r.fixable and _names_cuda_tensor_type(r.node) and r.rule.section == "device"]
     if not kept:
-        return located
+        return located, set()
     scopes = {id(scope) for scope in (_scope_of(r.node, parents) for r in kept)}
     types = {r.rule for r in kept}  # its own edits migrate the other types: the way forward, not held
-    edits = {id(r) for r, _ in located if r.group is None and r.fixable and r.rule.section == "device"
-             and r.rule not in types and (id(None) in scopes or id(_scope_of(r.node, parents)) in scopes)}
+    edits = [r for r, _ in located if r.fixable and r.rule.section == "device" and r.rule not in types
+             and _writes_device(r, device) and (id(None) in scopes or id(_scope_of(r.node, parents)) in scopes)]
     if not edits:
-        return located
-    members = edits | {id(r) for r in kept if r.group is None}
-    return [(dataclasses.replace(r, group="devices beside legacy CUDA tensor types") if id(r) in members else r, f)
-            for r, f in located]
+        return located, set()
+    members = {id(r) for r in [*edits, *kept] if r.group is None}
+    name = "devices beside legacy CUDA tensor types"
+    return ([(dataclasses.replace(r, group=name) if id(r) in members else r, f) for r, f in located],
+            {r.group for r in edits if r.group is not None})
 
 
 def _names_cuda_tensor_type(node: cst.CSTNode) -> bool:
@@ -368,17 +373,19 @@ def _names_cuda_tensor_type(node: cst.CSTNode) -> bool:
             and isinstance(node.value, cst.Attribute) and node.value.attr.value == "cuda")
 
 
+def _writes_device(report: Any, device: str) -> bool:
+    """``report``'s fix writes the target's ``device`` (``"neuron"``) somewhere: a placement."""
+    replacement = report.replacement
+    return isinstance(replacement, cst.CSTNode) and any(
+        isinstance(n, cst.SimpleString) and n.evaluated_value == device for n in iter_syntax(replacement))
+
+
 def _moves_outright(report: Any, device: str) -> bool:
     """``report``'s fix writes the target's ``device`` (``"neuron"``, ``"cpu"``) with no choice
     left for CUDA: no conditional expression in what it writes (a host-aware edit, ``"neuron" if
     <Neuron is here> else "cuda"``, keeps the CUDA box's device, so the string left beside it
     still matches there)."""
-    replacement = report.replacement
-    if not isinstance(replacement, cst.CSTNode):
-        return False
-    nodes = list(iter_syntax(replacement))
-    return not any(isinstance(n, cst.IfExp) for n in nodes) and any(
-        isinstance(n, cst.SimpleString) and n.evaluated_value == device for n in nodes)
+    return _writes_device(report, device) and not any(isinstance(n, cst.IfExp) for n in iter_syntax(report.replacement))
 
 
 def _names_cuda_device(node: cst.CSTNode) -> bool:

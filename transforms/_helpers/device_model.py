@@ -75,6 +75,9 @@ class DeviceModel:
     detections: list[tuple[cst.If, list[cst.If]]] = field(default_factory=list)
     #: the file keeps its CUDA hosts (see :func:`keeps_cuda_hosts`)
     keeps_cuda: bool = False
+    #: id of an ``if <flag>:`` -> the check the flag was stored from, once, earlier in its block
+    #: (``use_cuda = args.cuda and torch.cuda.is_available()``): the check the ``if`` asks
+    flag_checks: dict[int, cst.BaseExpression] = field(default_factory=dict)
 
 
 def model(ctx: FileContext) -> DeviceModel:
@@ -103,6 +106,8 @@ def _build(ctx: FileContext) -> DeviceModel:
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
+        if b"is_available" in ctx.source:
+            built.flag_checks.update(_flag_checks(ctx, statements))
     for node in iter_statements(ctx.module.body):
         if not isinstance(node, cst.If) or id(node) in elifs:
             continue
@@ -113,7 +118,7 @@ def _build(ctx: FileContext) -> DeviceModel:
             built.dispatches.append(dispatch)
             built.cuda_links.add(id(dispatch.cuda))
         for before, link in zip([None, *links], links, strict=False):
-            if detection_link(ctx, link, links):
+            if detection_link(ctx, link, links, built.flag_checks):
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
                 if not (before is not None and asks_if_neuron(before.test)):
@@ -458,7 +463,40 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
     return isinstance(parent, cst.IfExp) and parent.orelse is node and neuron_first(parent)
 
 
-def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()) -> bool:
+def _flag_checks(ctx: FileContext, statements: Sequence[cst.CSTNode]) -> dict[int, cst.BaseExpression]:
+    """The ``if <flag>:`` statements of one block whose flag an earlier statement of the block
+    stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``), the only
+    binding of that name in the file: by their id, the check."""
+    stored: dict[str, cst.BaseExpression] = {}
+    found: dict[int, tuple[str, cst.BaseExpression]] = {}
+    for statement in statements:
+        if isinstance(statement, cst.If) and isinstance(statement.test, cst.Name) and statement.test.value in stored:
+            found[id(statement)] = (statement.test.value, stored[statement.test.value])
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and _neuron_test(ctx, small.value) is not None:
+            stored[small.targets[0].target.value] = small.value
+    if not found:
+        return {}
+    bound = dict.fromkeys((name for name, _ in found.values()), 0)
+    for node in iter_syntax(ctx.module):
+        target = node.name if isinstance(node, cst.Param) else getattr(node, "target", None) \
+            if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)) else None
+        if isinstance(target, cst.Name) and target.value in bound:
+            bound[target.value] += 1
+    return {key: check for key, (name, check) in found.items() if bound[name] == 1}
+
+
+def feeds_detection(ctx: FileContext, stored: cst.CSTNode) -> bool:
+    """``stored`` (``use_cuda = <check>``) is the flag a detection tests (``if use_cuda: device =
+    "cuda"``), which gains a Neuron branch in front: the flag stays CUDA's."""
+    found = model(ctx)
+    value = getattr(stored, "value", None)
+    return any(check is value and key in found.detection_links for key, check in found.flag_checks.items())
+
+
+def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = (),
+                   flags: dict[int, cst.BaseExpression] | None = None) -> bool:
     """``if torch.cuda.is_available(): <device> = "cuda"`` (or ``return "cuda"``), alone or in a
     chain: a detection, which gains a Neuron branch in front (:func:`neuron_first_detection`).
     Any choice of a CUDA value under the check is one too (``backend = "nccl"``, ``model =
@@ -468,7 +506,7 @@ def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ())
     in a chain (``chain``: its links) whose every branch sets one variable to a device
     (``arg = "cuda:0"`` after CUDA's own logging, ``arg = "mps"``, ``arg = "cpu"``), the CUDA
     branch is a detection whatever else it does (:func:`_chain_choice`)."""
-    if _neuron_test(ctx, node.test) is None:
+    if _neuron_test(ctx, (flags or {}).get(id(node), node.test)) is None:
         return False
     return _assigns_cuda(node.body) or _choice_body(ctx, node.body) or _chain_choice(node, chain) is not None
 
@@ -483,7 +521,34 @@ def _neuron_test(ctx: FileContext, test: cst.BaseExpression) -> tuple[cst.BaseEx
         return None
     present, imports = per_target.neuron_present(ctx)
     replaced = replace_is_available(ctx, test, present)
-    return None if cuda_left(replaced) else (replaced, imports)
+    hidden: cst.CSTNode = replaced.visit(_SettingsHidden(ctx))  # type: ignore[assignment]
+    return None if cuda_left(hidden) else (replaced, imports)
+
+
+class _SettingsHidden(cst.CSTTransformer):
+    """A test with the user's own settings named after CUDA (``args.cuda``, ``not opt.no_cuda``,
+    ``use_cuda``) hidden: they choose the accelerator, and the Neuron branch keeps them as the
+    original test did (``args.cuda and <Neuron is here>``); what asks CUDA itself
+    (``torch.cuda...``, ``x.is_cuda``, a ``"cuda"`` string) stays to be seen."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.attributes: set[int] = set()  # the names after a dot: parts of their attribute, not variables
+
+    def _setting(self, node: cst.Attribute | cst.Name) -> bool:
+        name = node.attr.value if isinstance(node, cst.Attribute) else node.value
+        return "cuda" in name.lower() and name != "is_cuda" and not (self.ctx.qualify(node) or "").startswith("torch")
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.attributes.add(id(node.attr))
+        return not self._setting(node)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        return cst.Name("setting") if self._setting(original) else updated
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return cst.Name("setting") if id(original) not in self.attributes and self._setting(original) else updated
 
 
 def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
@@ -661,7 +726,7 @@ def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.I
     """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
     its ``elif`` and keeps CUDA and every other host; in a chain that sets one variable in every
     branch (:func:`_chain_choice`), the Neuron body sets it to ``"neuron"`` and nothing else."""
-    found = _neuron_test(ctx, node.test)
+    found = _neuron_test(ctx, model(ctx).flag_checks.get(id(node), node.test))
     assert found is not None  # a detection link (:func:`detection_link`)
     test, imports = found
     chosen = None if _assigns_cuda(node.body) or _choice_body(ctx, node.body) else _chain_choice(node, chain)

@@ -24,7 +24,11 @@ class DeviceDispatch(Transform):
         (`model.to("neuron")`), `dtype = torch.float16` (bf16); where the copy would still use
         CUDA (`x.cuda(1)`, `torch.cuda.*` beyond synchronize/empty_cache/device_count) it is not
         made (NRN110 reports the check). The check may be one of several conditions joined by
-        `and` (kept in the Neuron branch's test); in a chain whose every branch sets one variable
+        `and` (kept in the Neuron branch's test, the user's own `args.cuda` / `not args.no_cuda`
+        settings included), or stored once, earlier in the block, in a flag the `if` tests
+        (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, then `if use_cuda:`: the
+        Neuron branch asks `not args.no_cuda and <the accelerator is Neuron>`, the flag stays
+        CUDA's); in a chain whose every branch sets one variable
         to a device, the Neuron branch sets that variable only. A dispatch over a device value
         (`if device == "cpu": ... elif device == "cuda": ... elif device == "mps": ... else:
         raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`) gets `elif
