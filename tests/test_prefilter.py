@@ -12,9 +12,11 @@ import pytest
 
 from neuronize.analysis.context import Options
 from neuronize.analysis.engine import run_source
-from neuronize.analysis.prefilter import prefilter_for
+from neuronize.analysis import engine
+from neuronize.analysis.prefilter import candidates, prefilter_for
 from neuronize.analysis.any_kind import run_kind
 from neuronize.registry import all_rules
+from neuronize.transform import Evidence, Safety, Transform
 
 RULES = all_rules()
 COMBINED = prefilter_for(RULES)
@@ -101,3 +103,39 @@ def test_filter_is_derived_from_declared_tokens():
     assert set(COMBINED.tokens) <= declared
     assert all(not any(a != b and a in b for b in COMBINED.tokens) for a in COMBINED.tokens)
     assert not COMBINED.search(b"FROM ubuntu\nNGPU=8\nMULTI_GPU: all\n"), "a line rule's tokens leak in"
+
+
+class _Spelled(Transform):
+    """Declares ``.half(``."""
+
+    id, name, safety, evidence, tokens = "NRN997", "spelled", Safety.REPORT_ONLY, Evidence.DOC, (b".half(",)
+
+
+class _Punctuation(Transform):
+    """Declares a token with no name part."""
+
+    id, name, safety, evidence, tokens = "NRN996", "punctuation", Safety.REPORT_ONLY, Evidence.DOC, (b"(",)
+
+
+def test_candidates_are_the_rules_whose_token_cores_the_file_holds():
+    """A rule walks a file only when the file holds the name part of one of its tokens, in any
+    case and spacing; a token without a name part runs its rule everywhere."""
+    rules = [_Spelled, _Punctuation]
+    assert candidates(b"model.half()\n", rules) == rules
+    assert candidates(b"model . HALF ()\n", rules) == rules  # looser than the token: still run
+    assert candidates(b"behalf_of = 1\n", rules) == rules  # a core inside a longer name
+    assert candidates(b"x.cuda()\n", rules) == [_Punctuation]
+    assert candidates(b"\xff\xfehal\xfff\n", rules) == [_Punctuation]  # not a name: no core
+
+
+@pytest.mark.parametrize("rule,index,example", EXAMPLES,
+                         ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES])
+def test_examples_give_the_same_result_when_every_rule_walks(rule, index, example, monkeypatch):
+    """Running only the rules a file can wake changes no finding and no output."""
+    if "python" not in rule.kinds:
+        return
+    source = _before(example)
+    options = Options(target=example.target, unsafe_fixes=example.unsafe_fixes)
+    woken = run_source(source, RULES, options)
+    monkeypatch.setattr(engine, "candidates", lambda text, rules: list(rules))
+    assert run_source(source, RULES, options) == woken

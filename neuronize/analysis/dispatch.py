@@ -43,21 +43,28 @@ class _Dispatch:
             for node_type, is_leave, attr in _hooks(type(rule)):
                 self._methods[node_type][is_leave].append(getattr(rule, attr))
 
-    def walk(self, node: cst.CSTNode, parent: cst.CSTNode | None = None) -> None:
-        if parent is not None:
-            self.parents[id(node)] = parent
-        self._stack.append(node)
-        kind = type(node)
-        hooks = self._hooks.get(kind)
-        if hooks is None:
-            hooks = self._hooks[kind] = self._methods.get(kind.__name__, ([], []))
-        for method in hooks[0]:
-            method(node)
-        for child in children(node):
-            self.walk(child, node)
-        for method in hooks[1]:
-            method(node)
-        self._stack.pop()
+    def walk(self, root: cst.CSTNode) -> None:
+        """Every rule's hooks on ``root`` and each node under it, parents before children (a
+        closure over locals: the attribute lookups of a method cost a tenth of the walk)."""
+        parents, stack, by_kind, methods = self.parents, self._stack, self._hooks, self._methods
+        none: tuple[list[Callable[[cst.CSTNode], object]], ...] = ([], [])
+
+        def go(node: cst.CSTNode) -> None:
+            stack.append(node)
+            kind = type(node)
+            hooks = by_kind.get(kind)
+            if hooks is None:
+                hooks = by_kind[kind] = methods.get(kind.__name__, none)
+            for method in hooks[0]:
+                method(node)
+            for child in children(node):
+                parents[id(child)] = node
+                go(child)
+            for method in hooks[1]:
+                method(node)
+            stack.pop()
+
+        go(root)
 
 
 def analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,

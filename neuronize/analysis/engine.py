@@ -2,7 +2,9 @@
 imports -> finish -> emit. This module runs the stages and the rounds; each stage is a module:
 
 - **Pre-filter** (:mod:`neuronize.analysis.prefilter`): a substring test over the raw bytes, built
-  from the tokens every enabled rule declares. A file with none of them is never parsed.
+  from the tokens every enabled rule declares. A file with none of them is never parsed; the first
+  walk of a file runs only the rules with the name part of a token of theirs in it
+  (:func:`neuronize.analysis.prefilter.candidates`).
 - **Parse** once with libcst, on a thread with a deep stack. No metadata wrapper on the way in:
   names come from an import alias table, parents from the walk's own stack.
 - **Analyse** (:mod:`neuronize.analysis.dispatch`): one walk (:mod:`neuronize.analysis.walk`:
@@ -36,7 +38,7 @@ import libcst as cst
 from neuronize.analysis.deep_stack import on_deep_stack
 from neuronize.analysis.dispatch import analyse
 from neuronize.analysis.positions import locate_in_code
-from neuronize.analysis.prefilter import TokenFilter, prefilter_for
+from neuronize.analysis.prefilter import TokenFilter, candidates, prefilter_for
 from neuronize.analysis.read_errors import read_error
 from neuronize.analysis.syntax_error import python_syntax_error
 from neuronize.decision.policy import Located, Tree, accepts, decide
@@ -101,7 +103,10 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     source, tail = _split_blank_tail(source)
     module = cst.parse_module(source)
     inherited = cst.parse_module(inherited_source) if inherited_source else None
-    reports, parents = analyse(module, rules, options, path, source, inherited)
+    # only the rules this file (or what it inherits) can wake walk the tree; the later rounds run
+    # every rule (the fixes may have written any token, and the new code is not rendered to look)
+    reports, parents = analyse(module, candidates(source + inherited_source, rules), options, path, source,
+                               inherited)
     accepted = accepts(options)
     # the module is printed only to be rewritten: not in check mode, nor when no fix could apply
     # (the decision stage only holds fixes back; if it let one more through, _bytes prints it)

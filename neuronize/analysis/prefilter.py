@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from neuronize.sources.kinds import SourceKind
 
 if TYPE_CHECKING:
     from neuronize.rule_index import RuleInfo
     from neuronize.transform import Transform
+
+R = TypeVar("R", bound="type[Transform]")
 
 
 class TokenFilter:
@@ -41,3 +44,42 @@ def prefilter_for(rules: Iterable[type[Transform] | RuleInfo], kind: SourceKind 
     kind declares (the tokens of a requirements rule must not make every Python file a
     candidate); ``kind=None``: of every rule."""
     return TokenFilter(tok for rule in rules if kind is None or kind in rule.kinds for tok in rule.tokens)
+
+
+#: a run of identifier characters: a token's name part, which survives the spacing (``x.cuda ()``)
+#: and the case (``"CUDA"`` read through ``.lower()``) a token's exact bytes do not
+_WORD = re.compile(rb"[A-Za-z0-9_]+")
+#: bytes -> the same lower-cased, with every byte that cannot be in a name part made a space
+_NAME_BYTES = bytes(c + 32 if 65 <= c <= 90 else c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789_" else 32
+                    for c in range(256))
+_CORES: dict[type, tuple[bytes, ...] | None] = {}
+
+
+def _cores(rule: type[Transform]) -> tuple[bytes, ...] | None:
+    """The longest name part of each of ``rule``'s tokens, lower-cased: a file that holds a token
+    holds its core, whatever its spacing and case. None when a token has no name part: the rule
+    is then run on every file."""
+    if rule not in _CORES:
+        parts = [_WORD.findall(token) for token in rule.tokens]
+        _CORES[rule] = tuple(max(p, key=len).lower() for p in parts) if all(parts) else None
+    return _CORES[rule]
+
+
+def candidates(source: bytes, rules: Sequence[R]) -> list[R]:
+    """The rules of ``rules`` that can fire on ``source`` (a file that passed the pre-filter):
+    those with one of their tokens' cores (:func:`_cores`) in it. A rule fires only on a file that
+    holds one of its tokens (``Transform.tokens``); the file's other tokens (most are ``cuda``)
+    say nothing about it, and walking it over the tree costs as much as it finds nothing.
+    Tested on the cores, not the tokens, so that a rule that matches more loosely than it
+    declared (``x.cuda ()``, ``"CUDA"``) runs wherever it ran before this test was made.
+
+    A core is all name characters, so it is in ``source`` exactly when it is inside one of its
+    names: the test looks in the file's distinct names (a sixth of its bytes), once per core."""
+    names = b" ".join(set(source.translate(_NAME_BYTES).split()))
+    found: dict[bytes, bool] = {}
+    kept = []
+    for rule in rules:
+        cores = _cores(rule)
+        if cores is None or any(found[c] if c in found else found.setdefault(c, c in names) for c in cores):
+            kept.append(rule)
+    return kept
