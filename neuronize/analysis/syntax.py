@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from neuronize.analysis.cuda_packages import module_matches  # noqa: F401 - re-exported
+from neuronize.analysis.walk import iter_syntax
 
 
 def one_line(node: cst.CSTNode) -> str:
@@ -149,3 +150,15 @@ def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
     body = getattr(clause, "body", None)
     if isinstance(body, cst.IndentedBlock):
         yield body.body
+
+
+def binding_counts(tree: cst.CSTNode, names: Collection[str]) -> dict[str, int]:
+    """How often each of ``names`` is bound anywhere in ``tree`` as a plain name (assignment,
+    annotated, augmented and loop targets, parameters): 1 for a flag stored once."""
+    counts = dict.fromkeys(names, 0)
+    for node in iter_syntax(tree):
+        target = node.name if isinstance(node, cst.Param) else getattr(node, "target", None) \
+            if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)) else None
+        if isinstance(target, cst.Name) and target.value in counts:
+            counts[target.value] += 1
+    return counts

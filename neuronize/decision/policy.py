@@ -52,7 +52,7 @@ import libcst as cst
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.analysis.walk import Parents, iter_syntax
-from neuronize.analysis.syntax import ends_early
+from neuronize.analysis.syntax import binding_counts, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -538,17 +538,10 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
             stored[assign.targets[0].target.value] = assign.value  # type: ignore[attr-defined]
     if not stored:
         return {}
-    bound: dict[str, int] = {}
-    found: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
-    for node in iter_syntax(module):
-        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Param, cst.For)):
-            target = node.name if isinstance(node, cst.Param) else node.target
-            if isinstance(target, cst.Name) and target.value in stored:
-                bound[target.value] = bound.get(target.value, 0) + 1
-        elif isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Name) and node.test.value in stored:
-            found[id(node)] = (node, stored[node.test.value])
-    return {key: (guard, value) for key, (guard, value) in found.items()
-            if bound.get(guard.test.value) == 1}  # type: ignore[attr-defined]
+    bound = binding_counts(module, stored)
+    return {id(node): (node, stored[node.test.value]) for node in iter_syntax(module)
+            if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Name)
+            and bound.get(node.test.value) == 1}
 
 
 def _stored_in(node: cst.CSTNode, parents: Parents) -> cst.Assign | None:

@@ -21,7 +21,7 @@ import libcst as cst
 from neuronize.analysis.host_choice import checks_host, needs_cuda_package
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.analysis.syntax import ends_early, iter_blocks, iter_statements
+from neuronize.analysis.syntax import binding_counts, ends_early, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call, keyword
@@ -478,12 +478,7 @@ def _flag_checks(ctx: FileContext, statements: Sequence[cst.CSTNode]) -> dict[in
             stored[small.targets[0].target.value] = small.value
     if not found:
         return {}
-    bound = dict.fromkeys((name for name, _ in found.values()), 0)
-    for node in iter_syntax(ctx.module):
-        target = node.name if isinstance(node, cst.Param) else getattr(node, "target", None) \
-            if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)) else None
-        if isinstance(target, cst.Name) and target.value in bound:
-            bound[target.value] += 1
+    bound = binding_counts(ctx.module, {name for name, _ in found.values()})
     return {key: check for key, (name, check) in found.items() if bound[name] == 1}
 
 
