@@ -288,15 +288,16 @@ def _project_facts(files: Sequence[Discovered]) -> ProjectFacts:
     absolute = [Path(os.path.abspath(p)) for p in (*python, *notebooks)]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
     from neuronize.analysis.host_choice import checks_host, needs_cuda_package
-    from neuronize.analysis.kernel_imports import declared_extensions, imported_by, kernel_bound
+    from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
 
     sources = [_read_or_empty(p) for p in python]
     code = [*sources, *(_cells_or_empty(p) for p in notebooks)]
     extensions = declared_extensions(code)
-    graph = list(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
-    kernels = kernel_bound(graph, extensions)
-    chooses = {path for path, _, text in graph if checks_host(text) or needs_cuda_package(text)}
-    return ProjectFacts(kernels, any(map(checks_host, sources)), extensions, imported_by(graph, chooses))
+    files_code = list(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
+    graph = import_graph(files_code)
+    chooses = {path for path, _, text in files_code if checks_host(text) or needs_cuda_package(text)}
+    return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
+                        imported_by(graph, chooses))
 
 
 def _cells_or_empty(path: Path) -> bytes:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path, PurePath
 
 from helpers import neuronize
-from neuronize.analysis.kernel_imports import declared_extensions, kernel_bound
+from neuronize.analysis.kernel_imports import declared_extensions, import_graph, kernel_bound
 
 FILES = {
     "pkg/__init__.py": b"",
@@ -32,7 +32,7 @@ def _tree(root: Path) -> list[tuple[Path, PurePath, bytes]]:
 
 
 def test_unconditional_imports_of_kernel_code_are_followed_through_the_project(tmp_path):
-    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(_tree(tmp_path)).items()}
+    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(import_graph(_tree(tmp_path))).items()}
     assert found == {
         "pkg/ops/scan.py": "imports triton",
         "pkg/model.py": "imports `pkg.ops.scan`, which imports triton",
@@ -65,7 +65,7 @@ def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_
         "plain.py": b"import torch\n",
     }
     found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(
-        ((tmp_path / name, PurePath(name), data) for name, data in files.items()),
+        import_graph((tmp_path / name, PurePath(name), data) for name, data in files.items()),
         declared_extensions(files.values())).items()}
     assert found == {
         "model/attention.py": "imports the project's compiled CUDA extension `fused_ops`",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from neuronize.analysis.cuda_packages import PACKAGES, is_cuda_extension_module, module_matches
@@ -87,51 +88,64 @@ def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
     return [module, *(f"{module}.{name}" for name in imported)]
 
 
-def _import_graph(files: Iterable[tuple[Path, PurePath, bytes]], pattern: re.Pattern[bytes] = _IMPORT
-                  ) -> tuple[dict[str, Path], dict[Path, list[str]]]:
-    """The modules of ``files`` (a path, its path relative to the folder it was found in, its
-    bytes) by every dotted name they can be imported as, and the modules each file imports on the
-    lines ``pattern`` finds."""
-    by_name: dict[str, Path] = {}
-    imports: dict[Path, list[str]] = {}
+#: an import line at any indentation (indented: under ``try:``, ``if`` or in a function, run when
+#: that code runs; at column 0: whenever the module is imported)
+_ANY_IMPORT = re.compile(rb"^[ \t]*" + _IMPORT.pattern[1:], re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ImportGraph:
+    """The project's modules and what each imports, read once from the bytes of its files."""
+
+    #: every dotted name a file can be imported as (from any folder above it) -> the file
+    by_name: dict[str, Path]
+    #: the modules each file imports whenever it is imported (lines at column 0)
+    top: dict[Path, list[str]]
+    #: the modules each file imports anywhere (in a function, under ``try:`` too)
+    every: dict[Path, list[str]]
+
+
+def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
+    """The :class:`ImportGraph` of ``files`` (a path, its path relative to the folder it was found
+    in, its bytes)."""
+    graph = ImportGraph({}, {}, {})
     for path, relative, source in files:
         parts = list(relative.with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
-        for start in range(len(parts)):  # the module as imported from any folder above it
-            by_name.setdefault(".".join(parts[start:]), path)
+        for start in range(len(parts)):
+            graph.by_name.setdefault(".".join(parts[start:]), path)
         if b"import" in source:
             package = parts[:-1] if relative.stem != "__init__" else parts
-            imports[path] = [name for m in pattern.finditer(source) for name in _names(package, m)]
-    return by_name, imports
+            top, every = graph.top.setdefault(path, []), graph.every.setdefault(path, [])
+            for match in _ANY_IMPORT.finditer(source):
+                names = _names(package, match)
+                every.extend(names)
+                if match.group(0)[:1] not in b" \t":
+                    top.extend(names)
+    return graph
 
 
-#: an import line at any indentation: in a function, the module still runs on the caller's host
-_ANY_IMPORT = re.compile(rb"^[ \t]*" + _IMPORT.pattern[1:], re.MULTILINE)
-
-
-def imported_by(files: Iterable[tuple[Path, PurePath, bytes]], importers: set[Path]) -> set[Path]:
-    """The files among ``files`` that the ``importers`` import, directly or through other modules of
-    ``files``, lazily (in a function) too: they run on whatever host their importers run on."""
-    by_name, imports = _import_graph(files, _ANY_IMPORT)
+def imported_by(graph: ImportGraph, importers: set[Path]) -> set[Path]:
+    """The files of ``graph`` that the ``importers`` import, directly or through other modules of
+    the project, lazily (in a function) too: they run on whatever host their importers run on."""
     reached: set[Path] = set()
-    pending = [path for path in importers if path in imports]
+    pending = [path for path in importers if path in graph.every]
     while pending:
-        for name in imports.get(pending.pop(), ()):
-            module = by_name.get(name)
+        for name in graph.every.get(pending.pop(), ()):
+            module = graph.by_name.get(name)
             if module is not None and module not in reached and module not in importers:
                 reached.add(module)
                 pending.append(module)
     return reached
 
 
-def kernel_bound(files: Iterable[tuple[Path, PurePath, bytes]], extensions: tuple[str, ...] = ()) -> dict[Path, str]:
-    """For each of ``files`` (a path, its path relative to the folder it was found in, its bytes)
-    that imports GPU-kernel code unconditionally, directly or through modules among ``files``: why
-    (``imports `apps.model`, which through the project's modules imports triton``). The CUDA
-    extensions the project's own build scripts declare (``extensions``, :func:`declared_extensions`)
-    are GPU-kernel code too."""
-    by_name, imports = _import_graph(files)
+def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = ()) -> dict[Path, str]:
+    """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
+    the project's modules: why (``imports `apps.model`, which through the project's modules imports
+    triton``). The CUDA extensions the project's own build scripts declare (``extensions``,
+    :func:`declared_extensions`) are GPU-kernel code too."""
+    by_name, imports = graph.by_name, graph.top
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}
