@@ -287,7 +287,7 @@ def _project_facts(files: Sequence[Discovered]) -> ProjectFacts:
         return ProjectFacts()
     absolute = [Path(os.path.abspath(p)) for p in (*python, *notebooks)]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
-    from neuronize.analysis.host_choice import checks_host, needs_cuda_package
+    from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
 
     sources = [_read_or_empty(p) for p in python]
@@ -295,7 +295,7 @@ def _project_facts(files: Sequence[Discovered]) -> ProjectFacts:
     extensions = declared_extensions(code)
     files_code = list(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
     graph = import_graph(files_code)
-    chooses = {path for path, _, text in files_code if checks_host(text) or needs_cuda_package(text)}
+    chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
                         imported_by(graph, chooses))
 

@@ -43,3 +43,9 @@ def _cuda_import() -> re.Pattern[bytes]:
 def needs_cuda_package(source: bytes) -> bool:
     """``source`` imports a CUDA-only compute package at its top level, unguarded (see the module)."""
     return b"import" in source and _cuda_import().search(source) is not None
+
+
+def serves_cuda_hosts(source: bytes) -> bool:
+    """``source`` keeps CUDA hosts among the hosts it runs on: it checks for a host, or it needs a
+    CUDA-only package (see the module); code it runs, or that runs after it, serves them too."""
+    return checks_host(source) or needs_cuda_package(source)

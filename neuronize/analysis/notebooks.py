@@ -11,7 +11,7 @@ import warnings
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.engine import run_source
-from neuronize.analysis.host_choice import checks_host, needs_cuda_package
+from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.import_safety import NEURON_TEST_NAME
 from neuronize.analysis.prefilter import TokenFilter
 from neuronize.analysis.notebook_magics import gpu_magics
@@ -141,7 +141,7 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
         return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
     # a notebook is a program of its own: its cells serve the hosts its own cells check for
     options = dataclasses.replace(options, project_checks_host=False, notebook_checks_host=any(
-        checks_host(cell.source) or needs_cuda_package(cell.source) for cell in cells))
+        serves_cuda_hosts(cell.source) for cell in cells))
     findings: list[Finding] = []
     changed: dict[int, bytes] = {}
     errors: list[str] = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from neuronize.analysis.host_choice import checks_host, needs_cuda_package
+from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import binding_counts, ends_early, iter_blocks, iter_statements
@@ -103,10 +103,11 @@ def _build(ctx: FileContext) -> DeviceModel:
                 option = device_option(node)
                 offers_other_host |= option is not None and option[2] is not None and _names_other_host(option[2])
     # `if` statements live in blocks of statements: no need to walk the expressions for them
+    stores_checks = b"is_available" in ctx.source  # a flag can hold a check only where one is made
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
-        if b"is_available" in ctx.source:
+        if stores_checks:
             built.flag_checks.update(_flag_checks(ctx, statements))
     for node in iter_statements(ctx.module.body):
         if not isinstance(node, cst.If) or id(node) in elifs:
@@ -124,8 +125,7 @@ def _build(ctx: FileContext) -> DeviceModel:
                 if not (before is not None and asks_if_neuron(before.test)):
                     built.detections.append((link, links))  # no Neuron branch in front yet
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
-        offers_other_host or bool(built.dispatches or built.cuda_links) or checks_host(ctx.source)
-        or needs_cuda_package(ctx.source)
+        offers_other_host or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
 
