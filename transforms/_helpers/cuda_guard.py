@@ -15,6 +15,7 @@ from neuronize.analysis.syntax import ends_early
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
+from neuronize.transforms._helpers.hf import device_map_kind
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
@@ -125,6 +126,10 @@ class _GuardScan(cst.CSTVisitor):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> bool:
+        for target in node.targets:
+            if isinstance(target.target, cst.Subscript) and len(target.target.slice) == 1 \
+                    and isinstance(target.target.slice[0].slice, cst.Index):
+                self._mark_placement(string_value(target.target.slice[0].slice.value), node.value)
         return self._visit_assignment([t.target for t in node.targets], node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
@@ -162,6 +167,16 @@ class _GuardScan(cst.CSTVisitor):
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and node.keyword.value in CUDA_ONLY_KEYWORDS:
             self._mark(f"`{node.keyword.value}=`")
+        elif node.keyword is not None:
+            self._mark_placement(node.keyword.value, node.value)
+
+    def _mark_placement(self, key: str | None, value: cst.BaseExpression) -> None:
+        """A model placed on CUDA GPUs by its loader: accelerate's planner (``device_map="auto"``)
+        or GPU indices, or per-GPU memory budgets (``max_memory``), given as a keyword or stored
+        in a keyword dict (``kwargs["device_map"] = "sequential"``). On Neuron the planner finds
+        no GPU and the model lands on the CPU."""
+        if key == "max_memory" or key == "device_map" and device_map_kind(value) in ("planner", "gpu"):
+            self._mark(f"`{key}=` placing the model on CUDA GPUs")
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)

@@ -58,6 +58,7 @@ class Dispatch:
     raises: bool  # its `else` raises: an unknown device is rejected
     served: bool  # it has a Neuron branch already
     neuron: cst.If | None = None
+    model: cst.If | None = None  # the branch the Neuron one copies: CUDA's, or MPS's
     blocked: str = ""  # why no Neuron branch can be modelled on the CUDA one
     imports: tuple[ImportRequest, ...] = ()  # what the Neuron branch needs
 
@@ -252,7 +253,7 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
     raises = (isinstance(tail, cst.Else) and _only_raises(tail.body)) or (tail is None and raised_after)
     dispatch = Dispatch(head, subject, cuda, tuple(devices), raises, "neuron" in devices)
     if not dispatch.served:
-        dispatch.neuron, dispatch.blocked, dispatch.imports = _neuron_sibling(ctx, cuda)
+        dispatch.neuron, dispatch.model, dispatch.blocked, dispatch.imports = _neuron_sibling(ctx, cuda, links)
     return dispatch
 
 
@@ -269,17 +270,30 @@ def _only_raises(block: cst.BaseSuite) -> bool:
     return bool(smalls) and all(isinstance(s, cst.Raise) for s in smalls)
 
 
-def _neuron_sibling(ctx: FileContext, cuda: cst.If) -> tuple[cst.If | None, str, tuple[ImportRequest, ...]]:
-    """The Neuron branch modelled on the CUDA one: its test and body with each CUDA device
-    string as ``"neuron"`` and each half dtype as bfloat16; None (and why) where the body holds
-    anything else about CUDA (``torch.cuda.*``, ``.cuda()``, a CUDA-only library), which a copy
-    would run on Neuron."""
-    copier = _ToNeuron(ctx)
-    body: cst.CSTNode = cuda.body.visit(copier)  # type: ignore[assignment]
-    left = cuda_left(body)
-    if left:
-        return None, f"its CUDA branch {left}", ()
-    return cst.If(test=_neuron_copy(cuda.test), body=body, leading_lines=()), "", tuple(copier.imports)  # type: ignore[arg-type]
+def _neuron_sibling(ctx: FileContext, cuda: cst.If, links: Sequence[cst.If]) -> tuple[cst.If | None, cst.If | None, str, tuple[ImportRequest, ...]]:
+    """The Neuron branch of a dispatch, the branch it is modelled on, why it cannot be built, and
+    its imports. It is modelled on the CUDA branch: its test and body with each CUDA device string
+    as ``"neuron"`` and each half dtype as bfloat16. Where that copy would still run CUDA-only code
+    (``torch.cuda.*``, ``.cuda()``, a CUDA-only library, a model placed on CUDA GPUs by its loader),
+    it is modelled on the MPS branch when that one names no host of its own (it places on the
+    dispatched device: ``device_map={"": device}``); otherwise there is none, and the reason says why."""
+    test = _neuron_copy(cuda.test)
+    blocked = ""
+    for link in [cuda, *(link for link in links if _names_only(link, "mps"))]:
+        copier = _ToNeuron(ctx)
+        body: cst.BaseSuite = link.body.visit(copier)  # type: ignore[assignment]
+        why = _blocked(ctx, body)
+        if not why:
+            return cst.If(test=test, body=body, leading_lines=()), link, "", tuple(copier.imports)  # type: ignore[arg-type]
+        blocked = blocked or f"its CUDA branch {why}"
+    return None, None, blocked, ()
+
+
+def _names_only(link: cst.If, device: str) -> bool:
+    """``link`` tests for ``device`` alone and its body, comments included, never names it: code
+    that places on the dispatched device, whichever it is."""
+    found = _compared(link.test)
+    return found is not None and found[1] == [device] and device not in cst.Module([]).code_for_node(link.body).lower()
 
 
 def cuda_left(copy: cst.CSTNode) -> str:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
+from neuronize.transforms._helpers.literals import is_false, string_value
+
+#: accelerate's memory planners: a `device_map` that spreads a model over the CUDA GPUs it finds
+PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def training_arguments_class(ctx: FileContext, call: cst.Call) -> str | None:
@@ -43,8 +47,6 @@ LOSS_SCALING_KEYS = frozenset({"loss_scale", "initial_scale_power", "loss_scale_
 
 
 def _keys(node: cst.Dict) -> dict[str, cst.BaseExpression]:
-    from neuronize.transforms._helpers.literals import string_value
-
     found = {}
     for el in node.elements:
         if isinstance(el, cst.DictElement):
@@ -58,7 +60,6 @@ def deepspeed_fp16_section(node: cst.Dict) -> cst.DictElement | None:
     """The `"fp16": {...}` entry of a DeepSpeed config dict literal when it turns fp16 on (`"enabled":
     True` or `"auto"`, or loss-scaling settings without `"enabled": False`); None otherwise, and for
     dicts that are no DeepSpeed config (no other DeepSpeed key, no loss-scaling key)."""
-    from neuronize.transforms._helpers.literals import is_false, string_value
 
     for el in node.elements:
         if not (isinstance(el, cst.DictElement) and string_value(el.key) == "fp16" and isinstance(el.value, cst.Dict)):
@@ -71,3 +72,23 @@ def deepspeed_fp16_section(node: cst.Dict) -> cst.DictElement | None:
         if (scaling or DEEPSPEED_KEYS & set(_keys(node))) and (enabled is not None or scaling):
             return el
     return None
+
+
+def device_map_kind(node: cst.BaseExpression) -> str | None:
+    """What a ``device_map`` value says: ``"planner"`` (``"auto"``...), ``"gpu"`` (``"cuda:0"``,
+    ``0``, ``{"": 0}``, an f-string naming cuda), ``"variable"`` (a device from a name or an
+    expression: ``{"": local_rank}``, ``args.device_map``), or None (host devices only, ``None``)."""
+    value = string_value(node)
+    if value is not None:
+        if value in PLANNERS:
+            return "planner"
+        return "gpu" if value == "cuda" or value.startswith("cuda:") else None
+    if isinstance(node, cst.Integer) or (isinstance(node, cst.FormattedString)
+                                         and "cuda" in cst.Module([]).code_for_node(node)):
+        return "gpu"
+    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
+        return None
+    if isinstance(node, cst.Dict):
+        kinds = {device_map_kind(el.value) for el in node.elements if isinstance(el, cst.DictElement)}
+        return "gpu" if "gpu" in kinds else "variable" if kinds - {None} else None
+    return "variable"

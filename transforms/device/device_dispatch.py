@@ -38,8 +38,12 @@ class DeviceDispatch(Transform):
         after CUDA's, modelled on it the same way. The branches and entries are one edit group
         with the file's device defaults: a default moves to `"neuron"` only together with the
         branches that accept it.
-        Where a dispatch that rejects unknown devices cannot be given a Neuron branch (its CUDA
-        branch calls CUDA-only code), it is reported, and the device defaults of the file stay.
+        Where the CUDA branch places a model on the GPUs through its loader's options
+        (`device_map="auto"`, `max_memory=`, `load_in_8bit=`: on Neuron the model would land on
+        the CPU), the Neuron branch is modelled on the MPS branch when that one places on the
+        dispatched device without naming MPS. Where a dispatch that rejects unknown devices
+        cannot be given a Neuron branch (its CUDA branch calls CUDA-only code), it is reported,
+        and the device defaults of the file stay.
 
     Why on TorchNeuron:
         Code that already chooses among hosts must gain Neuron and keep every host it served:
@@ -111,11 +115,12 @@ class DeviceDispatch(Transform):
             if dispatch.served:
                 continue
             if dispatch.neuron is not None:
-                halves = any(isinstance(n, cst.Attribute) and n.attr.value in HALF for n in iter_syntax(dispatch.cuda.body))
+                halves = any(isinstance(n, cst.Attribute) and n.attr.value in HALF for n in iter_syntax(dispatch.model.body))  # type: ignore[union-attr]
                 half = " (its half precision as bf16)" if halves else ""
+                host = "CUDA" if dispatch.model is dispatch.cuda else "MPS"
                 self.fix(dispatch.cuda, with_neuron_branch(dispatch),
                          f"dispatch over `{dispatch.subject}` ({', '.join(dispatch.devices)}) gains "
-                         f"`elif {short(dispatch.neuron.test)}:`, modelled on its CUDA branch{half}; the CUDA "
+                         f"`elif {short(dispatch.neuron.test)}:`, modelled on its {host} branch{half}; the CUDA "
                          "branch stays CUDA's", imports=dispatch.imports, group=DEVICE_CHOICE)
             elif dispatch.raises:
                 self.report(dispatch.cuda.test, f"dispatch over `{dispatch.subject}` rejects devices it does not "

@@ -7,11 +7,11 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.hf import device_map_kind
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.value_flow import enclosing_scope
 
-_PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 _LOADERS = (
     "transformers.pipeline",
     "accelerate.infer_auto_device_map",
@@ -19,30 +19,6 @@ _LOADERS = (
     "accelerate.dispatch_model",
     "accelerate.utils.get_balanced_memory",
 )
-
-
-#: device names in a ``device_map`` that are not GPUs
-_HOST_DEVICES = ("cpu", "disk", "meta")
-
-
-def device_map_kind(node: cst.BaseExpression) -> str | None:
-    """What a ``device_map`` value says: ``"planner"`` (``"auto"``...), ``"gpu"`` (``"cuda:0"``,
-    ``0``, ``{"": 0}``, an f-string naming cuda), ``"variable"`` (a device from a name or an
-    expression: ``{"": local_rank}``, ``args.device_map``), or None (host devices only, ``None``)."""
-    value = string_value(node)
-    if value is not None:
-        if value in _PLANNERS:
-            return "planner"
-        return "gpu" if value == "cuda" or value.startswith("cuda:") else None
-    if isinstance(node, cst.Integer) or (isinstance(node, cst.FormattedString)
-                                         and "cuda" in cst.Module([]).code_for_node(node)):
-        return "gpu"
-    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
-        return None
-    if isinstance(node, cst.Dict):
-        kinds = {device_map_kind(el.value) for el in node.elements if isinstance(el, cst.DictElement)}
-        return "gpu" if "gpu" in kinds else "variable" if kinds - {None} else None
-    return "variable"
 
 
 def _parameters(ctx: FileContext) -> frozenset[str]:
