@@ -85,6 +85,7 @@ class _Grouped(Transform):
     member that cannot be fixed."""
 
     id, name, safety, evidence, tokens = "NRN998", "grouped", Safety.SAFE, Evidence.DOC, (b"(",)
+    section = "runtime"
 
     def visit_Call(self, node: cst.Call) -> None:
         name = node.func.value if isinstance(node.func, cst.Name) else None

@@ -86,6 +86,26 @@ def test_the_call_joins_the_process_group_its_placement_belongs_to() -> None:
     assert 'init_process_group("neuron")' in full and 'to("neuron")' in full and "torch_neuronx" in full
 
 
+def test_a_workers_device_that_cannot_move_safely_holds_its_process_group() -> None:
+    """A worker started per rank pins its GPU by index: dropping the index is unsafe, so the
+    process group of the same function waits with it (a "neuron" group beside "cuda:<rank>"
+    tensors runs on no host); --unsafe-fixes moves both."""
+    code = """\
+        import torch
+        import torch.distributed as dist
+        def worker(rank, world_size):
+            dist.init_process_group("nccl", rank=rank, world_size=world_size)
+            device = torch.device("cuda", rank)
+            return torch.ones(4, device=device)
+    """
+    safe, result = _run(code, unsafe=False)
+    groups = _groups(result)
+    assert groups["NRN101"] == groups["NRN401"] == "process-group"
+    assert safe == textwrap.dedent(code)
+    full, _ = _run(code, unsafe=True)
+    assert 'init_process_group("neuron"' in full and 'torch.device("neuron")' in full
+
+
 def test_a_suppressed_call_holds_the_move_back() -> None:
     code = """\
         import torch

@@ -21,6 +21,8 @@ around it). This module decides, in this order, each step seeing what the previo
    reported, not applied (note ``import-safety``; Python only, :mod:`neuronize.analysis.import_safety`);
 7. **edit groups**: the fixes of one group are applied together or not at all, at the weakest
    safety among them; a member suppressed or held back holds back the group (note ``group``).
+   The device edits that move outright in the function of a process group moved outright join
+   its group (a ``"neuron"`` group beside tensors kept on ``"cuda:<rank>"`` runs on no host).
    A CUDA device string that no rule migrates (the catch-all's finding: ``move_embed(model,
    "cuda")``) forms a group with the device edits of its function (Python only): moved without
    it, the code's tensors and what it hands on sit on two devices, on every host; a legacy CUDA
@@ -311,32 +313,35 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
 
 
 def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
-    """Each CUDA device string the catch-all reports (no rule migrates it) and the device edits of
-    its function (or of the module level) that move to the target's ``device`` outright, as one
-    edit group settled by :func:`_settle_groups`: the edits wait for it. Elsewhere in the file, it
-    joins the group of a process group moved outright (a ``"neuron"`` process group beside a model
-    set up on ``"cuda"`` runs on no host). An edit already in a group keeps it."""
+    """The device edits that move to the target's ``device`` outright in the function (or at the
+    module level) of a process group moved outright join that process group's edit group: its
+    processes and their tensors move together (a ``"neuron"`` process group beside a model kept on
+    ``"cuda"``, or the other way round, runs on no host). Each CUDA device string the catch-all
+    reports (no rule migrates it) and the outright device edits of its function form one edit
+    group too, or join the function's process group; elsewhere in the file, it joins the group of
+    a process group moved outright. The groups are settled by :func:`_settle_groups`: the edits
+    wait for their weakest member. An edit already in a group keeps it."""
+    process_groups = {id(_scope_of(r.node, parents)): r.group for r, _ in located if r.group is not None
+                      and r.fixable and r.rule.section == "distributed" and _moves_outright(r, device)}
     left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
-    if not left:
+    if not left and not process_groups:
         return located
     moves = [r for r, _ in located
              if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r, device)]
-    process_groups = sorted({r.group for r, _ in located if r.group is not None and r.fixable
-                             and r.rule.section == "distributed" and _moves_outright(r, device)})
     moved_in = {id(_scope_of(r.node, parents)) for r in moves}
-    names: dict[int, str] = {}
+    names: dict[int, str] = dict(process_groups)
     for r in left:
         scope = _scope_of(r.node, parents)
         where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
         if id(scope) in moved_in:
-            names[id(scope)] = f"devices in {where}"
+            names.setdefault(id(scope), f"devices in {where}")
     members = {id(r) for r in [*left, *moves]}
     out: Located[R] = []
     for r, f in located:
         if r.group is None and id(r) in members:
             name = names.get(id(_scope_of(r.node, parents)))
             if name is None and r.rule.catch_all and process_groups:
-                name = process_groups[0]
+                name = sorted(process_groups.values())[0]
             if name is not None:
                 r = dataclasses.replace(r, group=name)
         out.append((r, f))
