@@ -16,6 +16,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
+from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
@@ -402,14 +403,16 @@ def compile_keeps_other_hosts(ctx: FileContext) -> bool:
     them, so what only Inductor reads (CUDA ``mode=`` values, Inductor ``options=``,
     ``torch._inductor.config``) still matters there. True under ``--target accelerator`` (the
     backend follows the detected device) and ``cpu`` (Inductor compiles for the CPU), and on the
-    neuron target in a file with a CPU path (:func:`has_cpu_path`), whose compiles get a
-    host-aware backend (:func:`host_compile_backend`).
+    neuron target in a file with a CPU path (:func:`has_cpu_path`) or that keeps CUDA hosts
+    (:func:`~neuronize.analysis.host_choice.serves_cuda_hosts`: its model placed by
+    ``device_map="auto"``, or a CUDA-only package imported), whose compiles get a host-aware
+    backend (:func:`host_compile_backend`).
 
     False in a file that hard-codes CUDA with no choice, even where one of its compiles is built
     at import time (a decorator) and so gets a host-aware backend too: that backend is host-aware
     so that the module still imports without torch-neuronx; the file's own code moves to Neuron
     outright, so no other host runs its compiles."""
-    return per_target.target(ctx) != per_target.NEURON or has_cpu_path(ctx)
+    return per_target.target(ctx) != per_target.NEURON or has_cpu_path(ctx) or serves_cuda_hosts(ctx.source)
 
 
 def host_compile_backend(ctx: FileContext, original: cst.BaseExpression | None) -> per_target.Built | None:
