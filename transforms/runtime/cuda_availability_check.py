@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronize.analysis.context import FileContext
+from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
@@ -17,7 +17,7 @@ from neuronize.transforms._helpers.cuda_guard import (
 from neuronize.transforms._helpers.cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
 )
-from neuronize.transforms._helpers.literals import branches_mention_cuda
+from neuronize.transforms._helpers.literals import branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
@@ -76,6 +76,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
           >= (8, 0)`, `... and torch.cuda.is_bf16_supported()`, `torch.version.cuda`): the whole
           probe stays CUDA (no operand rewritten), reported; in a choice of bf16 NRN115 puts
           Neuron in front of the whole probe instead;
+        - a CPU fallback for a device the user asked for (`args.device if torch.cuda.is_available()
+          else "cpu"`): the asked device passes on Neuron only when it is Neuron,
+          `(args.device == "neuron" and <the accelerator is Neuron>) or torch.cuda.is_available()`,
+          so an asked `"cuda"` (a documented `--device cuda`) still falls back to the CPU there;
         - `map_location="cpu" if not torch.cuda.is_available() else None`: left alone, it is right
           as it is (False on Neuron loads CUDA-saved checkpoints onto the host);
         - a CPU fallback (`if not torch.cuda.is_available(): cfg.init_device = "cpu"`) for a
@@ -195,6 +199,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
                 message, imports=(*imports, *more), **kwargs)
             return
         else:
+            available, note = _only_if_asked(self.ctx, ref, available) if neuron else (available, "")
+            message += note
             new = _extended(available, ref.call) if neuron else available
         parent = _call_parent(self.ctx, ref)
         if ref.call.lpar:
@@ -299,6 +305,43 @@ def _extended(available: cst.BaseExpression, call: cst.Call) -> cst.BaseExpressi
     return cst.BooleanOperation(left=available, operator=cst.Or(), right=call.with_changes(lpar=(), rpar=()))
 
 
+def _asked_device(ctx: FileContext, ref: CudaRef) -> tuple[cst.BaseExpression, cst.SimpleString] | None:
+    """The device the user asked for (``args.device``, ``device``) and the ``"cpu"`` it falls back
+    to, when the check is the test of a fallback to the CPU for it (``args.device if torch.cuda.is_available() else "cpu"``): a check
+    extended to Neuron would let any asked device through there, a documented ``--device cuda``
+    included; None for any other check."""
+    child: cst.CSTNode | None = None
+    for anc in ctx.ancestors():
+        if child is None:  # still inside the reference itself
+            child = anc if anc is ref.outer else None
+            continue
+        if isinstance(anc, cst.IfExp):
+            asked, cpu = anc.body, anc.orelse
+            if anc.test is not child or not isinstance(cpu, cst.SimpleString) or string_value(cpu) != "cpu":
+                return None
+            return (asked, cpu) if isinstance(asked, (cst.Name, cst.Attribute)) and dotted_name(asked) else None
+        if not isinstance(anc, cst.BooleanOperation):
+            return None
+        child = anc
+    return None
+
+
+def _only_if_asked(ctx: FileContext, ref: CudaRef, available: cst.BaseExpression) -> tuple[cst.BaseExpression, str]:
+    """In a CPU fallback for an asked device (:func:`_asked_device`), ``(<device> == "neuron" and
+    <Neuron is here>)``: the asked device passes on Neuron only when it is Neuron; and what that
+    means, for the message. Elsewhere ``available`` as it is."""
+    asked = _asked_device(ctx, ref)
+    if asked is None:
+        return available, ""
+    device, cpu = asked
+    is_neuron = cst.Comparison(device.with_changes(lpar=(), rpar=()),
+                               [cst.ComparisonTarget(cst.Equal(), string_like(cpu, "neuron"))])
+    test = cst.BooleanOperation(left=is_neuron, operator=cst.And(), right=available,
+                                lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return test, (f"; the device asked for (`{dotted_name(device)}`) passes on Neuron only when it is "
+                  '`"neuron"`: an asked `"cuda"` falls back to the CPU there, as before')
+
+
 def _is_extension(ctx: FileContext, ref: CudaRef) -> bool:
     """``ref`` is the kept check of ``<Neuron is here> or torch.cuda.is_available()`` (written by
     :func:`_extended` in an earlier run)."""
@@ -311,7 +354,9 @@ def _is_extension(ctx: FileContext, ref: CudaRef) -> bool:
     left = parent.left
     while isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.Or) and not left.lpar:
         left = left.right  # `x or <Neuron> or <check>`: the operand just before the check
-    return says_only_neuron(left)
+    asked = isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.And) and left.lpar
+    # `(<asked> == "neuron" and <Neuron>) or <check>` (see _asked_device)
+    return says_only_neuron(left) or bool(asked) and says_only_neuron(left.right)  # type: ignore[attr-defined]
 
 
 def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> bool:
