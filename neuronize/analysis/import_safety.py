@@ -84,6 +84,11 @@ def _found_in(node: cst.CSTNode, tests: frozenset[str]) -> Iterator[str]:
         yield from _found_in(node.test, tests)  # the body is evaluated only where the test chose Neuron
         yield from _found_in(node.orelse, tests)
         return
+    if isinstance(node, cst.If) and _tests_for_neuron(cst.Module([]).code_for_node(node.test), tests):
+        yield from _found_in(node.test, tests)  # the body runs only where the Neuron device is present
+        if node.orelse is not None:
+            yield from _found_in(node.orelse, tests)
+        return
     if isinstance(node, cst.Import) and any(_is_neuronx(dotted_name(a.name)) for a in node.names):
         yield IMPORT
     elif isinstance(node, cst.ImportFrom) and node.module is not None and _is_neuronx(dotted_name(node.module)):

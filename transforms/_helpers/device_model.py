@@ -12,7 +12,6 @@ branches its consumers need are applied whole or not at all.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -363,6 +362,17 @@ class _ToNeuron(cst.CSTTransformer):
             return after.with_changes(attr=cst.Name("bfloat16"))
         return after
 
+    def leave_TrailingWhitespace(self, before: cst.TrailingWhitespace,
+                                 after: cst.TrailingWhitespace) -> cst.TrailingWhitespace:
+        # a line's comment about the GPU (`# NVIDIA GPU`) describes the CUDA branch, not its copy
+        if after.comment is not None and _ABOUT_GPU.search(after.comment.value):
+            return after.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+        return after
+
+
+#: a comment about CUDA or the GPU
+_ABOUT_GPU = re.compile(r"cuda|nvidia|gpu", re.IGNORECASE)
+
 
 def _neuron_copy(node: cst.CSTNode) -> cst.CSTNode:
     return node.visit(_ToNeuron())  # type: ignore[return-value]
@@ -478,14 +488,15 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
 
 
 def _flag_checks(ctx: FileContext, statements: Sequence[cst.CSTNode]) -> dict[int, cst.BaseExpression]:
-    """The ``if <flag>:`` statements of one block whose flag an earlier statement of the block
-    stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``), the only
-    binding of that name in the file: by their id, the check."""
+    """The ``if <flag>:`` statements (and ``elif <flag>:`` links) of one block whose flag an
+    earlier statement of the block stored from a CUDA check (``use_cuda = args.cuda and
+    torch.cuda.is_available()``), the only binding of that name in the file: by their id, the check."""
     stored: dict[str, cst.BaseExpression] = {}
     found: dict[int, tuple[str, cst.BaseExpression]] = {}
     for statement in statements:
-        if isinstance(statement, cst.If) and isinstance(statement.test, cst.Name) and statement.test.value in stored:
-            found[id(statement)] = (statement.test.value, stored[statement.test.value])
+        for link in _links(statement) if isinstance(statement, cst.If) and stored else ():
+            if isinstance(link.test, cst.Name) and link.test.value in stored:
+                found[id(link)] = (link.test.value, stored[link.test.value])
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                 and _neuron_test(ctx, small.value) is not None:

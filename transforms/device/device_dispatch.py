@@ -26,7 +26,8 @@ class DeviceDispatch(Transform):
         made (NRN110 reports the check). The check may be one of several conditions joined by
         `and` (kept in the Neuron branch's test, the user's own `args.cuda` / `not args.no_cuda`
         settings included), or stored once, earlier in the block, in a flag the `if` tests
-        (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, then `if use_cuda:`: the
+        (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, then `if use_cuda:` or
+        `elif use_cuda:` after another host's flag: the
         Neuron branch asks `not args.no_cuda and <the accelerator is Neuron>`, the flag stays
         CUDA's); in a chain whose every branch sets one variable
         to a device, the Neuron branch sets that variable only. A dispatch over a device value
