@@ -532,21 +532,23 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
 
 
 def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]]:
-    """The tests ``if <flag>:`` (or ``... if <flag> else ...``) of a flag stored, once in the file,
-    from a value a rule reports on (``cuda = torch.cuda.is_available()``): by the id of each such
-    test, the test and the stored value. What the flag lets run, the value decides: kept for CUDA,
-    it guards a branch Neuron never takes."""
-    stored: dict[str, cst.CSTNode] = {}
+    """The tests ``if <flag>:`` (or ``... if <flag> else ...``) of a flag stored, once in its
+    function (or once in the file, at module level), from a value a rule reports on (``cuda =
+    torch.cuda.is_available()``): by the id of each such test, the test and the stored value. What
+    the flag lets run, the value decides: kept for CUDA, it guards a branch Neuron never takes."""
+    stored: dict[tuple[int, str], tuple[cst.CSTNode, cst.CSTNode]] = {}
     for r, _ in located:
         assign = _stored_in(r.node, parents)
         if assign is not None:
-            stored[assign.targets[0].target.value] = assign.value  # type: ignore[attr-defined]
-    if not stored:
-        return {}
-    bound = binding_counts(module, stored)
-    return {id(node): (node, stored[node.test.value]) for node in iter_syntax(module)
-            if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Name)
-            and bound.get(node.test.value) == 1}
+            scope = _scope_of(assign, parents) or module
+            stored[(id(scope), assign.targets[0].target.value)] = (scope, assign.value)  # type: ignore[attr-defined]
+    guards: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
+    for (_, name), (scope, value) in stored.items():
+        if binding_counts(scope, {name})[name] == 1:
+            guards.update((id(node), (node, value)) for node in iter_syntax(scope)
+                          if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Name)
+                          and node.test.value == name)
+    return guards
 
 
 def _stored_in(node: cst.CSTNode, parents: Parents) -> cst.Assign | None:
