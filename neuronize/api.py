@@ -20,6 +20,7 @@ from neuronize.sources.cache import ResultCache, default_directory
 from neuronize.sources.config import Config, ConfigError
 from neuronize.analysis.prefilter import TokenFilter, prefilter_for
 from neuronize.presenting.progress import Progress
+from neuronize.analysis.project_facts import project_facts
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.sources.line_length import line_length_for
 from neuronize.sources.torch_requirement import admits_old_torch
@@ -102,11 +103,14 @@ _WORKER_GC_THRESHOLD = 10_000
 
 def _start_worker() -> None:
     """Workers leave Ctrl-C to the parent, which stops the run and reports it once, and look for
-    reference cycles less often (:data:`_WORKER_GC_THRESHOLD`)."""
+    reference cycles less often (:data:`_WORKER_GC_THRESHOLD`), and never among the objects the
+    parent had when it started them (the rules, libcst: they live as long as the worker; a full
+    collection scanned them all, and wrote to the pages the worker shares with the parent)."""
     import gc
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()
     gc.set_threshold(_WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
@@ -181,10 +185,10 @@ def analyse_paths(
         resolver = Resolver.fixed(tuple(rules), options, config, kinds)
     files, skipped = discover_files(paths, resolver, force_exclude)
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
-    facts = _project_facts(files)
+    store = _cache(str(cache_dir or default_directory())) if cache else None
+    facts = project_facts(files, store)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
-    store = _cache(str(cache_dir or default_directory())) if cache else None
     if progress is not None:
         progress.start(len(files))
     results: dict[int, SourceResult] = {}
@@ -258,64 +262,6 @@ class _Workers:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class ProjectFacts:
-    """What the run's Python files and notebooks say about the project, read once before any is
-    analysed (each module named as from the files' common folder)."""
-
-    #: the files that import GPU-kernel code through the project's own modules, and why
-    #: (:mod:`neuronize.analysis.kernel_imports`)
-    kernels: dict[Path, str] = dataclasses.field(default_factory=dict)
-    #: a Python file checks for a host (:mod:`neuronize.analysis.host_choice`): the project's
-    #: library modules serve several hosts (a notebook is a program of its own, which decides that
-    #: for itself)
-    checks_host: bool = False
-    #: the CUDA extensions the project declares (in a build script, or a notebook cell)
-    extensions: tuple[str, ...] = ()
-    #: the modules imported (lazily too) by a file or notebook that checks for a host or imports a
-    #: CUDA-only compute package: they run on its hosts, the CUDA box among them
-    served: set[Path] = dataclasses.field(default_factory=set)
-
-
-def _project_facts(files: Sequence[Discovered]) -> ProjectFacts:
-    """The :class:`ProjectFacts` of ``files``."""
-    python = [f.path for f in files if f.kind is SourceKind.PYTHON]
-    notebooks = [f.path for f in files if f.kind is SourceKind.NOTEBOOK]
-    if len(python) + len(notebooks) < 2:
-        return ProjectFacts()
-    absolute = [Path(os.path.abspath(p)) for p in (*python, *notebooks)]
-    root = Path(os.path.commonpath([p.parent for p in absolute]))
-    from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
-    from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
-
-    sources = [_read_or_empty(p) for p in python]
-    code = [*sources, *(_cells_or_empty(p) for p in notebooks)]
-    extensions = declared_extensions(code)
-    files_code = list(zip((*python, *notebooks), (a.relative_to(root) for a in absolute), code, strict=True))
-    graph = import_graph(files_code)
-    chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
-    return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
-                        imported_by(graph, chooses))
-
-
-def _cells_or_empty(path: Path) -> bytes:
-    """A notebook's code cells, one after the other (empty if it cannot be read: its own analysis
-    says why)."""
-    from neuronize.sources.notebook import NotebookError, read_cells
-
-    try:
-        return b"".join(cell.source for cell in read_cells(_read_or_empty(path)))
-    except NotebookError:
-        return b""
-
-
-def _read_or_empty(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""  # the file's own analysis reports why it cannot be read
 
 
 def _options_here(options: Options, path: Path, own: tuple[str, ...]) -> Options:

@@ -193,3 +193,73 @@ def test_the_rule_index_round_trips_and_a_damaged_one_is_rebuilt(tmp_path, monke
     stored.write_bytes(b"not json")
     monkeypatch.setattr(rule_index, "_CATALOGUE", None)
     assert rule_index.catalogue(store) == infos and rule_index._decoded(stored.read_bytes()) == infos
+
+
+
+PROJECT = {
+    "pkg/__init__.py": b"",
+    "pkg/ops.py": b"import torch\nimport triton\n",
+    "pkg/layers.py": b"import torch\n\n\ndef place(x):\n    return x.cuda()\n",
+    "pkg/fused.py": b"import torch\nimport fastop\nbuf = torch.zeros(2).cuda()\n",
+    "train.py": b"import torch\nfrom pkg.ops import run\nfrom pkg import layers\nnet = torch.nn.Linear(2, 2).cuda()\n",
+    "serve.py": b"import torch\nfrom pkg import layers\n",
+    "setup.py": b"from setuptools import setup\nsetup()\n",
+}
+#: one file's edit at a time, each changing what is reported about another file: the kernel import
+#: goes (the same size), a script starts checking for a host, the build script declares the CUDA
+#: extension a module imports
+EDITS = [
+    ("pkg/ops.py", b"import triton", b"import tritom"),
+    ("serve.py", b"import torch\n", b"import torch\nok = torch.cuda.is_available()\n"),
+    ("setup.py", b"setup()", b"setup(ext_modules=[CUDAExtension(name='fastop')])"),
+]
+
+
+def _write_project(root: Path) -> None:
+    for path, data in PROJECT.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+
+
+@pytest.mark.parametrize("name, old, new", EDITS)
+def test_a_changed_file_changes_the_project_facts_a_cached_run_uses(tmp_path, name, old, new):
+    import os
+
+    from helpers import neuronize as run_cli
+
+    root = tmp_path / "project"
+    _write_project(root)
+    env = {"NEURONIZE_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("check", "--output-format", "json", str(root))
+    before = run_cli(*args, env=env)
+    assert run_cli(*args, env=env).stdout == before.stdout
+    assert list((tmp_path / "cache").rglob("facts/*.json"))  # the second run read them from there
+    edited = root / name
+    stat = edited.stat()
+    edited.write_bytes(edited.read_bytes().replace(old, new))
+    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # only the bytes tell
+    cached = run_cli(*args, env=env)
+    uncached = run_cli("check", "--no-cache", "--output-format", "json", str(root))
+    assert cached.stdout == uncached.stdout and cached.returncode == uncached.returncode
+
+    def elsewhere(out: bytes) -> list[dict[str, object]]:
+        return [f for f in json.loads(out)["findings"] if not str(f["path"]).endswith(name)]
+
+    assert elsewhere(cached.stdout) != elsewhere(before.stdout)  # the edit changed another file's result
+
+
+def test_damaged_project_facts_are_read_again(tmp_path):
+    from neuronize.analysis.project_facts import ProjectFacts, project_facts
+    from neuronize.sources.discover import Discovered
+
+    _write_project(tmp_path)
+    files = [Discovered(tmp_path / p, p, False) for p in PROJECT]
+    store = ResultCache(tmp_path / "cache", fingerprint="f" * 64)
+    uncached = project_facts(files)
+    assert uncached != ProjectFacts() and project_facts(files, store) == uncached
+    (stored,) = (tmp_path / "cache").rglob("facts/*.json")
+    assert project_facts(files, store) == uncached
+    for damage in (b"not json", b"{}", b'{"kernels": [[99, "x"]], "checks_host": false, "extensions": [], "served": []}',
+                   b'{"kernels": [], "checks_host": 1, "extensions": [], "served": []}'):
+        stored.write_bytes(damage)
+        assert project_facts(files, store) == uncached

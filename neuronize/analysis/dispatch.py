@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, collect_imports
-from neuronize.analysis.walk import Parents, children
+from neuronize.analysis.walk import Parents, children, released
 from neuronize.decision.claims import drop_claimed
 from neuronize.transform import Report, Reporter, Transform
 from neuronize.types import Options
@@ -49,7 +49,7 @@ class _Dispatch:
         parents, stack, by_kind, methods = self.parents, self._stack, self._hooks, self._methods
         none: tuple[list[Callable[[cst.CSTNode], object]], ...] = ([], [])
 
-        def go(node: cst.CSTNode) -> None:
+        def go(node: cst.CSTNode, /) -> None:
             stack.append(node)
             kind = type(node)
             hooks = by_kind.get(kind)
@@ -64,7 +64,12 @@ class _Dispatch:
                 method(node)
             stack.pop()
 
-        go(root)
+        try:
+            go(root)
+        finally:
+            # ``go`` refers to itself through its closure: left as it is, that cycle would keep the
+            # rules, the parent map and so the whole tree alive until the cycle collector found it
+            go = released
 
 
 def analyse(module: cst.Module, rules: Sequence[type[Transform]], options: Options,

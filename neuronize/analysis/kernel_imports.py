@@ -16,6 +16,7 @@ with one regular expression per file: no parse.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
                          for m in _DECLARED_EXTENSION.finditer(source)}))
 
 
+@functools.lru_cache(maxsize=4096)  # a project imports the same modules file after file
 def kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
     """Why importing ``module`` is importing GPU-kernel code (``built``: the project's declared
     CUDA extensions), or None."""

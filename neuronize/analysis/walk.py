@@ -126,13 +126,23 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     for visitors that look at syntax only (no ``visit_Comma``, no ``visit_Comment``)."""
     on_visit, on_leave = _hooks(visitor)
 
-    def go(current: cst.CSTNode) -> None:
+    def go(current: cst.CSTNode, /) -> None:
         if on_visit(current):
             for child in children(current):
                 go(child)
         on_leave(current)
 
-    go(node)
+    try:
+        go(node)
+    finally:
+        go = released  # a closure that refers to itself: a cycle holding the visitor and the subtree
+
+
+def released(node: cst.CSTNode, /) -> None:
+    """What a walk's recursive closure is bound to once the walk is over. The closure refers to
+    itself (its cell holds it): a reference cycle, which kept everything the closure holds (the
+    rules, the parent map, the whole tree) alive until the cycle collector found it; rebinding the
+    cell breaks the cycle, so the tree is freed as soon as its file is done."""
 
 
 def _hooks(visitor: cst.CSTVisitor) -> tuple[Callable[[cst.CSTNode], bool], Callable[[cst.CSTNode], None]]:

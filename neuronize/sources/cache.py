@@ -17,7 +17,9 @@ so git never picks it up.
 
 **Layout.** ``<dir>/v1/<key[:2]>/<key>.json``, one small JSON document per result; the rewritten
 bytes (``fix``) are stored base64-encoded inside it. Beside them, ``<dir>/v1/rules-<fingerprint>.json``
-holds what a run needs of the rules when every file is cached (neuronize/rule_index.py). Writes are atomic (through
+holds what a run needs of the rules when every file is cached (neuronize/rule_index.py), and
+``<dir>/v1/facts/<key>.json`` the facts about a project's files, under a hash of their paths and
+bytes (neuronize/analysis/project_facts.py). Writes are atomic (through
 :func:`neuronize.sources.write.write_bytes_atomic`: a temporary file of each writer's own in the
 same directory, then ``os.replace``), so concurrent runs at worst both write the same entry.
 """

@@ -1,0 +1,161 @@
+"""What the run's Python files and notebooks say about the project, read before any file is
+analysed: the modules that import GPU-kernel code (:mod:`neuronize.analysis.kernel_imports`),
+whether a file checks for a host (:mod:`neuronize.analysis.host_choice`), the CUDA extensions the
+project declares, the modules that serve CUDA hosts.
+
+The facts are a function of the files' kinds, their paths below the files' common folder and their
+bytes, and of neuronize's code: they are kept in the result cache under a hash of exactly those.
+The files' options are part of every result's key, so a warm run needs the facts before it can
+look up any result: reading and hashing the files costs a fraction of reading their imports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any
+
+from neuronize.sources.kinds import SourceKind
+
+if TYPE_CHECKING:
+    from neuronize.sources.cache import ResultCache
+    from neuronize.sources.discover import Discovered
+
+#: bumped when the stored form or the meaning of the facts changes without a code change
+_FORMAT = "facts-1"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectFacts:
+    """What the run's Python files and notebooks say about the project, read once before any is
+    analysed (each module named as from the files' common folder)."""
+
+    #: the files that import GPU-kernel code through the project's own modules, and why
+    #: (:mod:`neuronize.analysis.kernel_imports`)
+    kernels: dict[Path, str] = dataclasses.field(default_factory=dict)
+    #: a Python file checks for a host (:mod:`neuronize.analysis.host_choice`): the project's
+    #: library modules serve several hosts (a notebook is a program of its own, which decides that
+    #: for itself)
+    checks_host: bool = False
+    #: the CUDA extensions the project declares (in a build script, or a notebook cell)
+    extensions: tuple[str, ...] = ()
+    #: the modules imported (lazily too) by a file or notebook that checks for a host or imports a
+    #: CUDA-only compute package: they run on its hosts, the CUDA box among them
+    served: set[Path] = dataclasses.field(default_factory=set)
+
+
+def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
+    """The :class:`ProjectFacts` of ``files``: from ``cache`` when it holds those of the same files
+    with the same bytes, else read (and kept there)."""
+    python = [f.path for f in files if f.kind is SourceKind.PYTHON]
+    notebooks = [f.path for f in files if f.kind is SourceKind.NOTEBOOK]
+    if len(python) + len(notebooks) < 2:
+        return ProjectFacts()
+    paths = [*python, *notebooks]
+    absolute = [Path(os.path.abspath(p)) for p in paths]
+    root = Path(os.path.commonpath([p.parent for p in absolute]))
+    relative = [a.relative_to(root) for a in absolute]
+    data = [_read_or_empty(p) for p in paths]
+    if cache is None:
+        return _read_facts(paths, relative, data, len(python))
+    name = f"facts/{_key(cache, relative, data, len(python))}.json"
+    facts = _decoded(cache.get_file(name), paths)
+    if facts is None:
+        facts = _read_facts(paths, relative, data, len(python))
+        cache.put_file(name, _encoded(facts, paths))
+    return facts
+
+
+def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], python: int) -> ProjectFacts:
+    """The facts read from the files' bytes (the first ``python`` are Python files, the others
+    notebooks)."""
+    from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
+    from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
+
+    sources = data[:python]
+    code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
+    extensions = declared_extensions(code)
+    files_code = list(zip(paths, relative, code, strict=True))
+    graph = import_graph(files_code)
+    chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
+    return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
+                        imported_by(graph, chooses))
+
+
+def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
+    """A hash of everything the facts are read from: neuronize's code and version, and each file's
+    kind, path below the common folder and bytes (each part length-prefixed, so no two inputs
+    run together into the same bytes)."""
+    import neuronize
+
+    digest = hashlib.sha256()
+    for part in (_FORMAT, neuronize.__version__, cache.fingerprint, str(python)):
+        digest.update(b"%d:%s" % (len(part), part.encode()))
+    for path, raw in zip(relative, data, strict=True):
+        name = path.as_posix().encode("utf-8", "surrogateescape")
+        digest.update(b"%d:%s%d:" % (len(name), name, len(raw)))
+        digest.update(raw)
+    return digest.hexdigest()
+
+
+def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
+    """The facts as stored: each file by its index among ``paths`` (the same files, in the same
+    order, have the same key wherever the run was started from)."""
+    index = {path: i for i, path in enumerate(paths)}
+    return json.dumps({
+        "kernels": [[index[path], why] for path, why in facts.kernels.items()],
+        "checks_host": facts.checks_host,
+        "extensions": list(facts.extensions),
+        "served": sorted(index[path] for path in facts.served),
+    }, separators=(",", ":")).encode()
+
+
+def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
+    """The inverse of :func:`_encoded`; None (read again) for anything missing or malformed."""
+    if stored is None:
+        return None
+    try:
+        data: Any = json.loads(stored)
+        kernels = {paths[_index(i, paths)]: _text(why) for i, why in data["kernels"]}
+        served = {paths[_index(i, paths)] for i in data["served"]}
+        extensions = tuple(_text(name) for name in data["extensions"])
+        checks = data["checks_host"]
+        if not isinstance(checks, bool):
+            raise ValueError("checks_host is not a boolean")
+    except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
+        return None
+    return ProjectFacts(kernels, checks, extensions, served)
+
+
+def _index(value: object, paths: list[Path]) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < len(paths):
+        raise ValueError(f"not a file index: {value!r}")
+    return value
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"not a string: {value!r}")
+    return value
+
+
+def _cells_or_empty(raw: bytes) -> bytes:
+    """A notebook's code cells, one after the other (empty if it cannot be read: its own analysis
+    says why)."""
+    from neuronize.sources.notebook import NotebookError, read_cells
+
+    try:
+        return b"".join(cell.source for cell in read_cells(raw))
+    except NotebookError:
+        return b""
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""  # the file's own analysis reports why it cannot be read
