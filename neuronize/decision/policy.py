@@ -542,12 +542,25 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
         if assign is not None:
             scope = _scope_of(assign, parents) or module
             stored[(id(scope), assign.targets[0].target.value)] = (scope, assign.value)  # type: ignore[attr-defined]
+    if not stored:
+        return {}
+    names = {name for _, name in stored}
+    tests = [node for node in iter_syntax(module) if isinstance(node, (cst.If, cst.IfExp))
+             and isinstance(node.test, cst.Name) and node.test.value in names]
+    tested = {node.test.value for node in tests}  # type: ignore[attr-defined]
+    scopes: dict[int, tuple[cst.CSTNode, set[str]]] = {}
+    for (key, name), (scope, _) in stored.items():
+        if name in tested:
+            scopes.setdefault(key, (scope, set()))[1].add(name)
+    once = {(key, name) for key, (scope, here) in scopes.items()
+            for name, count in binding_counts(scope, here).items() if count == 1}
     guards: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
-    for (_, name), (scope, value) in stored.items():
-        if binding_counts(scope, {name})[name] == 1:
-            guards.update((id(node), (node, value)) for node in iter_syntax(scope)
-                          if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Name)
-                          and node.test.value == name)
+    for node in tests:
+        name = node.test.value  # type: ignore[attr-defined]
+        # the flag of the test's own function, else a module-level flag bound once in the file
+        flag = next((k for k in ((id(_scope_of(node, parents) or module), name), (id(module), name)) if k in once), None)
+        if flag is not None:
+            guards[id(node)] = (node, stored[flag][1])
     return guards
 
 
