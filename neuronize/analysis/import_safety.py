@@ -80,12 +80,8 @@ def _found_in(node: cst.CSTNode, tests: frozenset[str]) -> Iterator[str]:
     functions that test for Neuron (:func:`neuron_tests`)."""
     if isinstance(node, cst.Try) and any(_catches_import_error(h) for h in node.handlers):
         return
-    if isinstance(node, cst.IfExp) and _names_neuron(cst.Module([]).code_for_node(node.test), tests):
-        yield from _found_in(node.test, tests)  # the body is evaluated only where the test chose Neuron
-        yield from _found_in(node.orelse, tests)
-        return
-    if isinstance(node, cst.If) and _tests_for_neuron(cst.Module([]).code_for_node(node.test), tests):
-        yield from _found_in(node.test, tests)  # the body runs only where the Neuron device is present
+    if isinstance(node, (cst.IfExp, cst.If)) and _neuron_branch(node, tests):
+        yield from _found_in(node.test, tests)  # the body runs only on the Neuron side
         if node.orelse is not None:
             yield from _found_in(node.orelse, tests)
         return
@@ -104,6 +100,13 @@ def _found_in(node: cst.CSTNode, tests: frozenset[str]) -> Iterator[str]:
         yield from _found_in(child, tests)
 
 
+def _neuron_branch(node: cst.IfExp | cst.If, tests: frozenset[str]) -> bool:
+    """A conditional expression whose body is evaluated only where its test chose Neuron, or an
+    ``if`` whose body runs only where the Neuron device is present."""
+    test = cst.Module([]).code_for_node(node.test)
+    return _names_neuron(test, tests) if isinstance(node, cst.IfExp) else _tests_for_neuron(test, tests)
+
+
 def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool, tests: frozenset[str]) -> bool:
     child = node
     while (parent := parents.get(id(child))) is not None:
@@ -113,8 +116,7 @@ def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool,
             return False
         if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
             return False  # runs when the file is a script, never when it is imported
-        if isinstance(parent, cst.If) and child is parent.body and _tests_for_neuron(
-                cst.Module([]).code_for_node(parent.test), tests):
+        if isinstance(parent, cst.If) and child is parent.body and _neuron_branch(parent, tests):
             return False  # runs only where the Neuron device is present
         if isinstance(parent, cst.Try) and child is parent.body and any(_catches_import_error(h)
                                                                          for h in parent.handlers):

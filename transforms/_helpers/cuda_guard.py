@@ -15,7 +15,7 @@ from neuronize.analysis.syntax import ends_early
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
-from neuronize.transforms._helpers.hf import device_map_kind
+from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
@@ -129,9 +129,7 @@ class _GuardScan(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         for target in node.targets:
-            if isinstance(target.target, cst.Subscript) and len(target.target.slice) == 1 \
-                    and isinstance(target.target.slice[0].slice, cst.Index):
-                self._mark_placement(string_value(target.target.slice[0].slice.value), node.value)
+            self._mark_placement(entry_key(target.target), node.value)
         return self._visit_assignment([t.target for t in node.targets], node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:

@@ -60,7 +60,6 @@ def deepspeed_fp16_section(node: cst.Dict) -> cst.DictElement | None:
     """The `"fp16": {...}` entry of a DeepSpeed config dict literal when it turns fp16 on (`"enabled":
     True` or `"auto"`, or loss-scaling settings without `"enabled": False`); None otherwise, and for
     dicts that are no DeepSpeed config (no other DeepSpeed key, no loss-scaling key)."""
-
     for el in node.elements:
         if not (isinstance(el, cst.DictElement) and string_value(el.key) == "fp16" and isinstance(el.value, cst.Dict)):
             continue
@@ -92,3 +91,11 @@ def device_map_kind(node: cst.BaseExpression) -> str | None:
         kinds = {device_map_kind(el.value) for el in node.elements if isinstance(el, cst.DictElement)}
         return "gpu" if "gpu" in kinds else "variable" if kinds - {None} else None
     return "variable"
+
+
+def entry_key(target: cst.BaseExpression) -> str | None:
+    """The string key of an assignment target ``options["device_map"]`` (a keyword argument kept in
+    a dict until the call), else None."""
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        return string_value(target.slice[0].slice.value)
+    return None

@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
-from neuronize.transforms._helpers.hf import device_map_kind
+from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.value_flow import enclosing_scope
@@ -96,8 +96,7 @@ class HfDeviceMapAuto(Transform):
                 self._literals[key] = node.value
             else:
                 self._literals.pop(key, None)
-        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
-                and string_value(target.slice[0].slice.value) == "device_map":
+        elif entry_key(target) == "device_map":
             kind = device_map_kind(node.value)
             if kind in ("planner", "gpu"):
                 self._report_plan(node, node.value, kind, f"the keyword entry `{short(target, 40)}`")

@@ -354,9 +354,10 @@ def _is_extension(ctx: FileContext, ref: CudaRef) -> bool:
     left = parent.left
     while isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.Or) and not left.lpar:
         left = left.right  # `x or <Neuron> or <check>`: the operand just before the check
-    asked = isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.And) and left.lpar
-    # `(<asked> == "neuron" and <Neuron>) or <check>` (see _asked_device)
-    return says_only_neuron(left) or bool(asked) and says_only_neuron(left.right)  # type: ignore[attr-defined]
+    if isinstance(left, cst.BooleanOperation) and isinstance(left.operator, cst.And) and left.lpar \
+            and not says_only_neuron(left):
+        left = left.right  # `(<asked> == "neuron" and <Neuron>) or <check>` (see _asked_device)
+    return says_only_neuron(left)
 
 
 def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> bool:
