@@ -88,6 +88,10 @@ class Report:
     #: a report on code that runs unchanged on every host, Neuron included (a CUDA setting kept
     #: because the code reads its value back): it holds back no guard around it (policy step 8)
     harmless: bool = False
+    #: the name of the edit group this report holds: it keeps a placement on CUDA that no edit
+    #: moves (a model placed on GPUs by its loader, a legacy CUDA tensor type), so the device
+    #: edits of its function, or of its file where it is at module level, wait for it (policy step 7)
+    pins: str | None = None
 
     def without_fix(self, **changes: object) -> Report:
         """This report with no fix (and ``changes``): what the decision stage holds back."""
@@ -115,12 +119,12 @@ class Reporter:
             safety: Safety, evidence: Evidence, replacement: Replacement | None,
             imports: tuple[ImportRequest, ...] = (), group: str | None = None, dependency: str | None = None,
             role: str | None = None, dispatch: tuple[str, ...] = (), guard: cst.CSTNode | None = None,
-            harmless: bool = False) -> None:
+            harmless: bool = False, pins: str | None = None) -> None:
         """Record a report on ``node``; ``stack`` is the walk's path down to it (inclusive)."""
         ancestors = frozenset(id(n) for n in stack if n is not node)
         self.reports.append(Report(rule, node, message, safety, evidence, replacement, ancestors, imports, group,
                                    dependency=dependency, role=role, dispatch=dispatch, guard=guard,
-                                   harmless=harmless))
+                                   harmless=harmless, pins=pins))
 
 
 class Transform:
@@ -244,13 +248,17 @@ class Transform:
         group: str | None = None,
         dependency: str | None = None,
         harmless: bool = False,
+        pins: str | None = None,
     ) -> None:
         """Report ``node`` without a fix (``safety`` may say what a manual fix would risk). In a
         ``group``, it holds back the group's fixes: they only make sense with this one done.
         ``dependency``: ``hard`` / ``optional`` for an import of a CUDA-only package. ``harmless``:
-        the code runs unchanged on every host, Neuron included."""
+        the code runs unchanged on every host, Neuron included. ``pins``: the code keeps a
+        placement on CUDA that no edit moves; the name of the edit group it forms with the device
+        edits of its function (of its file, at module level), which wait for it."""
         self._reporter.add(type(self), node, self.ctx.stack_for(node), message, safety,
-                           evidence or self.evidence, None, group=group, dependency=dependency, harmless=harmless)
+                           evidence or self.evidence, None, group=group, dependency=dependency, harmless=harmless,
+                           pins=pins)
 
     # -- documentation -------------------------------------------------------------------------
     @classmethod

@@ -97,6 +97,9 @@ class Options:
     #: a cell of the notebook asks whether a host is available, or imports a CUDA-only package
     #: (neuronize/analysis/host_choice.py): every cell runs on those hosts
     notebook_checks_host: bool = False
+    #: the edit group of a placement pinned to CUDA at the top level of a cell of the notebook
+    #: (``Report.pins``: a model its loader places on GPUs): the device edits of every cell wait for it
+    notebook_pins: str | None = None
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)
@@ -241,6 +244,8 @@ class SourceResult:
     warnings: tuple[str, ...] = ()
     #: fixes would apply, but the caller asked for analysis only (``fix=False``)
     would_change: bool = False
+    #: the edit group of a placement this source pins to CUDA at its top level (``Report.pins``)
+    pins: str | None = None
 
     @property
     def changed(self) -> bool:

@@ -117,9 +117,16 @@ def test_a_notebook_bound_to_cuda_by_a_library_keeps_the_cuda_box(tmp_path):
     assert '"neuron"' in cells[1] and 'else "cuda"' in cells[1]
 
 
-def test_inputs_of_a_model_placed_by_a_device_map_keep_the_cuda_box(tmp_path):
-    cells = _fixed_cells(tmp_path, _cell("from transformers import AutoModelForCausalLM\n",
-                                         'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'),
-                         _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n"))
-    # Accelerate puts the model on the GPUs where there are some: its inputs keep "cuda" there
-    assert '"neuron"' in cells[1] and 'else "cuda"' in cells[1]
+def test_inputs_of_a_model_placed_by_a_device_map_stay_where_the_loader_puts_it(tmp_path):
+    choice = _cell("import torch\n", 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n')
+    loads = _cell("from transformers import AutoModelForCausalLM\n",
+                  'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n')
+    inputs = _cell("ids = torch.ones(2).to(device)\n", 'mask = torch.ones(2).to("cuda")\n')
+    cells = _fixed_cells(tmp_path, choice, loads, inputs)
+    # Accelerate puts the model on the GPUs where there are some, else on the CPU (Neuron too):
+    # the device its inputs take, chosen in the cell before, waits for the loading; a CUDA name
+    # takes the choice, which is where the model is on every host
+    assert cells[:2] == ["".join(c["source"]) for c in (choice, loads)]
+    assert cells[2] == "ids = torch.ones(2).to(device)\nmask = torch.ones(2).to(device)\n"
+    unpinned = _fixed_cells(tmp_path, choice, inputs, name="unpinned.ipynb")
+    assert '"neuron" if on_neuron() else' in unpinned[0]

@@ -41,7 +41,7 @@ from neuronize.analysis.positions import locate_in_code
 from neuronize.analysis.prefilter import TokenFilter, candidates, prefilter_for
 from neuronize.analysis.read_errors import read_error
 from neuronize.analysis.syntax_error import python_syntax_error
-from neuronize.decision.policy import Located, Tree, accepts, decide
+from neuronize.decision.policy import Located, Tree, accepts, decide, top_level_pin
 from neuronize.decision.suppressions import parse_suppressions
 from neuronize.sources.kinds import SourceKind
 from neuronize.transform import Report, Transform
@@ -112,12 +112,13 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     # (the decision stage only holds fixes back; if it let one more through, _bytes prints it)
     located, code = _locate(module, reports, whole=fix and any(map(accepted, reports)))
     located, unused = decide(located, options, parse_suppressions(source), rules, Tree(module, parents))
+    pins = top_level_pin(located, parents)
     pending = [r for r, _ in located if accepted(r)]
     if not pending or not fix:
         # libcst reads some Python 2 (`except X, e:`) that CPython refuses: say so, as `fix` does
         refused = python_syntax_error(source) if located else None
         return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending),
-                            error=refused)
+                            error=refused, pins=pins)
     if _bytes(module, code) != source:
         return SourceResult(
             findings=_findings(located, _never, unused),
@@ -156,11 +157,11 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     first_per_node = {id(r) for r in outermost([r for r, _ in located if accepted(r)], nested=True)}
     findings = _findings(located, lambda r: id(r) in first_per_node, [*unused, *later])
     if output == source:
-        return SourceResult(findings=findings, warnings=tuple(warnings))
+        return SourceResult(findings=findings, warnings=tuple(warnings), pins=pins)
     error = output_error(source, output, module, new, inherited_source)
     if error is not None:
         return SourceResult(findings=_findings(located, _never, unused), error=error)
-    return SourceResult(findings=findings, output=output, warnings=tuple(warnings))
+    return SourceResult(findings=findings, output=output, warnings=tuple(warnings), pins=pins)
 
 
 def _locate(module: cst.Module, reports: Sequence[Report], whole: bool = True) -> tuple[Located, str | None]:

@@ -142,15 +142,15 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     # a notebook is a program of its own: its cells serve the hosts its own cells check for
     options = dataclasses.replace(options, project_checks_host=False, notebook_checks_host=any(
         serves_cuda_hosts(cell.source) for cell in cells))
+    results = _run_cells(cells, rules, options, path, prefilter, fix)
+    pins = next((result.pins for result in results if result.pins is not None), None)
+    if pins is not None:  # the cells run before and after it meet the model it places: run them again
+        results = _run_cells(cells, rules, dataclasses.replace(options, notebook_pins=pins), path, prefilter, fix)
     findings: list[Finding] = []
     changed: dict[int, bytes] = {}
     errors: list[str] = []
     would_change = False
-    helper = b""  # the Neuron test an earlier cell defines, which later cells call
-    for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
-        result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
-                            prefilter=prefilter, fix=fix, inherited=inherited + helper)
-        helper = helper or neuron_helper(result.output or cell.source)
+    for cell, result in zip(cells, results, strict=True):
         findings.extend(dataclasses.replace(f, cell=cell.index) for f in result.findings)
         findings.extend(magic_findings(cell, rules))
         would_change = would_change or result.would_change
@@ -171,6 +171,19 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
         return SourceResult(findings=ordered, output=output)
     return SourceResult(findings=ordered, output=output if error is None else None, error=error,
                         would_change=would_change)
+
+
+def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options: Options, path: str,
+               prefilter: TokenFilter, fix: bool) -> list[SourceResult]:
+    """Each cell run as a module of its own, knowing what the cells above it bound."""
+    results = []
+    helper = b""  # the Neuron test an earlier cell defines, which later cells call
+    for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
+        result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
+                            prefilter=prefilter, fix=fix, inherited=inherited + helper)
+        helper = helper or neuron_helper(result.output or cell.source)
+        results.append(result)
+    return results
 
 
 def findings_by_cell(source: bytes, findings: Sequence[Finding]) -> list[tuple[bytes, list[Finding]]]:

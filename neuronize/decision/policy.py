@@ -25,9 +25,11 @@ around it). This module decides, in this order, each step seeing what the previo
    its group (a ``"neuron"`` group beside tensors kept on ``"cuda:<rank>"`` runs on no host).
    A CUDA device string that no rule migrates (the catch-all's finding: ``move_embed(model,
    "cuda")``) forms a group with the device edits of its function (Python only): moved without
-   it, the code's tensors and what it hands on sit on two devices, on every host; a legacy CUDA
-   tensor type no rule migrates (``torch.cuda.FloatTensor if cuda else torch.FloatTensor``) forms
-   one with the device edits of its function, or of the file where it is named at module level;
+   it, the code's tensors and what it hands on sit on two devices, on every host; a placement
+   pinned to CUDA that no rule moves (a model placed on GPUs by its loader, ``device_map="auto"``
+   or ``{"": 0}``; a legacy CUDA tensor type, ``torch.cuda.FloatTensor if cuda else
+   torch.FloatTensor``) forms one with the device edits of its function, or of the file where it
+   is at module level: the tensors it meets stay where it is;
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
    ``guard``); edits to tests of the same condition in one function form an edit group, settled
@@ -54,7 +56,7 @@ import libcst as cst
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.analysis.walk import Parents, iter_syntax
-from neuronize.analysis.syntax import binding_counts, ends_early
+from neuronize.analysis.syntax import binding_counts, dotted_name, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -103,7 +105,8 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
         device = options.target.value
-        kept, grouped = _tensor_types_hold_devices(_leftovers_join_moves(kept, tree.parents, device), tree.parents, device)
+        kept, grouped = _pins_hold_devices(_leftovers_join_moves(kept, tree.parents, device), tree.parents, device,
+                                           options.notebook_pins)
         held |= grouped
     settled = _settle_groups(kept, held)
     if tree is None:
@@ -348,34 +351,64 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     return out
 
 
-def _tensor_types_hold_devices(located: Located[R], parents: Parents, device: str) -> tuple[Located[R], set[str]]:
-    """A legacy CUDA tensor type no rule migrates (``Tensor = torch.cuda.FloatTensor if cuda else
-    torch.FloatTensor``) and the device edits of its function (of the whole file, where the type is
-    named at module level: the module's functions use it) that write the target's ``device``,
-    outright or host-aware (a placement; not a runtime call made host-neutral), as one edit
-    group settled by :func:`_settle_groups`: the edits wait for it. Made alone, they put the model
-    on Neuron beside the CPU tensors the type makes there (and moved outright, they take the CUDA
-    box's model off the CUDA tensors it makes). An edit already in a group keeps it, and that
-    group is returned to be held back whole."""
-    kept = [r for r, _ in located if not r.fixable and _names_cuda_tensor_type(r.node) and r.rule.section == "device"]
-    if not kept:
+def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
+                       elsewhere: str | None = None) -> tuple[Located[R], set[str]]:
+    """A report that pins a placement to CUDA with no edit to move it (``Report.pins``: a model
+    placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
+    (of the whole file, where it is at module level: the module's functions and later cells use
+    it) that write the target's ``device``, outright or host-aware (a placement; not a runtime call
+    made host-neutral), as one edit group named by the pin, settled by :func:`_settle_groups`: the
+    edits wait for it. Made alone, they put tensors on Neuron beside what stays on CUDA (or on the
+    CPU, where a GPU planner finds no GPU), and moved outright they take the CUDA box's tensors off
+    the model they meet. ``elsewhere``: the group of a placement pinned at the top level of
+    another cell of the notebook, which holds every device edit of this one. An edit already in a
+    group keeps it, and that group is returned to be held back whole."""
+    pins = [r for r, _ in located if not r.fixable and r.pins is not None]
+    if not pins and elsewhere is None:
         return located, set()
-    scopes = {id(scope) for scope in (_scope_of(r.node, parents) for r in kept)}
-    types = {r.rule for r in kept}  # its own edits migrate the other types: the way forward, not held
-    edits = [r for r, _ in located if r.fixable and r.rule.section == "device" and r.rule not in types
-             and _writes_device(r, device) and (id(None) in scopes or id(_scope_of(r.node, parents)) in scopes)]
+    names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
+    for r in pins:
+        names.setdefault(id(_scope_of(r.node, parents)), r.pins)
+    pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
+    edits = [(r, name) for r, _ in located if r.fixable and r.rule.section == "device" and r.rule not in pinning
+             and _places(r, device) and not _builds_own_model(r.node, parents)
+             and (name := names.get(id(_scope_of(r.node, parents)), names.get(id(None)))) is not None]
     if not edits:
         return located, set()
-    members = {id(r) for r in [*edits, *kept] if r.group is None}
-    name = "devices beside legacy CUDA tensor types"
-    return ([(dataclasses.replace(r, group=name) if id(r) in members else r, f) for r, f in located],
-            {r.group for r in edits if r.group is not None})
+    groups = {id(r): name for r, name in edits if r.group is None}
+    groups.update((id(r), r.pins) for r in pins if r.group is None)
+    held = {r.group for r, _ in edits if r.group is not None} | ({elsewhere} if elsewhere is not None else set())
+    return [(dataclasses.replace(r, group=groups[id(r)]) if id(r) in groups else r, f) for r, f in located], held
 
 
-def _names_cuda_tensor_type(node: cst.CSTNode) -> bool:
-    """``node`` names a legacy CUDA tensor type (``torch.cuda.FloatTensor``)."""
-    return (isinstance(node, cst.Attribute) and node.attr.value.endswith("Tensor")
-            and isinstance(node.value, cst.Attribute) and node.value.attr.value == "cuda")
+def _places(report: Any, device: str) -> bool:
+    """``report``'s fix places on the target's ``device`` or on Neuron, or on whichever
+    accelerator the host has (``torch.accelerator.current_accelerator()``, the accelerator
+    target's device)."""
+    replacement = report.replacement
+    return isinstance(replacement, cst.CSTNode) and (_writes_device(report, device) or _writes_device(report, "neuron") or any(
+        isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator" for n in iter_syntax(replacement)))
+
+
+def _builds_own_model(node: cst.CSTNode, parents: Parents) -> bool:
+    """``node`` is the ``device=`` of an object a library builds with its own model and places its
+    own inputs for (``Reranker("name", device="cuda")``, ``SentenceTransformer.from_pretrained(...,
+    device=...)``): a class, or a loader, outside torch. It meets no other model."""
+    arg = parents.get(id(node))
+    if not (isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "device"):
+        return False
+    call = parents.get(id(arg))
+    if not isinstance(call, cst.Call):
+        return False
+    callee = (dotted_name(call.func) or "").split(".")
+    return callee[0] != "torch" and (callee[-1][:1].isupper() or callee[-1] in ("from_pretrained", "pipeline"))
+
+
+def top_level_pin(located: Located[R], parents: Parents) -> str | None:
+    """The group of a placement pinned at the module level of the source (``Report.pins`` outside
+    any function): a notebook's other cells wait for it too."""
+    return next((r.pins for r, _ in located if r.pins is not None and not r.fixable
+                 and _scope_of(r.node, parents) is None), None)
 
 
 def _writes_device(report: Any, device: str) -> bool:

@@ -76,7 +76,8 @@ def deepspeed_fp16_section(node: cst.Dict) -> cst.DictElement | None:
 def device_map_kind(node: cst.BaseExpression) -> str | None:
     """What a ``device_map`` value says: ``"planner"`` (``"auto"``...), ``"gpu"`` (``"cuda:0"``,
     ``0``, ``{"": 0}``, an f-string naming cuda), ``"variable"`` (a device from a name or an
-    expression: ``{"": local_rank}``, ``args.device_map``), or None (host devices only, ``None``)."""
+    expression: ``{"": local_rank}``, ``args.device_map``), or None (host devices only, ``None``).
+    A conditional expression says what its strongest arm says (planner, then gpu, then variable)."""
     value = string_value(node)
     if value is not None:
         if value in PLANNERS:
@@ -87,6 +88,9 @@ def device_map_kind(node: cst.BaseExpression) -> str | None:
         return "gpu"
     if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
         return None
+    if isinstance(node, cst.IfExp):  # `"auto" if gpus > 1 else None`: a plan on some runs
+        arms = {device_map_kind(node.body), device_map_kind(node.orelse)}
+        return next((kind for kind in ("planner", "gpu", "variable") if kind in arms), None)
     if isinstance(node, cst.Dict):
         kinds = {device_map_kind(el.value) for el in node.elements if isinstance(el, cst.DictElement)}
         return "gpu" if "gpu" in kinds else "variable" if kinds - {None} else None

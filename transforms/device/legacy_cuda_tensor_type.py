@@ -134,7 +134,8 @@ class LegacyCudaTensorType(Transform):
             advice = f'use `torch.set_default_device("neuron")` (and `torch.set_default_dtype(torch.{dtype})`)'
         else:
             advice = f'create tensors with `dtype=torch.{dtype}, device="neuron"` instead'
-        self.report(node, f"`{code}` is a legacy CUDA tensor type with no Neuron equivalent: {advice}")
+        self.report(node, f"`{code}` is a legacy CUDA tensor type with no Neuron equivalent: {advice}",
+                    pins="devices beside legacy CUDA tensor types")
 
     def _constructor(self, call: cst.Call, cls: str, dtype: str) -> None:
         code = short(call.func)

@@ -7,10 +7,15 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.device_model import cuda_keeping
 from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.value_flow import enclosing_scope
+
+#: the edit group of the device edits beside a model its loader places on GPUs: they wait for the
+#: placement, by hand (on Neuron the planner finds no GPU and leaves the model on the CPU)
+PLACED_BY_LOADER = "devices beside a model placed on GPUs by its loader"
 
 _LOADERS = (
     "transformers.pipeline",
@@ -42,7 +47,10 @@ class HfDeviceMapAuto(Transform):
         to check, not as a GPU plan; a value only passed through (a parameter of the enclosing
         function) and host devices (`{"": "cpu"}`, `"disk"`, `"meta"`, also through a name last
         assigned one: `device_map = "cpu"`) are not reported. A plan set as an entry of keyword
-        arguments (`kwargs["device_map"] = "auto"`) is reported where it is set. Report only.
+        arguments (`kwargs["device_map"] = "auto"`) is reported where it is set. Report only. A
+        plan or GPU map holds the device edits of its function (of the whole file, for a model
+        loaded at module level, as in a script or notebook): the tensors that meet the model stay
+        where its loader puts them until the loading is changed by hand.
 
     Why on TorchNeuron:
         Whether accelerate's planner sees NeuronCore memory is unverified (no Neuron memory probe
@@ -101,15 +109,24 @@ class HfDeviceMapAuto(Transform):
             if kind in ("planner", "gpu"):
                 self._report_plan(node, node.value, kind, f"the keyword entry `{short(target, 40)}`")
 
-    def _report_plan(self, node: cst.CSTNode, value: cst.BaseExpression, kind: str, where: str) -> None:
+    def _report_plan(self, node: cst.Arg | cst.Assign, value: cst.BaseExpression, kind: str, where: str) -> None:
         if kind == "planner":
-            self.report(node, f'`device_map="{string_value(value)}"` in {where}: whether '
+            self.report(node, f"`device_map={short(value, 40, tight=True)}` in {where}: whether "
                         "accelerate sees NeuronCore memory is unverified; load on CPU with "
                         '`torch_dtype=torch.bfloat16`, then `.to("neuron")`; across several NeuronCores use a '
-                        "tensor-parallel plan (`tp_plan`) under torchrun")
+                        "tensor-parallel plan (`tp_plan`) under torchrun", pins=self._pins(node.value))
         else:
             self.report(node, f"`device_map` in {where} names GPUs: load on CPU, then "
-                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD)
+                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD,
+                        pins=self._pins(node.value))
+
+    def _pins(self, written: cst.BaseExpression) -> str | None:
+        """The edit group the device edits around this loading wait for: none for a plan passed
+        in by name (the code around may choose it: ``if device_map is None: model.cuda()``), nor
+        where the loading runs only on CUDA (a CUDA branch, which Neuron never takes)."""
+        if isinstance(written, cst.Name) or cuda_keeping(self.ctx) is not None:
+            return None
+        return PLACED_BY_LOADER
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -138,4 +155,5 @@ class HfDeviceMapAuto(Transform):
         if max_memory is not None and not (isinstance(max_memory.value, cst.Name)
                                            and max_memory.value.value == "None"):
             self.report(max_memory, f"`max_memory=` in {where} budgets GPU memory; NeuronCores on a chip share "
-                        "HBM, so plan placement by NeuronCore instead", evidence=Evidence.DOC_OLD)
+                        "HBM, so plan placement by NeuronCore instead", evidence=Evidence.DOC_OLD,
+                        pins=self._pins(max_memory.value))
