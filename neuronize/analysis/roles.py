@@ -36,7 +36,9 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   made in one method and used in another.
 - Code named for CUDA: the **function or class** whose name says CUDA (``to_cuda``, a ``cuda()``
   method mirroring ``Tensor.cuda()``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``): its callers
-  ask for CUDA by that name, so its body keeps CUDA; Neuron gets a function of its own. Also the
+  ask for CUDA by that name, so its body keeps CUDA; Neuron gets a function of its own (not a
+  function that asks whether CUDA is there, ``cuda_variable``: its callers ask for the GPU when
+  there is one, a choice that gains Neuron). Also the
   **body of an ``if``** on a setting the user chose CUDA with (``if args.cuda:``, ``if
   self.use_gpu:``): a Neuron path put in front of the ``if`` is no edit inside it.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
@@ -337,6 +339,12 @@ class FileRoles:
         files, which then skip :meth:`_library_argument`."""
         return self._package_locals(CUDA_ONLY_PACKAGES)
 
+    def _chooses(self, stmt: cst.FunctionDef | cst.ClassDef) -> bool:
+        """A function that asks whether a host is there (``def cuda_variable(t): if
+        torch.cuda.is_available(): return t.cuda() ... return t``): its callers ask for the GPU
+        when there is one, not for CUDA, so it gains Neuron like any other choice."""
+        return isinstance(stmt, cst.FunctionDef) and "is_available()" in self._code(stmt)
+
     def _package_locals(self, packages: Iterable[str]) -> frozenset[str]:
         """The local names bound to ``packages`` or their modules, the project's own package excepted."""
         found: set[str] = set()
@@ -464,7 +472,7 @@ class FileRoles:
                     role = Role(CUDA_GRAPH, _GRAPH_SHOWN.get(found.group(0), f"uses `{found.group(0)}`"), where)
                 if role is None and graphs and _GRAPH_NAME.search(stmt.name.value):
                     role = Role(CUDA_GRAPH, "its name says it wraps CUDA graphs", where)
-                if role is None and named and _CUDA_NAME.search(stmt.name.value):
+                if role is None and named and _CUDA_NAME.search(stmt.name.value) and not self._chooses(stmt):
                     role = Role(CUDA_NAMED, "its callers ask for CUDA by that name", where)
                 if role is None and fakes and _FAKE.search(code) and isinstance(stmt, cst.FunctionDef):
                     role = Role(FAKE, "it works with fake tensors", where)
