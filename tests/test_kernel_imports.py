@@ -52,8 +52,8 @@ def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
     assert (tmp_path / "apps" / "plain.py").read_bytes().endswith(b'net = layers.Net().to("neuron")\n')
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert ("not applied: this file imports GPU-kernel code (imports `pkg.model`, which through the project's "
-            "modules imports triton), so it cannot be imported on Neuron and runs on CUDA only; make that import "
-            "optional") in " ".join(full.split())
+            "modules imports triton), which has no Neuron kernels: on Neuron it fails to import, or at its first "
+            "kernel; make that import optional") in " ".join(full.split())
 
 
 def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_path):
@@ -70,6 +70,28 @@ def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_
     assert found == {
         "model/attention.py": "imports the project's compiled CUDA extension `fused_ops`",
         "run.py": "imports `model.attention`, which imports the project's compiled CUDA extension `fused_ops`",
+    }
+
+
+def test_the_package_a_build_script_compiles_operators_into_is_kernel_code(tmp_path):
+    files = {  # the extension class chosen per build, its module named with a placeholder
+        "setup.py": b"from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+                    b"Ext = CUDAExtension if cuda else CppExtension\n"
+                    b"exts = [Ext(f'fastops._{op}_{kind}', [src]) for op in ops]\n",
+        "fastops/__init__.py": b"import torch\n",
+        "fastops/devices.py": b"import torch\ndevices = ['cpu']\n",
+        "bench/run.py": b"import torch\nfrom fastops import segment_sum\n",
+        "other.py": b"import torch\n",
+    }
+    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(
+        import_graph((tmp_path / name, PurePath(name), data) for name, data in files.items()),
+        declared_extensions(files.values())).items()}
+    # its operators have the kernels the build made (CPU, CUDA): whatever feeds them tensors
+    # cannot take Neuron's
+    assert found == {
+        "fastops/__init__.py": "is part of `fastops`, the package of the project's compiled extension",
+        "fastops/devices.py": "is part of `fastops`, the package of the project's compiled extension",
+        "bench/run.py": "imports the project's compiled CUDA extension `fastops`",
     }
 
 

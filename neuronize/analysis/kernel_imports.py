@@ -50,15 +50,29 @@ def extension_or_kernel_module(module: str) -> str | None:
 KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath.NKI and p.cuda_only)
 
 
-#: a CUDA extension a build script declares (``CUDAExtension(name="awq_inference_engine", ...)``)
-_DECLARED_EXTENSION = re.compile(rb"\bCUDAExtension\(\s*(?:name\s*=\s*)?[rRbBuU]?['\"]([\w.]+)['\"]")
+#: a native extension a build script declares (``CUDAExtension(name="awq_inference_engine", ...)``,
+#: ``Ext(f"pkg._{name}_{kind}", ...)`` after ``Ext = CUDAExtension if cuda else CppExtension``): its
+#: module, or the part of it written before a placeholder (``%s``: the names of the extension classes)
+_DECLARED_EXTENSION = rb"\b(?:%s)\(\s*(?:name\s*=\s*)?[rRbBuUfF]{0,2}['\"]([\w.]*)['\"{]"
+#: a name bound to an extension class (``Ext = CUDAExtension if cuda else CppExtension``)
+_EXTENSION_ALIAS = re.compile(rb"^[ \t]*(\w+)[ \t]*=[^=\n]*\b(?:CUDA|Cpp)Extension\b", re.MULTILINE)
 
 
 def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
-    """The modules of the CUDA extensions ``sources`` (a project's files; its build scripts among
-    them) declare, sorted."""
-    return tuple(sorted({m.group(1).decode() for source in sources if b"CUDAExtension" in source
-                         for m in _DECLARED_EXTENSION.finditer(source)}))
+    """The modules of the CUDA and C++ extensions ``sources`` (a project's files; its build scripts
+    among them) declare, sorted: a module inside a package (``torch_scatter._scatter_cuda``) as
+    that package, whose Python modules wrap the compiled operators, which have the kernels of the
+    build only (CPU, CUDA)."""
+    found = set()
+    for source in sources:
+        if b"CUDAExtension" in source or b"CppExtension" in source:
+            classes = {b"CUDAExtension", b"CppExtension", *(m.group(1) for m in _EXTENSION_ALIAS.finditer(source))}
+            declared = re.compile(_DECLARED_EXTENSION % b"|".join(sorted(map(re.escape, classes))))
+            for match in declared.finditer(source):
+                name = match.group(1).decode().rstrip("._")
+                if name:
+                    found.add(name.rsplit(".", 1)[0])
+    return tuple(sorted(found))
 
 
 @functools.lru_cache(maxsize=4096)  # a project imports the same modules file after file
@@ -146,11 +160,16 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = ()) -> dict[P
     """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
     the project's modules: why (``imports `apps.model`, which through the project's modules imports
     triton``). The CUDA extensions the project's own build scripts declare (``extensions``,
-    :func:`declared_extensions`) are GPU-kernel code too."""
+    :func:`declared_extensions`) are GPU-kernel code too, and so are the modules of the package
+    they are built into."""
     by_name, imports = graph.by_name, graph.top
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}
+    for name, path in by_name.items():  # the package that wraps the project's compiled operators
+        package = module_matches(name, extensions)
+        if package is not None and path not in reasons:
+            reasons[path] = f"is part of `{package}`, the package of the project's compiled extension"
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain
     while True:  # through the project's own modules, until nothing more is reached

@@ -90,9 +90,9 @@ _MESSAGES = {
              "keep it, and replace the library by hand where Neuron must run this code",
     CUDA_NAMED: "not applied: {where} is named for CUDA ({reason}); keep it, and give Neuron a "
                 "function of its own where they should take Neuron",
-    KERNEL_IMPORTER: "not applied: {where} imports GPU-kernel code ({reason}), so it cannot be imported "
-                     "on Neuron and runs on CUDA only; make that import optional (or port those kernels "
-                     f"to NKI: {NKI_GUIDE}) before moving it",
+    KERNEL_IMPORTER: "not applied: {where} imports GPU-kernel code ({reason}), which has no Neuron "
+                     "kernels: on Neuron it fails to import, or at its first kernel; make that import "
+                     f"optional (or port those kernels to NKI: {NKI_GUIDE}) before moving it",
     CUDA_FLAG: "not applied: {where} runs when the user chose CUDA ({reason}), so it keeps CUDA; give "
                "Neuron a setting or a branch of its own by hand",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
