@@ -30,8 +30,8 @@ CUDA_ONLY_PREFIXES = (
     "torch.cuda.get_device_capability", "torch.cuda.mem_get_info", "torch.cuda.utilization",
     "torch.utils.cpp_extension", "torch.float16", "torch.half", "torch.nn.DataParallel",
     "torch.nn.parallel.DataParallel",
-    # the CUDA toolkit's version: a fact about CUDA (`None` on Neuron), printed or compared
-    "torch.version.cuda",
+    # the CUDA (ROCm) toolkit's version: a fact about the GPU build (`None` on Neuron), printed or compared
+    "torch.version.cuda", "torch.version.hip",
 )
 #: Last components of a dotted name that mean a CUDA-only path whatever the import.
 CUDA_ONLY_NAMES = frozenset({

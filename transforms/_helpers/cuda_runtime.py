@@ -485,7 +485,7 @@ def owned() -> frozenset[str]:
 # -- capability probes: `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)` --
 #: qualified names that ask what kind of CUDA device is present (not whether one is)
 CAPABILITY_PROBES = ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
-                     "torch.cuda.is_bf16_supported", "torch.version.cuda")
+                     "torch.cuda.is_bf16_supported", "torch.version.cuda", "torch.version.hip")
 
 
 def _probes_in(ctx: FileContext, node: cst.CSTNode) -> list[str]:
@@ -514,7 +514,8 @@ def capability_probe(ctx: FileContext, ref: CudaRef) -> str | None:
     """The probe ``ref`` is part of, when it sits in an ``and`` / ``or`` chain (through ``not``
     and comparisons) that asks a CUDA capability question together with an availability check
     (``torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)``,
-    ``... and torch.cuda.is_bf16_supported()``, ``torch.version.cuda``): the whole probe is about
+    ``... and torch.cuda.is_bf16_supported()``, ``torch.version.cuda``, ``torch.version.hip``, which
+    asks for a ROCm build): the whole probe is about
     CUDA and stays as it is. Returns the qualified name of another part of the probe."""
     chain: cst.CSTNode | None = None
     for anc in ctx.ancestors():
