@@ -60,6 +60,7 @@ class Dispatch:
     model: cst.If | None = None  # the branch the Neuron one copies: CUDA's, or MPS's
     blocked: str = ""  # why no Neuron branch can be modelled on the CUDA one
     imports: tuple[ImportRequest, ...] = ()  # what the Neuron branch needs
+    drops_index: bool = False  # the Neuron branch says "neuron" where CUDA's names an index
 
 
 @dataclass
@@ -252,7 +253,7 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
     raises = (isinstance(tail, cst.Else) and _only_raises(tail.body)) or (tail is None and raised_after)
     dispatch = Dispatch(head, subject, cuda, tuple(devices), raises, "neuron" in devices)
     if not dispatch.served:
-        dispatch.neuron, dispatch.model, dispatch.blocked, dispatch.imports = _neuron_sibling(ctx, cuda, links)
+        _add_neuron_sibling(ctx, dispatch, links)
     return dispatch
 
 
@@ -269,23 +270,23 @@ def _only_raises(block: cst.BaseSuite) -> bool:
     return bool(smalls) and all(isinstance(s, cst.Raise) for s in smalls)
 
 
-def _neuron_sibling(ctx: FileContext, cuda: cst.If, links: Sequence[cst.If]) -> tuple[cst.If | None, cst.If | None, str, tuple[ImportRequest, ...]]:
-    """The Neuron branch of a dispatch, the branch it is modelled on, why it cannot be built, and
-    its imports. It is modelled on the CUDA branch: its test and body with each CUDA device string
-    as ``"neuron"`` and each half dtype as bfloat16. Where that copy would still run CUDA-only code
-    (``torch.cuda.*``, ``.cuda()``, a CUDA-only library, a model placed on CUDA GPUs by its loader),
-    it is modelled on the MPS branch when that one names no host of its own (it places on the
-    dispatched device: ``device_map={"": device}``); otherwise there is none, and the reason says why."""
-    test = _neuron_copy(cuda.test)
-    blocked = ""
-    for link in [cuda, *(link for link in links if _names_only(link, "mps"))]:
+def _add_neuron_sibling(ctx: FileContext, dispatch: Dispatch, links: Sequence[cst.If]) -> None:
+    """Sets the Neuron branch of ``dispatch``, the branch it is modelled on and its imports, or why
+    it cannot be built. It is modelled on the CUDA branch: its test and body with each CUDA device
+    string as ``"neuron"`` and each half dtype as bfloat16. Where that copy would still run
+    CUDA-only code (``torch.cuda.*``, ``.cuda()``, a CUDA-only library, a model placed on CUDA GPUs
+    by its loader), it is modelled on the MPS branch when that one names no host of its own (it
+    places on the dispatched device: ``device_map={"": device}``); otherwise there is none."""
+    test = _neuron_copy(dispatch.cuda.test)
+    for link in [dispatch.cuda, *(link for link in links if _names_only(link, "mps"))]:
         copier = _ToNeuron(ctx)
         body: cst.BaseSuite = link.body.visit(copier)  # type: ignore[assignment]
         why = _blocked(ctx, body)
         if not why:
-            return cst.If(test=test, body=body, leading_lines=()), link, "", tuple(copier.imports)  # type: ignore[arg-type]
-        blocked = blocked or f"its CUDA branch {why}"
-    return None, None, blocked, ()
+            dispatch.neuron, dispatch.model = cst.If(test=test, body=body, leading_lines=()), link  # type: ignore[arg-type]
+            dispatch.imports, dispatch.drops_index, dispatch.blocked = tuple(copier.imports), copier.dropped_index, ""
+            return
+        dispatch.blocked = dispatch.blocked or f"its CUDA branch {why}"
 
 
 def _names_only(link: cst.If, device: str) -> bool:
@@ -325,6 +326,15 @@ class _ToNeuron(cst.CSTTransformer):
         super().__init__()
         self.ctx = ctx
         self.imports: list[ImportRequest] = []
+        self.dropped_index = False  # a CUDA device index (`f"cuda:{rank}"`) became plain "neuron"
+
+    def _device(self, before: cst.CSTNode, after: cst.BaseExpression, quoted: cst.CSTNode) -> cst.BaseExpression:
+        """``after`` as ``"neuron"`` (in the quotes of ``quoted``) where ``before`` is a CUDA device."""
+        kind = cuda_literal(before)
+        if kind is None:
+            return after
+        self.dropped_index |= kind.drops_index
+        return string_like(quoted, "neuron")
 
     def leave_Call(self, before: cst.Call, after: cst.Call) -> cst.BaseExpression:
         name = self.ctx.qualify(before.func) if self.ctx is not None else None
@@ -348,14 +358,15 @@ class _ToNeuron(cst.CSTTransformer):
 
     def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
         value = string_value(before)
-        plain_nccl = value is not None and nccl_backend(value) == "plain"  # the process-group backend
-        return string_like(after, "neuron") if cuda_literal(before) is not None or plain_nccl else after
+        if value is not None and nccl_backend(value) == "plain":  # the process-group backend
+            return string_like(after, "neuron")
+        return self._device(before, after, after)
 
     def leave_FormattedString(self, before: cst.FormattedString, after: cst.FormattedString) -> cst.BaseExpression:
-        return string_like(after, "neuron") if cuda_literal(before) is not None else after
+        return self._device(before, after, after)
 
     def leave_BinaryOperation(self, before: cst.BinaryOperation, after: cst.BinaryOperation) -> cst.BaseExpression:
-        return string_like(after.left, "neuron") if cuda_literal(before) is not None else after
+        return self._device(before, after, after.left)
 
     def leave_Attribute(self, before: cst.Attribute, after: cst.Attribute) -> cst.BaseExpression:
         if after.attr.value in HALF and isinstance(after.value, cst.Name) and after.value.value == "torch":
@@ -742,10 +753,12 @@ def _cuda_value(node: cst.BaseExpression) -> bool:
     return cuda_literal(node) is not None
 
 
-def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()) -> tuple[cst.If, tuple[ImportRequest, ...]]:
+def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()
+                           ) -> tuple[cst.If, tuple[ImportRequest, ...], bool]:
     """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
     its ``elif`` and keeps CUDA and every other host; in a chain that sets one variable in every
-    branch (:func:`_chain_choice`), the Neuron body sets it to ``"neuron"`` and nothing else."""
+    branch (:func:`_chain_choice`), the Neuron body sets it to ``"neuron"`` and nothing else.
+    Also its imports, and whether the copy drops a CUDA device index (``f"cuda:{rank}"``)."""
     found = _neuron_test(ctx, model(ctx).flag_checks.get(id(node), node.test))
     assert found is not None  # a detection link (:func:`detection_link`)
     test, imports = found
@@ -758,7 +771,7 @@ def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.I
         body = node.body.visit(copier)  # type: ignore[assignment]
     head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),
                   leading_lines=node.leading_lines)
-    return head, (*imports, *copier.imports)
+    return head, (*imports, *copier.imports), copier.dropped_index
 
 
 def choice_addition(ctx: FileContext, container: cst.List | cst.Tuple) -> tuple[cst.List | cst.Tuple, str, tuple[ImportRequest, ...]] | None:

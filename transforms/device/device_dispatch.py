@@ -9,6 +9,7 @@ from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
     DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, table_entry, with_neuron_branch)
+from neuronize.transforms._helpers.device_choice import INDEX_NOTE
 from neuronize.transforms._helpers.messages import short
 
 
@@ -69,7 +70,9 @@ class DeviceDispatch(Transform):
     Fix safety:
         Safe: the new branch is taken only where the device is Neuron (the test, or a value that
         says `"neuron"`); on CPU, CUDA and MPS the code runs as before. bf16 instead of fp16 is
-        the documented Neuron precision.
+        the documented Neuron precision. Unsafe where the CUDA branch names a device index
+        (`f"cuda:{rank}"`): the Neuron branch says `"neuron"`, right under a `"neuron"` process
+        group (each process sees one device), not for one process over several devices.
 
     Evidence:
         DOC: the TorchNeuron index page (`"neuron"` device, `torch.autocast(device_type="neuron",
@@ -108,10 +111,10 @@ class DeviceDispatch(Transform):
             return
         found = model(self.ctx)
         for link, chain in found.detections:
-            new, imports = neuron_first_detection(self.ctx, link, chain)
+            new, imports, dropped = neuron_first_detection(self.ctx, link, chain)
             self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
-                     "CUDA branch; CUDA and the other hosts keep theirs", imports=imports,
-                     group=choice_group(link, DEVICE_CHOICE))
+                     f"CUDA branch; CUDA and the other hosts keep theirs{_dropped(dropped)}", imports=imports,
+                     group=choice_group(link, DEVICE_CHOICE), safety=Safety.UNSAFE if dropped else None)
         for dispatch in found.dispatches:
             if dispatch.served:
                 continue
@@ -122,9 +125,15 @@ class DeviceDispatch(Transform):
                 self.fix(dispatch.cuda, with_neuron_branch(dispatch),
                          f"dispatch over `{dispatch.subject}` ({', '.join(dispatch.devices)}) gains "
                          f"`elif {short(dispatch.neuron.test)}:`, modelled on its {host} branch{half}; the CUDA "
-                         "branch stays CUDA's", imports=dispatch.imports, group=DEVICE_CHOICE)
+                         f"branch stays CUDA's{_dropped(dispatch.drops_index)}", imports=dispatch.imports,
+                         group=DEVICE_CHOICE, safety=Safety.UNSAFE if dispatch.drops_index else None)
             elif dispatch.raises:
                 self.report(dispatch.cuda.test, f"dispatch over `{dispatch.subject}` rejects devices it does not "
                             f"list and has no Neuron branch ({dispatch.blocked}): a `\"neuron\"` device raises "
                             "here, so the file's device defaults stay; add a Neuron branch by hand",
                             evidence=Evidence.INF)
+
+
+def _dropped(dropped: bool) -> str:
+    """The end of a message whose Neuron branch says ``"neuron"`` where CUDA's names an index."""
+    return INDEX_NOTE if dropped else ""
