@@ -346,6 +346,11 @@ class _ToNeuron(cst.CSTTransformer):
             func, imports = qualified_expr(self.ctx, _ON_NEURON[name])
             self.imports.extend(imports)
             return after.with_changes(func=func)
+        if name == "torch.get_autocast_gpu_dtype" and self.ctx is not None and not before.args:
+            # the CUDA autocast dtype by its old name: the device-type form asks Neuron's
+            func, imports = qualified_expr(self.ctx, "torch.get_autocast_dtype")
+            self.imports.extend(imports)
+            return after.with_changes(func=func, args=[cst.Arg(make_string("neuron"))])
         func = after.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and _source(func.value) != "torch" \
                 and all(a.keyword is not None for a in after.args):
