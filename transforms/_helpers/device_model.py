@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
@@ -385,9 +386,19 @@ class _ToNeuron(cst.CSTTransformer):
             return after.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
         return after
 
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        # so do the comment lines above a statement (`# fp16 saturates for the large model`), as
+        # a whole: one of them says so, the others go on with it
+        updated = super().on_leave(original_node, updated_node)
+        lines = getattr(updated, "leading_lines", None)
+        if isinstance(updated, cst.CSTNode) and lines and any(
+                line.comment is not None and _ABOUT_GPU.search(line.comment.value) for line in lines):
+            return updated.with_changes(leading_lines=[line for line in lines if line.comment is None])
+        return updated
 
-#: a comment about CUDA or the GPU
-_ABOUT_GPU = re.compile(r"cuda|nvidia|gpu", re.IGNORECASE)
+
+#: a comment about CUDA or the GPU, or about the half precision the copy makes bfloat16
+_ABOUT_GPU = re.compile(r"cuda|nvidia|gpu|\b(?:fp16|f16|float16|half)\b", re.IGNORECASE)
 
 
 def _neuron_copy(node: cst.CSTNode) -> cst.CSTNode:
