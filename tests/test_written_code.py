@@ -200,6 +200,19 @@ def test_a_device_query_in_a_default_is_resolved_in_the_body():
     assert run(out)["load"].__defaults__ == (None,)
 
 
+def test_a_default_annotated_with_a_union_admits_none_the_same_way():
+    out = migrate('''
+        import torch
+
+
+        def load(path, device: str | torch.device = "cuda"):
+            return torch.load(path, map_location=device)
+        ''', target="accelerator")
+    # the file's Python evaluates `|` between types already: no `typing` import for it
+    assert "def load(path, device: str | torch.device | None = None):" in out
+    assert "Optional" not in out
+
+
 def test_a_file_that_postpones_its_annotations_gets_the_union_form():
     out = migrate('''
         from __future__ import annotations

@@ -15,7 +15,8 @@ resolves it first::
 Only defaults on lines this run changed and holding a call are moved (a plain ``"neuron"`` is a
 constant); lambdas keep theirs (they have no statements). An annotation admits ``None`` as the
 file can evaluate it: ``str | None`` where the file postpones annotations (``from __future__
-import annotations``) or writes ``X | None`` already, else ``Optional[str]`` (a module-level
+import annotations``) or writes ``X | None`` already, or the annotation is a ``|`` union itself
+(``str | torch.device | None``), else ``Optional[str]`` (a module-level
 ``def`` evaluates its annotations at import, and ``|`` between types needs Python 3.10, which
 torch releases with ``torch.accelerator`` do not all require).
 """
@@ -39,19 +40,25 @@ _UNION_WRITTEN = re.compile(rb"\|\s*None\b")
 
 def _optional(annotation: cst.Annotation | None, union: bool) -> cst.Annotation | None:
     """``annotation`` widened to admit ``None`` (kept when it already does): ``X | None`` with
-    ``union``, else ``Optional[X]``."""
+    ``union`` or where it is a union written with ``|`` itself (``str | torch.device``), else
+    ``Optional[X]``."""
     if annotation is None:
         return None
     written = _code(annotation.annotation)
     if "None" in written or "Optional" in written or "Any" in written:
         return annotation
-    if union:
+    if union or _is_union(annotation.annotation):
         widened: cst.BaseExpression = cst.BinaryOperation(
             left=annotation.annotation, operator=cst.BitOr(), right=cst.Name("None"))
     else:
         widened = cst.Subscript(value=cst.Name("Optional"),
                                 slice=[cst.SubscriptElement(cst.Index(annotation.annotation))])
     return annotation.with_changes(annotation=widened)
+
+
+def _is_union(node: cst.BaseExpression) -> bool:
+    """``node`` is a union written with ``|``: the file's Python evaluates it."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr)
 
 
 def _resolve(name: str, value: cst.BaseExpression, module: cst.Module) -> cst.If:
@@ -105,7 +112,8 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
             return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *checks, *body[at:]]))
 
     union = lazy_annotations(module) or _UNION_WRITTEN.search(source) is not None
-    subscripted = not union and any(_optional(param.annotation, union) is not param.annotation
+    subscripted = not union and any(param.annotation is not None and not _is_union(param.annotation.annotation)
+                                    and _optional(param.annotation, union) is not param.annotation
                                     for params in moved.values() for param in params)
     result = module.visit(_Move())
     assert isinstance(result, cst.Module)
