@@ -102,19 +102,19 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
         kept = _import_safe(kept, tree)
     # a member suppressed, or held back by import safety (a new report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
-    held = {r.group for r, _ in gated if r.group is not None and id(r) not in kept_ids}
+    held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
         device = options.target.value
         kept, grouped = _pins_hold_devices(_leftovers_join_moves(kept, tree.parents, device), tree.parents, device,
                                            options.notebook_pins)
-        held |= grouped
+        held = {**held, **grouped}
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
     settled = _guards_follow_bodies(settled, tree.parents)
     # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
     same_tests, groups = _same_tests_grouped(settled, tree.parents)
-    settled = _settle_groups(same_tests, set(), only=groups)
+    settled = _settle_groups(same_tests, {}, only=groups)
     return _bodies_follow_guards(settled, proposed, tree.module, tree.parents), unused
 
 
@@ -241,18 +241,23 @@ def _import_safe(located: Located[R], tree: Tree) -> Located[R]:
 
 
 # -- step 7: edit groups -----------------------------------------------------------------------
-def _settle_groups(located: Located[R], held: set[str], only: set[str] | None = None) -> Located[R]:
+def _settle_groups(located: Located[R], held: dict[str, str], only: set[str] | None = None) -> Located[R]:
     """Edit groups (``group``, one per name in a file): each member takes the weakest safety of the
-    group; when a member has no fix, or was suppressed (``held``), no fix of the group is applied.
+    group; when a member has no fix, or was suppressed (``held``: the group, and why if known), no
+    fix of the group is applied.
     Findings name their group, so review treats it as one decision. ``only``: settle these groups
     (the others are settled already)."""
     weakest: dict[str, Safety] = {}
     members: dict[str, int] = {}
-    for r, _ in located:
+    waits: dict[str, str] = {}  # a group held back -> the member without a fix it waits for
+    for r, f in located:
         if r.group is not None and (only is None or r.group in only):
             own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
             weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
             members[r.group] = members.get(r.group, 0) + 1
+            if not r.fixable and r.group not in waits:
+                shown = f" (`{r.subject}`)" if r.subject is not None and len(r.subject) <= 60 else ""
+                waits[r.group] = f"it waits for {r.rule.id} at line {f.line}{shown}, which is not fixed here"
     settled: Located[R] = []
     for pair in located:
         r = pair[0]
@@ -263,8 +268,8 @@ def _settle_groups(located: Located[R], held: set[str], only: set[str] | None = 
         if not r.fixable:
             pair = _changed(pair, note=("group", f"edit group `{r.group}`"))
         elif group is Safety.REPORT_ONLY:
-            pair = _changed(pair, hold=True, note=(
-                "group", f"edit group `{r.group}`: not applied, another edit of the group cannot be made"))
+            why = waits.get(r.group) or held.get(r.group) or "another edit of the group cannot be made"
+            pair = _changed(pair, hold=True, note=("group", f"edit group `{r.group}`: not applied, {why}"))
         elif group is not r.safety:
             pair = _changed(pair, safety=group, note=("group", f"edit group `{r.group}`: {group}, like its weakest edit"))
         else:
@@ -352,7 +357,7 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
 
 
 def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
-                       elsewhere: str | None = None) -> tuple[Located[R], set[str]]:
+                       elsewhere: str | None = None) -> tuple[Located[R], dict[str, str]]:
     """A report that pins a placement to CUDA with no edit to move it (``Report.pins``: a model
     placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
     (of the whole file, where it is at module level: the module's functions and later cells use
@@ -362,22 +367,25 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     CPU, where a GPU planner finds no GPU), and moved outright they take the CUDA box's tensors off
     the model they meet. ``elsewhere``: the group of a placement pinned at the top level of
     another cell of the notebook, which holds every device edit of this one. An edit already in a
-    group keeps it, and that group is returned to be held back whole."""
+    group keeps it, and that group is returned, with why, to be held back whole."""
     pins = [r for r, _ in located if not r.fixable and r.pins is not None]
     if not pins and elsewhere is None:
-        return located, set()
+        return located, {}
     names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
     for r in pins:
-        names.setdefault(id(_scope_of(r.node, parents)), r.pins)
+        scope = _scope_of(r.node, parents)
+        names.setdefault(id(scope), f"{r.pins} in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else r.pins)
     pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
     edits = [(r, name) for r, _ in located if r.fixable and r.rule.section == "device" and r.rule not in pinning
              and _places(r, device) and not _builds_own_model(r.node, parents)
              and (name := names.get(id(_scope_of(r.node, parents)), names.get(id(None)))) is not None]
     if not edits:
-        return located, set()
+        return located, {}
     groups = {id(r): name for r, name in edits if r.group is None}
-    groups.update((id(r), r.pins) for r in pins if r.group is None)
-    held = {r.group for r, _ in edits if r.group is not None} | ({elsewhere} if elsewhere is not None else set())
+    groups.update((id(r), names[id(_scope_of(r.node, parents))]) for r in pins if r.group is None)
+    held = {r.group: f"one of its edits waits with edit group `{name}`" for r, name in edits if r.group is not None}
+    if elsewhere is not None:
+        held[elsewhere] = "it waits for the loading in another cell of the notebook, which is not fixed here"
     return [(dataclasses.replace(r, group=groups[id(r)]) if id(r) in groups else r, f) for r, f in located], held
 
 
@@ -561,7 +569,7 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
         elif guard is not None and not widening and _WEAKNESS.index(made[id(guard)]) > _WEAKNESS.index(r.safety):
             pair = _changed(pair, safety=made[id(guard)], note=("guard", f"{made[id(guard)]}, like the edit of its test"))
         out.append(pair)
-    return _settle_groups(out, held, only=held) if held else out
+    return _settle_groups(out, dict.fromkeys(held, ""), only=held) if held else out
 
 
 def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]]:
