@@ -166,7 +166,7 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = ()) -> dict[P
     reasons = {path: reason for path, names in imports.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}
-    for name, path in by_name.items():  # the package that wraps the project's compiled operators
+    for name, path in by_name.items() if extensions else ():  # the package that wraps the compiled operators
         package = module_matches(name, extensions)
         if package is not None and path not in reasons:
             reasons[path] = f"is part of `{package}`, the package of the project's compiled extension"

@@ -372,8 +372,9 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if not pins and elsewhere is None:
         return located, {}
     names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
+    pin_scopes = {id(r): _scope_of(r.node, parents) for r in pins}
     for r in pins:
-        scope = _scope_of(r.node, parents)
+        scope = pin_scopes[id(r)]
         names.setdefault(id(scope), f"{r.pins} in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else r.pins)
     pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
     edits = [(r, name) for r, _ in located if r.fixable and r.rule.section == "device" and r.rule not in pinning
@@ -382,7 +383,7 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if not edits:
         return located, {}
     groups = {id(r): name for r, name in edits if r.group is None}
-    groups.update((id(r), names[id(_scope_of(r.node, parents))]) for r in pins if r.group is None)
+    groups.update((id(r), names[id(pin_scopes[id(r)])]) for r in pins if r.group is None)
     held = {r.group: f"one of its edits waits with edit group `{name}`" for r, name in edits if r.group is not None}
     if elsewhere is not None:
         held[elsewhere] = "it waits for the loading in another cell of the notebook, which is not fixed here"
@@ -394,8 +395,9 @@ def _places(report: Any, device: str) -> bool:
     accelerator the host has (``torch.accelerator.current_accelerator()``, the accelerator
     target's device)."""
     replacement = report.replacement
-    return isinstance(replacement, cst.CSTNode) and (_writes_device(report, device) or _writes_device(report, "neuron") or any(
-        isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator" for n in iter_syntax(replacement)))
+    return isinstance(replacement, cst.CSTNode) and any(
+        (isinstance(n, cst.SimpleString) and n.evaluated_value in (device, "neuron"))
+        or (isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator") for n in iter_syntax(replacement))
 
 
 def _builds_own_model(node: cst.CSTNode, parents: Parents) -> bool:

@@ -112,9 +112,9 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
             return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *checks, *body[at:]]))
 
     union = lazy_annotations(module) or _UNION_WRITTEN.search(source) is not None
-    subscripted = not union and any(param.annotation is not None and not _is_union(param.annotation.annotation)
-                                    and _optional(param.annotation, union) is not param.annotation
-                                    for params in moved.values() for param in params)
+    subscripted = any(isinstance(widened.annotation, cst.Subscript) and widened is not param.annotation
+                      for params in moved.values() for param in params
+                      if (widened := _optional(param.annotation, union)) is not None)
     result = module.visit(_Move())
     assert isinstance(result, cst.Module)
     return apply_imports(result, [ImportRequest("typing", "Optional")]) if subscripted else result

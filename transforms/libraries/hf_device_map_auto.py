@@ -110,15 +110,15 @@ class HfDeviceMapAuto(Transform):
                 self._report_plan(node, node.value, kind, f"the keyword entry `{short(target, 40)}`")
 
     def _report_plan(self, node: cst.Arg | cst.Assign, value: cst.BaseExpression, kind: str, where: str) -> None:
+        pins = self._pins(node.value)
         if kind == "planner":
             self.report(node, f"`device_map={short(value, 40, tight=True)}` in {where}: whether "
                         "accelerate sees NeuronCore memory is unverified; load on CPU with "
                         '`torch_dtype=torch.bfloat16`, then `.to("neuron")`; across several NeuronCores use a '
-                        "tensor-parallel plan (`tp_plan`) under torchrun", pins=self._pins(node.value))
+                        "tensor-parallel plan (`tp_plan`) under torchrun", pins=pins)
         else:
             self.report(node, f"`device_map` in {where} names GPUs: load on CPU, then "
-                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD,
-                        pins=self._pins(node.value))
+                        '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD, pins=pins)
 
     def _pins(self, written: cst.BaseExpression) -> str | None:
         """The edit group the device edits around this loading wait for: none for a plan passed
