@@ -59,6 +59,16 @@ def ends_early(body: cst.BaseSuite, *, stops_only: bool = False) -> bool:
     return False
 
 
+def else_ends_early(stmt: cst.If) -> bool:
+    """The ``else`` that closes ``stmt``'s ``elif`` chain ends the block early: the statements
+    after the chain run only where the test of ``stmt`` or of another ``if`` of the chain held
+    (``elif torch.cuda.is_available(): ... else: sys.exit(1)``)."""
+    orelse = stmt.orelse
+    while isinstance(orelse, cst.If):
+        orelse = orelse.orelse
+    return isinstance(orelse, cst.Else) and ends_early(orelse.body)
+
+
 @dataclass(frozen=True)
 class ImportedName:
     """One name an import statement binds (relative imports bind nothing we can qualify).

@@ -56,7 +56,7 @@ import libcst as cst
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.analysis.walk import Parents, iter_syntax
-from neuronize.analysis.syntax import binding_counts, dotted_name, ends_early
+from neuronize.analysis.syntax import binding_counts, dotted_name, else_ends_early, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -639,13 +639,20 @@ def _innermost_guarded(node: cst.CSTNode, guards: dict[int, cst.If | cst.IfExp],
 def _guarded_code(guard: cst.If | cst.IfExp, parents: Parents) -> list[cst.CSTNode]:
     """What the test of ``guard`` lets run: an ``if`` body or a conditional expression's first arm;
     for ``if not <X>: <leave>`` (``return``, ``raise``..., no ``else``), also the statements after it
-    in its block, which run only where ``<X>`` holds, as an ``if <X>:`` body would."""
+    in its block, which run only where ``<X>`` holds, as an ``if <X>:`` body would; and so for an
+    ``if``/``elif`` whose chain closes with an ``else`` that leaves."""
     region: list[cst.CSTNode] = [guard.body]
+    if not isinstance(guard, cst.If):
+        return region
     test = guard.test
-    if isinstance(guard, cst.If) and guard.orelse is None and ends_early(guard.body) \
-            and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        statements = getattr(parents.get(id(guard)), "body", None)
+    leaves_unless = guard.orelse is None and ends_early(guard.body) \
+        and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    if leaves_unless or else_ends_early(guard):
+        head: cst.CSTNode = guard
+        while isinstance(parent := parents.get(id(head)), cst.If) and parent.orelse is head:
+            head = parent
+        statements = getattr(parents.get(id(head)), "body", None)
         if isinstance(statements, (list, tuple)):
-            index = next((i for i, s in enumerate(statements) if s is guard), len(statements))
+            index = next((i for i, s in enumerate(statements) if s is head), len(statements))
             region.extend(statements[index + 1:])
     return region

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import ends_early
+from neuronize.analysis.syntax import else_ends_early, ends_early
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
@@ -239,14 +239,28 @@ def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_progr
 
 
 def guarded_code(ctx: FileContext, stmt: cst.If | cst.While) -> list[cst.CSTNode]:
-    """The test, both branches and, when the body ends the block early (``raise``, ``return``,
-    ``sys.exit``), the statements after the ``if`` that the check also guards."""
+    """The test, both branches and, when the body or the ``else`` closing its ``elif`` chain ends
+    the block early (``raise``, ``return``, ``sys.exit``), the statements after the chain, which
+    the check also guards."""
     nodes: list[cst.CSTNode] = [stmt.test, stmt.body]
     if stmt.orelse is not None:
         nodes.append(stmt.orelse)
-    if isinstance(stmt, cst.If) and ends_early(stmt.body):
-        nodes.extend(following_statements(ctx, stmt))
+    if isinstance(stmt, cst.If) and (ends_early(stmt.body) or else_ends_early(stmt)):
+        nodes.extend(following_statements(ctx, _chain_head(ctx, stmt)))
     return nodes
+
+
+def _chain_head(ctx: FileContext, stmt: cst.If) -> cst.If:
+    """The ``if`` that starts the ``elif`` chain ``stmt`` (an ancestor of the visited node) is in."""
+    head, above = stmt, False
+    for anc in ctx.ancestors():
+        if anc is stmt:
+            above = True
+        elif above:
+            if not (isinstance(anc, cst.If) and anc.orelse is head):
+                break
+            head = anc
+    return head
 
 
 def flag_uses(ctx: FileContext, names: Sequence[str], assign: cst.CSTNode) -> list[cst.CSTNode]:
