@@ -80,6 +80,9 @@ class DeviceModel:
     #: id of an ``if <flag>:`` -> the check the flag was stored from, once, earlier in its block
     #: (``use_cuda = args.cuda and torch.cuda.is_available()``): the check the ``if`` asks
     flag_checks: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    #: id of a class of device rows without Neuron -> it with a Neuron member, and that member
+    #: (:func:`member_entry`)
+    tables: dict[int, tuple[cst.ClassDef, cst.Assign]] = field(default_factory=dict)
 
 
 def model(ctx: FileContext) -> DeviceModel:
@@ -112,6 +115,8 @@ def _build(ctx: FileContext) -> DeviceModel:
         if stores_checks:
             built.flag_checks.update(_flag_checks(ctx, statements))
     for node in iter_statements(ctx.module.body):
+        if isinstance(node, cst.ClassDef) and (entry := member_entry(ctx, node)) is not None:
+            built.tables[id(node)] = entry
         if not isinstance(node, cst.If) or id(node) in elifs:
             continue
         links = list(_links(node))
@@ -323,9 +328,10 @@ class _ToNeuron(cst.CSTTransformer):
     """A CUDA branch's code as its Neuron sibling's: device strings, half dtypes and (given the
     file's context) the availability and device-count calls; the imports it needs in ``imports``."""
 
-    def __init__(self, ctx: FileContext | None = None) -> None:
+    def __init__(self, ctx: FileContext | None = None, *, drop_comments: bool = True) -> None:
         super().__init__()
         self.ctx = ctx
+        self.drop_comments = drop_comments
         self.imports: list[ImportRequest] = []
         self.dropped_index = False  # a CUDA device index (`f"cuda:{rank}"`) became plain "neuron"
 
@@ -382,7 +388,7 @@ class _ToNeuron(cst.CSTTransformer):
     def leave_TrailingWhitespace(self, before: cst.TrailingWhitespace,
                                  after: cst.TrailingWhitespace) -> cst.TrailingWhitespace:
         # a line's comment about the GPU (`# NVIDIA GPU`) describes the CUDA branch, not its copy
-        if after.comment is not None and _ABOUT_GPU.search(after.comment.value):
+        if self.drop_comments and after.comment is not None and _ABOUT_GPU.search(after.comment.value):
             return after.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
         return after
 
@@ -390,7 +396,7 @@ class _ToNeuron(cst.CSTTransformer):
         # so do the comment lines above a statement (`# fp16 saturates for the large model`), as
         # a whole: one of them says so, the others go on with it
         updated = super().on_leave(original_node, updated_node)
-        lines = getattr(updated, "leading_lines", None)
+        lines = getattr(updated, "leading_lines", None) if self.drop_comments else None
         if isinstance(updated, cst.CSTNode) and lines and any(
                 line.comment is not None and _ABOUT_GPU.search(line.comment.value) for line in lines):
             return updated.with_changes(leading_lines=[line for line in lines if line.comment is None])
@@ -403,6 +409,12 @@ _ABOUT_GPU = re.compile(r"cuda|nvidia|gpu|\b(?:fp16|f16|float16|half)\b", re.IGN
 
 def _neuron_copy(node: cst.CSTNode) -> cst.CSTNode:
     return node.visit(_ToNeuron())  # type: ignore[return-value]
+
+
+def _holds_cuda_value(node: cst.CSTNode) -> bool:
+    """``node`` holds a value its Neuron copy changes (a comment about the GPU is no value)."""
+    copy: cst.CSTNode = node.visit(_ToNeuron(drop_comments=False))  # type: ignore[assignment]
+    return not copy.deep_equals(node)
 
 
 def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseExpression, tuple[ImportRequest, ...]] | None:
@@ -434,6 +446,51 @@ def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseEx
     return table.with_changes(elements=elements), value, tuple(copier.imports)
 
 
+def member_entry(ctx: FileContext, table: cst.ClassDef) -> tuple[cst.ClassDef, cst.Assign] | None:
+    """A class whose members are device rows (an ``Enum`` of ``CUDA = ("cuda", "GPU", "nccl")``,
+    ``CPU = ("cpu", "CPU", "gloo")``..., or of plain ``cuda = "cuda"``: a table of hosts written
+    as a class, whose lookup rejects a device it does not list) with a Neuron member after
+    CUDA's, modelled on it as :func:`table_entry` models an entry, and the new member;
+    None when it is no such table, lists Neuron already, or CUDA's row cannot be Neuron's."""
+    rows: list[tuple[int, str, list[str | None]]] = []  # statement index, member name, its strings
+    for index, statement in enumerate(table.body.body):
+        line = statement if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+        assign = line.body[0] if line is not None else None
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+            value = assign.value
+            items = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+            rows.append((index, assign.targets[0].target.value, [string_value(item) for item in items]))
+    column = next((i for _, _, strings in rows for i, text in enumerate(strings) if text == "cuda"), None)
+    if column is None:
+        return None
+    devices = [strings[column] if column < len(strings) else None for _, _, strings in rows]
+    named = [(member, device) for (_, member, _), device in zip(rows, devices, strict=True) if device]
+    if "neuron" in devices or not any(d in OTHER_DEVICES for d in devices) or not all(
+            device in member.lower() or device == "cuda" and "gpu" in member.lower() for member, device in named):
+        return None  # a member named for another thing (`offload = "cpu"`): settings, not rows
+    index, name, _ = rows[devices.index("cuda")]
+    cuda = table.body.body[index]
+    copy = cuda.visit(_ToNeuron(ctx))  # the line's comment about the GPU goes, as in a branch's copy
+    assert isinstance(copy, cst.SimpleStatementLine) and isinstance(copy.body[0], cst.Assign)
+    row = copy.body[0]
+    member = _neuron_name(name)
+    if _blocked(ctx, row.value) or member in {taken for _, taken, _ in rows}:
+        return None
+    row = row.with_changes(targets=[row.targets[0].with_changes(target=cst.Name(member))])
+    body = list(table.body.body)
+    body.insert(index + 1, copy.with_changes(leading_lines=(), body=[row]))
+    return table.with_changes(body=table.body.with_changes(body=body)), row
+
+
+def _neuron_name(cuda: str) -> str:
+    """The Neuron member's name, spelled as CUDA's is (``CUDA`` -> ``NEURON``, ``cuda`` ->
+    ``neuron``, ``Cuda`` -> ``Neuron``; ``GPU`` -> ``NEURON``)."""
+    found = re.search("cuda", cuda, re.IGNORECASE)
+    word = found.group() if found is not None else cuda
+    neuron = "NEURON" if word.isupper() else "Neuron" if word[:1].isupper() else "neuron"
+    return cuda.replace(word, neuron) if found is not None else neuron
+
+
 def with_neuron_branch(dispatch: Dispatch) -> cst.If:
     """The CUDA link of ``dispatch`` followed by its Neuron sibling (``elif <subject> ==
     "neuron": ...``), the rest of the chain after it."""
@@ -443,9 +500,10 @@ def with_neuron_branch(dispatch: Dispatch) -> cst.If:
 
 
 def dispatch_group(ctx: FileContext) -> str | None:
-    """The edit group of a device default in a file whose dispatches get Neuron branches: the
-    default moves only with them (see :data:`hosts.DEVICE_CHOICE`)."""
-    return DEVICE_CHOICE if any(d.neuron is not None for d in model(ctx).dispatches) else None
+    """The edit group of a device default in a file whose dispatches or device tables get Neuron
+    branches or members: the default moves only with them (see :data:`hosts.DEVICE_CHOICE`)."""
+    found = model(ctx)
+    return DEVICE_CHOICE if found.tables or any(d.neuron is not None for d in found.dispatches) else None
 
 
 def blocking(ctx: FileContext) -> Dispatch | None:
@@ -631,7 +689,7 @@ _CHOICE_STATEMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.
 def _choice_body(ctx: FileContext, body: cst.BaseSuite) -> bool:
     smalls = _smalls(body)
     if not smalls or not all(isinstance(s, _CHOICE_STATEMENTS) for s in smalls) \
-            or _neuron_copy(body).deep_equals(body):
+            or not _holds_cuda_value(body):
         return False  # no CUDA value in it: the check is extended instead (NRN110)
     copy: cst.CSTNode = body.visit(_ToNeuron(ctx))  # type: ignore[assignment]
     return not _blocked(ctx, copy)
@@ -663,7 +721,7 @@ def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
     (``4 if torch.cuda.is_available() else 0``: works on both, so the check is extended instead)."""
     side = available_side(ctx, node)
     branch = getattr(node, side) if side is not None else None
-    if side is None or branch is None or _neuron_copy(branch).deep_equals(branch):
+    if side is None or branch is None or not _holds_cuda_value(branch):
         return None
     copier = _ToNeuron(ctx)
     copy = branch.visit(copier)

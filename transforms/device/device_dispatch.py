@@ -37,7 +37,10 @@ class DeviceDispatch(Transform):
         device == "neuron": ...` after its CUDA branch, modelled on it: CUDA device strings become
         `"neuron"` and a half dtype (`torch.float16`) becomes `torch.bfloat16`. A table keyed by
         device type (`{"cuda": torch.float16, "cpu": torch.float32}`) gets a `"neuron"` entry
-        after CUDA's, modelled on it the same way. The branches and entries are one edit group
+        after CUDA's, modelled on it the same way; so does a class whose members are device rows
+        (`class Host(Enum): CPU = ("cpu", "gloo")`, `CUDA = ("cuda", "nccl")`, or plain
+        `cuda = "cuda"`, each member named for its device), which gains `NEURON = ("neuron",
+        "neuron")` after CUDA's member. The branches and entries are one edit group
         with the file's device defaults: a default moves to `"neuron"` only together with the
         branches that accept it.
         Where the CUDA branch places a model on the GPUs through its loader's options
@@ -72,11 +75,14 @@ class DeviceDispatch(Transform):
         says `"neuron"`); on CPU, CUDA and MPS the code runs as before. bf16 instead of fp16 is
         the documented Neuron precision. Unsafe where the CUDA branch names a device index
         (`f"cuda:{rank}"`): the Neuron branch says `"neuron"`, right under a `"neuron"` process
-        group (each process sees one device), not for one process over several devices.
+        group (each process sees one device), not for one process over several devices. Unsafe
+        for a class's Neuron member: the class's other uses (labels shown to users, counts per
+        node) are not followed, and the file's device choice waits for it.
 
     Evidence:
         DOC: the TorchNeuron index page (`"neuron"` device, `torch.autocast(device_type="neuron",
-        dtype=torch.bfloat16)`, `torch.accelerator` detects the device).
+        dtype=torch.bfloat16)`, `torch.accelerator` detects the device). INF for a class's
+        Neuron member.
     """
 
     id = "NRN107"
@@ -105,6 +111,14 @@ class DeviceDispatch(Transform):
             new, value, imports = planned
             self.fix(node, new, f'table keyed by device gains `"neuron": {short(value)}`, modelled on CUDA\'s entry; '
                      "the other hosts keep theirs", imports=imports, group=DEVICE_CHOICE)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        planned = model(self.ctx).tables.get(id(node)) if per_target.target(self.ctx) in self.targets else None
+        if planned is not None:
+            new, member = planned
+            self.fix(node, new, f"device table `{node.name.value}` gains `{short(member)}`, modelled on CUDA's "
+                     "member; the other hosts keep theirs (check what the table's other uses make of it)",
+                     group=DEVICE_CHOICE, safety=Safety.UNSAFE, evidence=Evidence.INF)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if per_target.target(self.ctx) not in self.targets:
