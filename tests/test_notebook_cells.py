@@ -130,3 +130,19 @@ def test_inputs_of_a_model_placed_by_a_device_map_stay_where_the_loader_puts_it(
     assert cells[2] == "ids = torch.ones(2).to(device)\nmask = torch.ones(2).to(device)\n"
     unpinned = _fixed_cells(tmp_path, choice, inputs, name="unpinned.ipynb")
     assert '"neuron" if on_neuron() else' in unpinned[0]
+
+
+def test_cells_after_a_kernel_restart_define_what_they_use_again(tmp_path):
+    restart = {"cell_type": "markdown", "metadata": {}, "source": ["Now restart the kernel to free the GPU memory.\n"]}
+    shutdown = _cell("import IPython\n", "IPython.Application.instance().kernel.do_shutdown(True)\n")
+    first = _cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+                  'x = torch.ones(2).to("cuda")\n')
+    again = _cell("import torch\n", 'y = torch.ones(2).to("cuda")\n')
+    for marker in (restart, shutdown):
+        cells = _fixed_cells(tmp_path, first, marker, again)
+        # the choice and the Neuron test of the first cell are gone after the restart: the cell
+        # after it defines its own test and places on its own
+        assert "to(device)" not in cells[2] and "def on_neuron() -> bool:" in cells[2]
+        assert cells[0].count("def on_neuron") == 1
+    kept = _fixed_cells(tmp_path, first, {"cell_type": "markdown", "metadata": {}, "source": ["## Evaluate\n"]}, again)
+    assert kept[2] == 'import torch\ny = torch.ones(2).to(device)\n'

@@ -77,7 +77,7 @@ def _rebound(tree: ast.Module) -> set[str]:
 
 def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
     """For each cell, the statements of earlier cells it relies on (a notebook runs its cells in one
-    namespace: `torch` imported in cell 2 is `torch` in cell 4): the imports it uses without importing
+    namespace, until the kernel restarts: `torch` imported in cell 2 is `torch` in cell 4): the imports it uses without importing
     them itself (only names the cell mentions, so no rule can pick a spelling the cell never used;
     and a plain ``import torch``), and the device variable an earlier cell chose, with the imports
     that choice reads."""
@@ -85,6 +85,9 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
     choices: dict[str, str] = {}
     out = []
     for cell in cells:
+        if cell.restarts:  # a fresh kernel: nothing an earlier cell bound is there
+            earlier.clear()
+            choices.clear()
         tree = _tree(cell.source)
         if tree is None:
             out.append(b"")
@@ -179,6 +182,7 @@ def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options:
     results = []
     helper = b""  # the Neuron test an earlier cell defines, which later cells call
     for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
+        helper = b"" if cell.restarts else helper
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
                             prefilter=prefilter, fix=fix, inherited=inherited + helper)
         helper = helper or neuron_helper(result.output or cell.source)

@@ -76,6 +76,9 @@ class Cell:
     source: bytes  # the cell's Python code, UTF-8, IPython magics masked, ends with "\n" if non-empty
     #: (line, text) of each masked IPython line (``!nvidia-smi``, ``%env X=1``), text unindented
     magics: tuple[tuple[int, str], ...] = ()
+    #: the kernel restarts before this cell: a text cell since the code cell before it tells the
+    #: reader to restart it, or that code cell shuts it down; nothing defined above is left
+    restarts: bool = False
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -85,15 +88,35 @@ def read_cells(data: bytes) -> list[Cell]:
     """Code cells of a notebook whose language is Python (or unspecified). Raises NotebookError."""
     text, nb = _load(data)
     cells: list[Cell] = []
-    for index, _cell in enumerate(nb["cells"], start=1):
+    restarts = False
+    for index, cell in enumerate(nb["cells"], start=1):
         source = _editable_source(text, nb, index)
         if source is None:
+            restarts = restarts or _asks_for_restart(cell)
             continue
         masked, table, _ = _mask(_with_final_newline(source))
         magics = tuple((number, table[body.strip()][0].strip())
                        for number, body in enumerate(masked.splitlines(), start=1) if body.strip() in table)
-        cells.append(Cell(index, _encode(masked, text, index), magics))
+        cells.append(Cell(index, _encode(masked, text, index), magics, restarts))
+        restarts = _SHUTS_DOWN.search(source) is not None
     return cells
+
+
+#: prose that tells the reader to restart the kernel ("Restart the kernel", "restart your runtime",
+#: "Kernel > Restart")
+_RESTART = re.compile(r"\brestart(?:ing)?\s+(?:the\s+|your\s+|this\s+)?(?:kernel|runtime|session|notebook)\b"
+                      r"|\b(?:kernel|runtime)\s*(?:>|->|→)\s*restart", re.IGNORECASE)
+#: code that ends the kernel: ``os._exit(0)``, ``app.kernel.do_shutdown(True)``
+_SHUTS_DOWN = re.compile(r"^\s*(?:os\._exit\(|[\w.()]*kernel\.do_shutdown\()", re.MULTILINE)
+
+
+def _asks_for_restart(cell: object) -> bool:
+    """A text cell that tells the reader to restart the kernel."""
+    if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+        return False
+    source = cell.get("source")
+    text = "".join(part for part in source if isinstance(part, str)) if isinstance(source, list) else source
+    return isinstance(text, str) and _RESTART.search(text) is not None
 
 
 def _load(data: bytes) -> tuple[str, dict[str, Any]]:
