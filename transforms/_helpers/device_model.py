@@ -1169,9 +1169,41 @@ def bf16_choice(ctx: FileContext) -> Bf16Choice | None:
                               imports, f"bf16 choice `{short(anc.test, 60)}` gains Neuron in front: Trainium "
                               "computes in bf16; every other host asks CUDA as before")
         if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
-            return None
+            return _bf16_answer(ctx)
         child = anc
     return None
+
+
+#: a function that answers whether bf16 can be used (``verify_bf16_support``, ``is_bf16_ok``)
+_BF16_QUESTION = re.compile(r"(?:^|_)(?:is|has|supports?|check|verify|can|use)_.*(?:bf16|bfloat16)"
+                            r"|(?:bf16|bfloat16).*_(?:supported|support|available|ok)$", re.IGNORECASE)
+
+
+def _bf16_answer(ctx: FileContext) -> Bf16Choice | None:
+    """The answer of the function the node being visited is in, when the function asks whether
+    bf16 can be used (and asks ``torch.cuda.is_bf16_supported()``) and gives one answer, a
+    condition, at its end (``return cuda_ok or mps_ok``, ``cuda_ok`` stored from the CUDA probe):
+    Neuron goes in front of it, as in a test."""
+    function = next((anc for anc in ctx.ancestors() if isinstance(anc, (cst.FunctionDef, cst.Lambda))), None)
+    if not isinstance(function, cst.FunctionDef) or not _BF16_QUESTION.search(function.name.value) or not any(
+            isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.cuda.is_bf16_supported"
+            for node in iter_syntax(function.body)):
+        return None  # (a capability threshold answers about speed: the probe is reported as such)
+    returns = [node for node in iter_syntax(function.body) if isinstance(node, cst.Return)]
+    last = function.body.body[-1] if function.body.body else None
+    answer = returns[0].value if len(returns) == 1 and isinstance(last, cst.SimpleStatementLine) \
+        and last.body[-1] is returns[0] else None
+    if not isinstance(answer, (cst.BooleanOperation, cst.Comparison, cst.Call, cst.Name, cst.Attribute)):
+        return None
+    if asks_if_neuron(answer):
+        return Bf16Choice(answer, None)
+    test, imports = per_target.neuron_present(ctx)
+    alone = isinstance(answer, cst.BooleanOperation) and isinstance(answer.operator, cst.Or) or not isinstance(
+        answer, cst.BooleanOperation)
+    return Bf16Choice(answer, cst.BooleanOperation(left=test, operator=cst.Or(),
+                                                   right=answer if alone else parenthesized(answer)),
+                      imports, f"`{function.name.value}()`'s answer gains Neuron in front: Trainium computes in "
+                               "bf16; every other host is asked as before")
 
 
 # -- choices made by comparing with "cuda" (NRN103's selections) ----------------------------------

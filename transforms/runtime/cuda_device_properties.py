@@ -36,7 +36,9 @@ class CudaDeviceProperties(_CudaApiRule):
         - A choice of bf16 that asks CUDA (`"bfloat16" if torch.cuda.is_available() and
           torch.cuda.is_bf16_supported() else "float16"`, `if torch.cuda.is_bf16_supported():
           dtype = torch.bfloat16`) gains Neuron in front, the CUDA probe kept whole:
-          `<the accelerator is Neuron> or (<the original test>)`.
+          `<the accelerator is Neuron> or (<the original test>)`. So does the answer of a
+          function that asks whether bf16 can be used (`def verify_bf16_support(): ... return
+          cuda_ok or mps_ok`, one `return` at its end): `return <Neuron> or cuda_ok or mps_ok`.
         - Elsewhere `torch.cuda.is_bf16_supported()` -> `torch.neuron.is_bf16_supported()`.
         - `torch.cuda.get_device_capability()` is reported: Neuron has no compute capability.
           (What the capability gates - FlashAttention, FP8, Triton - is reported by NRN9xx.)
