@@ -192,6 +192,9 @@ def test_concise_findings_fit_a_line_and_a_site_is_one_entry(tmp_path: Path) -> 
     sites = [line.split(" [")[0] for line in lines]
     assert len(sites) == len(set(sites)) or all(  # one entry per site and rule
         a.split()[1] != b.split()[1] for a, b in zip(lines, lines[1:]) if a.split()[0] == b.split()[0])
+    # a fix held back by a decision says so, in a few words
+    [event] = [line for line in lines if line.startswith("custom_kernels.py:45:18 NRN114")]
+    assert "[report-only]" in event and event.endswith("(not applied: this file holds GPU-kernel code)")
     [autocast] = [line for line in lines if line.startswith("guards_migrated_in_same_run.py:14:10 NRN201")]
     assert "[safe fix]" in autocast and autocast.endswith("(--unsafe-fixes: + `dtype=torch.bfloat16`)")
     # the reasons are in the full format

@@ -97,6 +97,30 @@ def headline(message: str, width: int = WIDTH) -> str:
     return text
 
 
+#: what a concise line says of a fix the decision held back, by the kind of note that says why
+_HELD = {"group": "its edit group waits", "guard": "its guarded code stays", "dispatch": "a branch of a dispatch",
+         "import-safety": "it would run at import"}
+_CLAUSE_END = re.compile(r"\s\(|[;,:](?=\s)")
+
+
+def held(finding: Finding) -> str:
+    """`` (not applied: its edit group waits)`` for a finding whose fix a decision held back, in
+    a few words (the ``full`` format says the whole why); ``""`` for any other finding."""
+    if finding.fixable:
+        return ""
+    for kind, text in finding.notes:
+        at = text.find("not applied")
+        if at < 0:
+            continue
+        why = _HELD.get(kind)
+        if why is None:  # a role: its first clause (`this value serves a CUDA-only library`)
+            rest = text[at + len("not applied"):].lstrip(":, ")
+            end = _CLAUSE_END.search(rest)
+            why = rest[:end.start()] if end else rest
+        return f" (not applied: {why})"
+    return ""
+
+
 def fold_variants(items: Sequence[tuple[T, Finding]]) -> tuple[list[tuple[T, Finding]], dict[int, str]]:
     """The findings with each unsafe variant of a safe fix (same file, place and rule) left out,
     and, by ``id`` of the safe finding kept, the headline of its unsafe variant."""

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 
 from neuronize import TORCHNEURON_TARGET, __version__
-from neuronize.presenting.concise import MIN_WIDTH, WIDTH, adds, fold_variants, headline
+from neuronize.presenting.concise import MIN_WIDTH, WIDTH, adds, fold_variants, headline, held
 from neuronize.presenting.diff import Style
 from neuronize.presenting.links import RELATIVE, Links
 from neuronize.presenting.repeats import collapse, more, repeat_key
@@ -50,7 +50,8 @@ def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bo
         others = more([location(g.display, x) for g, x in repeats], like=like)
         where, tag = location(f.display, finding), "[" + finding_tag(f, finding) + "]"
         room = WIDTH - len(f"{where} {finding.rule} {tag} ")
-        what = headline(finding.message, max(room, MIN_WIDTH))
+        why = held(finding)
+        what = headline(finding.message, max(room, MIN_WIDTH) - len(why)) + why
         if id(finding) in variants:
             what += adds(finding.message, variants[id(finding)])
         lines.append(f"{style.header(where)} {style.error(finding.rule)} {style.hunk(tag)} {what}{others}")
