@@ -214,6 +214,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, imported_by_choice=True)
             if facts.extensions:
                 options = dataclasses.replace(options, project_extensions=facts.extensions)
+            if facts.probe_flags:
+                options = dataclasses.replace(options, probe_flags=facts.probe_flags)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):

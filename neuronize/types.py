@@ -87,6 +87,9 @@ class Options:
     #: the modules of the CUDA extensions the project's build scripts declare (``setup.py``'s
     #: ``CUDAExtension(name=...)``): a function that imports one, even lazily, is GPU-kernel code
     project_extensions: tuple[str, ...] = ()
+    #: module-level flags of the project stored from a CUDA capability probe
+    #: (neuronize/analysis/probe_flags.py): a branch on one imported here is CUDA's
+    probe_flags: frozenset[str] = frozenset()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

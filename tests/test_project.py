@@ -174,3 +174,22 @@ def test_a_module_run_by_a_program_that_keeps_cuda_keeps_the_cuda_box(tmp_path):
         neuronize("fix", "--no-cache", "-q", ".", cwd=root)
     assert b'x.to(device="neuron" if on_neuron() else "cuda")' in (tmp_path / "kept" / "evals" / "score.py").read_bytes()
     assert b'x.to(device="neuron") * 2' in (tmp_path / "moved" / "evals" / "score.py").read_bytes()
+
+
+def test_a_branch_on_a_flag_another_module_stored_from_a_cuda_probe_stays_cudas(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "caps.py").write_bytes(
+        b"import torch\n\nFAST_KERNELS: bool = (\n"
+        b"    torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n)\n")
+    masks = (b"import torch\n\nfrom .caps import FAST_KERNELS\n\n\ndef mask(ids):\n    if FAST_KERNELS:\n"
+             b'        return torch.ones(ids.shape, device="cuda")\n    return torch.ones(ids.shape)\n\n\n'
+             b'def place(x):\n    return x.to("cuda")\n')
+    (tmp_path / "pkg" / "masks.py").write_bytes(masks)
+    cache = {"NEURONIZE_CACHE_DIR": str(tmp_path.parent / f"{tmp_path.name}-cache")}
+    first, cached = (neuronize("check", "--output-format", "concise", ".", cwd=tmp_path, env=cache) for _ in "12")
+    assert first.stdout == cached.stdout  # the second run reads the project's facts from the cache
+    neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
+    fixed = (tmp_path / "pkg" / "masks.py").read_bytes()
+    # the flag is False on Neuron: its branch keeps CUDA, and the report says why; the rest gains Neuron
+    assert b'        return torch.ones(ids.shape, device="cuda")\n' in fixed and b'return x.to("neuron" if on_neuron() else "cuda")' in fixed
+    assert b"(not applied: it runs only under `if FAST_KERNELS:`)" in cached.stdout

@@ -1,7 +1,7 @@
 """What the run's Python files and notebooks say about the project, read before any file is
 analysed: the modules that import GPU-kernel code (:mod:`neuronize.analysis.kernel_imports`),
 whether a file checks for a host (:mod:`neuronize.analysis.host_choice`), the CUDA extensions the
-project declares, the modules that serve CUDA hosts.
+project declares, the modules that serve CUDA hosts, the flags stored from a CUDA capability probe.
 
 The facts are a function of the files' kinds, their paths below the files' common folder and their
 bytes, and of neuronize's code: they are kept in the result cache under a hash of exactly those.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-1"
+_FORMAT = "facts-2"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +46,8 @@ class ProjectFacts:
     #: the modules imported (lazily too) by a file or notebook that checks for a host or imports a
     #: CUDA-only compute package: they run on its hosts, the CUDA box among them
     served: set[Path] = dataclasses.field(default_factory=set)
+    #: module-level flags stored from a CUDA capability probe (:mod:`neuronize.analysis.probe_flags`)
+    probe_flags: frozenset[str] = frozenset()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -75,6 +77,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     notebooks)."""
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
+    from neuronize.analysis.probe_flags import probe_flags
 
     sources = data[:python]
     code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
@@ -83,7 +86,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     graph = import_graph(files_code)
     chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
-                        imported_by(graph, chooses))
+                        imported_by(graph, chooses), probe_flags(sources))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -111,6 +114,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "checks_host": facts.checks_host,
         "extensions": list(facts.extensions),
         "served": sorted(index[path] for path in facts.served),
+        "probe_flags": sorted(facts.probe_flags),
     }, separators=(",", ":")).encode()
 
 
@@ -123,12 +127,13 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         kernels = {paths[_index(i, paths)]: _text(why) for i, why in data["kernels"]}
         served = {paths[_index(i, paths)] for i in data["served"]}
         extensions = tuple(_text(name) for name in data["extensions"])
+        flags = frozenset(_text(name) for name in data["probe_flags"])
         checks = data["checks_host"]
         if not isinstance(checks, bool):
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served)
+    return ProjectFacts(kernels, checks, extensions, served, flags)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -100,6 +100,7 @@ def headline(message: str, width: int = WIDTH) -> str:
 #: what a concise line says of a fix the decision held back, by the kind of note that says why
 _HELD = {"group": "its edit group waits", "guard": "its guarded code stays", "dispatch": "a branch of a dispatch",
          "import-safety": "it would run at import"}
+_HELD_WIDTH = 44
 _CLAUSE_END = re.compile(r"\s\(|[;,:](?=\s)")
 
 
@@ -108,15 +109,17 @@ def held(finding: Finding) -> str:
     a few words (the ``full`` format says the whole why); ``""`` for any other finding."""
     if finding.fixable:
         return ""
-    for kind, text in finding.notes:
+    for kind, text in (*finding.notes, ("", finding.message)):
         at = text.find("not applied")
         if at < 0:
             continue
         why = _HELD.get(kind)
-        if why is None:  # a role: its first clause (`this value serves a CUDA-only library`)
+        if why is None:  # a role, the rule's own words: their first clause (`this file is test code`)
             rest = text[at + len("not applied"):].lstrip(":, ")
             end = _CLAUSE_END.search(rest)
             why = rest[:end.start()] if end else rest
+        if len(why) > _HELD_WIDTH:
+            why = why[:why.rfind(" ", 0, _HELD_WIDTH)] + "…"
         return f" (not applied: {why})"
     return ""
 

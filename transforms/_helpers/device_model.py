@@ -1027,7 +1027,7 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
     that holds only on CUDA (``device == "cuda"``, ``device.type != "cuda"`` for the ``else``)
     and cannot cover Neuron too (:func:`covers_both`), in an ``if`` or a conditional expression
     alike; or ``node`` checks ``torch.cuda.is_available()`` around a CUDA-only path (which NRN110
-    keeps)."""
+    keeps), or a flag the project stored from a CUDA capability probe in another module."""
     key = ("kept-cuda-guard", id(side))
     if key not in ctx.memo:
         from neuronize.transforms._helpers.cuda_guard import guarded_code, scan
@@ -1036,12 +1036,25 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
         if cuda_side(node) is not None:
             chooses = selection_if(node) if isinstance(node, cst.If) else selection_ifexp(ctx, node)
             kept = cuda_side(node) is side and not chooses and not covers_both(ctx, node)
+        elif _imported_probe_flag(ctx, node.test):
+            kept = side is node.body
         else:
             kept = (isinstance(node, cst.If) and side is node.body and available_polarities(ctx, node.test) == {False}
                     and (scan(ctx, guarded_code(ctx, node)).marker is not None
                          or unserved_cuda_value(ctx, [node.body, node.orelse]) is not None))
         ctx.memo[key] = kept
     return ctx.memo[key]
+
+
+def _imported_probe_flag(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    """``test`` is a flag another module of the project stored from a CUDA capability probe
+    (``from .utils import _SUPPORTS_FLASH``, :mod:`neuronize.analysis.probe_flags`): False on
+    Neuron, whatever this file does."""
+    name = last_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+    if name is None or name not in ctx.options.probe_flags:
+        return False
+    # the module that stores the flag asks the probe itself (NRN110, NRN910 see it there)
+    return re.search(rb"^" + name.encode() + rb"[ \t]*(?::[^=\n]*)?=(?!=)", ctx.source, re.MULTILINE) is None
 
 
 def cuda_keeping(ctx: FileContext) -> str | None:
