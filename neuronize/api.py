@@ -216,6 +216,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, project_extensions=facts.extensions)
             if facts.probe_flags:
                 options = dataclasses.replace(options, probe_flags=facts.probe_flags)
+            if facts.wrappers:
+                options = dataclasses.replace(options, library_wrappers=facts.wrappers)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):

@@ -90,6 +90,10 @@ class Options:
     #: module-level flags of the project stored from a CUDA capability probe
     #: (neuronize/analysis/probe_flags.py): a branch on one imported here is CUDA's
     probe_flags: frozenset[str] = frozenset()
+    #: the project's functions that hand a parameter to a CUDA-only library: (name, parameters,
+    #: those handed on) (neuronize/analysis/library_wrappers.py); a caller's argument for one is
+    #: the library's
+    library_wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

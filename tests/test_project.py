@@ -193,3 +193,20 @@ def test_a_branch_on_a_flag_another_module_stored_from_a_cuda_probe_stays_cudas(
     # the flag is False on Neuron: its branch keeps CUDA, and the report says why; the rest gains Neuron
     assert b'        return torch.ones(ids.shape, device="cuda")\n' in fixed and b'return x.to("neuron" if on_neuron() else "cuda")' in fixed
     assert b"(not applied: it runs only under `if FAST_KERNELS:`)" in cached.stdout
+
+
+def test_a_device_handed_through_a_project_function_to_a_cuda_only_library_stays_cuda(tmp_path):
+    (tmp_path / "layers.py").write_bytes(
+        b"import transformer_engine.pytorch as te\n\n\ndef fused_linear(width, device, dtype=None):\n"
+        b"    return te.Linear(width, width, device=device, params_dtype=dtype)\n")
+    (tmp_path / "model.py").write_bytes(
+        b"import torch\n\nfrom layers import fused_linear\n\n\ndef build():\n"
+        b'    first = fused_linear(64, "cuda")\n    second = fused_linear(64, device=torch.device("cuda"))\n'
+        b'    head = torch.nn.Linear(64, 2).to("cuda")\n    return first, second, head\n')
+    before = (tmp_path / "model.py").read_bytes()
+    report = neuronize("check", "--no-cache", "--output-format", "full", ".", cwd=tmp_path).stdout.decode()
+    neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
+    # positional or keyword, the library gets the CUDA device it needs; and the layer beside them
+    # stays with them, on one device
+    assert (tmp_path / "model.py").read_bytes() == before
+    assert report.count("`fused_linear()` hands its `device` to a CUDA-only library") == 2

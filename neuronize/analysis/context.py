@@ -19,6 +19,7 @@ import libcst as cst
 from neuronize.analysis.roles import FileRoles, Role
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.analysis.syntax)
 from neuronize.analysis.syntax import dotted_name, imported_names, iter_statements
+from neuronize.analysis.walk import children
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
 
@@ -144,7 +145,7 @@ class FileContext:
         see :mod:`neuronize.analysis.roles`; computed on first use, once per file."""
         if self._roles is None:
             self._roles = FileRoles(self.module, self.names, self.path, self.source, self.options.kernel_import,
-                                    self.options.project_extensions)
+                                    self.options.project_extensions, self.options.library_wrappers)
         return self._roles
 
     def role(self, stack: Sequence[cst.CSTNode] | None = None) -> Role | None:
@@ -153,11 +154,15 @@ class FileContext:
         return self.roles.role_for(self.stack if stack is None else stack)
 
     def stack_for(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        """The path from the module down to ``node``: the walk's stack while ``node`` is on it or
-        under it, else (a rule reporting from ``leave_Module``, after the walk) the path the
-        walk's parent links give, so that the report carries the facts of where ``node`` stands."""
-        if len(self.stack) != 1 or node is self.stack[0] or id(node) not in self.parents:
+        """The path from the module down to ``node``: the walk's stack, on down to ``node`` where it
+        lies under the visited node (a rule visiting a call fixes its argument), else (a rule
+        reporting from ``leave_Module``, after the walk) the path the walk's parent links give, so
+        that the report carries the facts of where ``node`` stands."""
+        if node is self.stack[-1]:
             return self.stack
+        if len(self.stack) != 1 or id(node) not in self.parents:
+            down = _path_down(self.stack[-1], node)  # the walk has not been under the visited node yet
+            return [*self.stack[:-1], *down] if down else self.stack
         path = [node]
         while id(path[-1]) in self.parents:
             path.append(self.parents[id(path[-1])])
@@ -232,3 +237,14 @@ class FileContext:
                         return anc
                     return node
         return node
+
+
+def _path_down(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes from ``root`` down to ``node`` (both included); empty when ``node`` is not under it."""
+    if root is node:
+        return [root]
+    for child in children(root):
+        below = _path_down(child, node)
+        if below:
+            return [root, *below]
+    return []

@@ -1,7 +1,8 @@
 """What the run's Python files and notebooks say about the project, read before any file is
 analysed: the modules that import GPU-kernel code (:mod:`neuronize.analysis.kernel_imports`),
 whether a file checks for a host (:mod:`neuronize.analysis.host_choice`), the CUDA extensions the
-project declares, the modules that serve CUDA hosts, the flags stored from a CUDA capability probe.
+project declares, the modules that serve CUDA hosts, the flags stored from a CUDA capability probe,
+the functions that hand a parameter to a CUDA-only library.
 
 The facts are a function of the files' kinds, their paths below the files' common folder and their
 bytes, and of neuronize's code: they are kept in the result cache under a hash of exactly those.
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-2"
+_FORMAT = "facts-3"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,9 @@ class ProjectFacts:
     served: set[Path] = dataclasses.field(default_factory=set)
     #: module-level flags stored from a CUDA capability probe (:mod:`neuronize.analysis.probe_flags`)
     probe_flags: frozenset[str] = frozenset()
+    #: functions that hand a parameter to a CUDA-only library
+    #: (:mod:`neuronize.analysis.library_wrappers`)
+    wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -77,6 +81,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     notebooks)."""
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
+    from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.probe_flags import probe_flags
 
     sources = data[:python]
@@ -86,7 +91,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     graph = import_graph(files_code)
     chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
-                        imported_by(graph, chooses), probe_flags(sources))
+                        imported_by(graph, chooses), probe_flags(sources), library_wrappers(sources))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -115,6 +120,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "extensions": list(facts.extensions),
         "served": sorted(index[path] for path in facts.served),
         "probe_flags": sorted(facts.probe_flags),
+        "wrappers": [[name, list(params), list(fed)] for name, params, fed in facts.wrappers],
     }, separators=(",", ":")).encode()
 
 
@@ -128,12 +134,14 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         served = {paths[_index(i, paths)] for i in data["served"]}
         extensions = tuple(_text(name) for name in data["extensions"])
         flags = frozenset(_text(name) for name in data["probe_flags"])
+        wrappers = tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
+                         for name, params, fed in data["wrappers"])
         checks = data["checks_host"]
         if not isinstance(checks, bool):
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -66,7 +66,7 @@ import libcst as cst
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
 from neuronize.analysis.kernel_imports import KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason
-from neuronize.analysis.syntax import imported_names, iter_statements, module_matches
+from neuronize.analysis.syntax import dotted_name, imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
@@ -198,7 +198,8 @@ class FileRoles:
     """The roles of one file; ask :meth:`role_for` with the walk's stack."""
 
     def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes,
-                 kernel_import: str | None = None, extensions: tuple[str, ...] = ()) -> None:
+                 kernel_import: str | None = None, extensions: tuple[str, ...] = (),
+                 wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()) -> None:
         self._module = module
         self._names = names
         self._path = path
@@ -207,6 +208,9 @@ class FileRoles:
         self._kernel_import = kernel_import
         #: the CUDA extensions the project declares (Options.project_extensions)
         self._extensions = extensions
+        #: the project's functions that hand a parameter to a CUDA-only library, named in this file
+        #: (Options.library_wrappers): name -> (its parameters, those handed on)
+        self._wrappers = {name: (params, fed) for name, params, fed in wrappers if name.encode() in source}
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -329,7 +333,7 @@ class FileRoles:
                 role = regions.get(id(node))
                 if role is not None:
                     return role
-        if not self._library_locals and b"get_device_" not in self._source:
+        if not self._library_locals and not self._wrappers and b"get_device_" not in self._source:
             return None
         return self._library_argument(stack) or self._library_value(stack)
 
@@ -362,7 +366,24 @@ class FileRoles:
                 qualified = self._cuda_only_call(call)
                 if qualified is not None:
                     return Role(LIBRARY, f"it is handed to `{qualified}`", "this argument")
+                handed = self._handed_on(call, arg)
+                if handed is not None:
+                    return Role(LIBRARY, handed, "this argument")
         return None
+
+    def _handed_on(self, call: cst.Call, arg: cst.Arg) -> str | None:
+        """Why ``arg`` of ``call`` is a CUDA-only library's: ``call`` is a function of the project
+        that hands that parameter to one (:mod:`neuronize.analysis.library_wrappers`)."""
+        name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+        if name not in self._wrappers:
+            return None
+        params, fed = self._wrappers[name]
+        if arg.keyword is not None:
+            param: str | None = arg.keyword.value
+        else:
+            index = sum(1 for a in call.args[:call.args.index(arg)] if a.keyword is None and not a.star)
+            param = params[index] if not arg.star and index < len(params) else None
+        return f"`{name}()` hands its `{param}` to a CUDA-only library" if param in fed else None
 
     def _cuda_only_call(self, call: cst.Call) -> str | None:
         """The qualified name of ``call`` when it is a CUDA-only API: a CUDA-only package's, or a
