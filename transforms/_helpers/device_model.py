@@ -506,6 +506,16 @@ def dispatch_group(ctx: FileContext) -> str | None:
     return DEVICE_CHOICE if found.tables or any(d.neuron is not None for d in found.dispatches) else None
 
 
+def choice_edit_group(ctx: FileContext) -> str | None:
+    """:data:`DEVICE_CHOICE` where the file's device choice gains Neuron through edits (a
+    detection, a dispatch, a table, a default that a fallback tests), else None: what is chosen by
+    host beside it (``torch.compile``'s ``"neuron" if <Neuron is here> else "inductor"``) moves
+    with it, so a Neuron backend never compiles a model the choice left on the CPU."""
+    found = model(ctx)
+    return DEVICE_CHOICE if (found.detections or found.tables or any(d.neuron is not None for d in found.dispatches)
+                             or device_choice_group(ctx) is not None) else None
+
+
 def blocking(ctx: FileContext) -> Dispatch | None:
     """A dispatch that rejects an unknown device and cannot be given a Neuron branch: a default
     moved to ``"neuron"`` would raise there, so it stays."""

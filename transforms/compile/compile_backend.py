@@ -8,6 +8,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import new_keyword, keyword
 from neuronize.transforms._helpers.compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind, dynamic_group
+from neuronize.transforms._helpers.device_model import choice_edit_group
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
 from neuronize.transforms._helpers import hosts, per_target
@@ -90,7 +91,10 @@ class CompileBackend(Transform):
         builds the wrapper, so `"neuron"` is written only where the code already needed CUDA
         (elsewhere the host-aware backend keeps Inductor, with its mode and options). Unsafe for
         `model.compile(...)`: that the `nn.Module` method forwards its arguments unchanged is
-        inferred (and a `.compile` method on another kind of object would be a false match).
+        inferred (and a `.compile` method on another kind of object would be a false match). A
+        backend chosen by host joins the file's device choice when that gains Neuron through edits
+        (a detection, a dispatch): it is applied with them or not at all, so a Neuron backend never
+        compiles a model that a held device choice left on the CPU.
 
     Evidence:
         DOC: the TorchNeuron compile reference and guide (the `"neuron"` backend; only the default
@@ -191,7 +195,9 @@ class CompileBackend(Transform):
             message += "; consider `fullgraph=True` (recommended: graph breaks then raise)"
         if unsafe:
             message += "; assumes the receiver is an `nn.Module`"
-        self.fix(node, plan.new, message, imports=imports, group=dynamic_group(node), **extra)  # type: ignore[arg-type]
+        aware = isinstance(backend, cst.IfExp)  # chosen by host: it moves with the file's device choice
+        group = dynamic_group(node) or (choice_edit_group(self.ctx) if aware else None)
+        self.fix(node, plan.new, message, imports=imports, group=group, **extra)  # type: ignore[arg-type]
 
     def _host_note(self, backend: cst.BaseExpression | None) -> str:
         """What a host-aware backend means (the neuron target writes one where `"neuron"` would
