@@ -94,6 +94,7 @@ def headline(message: str, width: int = WIDTH) -> str:
         spaces = [i for i in _top_level(text) if text[i] == " " and i < width - 1]
         cut = spaces[-1] if spaces and spaces[-1] > width // 3 else width - 1
         text = re.sub(r"\s*(->|[,;:])$", "", text[:cut].rstrip()) + "…"
+        text += "`" if text.count("`") % 2 else ""  # a `code` part cut short stays closed
     return text
 
 
@@ -119,7 +120,8 @@ def held(finding: Finding) -> str:
             end = _CLAUSE_END.search(rest)
             why = rest[:end.start()] if end else rest
         if len(why) > _HELD_WIDTH:
-            why = why[:why.rfind(" ", 0, _HELD_WIDTH)] + "…"
+            cut = why.rfind(" ", 0, _HELD_WIDTH)
+            why = why[:cut] + ("…`" if why.count("`", 0, cut) % 2 else "…")  # a cut `code` part stays closed
         return f" (not applied: {why})"
     return ""
 
