@@ -146,3 +146,11 @@ def test_cells_after_a_kernel_restart_define_what_they_use_again(tmp_path):
         assert cells[0].count("def on_neuron") == 1
     kept = _fixed_cells(tmp_path, first, {"cell_type": "markdown", "metadata": {}, "source": ["## Evaluate\n"]}, again)
     assert kept[2] == 'import torch\ny = torch.ones(2).to(device)\n'
+
+
+def test_the_neuron_test_goes_below_a_cell_magic(tmp_path):
+    cells = _fixed_cells(tmp_path, _cell("import torch\n"),
+                         _cell("%%time\n", "with torch.autocast('cuda'):\n", "    y = torch.ones(2) * 2\n"),
+                         _cell("device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"))
+    # `%%time` is the cell's first line or the cell fails on every host
+    assert cells[1].startswith("%%time\n") and "def on_neuron() -> bool:" in cells[1]

@@ -48,6 +48,8 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "p
 
 _ESCAPES = frozenset("%!?,;/")  # a logical line starting with one of these is IPython, not Python
 _PREFIX = "__neuronize_magic"
+#: the start of the name that stands in a cell's code for a masked IPython line (``%%time``)
+MAGIC_PLACEHOLDER = _PREFIX
 _BOM = "\ufeff"
 _WS = re.compile(r"[ \t\n\r]*")
 

@@ -36,6 +36,7 @@ from neuronize.analysis.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_n
 from neuronize.analysis.subtrees import code as _code, free_name, replaced
 from neuronize.analysis.syntax import imported_names, one_line
 from neuronize.analysis.walk import iter_syntax, walk
+from neuronize.sources.notebook import MAGIC_PLACEHOLDER
 
 #: the names the function gets, in order of preference (then ``_2``, ``_3``...)
 _TEST_NAMES = ("on_neuron", "on_neuron_device")
@@ -100,6 +101,13 @@ def _opening(module: cst.Module, name: str) -> int:
     return opening if later is None else _imports_from(module, later)
 
 
+def _masked_magic(stmt: cst.BaseStatement) -> bool:
+    """``stmt`` stands for an IPython line of a notebook cell (:mod:`neuronize.sources.notebook`)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.Expr) and isinstance(s.value, cst.Name) and s.value.value.startswith(MAGIC_PLACEHOLDER)
+        for s in stmt.body)
+
+
 def _imports_from(module: cst.Module, start: int) -> int:
     """The index past the run of imports (and docstring, environment settings) that starts at ``start``."""
     index = start
@@ -161,6 +169,8 @@ def name_neuron_test(module: cst.Module, source: bytes, inherited: cst.Module | 
     # before the first top-level statement that calls it at import, else after the opening
     first_use = min(module.body.index(path[1]) for _, path in tests)
     at = min(_opening(module, match["t"]), first_use)
+    while at < len(module.body) and _masked_magic(module.body[at]):
+        at += 1  # a cell magic (`%%time`) is the cell's first line or fails
     body = list(renamed.body)
     definition = _definition(module, name, spelled)
     if at:
