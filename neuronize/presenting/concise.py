@@ -117,11 +117,14 @@ def held(finding: Finding) -> str:
         why = _HELD.get(kind)
         if why is None:  # a role, the rule's own words: their first clause (`this file is test code`)
             rest = text[at + len("not applied"):].lstrip(":, ")
-            end = _CLAUSE_END.search(rest)
-            why = rest[:end.start()] if end else rest
+            end = next((m.start() for m in _CLAUSE_END.finditer(rest) if rest.count("`", 0, m.start()) % 2 == 0),
+                       len(rest))  # the first clause's end outside `code`
+            why = rest[:end]
         if len(why) > _HELD_WIDTH:
             cut = why.rfind(" ", 0, _HELD_WIDTH)
-            why = why[:cut] + ("…`" if why.count("`", 0, cut) % 2 else "…")  # a cut `code` part stays closed
+            if why.count("`", 0, cut) % 2:  # not inside `code`: before it
+                cut = why.rfind("`", 0, cut)
+            why = why[:cut].rstrip() + "…"
         return f" (not applied: {why})"
     return ""
 

@@ -50,8 +50,14 @@ def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bo
         others = more([location(g.display, x) for g, x in repeats], like=like)
         where, tag = location(f.display, finding), "[" + finding_tag(f, finding) + "]"
         room = WIDTH - len(f"{where} {finding.rule} {tag} ")
-        why = held(finding)
-        what = headline(finding.message, max(room, MIN_WIDTH) - len(why)) + why
+        width, why = max(room, MIN_WIDTH), held(finding)
+        what = headline(finding.message, width)
+        if why and len(what) + len(why) > width:
+            # the code the finding names comes first: a reason that would cut it short is one word
+            if headline(finding.message, width - len(why)).endswith("…`"):
+                why = " (not applied)"
+            what = headline(finding.message, width - len(why))
+        what += why
         if id(finding) in variants:
             what += adds(finding.message, variants[id(finding)])
         lines.append(f"{style.header(where)} {style.error(finding.rule)} {style.hunk(tag)} {what}{others}")
