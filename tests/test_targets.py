@@ -78,6 +78,9 @@ TARGET_SPECIFIC = {
     # likewise, a CUDA string left in the file holds a process group moved outright (neuron, cpu)
     "process_group_beside_cuda_setting": "held process group on neuron and cpu only",
     "leftover_claims": "held process group on neuron and cpu only",
+    # a dispatch over hosts whose `else` is CUDA's: neuron gives Neuron its value beside CUDA's
+    # there; the accelerator target keeps a dispatch's branches for the devices they serve
+    "library_host_helpers": "Neuron beside CUDA in a dispatch's else on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

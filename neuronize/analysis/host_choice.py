@@ -21,14 +21,17 @@ import re
 from neuronize.analysis.cuda_packages import PACKAGES, Path
 
 #: an availability check the code makes itself (not the accelerator test a migration writes: a
-#: second run must find the choices the first one found, no more), or a model placed by
-#: Accelerate's ``device_map="auto"``, which puts it on the GPUs where there are some, else on the CPU
-ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)|device_map\s*=\s*['\"]auto['\"]")
+#: second run must find the choices the first one found, no more), also through a library's helper
+#: for one kind of host (Accelerate's ``is_xpu_available()``, transformers'
+#: ``is_torch_npu_available()``), or a model placed by Accelerate's ``device_map="auto"``, which
+#: puts it on the GPUs where there are some, else on the CPU
+ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)|\bis_(?:torch_)?(?:cuda|gpu|xpu|npu|hpu|mps|mlu|musa)"
+                            rb"_available\b|device_map\s*=\s*['\"]auto['\"]")
 
 
 def checks_host(source: bytes) -> bool:
     """``source`` asks whether a host is available, or lets Accelerate choose (see :data:`ASKS_AVAILABLE`)."""
-    return (b"is_available()" in source or b"device_map" in source) and ASKS_AVAILABLE.search(source) is not None
+    return (b"available" in source or b"device_map" in source) and ASKS_AVAILABLE.search(source) is not None
 
 
 @functools.cache
