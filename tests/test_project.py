@@ -206,7 +206,26 @@ def test_a_device_handed_through_a_project_function_to_a_cuda_only_library_stays
     before = (tmp_path / "model.py").read_bytes()
     report = neuronize("check", "--no-cache", "--output-format", "full", ".", cwd=tmp_path).stdout.decode()
     neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
-    # positional or keyword, the library gets the CUDA device it needs; and the layer beside them
-    # stays with them, on one device
-    assert (tmp_path / "model.py").read_bytes() == before
+    # positional or keyword, the library gets the CUDA device it needs; the layer beside them runs
+    # where they run (the module they come from binds the program to CUDA hosts): host-aware
+    fixed = (tmp_path / "model.py").read_bytes()
+    assert b'fused_linear(64, "cuda")' in fixed and b'fused_linear(64, device=torch.device("cuda"))' in fixed
+    assert b'.to("neuron" if on_neuron() else "cuda")' in fixed and fixed.count(b'"cuda"') == before.count(b'"cuda"')
     assert report.count("`fused_linear()` hands its `device` to a CUDA-only library") == 2
+
+
+def test_a_script_that_runs_a_module_choosing_its_host_keeps_the_cuda_box(tmp_path):
+    (tmp_path / "helpers.py").write_bytes(
+        b'import torch\n\n\ndef default_device():\n    return "cuda" if torch.cuda.is_available() else "cpu"\n')
+    (tmp_path / "demo.py").write_bytes(
+        b'import torch\n\nfrom helpers import *\n\nif __name__ == "__main__":\n    x = torch.ones(2).to("cuda")\n')
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "helpers.py").write_bytes(b'import torch\n\n\ndef ones():\n    return torch.ones(2)\n')
+    (tmp_path / "other" / "demo.py").write_bytes(
+        b'import torch\n\nfrom helpers import *\n\nif __name__ == "__main__":\n    x = ones().to("cuda")\n')
+    for project in (tmp_path, tmp_path / "other"):
+        neuronize("fix", "--no-cache", "-q", "helpers.py", "demo.py", cwd=project)
+    # the demo runs the helpers' choice among hosts: the CUDA box keeps CUDA, Neuron gains its own
+    assert b'.to("neuron" if on_neuron() else "cuda")' in (tmp_path / "demo.py").read_bytes()
+    # where nothing the script runs chooses, it names CUDA with no choice: it moves to Neuron
+    assert (tmp_path / "other" / "demo.py").read_bytes().endswith(b'.to("neuron")\n')

@@ -156,6 +156,21 @@ def imported_by(graph: ImportGraph, importers: set[Path]) -> set[Path]:
     return reached
 
 
+def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
+    """The files of ``graph`` that import one of ``imported``, directly or through other modules
+    of the project, lazily too: a program runs the choices of the modules it imports."""
+    reached: set[Path] = set()
+    changed = True
+    while changed:
+        changed = False
+        for path, names in graph.every.items():
+            if path not in reached and path not in imported and any(
+                    graph.by_name.get(name) in imported or graph.by_name.get(name) in reached for name in names):
+                reached.add(path)
+                changed = True
+    return reached
+
+
 def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = ()) -> dict[Path, str]:
     """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
     the project's modules: why (``imports `apps.model`, which through the project's modules imports

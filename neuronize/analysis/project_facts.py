@@ -80,7 +80,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     """The facts read from the files' bytes (the first ``python`` are Python files, the others
     notebooks)."""
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
-    from neuronize.analysis.kernel_imports import declared_extensions, import_graph, imported_by, kernel_bound
+    from neuronize.analysis.kernel_imports import (
+        declared_extensions, import_graph, imported_by, importers_of, kernel_bound)
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.probe_flags import probe_flags
 
@@ -91,7 +92,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     graph = import_graph(files_code)
     chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
-                        imported_by(graph, chooses), probe_flags(sources), library_wrappers(sources))
+                        imported_by(graph, chooses) | importers_of(graph, chooses), probe_flags(sources),
+                        library_wrappers(sources))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
