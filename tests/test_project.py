@@ -229,3 +229,15 @@ def test_a_script_that_runs_a_module_choosing_its_host_keeps_the_cuda_box(tmp_pa
     assert b'.to("neuron" if on_neuron() else "cuda")' in (tmp_path / "demo.py").read_bytes()
     # where nothing the script runs chooses, it names CUDA with no choice: it moves to Neuron
     assert (tmp_path / "other" / "demo.py").read_bytes().endswith(b'.to("neuron")\n')
+
+
+def test_a_script_beside_a_library_module_that_keeps_the_cuda_box_keeps_it_too(tmp_path):
+    # the project checks for a host elsewhere, so its library module keeps CUDA hosts; the script
+    # that runs that module runs on them too, and moves with it
+    (tmp_path / "probe.py").write_bytes(b"import torch\n\nprint(torch.cuda.is_available())\n")
+    (tmp_path / "helpers.py").write_bytes(b'import torch\n\n\ndef load(model):\n    return model.to("cuda")\n')
+    (tmp_path / "demo.py").write_bytes(b'import torch\n\nfrom helpers import *\n\nif __name__ == "__main__":\n'
+                                       b'    model = load(torch.nn.Linear(2, 2))\n    x = torch.ones(2).to("cuda")\n')
+    neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
+    for name in ("helpers.py", "demo.py"):
+        assert b'.to("neuron" if on_neuron() else "cuda")' in (tmp_path / name).read_bytes(), name

@@ -157,14 +157,14 @@ def imported_by(graph: ImportGraph, importers: set[Path]) -> set[Path]:
 
 
 def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
-    """The files of ``graph`` that import one of ``imported``, directly or through other modules
-    of the project, lazily too: a program runs the choices of the modules it imports."""
+    """The files of ``graph`` that import one of ``imported`` (one of them too), directly or through
+    other modules of the project, lazily too: a program runs the choices of the modules it imports."""
     reached: set[Path] = set()
     changed = True
     while changed:
         changed = False
         for path, names in graph.every.items():
-            if path not in reached and path not in imported and any(
+            if path not in reached and any(
                     graph.by_name.get(name) in imported or graph.by_name.get(name) in reached for name in names):
                 reached.add(path)
                 changed = True

@@ -91,8 +91,13 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     files_code = list(zip(paths, relative, code, strict=True))
     graph = import_graph(files_code)
     chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
-    return ProjectFacts(kernel_bound(graph, extensions), any(map(checks_host, sources)), extensions,
-                        imported_by(graph, chooses) | importers_of(graph, chooses), probe_flags(sources),
+    checks = any(map(checks_host, sources))
+    # where the project checks for a host, its modules that name CUDA keep their CUDA hosts too
+    # (Options.project_checks_host): a script that runs one of them runs on those hosts
+    run = chooses | ({path for path, text in zip(paths[:python], sources, strict=True) if b"cuda" in text}
+                     if checks else set())
+    return ProjectFacts(kernel_bound(graph, extensions), checks, extensions,
+                        imported_by(graph, chooses) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources))
 
 
