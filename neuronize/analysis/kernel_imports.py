@@ -159,15 +159,19 @@ def imported_by(graph: ImportGraph, importers: set[Path]) -> set[Path]:
 def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
     """The files of ``graph`` that import one of ``imported`` (one of them too), directly or through
     other modules of the project, lazily too: a program runs the choices of the modules it imports."""
+    importers: dict[Path, set[Path]] = {}  # a module -> the files that import it
+    for path, names in graph.every.items():
+        for name in names:
+            module = graph.by_name.get(name)
+            if module is not None:
+                importers.setdefault(module, set()).add(path)
     reached: set[Path] = set()
-    changed = True
-    while changed:
-        changed = False
-        for path, names in graph.every.items():
-            if path not in reached and any(
-                    graph.by_name.get(name) in imported or graph.by_name.get(name) in reached for name in names):
-                reached.add(path)
-                changed = True
+    pending = list(imported)
+    while pending:
+        for importer in importers.get(pending.pop(), ()):
+            if importer not in reached:
+                reached.add(importer)
+                pending.append(importer)
     return reached
 
 

@@ -35,3 +35,8 @@ def probe_flags(sources: Iterable[bytes]) -> frozenset[str]:
             if _AVAILABLE.search(value) and _PROBE.search(value):
                 found.add(match.group(1).decode())
     return frozenset(found)
+
+
+def stores(source: bytes, name: str) -> bool:
+    """``source`` binds ``name`` at module level (the module that stores a flag asks its probe itself)."""
+    return any(match.group(1) == name.encode() for match in _ASSIGNED.finditer(source))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -67,6 +67,14 @@ def else_ends_early(stmt: cst.If) -> bool:
     while isinstance(orelse, cst.If):
         orelse = orelse.orelse
     return isinstance(orelse, cst.Else) and ends_early(orelse.body)
+
+
+def chain_head(stmt: cst.If, parents: Mapping[int, cst.CSTNode]) -> cst.If:
+    """The ``if`` that starts the ``elif`` chain ``stmt`` is in (``stmt`` itself for an ``if``)."""
+    head = stmt
+    while isinstance(parent := parents.get(id(head)), cst.If) and parent.orelse is head:
+        head = parent
+    return head
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ import libcst as cst
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
 from neuronize.analysis.walk import Parents, iter_syntax
-from neuronize.analysis.syntax import binding_counts, dotted_name, else_ends_early, ends_early
+from neuronize.analysis.syntax import binding_counts, chain_head, dotted_name, else_ends_early, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -648,9 +648,7 @@ def _guarded_code(guard: cst.If | cst.IfExp, parents: Parents) -> list[cst.CSTNo
     leaves_unless = guard.orelse is None and ends_early(guard.body) \
         and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
     if leaves_unless or else_ends_early(guard):
-        head: cst.CSTNode = guard
-        while isinstance(parent := parents.get(id(head)), cst.If) and parent.orelse is head:
-            head = parent
+        head = chain_head(guard, parents)
         statements = getattr(parents.get(id(head)), "body", None)
         if isinstance(statements, (list, tuple)):
             index = next((i for i, s in enumerate(statements) if s is head), len(statements))

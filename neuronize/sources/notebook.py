@@ -47,9 +47,8 @@ __all__ = ["Cell", "NotebookError", "PYTHON_CELL_MAGICS", "read_cells", "write_c
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3"})
 
 _ESCAPES = frozenset("%!?,;/")  # a logical line starting with one of these is IPython, not Python
-_PREFIX = "__neuronize_magic"
 #: the start of the name that stands in a cell's code for a masked IPython line (``%%time``)
-MAGIC_PLACEHOLDER = _PREFIX
+MAGIC_PLACEHOLDER = "__neuronize_magic"
 _BOM = "\ufeff"
 _WS = re.compile(r"[ \t\n\r]*")
 
@@ -216,9 +215,9 @@ def _indent_of(body: str) -> str:
 
 def _placeholder_prefix(text: str) -> str:
     n = 0
-    while f"{_PREFIX}{n or ''}_" in text:
+    while f"{MAGIC_PLACEHOLDER}{n or ''}_" in text:
         n += 1
-    return f"{_PREFIX}{n or ''}_"
+    return f"{MAGIC_PLACEHOLDER}{n or ''}_"
 
 
 class _Scanner:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import else_ends_early, ends_early
+from neuronize.analysis.syntax import chain_head, else_ends_early, ends_early
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
@@ -246,21 +246,8 @@ def guarded_code(ctx: FileContext, stmt: cst.If | cst.While) -> list[cst.CSTNode
     if stmt.orelse is not None:
         nodes.append(stmt.orelse)
     if isinstance(stmt, cst.If) and (ends_early(stmt.body) or else_ends_early(stmt)):
-        nodes.extend(following_statements(ctx, _chain_head(ctx, stmt)))
+        nodes.extend(following_statements(ctx, chain_head(stmt, ctx.parents)))
     return nodes
-
-
-def _chain_head(ctx: FileContext, stmt: cst.If) -> cst.If:
-    """The ``if`` that starts the ``elif`` chain ``stmt`` (an ancestor of the visited node) is in."""
-    head, above = stmt, False
-    for anc in ctx.ancestors():
-        if anc is stmt:
-            above = True
-        elif above:
-            if not (isinstance(anc, cst.If) and anc.orelse is head):
-                break
-            head = anc
-    return head
 
 
 def flag_uses(ctx: FileContext, names: Sequence[str], assign: cst.CSTNode) -> list[cst.CSTNode]:

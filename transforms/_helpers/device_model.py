@@ -19,6 +19,7 @@ from typing import Any
 import libcst as cst
 
 from neuronize.analysis.host_choice import serves_cuda_hosts
+from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import binding_counts, ends_early, iter_blocks, iter_statements
@@ -511,9 +512,7 @@ def choice_edit_group(ctx: FileContext) -> str | None:
     detection, a dispatch, a table, a default that a fallback tests), else None: what is chosen by
     host beside it (``torch.compile``'s ``"neuron" if <Neuron is here> else "inductor"``) moves
     with it, so a Neuron backend never compiles a model the choice left on the CPU."""
-    found = model(ctx)
-    return DEVICE_CHOICE if (found.detections or found.tables or any(d.neuron is not None for d in found.dispatches)
-                             or device_choice_group(ctx) is not None) else None
+    return DEVICE_CHOICE if model(ctx).detections or dispatch_group(ctx) or device_choice_group(ctx) else None
 
 
 def blocking(ctx: FileContext) -> Dispatch | None:
@@ -1063,8 +1062,7 @@ def _imported_probe_flag(ctx: FileContext, test: cst.BaseExpression) -> bool:
     name = last_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
     if name is None or name not in ctx.options.probe_flags:
         return False
-    # the module that stores the flag asks the probe itself (NRN110, NRN910 see it there)
-    return re.search(rb"^" + name.encode() + rb"[ \t]*(?::[^=\n]*)?=(?!=)", ctx.source, re.MULTILINE) is None
+    return not stores(ctx.source, name)  # the module that stores it asks the probe itself (NRN110, NRN910)
 
 
 def cuda_keeping(ctx: FileContext) -> str | None:
