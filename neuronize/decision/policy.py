@@ -281,7 +281,8 @@ def _settle_groups(located: Located[R], held: dict[str, str], only: set[str] | N
 # -- step 8: guards ----------------------------------------------------------------------------
 def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     """An edit to the test of an ``if`` (or of a conditional expression) is as safe as the weakest
-    fix in its body, and not made when the body keeps code a rule reports: a guard rewritten for
+    fix in its body (or naming it as its ``guard``: a fix of the whole statement around a call in
+    its first arm), and not made when the body keeps code a rule reports: a guard rewritten for
     Neuron around a body left for CUDA would switch that body on where it cannot run, or off where
     it used to run (a safe-only run that migrates ``if torch.cuda.is_available():`` but keeps its
     unsafe body; ``torch.cuda.memory_reserved() if torch.cuda.is_available() else 0``)."""
@@ -294,22 +295,30 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     if not guards:
         return located
     body_safety: dict[int, Safety] = {}
-    for guard in {id(g): g for g in guards.values()}.values():
+    for tested in {id(g): g for g in guards.values()}.values():
         weakest = Safety.SAFE
-        body, *past = _guarded_code(guard, parents)
+        body, *past = _guarded_code(tested, parents)
         for r, _ in located:
             # code past an early exit runs on Neuron once the exit lets Neuron through: kept code
             # that is harmless there does not hold the exit back (around a body, it leaves no edit to make)
             is_past = any(_inside(r.node, part, parents) for part in past)
-            if is_past or _inside(r.node, body, parents):
+            names_it = getattr(r, "guard", None) is tested and not _inside(r.node, tested.test, parents)
+            if is_past or names_it or _inside(r.node, body, parents):
                 own = r.safety if r.fixable else Safety.SAFE if is_past and r.harmless else Safety.REPORT_ONLY
                 weakest = max(weakest, own, key=_WEAKNESS.index)
-        body_safety[id(guard)] = weakest
+        body_safety[id(tested)] = weakest
+    # a fix of a whole statement naming a guard inside it gives Neuron a copy without that guard's test
+    copied = {id(g) for r, _ in located if r.fixable and (g := getattr(r, "guard", None)) is not None
+              and g is not r.node and _inside(g, r.node, parents)}
     out: Located[R] = []
     for pair in located:
         guard = guards.get(id(pair[0]))
         weakest = body_safety[id(guard)] if guard is not None else Safety.SAFE
-        if guard is None or _WEAKNESS.index(weakest) <= _WEAKNESS.index(pair[0].safety):
+        if guard is not None and id(guard) in copied:
+            out.append(_changed(pair, hold=True, note=(
+                "guard", "not applied: the fix of its statement gives Neuron a copy without this test, which stays "
+                         "CUDA's")))
+        elif guard is None or _WEAKNESS.index(weakest) <= _WEAKNESS.index(pair[0].safety):
             out.append(pair)
         elif weakest is Safety.REPORT_ONLY:
             out.append(_changed(pair, hold=True, note=(
@@ -560,6 +569,9 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
     out: Located[R] = []
     held: set[str] = set()
     for pair, (r, named_guard) in zip(located, named, strict=True):
+        if named_guard is not None and named_guard is not r.node and _inside(named_guard, r.node, parents):
+            out.append(pair)  # a fix of the whole statement, whose Neuron copy drops the test (step 8)
+            continue
         guard = (named_guard or _innermost_guarded(r.node, tested, parents)) if r.fixable else None
         widening = guard is not None and _inside(r.node, guard.test, parents)
         if guard is not None and (id(guard) not in guarded if widening else id(guard) not in made):

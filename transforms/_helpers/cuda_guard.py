@@ -16,7 +16,7 @@ from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
 from neuronize.transforms._helpers.hf import device_map_kind, entry_key
-from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.literals import gpu_word, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
 from neuronize.transforms._helpers.nodes import following_statements, iter_conditions
@@ -78,12 +78,13 @@ class Verdict:
 class _GuardScan(cst.CSTVisitor):
     """Looks for CUDA-only markers and opaque calls in guarded code."""
 
-    def __init__(self, ctx: FileContext, verdict: Verdict, reads_harmless: bool = False) -> None:
+    def __init__(self, ctx: FileContext, verdict: Verdict, reads_harmless: bool = False, gpu_words: bool = True) -> None:
         super().__init__()
         self.ctx = ctx
         self.v = verdict
         self.owned = owned()
         self.reads_harmless = reads_harmless
+        self.gpu_words = gpu_words
 
     def _mark(self, what: str) -> None:
         if self.v.marker is None:
@@ -185,6 +186,8 @@ class _GuardScan(cst.CSTVisitor):
         # ("nccl" is not a marker: NRN401 migrates it, and needs the check to see Neuron)
         if "flash_attention" in value or "flash_attn" in value or _names_gpu_build(value):
             self._mark(f"`{value!r}`")
+        elif self.gpu_words and gpu_word(value):
+            self._mark(f"`{value!r}`, a framework's name for a CUDA GPU")
 
     def visit_Return(self, node: cst.Return) -> None:
         """``return some_function``: what the caller does with it cannot be judged here."""
@@ -226,12 +229,14 @@ def _names_gpu_build(text: str) -> bool:
     return _GPU_BUILD.match(text) is not None or "." in text and text.split(".")[0] in CUDA_ONLY_PACKAGES
 
 
-def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_program: bool = False) -> Verdict:
+def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_program: bool = False,
+         gpu_words: bool = True) -> Verdict:
     """What ``nodes``, the code a check decides, hold. ``rest_of_program``: the code is everything
     after an ``assert`` the program starts with, where a memory statistic read for a log line
-    (0 without CUDA) is no reason to keep the whole program off Neuron."""
+    (0 without CUDA) is no reason to keep the whole program off Neuron. ``gpu_words``: a
+    framework's ``"gpu"`` counts as a CUDA-only path (not where it only labels a host)."""
     verdict = Verdict()
-    visitor = _GuardScan(ctx, verdict, reads_harmless=rest_of_program)
+    visitor = _GuardScan(ctx, verdict, reads_harmless=rest_of_program, gpu_words=gpu_words)
     for node in nodes:
         if node is not None:
             visit(node, visitor)

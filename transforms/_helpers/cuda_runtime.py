@@ -165,6 +165,23 @@ def heading_statement(ctx: FileContext, ref: CudaRef) -> cst.Expr | None:
     return None
 
 
+def _available_arm(ctx: FileContext) -> cst.IfExp | None:
+    """The conditional expression on an availability check (``name() if torch.cuda.is_available()
+    else "N/A"``) whose first arm holds the node being visited, in its statement. A fix of the whole
+    statement gives Neuron that arm alone and names the expression as its guard: the test then
+    stays CUDA's, and is not widened without the fix (policy step 8)."""
+    from neuronize.transforms._helpers.device_choice import has_is_available
+
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.IfExp) and child is anc.body and has_is_available(ctx, anc.test):
+            return anc
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda)):
+            return None
+        child = anc
+    return None
+
+
 class Context(enum.Enum):
     IF = "if"  # the test of an if / while statement
     IFEXP = "ifexp"  # the test of a conditional expression
@@ -366,7 +383,10 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             return
         from neuronize.transforms._helpers.cuda_guard import neuron_guarded
 
-        swapped = line.deep_replace(ref.call, new)
+        arm = _available_arm(self.ctx)
+        # under `if <Neuron>:` the availability test that chose the call's arm is answered: the arm alone
+        swapped = line.deep_replace(arm, arm.body.deep_replace(ref.call, new)) if arm is not None \
+            else line.deep_replace(ref.call, new)
         assert isinstance(swapped, cst.SimpleStatementLine)
         neuron_lines = [_IMPORT_NEURONX.with_changes(leading_lines=line.leading_lines), swapped.with_changes(leading_lines=())]
         if neuron_guarded(self.ctx, ref.outer, only=True):
@@ -376,7 +396,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
         kept, more = kept_for_cuda(self.ctx, line, neuron_lines)
         self.fix(line, kept, f"{message}, under `if <the accelerator is Neuron>:` (with `import torch_neuronx`), "
                              "the CUDA call kept in its `else:` for every other host",
-                 imports=(*more, *imports, *unused_import(self.ctx, ref)), group=group)
+                 imports=(*more, *imports, *unused_import(self.ctx, ref)), group=group, guard=arm)
 
     def neutral_rewrite(self, ref: CudaRef, qualified: str, message: str) -> None:
         """A call CUDA makes a silent no-op (or a zero) on a host without CUDA, as the host-neutral

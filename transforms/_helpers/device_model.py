@@ -12,7 +12,7 @@ branches its consumers need are applied whole or not at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
-from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
+from neuronize.transforms._helpers.literals import cuda_literal, gpu_word, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
 from neuronize.transforms._helpers.nodes import parenthesized
@@ -435,7 +435,7 @@ def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseEx
     copier = _ToNeuron(ctx)
     value = cuda.value.visit(copier)
     assert isinstance(value, cst.BaseExpression)  # an expression's copy is an expression
-    if _blocked(ctx, value):
+    if _blocked(ctx, value, row=True):
         return None
     entry = cuda.with_changes(key=string_like(cuda.key, "neuron"), value=value)
     if isinstance(cuda.comma, cst.Comma):
@@ -475,7 +475,7 @@ def member_entry(ctx: FileContext, table: cst.ClassDef) -> tuple[cst.ClassDef, c
     assert isinstance(copy, cst.SimpleStatementLine) and isinstance(copy.body[0], cst.Assign)
     row = copy.body[0]
     member = _neuron_name(name)
-    if _blocked(ctx, row.value) or member in {taken for _, taken, _ in rows}:
+    if _blocked(ctx, row.value, row=True) or member in {taken for _, taken, _ in rows}:
         return None
     row = row.with_changes(targets=[row.targets[0].with_changes(target=cst.Name(member))])
     body = list(table.body.body)
@@ -704,12 +704,13 @@ def _choice_body(ctx: FileContext, body: cst.BaseSuite) -> bool:
     return not _blocked(ctx, copy)
 
 
-def _blocked(ctx: FileContext, copy: cst.CSTNode) -> str:
+def _blocked(ctx: FileContext, copy: cst.CSTNode, *, row: bool = False) -> str:
     """Why the Neuron copy of a CUDA branch cannot run on Neuron: CUDA left in it, or a CUDA-only
-    path (``.half()``, flash-attn...); ``""`` when it can."""
+    path (``.half()``, flash-attn...); ``""`` when it can. In a ``row`` of a table of hosts a
+    framework's ``"GPU"`` is the host's label, not a device to run on."""
     from neuronize.transforms._helpers.cuda_guard import scan
 
-    marker = scan(ctx, [copy]).marker
+    marker = scan(ctx, [copy], gpu_words=not row).marker
     return cuda_left(copy) or (f"uses {marker}" if marker else "")
 
 
@@ -882,19 +883,22 @@ def choice_addition(ctx: FileContext, container: cst.List | cst.Tuple) -> tuple[
 HOST_NEUTRAL = frozenset({"synchronize", "empty_cache"})
 
 
-def _names_cuda(test: cst.BaseExpression) -> bool:
+def _names_cuda(test: cst.BaseExpression, word: Callable[[str], bool] = "cuda".__eq__) -> bool:
     """``test`` holds only where the device is CUDA: ``x == "cuda"``, ``"cuda" in x``,
-    ``x.startswith("cuda")``, or an ``and`` with one of them."""
+    ``x.startswith("cuda")``, or an ``and`` with one of them; with ``word``, the same for another
+    spelling of CUDA (a framework's ``"gpu"``: :func:`gpu_word`)."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _names_cuda(test.left) or _names_cuda(test.right)
+        return _names_cuda(test.left, word) or _names_cuda(test.right, word)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         if isinstance(target.operator, cst.Equal):
-            return string_value(target.comparator) == "cuda" or string_value(test.left) == "cuda"
+            return any(word(v) for v in (string_value(target.comparator), string_value(test.left)) if v is not None)
         if isinstance(target.operator, cst.In):
-            return string_value(test.left) == "cuda"
+            value = string_value(test.left)
+            return value is not None and word(value)
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
-        return len(test.args) == 1 and string_value(test.args[0].value) == "cuda"
+        value = string_value(test.args[0].value) if len(test.args) == 1 else None
+        return value is not None and word(value)
     return False
 
 
@@ -1036,7 +1040,8 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
     that holds only on CUDA (``device == "cuda"``, ``device.type != "cuda"`` for the ``else``)
     and cannot cover Neuron too (:func:`covers_both`), in an ``if`` or a conditional expression
     alike; or ``node`` checks ``torch.cuda.is_available()`` around a CUDA-only path (which NRN110
-    keeps), or a flag the project stored from a CUDA capability probe in another module."""
+    keeps), a flag the project stored from a CUDA capability probe in another module, or a
+    framework's word for a CUDA GPU (``device == "gpu"``: :func:`gpu_word`)."""
     key = ("kept-cuda-guard", id(side))
     if key not in ctx.memo:
         from neuronize.transforms._helpers.cuda_guard import guarded_code, scan
@@ -1045,7 +1050,7 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
         if cuda_side(node) is not None:
             chooses = selection_if(node) if isinstance(node, cst.If) else selection_ifexp(ctx, node)
             kept = cuda_side(node) is side and not chooses and not covers_both(ctx, node)
-        elif _imported_probe_flag(ctx, node.test):
+        elif _imported_probe_flag(ctx, node.test) or _names_cuda(node.test, gpu_word):
             kept = side is node.body
         else:
             kept = (isinstance(node, cst.If) and side is node.body and available_polarities(ctx, node.test) == {False}

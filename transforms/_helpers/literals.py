@@ -158,6 +158,12 @@ def cuda_literal(node: cst.CSTNode) -> Kind | None:
     return None
 
 
+def gpu_word(text: str) -> bool:
+    """``"gpu"`` (``"GPU"``, ``"gpu:0"``): a framework's device word for a CUDA GPU (composer's
+    ``device="gpu"``, Lightning's ``accelerator="gpu"``). No rule gives Neuron a word of its own
+    there, so a Neuron host handed it runs the framework's CUDA path."""
+    return text.split(":")[0].strip().lower() == "gpu"
+
 
 def is_device_word(node: cst.CSTNode) -> bool:
     """A string naming a device type (``"cpu"``, ``"mps"``, ``"cuda:1"``...) or a CUDA device literal."""
