@@ -25,13 +25,14 @@ import libcst as cst
 
 from neuronize.analysis.context import dotted_name
 from neuronize.analysis.syntax import is_docstring, one_line
-from neuronize.analysis.walk import Parents
+from neuronize.analysis.walk import Parents, iter_syntax
 from neuronize.transform import Report
 
 IMPORT = "an unguarded `import torch_neuronx`"
 NEURON_MODULE = "`torch.neuron.X` (there only with torch_neuronx)"
 NEURON_BACKEND = 'a `"neuron"` compile backend or autocast device'
 NEURON_DEVICE = '`torch.device("neuron")` (an unknown device type without torch_neuronx)'
+OPTIONAL_TORCH = "code that needs `torch`, which this module imports only where it is installed,"
 
 
 def _is_neuronx(module: str | None) -> bool:
@@ -211,17 +212,21 @@ def _in_parameter_default(node: cst.CSTNode, parents: Parents) -> bool:
 
 
 def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_only: bool = False,
-           tests: frozenset[str] = frozenset()) -> str | None:
+           tests: frozenset[str] = frozenset(), optional_torch: bool = False) -> str | None:
     """What ``report``'s fix would add to the code run at import time that fails without Neuron.
     ``defaults_only`` (a script, :func:`is_script`): only a parameter's default counts, which runs
     when the program starts whatever its options (``--device cpu`` never reaches it otherwise).
-    ``tests``: the module's functions that test for Neuron (:func:`neuron_tests`)."""
+    ``tests``: the module's functions that test for Neuron (:func:`neuron_tests`).
+    ``optional_torch`` (:func:`imports_torch_optionally`): the Neuron test itself fails at import
+    where torch is missing, which the module allows."""
     if defaults_only and not _in_parameter_default(report.node, parents):
         return None
     if any(_is_neuronx(r.module) and not r.remove for r in report.imports):
         return IMPORT + " at the top of the module"
     if not report.fixable or not _runs_at_import(report.node, parents, lazy_annotations, tests):
         return None
+    if optional_torch and not _needs_torch(report.node) and any(_needs_torch(n) for n in _replacement_nodes(report)):
+        return OPTIONAL_TORCH
     for node in _replacement_nodes(report):
         for found in _found_in(node, tests):
             return found
@@ -232,6 +237,30 @@ def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_on
                     call.deep_replace(report.node, node))) is not None:  # type: ignore[arg-type]
                 return found_in_call
     return None
+
+
+def _needs_torch(node: cst.CSTNode) -> bool:
+    """``node`` uses ``torch``: a ``torch.`` name, or the Neuron test (``on_neuron()``, which does)."""
+    code = one_line(node)
+    return calls_neuron_test(code) or re.search(r"(?<![\w.])torch\.", code) is not None
+
+
+def imports_torch_optionally(module: cst.Module) -> bool:
+    """``module`` binds ``torch`` at its top level only under an ``if`` or a ``try`` (``if
+    TORCH_AVAILABLE: import torch``): torch is an optional dependency, and code run at import must
+    not need it."""
+    def binds_torch(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Import) and any(
+            (a.asname is None and (dotted_name(a.name) or "").split(".")[0] == "torch")
+            or (a.asname is not None and isinstance(a.asname.name, cst.Name) and a.asname.name.value == "torch")
+            for a in node.names)
+
+    nested = False
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and any(binds_torch(small) for small in stmt.body):
+            return False
+        nested = nested or isinstance(stmt, (cst.If, cst.Try)) and any(binds_torch(n) for n in iter_syntax(stmt))
+    return nested
 
 
 def is_script(module: cst.Module) -> bool:

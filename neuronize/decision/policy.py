@@ -54,7 +54,9 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from neuronize.decision.claims import is_claimer
-from neuronize.analysis.import_safety import hazard, is_script, lazy_annotations, neuron_tests
+from neuronize.analysis.import_safety import (
+    OPTIONAL_TORCH, hazard, imports_torch_optionally, is_script, lazy_annotations, neuron_tests,
+)
 from neuronize.analysis.walk import Parents, iter_syntax
 from neuronize.analysis.syntax import binding_counts, chain_head, dotted_name, else_ends_early, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
@@ -229,13 +231,16 @@ def _import_safe(located: Located[R], tree: Tree) -> Located[R]:
     script = is_script(tree.module)  # its top level is the program; its defaults still run at start
     lazy = lazy_annotations(tree.module)
     tests = neuron_tests(tree.module)  # the module's own `on_neuron()`: a call of it is the test
+    optional = imports_torch_optionally(tree.module)
     out: Located[R] = []
     for pair in located:
-        why = hazard(pair[0], tree.parents, lazy, defaults_only=script, tests=tests) if pair[0].fixable else None
+        why = hazard(pair[0], tree.parents, lazy, defaults_only=script, tests=tests,
+                     optional_torch=optional) if pair[0].fixable else None
         if why is not None:
+            host = "torch" if why == OPTIONAL_TORCH else "Neuron"
             pair = _changed(pair, hold=True, note=(
                 "import-safety", f"not applied, import safety: {why} would run at import; the module would no "
-                                 "longer import on a host without Neuron"))
+                                 f"longer import on a host without {host}"))
         out.append(pair)
     return out
 
