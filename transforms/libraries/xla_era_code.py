@@ -10,9 +10,14 @@ from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.distributed import request_torch_neuronx
 from neuronize.transforms._helpers.literals import string_like, string_value
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.names import qualified_expr
+from neuronize.transforms._helpers.names import qualified_expr, target_name
 from neuronize.transforms._helpers.xla import (XLA_DEVICE, XLA_HINTS, XLA_STEP, XLA_SYNC, import_removals, imports_xla,
                                        optimizer_step, xla_backend_plan)
+
+
+#: a file's XLA-era code moves as one: a native device beside torch_xla calls (or an `"xla"` backend) runs
+#: on no host
+GROUP = "xla-era code"
 
 
 class XlaEraCode(Transform):
@@ -23,7 +28,8 @@ class XlaEraCode(Transform):
         `torch.device("neuron")`; deletes `xm.mark_step()` / `torch_xla.sync()` statements;
         rewrites `xm.optimizer_step(opt)` to `opt.step()`; and turns the `"xla"` process-group
         backend into `"neuron"` (dropping `init_method="xla://"` and inserting
-        `import torch_neuronx  # noqa: F401`). Imports of `torch_xla` left unused by these fixes
+        `import torch_neuronx  # noqa: F401`), as well as a backend kept in a name
+        (`dist_backend = "xla"`). Imports of `torch_xla` left unused by these fixes
         are removed. Other `torch_xla` calls are reported with their native counterpart, as are
         imports from `optimum.neuron` (`NeuronTrainer`, `NeuronTrainingArguments`...).
 
@@ -53,7 +59,9 @@ class XlaEraCode(Transform):
     Fix safety:
         Safe for the device. Unsafe elsewhere: deleting `mark_step` assumes eager execution, and
         `xm.optimizer_step` also all-reduced gradients across replicas, which only DDP/FSDP
-        (or an explicit `all_reduce`) does natively.
+        (or an explicit `all_reduce`) does natively. A file's XLA-era edits form one edit group,
+        applied together at the weakest safety among them, or not at all where one of its
+        `torch_xla` calls has no fix: a native device beside PyTorch/XLA calls runs on no host.
 
     Evidence:
         DOC: the setup troubleshooting page (XLA-era syntax on the native backend) and the
@@ -107,12 +115,22 @@ class XlaEraCode(Transform):
                 self._reported_xla = True
                 self.fix(arg.value, string_like(arg.value, "neuron"),
                          f'`torch.device("{value}")` -> `"neuron"`: the native device', safety=Safety.SAFE,
-                         evidence=Evidence.DOC)
+                         evidence=Evidence.DOC, group=GROUP)
         else:
             plan = xla_backend_plan(self.ctx, node)
             if plan is not None:
                 self._reported_xla = True
                 self._backend_fixes.append((node, *plan))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``dist_backend = "xla"``: a process-group backend kept in a name (a device class's
+        attribute, a setting) becomes the native one, with the file's other XLA-era code."""
+        name = target_name(node.targets[0].target) if len(node.targets) == 1 else None
+        if self._tpu or name is None or "backend" not in name.lower() or string_value(node.value) != "xla":
+            return
+        self._reported_xla = True
+        self.fix(node.value, string_like(node.value, "neuron"), f'`{name} = "xla"` -> `"neuron"`: the native '
+                 "process-group backend", group=GROUP)
 
     def _xla_call(self, node: cst.Call, qualified: str) -> None:
         removals = import_removals(self.ctx, node.func)
@@ -126,28 +144,29 @@ class XlaEraCode(Transform):
                      f'`{short(node.func, None)}()` -> `torch.device("neuron")`: the native device'
                      + ("; the index is dropped (one NeuronCore per process)" if indexed else ""),
                      safety=Safety.UNSAFE if indexed else Safety.SAFE,
-                     evidence=Evidence.INF if indexed else Evidence.DOC, imports=(*imports, *removals))
+                     evidence=Evidence.INF if indexed else Evidence.DOC, imports=(*imports, *removals), group=GROUP)
         elif qualified in XLA_SYNC:
             if isinstance(parent, cst.Expr):
                 self.remove(parent, f"deletes `{short(node.func, None)}()`: the native backend runs "
-                            "eagerly, with no lazy graph to cut", evidence=Evidence.THIRD_PARTY, imports=removals)
+                            "eagerly, with no lazy graph to cut", evidence=Evidence.THIRD_PARTY, imports=removals,
+                            group=GROUP)
             else:
-                self.report(node, "`mark_step()` has no native counterpart (eager execution): remove it")
+                self.report(node, "`mark_step()` has no native counterpart (eager execution): remove it", group=GROUP)
         elif qualified == XLA_STEP:
             step = optimizer_step(node) if isinstance(parent, cst.Expr) else None
             if step is not None:
                 self.fix(node, step, "`xm.optimizer_step(opt)` -> `opt.step()`: XLA's version also all-reduced "
                          "gradients across replicas; natively that is DDP/FSDP's job, so check the model is wrapped",
-                         imports=removals)
+                         imports=removals, group=GROUP)
             else:
                 self.report(node, "`xm.optimizer_step(...)`: call `optimizer.step()` and let DDP/FSDP reduce "
-                            "the gradients")
+                            "the gradients", group=GROUP)
         else:
             last = qualified.rsplit(".", 1)[-1]
             hint = XLA_HINTS.get(last)
             instead = f"use {hint}" if hint else "rewrite it with native PyTorch (`torch.distributed`, `torchrun`)"
             self.report(node, f"`{qualified}` is PyTorch/XLA API, which native TorchNeuron does not use: {instead}",
-                        evidence=Evidence.DOC)
+                        evidence=Evidence.DOC, group=GROUP)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
@@ -162,7 +181,8 @@ class XlaEraCode(Transform):
         if self._backend_fixes:
             request_torch_neuronx(self, Safety.UNSAFE)
         for node, new, message in self._backend_fixes:
-            self.fix(node, new, message, imports=(ImportRequest("torch_xla.distributed.xla_backend", remove=True),))
+            self.fix(node, new, message, imports=(ImportRequest("torch_xla.distributed.xla_backend", remove=True),),
+                     group=GROUP)
         if self._reported_xla:
             return
         for stmt in original_node.body:
