@@ -8,7 +8,7 @@ import json
 from pathlib import Path, PurePath
 
 from helpers import neuronize
-from neuronize.analysis.kernel_imports import declared_extensions, import_graph, kernel_bound
+from neuronize.analysis.kernel_imports import declared_extensions, extension_packages, import_graph, kernel_bound
 
 FILES = {
     "pkg/__init__.py": b"",
@@ -64,9 +64,7 @@ def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_
         "run.py": b"import torch\nfrom model.attention import Attention\n",
         "plain.py": b"import torch\n",
     }
-    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(
-        import_graph((tmp_path / name, PurePath(name), data) for name, data in files.items()),
-        declared_extensions(files.values())).items()}
+    found = _kernel_bound(tmp_path, files)
     assert found == {
         "model/attention.py": "imports the project's compiled CUDA extension `fused_ops`",
         "run.py": "imports `model.attention`, which imports the project's compiled CUDA extension `fused_ops`",
@@ -83,9 +81,7 @@ def test_the_package_a_build_script_compiles_operators_into_is_kernel_code(tmp_p
         "bench/run.py": b"import torch\nfrom fastops import segment_sum\n",
         "other.py": b"import torch\n",
     }
-    found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(
-        import_graph((tmp_path / name, PurePath(name), data) for name, data in files.items()),
-        declared_extensions(files.values())).items()}
+    found = _kernel_bound(tmp_path, files)
     # its operators have the kernels the build made (CPU, CUDA): whatever feeds them tensors
     # cannot take Neuron's
     assert found == {
@@ -93,6 +89,28 @@ def test_the_package_a_build_script_compiles_operators_into_is_kernel_code(tmp_p
         "fastops/devices.py": "is part of `fastops`, the package of the project's compiled extension",
         "bench/run.py": "imports the project's compiled CUDA extension `fastops`",
     }
+
+
+def test_an_extension_imported_only_under_a_guard_is_optional(tmp_path):
+    files = {  # the compiled operators are tried, with the package's own PyTorch code as the fallback
+        "setup.py": b"from torch.utils.cpp_extension import CUDAExtension\n"
+                    b"setup(ext_modules=[CUDAExtension('detector._ops', ['ops.cu'])])\n",
+        "detector/attention.py": b"import torch\ntry:\n    from detector import _ops\nexcept ImportError:\n"
+                                 b"    _ops = None\n",
+        "detector/model.py": b"import torch\nfrom detector.attention import Attention\n",
+        "demo.py": b"import torch\nfrom detector.model import build\n",
+    }
+    assert _kernel_bound(tmp_path, files) == {}
+    # imported unconditionally anywhere, the package is its operators' again
+    files["detector/fast.py"] = b"import torch\nfrom detector import _ops\n"
+    assert set(_kernel_bound(tmp_path, files)) == {"detector/attention.py", "detector/model.py",
+                                                   "detector/fast.py", "demo.py"}
+
+
+def _kernel_bound(root, files: dict[str, bytes]) -> dict[str, str]:
+    graph = import_graph((root / name, PurePath(name), data) for name, data in files.items())
+    return {path.relative_to(root).as_posix(): why for path, why in kernel_bound(
+        graph, extension_packages(graph, declared_extensions(files.values()))).items()}
 
 
 def test_a_notebook_that_imports_the_projects_kernel_modules_keeps_its_devices(tmp_path):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from neuronize.analysis.cuda_packages import PACKAGES, is_cuda_extension_module, module_matches
@@ -60,9 +60,7 @@ _EXTENSION_ALIAS = re.compile(rb"^[ \t]*(\w+)[ \t]*=[^=\n]*\b(?:CUDA|Cpp)Extensi
 
 def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
     """The modules of the CUDA and C++ extensions ``sources`` (a project's files; its build scripts
-    among them) declare, sorted: a module inside a package (``torch_scatter._scatter_cuda``) as
-    that package, whose Python modules wrap the compiled operators, which have the kernels of the
-    build only (CPU, CUDA)."""
+    among them) declare, sorted, by their full names (``torch_scatter._scatter_cuda``)."""
     found = set()
     for source in sources:
         if b"CUDAExtension" in source or b"CppExtension" in source:
@@ -71,8 +69,20 @@ def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
             for match in declared.finditer(source):
                 name = match.group(1).decode().rstrip("._")
                 if name:
-                    found.add(name.rsplit(".", 1)[0])
+                    found.add(name)
     return tuple(sorted(found))
+
+
+def extension_packages(graph: ImportGraph, modules: tuple[str, ...]) -> tuple[str, ...]:
+    """The packages of the extension ``modules`` (:func:`declared_extensions`): a module inside a
+    package as that package, whose Python modules wrap the compiled operators, which have the
+    kernels of the build only (CPU, CUDA). An extension the project imports by name in the block
+    of a top-level ``try:`` (``try: from pkg import _C`` ``except ImportError: <fallback>``) and
+    never at column 0 is optional, with a fallback of the author's, and makes no package GPU-kernel
+    code; one imported in a function, or loaded otherwise (``torch.ops.load_library``), does."""
+    always = {name for names in graph.top.values() for name in names}
+    return tuple(sorted({module.rsplit(".", 1)[0] for module in modules
+                         if module not in graph.tried or module in always}))
 
 
 @functools.lru_cache(maxsize=4096)  # a project imports the same modules file after file
@@ -119,6 +129,24 @@ class ImportGraph:
     top: dict[Path, list[str]]
     #: the modules each file imports anywhere (in a function, under ``try:`` too)
     every: dict[Path, list[str]]
+    #: the modules some file imports in the block of a ``try:`` at its top level (``try: from pkg
+    #: import _C``), whose ``except`` is the author's fallback
+    tried: set[str] = field(default_factory=set)
+
+
+_TOP_TRY = re.compile(rb"try\s*:")
+
+
+def _opener(source: bytes, start: int) -> bytes:
+    """The line that opens the block of the indented line at ``start``: the nearest line above it
+    with less indentation that is not blank or a comment."""
+    line = source[start:source.find(b"\n", start) if b"\n" in source[start:] else len(source)]
+    depth = len(line) - len(line.lstrip(b" \t"))
+    for above in reversed(source[:start].splitlines()):
+        text = above.lstrip(b" \t")
+        if text and not text.startswith(b"#") and len(above) - len(text) < depth:
+            return above
+    return b""
 
 
 def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
@@ -139,6 +167,8 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
                 every.extend(names)
                 if match.group(0)[:1] not in b" \t":
                     top.extend(names)
+                elif _TOP_TRY.match(_opener(source, match.start())):
+                    graph.tried.update(names)
     return graph
 
 

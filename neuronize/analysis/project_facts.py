@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-3"
+_FORMAT = "facts-4"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,15 +81,15 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     notebooks)."""
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import (
-        declared_extensions, import_graph, imported_by, importers_of, kernel_bound)
+        declared_extensions, import_graph, imported_by, importers_of, kernel_bound, extension_packages)
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.probe_flags import probe_flags
 
     sources = data[:python]
     code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
-    extensions = declared_extensions(code)
     files_code = list(zip(paths, relative, code, strict=True))
     graph = import_graph(files_code)
+    extensions = extension_packages(graph, declared_extensions(code))
     chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     checks = any(map(checks_host, sources))
     # where the project checks for a host, its modules that name CUDA keep their CUDA hosts too
