@@ -34,12 +34,13 @@ class AutocastState(Transform):
 
     What it does:
         Reports a call of an autocast constructor bound to another name in the same file
-        (`scope = torch.autocast` then `with scope("cuda"):`; `self.amp = torch.cuda.amp.autocast`
-        then `self.amp()`) when it runs on CUDA, and the CUDA autocast state API:
+        (`self.amp = torch.cuda.amp.autocast` then `self.amp()`; `scope = torch.autocast` then
+        `with scope(device):`) when it runs on CUDA, and the CUDA autocast state API:
         `torch.get_autocast_gpu_dtype()`, `torch.set_autocast_gpu_dtype(...)`,
         `torch.is_autocast_enabled()` and `torch.set_autocast_enabled(flag)` without a device
         (both mean CUDA), and `torch.cuda.amp.common.amp_definitely_not_available()`.
-        Direct `torch.autocast("cuda")` calls are NRN201's; this rule never reports one.
+        Direct `torch.autocast("cuda")` calls, and those of a local name bound to `torch.autocast`
+        (`scope("cuda")`), are NRN201's; this rule never reports one.
 
     Why on TorchNeuron:
         The alias runs CUDA autocast, which on a host without CUDA turns itself off with a warning:
@@ -47,8 +48,8 @@ class AutocastState(Transform):
         inside a Neuron autocast region they answer "disabled" and the default CUDA dtype.
 
     Example:
-        scope = torch.autocast
-        with scope("cuda", dtype=torch.bfloat16):
+        self.amp = torch.cuda.amp.autocast
+        with self.amp(dtype=torch.bfloat16):
             y = model(x)
         if torch.is_autocast_enabled():
             dtype = torch.get_autocast_gpu_dtype()
@@ -81,17 +82,19 @@ class AutocastState(Transform):
     )
     tokens = (b"autocast",)
     examples = (
-        Example("import torch\nscope = torch.autocast\nwith scope('cuda'):\n    y = f(x)\n", None),
+        Example("import torch\nscope = torch.cuda.amp.autocast\nwith scope():\n    y = f(x)\n", None),
         Example("import torch\ndtype = torch.get_autocast_gpu_dtype()\n", None),
     )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._aliases: dict[str, str] = {}  # dotted name -> the autocast constructor it is bound to
+        self._rebound: set[str] = set()  # names bound to something else too
 
     def visit_Assign(self, node: cst.Assign) -> None:
         qualified = self.ctx.qualify(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
         if qualified not in AUTOCAST and qualified not in CUDA_AUTOCAST:
+            self._rebound.update(dotted_name(t.target) or "" for t in node.targets)
             return
         for target in node.targets:
             name = dotted_name(target.target)
@@ -102,6 +105,10 @@ class AutocastState(Transform):
         name = dotted_name(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
         if name is not None and name in self._aliases:
             target = self._aliases[name]
+            device = argument(node, "device_type", 0)
+            if isinstance(node.func, cst.Name) and target in AUTOCAST and name not in self._rebound \
+                    and device is not None and string_value(device.value) == "cuda":
+                return  # `scope = torch.autocast`, `scope("cuda")`: NRN201 moves it as it moves the call itself
             if cuda_device_of(node, target):
                 self.report(node, f"`{name}` is `{target}`: this call runs CUDA autocast, which turns itself off "
                             "(with a warning) where CUDA is missing; use `torch.autocast(\"neuron\", "
