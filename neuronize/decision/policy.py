@@ -391,8 +391,10 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
         scope = pin_scopes[id(r)]
         names.setdefault(id(scope), f"{r.pins} in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else r.pins)
     pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
-    edits = [(r, name) for r, _ in located if r.fixable and r.rule.section == "device" and r.rule not in pinning
-             and _places(r, device) and not _builds_own_model(r.node, parents)
+    # a placement: a device edit, or a device value a runtime check chooses by host (`x.to("neuron") if <Neuron>
+    # else x.cuda() if torch.cuda.is_available() else x`), which is never a pin's way forward
+    edits = [(r, name) for r, _ in located if r.fixable and _places(r, device) and not _builds_own_model(r.node, parents)
+             and (r.rule.section == "review" or r.rule.section == "device" and r.rule not in pinning)
              and (name := names.get(id(_scope_of(r.node, parents)), names.get(id(None)))) is not None]
     if not edits:
         return located, {}

@@ -69,10 +69,16 @@ BACKEND_SETTING_CALLS = frozenset({
 # (`GradScaler` is a marker by name).
 
 
+#: the edit group of the placements beside a framework's CUDA device kept for CUDA (policy step 7)
+GPU_WORD_PINS = "devices beside a framework's CUDA GPU device"
+
+
 @dataclass
 class Verdict:
     marker: str | None = None  # what makes the guarded code CUDA-only (first one found)
     opaque: str | None = None  # a call whose effect cannot be judged here (first one found)
+    #: the marker chooses a framework's CUDA device (``"gpu"``): the placements beside it wait for it
+    pins: str | None = None
 
 
 class _GuardScan(cst.CSTVisitor):
@@ -187,6 +193,8 @@ class _GuardScan(cst.CSTVisitor):
         if "flash_attention" in value or "flash_attn" in value or _names_gpu_build(value):
             self._mark(f"`{value!r}`")
         elif self.gpu_words and gpu_word(value):
+            if self.v.marker is None:
+                self.v.pins = GPU_WORD_PINS
             self._mark(f"`{value!r}`, a framework's name for a CUDA GPU")
 
     def visit_Return(self, node: cst.Return) -> None:

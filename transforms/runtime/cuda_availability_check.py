@@ -263,7 +263,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         verdict, flag = _verdict(self.ctx, kind, where)
         kept = _kept(self.ctx, ref, kind, where, verdict)
         if kept is not None:
-            self.report(ref.outer, kept, evidence=Evidence.INF)
+            self.report(ref.outer, kept, evidence=Evidence.INF, pins=verdict.pins)
             return
         if ref.fn == "device_count":
             detail = "counts visible NeuronCores (1 per process under torchrun)"
