@@ -218,6 +218,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, probe_flags=facts.probe_flags)
             if facts.wrappers:
                 options = dataclasses.replace(options, library_wrappers=facts.wrappers)
+            if facts.placed_loaders:
+                options = dataclasses.replace(options, placed_loaders=facts.placed_loaders)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):

@@ -94,6 +94,9 @@ class Options:
     #: those handed on) (neuronize/analysis/library_wrappers.py); a caller's argument for one is
     #: the library's
     library_wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: the project's functions that return a model their loader places on GPUs
+    #: (neuronize/analysis/placed_loaders.py): a call of one imported here pins the placements beside it
+    placed_loaders: frozenset[str] = frozenset()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-4"
+_FORMAT = "facts-5"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +52,8 @@ class ProjectFacts:
     #: functions that hand a parameter to a CUDA-only library
     #: (:mod:`neuronize.analysis.library_wrappers`)
     wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: functions that return a model their loader places on GPUs (:mod:`neuronize.analysis.placed_loaders`)
+    placed_loaders: frozenset[str] = frozenset()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -83,6 +85,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.kernel_imports import (
         declared_extensions, import_graph, imported_by, importers_of, kernel_bound, extension_packages)
     from neuronize.analysis.library_wrappers import library_wrappers
+    from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
 
     sources = data[:python]
@@ -98,7 +101,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                      if checks else set())
     return ProjectFacts(kernel_bound(graph, extensions), checks, extensions,
                         imported_by(graph, chooses) | importers_of(graph, run), probe_flags(sources),
-                        library_wrappers(sources))
+                        library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -128,6 +131,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "served": sorted(index[path] for path in facts.served),
         "probe_flags": sorted(facts.probe_flags),
         "wrappers": [[name, list(params), list(fed)] for name, params, fed in facts.wrappers],
+        "placed_loaders": sorted(facts.placed_loaders),
     }, separators=(",", ":")).encode()
 
 
@@ -141,6 +145,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         served = {paths[_index(i, paths)] for i in data["served"]}
         extensions = tuple(_text(name) for name in data["extensions"])
         flags = frozenset(_text(name) for name in data["probe_flags"])
+        loaders = frozenset(_text(name) for name in data["placed_loaders"])
         wrappers = tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                          for name, params, fed in data["wrappers"])
         checks = data["checks_host"]
@@ -148,7 +153,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders)
 
 
 def _index(value: object, paths: list[Path]) -> int:

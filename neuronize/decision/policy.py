@@ -395,7 +395,7 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     # else x.cuda() if torch.cuda.is_available() else x`), which is never a pin's way forward
     edits = [(r, name) for r, _ in located if r.fixable and _places(r, device) and not _builds_own_model(r.node, parents)
              and (r.rule.section == "review" or r.rule.section == "device" and r.rule not in pinning)
-             and (name := names.get(id(_scope_of(r.node, parents)), names.get(id(None)))) is not None]
+             and (name := _pin_around(r.node, names, parents)) is not None]
     if not edits:
         return located, {}
     groups = {id(r): name for r, name in edits if r.group is None}
@@ -404,6 +404,18 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if elsewhere is not None:
         held[elsewhere] = "it waits for the loading in another cell of the notebook, which is not fixed here"
     return [(dataclasses.replace(r, group=groups[id(r)]) if id(r) in groups else r, f) for r, f in located], held
+
+
+def _pin_around(node: cst.CSTNode, names: dict[int, str], parents: Parents) -> str | None:
+    """The pin group (``names``: by the id of the function it is in, ``id(None)`` for the module
+    level) of the innermost scope around ``node`` that has one: a function nested in the one that
+    loads the model (a closure that uses it) waits with it."""
+    scope = _scope_of(node, parents)
+    while scope is not None:
+        if id(scope) in names:
+            return names[id(scope)]
+        scope = _scope_of(scope, parents)
+    return names.get(id(None))
 
 
 def _places(report: Any, device: str) -> bool:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
+from neuronize.analysis.placed_loaders import PLANNERS
 from neuronize.transforms._helpers.literals import is_false, string_value
-
-#: accelerate's memory planners: a `device_map` that spreads a model over the CUDA GPUs it finds
-PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def training_arguments_class(ctx: FileContext, call: cst.Call) -> str | None:

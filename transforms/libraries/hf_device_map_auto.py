@@ -11,6 +11,7 @@ from neuronize.transforms._helpers.device_model import cuda_keeping
 from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
+from neuronize.analysis.placed_loaders import is_placed_loader
 from neuronize.transforms._helpers.value_flow import enclosing_scope
 
 #: the edit group of the device edits beside a model its loader places on GPUs: they wait for the
@@ -49,8 +50,10 @@ class HfDeviceMapAuto(Transform):
         assigned one: `device_map = "cpu"`) are not reported. A plan set as an entry of keyword
         arguments (`kwargs["device_map"] = "auto"`) is reported where it is set. Report only. A
         plan or GPU map holds the device edits of its function (of the whole file, for a model
-        loaded at module level, as in a script or notebook): the tensors that meet the model stay
-        where its loader puts them until the loading is changed by hand.
+        loaded at module level, as in a script or notebook), functions nested in it included: the
+        tensors that meet the model stay where its loader puts them until the loading is changed
+        by hand. So does a call of a function another module of the project defines that loads a
+        model this way and returns it (`model = load_model(name)`, imported), which is reported.
 
     Why on TorchNeuron:
         Whether accelerate's planner sees NeuronCore memory is unverified (no Neuron memory probe
@@ -83,7 +86,8 @@ class HfDeviceMapAuto(Transform):
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html",
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
     )
-    tokens = (b"device_map", b"max_memory")
+    # "cuda": a call of a project loader (Options.placed_loaders) holds only the CUDA placements beside it
+    tokens = (b"device_map", b"max_memory", b"cuda")
     examples = (
         Example("from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='auto')\n"),
         Example("import transformers\np = transformers.pipeline('text-generation', device_map={'': 0})\n"),
@@ -120,6 +124,13 @@ class HfDeviceMapAuto(Transform):
             self.report(node, f"`device_map` in {where} names GPUs: load on CPU, then "
                         '`.to("neuron")` (each process owns one NeuronCore)', evidence=Evidence.DOC_OLD, pins=pins)
 
+    def _project_loader(self, func: cst.BaseExpression) -> bool:
+        """``func`` is a function another module of the project defines that loads a model onto GPUs
+        (``Options.placed_loaders``), imported here."""
+        loaders = self.ctx.options.placed_loaders
+        qualified = self.ctx.qualify(func) if loaders else None
+        return qualified is not None and is_placed_loader(qualified, loaders)
+
     def _pins(self, written: cst.BaseExpression) -> str | None:
         """The edit group the device edits around this loading wait for: none for a plan passed
         in by name (the code around may choose it: ``if device_map is None: model.cuda()``), nor
@@ -130,6 +141,11 @@ class HfDeviceMapAuto(Transform):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self._project_loader(func):
+            self.report(node, f"`{short(func, 40)}()` returns a model its loader places on GPUs (a `device_map` in "
+                        "the project's module): load on CPU there, then `.to(\"neuron\")`; the device edits "
+                        "beside it wait for it", evidence=Evidence.INF, pins=self._pins(node))
+            return
         if isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained":
             where = "`from_pretrained`"
         else:
