@@ -154,3 +154,19 @@ def test_the_neuron_test_goes_below_a_cell_magic(tmp_path):
                          _cell("device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"))
     # `%%time` is the cell's first line or the cell fails on every host
     assert cells[1].startswith("%%time\n") and "def on_neuron() -> bool:" in cells[1]
+
+
+def test_a_cells_opening_comment_stays_with_the_line_it_describes(tmp_path):
+    cells = _fixed_cells(tmp_path, _cell("import torch\n"),
+                         _cell("# pick the device the model trains on\n",
+                               "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"))
+    # the Neuron test the cell defines goes above the comment, not between it and its line
+    assert cells[1].startswith("def on_neuron() -> bool:")
+    assert "# pick the device the model trains on\ndevice = 'neuron' if on_neuron() else" in cells[1]
+
+
+def test_a_licence_notice_stays_at_the_top_of_the_file(tmp_path):
+    (tmp_path / "run.py").write_text("# Copyright 2026 Example Ltd.\n"
+                                     "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
+    neuronize("fix", "--no-cache", "run.py", cwd=tmp_path)
+    assert (tmp_path / "run.py").read_text().startswith("# Copyright 2026 Example Ltd.\n")

@@ -25,6 +25,30 @@ def is_docstring(stmt: cst.CSTNode) -> bool:
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
 
 
+def with_attached_comment(module: cst.Module) -> cst.Module:
+    """``module`` with the comment lines that end its header right above its first statement
+    (after the header's last blank line; ``# load the data`` over ``data = load()``) moved into
+    that statement's leading lines: the same code, byte for byte, whose comment stays with its
+    statement when code is inserted above it. A shebang, an encoding line or a licence notice
+    stays in the header."""
+    header = list(module.header)
+    start = len(header)
+    while start and header[start - 1].comment is not None:
+        start -= 1
+    block = header[start:]
+    if not block or not module.body or any(_heads_the_file(line.comment.value) for line in block if line.comment):
+        return module
+    first = module.body[0]
+    return module.with_changes(header=header[:start], body=[
+        first.with_changes(leading_lines=[*block, *first.leading_lines]), *module.body[1:]])
+
+
+def _heads_the_file(comment: str) -> bool:
+    lowered = comment.lower()
+    return comment.startswith(("#!", "# -*-", "# vim:")) or "coding" in lowered or any(
+        word in lowered for word in ("copyright", "licen", "spdx"))
+
+
 def dotted_name(node: cst.CSTNode) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
