@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -263,3 +265,13 @@ def test_damaged_project_facts_are_read_again(tmp_path):
                    b'{"kernels": [], "checks_host": 1, "extensions": [], "served": []}'):
         stored.write_bytes(damage)
         assert project_facts(files, store) == uncached
+
+
+def test_the_options_key_is_the_same_in_every_process():
+    # a set among the options (the project's probe flags, its model loaders) is spelled in one
+    # order: its own follows string hashing, which each process seeds anew
+    script = ("from neuronize.sources.cache import _options_text; from neuronize.types import Options; "
+              "print(_options_text(Options(placed_loaders=frozenset(f'pkg.m{i}.load' for i in range(9)))))")
+    spelled = {subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3)}
+    assert len(spelled) == 1

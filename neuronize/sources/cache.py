@@ -99,7 +99,13 @@ def _options_text(options: Any) -> str:
         data = dataclasses.asdict(options)
     else:
         data = {"repr": repr(options)}
-    return json.dumps(data, sort_keys=True, default=str)
+    return json.dumps(data, sort_keys=True, default=_spelled)
+
+
+def _spelled(value: Any) -> Any:
+    """A value JSON has no form for, spelled the same in every process: a set sorted (its own
+    order follows string hashing, which differs from one process to the next)."""
+    return sorted(value, key=str) if isinstance(value, (set, frozenset)) else str(value)
 
 
 # -- (de)serialisation -------------------------------------------------------------------------
