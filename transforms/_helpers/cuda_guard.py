@@ -90,7 +90,7 @@ class _GuardScan(cst.CSTVisitor):
         self.v = verdict
         self.owned = owned()
         self.reads_harmless = reads_harmless
-        self.gpu_words = gpu_words
+        self.gpu_words = gpu_words and not _dispatches_on_gpu_word(ctx)
 
     def _mark(self, what: str) -> None:
         if self.v.marker is None:
@@ -228,6 +228,20 @@ class _GuardScan(cst.CSTVisitor):
 #: execution provider (``CUDAExecutionProvider``, ``TensorrtExecutionProvider``): chosen by a CUDA
 #: check, it is what the check is for
 _GPU_BUILD = re.compile(r"^[A-Za-z0-9_.\-]+-gpu\b|^(CUDA|Tensorrt)ExecutionProvider$")
+
+
+#: a comparison with the word "gpu" (``args.device == "gpu"``, ``"gpu" != kind``)
+_GPU_WORD_TEST = re.compile(rb"""[=!]=\s*[rRuU]?(['"])gpu\1|(['"])gpu\2\s*[=!]=""", re.IGNORECASE)
+
+
+def _dispatches_on_gpu_word(ctx: FileContext) -> bool:
+    """The file tests a value for ``"gpu"`` itself (``if args.device == "gpu": model.cuda()``): the
+    word is its own flag for the accelerator, whose CUDA code the migration gives Neuron host-aware;
+    only a word handed to a framework that tests it (``Trainer(device="gpu")``) is CUDA's path."""
+    key = ("dispatches-on-gpu-word", 0)
+    if key not in ctx.memo:
+        ctx.memo[key] = _GPU_WORD_TEST.search(ctx.source) is not None
+    return ctx.memo[key]
 
 
 def _names_gpu_build(text: str) -> bool:

@@ -12,7 +12,7 @@ branches its consumers need are applied whole or not at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
-from neuronize.transforms._helpers.literals import cuda_literal, gpu_word, make_string, string_like, string_value
+from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
 from neuronize.transforms._helpers.nodes import parenthesized
@@ -883,22 +883,19 @@ def choice_addition(ctx: FileContext, container: cst.List | cst.Tuple) -> tuple[
 HOST_NEUTRAL = frozenset({"synchronize", "empty_cache"})
 
 
-def _names_cuda(test: cst.BaseExpression, word: Callable[[str], bool] = "cuda".__eq__) -> bool:
+def _names_cuda(test: cst.BaseExpression) -> bool:
     """``test`` holds only where the device is CUDA: ``x == "cuda"``, ``"cuda" in x``,
-    ``x.startswith("cuda")``, or an ``and`` with one of them; with ``word``, the same for another
-    spelling of CUDA (a framework's ``"gpu"``: :func:`gpu_word`)."""
+    ``x.startswith("cuda")``, or an ``and`` with one of them."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _names_cuda(test.left, word) or _names_cuda(test.right, word)
+        return _names_cuda(test.left) or _names_cuda(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         if isinstance(target.operator, cst.Equal):
-            return any(word(v) for v in (string_value(target.comparator), string_value(test.left)) if v is not None)
+            return string_value(target.comparator) == "cuda" or string_value(test.left) == "cuda"
         if isinstance(target.operator, cst.In):
-            value = string_value(test.left)
-            return value is not None and word(value)
+            return string_value(test.left) == "cuda"
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
-        value = string_value(test.args[0].value) if len(test.args) == 1 else None
-        return value is not None and word(value)
+        return len(test.args) == 1 and string_value(test.args[0].value) == "cuda"
     return False
 
 
@@ -1040,8 +1037,7 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
     that holds only on CUDA (``device == "cuda"``, ``device.type != "cuda"`` for the ``else``)
     and cannot cover Neuron too (:func:`covers_both`), in an ``if`` or a conditional expression
     alike; or ``node`` checks ``torch.cuda.is_available()`` around a CUDA-only path (which NRN110
-    keeps), a flag the project stored from a CUDA capability probe in another module, or a
-    framework's word for a CUDA GPU (``device == "gpu"``: :func:`gpu_word`)."""
+    keeps), or a flag the project stored from a CUDA capability probe in another module."""
     key = ("kept-cuda-guard", id(side))
     if key not in ctx.memo:
         from neuronize.transforms._helpers.cuda_guard import guarded_code, scan
@@ -1050,7 +1046,7 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
         if cuda_side(node) is not None:
             chooses = selection_if(node) if isinstance(node, cst.If) else selection_ifexp(ctx, node)
             kept = cuda_side(node) is side and not chooses and not covers_both(ctx, node)
-        elif _imported_probe_flag(ctx, node.test) or _names_cuda(node.test, gpu_word):
+        elif _imported_probe_flag(ctx, node.test):
             kept = side is node.body
         else:
             kept = (isinstance(node, cst.If) and side is node.body and available_polarities(ctx, node.test) == {False}

@@ -161,7 +161,8 @@ def cuda_literal(node: cst.CSTNode) -> Kind | None:
 def gpu_word(text: str) -> bool:
     """``"gpu"`` (``"GPU"``, ``"gpu:0"``): a framework's device word for a CUDA GPU (composer's
     ``device="gpu"``, Lightning's ``accelerator="gpu"``). No rule gives Neuron a word of its own
-    there, so a Neuron host handed it runs the framework's CUDA path."""
+    there, so a Neuron host handed it runs the framework's CUDA path (unless the code that tests
+    the word is the file's own: ``cuda_guard._dispatches_on_gpu_word``)."""
     return text.split(":")[0].strip().lower() == "gpu"
 
 
