@@ -113,8 +113,11 @@ def test_a_notebook_bound_to_cuda_by_a_library_keeps_the_cuda_box(tmp_path):
     cells = _fixed_cells(tmp_path, _cell("from unsloth import FastLanguageModel\n",
                                          'model, tok = FastLanguageModel.from_pretrained("m", load_in_4bit=True)\n'),
                          _cell("import torch\n", "ids = torch.ones(2).to(\"cuda\")\n"))
-    # the library runs on CUDA only: the CUDA box keeps its placements until it is replaced
-    assert '"neuron"' in cells[1] and 'else "cuda"' in cells[1]
+    # the library runs its model on CUDA kernels only: the inputs it meets stay where it is (on
+    # Neuron they would meet it nowhere) until the loading is replaced
+    assert cells[1] == 'import torch\nids = torch.ones(2).to("cuda")\n'
+    report = neuronize("check", "--no-cache", "n.ipynb", cwd=tmp_path).stdout.decode()
+    assert "loads a model onto Unsloth" in report
 
 
 def test_inputs_of_a_model_placed_by_a_device_map_stay_where_the_loader_puts_it(tmp_path):
