@@ -29,6 +29,25 @@ _AMP_DEVICE_TYPE = ("is the device type of `custom_fwd`/`custom_bwd` here; kept:
                     "is present, by hand")
 
 
+def _compared_in_fallback(ctx: FileContext) -> bool:
+    """The call being visited (or an attribute of it: ``torch.device("cuda").type``) is an operand
+    of a comparison in a test that also asks whether CUDA is available: it names the device a
+    fallback asks about (``if device.type == torch.device("cuda").type and not
+    torch.cuda.is_available(): return torch.device("cpu")``), which stays CUDA's like ``device ==
+    "cuda"`` there, so that a device moved to Neuron does not fall back to the CPU."""
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    compared = False
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.test:
+            return compared and has_is_available(ctx, anc.test)
+        if isinstance(anc, (cst.Comparison, cst.ComparisonTarget)):
+            compared = True
+        elif not compared and not (isinstance(anc, cst.Attribute) and anc.value is child):
+            return False
+        child = anc
+    return False
+
+
 class CudaDeviceString(KeepsCudaBranches, Transform):
     """Finds CUDA device strings (`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`) where a device is meant.
 
@@ -223,9 +242,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
                 (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
         if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
             parent = self.ctx.parent
-            if isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent):
-                return  # `torch.device("cuda") if d == "cuda" else ...`: NRN103 rewrites it whole
-            self._torch_device(node)
+            # `torch.device("cuda") if d == "cuda" else ...` is NRN103's to rewrite whole; the device a
+            # CUDA fallback tests for is not one placed on
+            if not (isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent) or _compared_in_fallback(self.ctx)):
+                self._torch_device(node)
         elif name in OPTION_CALLS:
             option = device_option(node)
             if option is not None:
