@@ -312,9 +312,7 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
                 own = r.safety if r.fixable else Safety.SAFE if is_past and r.harmless else Safety.REPORT_ONLY
                 weakest = max(weakest, own, key=_WEAKNESS.index)
         body_safety[id(tested)] = weakest
-    # a fix of a whole statement naming a guard inside it gives Neuron a copy without that guard's test
-    copied = {id(g) for r, _ in located if r.fixable and (g := getattr(r, "guard", None)) is not None
-              and g is not r.node and _inside(g, r.node, parents)}
+    copied = {id(r.guard) for r, _ in located if r.fixable and _copies_guard(r, parents)}
     out: Located[R] = []
     for pair in located:
         guard = guards.get(id(pair[0]))
@@ -404,6 +402,13 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if elsewhere is not None:
         held[elsewhere] = "it waits for the loading in another cell of the notebook, which is not fixed here"
     return [(dataclasses.replace(r, group=groups[id(r)]) if id(r) in groups else r, f) for r, f in located], held
+
+
+def _copies_guard(report: Any, parents: Parents) -> bool:
+    """``report`` fixes a whole statement around the guard it names (``Report.guard``): its Neuron
+    copy of the statement drops that guard's test, which stays CUDA's in the original."""
+    guard = getattr(report, "guard", None)
+    return guard is not None and guard is not report.node and _inside(guard, report.node, parents)
 
 
 def _pin_around(node: cst.CSTNode, names: dict[int, str], parents: Parents) -> str | None:
@@ -588,8 +593,8 @@ def _bodies_follow_guards(located: Located[R], proposed: Sequence[cst.CSTNode], 
     out: Located[R] = []
     held: set[str] = set()
     for pair, (r, named_guard) in zip(located, named, strict=True):
-        if named_guard is not None and named_guard is not r.node and _inside(named_guard, r.node, parents):
-            out.append(pair)  # a fix of the whole statement, whose Neuron copy drops the test (step 8)
+        if _copies_guard(r, parents):
+            out.append(pair)  # its Neuron copy drops the test (step 8)
             continue
         guard = (named_guard or _innermost_guarded(r.node, tested, parents)) if r.fixable else None
         widening = guard is not None and _inside(r.node, guard.test, parents)
