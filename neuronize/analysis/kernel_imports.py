@@ -139,13 +139,18 @@ _TOP_TRY = re.compile(rb"try\s*:")
 
 def _opener(source: bytes, start: int) -> bytes:
     """The line that opens the block of the indented line at ``start``: the nearest line above it
-    with less indentation that is not blank or a comment."""
-    line = source[start:source.find(b"\n", start) if b"\n" in source[start:] else len(source)]
+    with less indentation that is not blank or a comment (read upwards, line by line)."""
+    line_end = source.find(b"\n", start)
+    line = source[start:line_end if line_end >= 0 else len(source)]
     depth = len(line) - len(line.lstrip(b" \t"))
-    for above in reversed(source[:start].splitlines()):
+    end = start  # the start of a line: the import pattern is anchored at one
+    while end > 0:
+        begin = source.rfind(b"\n", 0, end - 1) + 1
+        above = source[begin:end].rstrip(b"\r\n")
         text = above.lstrip(b" \t")
         if text and not text.startswith(b"#") and len(above) - len(text) < depth:
             return above
+        end = begin
     return b""
 
 
