@@ -10,11 +10,14 @@ from typing import ClassVar, NamedTuple
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
+from neuronize.analysis.syntax import binding_counts
+from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest, Transform
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import argument, has_star, index_of, insert_args, new_keyword, replace_value
 from neuronize.transforms._helpers.literals import is_false, string_value
 from neuronize.transforms._helpers.names import local_names, mentions, qualified_expr
+from neuronize.transforms._helpers.value_flow import enclosing_scope
 
 #: ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``
 AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
@@ -242,3 +245,30 @@ class AmpRule(Transform):
     @functools.cached_property
     def cuda_locals(self) -> frozenset[str]:
         return local_names(self.ctx, self.CUDA_QUALIFIED)
+
+
+def local_autocast(ctx: FileContext, func: cst.BaseExpression) -> bool:
+    """``func`` is a name bound once, to ``torch.autocast``, in the innermost scope that binds it
+    (its function, else the module: ``precision_scope = autocast``): its calls are the
+    constructor's own, which NRN201 moves (and NRN204 leaves to it). Read from the scopes' code,
+    whatever order the walk meets it in."""
+    if not isinstance(func, cst.Name):
+        return False
+    for scope in dict.fromkeys((enclosing_scope(ctx), ctx.module)):
+        bound, aliases = _autocast_aliases(ctx, scope)
+        if func.value in bound:
+            return func.value in aliases
+    return False
+
+
+def _autocast_aliases(ctx: FileContext, scope: cst.CSTNode) -> tuple[frozenset[str], frozenset[str]]:
+    """The names ``scope`` assigns, and those of them bound once there, to ``torch.autocast``."""
+    key = ("autocast aliases", id(scope))
+    if key not in ctx.memo:
+        assigned = [(t.target.value, n.value) for n in iter_syntax(scope) if isinstance(n, cst.Assign)
+                    for t in n.targets if isinstance(t.target, cst.Name)]
+        counts = binding_counts(scope, {name for name, _ in assigned})
+        ctx.memo[key] = (frozenset(counts), frozenset(
+            name for name, value in assigned if counts[name] == 1
+            and isinstance(value, (cst.Name, cst.Attribute)) and ctx.qualify(value) in AUTOCAST))
+    return ctx.memo[key]

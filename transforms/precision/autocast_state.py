@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST
+from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, local_autocast
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.literals import string_value
 
@@ -89,12 +89,10 @@ class AutocastState(Transform):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._aliases: dict[str, str] = {}  # dotted name -> the autocast constructor it is bound to
-        self._rebound: set[str] = set()  # names bound to something else too
 
     def visit_Assign(self, node: cst.Assign) -> None:
         qualified = self.ctx.qualify(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
         if qualified not in AUTOCAST and qualified not in CUDA_AUTOCAST:
-            self._rebound.update(dotted_name(t.target) or "" for t in node.targets)
             return
         for target in node.targets:
             name = dotted_name(target.target)
@@ -106,7 +104,7 @@ class AutocastState(Transform):
         if name is not None and name in self._aliases:
             target = self._aliases[name]
             device = argument(node, "device_type", 0)
-            if isinstance(node.func, cst.Name) and target in AUTOCAST and name not in self._rebound \
+            if target in AUTOCAST and local_autocast(self.ctx, node.func) \
                     and device is not None and string_value(device.value) == "cuda":
                 return  # `scope = torch.autocast`, `scope("cuda")`: NRN201 moves it as it moves the call itself
             if cuda_device_of(node, target):

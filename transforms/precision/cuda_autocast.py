@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches
-from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, plan_autocast
+from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, local_autocast, plan_autocast
 from neuronize.transforms._helpers.calls import argument, as_keyword, has_star, insert_args, keyword, new_keyword
 from neuronize.transforms._helpers.imports import cuda_import_removals
 from neuronize.transforms._helpers.literals import is_string_literal, make_string, string_value
@@ -132,24 +131,9 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
     BARE = frozenset({"autocast"})
 
     # -- calls ---------------------------------------------------------------------------------
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        #: names bound to `torch.autocast` in a function (`precision_scope = autocast`): calls of them are its calls
-        self._aliases: dict[tuple[int, str], bool] = {}  # (scope, name) -> bound once there, to it
-
-    def _key(self, name: str) -> tuple[int, str]:
-        return id(next((a for a in reversed(self.ctx.stack) if isinstance(a, cst.FunctionDef)), None)), name
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        value = node.value if isinstance(node.value, (cst.Name, cst.Attribute)) else None
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                key = self._key(target.target.value)
-                self._aliases[key] = value is not None and self.ctx.qualify(value) in AUTOCAST and key not in self._aliases
-
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if isinstance(node.func, cst.Name) and self._aliases.get(self._key(node.func.value)):
+        if local_autocast(self.ctx, node.func):
             self._device_type_call(node)
             return
         if name is None or name not in self.callable_names:
