@@ -15,7 +15,7 @@ import pytest
 
 from helpers import neuronize
 
-CUDA = b"import torch\nmodel = Net().cuda()\nx.half()\nimport flash_attn\n"
+CUDA = b"import torch\nmodel = Net().cuda()\nx.half()\nimport apex\n"
 CLEAN = b"print(1)\n"
 
 

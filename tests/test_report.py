@@ -44,7 +44,7 @@ def test_markdown_report_of_the_pipeline_fixture(tmp_path, snapshot):
 
 
 def test_report_writes_a_file_and_never_touches_sources(tmp_path):
-    source = b"import torch\nimport flash_attn\nm = Net().cuda()\n"
+    source = b"import torch\nimport apex\nm = Net().cuda()\n"
     (tmp_path / "t.py").write_bytes(source)
     proc = neuronize("report", "-o", "REPORT.md", ".", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -67,7 +67,7 @@ def test_report_exits_2_when_a_file_fails(tmp_path):
 
 
 def test_check_markdown_and_fix_report_file(tmp_path):
-    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nimport flash_attn\n")
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nimport apex\n")
     proc = neuronize("check", "--output-format", "markdown", ".", cwd=tmp_path)
     assert proc.returncode == 1
     assert "safe fix not applied" in proc.stdout.decode()  # check never applies
@@ -145,7 +145,7 @@ def test_sarif_validates_against_the_schema_when_available():
 
 
 def test_github_annotations(tmp_path):
-    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport flash_attn\nx.cuda(1)\n")
+    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport apex\nx.cuda(1)\n")
     proc = neuronize("check", "--output-format", "github", ".", cwd=tmp_path)
     assert proc.returncode == 1
     lines = proc.stdout.decode().splitlines()
@@ -181,7 +181,7 @@ def test_dependency_is_a_field_of_the_finding():
 
 @pytest.mark.parametrize("command", [("check",), ("fix",), ("fix", "--diff")])
 def test_summary_after_every_run(tmp_path, command):
-    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport flash_attn\n")
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport apex\n")
     (tmp_path / "clean.py").write_bytes(b"print(1)\n")
     (tmp_path / "bad.py").write_bytes(b"y = x.cuda(\n")
     proc = neuronize(*command, "-v", ".", cwd=tmp_path)  # check's detailed summary needs -v

@@ -8,7 +8,7 @@ import pytest
 from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.analysis.roles import CUDA_FLAG, CUDA_GRAPH, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, LIBRARY, TEST, is_test_path
+from neuronize.analysis.roles import CUDA_FLAG, CUDA_GRAPH, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 
@@ -205,6 +205,21 @@ def test_a_fix_in_a_role_becomes_a_report_with_the_reason() -> None:
     assert "not applied: this file holds GPU-kernel code (imports triton)" in result.findings[0].text
 
 
+def test_a_module_importing_a_kernel_loading_package_unguarded_is_held() -> None:
+    """A package whose import loads its CUDA kernels (FlashAttention, Transformer Engine, TensorRT),
+    imported at the top of a module, keeps that module off every host without CUDA; imported under
+    `try:` or in a function it is the author's own choice and holds nothing."""
+    for line in ("from flash_attn import flash_attn_func", "import flash_attn_interface",
+                 "import transformer_engine.pytorch as te", "import tensorrt as trt"):
+        role = _file_role(f"import torch\n{line}\nx = torch.ones(1, device='cuda')\n", "bench/run.py")
+        assert role is not None and role[0] == KERNEL_IMPORTER, line
+        assert role[1].startswith(f"`{line.split()[1].split('.')[0]}`: ")
+    assert _file_role("import torch\ntry:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n") is None
+    assert _file_role("import torch\ndef attend(q):\n    import flash_attn\n    return q\n") is None
+    # the package's own modules are not held by their own imports
+    assert _file_role("import torch\nfrom flash_attn.ops import fused\n", "flash_attn/layers/rotary.py") is None
+
+
 def test_own_package_is_no_dependency() -> None:
     rule = rule_by_code("NRN903")
     source = b"from mamba_ssm.ops import scan\nimport flash_attn\n"
@@ -224,9 +239,9 @@ def test_inductor_compile_modules() -> None:
 
 
 def test_cuda_only_library_arguments() -> None:
-    source = ("import torch\nimport xformers.ops\nfrom transformer_engine import pytorch as te\n"
+    source = ("import torch\nimport xformers.ops\nimport bitsandbytes as bnb\n"
               "y = xformers.ops.memory_efficient_attention(torch.ones(1, device='cuda'))\n"
-              "layer = te.Linear(2, 2, device=torch.cuda.current_device())\n"
+              "layer = bnb.nn.Linear8bitLt(2, 2, device=torch.cuda.current_device())\n"
               "z = torch.ones(2, device='cuda')\n")
     assert _role_at(source, "torch.ones(1, device='cuda')") == LIBRARY
     assert _role_at(source, "torch.cuda.current_device()") == LIBRARY
@@ -270,6 +285,6 @@ def test_a_value_only_handed_to_cuda_only_apis() -> None:
 
 
 def test_a_subclass_of_a_cuda_only_library_class() -> None:
-    source = ("import torch\nimport transformer_engine as te\nclass Fused(te.pytorch.Linear):\n"
+    source = ("import torch\nimport bitsandbytes as bnb\nclass Fused(bnb.nn.Linear8bitLt):\n"
               "    def __init__(self):\n        super().__init__(2, 2, device=torch.cuda.current_device())\n")
     assert _role_at(source, "torch.cuda.current_device()") == LIBRARY

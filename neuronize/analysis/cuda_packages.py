@@ -54,12 +54,15 @@ class Package:
     names: frozenset[str] = frozenset()
     #: its names on PyPI when they differ from the module's (`pip install nvidia-ml-py` -> pynvml)
     distributions: tuple[str, ...] = ()
+    #: importing it loads its CUDA kernels (it installs and imports only with a CUDA build): a module
+    #: that imports it unguarded does not import on a host without CUDA
+    loads_kernels: bool = False
 
 
 PACKAGES: dict[str, Package] = {
-    "flash_attn": Package("FlashAttention CUDA kernels", SDPA, Evidence.THIRD_PARTY),
-    "flash_attn_interface": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY),
-    "flash_attn_3": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY),
+    "flash_attn": Package("FlashAttention CUDA kernels", SDPA, Evidence.THIRD_PARTY, loads_kernels=True),
+    "flash_attn_interface": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY, loads_kernels=True),
+    "flash_attn_3": Package("FlashAttention-3 CUDA kernels", SDPA, Evidence.THIRD_PARTY, loads_kernels=True),
     # PyTorch's variable-length attention runs FlashAttention's CUDA kernels only
     "torch.nn.attention.varlen": Package(
         "PyTorch variable-length attention, on FlashAttention CUDA kernels",
@@ -93,6 +96,7 @@ PACKAGES: dict[str, Package] = {
         "NVIDIA Transformer Engine: fused FP8 CUDA layers",
         "use `nn.Linear`/`nn.LayerNorm` under `torch.autocast(\"neuron\", dtype=torch.bfloat16)`",
         Evidence.INF,
+        loads_kernels=True,
     ),
     "liger_kernel": Package(
         "Liger Triton kernels",
@@ -127,8 +131,9 @@ PACKAGES: dict[str, Package] = {
         path=Path.NONE,
         cuda_only=False,  # TorchAO also runs on the CPU
     ),
-    "tensorrt": Package("NVIDIA TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF),
-    "torch_tensorrt": Package("Torch-TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF),
+    "tensorrt": Package("NVIDIA TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF, loads_kernels=True),
+    "torch_tensorrt": Package("Torch-TensorRT", "use `torch.compile(backend=\"neuron\")`", Evidence.INF,
+                              loads_kernels=True),
     "auto_gptq": Package("AutoGPTQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF),
     "awq": Package("AutoAWQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF, distributions=("autoawq",)),
     "exllamav2": Package("ExLlamaV2 CUDA kernels", BF16_WEIGHTS, Evidence.INF),

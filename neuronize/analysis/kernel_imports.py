@@ -48,6 +48,9 @@ def extension_or_kernel_module(module: str) -> str | None:
 
 #: packages made of CUDA kernels (the NKI path of the package table: ``mamba_ssm``...)
 KERNEL_MADE = tuple(name for name, p in PACKAGES.items() if p.path is KernelPath.NKI and p.cuda_only)
+#: packages whose import loads CUDA kernels (``flash_attn``): a module importing one unguarded does not
+#: import without CUDA, whatever its other code does
+KERNEL_LOADING = tuple(name for name, p in PACKAGES.items() if p.loads_kernels)
 
 
 #: a native extension a build script declares (``CUDAExtension(name="awq_inference_engine", ...)``,

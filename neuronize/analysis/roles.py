@@ -65,7 +65,8 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
-from neuronize.analysis.kernel_imports import KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason
+from neuronize.analysis.kernel_imports import (
+    KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import dotted_name, imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
@@ -263,7 +264,9 @@ class FileRoles:
     def _built_on_kernels(self) -> Role | None:
         """A module whose unguarded top-level import is a package made of CUDA kernels (the NKI
         path of the package table: ``mamba_ssm``...), the project's own package excepted: its
-        benchmarks, evaluations and converters build models that run only on those kernels."""
+        benchmarks, evaluations and converters build models that run only on those kernels. So is
+        one that imports a package whose import loads its CUDA kernels (``flash_attn``): it does
+        not import without CUDA, so a device moved there gains Neuron nothing and costs the CUDA box."""
         for stmt in self._module.body:
             if not isinstance(stmt, cst.SimpleStatementLine):
                 continue
@@ -273,6 +276,9 @@ class FileRoles:
                         package = module_matches(imported.module, KERNEL_MADE)
                         if package is not None and not self.is_own_package(package.split(".")[0]):
                             return Role(KERNEL, f"imports `{package}`, whose models run on CUDA kernels")
+                        package = module_matches(imported.module, KERNEL_LOADING)
+                        if package is not None and not self.is_own_package(package.split(".")[0]):
+                            return Role(KERNEL_IMPORTER, f"`{package}`: {PACKAGES[package].what}")
         return None
 
     def _test_file(self) -> Role | None:
