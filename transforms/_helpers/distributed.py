@@ -3,6 +3,7 @@ functions in any spelling, NCCL backend names, and ``import torch_neuronx``."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -236,7 +237,7 @@ class BackendPlan:
 
 
 def plan_backends(ctx: FileContext, uses: list[BackendUse], seen: Assignments,
-                  branch_kept: set[int]) -> BackendPlan:
+                  branch_kept: Collection[int]) -> BackendPlan:
     """The plan for every NCCL backend that reaches a process group in the file (pure: nothing is
     reported here). ``branch_kept`` holds the ids of literals in a branch that only runs on CUDA.
 

@@ -118,8 +118,9 @@ class NcclBackend(Transform):
         self._seen = Assignments()
         self._uses: list[BackendUse] = []
         self._tables: list[tuple[cst.Dict, cst.Dict]] = []
-        #: ids of NCCL literals in a branch that only runs on CUDA
-        self._branch_kept: set[int] = set()
+        #: ids of NCCL literals in a branch that only runs on CUDA -> whether they hold back the
+        #: file's process-group edits (a guard kept for CUDA: Trainium's path has no NCCL group to move)
+        self._branch_kept: dict[int, bool] = {}
         #: names assigned `dist.get_default_backend_for_device(...)`
         self._neutral: set[str] = set()
         #: ids of NCCL literals that already serve CUDA hosts beside a Neuron branch or arm of
@@ -158,10 +159,11 @@ class NcclBackend(Transform):
         value = string_value(node)
         if value is None or not nccl_backend(value):
             return
-        if cuda_keeping(self.ctx) == "" or per_target.target(self.ctx) == per_target.NEURON and in_value_arm(self.ctx):
+        keeping = cuda_keeping(self.ctx)
+        if keeping == "" or per_target.target(self.ctx) == per_target.NEURON and in_value_arm(self.ctx):
             self._served.add(id(node))  # NRN107 / NRN110 give Neuron its own branch or arm
-        elif in_cuda_only_branch(self.ctx):
-            self._branch_kept.add(id(node))
+        elif keeping or in_cuda_only_branch(self.ctx):
+            self._branch_kept[id(node)] = not in_cuda_only_branch(self.ctx)
         if isinstance(self.ctx.parent, BARE):
             self._bare.add(id(node))
 
@@ -171,15 +173,8 @@ class NcclBackend(Transform):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._seen.statement(enclosing_scope(self.ctx), node)
-        if self._any_device(node.value):
+        if _any_device(self.ctx, self._neutral, node.value):
             self._neutral.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-
-    def _any_device(self, expr: cst.BaseExpression) -> bool:
-        """``dist.get_default_backend_for_device(...)`` (or a name assigned one): the backend of
-        whatever device the program runs on, `"neuron"` included: nothing to migrate."""
-        if isinstance(expr, cst.Name):
-            return expr.value in self._neutral
-        return isinstance(expr, cst.Call) and self.ctx.qualify(expr.func) == DEVICE_BACKEND
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._seen.statement(enclosing_scope(self.ctx), node)
@@ -208,15 +203,16 @@ class NcclBackend(Transform):
         plan.edits = [e for e in plan.edits if id(e.node) not in self._served]
         neuron = per_target.target(self.ctx) == per_target.NEURON
         for expr in plan.unresolved:
-            if self._any_device(expr):
+            if _any_device(self.ctx, self._neutral, expr):
                 continue
             self.report(expr, f"the backend comes from `{cst.Module([]).code_for_node(expr)}`, which neuronize "
                         'cannot follow: make it `"neuron"` on Trainium')
+        group = process_group_edits(self.ctx)
         for literal, why in plan.kept:
-            self.report(literal, f"NCCL backend left as it is: {why}", evidence=Evidence.INF)
+            self.report(literal, f"NCCL backend left as it is: {why}", evidence=Evidence.INF,
+                        group=group if self._branch_kept.get(id(literal)) else None)
         for call, device_id in plan.device_ids:
             self._drop_device_id(call, device_id)
-        group = process_group_edits(self.ctx)
         if plan.edits:
             safest = min((e.safety for e in plan.edits), key=[Safety.SAFE, Safety.UNSAFE].index)
             request_torch_neuronx(self, safest, group=group)
@@ -251,3 +247,11 @@ class NcclBackend(Transform):
                  "under the `neuron` process group each process sees one NeuronCore; the group then binds "
                  "its device on first use", safety=Safety.UNSAFE, evidence=Evidence.SRC,
                  group=process_group_edits(self.ctx))
+
+
+def _any_device(ctx: FileContext, neutral: set[str], expr: cst.BaseExpression) -> bool:
+    """``dist.get_default_backend_for_device(...)`` (or a name in ``neutral``, assigned one): the
+    backend of whatever device the program runs on, `"neuron"` included: nothing to migrate."""
+    if isinstance(expr, cst.Name):
+        return expr.value in neutral
+    return isinstance(expr, cst.Call) and ctx.qualify(expr.func) == DEVICE_BACKEND
