@@ -83,6 +83,8 @@ TARGET_SPECIFIC = {
     "library_host_helpers": "Neuron beside CUDA in a dispatch's else on neuron only",
     # the device name has a Neuron rewrite (torch_neuronx) on neuron only; the other targets report it
     "guard_waits_for_arm_fix": "device name rewritten on neuron only",
+    # a branch kept for CUDA on neuron and accelerator; the CPU target moves every CUDA path to the CPU
+    "process_group_in_kept_branch": "NCCL kept in a CUDA branch except on cpu",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

@@ -508,17 +508,25 @@ def _same_tests_grouped(located: Located[R], parents: Parents) -> tuple[Located[
 
 def _families(guards: list[cst.If | cst.IfExp], parents: Parents) -> list[list[cst.If | cst.IfExp]]:
     """``guards`` in groups of two or more that test equal conditions in one function (or at
-    module level)."""
+    module level), or one the negation of the other (``if not torch.cuda.is_available(): <warn>``
+    beside ``if torch.cuda.is_available(): <build>``: the two sides of one decision)."""
     families: list[list[cst.If | cst.IfExp]] = []
     for guard in guards:
         scope = _scope_of(guard, parents)
         for family in families:
-            if _scope_of(family[0], parents) is scope and family[0].test.deep_equals(guard.test):
+            if _scope_of(family[0], parents) is scope and _condition(family[0].test).deep_equals(_condition(guard.test)):
                 family.append(guard)
                 break
         else:
             families.append([guard])
     return [family for family in families if len(family) > 1]
+
+
+def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` without a ``not`` in front (and the parentheses it needed)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression.with_changes(lpar=(), rpar=()) if hasattr(test.expression, "lpar") else test.expression
+    return test
 
 
 def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:

@@ -8,7 +8,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import new_keyword, keyword
 from neuronize.transforms._helpers.compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind, dynamic_group
-from neuronize.transforms._helpers.device_model import choice_edit_group
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, choice_edit_group
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
 from neuronize.transforms._helpers import hosts, per_target
@@ -25,7 +25,7 @@ WHY_BACKEND = {
 }
 
 
-class CompileBackend(Transform):
+class CompileBackend(KeepsCudaBranches, Transform):
     """Finds `torch.compile` calls and decorators that compile with Inductor, CUDA's default backend.
 
     What it does:
@@ -197,7 +197,7 @@ class CompileBackend(Transform):
             message += "; assumes the receiver is an `nn.Module`"
         aware = isinstance(backend, cst.IfExp)  # chosen by host: it moves with the file's device choice
         group = dynamic_group(node) or (choice_edit_group(self.ctx) if aware else None)
-        self.fix(node, plan.new, message, imports=imports, group=group, **extra)  # type: ignore[arg-type]
+        self.fix(node, plan.new, message, imports=imports, group=group, **extra)
 
     def _host_note(self, backend: cst.BaseExpression | None) -> str:
         """What a host-aware backend means (the neuron target writes one where `"neuron"` would

@@ -6,12 +6,13 @@ import re
 
 import libcst as cst
 
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.names import qualified_expr
 
 
-class HalfPrecisionModel(Transform):
+class HalfPrecisionModel(KeepsCudaBranches, Transform):
     """Finds `.half()` casts of modules and tensors to float16.
 
     What it does:
