@@ -97,6 +97,10 @@ class Options:
     #: the project's functions that return a model their loader places on GPUs
     #: (neuronize/analysis/placed_loaders.py): a call of one imported here pins the placements beside it
     placed_loaders: frozenset[str] = frozenset()
+    #: the project's functions that hand a device to a library that rejects ``"neuron"`` (name,
+    #: parameters, those handed on) (neuronize/analysis/device_sinks.py): a device choice that
+    #: reaches one stays
+    device_sinks: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-5"
+_FORMAT = "facts-6"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +54,9 @@ class ProjectFacts:
     wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     #: functions that return a model their loader places on GPUs (:mod:`neuronize.analysis.placed_loaders`)
     placed_loaders: frozenset[str] = frozenset()
+    #: functions that hand a device to a library that rejects ``"neuron"``
+    #: (:mod:`neuronize.analysis.device_sinks`)
+    device_sinks: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -84,6 +87,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import (
         declared_extensions, import_graph, imported_by, importers_of, kernel_bound, extension_packages)
+    from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
@@ -101,7 +105,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                      if checks else set())
     return ProjectFacts(kernel_bound(graph, extensions), checks, extensions,
                         imported_by(graph, chooses) | importers_of(graph, run), probe_flags(sources),
-                        library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)))
+                        library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
+                        device_sinks(zip(relative[:python], sources, strict=True)))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -132,6 +137,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "probe_flags": sorted(facts.probe_flags),
         "wrappers": [[name, list(params), list(fed)] for name, params, fed in facts.wrappers],
         "placed_loaders": sorted(facts.placed_loaders),
+        "device_sinks": [[name, list(params), list(fed)] for name, params, fed in facts.device_sinks],
     }, separators=(",", ":")).encode()
 
 
@@ -146,14 +152,14 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         extensions = tuple(_text(name) for name in data["extensions"])
         flags = frozenset(_text(name) for name in data["probe_flags"])
         loaders = frozenset(_text(name) for name in data["placed_loaders"])
-        wrappers = tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
-                         for name, params, fed in data["wrappers"])
+        wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
+                                 for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         checks = data["checks_host"]
         if not isinstance(checks, bool):
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -25,10 +25,10 @@ from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import binding_counts, ends_early, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.calls import is_cuda_available_call, keyword
+from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
-    neuron_arm, neuron_first, with_choice)
+    neuron_arm, neuron_first, triton_keyword, with_choice)
 from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
@@ -521,6 +521,67 @@ def blocking(ctx: FileContext) -> Dispatch | None:
     return next((d for d in model(ctx).dispatches if d.neuron is None and d.raises and not d.served), None)
 
 
+def kept_for_consumer(consumer: str) -> str:
+    """What a report says of a device choice kept for a consumer that rejects ``"neuron"``."""
+    return (f"kept: this file hands its device to {consumer}; load on \"cpu\" there and move the result with "
+            "`.to(device)`, then migrate the choice")
+
+
+#: the pins of a CUDA device handed to a library that rejects ``"neuron"``: what it loads stays there
+LIBRARY_DEVICE_PINS = "devices beside a device a library parses itself"
+
+
+def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | None:
+    """Why the device ``call`` is given stays CUDA's: Triton kernels run on it (``use_triton=True``),
+    or the call is a library's that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`), whose
+    result stays on CUDA: then the placements beside it wait too (the pins, else None)."""
+    from neuronize.analysis.device_sinks import LIBRARY_SINKS
+
+    kernels = triton_keyword(call)
+    if kernels is not None:
+        return f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA", None
+    qualified = ctx.qualify(call.func)
+    if qualified in LIBRARY_SINKS:
+        return (f"kept: `{qualified}` rejects \"neuron\" (it parses the device itself); load on \"cpu\" and move "
+                "the result with `.to(device)`", LIBRARY_DEVICE_PINS)
+    return None
+
+
+def rejecting_consumer(ctx: FileContext) -> str | None:
+    """A call of the file that hands a device (other than a literal of another host) to a library
+    that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`: safetensors, CTranslate2), or to
+    a project function that hands it on to one (``Options.device_sinks``): the file's device choice,
+    become ``"neuron"``, would raise there, so it stays (file-wide, like :func:`blocking`). The
+    call as the report names it, or None."""
+    key = ("rejecting-consumer", 0)
+    if key not in ctx.memo:
+        ctx.memo[key] = _rejecting_consumer(ctx)
+    return ctx.memo[key]
+
+
+def _rejecting_consumer(ctx: FileContext) -> str | None:
+    from neuronize.analysis.device_sinks import LIBRARY_SINKS, sink_of
+
+    sinks = ctx.options.device_sinks
+    words = (b"safetensors", b"ctranslate2", *(s[0].rsplit(".", 1)[-1].encode() for s in sinks))
+    if not any(w in ctx.source for w in words):
+        return None
+    for node in iter_syntax(ctx.module):
+        if not isinstance(node, cst.Call) or (qualified := ctx.qualify(node.func)) is None:
+            continue
+        if qualified in LIBRARY_SINKS:
+            name, position = LIBRARY_SINKS[qualified]
+            handed, what = [argument(node, name, position)], "which rejects \"neuron\" (it parses the device itself)"
+        elif (sink := sink_of(qualified, sinks)) is not None:
+            handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
+            what = "which hands it to a library that rejects \"neuron\" (safetensors or CTranslate2 parse it)"
+        else:
+            continue
+        if any(a is not None and string_value(a.value) not in OTHER_DEVICES for a in handed):
+            return f"`{short(node)}`, {what}"
+    return None
+
+
 @dataclass(frozen=True)
 class DefaultPlan:
     """What becomes of a device default (``--device`` option, ``device = "cuda"`` setting,
@@ -545,6 +606,9 @@ def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) ->
         return DefaultPlan(None, f"kept: the dispatch over `{blocked.subject}` (`{short(blocked.cuda.test)}`) "
                                  f"rejects a device it does not list and cannot get a Neuron branch "
                                  f"({blocked.blocked})", False)
+    consumer = rejecting_consumer(ctx)
+    if consumer is not None:
+        return DefaultPlan(None, kept_for_consumer(consumer), False)
     group = device_choice_group(ctx) or dispatch_group(ctx)
     listed = isinstance(choices, (cst.List, cst.Tuple)) and _names_other_host(choices)
     return DefaultPlan(group, None, keeps_cuda_hosts(ctx) or (listed and per_target.target(ctx) == per_target.NEURON))

@@ -12,10 +12,10 @@ from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
-    rewrite_idiom, selection_ifexp, triton_keyword, validation_list)
+    rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
-    KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts,
-    served_by_neuron_first)
+    KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts, kept_for_consumer,
+    kept_argument, rejecting_consumer, served_by_neuron_first)
 from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, target_name
@@ -195,10 +195,11 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             self._keep(expr, where, plan.kept)
         self._fix_all(expr, where, group=plan.group, aware=plan.aware or library, placement=False)
 
-    def _keep(self, expr: cst.BaseExpression | None, where: str, why: str, evidence: Evidence | None = Evidence.INF) -> None:
+    def _keep(self, expr: cst.BaseExpression | None, where: str, why: str, pins: str | None = None,
+              evidence: Evidence | None = Evidence.INF) -> None:
         for node, _ in device_literals(self.ctx, expr) if expr is not None else ():
             self._done.add(id(node))
-            self.report(node, f"{where}: `{short(node)}` {why}", evidence=evidence)
+            self.report(node, f"{where}: `{short(node)}` {why}", evidence=evidence, pins=pins)
 
     def _add_choice(self, container: cst.List | cst.Tuple, what: str) -> None:
         """The migrated default next to ``"cuda"`` in a list of accepted devices: the target's device
@@ -223,6 +224,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             return
         if in_excluded_call(self.ctx):
             return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
+        if (consumer := rejecting_consumer(self.ctx)) is not None:
+            return self._keep(found[1], f"device choice `{short(node)}`", kept_for_consumer(consumer))
         plan = rewrite_idiom(self.ctx, node, *found)
         self._done.update((id(plan.literal), id(plan.branch)))
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if plan.kind.drops_index else {}
@@ -234,10 +237,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         name = last_name(node.func)
         if (positions := call_devices(self.ctx, node, name)) is None:
             return  # `device_id=` must keep its index; a `torch.cuda.*` API needs a CUDA device
-        kernels = triton_keyword(node)  # the call runs Triton kernels on the device it is given
+        kept = kept_argument(self.ctx, node)  # Triton kernels run on it, or a library that rejects "neuron" parses it
         for expr, where in positions:
-            if kernels is not None:
-                self._keep(expr, where, f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA")
+            if kept is not None:
+                self._keep(expr, where, *kept)
             else:
                 (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
         if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
@@ -247,8 +250,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             if not (isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent) or _compared_in_fallback(self.ctx)):
                 self._torch_device(node)
         elif name in OPTION_CALLS:
-            option = device_option(node)
-            if option is not None:
+            if (option := device_option(node)) is not None:
                 self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", option[2])
                 if option[2] is not None:
                     self._add_choice(option[2], f"`{option[0]}` choices")
@@ -271,8 +273,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
-        container = validation_list(self.ctx, node)
-        if container is not None:
+        if (container := validation_list(self.ctx, node)) is not None:
             self._add_choice(container, f"device validation `{short(node)}`")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------

@@ -1,0 +1,139 @@
+"""The project's functions that hand a device to a library that rejects ``"neuron"``: a fact about
+the run, found before any file is analysed.
+
+safetensors reads a device from a string it parses itself (``cpu``, ``cuda``, ``mps`` and a few
+other names) and raises ``device neuron is invalid`` for any other; CTranslate2 takes ``cpu``,
+``cuda`` or ``auto``. ``def load_model(path, device="cuda"): return load_file(path,
+device=str(device))`` is such a consumer, and so is a function that hands its device on to one
+(``load_model(path, device=device)``), in any module: a script that calls it with its device
+choice would raise on Trainium if that choice became ``"neuron"``, so the choice stays (a
+consumer that blocks it, as the issue's standard says). Only files that name one of the
+libraries, or a function found so far, are parsed (with :mod:`ast`: read-only, and fast).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import PurePath
+
+#: the library calls that take a device they parse themselves, and the keyword (and position) of it
+LIBRARY_SINKS: dict[str, tuple[str, int]] = {
+    "safetensors.torch.load_file": ("device", 1),
+    "safetensors.safe_open": ("device", 2),
+    "safetensors.torch.safe_open": ("device", 2),
+    "ctranslate2.Generator": ("device", 1),
+    "ctranslate2.Translator": ("device", 1),
+    "ctranslate2.Encoder": ("device", 1),
+}
+#: what each library accepts, for the report
+ACCEPTS = {"safetensors": '"cpu", "cuda", "mps" and a few others', "ctranslate2": '"cpu", "cuda" and "auto"'}
+#: calls that pass a device on unchanged in meaning (``str(device)``, ``torch.device(device)``)
+_PASS_THROUGH = frozenset({"str", "device"})
+
+#: a consumer: its dotted name from the files' common folder, its parameters in order, the ones it
+#: hands to a library that rejects ``"neuron"``
+Sink = tuple[str, tuple[str, ...], tuple[str, ...]]
+
+
+def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
+    """The module-level functions of ``files`` (a path relative to the files' common folder, the
+    bytes) that hand one of their parameters, as it is or through ``str()`` / ``torch.device()``,
+    to the device of a :data:`LIBRARY_SINKS` call, or to that parameter of a function found so far
+    (until nothing more is found)."""
+    pending = [(".".join(p for p in relative.with_suffix("").parts if p != "__init__"), source)
+               for relative, source in files]
+    found: dict[str, Sink] = {}
+    words = [b"safetensors", b"ctranslate2"]
+    while True:
+        more = {}
+        for module, source in pending:
+            if not any(w in source for w in words):
+                continue
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError):
+                continue  # the file's own analysis says why
+            imported = _imported(tree, module)
+            for function in tree.body:
+                if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and f"{module}.{function.name}" not in found:
+                    sink = _sink(function, imported, found)
+                    if sink is not None:
+                        more[f"{module}.{function.name}"] = (f"{module}.{function.name}", *sink)
+        if not more:
+            return tuple(sorted(found.values()))
+        found.update(more)
+        words = [name.rsplit(".", 1)[-1].encode() for name in more]
+
+
+def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:
+    """The consumer ``qualified`` (a call's name as imported) names, from any folder above it."""
+    return next((s for s in sinks if s[0] == qualified or s[0].endswith(f".{qualified}")), None)
+
+
+def _imported(tree: ast.Module, module: str) -> dict[str, str]:
+    """Local name -> dotted name, for the module's imports (relative ones against ``module``)."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")[:-node.level]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return names
+
+
+def _dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Name):
+        return imported.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value, imported)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
+          found: dict[str, Sink]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    arguments = function.args
+    params = tuple(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+    fed: set[str] = set()
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        called = _dotted(node.func, imported)
+        if called is None:
+            continue
+        if called in LIBRARY_SINKS:
+            keyword, position = LIBRARY_SINKS[called]
+            value = _argument(node, keyword, position)
+            fed.update(_params_in(value, params))
+            continue
+        consumer = sink_of(called, found.values())
+        if consumer is not None:
+            for name in consumer[2]:
+                value = _argument(node, name, consumer[1].index(name))
+                fed.update(_params_in(value, params))
+    return (params, tuple(sorted(fed))) if fed else None
+
+
+def _argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
+    for given in call.keywords:
+        if given.arg == keyword:
+            return given.value
+    return call.args[position] if position < len(call.args) and not any(
+        isinstance(a, ast.Starred) for a in call.args[:position + 1]) else None
+
+
+def _params_in(value: ast.expr | None, params: tuple[str, ...]) -> set[str]:
+    """The parameter ``value`` is, as it is or through ``str()`` / ``torch.device()``."""
+    while isinstance(value, ast.Call) and len(value.args) == 1 and (
+            isinstance(value.func, ast.Name) and value.func.id in _PASS_THROUGH
+            or isinstance(value.func, ast.Attribute) and value.func.attr in _PASS_THROUGH):
+        value = value.args[0]
+    return {value.id} if isinstance(value, ast.Name) and value.id in params else set()

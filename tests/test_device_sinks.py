@@ -1,0 +1,59 @@
+"""A device handed to a library that parses it itself and rejects "neuron" (safetensors,
+CTranslate2), directly or through the project's own loaders in another module, keeps the device
+choice that reaches it: the consumer blocks it, and the report says which and what to do."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from helpers import neuronize
+from neuronize.analysis.device_sinks import device_sinks, sink_of
+
+WEIGHTS = (b"import torch\nfrom safetensors.torch import load_file as read_weights\n\n\n"
+           b"def load_encoder(path, device=\"cuda\"):\n    return read_weights(path, device=str(device))\n\n\n"
+           b"def load_decoder(path, *, target):\n    return load_encoder(path, device=torch.device(target))\n\n\n"
+           b"def load_on_cpu(path, device):\n    return read_weights(path, device=\"cpu\")\n")
+
+
+def test_loaders_that_hand_their_device_to_safetensors_through_any_number_of_project_functions():
+    runner = (b"from .weights import load_decoder\n\n\ndef run(path, dev):\n    return load_decoder(path, target=dev)\n")
+    found = device_sinks([(PurePath("src/app/weights.py"), WEIGHTS), (PurePath("src/app/runner.py"), runner),
+                          (PurePath("tool.py"), b"def f(device): return device\n")])
+    assert found == (("src.app.runner.run", ("path", "dev"), ("dev",)),
+                     ("src.app.weights.load_decoder", ("path", "target"), ("target",)),
+                     ("src.app.weights.load_encoder", ("path", "device"), ("device",)))
+    assert sink_of("app.weights.load_encoder", found) is not None  # imported from below the `src` folder
+    assert sink_of("other.load_encoder", found) is None
+
+
+def test_a_device_choice_that_reaches_one_stays_and_the_others_move(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_bytes(b"")
+    (tmp_path / "app" / "weights.py").write_bytes(WEIGHTS)
+    (tmp_path / "serve.py").write_bytes(
+        b"import torch\nfrom app.weights import load_encoder\n\n\n"
+        b"def main(path, device=\"cuda\" if torch.cuda.is_available() else \"cpu\"):\n"
+        b"    encoder = load_encoder(path, device=torch.device(device))\n    return encoder\n")
+    (tmp_path / "train.py").write_bytes(
+        b"import torch\n\ndevice = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+        b"model = torch.nn.Linear(2, 2).to(device)\n")
+    before = (tmp_path / "serve.py").read_bytes(), (tmp_path / "app" / "weights.py").read_bytes()
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    # the script's choice and the loader's own default reach safetensors: both stay; the script
+    # that only places a model gains Neuron
+    assert ((tmp_path / "serve.py").read_bytes(), (tmp_path / "app" / "weights.py").read_bytes()) == before
+    assert b'"neuron" if on_neuron() else' in (tmp_path / "train.py").read_bytes()
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "which hands it to a library that rejects \"neuron\"" in full
+    assert "`read_weights(path, device=str(device))`, which rejects \"neuron\" (it parses the device itself)" in full
+
+
+def test_a_literal_device_handed_to_one_stays_cuda_and_the_model_beside_it_waits(tmp_path):
+    (tmp_path / "restore.py").write_bytes(
+        b"import torch\nfrom safetensors.torch import load_file\n\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+        b"model.load_state_dict(load_file(\"weights.safetensors\", device=\"cuda\"))\n")
+    before = (tmp_path / "restore.py").read_bytes()
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "restore.py").read_bytes() == before
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "kept: `safetensors.torch.load_file` rejects \"neuron\" (it parses the device itself)" in full
