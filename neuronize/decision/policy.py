@@ -346,8 +346,8 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
     if not left and not process_groups:
         return located
-    moves = [r for r, _ in located
-             if r.group is None and r.fixable and r.rule.section == "device" and _moves_outright(r, device)]
+    moves = [r for r, _ in located  # autocast's device type too: it runs where the tensors are
+             if r.group is None and r.fixable and r.rule.section in ("device", "precision") and _moves_outright(r, device)]
     moved_in = {id(_scope_of(r.node, parents)) for r in moves}
     names: dict[int, str] = dict(process_groups)
     for r in left:
