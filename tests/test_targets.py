@@ -85,6 +85,9 @@ TARGET_SPECIFIC = {
     "guard_waits_for_arm_fix": "device name rewritten on neuron only",
     # a branch kept for CUDA on neuron and accelerator; the CPU target moves every CUDA path to the CPU
     "process_group_in_kept_branch": "NCCL kept in a CUDA branch except on cpu",
+    # a device with a rank index is written host-aware on neuron (CUDA keeps its index); the other
+    # targets write their own device
+    "autocast_in_device_type_arm": "indexed CUDA device kept beside Neuron on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

@@ -1192,6 +1192,20 @@ def _leaves_without_cuda(ctx: FileContext, test: cst.BaseExpression) -> bool:
         and is_cuda_available_call(ctx, test.expression)
 
 
+def in_device_test_arm(ctx: FileContext) -> bool:
+    """The node being visited is in an arm of a conditional expression that tests a device value
+    (``nullcontext() if device_type == "cpu" else <here>``). An ``if`` statement's branches are the
+    dispatch's (:class:`Dispatch`), which gives them Neuron siblings of their own."""
+    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
+    for anc in ctx.ancestors():
+        if isinstance(anc, cst.IfExp) and child is not anc.test and _compared(anc.test) is not None:
+            return True
+        if isinstance(anc, (cst.BaseSuite, cst.BaseStatement)):
+            return False
+        child = anc
+    return False
+
+
 class KeepsCudaBranches:
     """A rule mix-in: no edit in code that runs only on CUDA and stays so (see
     :func:`cuda_keeping`); the edit is reported there instead, or dropped where Neuron has a
@@ -1208,6 +1222,9 @@ class KeepsCudaBranches:
                 # the CUDA side of a guard NRN103 widens: made with the widening, or not at all
                 options["guard"] = guard
                 options["group"] = options.get("group") or widening_group(self.ctx, guard)
+            elif options.get("group") is None and in_device_test_arm(self.ctx):
+                # reached on Neuron only through the device value the file's choice migrates
+                options["group"] = choice_edit_group(self.ctx)
             super().fix(node, replacement, message, **options)  # type: ignore[misc]
         elif keeping:
             self.report(node, f"{message}; not applied: {keeping}", evidence=options.get("evidence"))  # type: ignore[attr-defined]
