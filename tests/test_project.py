@@ -241,3 +241,19 @@ def test_a_script_beside_a_library_module_that_keeps_the_cuda_box_keeps_it_too(t
     neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
     for name in ("helpers.py", "demo.py"):
         assert b'.to("neuron" if on_neuron() else "cuda")' in (tmp_path / name).read_bytes(), name
+
+
+def test_a_compile_beside_placements_kept_host_aware_by_the_project_is_host_aware_too(tmp_path):
+    """A module with no choice of its own, in a project that checks for a host elsewhere: its
+    placements keep the CUDA box's device, and so does its compile's backend (a bare `"neuron"`
+    backend raises on the CUDA box when the wrapper is built)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "devices.py").write_bytes(
+        b'import torch\n\n\ndef pick():\n    return "cuda" if torch.cuda.is_available() else "cpu"\n')
+    (tmp_path / "pkg" / "bench.py").write_bytes(
+        b'import torch\n\n\ndef main():\n    model = torch.nn.Linear(2, 2).to("cuda")\n'
+        b'    fast = torch.compile(model, mode="max-autotune")\n    return fast(torch.ones(2, device="cuda"))\n')
+    neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
+    fixed = (tmp_path / "pkg" / "bench.py").read_text()
+    assert '.to("neuron" if on_neuron() else "cuda")' in fixed
+    assert 'backend="neuron" if on_neuron() else "inductor"' in fixed and 'backend="neuron",' not in fixed

@@ -411,8 +411,13 @@ def compile_keeps_other_hosts(ctx: FileContext) -> bool:
     False in a file that hard-codes CUDA with no choice, even where one of its compiles is built
     at import time (a decorator) and so gets a host-aware backend too: that backend is host-aware
     so that the module still imports without torch-neuronx; the file's own code moves to Neuron
-    outright, so no other host runs its compiles."""
-    return per_target.target(ctx) != per_target.NEURON or has_cpu_path(ctx) or serves_cuda_hosts(ctx.source)
+    outright, so no other host runs its compiles. True too where the file's device edits keep its
+    CUDA hosts (:func:`~neuronize.transforms._helpers.device_model.keeps_cuda_hosts`: the project
+    runs it on several hosts): its compiles run on the devices those edits leave."""
+    from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
+
+    return per_target.target(ctx) != per_target.NEURON or has_cpu_path(ctx) or serves_cuda_hosts(ctx.source) \
+        or keeps_cuda_hosts(ctx)
 
 
 def host_compile_backend(ctx: FileContext, original: cst.BaseExpression | None) -> per_target.Built | None:
