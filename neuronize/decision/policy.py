@@ -336,10 +336,11 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     """The device edits that move to the target's ``device`` outright in the function (or at the
     module level) of a process group moved outright join that process group's edit group: its
     processes and their tensors move together (a ``"neuron"`` process group beside a model kept on
-    ``"cuda"``, or the other way round, runs on no host). Each CUDA device string the catch-all
-    reports (no rule migrates it) and the outright device edits of its function form one edit
-    group too, or join the function's process group; elsewhere in the file, it joins the group of
-    a process group moved outright. The groups are settled by :func:`_settle_groups`: the edits
+    ``"cuda"``, or the other way round, runs on no host); so do those of the file's other functions
+    (the training loop beside the ``__main__`` block that creates the group). Each CUDA device
+    string the catch-all reports (no rule migrates it) and the outright device edits of its
+    function form one edit group too, or join the function's process group; elsewhere in the
+    file, it joins the group of a process group moved outright. The groups are settled by :func:`_settle_groups`: the edits
     wait for their weakest member. An edit already in a group keeps it."""
     process_groups = {id(_scope_of(r.node, parents)): r.group for r, _ in located if r.group is not None
                       and r.fixable and r.rule.section == "distributed" and _moves_outright(r, device)}
@@ -360,7 +361,7 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     for r, f in located:
         if r.group is None and id(r) in members:
             name = names.get(id(_scope_of(r.node, parents)))
-            if name is None and r.rule.catch_all and process_groups:
+            if name is None and process_groups:
                 name = sorted(process_groups.values())[0]
             if name is not None:
                 r = dataclasses.replace(r, group=name)
