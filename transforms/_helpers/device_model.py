@@ -12,6 +12,7 @@ branches its consumers need are applied whole or not at all.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.analysis.syntax import binding_counts, ends_early, iter_blocks, iter_statements
+from neuronize.analysis.syntax import binding_counts, ends_early, imported_names, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
@@ -775,7 +776,20 @@ def _blocked(ctx: FileContext, copy: cst.CSTNode, *, row: bool = False) -> str:
     from neuronize.transforms._helpers.cuda_guard import scan
 
     marker = scan(ctx, [copy], gpu_words=not row).marker
-    return cuda_left(copy) or (f"uses {marker}" if marker else "")
+    return cuda_left(copy) or (f"uses {marker}" if marker else "") or _branch_import(copy)
+
+
+def _branch_import(copy: cst.CSTNode) -> str:
+    """A module the CUDA branch imports for itself (``import dropout_layer_norm`` under ``if SYSTEM
+    == "cuda":``), neither PyTorch's nor the standard library's: imported only where CUDA is, it is
+    CUDA's (a compiled kernel, a vendor library), and a Neuron copy would import it on Neuron."""
+    for node in iter_syntax(copy):
+        if isinstance(node, cst.Import) or isinstance(node, cst.ImportFrom) and not node.relative:
+            for imported in imported_names(node):
+                top = imported.module.split(".")[0]
+                if top != "torch" and top not in sys.stdlib_module_names:
+                    return f"imports `{imported.module}`, which only CUDA's path imports"
+    return ""
 
 
 @dataclass(frozen=True)
