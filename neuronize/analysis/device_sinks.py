@@ -17,6 +17,8 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from neuronize.analysis.library_wrappers import calls, parameters
+
 #: the library calls that take a device they parse themselves, and the keyword (and position) of it
 LIBRARY_SINKS: dict[str, tuple[str, int]] = {
     "safetensors.torch.load_file": ("device", 1),
@@ -100,12 +102,9 @@ def _dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
 
 def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
           found: dict[str, Sink]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    arguments = function.args
-    params = tuple(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+    params = parameters(function)
     fed: set[str] = set()
-    for node in ast.walk(function):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in calls(function):
         called = _dotted(node.func, imported)
         if called is None:
             continue

@@ -66,13 +66,21 @@ def _is_library(module: str) -> bool:
         module == m or module.startswith(f"{m}.") for m in CUDA_ONLY_MODULES)
 
 
-def _wrapper(function: ast.FunctionDef | ast.AsyncFunctionDef, libraries: dict[str, str]) -> Wrapper | None:
+def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """The names of ``function``'s parameters, in order (``*args`` and ``**kwargs`` left out)."""
     arguments = function.args
-    params = tuple(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+    return tuple(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+
+
+def calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """The calls in ``function``'s body, nested functions included."""
+    return [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+
+
+def _wrapper(function: ast.FunctionDef | ast.AsyncFunctionDef, libraries: dict[str, str]) -> Wrapper | None:
+    params = parameters(function)
     fed: set[str] = set()
-    for node in ast.walk(function):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in calls(function):
         head = node.func
         while isinstance(head, ast.Attribute):
             head = head.value
