@@ -173,3 +173,20 @@ def test_a_licence_notice_stays_at_the_top_of_the_file(tmp_path):
                                      "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
     neuronize("fix", "--no-cache", "run.py", cwd=tmp_path)
     assert (tmp_path / "run.py").read_text().startswith("# Copyright 2026 Example Ltd.\n")
+
+
+def test_a_notebook_with_an_unreadable_cell_offers_no_fix_it_would_not_make(tmp_path):
+    """`fix` leaves a notebook alone while one of its cells has a syntax error; `check` says so on
+    each finding it would otherwise fix, and counts none as fixable."""
+    notebook = {"cells": [_cell("import torch\n", "model = torch.nn.Linear(2, 2).cuda()\n"),
+                          _cell("for epoch from range(3):\n", "    batch = batch.cuda()\n")],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    before = path.read_bytes()
+    checked = neuronize("check", "--output-format", "json", "n.ipynb", cwd=tmp_path)
+    findings = json.loads(checked.stdout)["findings"]
+    assert checked.returncode == 2 and b"cell 2, line 1: syntax error" in checked.stderr
+    assert [(f["rule"], f["fixable"]) for f in findings] == [("NRN102", False)]
+    assert "the notebook is not rewritten while a cell cannot be read" in findings[0]["message"]
+    assert neuronize("fix", "n.ipynb", cwd=tmp_path).returncode == 2 and path.read_bytes() == before

@@ -46,7 +46,7 @@ from neuronize.decision.policy import Located, Tree, accepts, decide, top_level_
 from neuronize.decision.suppressions import parse_suppressions
 from neuronize.sources.kinds import SourceKind
 from neuronize.transform import Report, Transform
-from neuronize.types import FileError, Finding, Options, SourceResult
+from neuronize.types import FileError, Finding, Note, Options, SourceResult
 from neuronize.writing.apply import apply, outermost
 from neuronize.writing.imports import apply_imports
 from neuronize.writing.safety_nets import output_error
@@ -99,6 +99,10 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
     return source[: match.start()], source[match.start():]
 
 
+#: the note on a fix of a file CPython refuses (a syntax error libcst reads past)
+_REFUSED: Note = ("refused", "not applied: the file is not rewritten while Python cannot compile it (see its error line)")
+
+
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
                 path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True) -> SourceResult:
     source, tail = _split_blank_tail(source)
@@ -118,8 +122,11 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     if not pending or not fix:
         # libcst reads some Python 2 (`except X, e:`) that CPython refuses: say so, as `fix` does
         refused = python_syntax_error(source) if located else None
-        return SourceResult(findings=_findings(located, _never, unused), would_change=bool(pending),
-                            error=refused, pins=pins)
+        findings = _findings(located, _never, unused)
+        if refused is not None:  # `fix` refuses the file: none of its fixes can be applied
+            findings = tuple(dataclasses.replace(f, fixable=False, notes=(*f.notes, _REFUSED)) if f.fixable else f
+                             for f in findings)
+        return SourceResult(findings=findings, would_change=bool(pending) and refused is None, error=refused, pins=pins)
     if _bytes(module, code) != source:
         return SourceResult(
             findings=_findings(located, _never, unused),

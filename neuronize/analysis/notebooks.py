@@ -169,11 +169,14 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
             output = write_cells(source, changed)
         except NotebookError as exc:
             return SourceResult(findings=tuple(findings), error=FileError(f"notebook not rewritten: {exc.message}"))
+    if error is not None:  # the notebook is not rewritten: none of its fixes can be applied
+        note = ("refused", "not applied: the notebook is not rewritten while a cell cannot be read (see its error line)")
+        findings = [dataclasses.replace(f, fixable=False, notes=(*f.notes, note)) if f.fixable else f for f in findings]
     ordered = tuple(sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column, f.rule)))
     if output is not None and error is None:
         return SourceResult(findings=ordered, output=output)
     return SourceResult(findings=ordered, output=output if error is None else None, error=error,
-                        would_change=would_change)
+                        would_change=would_change and error is None)
 
 
 def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options: Options, path: str,
