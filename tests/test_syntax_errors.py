@@ -48,3 +48,13 @@ def test_nothing_is_run_and_good_code_has_no_error():
     assert python_syntax_error(b"raise SystemExit('ran')\nimport os\nos._exit(3)\n") is None
     error = python_syntax_error(b"import sys; sys.exit(4)\ndef f(:\n")
     assert error is not None and (error.line, error.column) == (2, 7)
+
+
+def test_a_file_python_refuses_offers_no_fix_it_would_not_make(tmp_path):
+    """libcst reads `except X, e:`, CPython does not, and `fix` leaves the file alone: `check`
+    lists its `.cuda()` as not applied, and counts nothing as fixable."""
+    (tmp_path / "old.py").write_bytes(PY2[1][0])
+    proc = neuronize("check", "--output-format", "json", "old.py", cwd=tmp_path)
+    [finding] = json.loads(proc.stdout)["findings"]
+    assert proc.returncode == 2 and finding["rule"] == "NRN102" and finding["fixable"] is False
+    assert "not applied: the file is not rewritten while Python cannot compile it" in finding["message"]
