@@ -48,8 +48,10 @@ class CompileBackend(KeepsCudaBranches, Transform):
         torch.accelerator.current_accelerator().type == "neuron" else "inductor"`, or the original backend on the other side; the module
         names the test once, as `on_neuron()`): at import time (module- and class-level
         statements, decorators) and in files with a CPU path (a `torch.cuda.is_available()`
-        check, a `"cpu"` device, a device parameter or option, or no CUDA at all); a script that
-        hard-codes CUDA gets `"neuron"`. A host-aware call keeps what the other hosts' Inductor
+        check, a `"cpu"` device, a device parameter or option, or no CUDA at all) and in files
+        whose device edits keep their CUDA hosts; a script that hard-codes CUDA gets `"neuron"`.
+        A compile inside a block kept for CUDA (the body of `if torch.cuda.is_available():`
+        around CUDA-only calls) stays as it is and is reported: it never runs on Trainium. A host-aware call keeps what the other hosts' Inductor
         reads: its CUDA `mode=` stays (Neuron ignores it with a warning and uses the default
         mode), Inductor `options={...}` are passed only off Neuron (`options=None if on_neuron()
         else {...}`, `None` being `torch.compile`'s default), and no `dynamic=False` is added

@@ -72,6 +72,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         CUDA (with its device index) and the CPU fallback are kept. A device default moves to
         `"neuron"` only together with the Neuron branches NRN107 gives the dispatches of the file
         that consume it; where a dispatch would reject `"neuron"`, the default stays (reported).
+        So do a default and the availability idiom of a file that hands its device to a library
+        that parses it itself and rejects `"neuron"` (safetensors' `load_file` / `safe_open`,
+        CTranslate2), directly or through a project function that hands it on to one (in any
+        module); a CUDA literal handed to such a call stays too.
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
         that tests the default, an availability check in the file), the default is written
         host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
@@ -126,7 +130,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
     Evidence:
         DOC: the TorchNeuron index page (`.to('cuda')` -> `.to('neuron')`, `torch.accelerator`
         detects the device), the troubleshooting and distributed guides (`torch.device("neuron")`).
-        The index policy is INF.
+        The index policy is INF. 3P: safetensors parses a device name itself and accepts only the
+        ones it lists (https://huggingface.co/docs/safetensors/api/torch; `device neuron is
+        invalid` from safetensors 0.8); CTranslate2 takes `"cpu"`, `"cuda"` or `"auto"`
+        (https://opennmt.net/CTranslate2/python/ctranslate2.Generator.html).
     """
 
     id = "NRN101"

@@ -42,8 +42,10 @@ class NcclBackend(Transform):
         except ImportError: pass`); a module that other code imports gets none (the device
         autoloads). A backend that only runs on CUDA stays NCCL and is reported: in the branch of
         `if device.type == "cuda":`, of `"nccl" if dist.is_nccl_available() else "gloo"` (false on
-        Trainium, so the gloo side runs there), or passed with `pg_options=` (options such as
-        `ProcessGroupNCCL.Options` belong to NCCL), and so does a value whose name or attribute is
+        Trainium, so the gloo side runs there), of an `if torch.cuda.is_available():` kept for
+        CUDA (it calls CUDA-only APIs: the file's other process-group edits then wait for it, as
+        Trainium's process group is the other branch's), or passed with `pg_options=` (options
+        such as `ProcessGroupNCCL.Options` belong to NCCL), and so does a value whose name or attribute is
         also passed to a CUDA-only function (`torch.cuda.*`). Reports comparisons with `"nccl"`,
         `dist.is_nccl_available()`, backends it cannot follow, and transformers'
         `ddp_backend="nccl"`. Strings in messages and logs are left alone. In a file that keeps

@@ -46,6 +46,7 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
         Unsafe: bfloat16 has fewer mantissa bits than float16, so outputs change, and every
         tensor that meets the model (inputs cast with `.half()` elsewhere, `torch.float16`
         buffers, fp16 checkpoints, a `GradScaler`) must follow; review the whole precision path.
+        A cast inside a block kept for CUDA is reported, not changed: it runs only on CUDA.
 
     Evidence:
         INF: Neuron examples are bf16; third-party examples.
