@@ -31,7 +31,7 @@ from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
     neuron_arm, neuron_first, triton_keyword, with_choice)
 from neuronize.writing.device_name import chosen_from_device
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP, nccl_backend
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
 from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
@@ -176,7 +176,34 @@ def process_group_edits(ctx: FileContext) -> str:
     ids, the device placement next to them): :data:`PROCESS_GROUP`, or, in a file that keeps its
     CUDA hosts, the group of its device default: the host-aware backend serves the host-aware
     device, so a run applies both or neither."""
+    if process_group_branches(ctx):
+        return PROCESS_GROUP  # a run in several processes is a branch of its own (see default_plan)
     return (default_plan(ctx).group if keeps_cuda_hosts(ctx) else None) or PROCESS_GROUP
+
+
+def process_group_branches(ctx: FileContext) -> frozenset[int]:
+    """The ids of the ``if`` bodies that create the file's process group (``if ddp:
+    init_process_group(...)``, the run in several processes), where the file keeps its CUDA hosts:
+    the device a single process detects is chosen outside them, and gains Neuron without them
+    (each edit host-aware, so no host is worse for one applied alone)."""
+    key = ("process-group-branches", 0)
+    if key not in ctx.memo:
+        found: set[int] = set()
+        if b"init_process_group" in ctx.source and keeps_cuda_hosts(ctx):
+            for node in iter_syntax(ctx.module):
+                if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) and any(
+                        isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                        and dist_function(ctx.qualify(small.value.func)) == "init_process_group"
+                        for stmt in node.body.body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body):
+                    found.add(id(node.body))
+        ctx.memo[key] = frozenset(found)
+    return ctx.memo[key]
+
+
+def in_process_group_branch(ctx: FileContext) -> bool:
+    """The node being visited lies in a body :func:`process_group_branches` names."""
+    branches = process_group_branches(ctx)
+    return bool(branches) and any(id(anc) in branches for anc in ctx.ancestors())
 
 
 def kept_for_cuda(ctx: FileContext, line: cst.SimpleStatementLine,
@@ -610,7 +637,7 @@ def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) ->
     consumer = rejecting_consumer(ctx)
     if consumer is not None:
         return DefaultPlan(None, kept_for_consumer(consumer), False)
-    group = device_choice_group(ctx) or dispatch_group(ctx)
+    group = PROCESS_GROUP if in_process_group_branch(ctx) else device_choice_group(ctx) or dispatch_group(ctx)
     listed = isinstance(choices, (cst.List, cst.Tuple)) and _names_other_host(choices)
     return DefaultPlan(group, None, keeps_cuda_hosts(ctx) or (listed and per_target.target(ctx) == per_target.NEURON))
 
