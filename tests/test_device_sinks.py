@@ -57,3 +57,16 @@ def test_a_literal_device_handed_to_one_stays_cuda_and_the_model_beside_it_waits
     assert (tmp_path / "restore.py").read_bytes() == before
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
     assert "kept: `safetensors.torch.load_file` rejects \"neuron\" (it parses the device itself)" in full
+
+
+def test_a_dispatch_whose_device_reaches_one_gains_no_neuron_branch_and_says_why(tmp_path):
+    (tmp_path / "shards.py").write_bytes(
+        b"import torch\nfrom safetensors import safe_open\n\n\ndef load_shard(path, name, device):\n"
+        b"    if isinstance(device, torch.device):\n        if device.type == \"cuda\":\n"
+        b"            device = device.index\n        elif device.type == \"cpu\":\n            device = \"cpu\"\n"
+        b"    with safe_open(path, framework=\"pt\", device=device) as f:\n        return f.get_tensor(name)\n")
+    before = (tmp_path / "shards.py").read_bytes()
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "shards.py").read_bytes() == before
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "dispatch over `device.type` gains no Neuron branch (this file hands its device to `safe_open(" in full

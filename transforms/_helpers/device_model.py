@@ -312,6 +312,10 @@ def _add_neuron_sibling(ctx: FileContext, dispatch: Dispatch, links: Sequence[cs
     CUDA-only code (``torch.cuda.*``, ``.cuda()``, a CUDA-only library, a model placed on CUDA GPUs
     by its loader), it is modelled on the MPS branch when that one names no host of its own (it
     places on the dispatched device: ``device_map={"": device}``); otherwise there is none."""
+    consumer = rejecting_consumer(ctx)
+    if consumer is not None:  # what the dispatch picks reaches a library that rejects "neuron"
+        dispatch.blocked = f"this file hands its device to {consumer}"
+        return
     test = _neuron_copy(dispatch.cuda.test)
     for link in [dispatch.cuda, *(link for link in links if _names_only(link, "mps"))]:
         copier = _ToNeuron(ctx)

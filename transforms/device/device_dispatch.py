@@ -146,6 +146,9 @@ class DeviceDispatch(Transform):
                             f"list and has no Neuron branch ({dispatch.blocked}): a `\"neuron\"` device raises "
                             "here, so the file's device defaults stay; add a Neuron branch by hand",
                             evidence=Evidence.INF)
+            elif dispatch.blocked:
+                self.report(dispatch.cuda.test, f"dispatch over `{dispatch.subject}` gains no Neuron branch "
+                            f"({dispatch.blocked}): give Neuron one by hand", evidence=Evidence.INF)
 
 
 def _dropped(dropped: bool) -> str:
