@@ -9,7 +9,7 @@ from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
 
-from neuronize.transforms._helpers.names import qualified_expr
+from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.transforms._helpers.nodes import assigned_names, parenthesized
 from neuronize.transforms._helpers.cuda_guard import (
     Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan,
@@ -22,7 +22,7 @@ from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
-from neuronize.transforms._helpers.device_choice import says_only_neuron
+from neuronize.transforms._helpers.device_choice import available_polarities, says_only_neuron
 from neuronize.transforms._helpers.messages import short
 
 _TARGETS = {
@@ -409,6 +409,9 @@ def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | No
     if verdict.marker is not None:
         return (f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a Neuron-aware check would "
                 "switch it on; migrate that path first")
+    if kind is Context.IF and isinstance(where, cst.If) and _advice_only(ctx, where):
+        return (f"{spelled(ref)} guards only a message for CUDA hosts (advice on CUDA kernels, GPU details): "
+                "kept, it does not apply to Neuron; say what Neuron should hear by hand if anything")
     fallback = unmoved_fallback(ctx, where) if kind is Context.IF and isinstance(where, cst.If) else None
     if fallback is not None and ref.fn == "is_available":
         return (f"{spelled(ref)} decides a CPU fallback for `{fallback}`, whose CUDA value is set elsewhere (a config, "
@@ -420,6 +423,26 @@ def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | No
     return (f"{spelled(ref)} guards code that names CUDA (`{value}`), which the migration would move to Neuron: "
             "kept, as extending the check to Neuron would take CUDA off its path; give Neuron a branch of its "
             "own (`if <the accelerator is Neuron>: ... elif torch.cuda.is_available(): ...`) by hand")
+
+
+#: calls that only say something: a warning, a print, a logger's message
+_MESSAGE_CALLS = frozenset({"warnings.warn", "print", "logging.info", "logging.warning", "logging.debug"})
+_LOGGER_METHODS = frozenset({"info", "warning", "warn", "debug"})
+
+
+def _advice_only(ctx: FileContext, guard: cst.If) -> bool:
+    """``if torch.cuda.is_available(): warnings.warn("...")`` with no ``else``: the body, run where
+    CUDA is, only says something (a message for CUDA hosts); widened, it would say it on Neuron."""
+    if guard.orelse is not None or available_polarities(ctx, guard.test) != {False} or not isinstance(
+            guard.body, cst.IndentedBlock) or not all(isinstance(s, cst.SimpleStatementLine) for s in guard.body.body):
+        return False
+    smalls = [small for stmt in guard.body.body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body]
+    return bool(smalls) and all(
+        isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and (
+            ctx.qualify(small.value.func) in _MESSAGE_CALLS or last_name(small.value.func) == "print"
+            or isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in _LOGGER_METHODS
+            and "log" in cst.Module([]).code_for_node(small.value.func.value).lower())
+        for small in smalls)
 
 
 def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> str | None:
