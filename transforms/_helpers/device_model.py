@@ -175,7 +175,8 @@ def process_group_edits(ctx: FileContext) -> str:
     """The edit group of the file's process-group migration (its backend, ``set_device``, device
     ids, the device placement next to them): :data:`PROCESS_GROUP`, or, in a file that keeps its
     CUDA hosts, the group of its device default: the host-aware backend serves the host-aware
-    device, so a run applies both or neither."""
+    device, so a run applies both or neither; except where the process group is created in a
+    branch of its own (:func:`process_group_branches`), whose edits are their own group."""
     if process_group_branches(ctx):
         return PROCESS_GROUP  # a run in several processes is a branch of its own (see default_plan)
     return (default_plan(ctx).group if keeps_cuda_hosts(ctx) else None) or PROCESS_GROUP
@@ -553,10 +554,14 @@ def blocking(ctx: FileContext) -> Dispatch | None:
     return next((d for d in model(ctx).dispatches if d.neuron is None and d.raises and not d.served), None)
 
 
+#: what a library that parses a device itself does with ``"neuron"``, and what to do instead
+_PARSES = 'rejects "neuron" (it parses the device itself)'
+_LOAD_ON_CPU = 'load on "cpu" there and move the result with `.to(device)`'
+
+
 def kept_for_consumer(consumer: str) -> str:
     """What a report says of a device choice kept for a consumer that rejects ``"neuron"``."""
-    return (f"kept: this file hands its device to {consumer}; load on \"cpu\" there and move the result with "
-            "`.to(device)`, then migrate the choice")
+    return f"kept: this file hands its device to {consumer}; {_LOAD_ON_CPU}, then migrate the choice"
 
 
 #: the pins of a CUDA device handed to a library that rejects ``"neuron"``: what it loads stays there
@@ -574,8 +579,7 @@ def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | 
         return f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA", None
     qualified = ctx.qualify(call.func)
     if qualified in LIBRARY_SINKS:
-        return (f"kept: `{qualified}` rejects \"neuron\" (it parses the device itself); load on \"cpu\" and move "
-                "the result with `.to(device)`", LIBRARY_DEVICE_PINS)
+        return f"kept: `{qualified}` {_PARSES}; {_LOAD_ON_CPU}", LIBRARY_DEVICE_PINS
     return None
 
 
@@ -603,7 +607,7 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             continue
         if qualified in LIBRARY_SINKS:
             name, position = LIBRARY_SINKS[qualified]
-            handed, what = [argument(node, name, position)], "which rejects \"neuron\" (it parses the device itself)"
+            handed, what = [argument(node, name, position)], f"which {_PARSES}"
         elif (sink := sink_of(qualified, sinks)) is not None:
             handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
             what = "which hands it to a library that rejects \"neuron\" (safetensors or CTranslate2 parse it)"
