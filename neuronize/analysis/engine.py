@@ -99,8 +99,11 @@ def _split_blank_tail(source: bytes) -> tuple[bytes, bytes]:
     return source[: match.start()], source[match.start():]
 
 
-#: the note on a fix of a file CPython refuses (a syntax error libcst reads past)
-_REFUSED: Note = ("refused", "not applied: the file is not rewritten while Python cannot compile it (see its error line)")
+def not_rewritten(findings: Sequence[Finding], why: str) -> tuple[Finding, ...]:
+    """``findings`` of a file that is not rewritten (``why``, after "not applied: "): none of
+    their fixes can be applied, and each says so."""
+    note: Note = ("refused", f"not applied: {why}")
+    return tuple(dataclasses.replace(f, fixable=False, notes=(*f.notes, note)) if f.fixable else f for f in findings)
 
 
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
@@ -123,9 +126,9 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         # libcst reads some Python 2 (`except X, e:`) that CPython refuses: say so, as `fix` does
         refused = python_syntax_error(source) if located else None
         findings = _findings(located, _never, unused)
-        if refused is not None:  # `fix` refuses the file: none of its fixes can be applied
-            findings = tuple(dataclasses.replace(f, fixable=False, notes=(*f.notes, _REFUSED)) if f.fixable else f
-                             for f in findings)
+        if refused is not None:  # `fix` refuses the file
+            findings = not_rewritten(findings, "the file is not rewritten while Python cannot compile it (see its "
+                                               "error line)")
         return SourceResult(findings=findings, would_change=bool(pending) and refused is None, error=refused, pins=pins)
     if _bytes(module, code) != source:
         return SourceResult(

@@ -10,7 +10,7 @@ import ast
 import warnings
 
 from neuronize.decision.claims import is_claimer
-from neuronize.analysis.engine import run_source
+from neuronize.analysis.engine import not_rewritten, run_source
 from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.import_safety import NEURON_TEST_NAME
 from neuronize.analysis.prefilter import TokenFilter
@@ -169,9 +169,9 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
             output = write_cells(source, changed)
         except NotebookError as exc:
             return SourceResult(findings=tuple(findings), error=FileError(f"notebook not rewritten: {exc.message}"))
-    if error is not None:  # the notebook is not rewritten: none of its fixes can be applied
-        note = ("refused", "not applied: the notebook is not rewritten while a cell cannot be read (see its error line)")
-        findings = [dataclasses.replace(f, fixable=False, notes=(*f.notes, note)) if f.fixable else f for f in findings]
+    if error is not None:
+        findings = list(not_rewritten(findings, "the notebook is not rewritten while a cell cannot be read (see its "
+                                                "error line)"))
     ordered = tuple(sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column, f.rule)))
     if output is not None and error is None:
         return SourceResult(findings=ordered, output=output)
