@@ -10,6 +10,7 @@ file is still processed when one fails.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -213,7 +214,12 @@ def _run(mode: Mode, **kw: Any) -> int:
     except KeyboardInterrupt:
         click.echo("neuronize: interrupted; files already written are complete, the rest untouched",
                    err=True)
-        return EXIT_ERROR
+        # every write finished or was undone while the interrupt unwound; leave at once: the
+        # interpreter's shutdown would wait for the workers, and a parse the interrupt abandoned
+        # on the deep-stack thread can abort the process while the interpreter tears down
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
 
 
 def _run_inner(mode: Mode, kw: dict[str, Any]) -> int:
