@@ -17,7 +17,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.library_wrappers import calls, parameters
+from neuronize.analysis.project_functions import calls, module_name, names, parameters
 
 #: the library calls that take a device they parse themselves, and the keyword (and position) of it
 LIBRARY_SINKS: dict[str, tuple[str, int]] = {
@@ -43,8 +43,8 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
     bytes) that hand one of their parameters, as it is or through ``str()`` / ``torch.device()``,
     to the device of a :data:`LIBRARY_SINKS` call, or to that parameter of a function found so far
     (until nothing more is found)."""
-    pending = [(".".join(p for p in relative.with_suffix("").parts if p != "__init__"), source)
-               for relative, source in files]
+    pending = [(module_name(relative), source) for relative, source in files]
+    parsed: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}  # each file parsed once, when first needed
     found: dict[str, Sink] = {}
     words = [b"safetensors", b"ctranslate2"]
     while True:
@@ -52,11 +52,12 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
         for module, source in pending:
             if not any(w in source for w in words):
                 continue
-            try:
-                tree = ast.parse(source)
-            except (SyntaxError, ValueError):
+            if module not in parsed:
+                parsed[module] = _parsed(source, module)
+            entry = parsed[module]
+            if entry is None:
                 continue  # the file's own analysis says why
-            imported = _imported(tree, module)
+            tree, imported = entry
             for function in tree.body:
                 if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                         and f"{module}.{function.name}" not in found:
@@ -71,7 +72,15 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
 
 def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:
     """The consumer ``qualified`` (a call's name as imported) names, from any folder above it."""
-    return next((s for s in sinks if s[0] == qualified or s[0].endswith(f".{qualified}")), None)
+    return next((s for s in sinks if names(s[0], qualified)), None)
+
+
+def _parsed(source: bytes, module: str) -> tuple[ast.Module, dict[str, str]] | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    return tree, _imported(tree, module)
 
 
 def _imported(tree: ast.Module, module: str) -> dict[str, str]:

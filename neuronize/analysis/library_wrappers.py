@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES
+from neuronize.analysis.project_functions import calls, parameters
 
 #: submodules of packages that also run elsewhere whose code runs on CUDA only (NCCL's communicator)
 CUDA_ONLY_MODULES = ("vllm.distributed.device_communicators.pynccl",)
@@ -64,17 +65,6 @@ def _library_locals(nodes: Iterable[ast.AST]) -> Iterator[tuple[str, str]]:
 def _is_library(module: str) -> bool:
     return module.split(".")[0] in CUDA_ONLY_PACKAGES or any(
         module == m or module.startswith(f"{m}.") for m in CUDA_ONLY_MODULES)
-
-
-def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
-    """The names of ``function``'s parameters, in order (``*args`` and ``**kwargs`` left out)."""
-    arguments = function.args
-    return tuple(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
-
-
-def calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
-    """The calls in ``function``'s body, nested functions included."""
-    return [node for node in ast.walk(function) if isinstance(node, ast.Call)]
 
 
 def _wrapper(function: ast.FunctionDef | ast.AsyncFunctionDef, libraries: dict[str, str]) -> Wrapper | None:

@@ -15,6 +15,8 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from neuronize.analysis.project_functions import module_name, names
+
 #: accelerate's placement plans (``device_map="auto"``...): they place a model on the GPUs they find
 PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
 
@@ -32,7 +34,7 @@ def placed_loaders(files: Iterable[tuple[PurePath, bytes]]) -> frozenset[str]:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             continue  # the file's own analysis says why
-        module = ".".join(part for part in relative.with_suffix("").parts if part != "__init__")
+        module = module_name(relative)
         found.update(f"{module}.{function.name}" for function in tree.body
                      if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and _places_on_gpus(function))
     return frozenset(found)
@@ -41,7 +43,7 @@ def placed_loaders(files: Iterable[tuple[PurePath, bytes]]) -> frozenset[str]:
 def is_placed_loader(qualified: str, loaders: frozenset[str]) -> bool:
     """``qualified`` (a call's name as imported: ``llama_cookbook.inference.model_utils.load_model``)
     is one of ``loaders``, named from any folder above the module (``src.llama_cookbook...``)."""
-    return any(loader == qualified or loader.endswith(f".{qualified}") for loader in loaders)
+    return any(names(loader, qualified) for loader in loaders)
 
 
 def _places_on_gpus(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
