@@ -1179,6 +1179,13 @@ def _imported_probe_flag(ctx: FileContext, test: cst.BaseExpression) -> bool:
     return not stores(ctx.source, name)  # the module that stores it asks the probe itself (NRN110, NRN910)
 
 
+def pins_outside_cuda_code(ctx: FileContext, pins: str) -> str | None:
+    """``pins`` (the edit group the device edits beside a placement kept on CUDA wait for), or
+    None where the node being visited runs only on CUDA (:func:`cuda_keeping`): Neuron never
+    takes that code, so nothing beside it needs to wait."""
+    return pins if cuda_keeping(ctx) is None else None
+
+
 def cuda_keeping(ctx: FileContext) -> str | None:
     """Whether the node being visited runs only on CUDA and stays so, and what a finding says
     about it: None where it does not; ``""`` (nothing to say) in a dispatch's or a detection's

@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
-from neuronize.transforms._helpers.device_model import cuda_keeping
+from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
 from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
@@ -135,9 +135,7 @@ class HfDeviceMapAuto(Transform):
         """The edit group the device edits around this loading wait for: none for a plan passed
         in by name (the code around may choose it: ``if device_map is None: model.cuda()``), nor
         where the loading runs only on CUDA (a CUDA branch, which Neuron never takes)."""
-        if isinstance(written, cst.Name) or cuda_keeping(self.ctx) is not None:
-            return None
-        return PLACED_BY_LOADER
+        return None if isinstance(written, cst.Name) else pins_outside_cuda_code(self.ctx, PLACED_BY_LOADER)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
-from neuronize.transforms._helpers.device_model import cuda_keeping
+from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
 from neuronize.transforms._helpers.imports import classify_import, imported_modules
 from neuronize.transforms._helpers.literals import string_value, switches_off
 from neuronize.transforms._helpers.messages import short
@@ -25,7 +25,8 @@ APEX_ADVICE = (
 )
 
 BNB_CONFIG_SUFFIX = "BitsAndBytesConfig"
-#: the edit group of the placements beside a model quantized on CUDA-only kernels (policy step 7)
+#: the edit group of the placements beside a model quantized on CUDA-only kernels (policy step 7):
+#: the model stays on CUDA's quantized kernels, so inputs moved to Neuron would meet it nowhere
 QUANTIZED_ON_CUDA = "devices beside a model quantized by CUDA-only kernels"
 #: the loaders of a CUDA-only package that build a model on its kernels
 QUANTIZED_LOADERS = ("from_pretrained", "from_quantized")
@@ -248,13 +249,13 @@ class CudaOnlyLibrary(Transform):
                 node,
                 "`BitsAndBytesConfig(...)`: bitsandbytes quantization runs CUDA kernels only; "
                 "load the model in bf16 (`torch_dtype=torch.bfloat16`) instead",
-                evidence=Evidence.INF, pins=self._pins(),
+                evidence=Evidence.INF, pins=pins_outside_cuda_code(self.ctx, QUANTIZED_ON_CUDA),
             )
             return
         package = imported_package(qualified) if qualified is not None else None
         if package is not None and PACKAGES[package].cuda_only and last_name(node.func) in QUANTIZED_LOADERS:
             self.report(node, f"`{short(node.func, 50)}(...)` loads a model onto {PACKAGES[package].what}: "
-                        f"{PACKAGES[package].instead}", evidence=Evidence.INF, pins=self._pins())
+                        f"{PACKAGES[package].instead}", evidence=Evidence.INF, pins=pins_outside_cuda_code(self.ctx, QUANTIZED_ON_CUDA))
             return
         for arg in node.args:
             if arg.keyword is None:
@@ -265,7 +266,7 @@ class CudaOnlyLibrary(Transform):
                     arg,
                     f"`{key}=`: bitsandbytes quantization runs CUDA kernels only; "
                     "load the model in bf16 (`torch_dtype=torch.bfloat16`) instead",
-                    evidence=Evidence.INF, pins=self._pins(),
+                    evidence=Evidence.INF, pins=pins_outside_cuda_code(self.ctx, QUANTIZED_ON_CUDA),
                 )
             elif key == "attn_implementation":
                 value = _flash_attention_choice(arg.value)
@@ -286,12 +287,6 @@ class CudaOnlyLibrary(Transform):
                     "use `attn_implementation=\"sdpa\"`",
                     evidence=Evidence.THIRD_PARTY,
                 )
-
-    def _pins(self) -> str | None:
-        """The edit group the placements beside this model wait for (the model stays on CUDA's
-        quantized kernels: inputs moved to Neuron would meet it nowhere); none in a branch that
-        runs only on CUDA, which Neuron never takes."""
-        return QUANTIZED_ON_CUDA if cuda_keeping(self.ctx) is None else None
 
     def _check_dynamic_import(self, node: cst.Call) -> None:
         arg = argument(node, "name", 0)
