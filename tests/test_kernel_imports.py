@@ -43,6 +43,21 @@ def test_unconditional_imports_of_kernel_code_are_followed_through_the_project(t
     }  # an import under try:, in a function, or of a module that guards its own is not followed
 
 
+def test_a_registry_that_names_kernel_modules_by_their_path_feeds_those_kernels(tmp_path):
+    files = {
+        "pkg/__init__.py": b"",
+        "pkg/ops/scan.py": b"import torch\nimport triton\n",
+        "pkg/ops/plain.py": b"import torch\n",
+        "bench/registry.py": b"import importlib\nOPS = {'scan': dict(import_path='pkg.ops.scan')}\n"
+                             b"def inputs(device='cuda'):\n    return importlib.import_module(OPS['scan']['import_path'])\n",
+        "bench/other.py": b"import importlib\nOPS = ['pkg.ops.plain', 'torch.float16', 'model.pt']\n",
+    }
+    assert _kernel_bound(tmp_path, files) == {
+        "pkg/ops/scan.py": "imports triton",
+        "bench/registry.py": "imports `pkg.ops.scan` by name (a string), a module of the project with GPU-kernel code",
+    }
+
+
 def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
     _tree(tmp_path)
     (tmp_path / "apps" / "train.py").write_bytes(b"import torch\nfrom pkg.model import Net\nnet = Net().cuda()\n")

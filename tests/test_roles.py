@@ -8,7 +8,7 @@ import pytest
 from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.analysis.roles import CUDA_FLAG, CUDA_GRAPH, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, TEST, is_test_path
+from neuronize.analysis.roles import CUDA_FLAG, CUDA_GRAPH, CUDA_HELPERS, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, TEST, is_test_path
 from neuronize.types import Options
 
 
@@ -218,6 +218,25 @@ def test_a_module_importing_a_kernel_loading_package_unguarded_is_held() -> None
     assert _file_role("import torch\ndef attend(q):\n    import flash_attn\n    return q\n") is None
     # the package's own modules are not held by their own imports
     assert _file_role("import torch\nfrom flash_attn.ops import fused\n", "flash_attn/layers/rotary.py") is None
+
+
+def test_a_harness_built_on_another_packages_cuda_helpers_keeps_cuda() -> None:
+    """A benchmark that times or measures through a dependency's functions named for CUDA work
+    feeds its devices to them; a question whether CUDA is there serves a choice, and the project's
+    own helpers are read where they are defined."""
+    for line in ("from perf_tools.utils import cuda_memory_usage", "from perf_tools import benchmark_cuda_function as bench"):
+        role = _file_role(f"import torch\n{line}\ndevice = torch.device('cuda')\n", "bench/run.py")
+        assert role is not None and role[0] == CUDA_HELPERS, line
+    source = "import torch\nfrom perf_tools.utils import cuda_memory_usage\nx = torch.ones(1, device='cuda')\n"
+    result = run_source(source.encode(), (rule_by_code("NRN101"),), Options(unsafe_fixes=True), path="bench/run.py")
+    assert "another package's CUDA helpers (`cuda_memory_usage` from `perf_tools.utils`)" in result.findings[0].text
+    for line in ("from transformers.utils import is_torch_cuda_available", "from torch.cuda import memory_usage",
+                 "from perf_tools import CUDATimer", "from perf_tools import use_cuda_graphs"):
+        assert _file_role(f"import torch\n{line}\n", "bench/run.py") is None, line
+    own = FileContext(module=cst.parse_module("from utils import to_cuda\n"), names=collect_imports(
+        cst.parse_module("from utils import to_cuda\n")), path="bench/run.py", source=b"from utils import to_cuda\n",
+        options=Options(own_packages=("utils",)))
+    assert own.roles.file_role is None
 
 
 def test_own_package_is_no_dependency() -> None:

@@ -145,7 +145,8 @@ class FileContext:
         see :mod:`neuronize.analysis.roles`; computed on first use, once per file."""
         if self._roles is None:
             self._roles = FileRoles(self.module, self.names, self.path, self.source, self.options.kernel_import,
-                                    self.options.project_extensions, self.options.library_wrappers)
+                                    self.options.project_extensions, self.options.library_wrappers,
+                                    self.options.own_packages)
         return self._roles
 
     def role(self, stack: Sequence[cst.CSTNode] | None = None) -> Role | None:

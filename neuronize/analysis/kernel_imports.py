@@ -135,9 +135,14 @@ class ImportGraph:
     #: the modules some file imports in the block of a ``try:`` at its top level (``try: from pkg
     #: import _C``), whose ``except`` is the author's fallback
     tried: set[str] = field(default_factory=set)
+    #: the dotted module paths each file writes as strings (``import_path="pkg.ops.scan"``): modules it
+    #: imports by name, with ``importlib``
+    named: dict[Path, list[str]] = field(default_factory=dict)
 
 
 _TOP_TRY = re.compile(rb"try\s*:")
+#: a string that is a dotted module path (``"pkg.ops.scan"``)
+_DOTTED_STRING = re.compile(rb"""['"]([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)['"]""")
 
 
 def _opener(source: bytes, start: int) -> bytes:
@@ -177,6 +182,9 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
                     top.extend(names)
                 elif _TOP_TRY.match(_opener(source, match.start())):
                     graph.tried.update(names)
+        named = [match.group(1).decode() for match in _DOTTED_STRING.finditer(source)]
+        if named:
+            graph.named[path] = named
     return graph
 
 
@@ -242,5 +250,20 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = ()) -> dict[P
                     more[path] = f"imports `{name}`, which{through} {roots[bound]}"
                     break
         if not more:
-            return reasons
+            return reasons | _importing_by_name(graph, reasons)
         reasons.update(more)
+
+
+def _importing_by_name(graph: ImportGraph, reasons: dict[Path, str]) -> dict[Path, str]:
+    """The files that name one of the project's GPU-kernel modules by its dotted path (a registry
+    of ops whose ``import_path`` ``importlib`` resolves): the tensors they build feed those kernels."""
+    found = {}
+    for path, names in graph.named.items():
+        if path in reasons:
+            continue
+        for name in names:
+            bound = graph.by_name.get(name)
+            if bound is not None and bound != path and bound in reasons:
+                found[path] = f"imports `{name}` by name (a string), a module of the project with GPU-kernel code"
+                break
+    return found

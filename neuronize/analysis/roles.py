@@ -41,6 +41,10 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   there is one, a choice that gains Neuron). Also the
   **body of an ``if``** on a setting the user chose CUDA with (``if args.cuda:``, ``if
   self.use_gpu:``): a Neuron path put in front of the ``if`` is no edit inside it.
+- Code built on CUDA helpers of another package: the **file** that imports a function named for
+  CUDA work from a dependency (``cuda_memory_usage``, ``benchmark_cuda_function_in_microseconds``):
+  a benchmark harness that times and measures CUDA through it; its devices feed those helpers.
+  A question whether CUDA is there (``is_torch_cuda_available``) serves a choice and is not this.
 - Fake tensors: the **``with`` block or function** under ``FakeTensorMode`` / ``fake_mode``.
 - CUDA-only libraries (the package table of ``neuronize.analysis.cuda_packages``): an **argument**
   of a call into one (``xformers.ops.memory_efficient_attention(torch.randn(..., device="cuda"))``,
@@ -67,7 +71,7 @@ import libcst as cst
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
 from neuronize.analysis.kernel_imports import (
     KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
-from neuronize.analysis.syntax import dotted_name, imported_names, iter_statements, module_matches
+from neuronize.analysis.syntax import ImportedName, dotted_name, imported_names, iter_statements, module_matches
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
@@ -76,6 +80,7 @@ CUDA_NAMED = "cuda-named"
 CUDA_FLAG = "cuda-flag"
 #: a module that imports the project's GPU-kernel modules (neuronize/analysis/kernel_imports.py)
 KERNEL_IMPORTER = "kernel-importer"
+CUDA_HELPERS = "cuda-helpers"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -94,6 +99,8 @@ _MESSAGES = {
     KERNEL_IMPORTER: "not applied: {where} imports GPU-kernel code ({reason}), which has no Neuron "
                      "kernels: on Neuron it fails to import, or at its first kernel; make that import "
                      f"optional (or port those kernels to NKI: {NKI_GUIDE}) before moving it",
+    CUDA_HELPERS: "not applied: {where} is built on another package's CUDA helpers ({reason}), which "
+                  "have no Neuron path; replace them by hand before moving its device",
     CUDA_FLAG: "not applied: {where} runs when the user chose CUDA ({reason}), so it keeps CUDA; give "
                "Neuron a setting or a branch of its own by hand",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
@@ -133,6 +140,10 @@ _GRAPH_NAME = re.compile(r"cuda_?graph", re.IGNORECASE)
 #: a function or class named for CUDA (``to_cuda``, ``cuda``, ``CUDA_Accelerator``, ``_set_cuda_rng_state``)
 _CUDA_NAMED_BYTES = re.compile(rb"(?:def|class)[ \t]+\w*(?:cuda|CUDA|Cuda)")
 _CUDA_NAME = re.compile(r"(?:^|_)cuda(?:_|$)|CUDA|Cuda")
+#: a function of another package named for CUDA work (``cuda_memory_usage``,
+#: ``benchmark_cuda_function``); one that asks whether CUDA is there (``is_cuda_available``) serves a choice
+_CUDA_WORK = re.compile(r"(?:^|_)cuda(?:_|$)")
+_CUDA_QUESTION = re.compile(r"^(?:is|has|can|use|supports?)_|avail|enabled")
 #: CUDA-only libraries whose folder name is their own (not a common word such as ``kernels``): a
 #: file under such a folder in a folder of vendored code is the library's source
 VENDORED_LIBRARIES = frozenset({
@@ -200,7 +211,8 @@ class FileRoles:
 
     def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes,
                  kernel_import: str | None = None, extensions: tuple[str, ...] = (),
-                 wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()) -> None:
+                 wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (),
+                 own_packages: tuple[str, ...] = ()) -> None:
         self._module = module
         self._names = names
         self._path = path
@@ -212,6 +224,8 @@ class FileRoles:
         #: the project's functions that hand a parameter to a CUDA-only library, named in this file
         #: (Options.library_wrappers): name -> (its parameters, those handed on)
         self._wrappers = {name: (params, fed) for name, params, fed in wrappers if name.encode() in source}
+        #: the project's top-level packages (Options.own_packages): their helpers are read, not guessed
+        self._own_packages = own_packages
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -279,7 +293,17 @@ class FileRoles:
                         package = module_matches(imported.module, KERNEL_LOADING)
                         if package is not None and not self.is_own_package(package.split(".")[0]):
                             return Role(KERNEL_IMPORTER, f"`{package}`: {PACKAGES[package].what}")
+                        if self._cuda_helper(imported):
+                            return Role(CUDA_HELPERS, f"`{imported.name}` from `{imported.module}`")
         return None
+
+    def _cuda_helper(self, imported: ImportedName) -> bool:
+        """Whether ``imported`` is a function of another package named for CUDA work: the file
+        measures or runs CUDA through it (a CUDA timer, a CUDA memory meter)."""
+        name, top = imported.name, imported.module.split(".")[0]
+        return (name is not None and name.islower() and _CUDA_WORK.search(name) is not None
+                and _CUDA_QUESTION.search(name) is None and top != "torch"
+                and top not in self._own_packages and not self.is_own_package(top))
 
     def _test_file(self) -> Role | None:
         if is_test_path(self._path, self._source):
