@@ -45,3 +45,15 @@ def test_top_level_adder_writes_what_the_whole_visitor_writes(source: bytes | Pa
             AddImportsVisitor.add_needed_import(top, module_name, obj, asname)
         expected = AddImportsVisitor(whole).transform_module(module).code
         assert module.visit(_top_level(AddImportsVisitor)(top)).code == expected, requests
+
+
+def test_a_name_a_later_top_level_import_binds_is_not_imported_again() -> None:
+    """A module that sets ``sys.path`` before some of its imports binds those names too."""
+    from neuronize.types import ImportRequest
+    from neuronize.writing.imports import apply_imports
+
+    source = ('import sys\n\nsys.path.append("..")\n\nimport torch\nfrom typing import List, Optional\n\n\n'
+              'def f(device: Optional[str] = None) -> None:\n    pass\n')
+    module = cst.parse_module(source)
+    assert apply_imports(module, [ImportRequest("typing", "Optional"), ImportRequest("torch")]).code == source
+    assert "from typing import Any\n" in apply_imports(module, [ImportRequest("typing", "Any")]).code

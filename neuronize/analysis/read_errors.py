@@ -31,7 +31,7 @@ def read_error(exc: BaseException, source: bytes) -> FileError:
                     f"cannot decode as UTF-8 (byte 0x{source[bad.start]:02x}) and no encoding "
                     "declaration says otherwise", line)
         return FileError(f"cannot read: {exc.msg}", exc.lineno)
-    if isinstance(exc, LookupError):
+    if type(exc) is LookupError:  # an encoding declaration naming no codec (IndexError, KeyError: ours)
         return FileError(f"cannot decode: {exc}", 1)
     if isinstance(exc, RecursionError):
         return FileError("too deeply nested for the parser (RecursionError); left alone")

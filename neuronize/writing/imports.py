@@ -10,6 +10,7 @@ from typing import TypeVar
 import libcst as cst
 
 from neuronize.analysis.subtrees import code
+from neuronize.analysis.syntax import imported_names
 from neuronize.types import ImportRequest
 
 
@@ -25,7 +26,7 @@ def apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst.
     from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
     context = CodemodContext()
-    adds = [r for r in requests if not r.remove]
+    adds = [r for r in requests if not r.remove and not _bound_at_top(module, r)]
     removes = [r for r in requests if r.remove]
     if adds:
         for r in adds:
@@ -38,6 +39,21 @@ def apply_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst.
             RemoveImportsVisitor.remove_unused_import(context, r.module, r.obj, r.asname)
         module = RemoveImportsVisitor(context).transform_module(module)
     return module
+
+
+def _bound_at_top(module: cst.Module, request: ImportRequest) -> bool:
+    """Whether a top-level import of ``module`` already binds what ``request`` adds, anywhere at the
+    top level: libcst's adder reads only the imports before the first other statement, so a
+    module that sets ``sys.path`` before its imports would gain a second ``from typing import ...``."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, (cst.Import, cst.ImportFrom)) and any(
+                    name.module == request.module and name.name == request.obj
+                    and name.asname == request.asname for name in imported_names(small)):
+                return True
+    return False
 
 
 _Adder = TypeVar("_Adder", bound=cst.CSTTransformer)

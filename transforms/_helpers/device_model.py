@@ -24,7 +24,7 @@ from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import binding_counts, ends_early, imported_names, iter_blocks, iter_statements
-from neuronize.analysis.walk import iter_syntax
+from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
 from neuronize.transforms._helpers.device_choice import (
@@ -562,6 +562,66 @@ _LOAD_ON_CPU = 'load on "cpu" there and move the result with `.to(device)`'
 def kept_for_consumer(consumer: str) -> str:
     """What a report says of a device choice kept for a consumer that rejects ``"neuron"``."""
     return f"kept: this file hands its device to {consumer}; {_LOAD_ON_CPU}, then migrate the choice"
+
+
+def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
+    """Why the device choice ``node`` (``"cuda" if torch.cuda.is_available() else "cpu"``) stays:
+    the file hands its device to a library that rejects ``"neuron"`` (:func:`rejecting_consumer`),
+    or the variable it is stored in is read only on the CUDA side of guards kept for CUDA (a demo
+    that builds its fp16 pipeline under ``if torch.cuda.is_available():``), where a Neuron device
+    would never be used; else None."""
+    consumer = rejecting_consumer(ctx)
+    if consumer is not None:
+        return kept_for_consumer(consumer)
+    statement = next((a for a in ctx.ancestors() if isinstance(a, (cst.BaseSmallStatement, cst.BaseStatement))), None)
+    if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1
+            and isinstance(target := statement.targets[0].target, cst.Name)):
+        return None
+    scope = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), ctx.module)
+    finder = _ReadFinder(target.value, statement)
+    visit(scope, finder)
+    guards = [_kept_guard_around(ctx, path) for path in finder.reads]
+    if not guards or guards[0] is None or None in guards:
+        return None
+    return (f"kept: `{target.value}` is read only under `if {short(guards[0].test, 50)}:`, which stays CUDA's; "
+            "give Neuron a path there first, then migrate the choice")
+
+
+def _kept_guard_around(ctx: FileContext, path: Sequence[cst.CSTNode]) -> cst.If | None:
+    """The innermost ``if`` of ``path`` (a node's ancestors, outermost first) whose body holds it and is
+    kept for CUDA (:func:`_kept_guard`, and no detection; a body that leaves early guards more than
+    itself: not asked)."""
+    detections = {id(link) for link, _ in model(ctx).detections}  # they gain a Neuron branch in front
+    for anc, child in zip(reversed(path[:-1]), reversed(path[1:]), strict=True):
+        if isinstance(anc, cst.If) and child is anc.body and id(anc) not in detections and not ends_early(anc.body) \
+                and _kept_guard(ctx, anc, anc.body):
+            return anc
+    return None
+
+
+class _ReadFinder(cst.CSTVisitor):
+    """The paths (ancestors, outermost first) to each read of the variable ``name`` under a scope,
+    its assignment ``skipped``."""
+
+    def __init__(self, name: str, skipped: cst.CSTNode) -> None:
+        super().__init__()
+        self.name, self.skipped = name, skipped
+        self.stack: list[cst.CSTNode] = []
+        self.reads: list[list[cst.CSTNode]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        parent = self.stack[-1] if self.stack else None
+        self.stack.append(node)
+        if node is self.skipped:
+            return False
+        if isinstance(node, cst.Name) and node.value == self.name and not isinstance(parent, (cst.AssignTarget, cst.Param)) \
+                and not (isinstance(parent, cst.Attribute) and parent.attr is node) \
+                and not (isinstance(parent, cst.Arg) and parent.keyword is node):
+            self.reads.append(list(self.stack))
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
 
 
 #: the pins of a CUDA device handed to a library that rejects ``"neuron"``: what it loads stays there

@@ -14,8 +14,8 @@ from neuronize.transforms._helpers.device_choice import (
     indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
-    KeepsCudaBranches, aware_edit, choice_addition, default_plan, in_detection, keeps_cuda_hosts, kept_for_consumer,
-    kept_argument, rejecting_consumer, served_by_neuron_first)
+    KeepsCudaBranches, aware_edit, choice_addition, default_plan, idiom_kept, in_detection, keeps_cuda_hosts,
+    kept_argument, served_by_neuron_first)
 from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, target_name
@@ -231,8 +231,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             return
         if in_excluded_call(self.ctx):
             return  # `torch.Generator(device=<idiom>)` is NRN106's; autocast/GradScaler are NRN2xx
-        if (consumer := rejecting_consumer(self.ctx)) is not None:
-            return self._keep(found[1], f"device choice `{short(node)}`", kept_for_consumer(consumer))
+        if (kept := idiom_kept(self.ctx, node)) is not None:
+            return self._keep(found[1], f"device choice `{short(node)}`", kept)
         plan = rewrite_idiom(self.ctx, node, *found)
         self._done.update((id(plan.literal), id(plan.branch)))
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if plan.kind.drops_index else {}
