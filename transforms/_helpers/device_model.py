@@ -58,7 +58,7 @@ class Dispatch:
     cuda: cst.If  # the link whose test names CUDA
     devices: tuple[str, ...]  # every device type the chain names
     raises: bool  # its `else` raises: an unknown device is rejected
-    served: bool  # it has a Neuron branch already
+    served: bool  # it has a Neuron branch already, or runs only on CUDA and needs none
     neuron: cst.If | None = None
     model: cst.If | None = None  # the branch the Neuron one copies: CUDA's, or MPS's
     blocked: str = ""  # why no Neuron branch can be modelled on the CUDA one
@@ -116,6 +116,7 @@ def _build(ctx: FileContext) -> DeviceModel:
                             if isinstance(s, cst.If) and _smalls_raise(after))
         if stores_checks:
             built.flag_checks.update(_flag_checks(ctx, statements))
+    cuda_autocast = _under_cuda_autocast_state(ctx)
     for node in iter_statements(ctx.module.body):
         if isinstance(node, cst.ClassDef) and (entry := member_entry(ctx, node)) is not None:
             built.tables[id(node)] = entry
@@ -123,7 +124,7 @@ def _build(ctx: FileContext) -> DeviceModel:
             continue
         links = list(_links(node))
         elifs.update(id(link) for link in links[1:])
-        dispatch = _dispatch(ctx, node, links, id(node) in raised_after)
+        dispatch = _dispatch(ctx, node, links, id(node) in raised_after, id(node) in cuda_autocast)
         if dispatch is not None:
             built.dispatches.append(dispatch)
             built.cuda_links.add(id(dispatch.cuda))
@@ -268,7 +269,21 @@ def _smalls_raise(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and _only_raises(statement)  # type: ignore[arg-type]
 
 
-def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after: bool) -> Dispatch | None:
+def _under_cuda_autocast_state(ctx: FileContext) -> set[int]:
+    """The statements in the body of an ``if torch.is_autocast_enabled():`` (no device: CUDA's
+    autocast state, False under Neuron's autocast): Neuron never runs them."""
+    if b"is_autocast_enabled()" not in ctx.source:
+        return set()
+    return {id(inner) for node in iter_statements(ctx.module.body)
+            if isinstance(node, cst.If) and isinstance(node.test, cst.Call) and not node.test.args
+            and ctx.qualify(node.test.func) == "torch.is_autocast_enabled"
+            for inner in iter_statements(node.body.body if isinstance(node.body, cst.IndentedBlock) else ())}
+
+
+def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after: bool,
+              cuda_only: bool = False) -> Dispatch | None:
+    """The dispatch ``head`` begins, if it is one (``cuda_only``: it runs only on CUDA, so it needs
+    no Neuron branch and is left as it is)."""
     subject, devices, cuda = None, [], None
     for link in links:
         found = _compared(link.test)
@@ -287,7 +302,7 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
         return None
     tail = links[-1].orelse
     raises = (isinstance(tail, cst.Else) and _only_raises(tail.body)) or (tail is None and raised_after)
-    dispatch = Dispatch(head, subject, cuda, tuple(devices), raises, "neuron" in devices)
+    dispatch = Dispatch(head, subject, cuda, tuple(devices), raises, "neuron" in devices or cuda_only)
     if not dispatch.served:
         _add_neuron_sibling(ctx, dispatch, links)
     return dispatch
