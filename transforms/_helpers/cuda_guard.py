@@ -55,6 +55,16 @@ TRANSPARENT_CALLS = frozenset({
     "RuntimeError", "ValueError", "SystemExit", "exit",
 })
 
+#: the transparent calls that are device work: code making one is explained by it
+DEVICE_CALLS = frozenset({
+    "to", "cuda", "cpu", "device", "manual_seed", "manual_seed_all", "seed", "Generator", "set_device",
+    "synchronize", "empty_cache", "current_device", "get_device",
+})
+#: the questions a guard asks (its own test among them): no device work
+_QUESTIONS = frozenset({"is_available", "device_count"})
+#: the transparent calls that update an object's state (a dict's, or a meter's of the project)
+_MUTATIONS = frozenset({"update"})
+
 #: Calls setting flags that NRN350/NRN352 delete (like assignments under ``SETTING_PREFIXES``):
 #: setting them does not make guarded code CUDA-only (reading them does).
 BACKEND_SETTING_CALLS = frozenset({
@@ -79,6 +89,11 @@ class Verdict:
     opaque: str | None = None  # a call whose effect cannot be judged here (first one found)
     #: the marker chooses a framework's CUDA device (``"gpu"``): the placements beside it wait for it
     pins: str | None = None
+    #: the code names torch (beyond asking whether a device is there) or calls a device method
+    #: (``.to``, ``.cuda``, ``synchronize``...)
+    touches: bool = False
+    #: the first state update through an object (``meter.update(...)``)
+    mutation: str | None = None
 
 
 class _GuardScan(cst.CSTVisitor):
@@ -103,6 +118,7 @@ class _GuardScan(cst.CSTVisitor):
         qualified = self.ctx.qualify(node) or raw
         head = qualified.split(".")[0]
         last = qualified.rsplit(".", 1)[-1]
+        self.v.touches |= head == "torch" and last not in _QUESTIONS
         if head in CUDA_ONLY_PACKAGES:
             self._mark(f"`{head}`")
         elif qualified.startswith(CUDA_ONLY_PREFIXES):
@@ -211,6 +227,9 @@ class _GuardScan(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool | None:
         last = last_name(node.func)
         if last in TRANSPARENT_CALLS:
+            self.v.touches |= last in DEVICE_CALLS
+            if last in _MUTATIONS and isinstance(node.func, cst.Attribute) and self.v.mutation is None:
+                self.v.mutation = f"`{short(node.func, 40)}(...)`"
             return None
         qualified = self.ctx.qualify(node.func) or ""
         if qualified in BACKEND_SETTING_CALLS:
@@ -262,6 +281,10 @@ def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_progr
     for node in nodes:
         if node is not None:
             visit(node, visitor)
+    if verdict.opaque is None and not verdict.touches:
+        # nothing in it needs CUDA that we can see, yet it is guarded: the need is in what the
+        # object it updates does (a memory meter reading CUDA statistics)
+        verdict.opaque = verdict.mutation
     return verdict
 
 
