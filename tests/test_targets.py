@@ -72,6 +72,9 @@ from neuronize.registry import all_rules
 PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"
 #: scripts whose edits differ between targets by design, with why
 TARGET_SPECIFIC = {
+    # a device enum gains a Neuron member (an unsafe fix) on neuron only; the other targets have
+    # no member of their own to add
+    "device_enum_labels": "enum member on neuron only",
     # a CUDA string no rule migrates holds the moves beside it where they name one device (neuron,
     # cpu); the accelerator target's moves keep the CUDA box's device, so nothing waits there
     "handed_device": "held moves on neuron and cpu only",

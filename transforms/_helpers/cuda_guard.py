@@ -81,6 +81,8 @@ BACKEND_SETTING_CALLS = frozenset({
 
 #: the edit group of the placements beside a framework's CUDA device kept for CUDA (policy step 7)
 GPU_WORD_PINS = "devices beside a framework's CUDA GPU device"
+#: the edit group of the placements beside a choice of the program's own label for CUDA, kept
+CUDA_LABEL_PINS = "devices beside the program's CUDA label"
 
 
 @dataclass
@@ -153,7 +155,18 @@ class _GuardScan(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> bool:
         for target in node.targets:
             self._mark_placement(entry_key(target.target), node.value)
+        self._mark_cuda_label(node.value)
         return self._visit_assignment([t.target for t in node.targets], node.value)
+
+    def _mark_cuda_label(self, value: cst.BaseExpression) -> None:
+        """A member of the program's own device enum or class for CUDA (``device = Device.cuda``):
+        set on Neuron, it sends Neuron down every path the program keeps for that label. The
+        placements beside the kept choice wait for it: Neuron keeps the program's own device."""
+        if isinstance(value, cst.Attribute) and value.attr.value.lower() == "cuda" \
+                and not (self.ctx.qualify(value) or "").startswith("torch."):
+            if self.v.marker is None:
+                self.v.pins = CUDA_LABEL_PINS
+            self._mark(f"`{short(value, 40)}`, the program's label for CUDA")
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
         return self._visit_assignment([node.target], node.value)

@@ -23,7 +23,7 @@ from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.analysis.syntax import binding_counts, ends_early, imported_names, iter_blocks, iter_statements
+from neuronize.analysis.syntax import binding_counts, dotted_name, ends_early, imported_names, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
@@ -1073,18 +1073,26 @@ HOST_NEUTRAL = frozenset({"synchronize", "empty_cache"})
 
 def _names_cuda(test: cst.BaseExpression) -> bool:
     """``test`` holds only where the device is CUDA: ``x == "cuda"``, ``"cuda" in x``,
-    ``x.startswith("cuda")``, or an ``and`` with one of them."""
+    ``x.startswith("cuda")``, ``x == Backend.CUDA`` (a member of the program's own device enum), or
+    an ``and`` with one of them."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _names_cuda(test.left) or _names_cuda(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
-        if isinstance(target.operator, cst.Equal):
-            return string_value(target.comparator) == "cuda" or string_value(test.left) == "cuda"
+        if isinstance(target.operator, (cst.Equal, cst.Is)):
+            return "cuda" in (string_value(target.comparator), string_value(test.left)) \
+                or _cuda_member(target.comparator) or _cuda_member(test.left)
         if isinstance(target.operator, cst.In):
             return string_value(test.left) == "cuda"
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
         return len(test.args) == 1 and string_value(test.args[0].value) == "cuda"
     return False
+
+
+def _cuda_member(value: cst.BaseExpression) -> bool:
+    """The member of a program's own device enum for CUDA (``Backend.CUDA``, ``Device.cuda``)."""
+    name = dotted_name(value) if isinstance(value, cst.Attribute) and value.attr.value.lower() == "cuda" else None
+    return name is not None and name.split(".")[0] != "torch"
 
 
 def cuda_side(node: cst.If | cst.IfExp) -> cst.CSTNode | None:
