@@ -211,7 +211,7 @@ def analyse_paths(
             if facts.checks_host and not options.project_checks_host:
                 options = dataclasses.replace(options, project_checks_host=True)
             if files[i].path in facts.served:
-                options = dataclasses.replace(options, imported_by_choice=True)
+                options = dataclasses.replace(options, hosts_chosen_elsewhere=True)
             if facts.extensions:
                 options = dataclasses.replace(options, project_extensions=facts.extensions)
             if facts.probe_flags:

@@ -105,9 +105,10 @@ class Options:
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware
     project_checks_host: bool = False
-    #: a file of the run that checks for a host or imports a CUDA-only package imports this module,
-    #: lazily too (neuronize/analysis/kernel_imports.py): its hard-coded CUDA serves those hosts
-    imported_by_choice: bool = False
+    #: another file of the run imports this module, lazily too, or (where the project checks for a
+    #: host) it imports a module naming CUDA (neuronize/analysis/project_facts.py): its code runs on
+    #: hosts its importers choose, the CUDA box among them, so its hard-coded CUDA serves them all
+    hosts_chosen_elsewhere: bool = False
     #: a cell of the notebook asks whether a host is available, or imports a CUDA-only package
     #: (neuronize/analysis/host_choice.py): every cell runs on those hosts
     notebook_checks_host: bool = False

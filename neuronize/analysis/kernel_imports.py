@@ -188,18 +188,11 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
     return graph
 
 
-def imported_by(graph: ImportGraph, importers: set[Path]) -> set[Path]:
-    """The files of ``graph`` that the ``importers`` import, directly or through other modules of
-    the project, lazily (in a function) too: they run on whatever host their importers run on."""
-    reached: set[Path] = set()
-    pending = [path for path in importers if path in graph.every]
-    while pending:
-        for name in graph.every.get(pending.pop(), ()):
-            module = graph.by_name.get(name)
-            if module is not None and module not in reached and module not in importers:
-                reached.add(module)
-                pending.append(module)
-    return reached
+def imported_modules(graph: ImportGraph) -> set[Path]:
+    """The files of ``graph`` another file of the project imports (lazily too): their code runs in
+    the importers' programs, on whatever host those run."""
+    return {module for path, names in graph.every.items() for name in names
+            if (module := graph.by_name.get(name)) is not None and module != path}
 
 
 def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:

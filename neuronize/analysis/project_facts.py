@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-6"
+_FORMAT = "facts-7"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +44,9 @@ class ProjectFacts:
     checks_host: bool = False
     #: the CUDA extensions the project declares (in a build script, or a notebook cell)
     extensions: tuple[str, ...] = ()
-    #: the modules imported (lazily too) by a file or notebook that checks for a host or imports a
-    #: CUDA-only compute package: they run on its hosts, the CUDA box among them
+    #: the modules another file imports (lazily too): their code runs in the importers' programs, on
+    #: whatever hosts those run, the CUDA box among them; and, where the project checks for a host,
+    #: the files that import a module naming CUDA
     served: set[Path] = dataclasses.field(default_factory=set)
     #: module-level flags stored from a CUDA capability probe (:mod:`neuronize.analysis.probe_flags`)
     probe_flags: frozenset[str] = frozenset()
@@ -86,7 +87,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     notebooks)."""
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import (
-        declared_extensions, import_graph, imported_by, importers_of, kernel_bound, extension_packages)
+        declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, extension_packages)
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
@@ -104,7 +105,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     run = chooses | ({path for path, text in zip(paths[:python], sources, strict=True) if b"cuda" in text}
                      if checks else set())
     return ProjectFacts(kernel_bound(graph, extensions), checks, extensions,
-                        imported_by(graph, chooses) | importers_of(graph, run), probe_flags(sources),
+                        imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)))
 

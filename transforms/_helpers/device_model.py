@@ -143,9 +143,10 @@ def _build(ctx: FileContext) -> DeviceModel:
 def _chosen_elsewhere(ctx: FileContext) -> bool:
     """The program chooses its host in another part that this code runs after or for: an earlier
     cell of the notebook, or (for a library module, run by whichever script calls it) another
-    file of the project (:mod:`neuronize.analysis.host_choice`), or a file of the project that
-    chooses (or keeps CUDA) imports this module."""
-    if ctx.options.notebook_checks_host or ctx.options.imported_by_choice:
+    file of the project (:mod:`neuronize.analysis.host_choice`), or another file of the project
+    imports this module: its code runs in their programs, whose safe-only run may keep CUDA
+    (``Options.hosts_chosen_elsewhere``)."""
+    if ctx.options.notebook_checks_host or ctx.options.hosts_chosen_elsewhere:
         return True
     return ctx.options.project_checks_host and is_library_module(ctx)
 
