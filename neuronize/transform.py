@@ -197,6 +197,7 @@ class Transform:
         imports: tuple[ImportRequest, ...] = (),
         group: str | None = None,
         guard: cst.CSTNode | None = None,
+        pins: str | None = None,
     ) -> None:
         """Report ``node`` and propose ``replacement`` for it (a node, or a libcst sentinel).
 
@@ -204,6 +205,9 @@ class Transform:
         ``group`` in a file are applied together or not at all, at the weakest safety among them.
         ``guard``: the ``if`` or conditional expression whose test another edit must change for this
         one to be made (the CUDA side of a guard that takes Neuron in: policy step 9).
+        ``pins``: until this fix is made, the code keeps a placement on CUDA (an assert that CUDA is
+        available); the name of the edit group it forms with the device edits of its function (of
+        its file, at module level), which are made with it.
         Whether it is applied is decided later, by :mod:`neuronize.decision.policy`: the report records the
         role of the code (:mod:`neuronize.analysis.roles`) and the device dispatch around it for that.
         """
@@ -219,7 +223,7 @@ class Transform:
         role = self.ctx.role(stack)
         self._reporter.add(type(self), node, stack, message, safety, evidence, replacement, imports,
                            group, role=role.message if role is not None else None,
-                           dispatch=self.ctx.device_dispatch(), guard=guard)
+                           dispatch=self.ctx.device_dispatch(), guard=guard, pins=pins)
 
     def remove(
         self,

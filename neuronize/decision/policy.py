@@ -374,14 +374,14 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     """A report that pins a placement to CUDA with no edit to move it (``Report.pins``: a model
     placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
     (of the whole file, where it is at module level: the module's functions and later cells use
-    it) that write the target's ``device``, outright or host-aware (a placement; not a runtime call
-    made host-neutral), as one edit group named by the pin, settled by :func:`_settle_groups`: the
+    it) that write the target's ``device``, outright or host-aware (a placement, an autocast's
+    device, a compile backend; not a runtime call made host-neutral), as one edit group named by the pin, settled by :func:`_settle_groups`: the
     edits wait for it. Made alone, they put tensors on Neuron beside what stays on CUDA (or on the
     CPU, where a GPU planner finds no GPU), and moved outright they take the CUDA box's tensors off
     the model they meet. ``elsewhere``: the group of a placement pinned at the top level of
     another cell of the notebook, which holds every device edit of this one. An edit already in a
     group keeps it, and that group is returned, with why, to be held back whole."""
-    pins = [r for r, _ in located if not r.fixable and r.pins is not None]
+    pins = [r for r, _ in located if r.pins is not None]  # a fixable one: the edits are made with it
     if not pins and elsewhere is None:
         return located, {}
     names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
@@ -393,7 +393,8 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     # a placement: a device edit, or a device value a runtime check chooses by host (`x.to("neuron") if <Neuron>
     # else x.cuda() if torch.cuda.is_available() else x`), which is never a pin's way forward
     edits = [(r, name) for r, _ in located if r.fixable and _places(r, device) and not _builds_own_model(r.node, parents)
-             and (r.rule.section == "review" or r.rule.section == "device" and r.rule not in pinning)
+             and (r.rule.section in ("review", "precision", "compile", "distributed")
+                  or r.rule.section == "device" and r.rule not in pinning)
              and (name := _pin_around(r.node, names, parents)) is not None]
     if not edits:
         return located, {}

@@ -430,11 +430,12 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, *, safety: Safety | None = None,
                 evidence: Evidence | None = None, imports: tuple[ImportRequest, ...] = (),
-                group: str | None = None, any_torch: bool = False) -> None:
+                group: str | None = None, any_torch: bool = False, pins: str | None = None) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched; ``any_torch``: a
         call every host makes, as :func:`replacement_for`)."""
         expr, needed = replacement_for(self.ctx, ref, qualified, any_torch=any_torch)
-        self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group)
+        self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group,
+                 pins=pins)
 
 
 _IMPORT_NEURONX = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])])

@@ -279,7 +279,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
                          safety=Safety.UNSAFE, evidence=Evidence.INF)
         elif verdict.opaque is not None:
             self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
-                         safety=Safety.UNSAFE, evidence=Evidence.INF)
+                         safety=Safety.UNSAFE, evidence=Evidence.INF, pins=verdict.pins if kind is Context.ASSERT else None)
         else:
             self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
 
@@ -456,6 +456,22 @@ def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> s
     return None
 
 
+def _opens_scope_body(ctx: FileContext) -> bool:
+    """The statement being visited lies in a function's own body or at the module level, not in a
+    branch, loop or ``with`` block, where it would decide only that block."""
+    above = list(ctx.ancestors())
+    line = next((i for i, anc in enumerate(above) if isinstance(anc, cst.SimpleStatementLine)), None)
+    if line is None or line + 1 >= len(above):
+        return False
+    block = above[line + 1]
+    return isinstance(block, cst.Module) or (isinstance(block, cst.IndentedBlock) and line + 2 < len(above)
+                                             and isinstance(above[line + 2], cst.FunctionDef))
+
+
+#: the edit group of the device edits beside an ``assert torch.cuda.is_available()`` kept for CUDA
+ASSERTED_CUDA = "devices past an assert that CUDA is available"
+
+
 def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tuple[Verdict, str]:
     """What the code a check decides holds (:func:`scan`), by where the check sits; and, for a
     stored check, the names that hold it (``"`use_gpu`"``), else ``""``."""
@@ -471,5 +487,9 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         program = not any(isinstance(anc, (cst.FunctionDef, cst.Lambda)) for anc in ctx.ancestors())
         verdict = scan(ctx, guarded_after(ctx, where), rest_of_program=program)  # type: ignore[arg-type]
         verdict.opaque = verdict.opaque or "the code after the assert"
+        # kept, an assert in the body of its function (or at the module level: the whole program)
+        # stops Neuron before any device edit there could run: they wait for it
+        if _opens_scope_body(ctx):
+            verdict.pins = verdict.pins or ASSERTED_CUDA
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
