@@ -222,6 +222,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, placed_loaders=facts.placed_loaders)
             if facts.device_sinks:
                 options = dataclasses.replace(options, device_sinks=facts.device_sinks)
+            if facts.cuda_setups:
+                options = dataclasses.replace(options, cuda_setups=facts.cuda_setups)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):

@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -23,7 +23,7 @@ from neuronize.sources.kinds import CODE_KINDS, SourceKind
 
 # Safety, Evidence, ImportRequest and Finding live in neuronize.types; the rules (and tests)
 # import them from here, where they belong to the vocabulary of writing a rule.
-from neuronize.types import (EFFORTS, SECTIONS, Evidence, Finding, ImportRequest, Note, Safety, Target,
+from neuronize.types import (EFFORTS, SECTIONS, Evidence, Finding, ImportRequest, Note, Options, Safety, Target,
                              subject_of)
 
 __all__ = ["DOC_HEADINGS", "Evidence", "Example", "Finding", "ImportRequest", "Replacement",
@@ -40,7 +40,9 @@ class Example:
 
     ``after=None`` means the rule reports on ``before`` and leaves it as it is; ``finds=False``
     means the rule has nothing to say about ``before`` (code that looks alike and needs no
-    change). The example runs under ``--target target`` (``Example(..., target="cpu")``).
+    change). The example runs under ``--target target`` (``Example(..., target="cpu")``), with
+    ``facts``: the facts about the project it stands in that its finding needs (fields of
+    :class:`Options`, such as ``cuda_setups``).
     """
 
     before: str
@@ -48,11 +50,16 @@ class Example:
     unsafe_fixes: bool = True
     finds: bool = True
     target: Target = Target.NEURON
+    facts: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", Target(self.target))
         if not self.finds and self.after is not None:
             raise TypeError("an Example that finds nothing cannot have an `after`")
+
+    def options(self, **changes: Any) -> Options:
+        """The options the example runs with (``changes`` on top)."""
+        return Options(**{"target": self.target, "unsafe_fixes": self.unsafe_fixes, **dict(self.facts), **changes})
 
 
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel

@@ -101,6 +101,9 @@ class Options:
     #: parameters, those handed on) (neuronize/analysis/device_sinks.py): a device choice that
     #: reaches one stays
     device_sinks: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: the project's functions that always create an NCCL process group
+    #: (neuronize/analysis/cuda_setups.py): a call of one imported here pins the script's device edits
+    cuda_setups: frozenset[str] = frozenset()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

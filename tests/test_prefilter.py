@@ -50,7 +50,7 @@ def test_rule_tokens_are_in_the_combined_filter(rule):
 def test_examples_still_fire_through_the_filter(rule, index, example):
     """With the whole rule set and its derived filter, the example is parsed and found."""
     kind = rule.kinds[0]
-    result = run_kind(_before(example), kind, RULES, Options(target=example.target, unsafe_fixes=example.unsafe_fixes),
+    result = run_kind(_before(example), kind, RULES, example.options(),
                       prefilter=prefilter_for(RULES, kind), fix=False)
     assert not result.skipped
     assert any(f.rule == rule.id for f in result.findings)
@@ -135,7 +135,7 @@ def test_examples_give_the_same_result_when_every_rule_walks(rule, index, exampl
     if "python" not in rule.kinds:
         return
     source = _before(example)
-    options = Options(target=example.target, unsafe_fixes=example.unsafe_fixes)
+    options = example.options()
     woken = run_source(source, RULES, options)
     monkeypatch.setattr(engine, "candidates", lambda text, rules: list(rules))
     assert run_source(source, RULES, options) == woken

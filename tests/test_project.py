@@ -260,3 +260,27 @@ def test_a_compile_beside_placements_kept_host_aware_by_the_project_is_host_awar
     fixed = (tmp_path / "pkg" / "bench.py").read_text()
     assert '.to("neuron" if on_neuron() else "cuda")' in fixed
     assert 'backend="neuron" if on_neuron() else "inductor"' in fixed and 'backend="neuron",' not in fixed
+
+
+def test_a_script_calling_the_projects_nccl_set_up_waits_for_it(tmp_path):
+    """The script's devices move with the set-up another module makes: in a safe-only run the
+    set-up's process group stays NCCL, so the script's placements are reported, not made; with
+    --unsafe-fixes both move."""
+    utils = (b"import os\n\nimport torch\nimport torch.distributed as dist\n\n\n"
+             b"def init_distributed_mode(args):\n    args.gpu = int(os.environ['LOCAL_RANK'])\n"
+             b"    torch.cuda.set_device(args.gpu)\n    dist.init_process_group(backend=\"nccl\")\n")
+    train = (b"import torch\nfrom utils import init_distributed_mode\n\n\ndef main(args):\n"
+             b"    init_distributed_mode(args)\n    model = torch.nn.Linear(2, 2).cuda()\n    return model\n\n\n"
+             b"def evaluate(model, x):\n    return model(x.cuda())\n")
+    for name, flags in (("safe", ()), ("unsafe", ("--unsafe-fixes",))):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "utils.py").write_bytes(utils)
+        (root / "train.py").write_bytes(train)
+        neuronize("fix", "--no-cache", "-q", *flags, ".", cwd=root)
+    assert (tmp_path / "safe" / "train.py").read_bytes() == train
+    check = neuronize("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path / "safe").stdout.decode()
+    assert "train.py:6:5 NRN407 [report-only] `init_distributed_mode()` sets up NCCL processes" in check
+    moved = (tmp_path / "unsafe" / "train.py").read_bytes()
+    assert b".cuda()" not in moved and b"nccl" not in (tmp_path / "unsafe" / "utils.py").read_bytes().replace(
+        b'else "nccl"', b"")

@@ -24,7 +24,7 @@ EXAMPLES = [(rule, i, ex) for rule in RULES for i, ex in enumerate(rule.examples
 def test_example(rule, index, example):
     before = textwrap.dedent(example.before).lstrip("\n")
     kind = rule.kinds[0]
-    options = Options(target=example.target, unsafe_fixes=example.unsafe_fixes)
+    options = example.options()
     if kind == "python":  # the rule's own edit, as it wrote it (tests/test_written_code.py: the rest)
         result = run_source(before.encode(), (rule,), options, tidy=False)
     else:
@@ -44,7 +44,7 @@ def test_example(rule, index, example):
     assert result.output.decode() == after
     if kind == "python":
         ast.parse(result.output)
-    assert run_kind(result.output, kind, (rule,), Options(target=example.target, unsafe_fixes=True)).output is None
+    assert run_kind(result.output, kind, (rule,), example.options(unsafe_fixes=True)).output is None
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])

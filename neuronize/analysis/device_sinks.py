@@ -17,7 +17,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import calls, module_name, names, parameters
+from neuronize.analysis.project_functions import calls, dotted, module_name, names, parameters, parsed
 
 #: the library calls that take a device they parse themselves, and the keyword (and position) of it
 LIBRARY_SINKS: dict[str, tuple[str, int]] = {
@@ -44,7 +44,7 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
     to the device of a :data:`LIBRARY_SINKS` call, or to that parameter of a function found so far
     (until nothing more is found)."""
     pending = [(module_name(relative), source) for relative, source in files]
-    parsed: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}  # each file parsed once, when first needed
+    trees: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}  # each file parsed once, when first needed
     found: dict[str, Sink] = {}
     words = [b"safetensors", b"ctranslate2"]
     while True:
@@ -52,9 +52,9 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
         for module, source in pending:
             if not any(w in source for w in words):
                 continue
-            if module not in parsed:
-                parsed[module] = _parsed(source, module)
-            entry = parsed[module]
+            if module not in trees:
+                trees[module] = parsed(source, module)
+            entry = trees[module]
             if entry is None:
                 continue  # the file's own analysis says why
             tree, imported = entry
@@ -75,46 +75,12 @@ def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:
     return next((s for s in sinks if names(s[0], qualified)), None)
 
 
-def _parsed(source: bytes, module: str) -> tuple[ast.Module, dict[str, str]] | None:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    return tree, _imported(tree, module)
-
-
-def _imported(tree: ast.Module, module: str) -> dict[str, str]:
-    """Local name -> dotted name, for the module's imports (relative ones against ``module``)."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = module.split(".")[:-node.level]
-                base = ".".join([*parts, base] if base else parts)
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{base}.{alias.name}"
-    return names
-
-
-def _dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
-    if isinstance(node, ast.Name):
-        return imported.get(node.id, node.id)
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value, imported)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
-
-
 def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
           found: dict[str, Sink]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     params = parameters(function)
     fed: set[str] = set()
     for node in calls(function):
-        called = _dotted(node.func, imported)
+        called = dotted(node.func, imported)
         if called is None:
             continue
         if called in LIBRARY_SINKS:

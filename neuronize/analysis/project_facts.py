@@ -2,7 +2,8 @@
 analysed: the modules that import GPU-kernel code (:mod:`neuronize.analysis.kernel_imports`),
 whether a file checks for a host (:mod:`neuronize.analysis.host_choice`), the CUDA extensions the
 project declares, the modules that serve CUDA hosts, the flags stored from a CUDA capability probe,
-the functions that hand a parameter to a CUDA-only library.
+the functions that hand a parameter to a CUDA-only library, load a model onto GPUs, hand a
+device to a library that rejects "neuron", or set up NCCL processes.
 
 The facts are a function of the files' kinds, their paths below the files' common folder and their
 bytes, and of neuronize's code: they are kept in the result cache under a hash of exactly those.
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-7"
+_FORMAT = "facts-8"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +59,8 @@ class ProjectFacts:
     #: functions that hand a device to a library that rejects ``"neuron"``
     #: (:mod:`neuronize.analysis.device_sinks`)
     device_sinks: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: functions that always create an NCCL process group (:mod:`neuronize.analysis.cuda_setups`)
+    cuda_setups: frozenset[str] = frozenset()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -88,6 +91,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import (
         declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, extension_packages)
+    from neuronize.analysis.cuda_setups import cuda_setups
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
@@ -107,7 +111,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     return ProjectFacts(kernel_bound(graph, extensions), checks, extensions,
                         imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
-                        device_sinks(zip(relative[:python], sources, strict=True)))
+                        device_sinks(zip(relative[:python], sources, strict=True)),
+                        cuda_setups(zip(relative[:python], sources, strict=True)))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -139,6 +144,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "wrappers": [[name, list(params), list(fed)] for name, params, fed in facts.wrappers],
         "placed_loaders": sorted(facts.placed_loaders),
         "device_sinks": [[name, list(params), list(fed)] for name, params, fed in facts.device_sinks],
+        "cuda_setups": sorted(facts.cuda_setups),
     }, separators=(",", ":")).encode()
 
 
@@ -153,6 +159,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         extensions = tuple(_text(name) for name in data["extensions"])
         flags = frozenset(_text(name) for name in data["probe_flags"])
         loaders = frozenset(_text(name) for name in data["placed_loaders"])
+        setups = frozenset(_text(name) for name in data["cuda_setups"])
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         checks = data["checks_host"]
@@ -160,7 +167,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -1,6 +1,7 @@
 """The project's module-level functions as the facts about the run read them (with :mod:`ast`,
-before any file is analysed): a module's dotted name, a function's parameters and calls, and
-whether a call's name, as a file imports it, names one of them."""
+before any file is analysed): a module's dotted name, its tree and what its imports bind, a
+function's parameters and calls, the dotted name a call stands for, and whether a call's name,
+as a file imports it, names one of them."""
 
 from __future__ import annotations
 
@@ -30,3 +31,40 @@ def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, .
 def calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
     """The calls in ``function``'s body, nested functions included."""
     return [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+
+
+def parsed(source: bytes, module: str) -> tuple[ast.Module, dict[str, str]] | None:
+    """The module's tree and what its imports bind (:func:`imported_names`), or None where it does
+    not parse (the file's own analysis says why)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    return tree, imported_names(tree, module)
+
+
+def imported_names(tree: ast.Module, module: str) -> dict[str, str]:
+    """Local name -> dotted name, for the module's imports (relative ones against ``module``)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")[:-node.level]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return bound
+
+
+def dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
+    """The dotted name ``node`` (a call's function) stands for, through the module's imports."""
+    if isinstance(node, ast.Name):
+        return imported.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        head = dotted(node.value, imported)
+        return None if head is None else f"{head}.{node.attr}"
+    return None

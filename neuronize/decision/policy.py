@@ -369,6 +369,12 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     return out
 
 
+#: the pins that hold every device edit of their file, wherever they are made: the program stops
+#: there before any of its code runs on Neuron (a set-up of NCCL processes the script calls first)
+PROCESS_SET_UP = "devices of a program whose process set-up stays NCCL"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP})
+
+
 def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
                        elsewhere: str | None = None) -> tuple[Located[R], dict[str, str]]:
     """A report that pins a placement to CUDA with no edit to move it (``Report.pins``: a model
@@ -385,7 +391,7 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if not pins and elsewhere is None:
         return located, {}
     names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
-    pin_scopes = {id(r): _scope_of(r.node, parents) for r in pins}
+    pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _scope_of(r.node, parents) for r in pins}
     for r in pins:
         scope = pin_scopes[id(r)]
         names.setdefault(id(scope), f"{r.pins} in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else r.pins)
