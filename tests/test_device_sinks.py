@@ -1,4 +1,4 @@
-"""A device handed to a library that parses it itself and rejects "neuron" (safetensors,
+"""A device handed to a library that parses it itself and rejects "neuron" (safetensors, Lightning,
 CTranslate2), directly or through the project's own loaders in another module, keeps the device
 choice that reaches it: the consumer blocks it, and the report says which and what to do."""
 
@@ -70,3 +70,21 @@ def test_a_dispatch_whose_device_reaches_one_gains_no_neuron_branch_and_says_why
     assert (tmp_path / "shards.py").read_bytes() == before
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
     assert "dispatch over `device.type` gains no Neuron branch (this file hands its device to `safe_open(" in full
+
+
+def test_an_accelerator_detection_handed_to_lightning_gains_no_neuron_branch(tmp_path):
+    """Lightning's Fabric and Trainer parse an accelerator name that has no "neuron": a detection
+    whose value reaches one stays, and the report says what to do there."""
+    script = (b"import lightning as L\nimport torch\n\n\ndef build(model):\n    if torch.cuda.is_available():\n"
+              b"        accelerator = \"cuda\"\n    else:\n        accelerator = \"cpu\"\n"
+              b"    fabric = L.Fabric(accelerator=accelerator, devices=1)\n    return fabric.setup_module(model)\n")
+    (tmp_path / "serve.py").write_bytes(script)
+    neuronize("fix", "--no-cache", "-q", str(tmp_path))
+    assert (tmp_path / "serve.py").read_bytes() == script
+    (tmp_path / "train.py").write_bytes(b"import pytorch_lightning as pl\nimport torch\n\n"
+                                        b"device = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+                                        b"trainer = pl.Trainer(accelerator=device)\n")
+    neuronize("fix", "--no-cache", "-q", str(tmp_path / "train.py"))
+    assert b"neuron" not in (tmp_path / "train.py").read_bytes()
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path / "train.py")).stdout.decode().split())
+    assert 'which rejects "neuron" (it parses the device itself); give it an accelerator it knows there' in full

@@ -3,7 +3,8 @@ the run, found before any file is analysed.
 
 safetensors reads a device from a string it parses itself (``cpu``, ``cuda``, ``mps`` and a few
 other names) and raises ``device neuron is invalid`` for any other; CTranslate2 takes ``cpu``,
-``cuda`` or ``auto``. ``def load_model(path, device="cuda"): return load_file(path,
+``cuda`` or ``auto``; Lightning's ``Fabric`` and ``Trainer`` take an accelerator name (``cpu``,
+``cuda``, ``gpu``, ``mps``, ``tpu``, ``auto``). ``def load_model(path, device="cuda"): return load_file(path,
 device=str(device))`` is such a consumer, and so is a function that hands its device on to one
 (``load_model(path, device=device)``), in any module: a script that calls it with its device
 choice would raise on Trainium if that choice became ``"neuron"``, so the choice stays (a
@@ -27,9 +28,24 @@ LIBRARY_SINKS: dict[str, tuple[str, int]] = {
     "ctranslate2.Generator": ("device", 1),
     "ctranslate2.Translator": ("device", 1),
     "ctranslate2.Encoder": ("device", 1),
+    # Lightning's accelerator names (cpu, cuda, gpu, mps, tpu, auto): no "neuron"
+    "lightning.Fabric": ("accelerator", 0),
+    "lightning.fabric.Fabric": ("accelerator", 0),
+    "lightning.Trainer": ("accelerator", 99),  # keyword-only
+    "lightning.pytorch.Trainer": ("accelerator", 99),
+    "pytorch_lightning.Trainer": ("accelerator", 99),
 }
-#: what each library accepts, for the report
-ACCEPTS = {"safetensors": '"cpu", "cuda", "mps" and a few others', "ctranslate2": '"cpu", "cuda" and "auto"'}
+#: the top-level packages of :data:`LIBRARY_SINKS`, as named in a file's bytes
+LIBRARIES = (b"safetensors", b"ctranslate2", b"lightning")
+#: what to do where each library parses the device (by top-level package)
+_ADVICE = {"lightning": 'give it an accelerator it knows there (it has none for Neuron: "cpu", or place the model '
+                        "yourself)", "pytorch_lightning": "give it an accelerator it knows there (it has none for Neuron)"}
+_LOAD_ON_CPU = 'load on "cpu" there and move the result with `.to(device)`'
+
+
+def advice(library_call: str) -> str:
+    """What a report advises where ``library_call`` (a :data:`LIBRARY_SINKS` key) gets the device."""
+    return _ADVICE.get(library_call.split(".")[0], _LOAD_ON_CPU)
 #: calls that pass a device on unchanged in meaning (``str(device)``, ``torch.device(device)``)
 _PASS_THROUGH = frozenset({"str", "device"})
 
@@ -46,7 +62,7 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
     pending = [(module_name(relative), source) for relative, source in files]
     trees: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}  # each file parsed once, when first needed
     found: dict[str, Sink] = {}
-    words = [b"safetensors", b"ctranslate2"]
+    words = list(LIBRARIES)
     while True:
         more = {}
         for module, source in pending:

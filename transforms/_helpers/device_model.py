@@ -132,8 +132,8 @@ def _build(ctx: FileContext) -> DeviceModel:
             if detection_link(ctx, link, links, built.flag_checks):
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
-                if not (before is not None and asks_if_neuron(before.test)):
-                    built.detections.append((link, links))  # no Neuron branch in front yet
+                if not (before is not None and asks_if_neuron(before.test)) and rejecting_consumer(ctx) is None:
+                    built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
         offers_other_host or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
@@ -570,14 +570,14 @@ def blocking(ctx: FileContext) -> Dispatch | None:
     return next((d for d in model(ctx).dispatches if d.neuron is None and d.raises and not d.served), None)
 
 
-#: what a library that parses a device itself does with ``"neuron"``, and what to do instead
+#: what a library that parses a device itself does with ``"neuron"``
 _PARSES = 'rejects "neuron" (it parses the device itself)'
-_LOAD_ON_CPU = 'load on "cpu" there and move the result with `.to(device)`'
 
 
 def kept_for_consumer(consumer: str) -> str:
-    """What a report says of a device choice kept for a consumer that rejects ``"neuron"``."""
-    return f"kept: this file hands its device to {consumer}; {_LOAD_ON_CPU}, then migrate the choice"
+    """What a report says of a device choice kept for a consumer that rejects ``"neuron"`` (the
+    call and what to do there, :func:`rejecting_consumer`)."""
+    return f"kept: this file hands its device to {consumer}, then migrate the choice"
 
 
 def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
@@ -648,20 +648,21 @@ def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | 
     """Why the device ``call`` is given stays CUDA's: Triton kernels run on it (``use_triton=True``),
     or the call is a library's that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`), whose
     result stays on CUDA: then the placements beside it wait too (the pins, else None)."""
-    from neuronize.analysis.device_sinks import LIBRARY_SINKS
+    from neuronize.analysis.device_sinks import LIBRARY_SINKS, advice
 
     kernels = triton_keyword(call)
     if kernels is not None:
         return f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA", None
     qualified = ctx.qualify(call.func)
     if qualified in LIBRARY_SINKS:
-        return f"kept: `{qualified}` {_PARSES}; {_LOAD_ON_CPU}", LIBRARY_DEVICE_PINS
+        return f"kept: `{qualified}` {_PARSES}; {advice(qualified)}", LIBRARY_DEVICE_PINS
     return None
 
 
 def rejecting_consumer(ctx: FileContext) -> str | None:
     """A call of the file that hands a device (other than a literal of another host) to a library
-    that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`: safetensors, CTranslate2), or to
+    that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`: safetensors, CTranslate2,
+    Lightning's accelerator), or to
     a project function that hands it on to one (``Options.device_sinks``): the file's device choice,
     become ``"neuron"``, would raise there, so it stays (file-wide, like :func:`blocking`). The
     call as the report names it, or None."""
@@ -672,10 +673,10 @@ def rejecting_consumer(ctx: FileContext) -> str | None:
 
 
 def _rejecting_consumer(ctx: FileContext) -> str | None:
-    from neuronize.analysis.device_sinks import LIBRARY_SINKS, sink_of
+    from neuronize.analysis.device_sinks import LIBRARIES, LIBRARY_SINKS, advice, sink_of
 
     sinks = ctx.options.device_sinks
-    words = (b"safetensors", b"ctranslate2", *(s[0].rsplit(".", 1)[-1].encode() for s in sinks))
+    words = (*LIBRARIES, *(s[0].rsplit(".", 1)[-1].encode() for s in sinks))
     if not any(w in ctx.source for w in words):
         return None
     for node in iter_syntax(ctx.module):
@@ -683,10 +684,11 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             continue
         if qualified in LIBRARY_SINKS:
             name, position = LIBRARY_SINKS[qualified]
-            handed, what = [argument(node, name, position)], f"which {_PARSES}"
+            handed, what = [argument(node, name, position)], f"which {_PARSES}; {advice(qualified)}"
         elif (sink := sink_of(qualified, sinks)) is not None:
             handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
-            what = "which hands it to a library that rejects \"neuron\" (safetensors or CTranslate2 parse it)"
+            what = ("which hands it to a library that rejects \"neuron\" (safetensors or CTranslate2 parse it); "
+                    f"{advice('')}")
         else:
             continue
         if any(a is not None and string_value(a.value) not in OTHER_DEVICES for a in handed):

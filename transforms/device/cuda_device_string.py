@@ -74,8 +74,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         that consume it; where a dispatch would reject `"neuron"`, the default stays (reported).
         So do a default and the availability idiom of a file that hands its device to a library
         that parses it itself and rejects `"neuron"` (safetensors' `load_file` / `safe_open`,
-        CTranslate2), directly or through a project function that hands it on to one (in any
-        module); a CUDA literal handed to such a call stays too.
+        CTranslate2, Lightning's `Fabric` / `Trainer` accelerator), directly or through a project
+        function that hands it on to one (in any module); a CUDA literal handed to such a call
+        stays too. A choice stored in a variable read only under guards kept for CUDA stays.
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
         that tests the default, an availability check in the file), the default is written
         host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
@@ -133,7 +134,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         The index policy is INF. 3P: safetensors parses a device name itself and accepts only the
         ones it lists (https://huggingface.co/docs/safetensors/api/torch; `device neuron is
         invalid` from safetensors 0.8); CTranslate2 takes `"cpu"`, `"cuda"` or `"auto"`
-        (https://opennmt.net/CTranslate2/python/ctranslate2.Generator.html).
+        (https://opennmt.net/CTranslate2/python/ctranslate2.Generator.html); Lightning's accelerator
+        names (https://lightning.ai/docs/fabric/stable/api/fabric_args.html#accelerator) have no
+        `"neuron"`.
     """
 
     id = "NRN101"
