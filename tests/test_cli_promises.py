@@ -182,6 +182,8 @@ def test_concise_findings_fit_a_line_and_a_site_is_one_entry(tmp_path: Path) -> 
 
     for name in ("gpt_trainer", "guards_migrated_in_same_run", "custom_kernels", "hf_finetune"):
         (tmp_path / f"{name}.py").write_bytes((ROOT / "fixtures" / "pipeline" / f"{name}.before.py").read_bytes())
+    (tmp_path / "infer.py").write_bytes(b"import torch\n\n\ndef run(model, x):\n    with torch.cuda.amp.autocast():\n"
+                                        b"        return model(x)\n")
     lines = _out(neuronize("check", "--unsafe-fixes", "--output-format", "concise", "--show-repeats", ".",
                            cwd=tmp_path)).splitlines()
     lengths = sorted(len(line) for line in lines if "--unsafe-fixes:" not in line)
@@ -195,8 +197,11 @@ def test_concise_findings_fit_a_line_and_a_site_is_one_entry(tmp_path: Path) -> 
     # a fix held back by a decision says so, in a few words
     [event] = [line for line in lines if line.startswith("custom_kernels.py:45:18 NRN114")]
     assert "[report-only]" in event and event.endswith("(not applied: this file holds GPU-kernel code)")
-    [autocast] = [line for line in lines if line.startswith("guards_migrated_in_same_run.py:14:10 NRN201")]
+    [autocast] = [line for line in lines if line.startswith("infer.py:5:10 NRN201")]
     assert "[safe fix]" in autocast and autocast.endswith("(--unsafe-fixes: + `dtype=torch.bfloat16`)")
+    # beside a loss scaler, an autocast has no safe form (Neuron's default dtype is float16)
+    [scaled] = [line for line in lines if line.startswith("guards_migrated_in_same_run.py:14:10 NRN201")]
+    assert "[unsafe fix]" in scaled
     # the reasons are in the full format
     full = _out(neuronize("check", "--unsafe-fixes", "--output-format", "full", ".", cwd=tmp_path))
     assert "[evidence: SRC]" in full and "bf16 is the Neuron-preferred type" in full

@@ -4,6 +4,8 @@ class of the family's rules."""
 
 from __future__ import annotations
 
+import re
+
 import functools
 from typing import ClassVar, NamedTuple
 
@@ -58,6 +60,11 @@ CPU_BF16_WHY = "(CUDA's default fp16 is not the CPU autocast default)"
 FP16_NOTE = ("; it keeps its float16 `dtype=`, which is not the documented Neuron path: "
              "prefer `torch.bfloat16`")
 DEFAULT_NOTE = "; the dtype stays the Neuron default (the unsafe fix sets `dtype=torch.bfloat16`)"
+#: a loss scaler in the file (``torch.cuda.amp.GradScaler()``, ``fp16_scaler``, ``loss_scaler(...)``):
+#: the training scales its fp16 loss, and a CUDA scaler turns itself off elsewhere
+_SCALER = re.compile(rb"GradScaler|NativeScaler|\b(?:\w+_)?scaler\b", re.IGNORECASE)
+SCALED_NOTE = ("; no safe form: this file scales its fp16 loss with a CUDA scaler, which turns itself off on "
+               "Neuron, so Neuron's default dtype (float16) would train unscaled")
 BRANCH_NOTE = " where the device is {kind} (elsewhere the default dtype stays: float16 on CUDA)"
 
 
@@ -207,8 +214,10 @@ def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
     branch = per_target.fill(per_target.NEURON, BRANCH_NOTE) if isinstance(value, cst.IfExp) else ""  # bf16: Neuron only
     neuron = per_target.target(ctx) == per_target.NEURON
     why = f": {BF16_WHY}" if neuron else f" {CPU_BF16_WHY}"
-    fixes = [AmpFix(full, f"{head} with `dtype=torch.bfloat16`{branch}{tail}{why}", (*imports, *amp.imports), True)]
-    if neuron:
+    scaled = neuron and _SCALER.search(ctx.source) is not None
+    fixes = [AmpFix(full, f"{head} with `dtype=torch.bfloat16`{branch}{tail}{why}{SCALED_NOTE if scaled else ''}",
+                    (*imports, *amp.imports), True)]
+    if neuron and not scaled:
         fixes.append(AmpFix(new, head + tail + DEFAULT_NOTE, amp.imports, False))
     return fixes
 
