@@ -21,7 +21,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import dotted, module_name, names, parsed
+from neuronize.analysis.project_functions import dotted, found_functions, names
 
 _CREATES = ("init_process_group",)
 
@@ -30,29 +30,8 @@ def cuda_setups(files: Iterable[tuple[PurePath, bytes]]) -> frozenset[str]:
     """The dotted names (``pkg.utils.init_distributed_mode``, from the files' common folder) of the
     module-level functions of ``files`` (a path relative to that folder, the bytes) that always
     create an NCCL process group, themselves or through another such function."""
-    pending = [(module_name(relative), source) for relative, source in files]
-    trees: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}
-    found: set[str] = set()
-    words = [b"nccl"]
-    while True:
-        more: set[str] = set()
-        for module, source in pending:
-            if not any(w in source for w in words):
-                continue
-            if module not in trees:
-                trees[module] = parsed(source, module)
-            entry = trees[module]
-            if entry is None:
-                continue
-            tree, imported = entry
-            for function in tree.body:
-                if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                        and f"{module}.{function.name}" not in found | more and _sets_up(function, module, imported, found):
-                    more.add(f"{module}.{function.name}")
-        if not more:
-            return frozenset(found)
-        found |= more
-        words = [name.rsplit(".", 1)[-1].encode() for name in more]
+    return frozenset(found_functions(files, [b"nccl"], lambda function, module, imported, found: (
+        True if _sets_up(function, module, imported, frozenset(found)) else None)))
 
 
 def is_cuda_setup(qualified: str, setups: frozenset[str]) -> bool:
@@ -62,7 +41,7 @@ def is_cuda_setup(qualified: str, setups: frozenset[str]) -> bool:
 
 
 def _sets_up(function: ast.FunctionDef | ast.AsyncFunctionDef, module: str, imported: dict[str, str],
-             found: set[str]) -> bool:
+             found: frozenset[str]) -> bool:
     for statement in function.body:
         if any(isinstance(node, ast.Return) for node in ast.walk(statement)):
             return False  # it may end before the set-up (single-process runs return early)
@@ -70,7 +49,7 @@ def _sets_up(function: ast.FunctionDef | ast.AsyncFunctionDef, module: str, impo
             call = statement.value
             local = isinstance(call.func, ast.Name) and call.func.id not in imported  # a function of this module
             called = f"{module}.{call.func.id}" if local else dotted(call.func, imported) or ""  # type: ignore[attr-defined]
-            if called.rsplit(".", 1)[-1] in _CREATES and _nccl(call) or is_cuda_setup(called, frozenset(found)):
+            if called.rsplit(".", 1)[-1] in _CREATES and _nccl(call) or is_cuda_setup(called, found):
                 return True
     return False
 

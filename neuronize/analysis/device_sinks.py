@@ -18,7 +18,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import calls, dotted, module_name, names, parameters, parsed
+from neuronize.analysis.project_functions import calls, dotted, found_functions, names, parameters
 
 #: the library calls that take a device they parse themselves, and the keyword (and position) of it
 LIBRARY_SINKS: dict[str, tuple[str, int]] = {
@@ -59,31 +59,9 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
     bytes) that hand one of their parameters, as it is or through ``str()`` / ``torch.device()``,
     to the device of a :data:`LIBRARY_SINKS` call, or to that parameter of a function found so far
     (until nothing more is found)."""
-    pending = [(module_name(relative), source) for relative, source in files]
-    trees: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}  # each file parsed once, when first needed
-    found: dict[str, Sink] = {}
-    words = list(LIBRARIES)
-    while True:
-        more = {}
-        for module, source in pending:
-            if not any(w in source for w in words):
-                continue
-            if module not in trees:
-                trees[module] = parsed(source, module)
-            entry = trees[module]
-            if entry is None:
-                continue  # the file's own analysis says why
-            tree, imported = entry
-            for function in tree.body:
-                if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                        and f"{module}.{function.name}" not in found:
-                    sink = _sink(function, imported, found)
-                    if sink is not None:
-                        more[f"{module}.{function.name}"] = (f"{module}.{function.name}", *sink)
-        if not more:
-            return tuple(sorted(found.values()))
-        found.update(more)
-        words = [name.rsplit(".", 1)[-1].encode() for name in more]
+    found = found_functions(files, LIBRARIES, lambda function, module, imported, found: (
+        None if (sink := _sink(function, imported, found)) is None else (f"{module}.{function.name}", *sink)))
+    return tuple(sorted(found.values()))
 
 
 def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:

@@ -6,7 +6,14 @@ as a file imports it, names one of them."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from pathlib import PurePath
+from typing import TypeVar
+
+T = TypeVar("T")
+#: what a search asks of a module-level function: its fact given the module's dotted name, what the
+#: module's imports bind and the functions found so far (None: the function has none)
+Decide = Callable[[ast.FunctionDef | ast.AsyncFunctionDef, str, dict[str, str], dict[str, T]], T | None]
 
 
 def module_name(relative: PurePath) -> str:
@@ -68,3 +75,36 @@ def dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
         head = dotted(node.value, imported)
         return None if head is None else f"{head}.{node.attr}"
     return None
+
+
+def found_functions(files: Iterable[tuple[PurePath, bytes]], words: Iterable[bytes], decide: Decide[T]) -> dict[str, T]:
+    """The module-level functions of ``files`` (a path relative to the files' common folder, the
+    bytes) that ``decide`` gives a fact, by dotted name, found round by round until nothing more
+    is: a function that calls one found in an earlier round may have one too. A file is parsed
+    (once) only when it holds one of ``words``, then the last name of a function found in the
+    round before."""
+    pending = [(module_name(relative), source) for relative, source in files]
+    trees: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}
+    found: dict[str, T] = {}
+    needles = list(words)
+    while True:
+        more: dict[str, T] = {}
+        for module, source in pending:
+            if not any(w in source for w in needles):
+                continue
+            if module not in trees:
+                trees[module] = parsed(source, module)
+            entry = trees[module]
+            if entry is None:
+                continue  # the file's own analysis says why
+            tree, imported = entry
+            for function in tree.body:
+                if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                name = f"{module}.{function.name}"
+                if name not in found and name not in more and (fact := decide(function, module, imported, found)) is not None:
+                    more[name] = fact
+        if not more:
+            return found
+        found.update(more)
+        needles = [name.rsplit(".", 1)[-1].encode() for name in more]
