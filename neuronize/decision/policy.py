@@ -381,8 +381,10 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
     (of the whole file, where it is at module level: the module's functions and later cells use
     it) that write the target's ``device``, outright or host-aware (a placement, an autocast's
-    device, a compile backend; not a runtime call made host-neutral), as one edit group named by the pin, settled by :func:`_settle_groups`: the
-    edits wait for it. Made alone, they put tensors on Neuron beside what stays on CUDA (or on the
+    device, a compile backend, a process-group backend; not a runtime call made host-neutral), as
+    one edit group named by the pin, settled by :func:`_settle_groups`: the edits wait for it. A pin
+    in :data:`PROGRAM_PINS` holds the whole file, and a fixable pin (an assert a fix widens) takes
+    its edits with it. Made alone, they put tensors on Neuron beside what stays on CUDA (or on the
     CPU, where a GPU planner finds no GPU), and moved outright they take the CUDA box's tensors off
     the model they meet. ``elsewhere``: the group of a placement pinned at the top level of
     another cell of the notebook, which holds every device edit of this one. An edit already in a
