@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from helpers import neuronize
-from neuronize.analysis.placed_loaders import is_placed_loader, placed_loaders
+from neuronize.analysis.placed_loaders import placed_loaders
+from neuronize.analysis.project_functions import names_one_of
 
 LOADING = (b"from transformers import AutoModelForCausalLM\n\n\n"
            b"def load_model(name, quantized=False):\n    kwargs = {}\n    if quantized:\n"
@@ -19,8 +20,8 @@ LOADING = (b"from transformers import AutoModelForCausalLM\n\n\n"
 def test_functions_that_return_a_model_placed_on_gpus():
     found = placed_loaders([(PurePath("src/app/loading.py"), LOADING), (PurePath("tool.py"), b"def f(): pass\n")])
     assert found == {"src.app.loading.load_model"}
-    assert is_placed_loader("app.loading.load_model", found)  # imported from below the `src` folder
-    assert not is_placed_loader("triton.language.load_model", found)
+    assert names_one_of("app.loading.load_model", found)  # imported from below the `src` folder
+    assert not names_one_of("triton.language.load_model", found)
 
 
 def test_a_script_calling_one_keeps_the_placements_beside_it(tmp_path):

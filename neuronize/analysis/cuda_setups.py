@@ -21,7 +21,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import dotted, found_functions, names
+from neuronize.analysis.project_functions import dotted, found_functions, names_one_of
 
 _CREATES = ("init_process_group",)
 
@@ -34,12 +34,6 @@ def cuda_setups(files: Iterable[tuple[PurePath, bytes]]) -> frozenset[str]:
         True if _sets_up(function, module, imported, frozenset(found)) else None)))
 
 
-def is_cuda_setup(qualified: str, setups: frozenset[str]) -> bool:
-    """``qualified`` (a call's name as imported) is one of ``setups``, named from any folder above
-    the module."""
-    return any(names(setup, qualified) for setup in setups)
-
-
 def _sets_up(function: ast.FunctionDef | ast.AsyncFunctionDef, module: str, imported: dict[str, str],
              found: frozenset[str]) -> bool:
     for statement in function.body:
@@ -49,7 +43,7 @@ def _sets_up(function: ast.FunctionDef | ast.AsyncFunctionDef, module: str, impo
             call = statement.value
             local = isinstance(call.func, ast.Name) and call.func.id not in imported  # a function of this module
             called = f"{module}.{call.func.id}" if local else dotted(call.func, imported) or ""  # type: ignore[attr-defined]
-            if called.rsplit(".", 1)[-1] in _CREATES and _nccl(call) or is_cuda_setup(called, found):
+            if called.rsplit(".", 1)[-1] in _CREATES and _nccl(call) or names_one_of(called, found):
                 return True
     return False
 

@@ -15,7 +15,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import module_name, names
+from neuronize.analysis.project_functions import module_name
 
 #: accelerate's placement plans (``device_map="auto"``...): they place a model on the GPUs they find
 PLANNERS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -38,12 +38,6 @@ def placed_loaders(files: Iterable[tuple[PurePath, bytes]]) -> frozenset[str]:
         found.update(f"{module}.{function.name}" for function in tree.body
                      if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and _places_on_gpus(function))
     return frozenset(found)
-
-
-def is_placed_loader(qualified: str, loaders: frozenset[str]) -> bool:
-    """``qualified`` (a call's name as imported: ``llama_cookbook.inference.model_utils.load_model``)
-    is one of ``loaders``, named from any folder above the module (``src.llama_cookbook...``)."""
-    return any(names(loader, qualified) for loader in loaders)
 
 
 def _places_on_gpus(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

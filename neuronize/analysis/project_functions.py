@@ -29,6 +29,12 @@ def names(dotted: str, qualified: str) -> bool:
     return dotted == qualified or dotted.endswith(f".{qualified}")
 
 
+def names_one_of(qualified: str, functions: Iterable[str]) -> bool:
+    """``qualified`` (a call's name as a file imports it) names one of ``functions`` (dotted names
+    from the files' common folder, :func:`names`)."""
+    return any(names(function, qualified) for function in functions)
+
+
 def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     """The names of ``function``'s parameters, in order (``*args`` and ``**kwargs`` left out)."""
     arguments = function.args

@@ -59,6 +59,20 @@ BF16_WHY = ("without `dtype=` Neuron autocast follows the CUDA default, float16;
 CPU_BF16_WHY = "(CUDA's default fp16 is not the CPU autocast default)"
 FP16_NOTE = ("; it keeps its float16 `dtype=`, which is not the documented Neuron path: "
              "prefer `torch.bfloat16`")
+#: state functions whose device defaults to CUDA when none is given: name -> arguments of the CUDA form
+DEFAULTS_TO_CUDA = {"torch.is_autocast_enabled": 0, "torch.set_autocast_enabled": 1}
+
+
+def cuda_state_default(ctx: FileContext, call: cst.Call) -> str | None:
+    """The autocast state function ``call`` calls without a device, so about CUDA's autocast
+    (``torch.is_autocast_enabled()``), as its qualified name; else None."""
+    qualified = ctx.qualify(call.func)
+    if qualified in DEFAULTS_TO_CUDA and len(call.args) == DEFAULTS_TO_CUDA[qualified] \
+            and all(arg.keyword is None for arg in call.args):
+        return qualified
+    return None
+
+
 DEFAULT_NOTE = "; the dtype stays the Neuron default (the unsafe fix sets `dtype=torch.bfloat16`)"
 #: a loss scaler in the file (``torch.cuda.amp.GradScaler()``, ``fp16_scaler``, ``loss_scaler(...)``):
 #: the training scales its fp16 loss, and a CUDA scaler turns itself off elsewhere

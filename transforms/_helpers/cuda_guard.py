@@ -16,10 +16,10 @@ from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
 from neuronize.transforms._helpers.hf import device_map_kind, entry_key
-from neuronize.transforms._helpers.literals import gpu_word, string_value
+from neuronize.transforms._helpers.literals import cuda_member, gpu_word, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
-from neuronize.transforms._helpers.nodes import following_statements, iter_conditions
+from neuronize.transforms._helpers.nodes import following_statements, is_read, iter_conditions
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES
 
 # -- what guarded code does ----------------------------------------------------------------
@@ -162,8 +162,7 @@ class _GuardScan(cst.CSTVisitor):
         """A member of the program's own device enum or class for CUDA (``device = Device.cuda``):
         set on Neuron, it sends Neuron down every path the program keeps for that label. The
         placements beside the kept choice wait for it: Neuron keeps the program's own device."""
-        if isinstance(value, cst.Attribute) and value.attr.value.lower() == "cuda" \
-                and not (self.ctx.qualify(value) or "").startswith("torch."):
+        if cuda_member(value, self.ctx.qualify(value) or ""):
             if self.v.marker is None:
                 self.v.pins = CUDA_LABEL_PINS
             self._mark(f"`{short(value, 40)}`, the program's label for CUDA")
@@ -342,10 +341,7 @@ class _FlagUseFinder(cst.CSTVisitor):
             return False  # a function whose parameter has the flag's name: another variable
         self.stack.append(node)
         if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) in self.names:
-            parent = self.stack[-2] if len(self.stack) > 1 else None
-            if not isinstance(parent, (cst.AssignTarget, cst.Param)) and not (
-                    isinstance(parent, cst.Attribute) and parent.attr is node) and not (
-                    isinstance(parent, cst.Arg) and parent.keyword is node):
+            if is_read(node, self.stack[-2] if len(self.stack) > 1 else None):
                 self.regions.append(self._region())
             self.stack.pop()
             return False

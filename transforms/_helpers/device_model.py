@@ -23,7 +23,7 @@ from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.analysis.syntax import binding_counts, dotted_name, ends_early, imported_names, iter_blocks, iter_statements
+from neuronize.analysis.syntax import binding_counts, ends_early, imported_names, iter_blocks, iter_statements
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
@@ -34,10 +34,10 @@ from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
-from neuronize.transforms._helpers.literals import cuda_literal, make_string, string_like, string_value
+from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
-from neuronize.transforms._helpers.nodes import parenthesized
+from neuronize.transforms._helpers.nodes import is_read, parenthesized
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -275,9 +275,11 @@ def _under_cuda_autocast_state(ctx: FileContext) -> set[int]:
     autocast state, False under Neuron's autocast): Neuron never runs them."""
     if b"is_autocast_enabled()" not in ctx.source:
         return set()
+    from neuronize.transforms._helpers.amp import cuda_state_default
+
     return {id(inner) for node in iter_statements(ctx.module.body)
-            if isinstance(node, cst.If) and isinstance(node.test, cst.Call) and not node.test.args
-            and ctx.qualify(node.test.func) == "torch.is_autocast_enabled"
+            if isinstance(node, cst.If) and isinstance(node.test, cst.Call)
+            and cuda_state_default(ctx, node.test) == "torch.is_autocast_enabled"
             for inner in iter_statements(node.body.body if isinstance(node.body, cst.IndentedBlock) else ())}
 
 
@@ -630,9 +632,7 @@ class _ReadFinder(cst.CSTVisitor):
         self.stack.append(node)
         if node is self.skipped:
             return False
-        if isinstance(node, cst.Name) and node.value == self.name and not isinstance(parent, (cst.AssignTarget, cst.Param)) \
-                and not (isinstance(parent, cst.Attribute) and parent.attr is node) \
-                and not (isinstance(parent, cst.Arg) and parent.keyword is node):
+        if isinstance(node, cst.Name) and node.value == self.name and is_read(node, parent):
             self.reads.append(list(self.stack))
         return True
 
@@ -1084,18 +1084,12 @@ def _names_cuda(test: cst.BaseExpression) -> bool:
         target = test.comparisons[0]
         if isinstance(target.operator, (cst.Equal, cst.Is)):
             return "cuda" in (string_value(target.comparator), string_value(test.left)) \
-                or _cuda_member(target.comparator) or _cuda_member(test.left)
+                or cuda_member(target.comparator) or cuda_member(test.left)
         if isinstance(target.operator, cst.In):
             return string_value(test.left) == "cuda"
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
         return len(test.args) == 1 and string_value(test.args[0].value) == "cuda"
     return False
-
-
-def _cuda_member(value: cst.BaseExpression) -> bool:
-    """The member of a program's own device enum for CUDA (``Backend.CUDA``, ``Device.cuda``)."""
-    name = dotted_name(value) if isinstance(value, cst.Attribute) and value.attr.value.lower() == "cuda" else None
-    return name is not None and name.split(".")[0] != "torch"
 
 
 def cuda_side(node: cst.If | cst.IfExp) -> cst.CSTNode | None:

@@ -9,6 +9,7 @@ import re
 
 import libcst as cst
 
+from neuronize.analysis.syntax import dotted_name
 from neuronize.analysis.walk import iter_syntax
 
 CUDA_INDEXED = re.compile(r"^cuda:(\d+)$")
@@ -180,3 +181,12 @@ def branches_mention_cuda(node: cst.IfExp) -> bool:
     """
     return any(cuda_literal(part) is not None for branch in (node.body, node.orelse) for part in iter_syntax(branch))
 
+
+def cuda_member(value: cst.BaseExpression, qualified: str | None = None) -> bool:
+    """``value`` is a member of a program's own device enum or class for CUDA (``Backend.CUDA``,
+    ``Device.cuda``), not torch's: an attribute named for CUDA whose dotted name (``qualified``,
+    as the file's imports resolve it, else as written) is outside ``torch``."""
+    if not (isinstance(value, cst.Attribute) and value.attr.value.lower() == "cuda"):
+        return False
+    name = qualified if qualified is not None else dotted_name(value)
+    return name is not None and name.split(".")[0] != "torch"

@@ -126,3 +126,33 @@ def in_place(value: cst.BaseExpression, original: cst.BaseExpression, parent: cs
             or isinstance(parent, cst.Arg) and not parent.star:
         return value
     return parenthesized(value)
+
+
+def enclosing_body(ancestors: list[cst.CSTNode]) -> tuple[list[cst.CSTNode] | None, cst.CSTNode | None]:
+    """The statements of the function (or module) a node sits in, given its ``ancestors``
+    (innermost first), and the one of them that holds it; ``(None, None)`` in a class body, a
+    lambda or a one-line function."""
+    seen: list[cst.CSTNode] = []
+    for anc in ancestors:
+        body: list[cst.CSTNode] | None = None
+        if isinstance(anc, cst.FunctionDef):
+            if not isinstance(anc.body, cst.IndentedBlock):
+                return None, None
+            body = list(anc.body.body)
+        elif isinstance(anc, cst.Module):
+            body = list(anc.body)
+        elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            return None, None
+        if body is not None:
+            ids = {id(s) for s in body}
+            return body, next((s for s in seen if id(s) in ids), None)
+        seen.append(anc)
+    return None, None
+
+
+def is_read(node: cst.Name | cst.Attribute, parent: cst.CSTNode | None) -> bool:
+    """``node`` (under ``parent``) reads the variable it names: not the target of an assignment, a
+    parameter, an attribute's name or a keyword's."""
+    return not isinstance(parent, (cst.AssignTarget, cst.Param)) and not (
+        isinstance(parent, cst.Attribute) and parent.attr is node) and not (
+        isinstance(parent, cst.Arg) and parent.keyword is node)

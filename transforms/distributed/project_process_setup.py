@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.analysis.cuda_setups import is_cuda_setup
+from neuronize.analysis.project_functions import names_one_of
 from neuronize.decision.policy import PROCESS_SET_UP
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
@@ -68,7 +68,7 @@ class ProjectProcessSetup(Transform):
         if not setups or self.ctx.options.unsafe_fixes:
             return  # with --unsafe-fixes the set-up moves in the same run
         qualified = self.ctx.qualify(node.func)
-        if qualified is None or not is_cuda_setup(qualified, setups):
+        if qualified is None or not names_one_of(qualified, setups):
             return
         self.report(node, f"`{short(node.func, 40)}()` sets up NCCL processes in the project's module: migrate its "
                           "process group there (NRN401); the device edits of this file wait for it",

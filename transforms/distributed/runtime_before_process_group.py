@@ -12,6 +12,7 @@ from neuronize.transforms._helpers.calls import argument, keyword
 from neuronize.transforms._helpers.distributed import backend_argument, creates_process_group
 from neuronize.transforms._helpers.literals import cuda_literal, string_value
 from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.nodes import enclosing_body
 from neuronize.analysis.walk import visit
 
 # torch.cuda / torch.neuron calls that do not touch a device (or that other rules delete)
@@ -91,28 +92,6 @@ def creation(ctx: FileContext, node: cst.Call) -> str | None:
     if backend is not None and string_value(backend.value) in ("gloo", "mpi"):
         return None  # a CPU-only group: the device runtime is not involved
     return "`init_process_group`" if kind == "init_process_group" else "`deepspeed.init_distributed`"
-
-
-def enclosing_body(ancestors: list[cst.CSTNode]) -> tuple[list[cst.CSTNode] | None, cst.CSTNode | None]:
-    """The statements of the function (or module) a node sits in, given its ``ancestors``
-    (innermost first), and the one of them that holds it; ``(None, None)`` in a class body, a
-    lambda or a one-line function."""
-    seen: list[cst.CSTNode] = []
-    for anc in ancestors:
-        body: list[cst.CSTNode] | None = None
-        if isinstance(anc, cst.FunctionDef):
-            if not isinstance(anc.body, cst.IndentedBlock):
-                return None, None
-            body = list(anc.body.body)
-        elif isinstance(anc, cst.Module):
-            body = list(anc.body)
-        elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
-            return None, None
-        if body is not None:
-            ids = {id(s) for s in body}
-            return body, next((s for s in seen if id(s) in ids), None)
-        seen.append(anc)
-    return None, None
 
 
 class _Finder(cst.CSTVisitor):

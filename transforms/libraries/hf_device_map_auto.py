@@ -11,7 +11,7 @@ from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
 from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
-from neuronize.analysis.placed_loaders import is_placed_loader
+from neuronize.analysis.project_functions import names_one_of
 from neuronize.transforms._helpers.value_flow import enclosing_scope
 
 #: the edit group of the device edits beside a model its loader places on GPUs: they wait for the
@@ -129,7 +129,7 @@ class HfDeviceMapAuto(Transform):
         (``Options.placed_loaders``), imported here."""
         loaders = self.ctx.options.placed_loaders
         qualified = self.ctx.qualify(func) if loaders else None
-        return qualified is not None and is_placed_loader(qualified, loaders)
+        return qualified is not None and names_one_of(qualified, loaders)
 
     def _pins(self, written: cst.BaseExpression) -> str | None:
         """The edit group the device edits around this loading wait for: none for a plan passed

@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, local_autocast
+from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, cuda_state_default, local_autocast
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.literals import string_value
 
@@ -16,8 +16,6 @@ GPU_STATE = {
     "torch.set_autocast_gpu_dtype": '`torch.set_autocast_dtype("neuron", dtype)`',
     "torch.cuda.amp.common.amp_definitely_not_available": "a check of the device you run on",
 }
-#: state functions whose device defaults to CUDA when none is given: name -> arguments of the CUDA form
-DEFAULTS_TO_CUDA = {"torch.is_autocast_enabled": 0, "torch.set_autocast_enabled": 1}
 
 
 def cuda_device_of(call: cst.Call, qualified: str) -> bool:
@@ -116,7 +114,6 @@ class AutocastState(Transform):
         if qualified in GPU_STATE:
             shown = f"{qualified}({'...' if node.args else ''})"
             self.report(node, f"`{shown}` is the CUDA autocast state; on Neuron use {GPU_STATE[qualified]}")
-        elif qualified in DEFAULTS_TO_CUDA and len(node.args) == DEFAULTS_TO_CUDA[qualified] \
-                and all(arg.keyword is None for arg in node.args):
+        elif cuda_state_default(self.ctx, node) is not None:
             self.report(node, f"`{qualified}({'flag' if node.args else ''})` without a device means CUDA; on "
                         f"Neuron pass the device type: `{qualified}(\"neuron\"{', flag' if node.args else ''})`")

@@ -10,7 +10,7 @@ from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
 
 from neuronize.transforms._helpers.names import last_name, qualified_expr
-from neuronize.transforms._helpers.nodes import assigned_names, parenthesized
+from neuronize.transforms._helpers.nodes import assigned_names, enclosing_body, parenthesized
 from neuronize.transforms._helpers.cuda_guard import (
     Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan,
 )
@@ -456,18 +456,6 @@ def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> s
     return None
 
 
-def _opens_scope_body(ctx: FileContext) -> bool:
-    """The statement being visited lies in a function's own body or at the module level, not in a
-    branch, loop or ``with`` block, where it would decide only that block."""
-    above = list(ctx.ancestors())
-    line = next((i for i, anc in enumerate(above) if isinstance(anc, cst.SimpleStatementLine)), None)
-    if line is None or line + 1 >= len(above):
-        return False
-    block = above[line + 1]
-    return isinstance(block, cst.Module) or (isinstance(block, cst.IndentedBlock) and line + 2 < len(above)
-                                             and isinstance(above[line + 2], cst.FunctionDef))
-
-
 #: the edit group of the device edits beside an ``assert torch.cuda.is_available()`` kept for CUDA
 ASSERTED_CUDA = "devices past an assert that CUDA is available"
 
@@ -489,7 +477,7 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         verdict.opaque = verdict.opaque or "the code after the assert"
         # kept, an assert in the body of its function (or at the module level: the whole program)
         # stops Neuron before any device edit there could run: they wait for it
-        if _opens_scope_body(ctx):
+        if isinstance(enclosing_body(list(ctx.ancestors()))[1], cst.SimpleStatementLine):  # not in a branch
             verdict.pins = verdict.pins or ASSERTED_CUDA
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
