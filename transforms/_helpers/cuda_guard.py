@@ -374,6 +374,37 @@ class _FlagUseFinder(cst.CSTVisitor):
         return child
 
 
+#: constants a guard sets a switch to (``fp16 = False``, ``cache = None``)
+_SWITCH_VALUES = frozenset({"True", "False", "None"})
+
+
+def switched_flags(guard: cst.If) -> list[str]:
+    """The dotted names the branches of ``guard`` set to a constant (``if not torch.cuda.is_available():
+    load_trt, fp16 = False, False``): switches the program ties to CUDA. What they switch is decided
+    where they are read (:func:`flag_uses`), like a flag the check is stored in."""
+    names: list[str] = []
+    branch: cst.CSTNode | None = guard
+    while isinstance(branch, (cst.If, cst.Else)):
+        for small in iter_syntax(branch.body):
+            if isinstance(small, cst.Assign) and _is_switch(small.value):
+                names += [n for t in small.targets for n in _target_names(t.target)]
+        branch = branch.orelse if isinstance(branch, cst.If) else None
+    return names
+
+
+def _is_switch(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Tuple):
+        return bool(value.elements) and all(_is_switch(e.value) for e in value.elements)
+    return isinstance(value, cst.Name) and value.value in _SWITCH_VALUES
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    name = dotted_name(target)
+    return [name] if name else []
+
+
 def guarded_after(ctx: FileContext, small: cst.CSTNode) -> list[cst.CSTNode]:
     """The statements after the statement line holding ``small`` (an ``assert``), and the test of
     the ``if`` whose body holds it (the branch the assert validates: ``if name.startswith("apex."):

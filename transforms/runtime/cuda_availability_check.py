@@ -12,7 +12,7 @@ import libcst as cst
 from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.transforms._helpers.nodes import assigned_names, enclosing_body, parenthesized
 from neuronize.transforms._helpers.cuda_guard import (
-    Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan,
+    Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan, switched_flags,
 )
 from neuronize.transforms._helpers.cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
@@ -53,7 +53,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
 
         - the guarded code (the `if` body and `else`, both branches of a conditional expression,
           the code after `if not ...: raise/return` or an `assert`, every use of a flag the result
-          is stored in) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
+          is stored in, or of a switch the check sets: `if not torch.cuda.is_available(): fp16 =
+          False`) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
           DeepSpeed, cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16
           (`.half()`, `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
           reported, because a Neuron-aware check would switch that path on (a memory statistic
@@ -466,7 +467,9 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
     if kind is Context.IFEXP:
         return scan(ctx, [where]), ""
     if kind is Context.IF:
-        return scan(ctx, guarded_code(ctx, where)), ""  # type: ignore[arg-type]
+        # the switches it sets are read elsewhere: what they switch on is what it decides too
+        switches = flag_uses(ctx, switched_flags(where), where)  # type: ignore[arg-type]
+        return scan(ctx, [*guarded_code(ctx, where), *switches]), ""  # type: ignore[arg-type]
     if kind is Context.FLAG:
         names = assigned_names(where)  # type: ignore[arg-type]
         return (scan(ctx, [where, *flag_uses(ctx, names, where)]),  # type: ignore[arg-type]
