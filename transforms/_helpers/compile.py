@@ -11,7 +11,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import double_star_arg, drop_elements, keyword, with_keyword
-from neuronize.transforms._helpers.device_choice import says_only_neuron
+from neuronize.transforms._helpers.device_choice import has_is_available, says_only_neuron
 from neuronize.writing.device_name import chooses_neuron
 from neuronize.transforms._helpers.literals import make_string, string_value
 from neuronize.transforms._helpers.messages import short
@@ -98,6 +98,25 @@ def host_aware_backend(expr: cst.BaseExpression) -> bool:
                                     and says_only_neuron(expr.test))
 
 
+def cuda_chosen_backend(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """``"inductor" if torch.cuda.is_available() else "aot_eager"``: a backend the program chooses
+    by asking for CUDA, which gains a Neuron arm in front (:func:`hosts.host_compile_backend`)."""
+    return isinstance(expr, cst.IfExp) and not host_aware_backend(expr) and has_is_available(ctx, expr.test)
+
+
+#: the ``torch.compile`` settings NRN301 migrates as a whole (a CUDA check in them is its business)
+COMPILE_SETTINGS = frozenset({"backend", "mode", "options"})
+
+
+def in_compile_setting(ctx: FileContext) -> bool:
+    """The node being visited is in a :data:`COMPILE_SETTINGS` keyword of a compile call."""
+    ancestors = list(ctx.ancestors())
+    for arg, call in zip(ancestors, ancestors[1:], strict=False):
+        if isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and arg.keyword is not None:
+            return arg.keyword.value in COMPILE_SETTINGS and compile_kind(ctx, call) is not None
+    return False
+
+
 def host_aware_test(ctx: FileContext, call: cst.Call) -> per_target.Built | None:
     """The Neuron test of ``call``'s host-aware backend (``"neuron" if <test> else <another
     backend>``), with its imports: the test written in the call, or the one NRN301 writes
@@ -167,7 +186,11 @@ def plan_compile(node: cst.Call, what: str, target: Target, backend: cst.BaseExp
             return plan
         if value is None and host_aware_backend(backend_arg.value):
             return plan  # chosen from the detected device already (host-aware, `--target accelerator`)
-        if value is None:
+        if value is None and host_test is not None and backend.orelse.deep_equals(  # type: ignore[union-attr]
+                backend_arg.value.with_changes(lpar=(), rpar=())):
+            edits.append("a Neuron arm in front of the backend the program chooses at run time "
+                         "(`\"neuron\" if <the accelerator is Neuron> else <the original choice>`)")
+        elif value is None:
             also = [k for k in ("mode", "options") if keyword(node, k) is not None]
             tail = " with no CUDA `mode=` or Inductor `options=`" if also else ""
             if host_test is not None:  # the other hosts keep their mode, Neuron ignores it

@@ -7,7 +7,8 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import new_keyword, keyword
-from neuronize.transforms._helpers.compile import plan_optimize, STATIC_REASON, plan_compile, call_name, compile_kind, dynamic_group
+from neuronize.transforms._helpers.compile import (
+    STATIC_REASON, call_name, compile_kind, cuda_chosen_backend, dynamic_group, plan_compile, plan_optimize)
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, choice_edit_group
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, local_names
@@ -36,7 +37,10 @@ class CompileBackend(KeepsCudaBranches, Transform):
         the Inductor keys of a literal `options={...}` dict (the Neuron keys `fallback_execution`
         and `model_name` are kept). All changes to one call are one finding, and its message lists
         each change. `torch._dynamo.optimize("inductor")` gets `"neuron"` too.
-        Reported, not changed: a backend, mode or options chosen at run time (a variable), compile
+        A backend the program chooses by asking for CUDA (`backend="inductor" if
+        torch.cuda.is_available() else "aot_eager"`) gains a Neuron arm in front, the choice kept
+        whole for the other hosts (`"neuron" if <the accelerator is Neuron> else <the choice>`).
+        Reported, not changed: any other backend, mode or options chosen at run time, compile
         settings passed through `**kwargs`, debugging backends (`"eager"`, `"aot_eager"`), unknown
         backends, and `torch.compile` passed around as a value (`functools.partial(torch.compile, ...)`).
         A call that already says `backend="neuron"` is left exactly as it is.
@@ -181,7 +185,8 @@ class CompileBackend(KeepsCudaBranches, Transform):
         unsafe = kind == "module"
         extra = {} if not unsafe else {"safety": Safety.UNSAFE, "evidence": Evidence.INF}
         backend_arg = keyword(node, "backend")
-        original = backend_arg.value if backend_arg is not None and string_value(backend_arg.value) else None
+        original = backend_arg.value if backend_arg is not None and (
+            string_value(backend_arg.value) or cuda_chosen_backend(self.ctx, backend_arg.value)) else None
         chosen = hosts.host_compile_backend(self.ctx, original)
         backend, imports = chosen if chosen is not None else (None, ())
         plan = plan_compile(node, what, per_target.target(self.ctx), backend, extra.get("evidence"))  # type: ignore[arg-type]

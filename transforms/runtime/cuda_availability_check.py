@@ -19,6 +19,7 @@ from neuronize.transforms._helpers.cuda_runtime import (
 )
 from neuronize.transforms._helpers.literals import branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
+from neuronize.transforms._helpers.compile import in_compile_setting
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
@@ -213,7 +214,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
         self.fix(ref.call, new, message, imports=(*imports, *unused_import(self.ctx, ref)), **kwargs)
 
     def on_ref(self, ref: CudaRef) -> None:
-        if in_detection(self.ctx) or in_fallback_test(self.ctx) or _is_extension(self.ctx, ref):
+        if in_detection(self.ctx) or in_fallback_test(self.ctx) or _is_extension(self.ctx, ref) \
+                or in_compile_setting(self.ctx):  # NRN301 gives a compile backend chosen by it a Neuron arm
             return  # `if torch.cuda.is_available(): device = "cuda"`: NRN107 puts Neuron in front;
             # `if device == "cuda" and not torch.cuda.is_available(): device = "cpu"` stays;
             # `<Neuron> or torch.cuda.is_available()` is what this rule writes
