@@ -88,3 +88,16 @@ def test_an_accelerator_detection_handed_to_lightning_gains_no_neuron_branch(tmp
     assert b"neuron" not in (tmp_path / "train.py").read_bytes()
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path / "train.py")).stdout.decode().split())
     assert 'which rejects "neuron" (it parses the device itself); give it an accelerator it knows there' in full
+
+
+def test_a_speech_model_option_handed_to_faster_whisper_stays_cuda(tmp_path):
+    # faster-whisper hands the device to CTranslate2, which knows cpu, cuda and auto only
+    (tmp_path / "transcribe.py").write_bytes(
+        b"import argparse\n\nimport torch\nfrom faster_whisper import WhisperModel\n\n"
+        b"parser = argparse.ArgumentParser()\nparser.add_argument(\"--device\", default=\"cuda\")\n"
+        b"args = parser.parse_args()\nasr = WhisperModel(\"small\", device=args.device, compute_type=\"float16\")\n")
+    before = (tmp_path / "transcribe.py").read_bytes()
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "transcribe.py").read_bytes() == before
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "kept: this file hands its device to `WhisperModel(\"small\", device=a" in full, full

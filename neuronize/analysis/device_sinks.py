@@ -28,6 +28,10 @@ LIBRARY_SINKS: dict[str, tuple[str, int]] = {
     "ctranslate2.Generator": ("device", 1),
     "ctranslate2.Translator": ("device", 1),
     "ctranslate2.Encoder": ("device", 1),
+    "ctranslate2.models.Whisper": ("device", 1),
+    # faster-whisper hands its device to CTranslate2 (cpu, cuda, auto)
+    "faster_whisper.WhisperModel": ("device", 1),
+    "faster_whisper.transcribe.WhisperModel": ("device", 1),
     # Lightning's accelerator names (cpu, cuda, gpu, mps, tpu, auto): no "neuron"
     "lightning.Fabric": ("accelerator", 0),
     "lightning.fabric.Fabric": ("accelerator", 0),
@@ -36,7 +40,7 @@ LIBRARY_SINKS: dict[str, tuple[str, int]] = {
     "pytorch_lightning.Trainer": ("accelerator", 99),
 }
 #: the top-level packages of :data:`LIBRARY_SINKS`, as named in a file's bytes
-LIBRARIES = (b"safetensors", b"ctranslate2", b"lightning")
+LIBRARIES = (b"safetensors", b"ctranslate2", b"faster_whisper", b"lightning")
 #: what to do where each library parses the device (by top-level package)
 _ADVICE = {"lightning": 'give it an accelerator it knows there (it has none for Neuron: "cpu", or place the model '
                         "yourself)", "pytorch_lightning": "give it an accelerator it knows there (it has none for Neuron)"}

@@ -396,11 +396,15 @@ def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> boo
 
 
 def _index(expr: cst.BaseExpression) -> str | None:
-    """``"-1"`` for ``-1`` (no device, in the convention of the APIs that take an index), ``"index"``
-    for a non-negative integer literal: with both arms, a device index (a count, ``4 if ... else
-    0``, has no ``-1``)."""
+    """``"-1"`` for ``-1`` or ``"cpu"`` (no device, in the convention of the APIs that take an
+    index), ``"index"`` for a non-negative integer literal or a string of them (``"0"``, ``"0,1"``:
+    CUDA devices by number): with both arms, a device index (a count, ``4 if ... else 0``, has no
+    ``-1``)."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         return "-1" if isinstance(expr.expression, cst.Integer) and expr.expression.value == "1" else None
+    text = string_value(expr) if isinstance(expr, cst.SimpleString) else None
+    if text is not None:  # the string form (`select_device("0" if ... else "cpu")`): "cpu" is no device index
+        return "-1" if text == "cpu" else "index" if text and text.replace(",", "").isdigit() else None
     return "index" if isinstance(expr, cst.Integer) else None
 
 
