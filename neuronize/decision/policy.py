@@ -32,7 +32,8 @@ around it). This module decides, in this order, each step seeing what the previo
    is at module level: the tensors it meets stay where it is;
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
-   ``guard``); edits to tests of the same condition in one function form an edit group, settled
+   ``guard``); edits to tests of the same condition in one function (or the methods of one
+   class) form an edit group, settled
    as in step 7 (Python only);
 9. **guarded code**: the other way round, an edit in the code a test guards (an ``if`` body, a
    conditional expression's first arm) whose test a rule proposed to edit (to take Neuron in) is
@@ -353,7 +354,8 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     names: dict[int, str] = dict(process_groups)
     for r in left:
         scope = _scope_of(r.node, parents)
-        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
+        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else \
+            f"class {scope.name.value}" if isinstance(scope, cst.ClassDef) else "module level"
         if id(scope) in moved_in:
             names.setdefault(id(scope), f"devices in {where}")
     members = {id(r) for r in [*left, *moves]}
@@ -491,8 +493,8 @@ def _names_cuda_device(node: cst.CSTNode) -> bool:
 
 
 def _same_tests_grouped(located: Located[R], parents: Parents) -> tuple[Located[R], set[str]]:
-    """The edits to ``if`` statements and conditional expressions of one function that test the
-    same condition, as one edit group each (settled by :func:`_settle_groups`): code that checks
+    """The edits to ``if`` statements and conditional expressions of one function (or the methods
+    of one class) that test the same condition, as one edit group each (settled by :func:`_settle_groups`): code that checks
     ``torch.cuda.is_available()`` twice pairs its branches (a log format with a memory field built
     under the first, filled under the second); rewriting only one pairs a Neuron branch with a CUDA
     one, which fails on both hosts. Returns the findings and the names of the groups made (an edit
@@ -504,7 +506,10 @@ def _same_tests_grouped(located: Located[R], parents: Parents) -> tuple[Located[
     names: dict[int, str] = {}
     for family in _families(list(guards.values()), parents):
         scope = _scope_of(family[0], parents)
-        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
+        if any(_scope_of(guard, parents) is not scope for guard in family):
+            scope = _method_owner(scope, parents)
+        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else \
+            f"class {scope.name.value}" if isinstance(scope, cst.ClassDef) else "module level"
         test = " ".join(cst.Module([]).code_for_node(family[0].test).split())
         name = f"if {test if len(test) <= 40 else test[:37] + '...'} in {where}"
         names.update((id(g), name) for g in family)
@@ -518,18 +523,50 @@ def _same_tests_grouped(located: Located[R], parents: Parents) -> tuple[Located[
 
 def _families(guards: list[cst.If | cst.IfExp], parents: Parents) -> list[list[cst.If | cst.IfExp]]:
     """``guards`` in groups of two or more that test equal conditions in one function (or at
-    module level), or one the negation of the other (``if not torch.cuda.is_available(): <warn>``
-    beside ``if torch.cuda.is_available(): <build>``: the two sides of one decision)."""
+    module level), or in two methods of one class where their branches share a field (a hook's
+    ``log()`` prints ``stats["peak"]``, which its ``collect()`` fills under the same check), or one
+    the negation of the other (``if not torch.cuda.is_available(): <warn>`` beside ``if
+    torch.cuda.is_available(): <build>``: the two sides of one decision)."""
     families: list[list[cst.If | cst.IfExp]] = []
     for guard in guards:
-        scope = _scope_of(guard, parents)
         for family in families:
-            if _scope_of(family[0], parents) is scope and _condition(family[0].test).deep_equals(_condition(guard.test)):
+            if _condition(family[0].test).deep_equals(_condition(guard.test)) and any(
+                    _paired(other, guard, parents) for other in family):
                 family.append(guard)
                 break
         else:
             families.append([guard])
     return [family for family in families if len(family) > 1]
+
+
+def _paired(one: cst.If | cst.IfExp, other: cst.If | cst.IfExp, parents: Parents) -> bool:
+    """Two tests of one condition decide together: in one function (or at module level), or in
+    methods of one class whose branches name a field in common."""
+    scope = _scope_of(one, parents)
+    if scope is _scope_of(other, parents):
+        return True
+    owner = _method_owner(scope, parents)
+    return owner is not None and owner is _method_owner(_scope_of(other, parents), parents) \
+        and bool(_fields(one) & _fields(other))
+
+
+def _method_owner(scope: cst.CSTNode | None, parents: Parents) -> cst.ClassDef | None:
+    block = parents.get(id(scope)) if scope is not None else None
+    owner = parents.get(id(block)) if isinstance(block, cst.IndentedBlock) else None
+    return owner if isinstance(owner, cst.ClassDef) else None
+
+
+def _fields(guard: cst.If | cst.IfExp) -> set[str]:
+    """The string keys subscripted and the ``self`` attributes named in ``guard``'s branches."""
+    found: set[str] = set()
+    for node in iter_syntax(guard.body):
+        if isinstance(node, cst.SubscriptElement) and isinstance(node.slice, cst.Index) \
+                and isinstance(node.slice.value, cst.SimpleString):
+            found.add(node.slice.value.evaluated_value if isinstance(node.slice.value.evaluated_value, str) else "")
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            found.add("self." + node.attr.value)
+    found.discard("")
+    return found
 
 
 def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
