@@ -375,6 +375,11 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
 #: there before any of its code runs on Neuron (a set-up of NCCL processes the script calls first)
 PROCESS_SET_UP = "devices of a program whose process set-up stays NCCL"
 PROGRAM_PINS = frozenset({PROCESS_SET_UP})
+#: the pins that hold only the device edits of the block they are in: an assert that CUDA is
+#: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
+#: Neuron in that branch, not in the rest of the function
+BRANCH_ASSERT = "devices past an assert in a branch that CUDA is available"
+BLOCK_PINS = frozenset({BRANCH_ASSERT})
 
 
 def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
@@ -395,10 +400,13 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if not pins and elsewhere is None:
         return located, {}
     names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
-    pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _scope_of(r.node, parents) for r in pins}
+    pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
+                  else _scope_of(r.node, parents) for r in pins}
     for r in pins:
         scope = pin_scopes[id(r)]
-        names.setdefault(id(scope), f"{r.pins} in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else r.pins)
+        function = _scope_of(r.node, parents) if r.pins in BLOCK_PINS else scope
+        names.setdefault(id(scope), f"{r.pins} in {function.name.value}()" if isinstance(function, cst.FunctionDef)
+                         else r.pins)
     pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
     # a placement: a device edit, or a device value a runtime check chooses by host (`x.to("neuron") if <Neuron>
     # else x.cuda() if torch.cuda.is_available() else x`), which is never a pin's way forward
@@ -424,15 +432,25 @@ def _copies_guard(report: Any, parents: Parents) -> bool:
 
 
 def _pin_around(node: cst.CSTNode, names: dict[int, str], parents: Parents) -> str | None:
-    """The pin group (``names``: by the id of the function it is in, ``id(None)`` for the module
-    level) of the innermost scope around ``node`` that has one: a function nested in the one that
-    loads the model (a closure that uses it) waits with it."""
-    scope = _scope_of(node, parents)
-    while scope is not None:
-        if id(scope) in names:
-            return names[id(scope)]
-        scope = _scope_of(scope, parents)
+    """The pin group (``names``: by the id of the function or block it is in, ``id(None)`` for the
+    module level) of the innermost scope around ``node`` that has one: a function nested in the
+    one that loads the model (a closure that uses it) waits with it."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if id(parent) in names:
+            return names[id(parent)]
+        child = parent
     return names.get(id(None))
+
+
+def _block_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
+    """The indented block around ``node``."""
+    child = node
+    while (parent := parents.get(id(child))) is not None:
+        if isinstance(parent, cst.IndentedBlock):
+            return parent
+        child = parent
+    return None
 
 
 def _places(report: Any, device: str) -> bool:

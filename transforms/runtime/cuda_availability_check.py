@@ -20,6 +20,7 @@ from neuronize.transforms._helpers.cuda_runtime import (
 from neuronize.transforms._helpers.literals import branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
+from neuronize.decision.policy import BRANCH_ASSERT
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
@@ -486,7 +487,7 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         verdict.opaque = verdict.opaque or "the code after the assert"
         # kept, an assert in the body of its function (or at the module level: the whole program)
         # stops Neuron before any device edit there could run: they wait for it
-        if isinstance(enclosing_body(list(ctx.ancestors()))[1], cst.SimpleStatementLine):  # not in a branch
-            verdict.pins = verdict.pins or ASSERTED_CUDA
+        opens_body = isinstance(enclosing_body(list(ctx.ancestors()))[1], cst.SimpleStatementLine)
+        verdict.pins = verdict.pins or (ASSERTED_CUDA if opens_body else BRANCH_ASSERT)  # a branch: its block waits
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
