@@ -587,7 +587,8 @@ def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
     the file hands its device to a library that rejects ``"neuron"`` (:func:`rejecting_consumer`),
     or the variable it is stored in is read only on the CUDA side of guards kept for CUDA (a demo
     that builds its fp16 pipeline under ``if torch.cuda.is_available():``), where a Neuron device
-    would never be used; else None."""
+    would never be used, or places data there (``if torch.cuda.is_available(): image =
+    image.half().to(device)``), which a Neuron model would then meet on the CPU; else None."""
     consumer = rejecting_consumer(ctx)
     if consumer is not None:
         return kept_for_consumer(consumer)
@@ -599,10 +600,27 @@ def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
     finder = _ReadFinder(target.value, statement)
     visit(scope, finder)
     guards = [_kept_guard_around(ctx, path) for path in finder.reads]
-    if not guards or guards[0] is None or None in guards:
+    kept = [g for g in guards if g is not None]
+    if kept and len(kept) == len(guards):
+        return (f"kept: `{target.value}` is read only under `if {short(kept[0].test, 50)}:`, which stays CUDA's; "
+                "give Neuron a path there first, then migrate the choice")
+    # data moved to the device only under such a guard would stay on the CPU beside a Neuron model
+    placing = next((g for g, path in zip(guards, finder.reads, strict=True) if g is not None and _places_with(path)), None)
+    if placing is None:
         return None
-    return (f"kept: `{target.value}` is read only under `if {short(guards[0].test, 50)}:`, which stays CUDA's; "
-            "give Neuron a path there first, then migrate the choice")
+    return (f"kept: `{target.value}` places data only under `if {short(placing.test, 50)}:`, which stays CUDA's: "
+            "with a Neuron device the rest would meet that data on the CPU; give Neuron a path there first, "
+            "then migrate the choice")
+
+
+def _places_with(path: Sequence[cst.CSTNode]) -> bool:
+    """The read at the end of ``path`` (its ancestors, outermost first) is where a tensor goes:
+    the argument of ``.to(...)``, or a ``device=`` keyword."""
+    if len(path) < 3 or not isinstance(arg := path[-2], cst.Arg):
+        return False
+    call = path[-3]
+    return (arg.keyword is not None and arg.keyword.value == "device") or (
+        isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "to")
 
 
 def _kept_guard_around(ctx: FileContext, path: Sequence[cst.CSTNode]) -> cst.If | None:
