@@ -101,3 +101,17 @@ def test_a_speech_model_option_handed_to_faster_whisper_stays_cuda(tmp_path):
     assert (tmp_path / "transcribe.py").read_bytes() == before
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
     assert "kept: this file hands its device to `WhisperModel(\"small\", device=a" in full, full
+
+
+def test_a_cpu_fallback_for_a_device_kept_for_the_library_stays_too(tmp_path):
+    # widened alone, the fallback would hand the kept "cuda" to CTranslate2 on Trainium
+    (tmp_path / "transcribe.py").write_bytes(
+        b"import argparse\n\nimport torch\nfrom faster_whisper import WhisperModel\n\n"
+        b"parser = argparse.ArgumentParser()\nparser.add_argument(\"--device\", default=\"cuda\")\n"
+        b"args = parser.parse_args()\nif not torch.cuda.is_available():\n    args.device = \"cpu\"\n"
+        b"asr = WhisperModel(\"small\", device=args.device)\n")
+    before = (tmp_path / "transcribe.py").read_bytes()
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "transcribe.py").read_bytes() == before
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "decides a CPU fallback for `args.device`, whose CUDA value stays" in full, full

@@ -101,6 +101,13 @@ def collect_imports(module: cst.Module, inherited: ImportTable | None = None) ->
     return table
 
 
+def _closing_fallback_test(link: cst.CSTNode, child: cst.CSTNode | None) -> bool:
+    """``child`` is the test of ``link``, the last ``if``/``elif`` of its chain (no ``else``), and
+    that test is a negation."""
+    return (isinstance(link, cst.If) and link.orelse is None and child is link.test
+            and isinstance(link.test, cst.UnaryOperation) and isinstance(link.test.operator, cst.Not))
+
+
 @dataclass
 class FileContext:
     """Shared, per-file facts. Rules read it; only the engine writes it (``stack``, as it walks).
@@ -189,7 +196,10 @@ class FileContext:
 
         Such a chain dispatches over devices: its CUDA branch must stay CUDA (rewriting it would
         break CUDA, and on a Mac ``torch.accelerator`` means MPS); Neuron gets a branch of its
-        own, by hand. Empty when the node is in no such chain.
+        own, by hand. Empty when the node is in no such chain, or in the negated test of the
+        chain's last ``elif`` with no ``else`` (``elif not torch.cuda.is_available(): device =
+        "cpu"``): a fallback for the hosts no branch served, which Neuron may skip without taking
+        any other host's branch.
         """
         devices: set[str] = set()
         stack = self.stack
@@ -202,7 +212,8 @@ class FileContext:
             top = i  # climb to the head of the chain: each `elif` is the `orelse` of the one above
             while top > 0 and type(stack[top - 1]) is type(node) and stack[top - 1].orelse is stack[top]:  # type: ignore[attr-defined]
                 top -= 1
-            devices |= self._other_branch_devices(stack[top], i - top)
+            if not _closing_fallback_test(node, stack[i + 1] if i + 1 < len(stack) else None):
+                devices |= self._other_branch_devices(stack[top], i - top)
             i = top - 1
         return tuple(sorted(devices))
 

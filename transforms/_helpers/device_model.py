@@ -1488,6 +1488,8 @@ def unmoved_fallback(ctx: FileContext, node: cst.If) -> str | None:
                and string_value(small.value) == "cpu" for target in small.targets]
     if not targets:
         return None
+    if rejecting_consumer(ctx) is not None:
+        return _source(targets[0])  # the file's CUDA values stay for that consumer: so does this fallback
     key = ("names given CUDA", id(ctx.module))
     if key not in ctx.memo:  # the names (last parts) this file gives a CUDA device
         named: set[str | None] = set()

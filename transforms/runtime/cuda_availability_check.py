@@ -422,9 +422,9 @@ def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | No
                 "kept, it does not apply to Neuron; say what Neuron should hear by hand if anything")
     fallback = unmoved_fallback(ctx, where) if kind is Context.IF and isinstance(where, cst.If) else None
     if fallback is not None and ref.fn == "is_available":
-        return (f"{spelled(ref)} decides a CPU fallback for `{fallback}`, whose CUDA value is set elsewhere (a config, "
-                "another module) and stays: kept, so Neuron falls back to the CPU here as before; give Neuron its "
-                f"own value of `{fallback}` by hand")
+        return (f"{spelled(ref)} decides a CPU fallback for `{fallback}`, whose CUDA value stays (set elsewhere, a "
+                "config or another module, or kept for a library that rejects \"neuron\"): kept, so Neuron falls "
+                f"back to the CPU here as before; give Neuron its own value of `{fallback}` by hand")
     value = _cuda_value(ctx, kind, where) if ref.fn == "is_available" else None
     if value is None:
         return None
