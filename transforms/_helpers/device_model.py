@@ -1151,7 +1151,10 @@ def covers_both(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
 
 def _covers_both(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
     from neuronize.transforms._helpers.cuda_guard import migrated_arm_call, migrated_body_calls
+    from neuronize.transforms._helpers.device_choice import has_is_available
 
+    if has_is_available(ctx, node.test):
+        return False  # `device.startswith("cuda") and torch.cuda.is_available()`: the check keeps Neuron out
     side = cuda_side(node)
     if isinstance(node, cst.If):
         if side is not node.body or node.orelse is not None:
