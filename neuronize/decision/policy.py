@@ -354,8 +354,7 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
     names: dict[int, str] = dict(process_groups)
     for r in left:
         scope = _scope_of(r.node, parents)
-        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else \
-            f"class {scope.name.value}" if isinstance(scope, cst.ClassDef) else "module level"
+        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
         if id(scope) in moved_in:
             names.setdefault(id(scope), f"devices in {where}")
     members = {id(r) for r in [*left, *moves]}
