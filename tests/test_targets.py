@@ -84,6 +84,9 @@ TARGET_SPECIFIC = {
     # likewise, a CUDA string left in the file holds a process group moved outright (neuron, cpu)
     "process_group_beside_cuda_setting": "held process group on neuron and cpu only",
     "leftover_claims": "held process group on neuron and cpu only",
+    # the rank's CUDA device waits with its process group on neuron; the other targets move the
+    # detection's index in their own way
+    "process_group_with_rank_device": "a rank's device index differs per target",
     # a dispatch over hosts whose `else` is CUDA's: neuron gives Neuron its value beside CUDA's
     # there; the accelerator target keeps a dispatch's branches for the devices they serve
     "library_host_helpers": "Neuron beside CUDA in a dispatch's else on neuron only",

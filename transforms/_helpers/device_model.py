@@ -176,12 +176,17 @@ def keeps_cuda_hosts(ctx: FileContext) -> bool:
 def process_group_edits(ctx: FileContext) -> str:
     """The edit group of the file's process-group migration (its backend, ``set_device``, device
     ids, the device placement next to them): :data:`PROCESS_GROUP`, or, in a file that keeps its
-    CUDA hosts, the group of its device default: the host-aware backend serves the host-aware
-    device, so a run applies both or neither; except where the process group is created in a
+    CUDA hosts, the group of its device default or detection: the host-aware backend serves the
+    host-aware device, so a run applies both or neither; except where the process group is created in a
     branch of its own (:func:`process_group_branches`), whose edits are their own group."""
     if process_group_branches(ctx):
         return PROCESS_GROUP  # a run in several processes is a branch of its own (see default_plan)
-    return (default_plan(ctx).group if keeps_cuda_hosts(ctx) else None) or PROCESS_GROUP
+    if not keeps_cuda_hosts(ctx):
+        return PROCESS_GROUP
+    # where the file creates the group, the device its detection chooses is the one the group's
+    # processes use: they move together
+    creates = b"init_process_group" in ctx.source
+    return default_plan(ctx).group or (choice_edit_group(ctx) if creates else None) or PROCESS_GROUP
 
 
 def process_group_branches(ctx: FileContext) -> frozenset[int]:
@@ -951,11 +956,11 @@ def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
     return Arm(neuron_arm(ctx, node, side, copy, available), (*imports, *copier.imports))
 
 
-def choice_group(node: cst.CSTNode, default: str | None) -> str | None:
-    """The edit group of a choice that gains Neuron: the file's process-group group where it
-    chooses an NCCL backend (it moves with the group's other edits: a `"neuron"` group next to a
-    kept `torch.cuda.set_device` runs nowhere), else ``default``."""
-    return PROCESS_GROUP if _holds_nccl(node) else default
+def choice_group(ctx: FileContext, node: cst.CSTNode, default: str | None) -> str | None:
+    """The edit group of a choice that gains Neuron: the file's process-group edits
+    (:func:`process_group_edits`) where it chooses an NCCL backend (it moves with the group's other
+    edits: a `"neuron"` group next to a kept `torch.cuda.set_device` runs nowhere), else ``default``."""
+    return process_group_edits(ctx) if _holds_nccl(node) else default
 
 
 def _holds_nccl(node: cst.CSTNode) -> bool:

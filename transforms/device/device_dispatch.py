@@ -128,7 +128,7 @@ class DeviceDispatch(Transform):
             new, imports, dropped = neuron_first_detection(self.ctx, link, chain)
             self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
                      f"CUDA branch; CUDA and the other hosts keep theirs{_dropped(dropped)}", imports=imports,
-                     group=choice_group(link, DEVICE_CHOICE), safety=Safety.UNSAFE if dropped else None)
+                     group=choice_group(self.ctx, link, DEVICE_CHOICE), safety=Safety.UNSAFE if dropped else None)
         for dispatch in found.dispatches:
             if dispatch.served:
                 continue

@@ -389,7 +389,7 @@ def _choice(rule: CudaAvailabilityCheck, ref: CudaRef, choice: cst.IfExp) -> boo
         rule.report(ref.outer, f"{spelled(ref)} chooses a CUDA value (`{short(choice, 50)}`) and {arm.why}: kept; "
                                "give Neuron an arm of its own by hand", evidence=Evidence.INF)
         return True
-    group = choice_group(choice, None)
+    group = choice_group(rule.ctx, choice, None)
     rule.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the accelerator "
                                       "is Neuron> else <the original choice>`: a Neuron arm in front, CUDA and "
                                       "the other hosts keep theirs", imports=arm.imports, group=group)
