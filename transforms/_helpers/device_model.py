@@ -503,6 +503,29 @@ def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseEx
     return table.with_changes(elements=elements), value, tuple(copier.imports)
 
 
+def registry_hosts(table: cst.List | cst.Tuple) -> list[str] | None:
+    """The devices a list of records names, one each (``[DeviceSpec(name="cuda", ...),
+    DeviceSpec(name="mps", ...)]``, or the name as the first argument): a registry of hosts, which a
+    lookup by device searches; None where it is no such list (CUDA and another host among them) or
+    lists Neuron already. A record of Neuron has its own fields (availability, counts, caches):
+    written by hand, so the registry is only reported."""
+    names: list[str] = []
+    for element in table.elements:
+        call = element.value
+        if not isinstance(call, cst.Call):
+            return None
+        named = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "name"), None)
+        if named is None and call.args and call.args[0].keyword is None:
+            named = call.args[0].value
+        name = string_value(named) if named is not None else None
+        if name is None:
+            return None
+        names.append(name)
+    if "cuda" not in names or "neuron" in names or not any(n in OTHER_DEVICES for n in names):
+        return None
+    return names
+
+
 def member_entry(ctx: FileContext, table: cst.ClassDef) -> tuple[cst.ClassDef, cst.Assign] | None:
     """A class whose members are device rows (an ``Enum`` of ``CUDA = ("cuda", "GPU", "nccl")``,
     ``CPU = ("cpu", "CPU", "gloo")``..., or of plain ``cuda = "cuda"``: a table of hosts written

@@ -8,7 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, table_entry, with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, registry_hosts, table_entry, with_neuron_branch)
 from neuronize.transforms._helpers.device_choice import INDEX_NOTE
 from neuronize.transforms._helpers.messages import short
 
@@ -48,7 +48,9 @@ class DeviceDispatch(Transform):
         the CPU), the Neuron branch is modelled on the MPS branch when that one places on the
         dispatched device without naming MPS. Where a dispatch that rejects unknown devices
         cannot be given a Neuron branch (its CUDA branch calls CUDA-only code), it is reported,
-        and the device defaults of the file stay.
+        and the device defaults of the file stay. A registry of hosts, a list of records one per
+        device (`[DeviceSpec(name="cuda", ...), DeviceSpec(name="mps", ...)]`), is reported: a
+        Neuron record needs its own availability test, counts and cache calls.
 
     Why on TorchNeuron:
         Code that already chooses among hosts must gain Neuron and keep every host it served:
@@ -111,6 +113,14 @@ class DeviceDispatch(Transform):
             new, value, imports = planned
             self.fix(node, new, f'table keyed by device gains `"neuron": {short(value)}`, modelled on CUDA\'s entry; '
                      "the other hosts keep theirs", imports=imports, group=DEVICE_CHOICE)
+
+    def visit_List(self, node: cst.List) -> None:
+        hosts = registry_hosts(node)
+        if hosts is not None:
+            self.report(node, f"device registry ({', '.join(hosts)}) has no Neuron record: a lookup of "
+                        '`"neuron"` finds none and the program falls back or raises; add a record for Neuron '
+                        "by hand, modelled on CUDA's (its availability test, device count and cache calls)",
+                        evidence=Evidence.INF)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         planned = model(self.ctx).tables.get(id(node)) if per_target.target(self.ctx) in self.targets else None
