@@ -15,6 +15,15 @@ WEIGHTS = (b"import torch\nfrom safetensors.torch import load_file as read_weigh
            b"def load_on_cpu(path, device):\n    return read_weights(path, device=\"cpu\")\n")
 
 
+
+def kept_and_reported(folder, name: str, source: bytes) -> str:
+    """Write ``source`` as ``name`` in ``folder``, fix the folder, check that the file is unchanged;
+    the full report, whitespace collapsed."""
+    (folder / name).write_bytes(source)
+    assert neuronize("fix", "--no-cache", "-q", str(folder)).returncode in (0, 1)
+    assert (folder / name).read_bytes() == source
+    return " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(folder)).stdout.decode().split())
+
 def test_loaders_that_hand_their_device_to_safetensors_through_any_number_of_project_functions():
     runner = (b"from .weights import load_decoder\n\n\ndef run(path, dev):\n    return load_decoder(path, target=dev)\n")
     found = device_sinks([(PurePath("src/app/weights.py"), WEIGHTS), (PurePath("src/app/runner.py"), runner),
@@ -49,26 +58,18 @@ def test_a_device_choice_that_reaches_one_stays_and_the_others_move(tmp_path):
 
 
 def test_a_literal_device_handed_to_one_stays_cuda_and_the_model_beside_it_waits(tmp_path):
-    (tmp_path / "restore.py").write_bytes(
+    full = kept_and_reported(tmp_path, "restore.py", (
         b"import torch\nfrom safetensors.torch import load_file\n\nmodel = torch.nn.Linear(2, 2).cuda()\n"
-        b"model.load_state_dict(load_file(\"weights.safetensors\", device=\"cuda\"))\n")
-    before = (tmp_path / "restore.py").read_bytes()
-    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (tmp_path / "restore.py").read_bytes() == before
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+        b"model.load_state_dict(load_file(\"weights.safetensors\", device=\"cuda\"))\n"))
     assert "kept: `safetensors.torch.load_file` rejects \"neuron\" (it parses the device itself)" in full
 
 
 def test_a_dispatch_whose_device_reaches_one_gains_no_neuron_branch_and_says_why(tmp_path):
-    (tmp_path / "shards.py").write_bytes(
+    full = kept_and_reported(tmp_path, "shards.py", (
         b"import torch\nfrom safetensors import safe_open\n\n\ndef load_shard(path, name, device):\n"
         b"    if isinstance(device, torch.device):\n        if device.type == \"cuda\":\n"
         b"            device = device.index\n        elif device.type == \"cpu\":\n            device = \"cpu\"\n"
-        b"    with safe_open(path, framework=\"pt\", device=device) as f:\n        return f.get_tensor(name)\n")
-    before = (tmp_path / "shards.py").read_bytes()
-    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (tmp_path / "shards.py").read_bytes() == before
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+        b"    with safe_open(path, framework=\"pt\", device=device) as f:\n        return f.get_tensor(name)\n"))
     assert "dispatch over `device.type` gains no Neuron branch (this file hands its device to `safe_open(" in full
 
 
@@ -92,26 +93,18 @@ def test_an_accelerator_detection_handed_to_lightning_gains_no_neuron_branch(tmp
 
 def test_a_speech_model_option_handed_to_faster_whisper_stays_cuda(tmp_path):
     # faster-whisper hands the device to CTranslate2, which knows cpu, cuda and auto only
-    (tmp_path / "transcribe.py").write_bytes(
+    full = kept_and_reported(tmp_path, "transcribe.py", (
         b"import argparse\n\nimport torch\nfrom faster_whisper import WhisperModel\n\n"
         b"parser = argparse.ArgumentParser()\nparser.add_argument(\"--device\", default=\"cuda\")\n"
-        b"args = parser.parse_args()\nasr = WhisperModel(\"small\", device=args.device, compute_type=\"float16\")\n")
-    before = (tmp_path / "transcribe.py").read_bytes()
-    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (tmp_path / "transcribe.py").read_bytes() == before
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+        b"args = parser.parse_args()\nasr = WhisperModel(\"small\", device=args.device, compute_type=\"float16\")\n"))
     assert "kept: this file hands its device to `WhisperModel(\"small\", device=a" in full, full
 
 
 def test_a_cpu_fallback_for_a_device_kept_for_the_library_stays_too(tmp_path):
     # widened alone, the fallback would hand the kept "cuda" to CTranslate2 on Trainium
-    (tmp_path / "transcribe.py").write_bytes(
+    full = kept_and_reported(tmp_path, "transcribe.py", (
         b"import argparse\n\nimport torch\nfrom faster_whisper import WhisperModel\n\n"
         b"parser = argparse.ArgumentParser()\nparser.add_argument(\"--device\", default=\"cuda\")\n"
         b"args = parser.parse_args()\nif not torch.cuda.is_available():\n    args.device = \"cpu\"\n"
-        b"asr = WhisperModel(\"small\", device=args.device)\n")
-    before = (tmp_path / "transcribe.py").read_bytes()
-    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (tmp_path / "transcribe.py").read_bytes() == before
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+        b"asr = WhisperModel(\"small\", device=args.device)\n"))
     assert "decides a CPU fallback for `args.device`, whose CUDA value stays" in full, full
