@@ -114,8 +114,8 @@ def _build(ctx: FileContext) -> DeviceModel:
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
-        if stores_checks:
-            built.flag_checks.update(_flag_checks(ctx, statements))
+    if stores_checks:
+        built.flag_checks = _flag_checks(ctx)
     cuda_autocast = _under_cuda_autocast_state(ctx)
     for node in iter_statements(ctx.module.body):
         if isinstance(node, cst.ClassDef) and (entry := member_entry(ctx, node)) is not None:
@@ -134,10 +134,25 @@ def _build(ctx: FileContext) -> DeviceModel:
                 built.detection_links.add(id(link))
                 if not (before is not None and asks_if_neuron(before.test)) and rejecting_consumer(ctx) is None:
                     built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
+    _whole_flags(built)
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
         offers_other_host or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
+
+
+def _whole_flags(built: DeviceModel) -> None:
+    """A flag's tests are one choice: where one of them cannot gain a Neuron branch (``if use_cuda:
+    net = DataParallel(net.cuda())``), none does, or Neuron would place the data and not the
+    model; the flag's check then stays CUDA's, reported (NRN110)."""
+    tests: dict[int, list[int]] = {}
+    for key, check in built.flag_checks.items():
+        tests.setdefault(id(check), []).append(key)
+    partial = {key for keys in tests.values() if not all(k in built.detection_links for k in keys) for key in keys}
+    if partial:
+        built.detection_links -= partial
+        built.cuda_links -= partial
+        built.detections = [(link, chain) for link, chain in built.detections if id(link) not in partial]
 
 
 def _chosen_elsewhere(ctx: FileContext) -> bool:
@@ -805,13 +820,15 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
     return isinstance(parent, cst.IfExp) and parent.orelse is node and neuron_first(parent)
 
 
-def _flag_checks(ctx: FileContext, statements: Sequence[cst.CSTNode]) -> dict[int, cst.BaseExpression]:
-    """The ``if <flag>:`` statements (and ``elif <flag>:`` links) of one block whose flag an
-    earlier statement of the block stored from a CUDA check (``use_cuda = args.cuda and
-    torch.cuda.is_available()``), the only binding of that name in the file: by their id, the check."""
+def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
+    """The ``if <flag>:`` statements (and ``elif <flag>:`` links) whose flag an earlier statement
+    of the file stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``),
+    the only binding of that name in the file: by their id, the check. Every test of the flag
+    counts, in loops and functions too (``if use_cuda: img = img.cuda()`` in the training loop):
+    the flag is one choice, and each place it decides gains the same Neuron branch."""
     stored: dict[str, cst.BaseExpression] = {}
     found: dict[int, tuple[str, cst.BaseExpression]] = {}
-    for statement in statements:
+    for statement in iter_statements(ctx.module.body):
         for link in _links(statement) if isinstance(statement, cst.If) and stored else ():
             if isinstance(link.test, cst.Name) and link.test.value in stored:
                 found[id(link)] = (link.test.value, stored[link.test.value])
