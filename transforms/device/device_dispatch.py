@@ -26,11 +26,12 @@ class DeviceDispatch(Transform):
         CUDA (`x.cuda(1)`, `torch.cuda.*` beyond synchronize/empty_cache/device_count) it is not
         made (NRN110 reports the check). The check may be one of several conditions joined by
         `and` (kept in the Neuron branch's test, the user's own `args.cuda` / `not args.no_cuda`
-        settings included), or stored once, earlier in the block, in a flag the `if` tests
+        settings included), or stored once, earlier in the file, in a flag the `if` tests
         (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, then `if use_cuda:` or
         `elif use_cuda:` after another host's flag: the
         Neuron branch asks `not args.no_cuda and <the accelerator is Neuron>`, the flag stays
-        CUDA's); in a chain whose every branch sets one variable
+        CUDA's; every test of the flag gains its branch, in loops too, or none does where one
+        cannot); in a chain whose every branch sets one variable
         to a device, the Neuron branch sets that variable only. A dispatch over a device value
         (`if device == "cpu": ... elif device == "cuda": ... elif device == "mps": ... else:
         raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`) gets `elif
