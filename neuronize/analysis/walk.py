@@ -110,6 +110,13 @@ def walk(node: cst.CSTNode, enter: Callable[[cst.CSTNode], None],
     leave(node)
 
 
+def ancestors(node: cst.CSTNode, parents: Parents) -> Iterator[cst.CSTNode]:
+    """The nodes above ``node`` in a walk's parent map, innermost first."""
+    while (parent := parents.get(id(node))) is not None:
+        yield parent
+        node = parent
+
+
 def iter_syntax(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and its syntax descendants, depth first, in source order (stop whenever)."""
     pending = [node]

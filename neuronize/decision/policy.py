@@ -58,7 +58,7 @@ from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import (
     OPTIONAL_TORCH, hazard, imports_torch_optionally, is_script, lazy_annotations, neuron_tests,
 )
-from neuronize.analysis.walk import Parents, iter_syntax
+from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import binding_counts, chain_head, dotted_name, else_ends_early, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
@@ -434,22 +434,12 @@ def _pin_around(node: cst.CSTNode, names: dict[int, str], parents: Parents) -> s
     """The pin group (``names``: by the id of the function or block it is in, ``id(None)`` for the
     module level) of the innermost scope around ``node`` that has one: a function nested in the
     one that loads the model (a closure that uses it) waits with it."""
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if id(parent) in names:
-            return names[id(parent)]
-        child = parent
-    return names.get(id(None))
+    return next((names[id(a)] for a in ancestors(node, parents) if id(a) in names), names.get(id(None)))
 
 
 def _block_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
     """The indented block around ``node``."""
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if isinstance(parent, cst.IndentedBlock):
-            return parent
-        child = parent
-    return None
+    return next((a for a in ancestors(node, parents) if isinstance(a, cst.IndentedBlock)), None)
 
 
 def _places(report: Any, device: str) -> bool:
@@ -595,12 +585,7 @@ def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
 
 def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
     """The function definition around ``node``, or None at module level."""
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if isinstance(parent, (cst.FunctionDef, cst.Lambda)):
-            return parent
-        child = parent
-    return None
+    return next((a for a in ancestors(node, parents) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
 
 
 def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | cst.IfExp | None:
@@ -619,14 +604,7 @@ def _guard_of(node: cst.CSTNode, parents: Parents) -> cst.If | cst.IfExp | None:
 
 def _inside(node: cst.CSTNode, block: cst.CSTNode, parents: Parents) -> bool:
     """``node`` is ``block`` or lies within it (a conditional expression's body is one node)."""
-    if node is block:
-        return True
-    child = node
-    while (parent := parents.get(id(child))) is not None:
-        if parent is block:
-            return True
-        child = parent
-    return False
+    return node is block or any(a is block for a in ancestors(node, parents))
 
 
 # -- step 9: guarded code ----------------------------------------------------------------------

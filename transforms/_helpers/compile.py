@@ -4,6 +4,7 @@ one call (NRN301): which settings go, which are reported, what the backend becom
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import libcst as cst
 
@@ -110,8 +111,7 @@ COMPILE_SETTINGS = frozenset({"backend", "mode", "options"})
 
 def in_compile_setting(ctx: FileContext) -> bool:
     """The node being visited is in a :data:`COMPILE_SETTINGS` keyword of a compile call."""
-    ancestors = list(ctx.ancestors())
-    for arg, call in zip(ancestors, ancestors[1:], strict=False):
+    for arg, call in pairwise(ctx.ancestors()):
         if isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and arg.keyword is not None:
             return arg.keyword.value in COMPILE_SETTINGS and compile_kind(ctx, call) is not None
     return False

@@ -19,7 +19,7 @@ from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import cuda_member, gpu_word, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
-from neuronize.transforms._helpers.nodes import following_statements, is_read, iter_conditions
+from neuronize.transforms._helpers.nodes import following_statements, is_read, iter_conditions, target_names
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES
 
 # -- what guarded code does ----------------------------------------------------------------
@@ -387,7 +387,7 @@ def switched_flags(guard: cst.If) -> list[str]:
     while isinstance(branch, (cst.If, cst.Else)):
         for small in iter_syntax(branch.body):
             if isinstance(small, cst.Assign) and _is_switch(small.value):
-                names += [n for t in small.targets for n in _target_names(t.target)]
+                names += [n for t in small.targets for n in target_names(t.target)]
         branch = branch.orelse if isinstance(branch, cst.If) else None
     return names
 
@@ -396,13 +396,6 @@ def _is_switch(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Tuple):
         return bool(value.elements) and all(_is_switch(e.value) for e in value.elements)
     return isinstance(value, cst.Name) and value.value in _SWITCH_VALUES
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    name = dotted_name(target)
-    return [name] if name else []
 
 
 def guarded_after(ctx: FileContext, small: cst.CSTNode) -> list[cst.CSTNode]:

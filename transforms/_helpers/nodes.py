@@ -30,6 +30,15 @@ def assign_targets(node: cst.Assign | cst.AnnAssign | cst.AugAssign) -> list[cst
     return [node.target]
 
 
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The dotted names an assignment target binds, tuples and lists unpacked (``a, self.b = ...``:
+    ``["a", "self.b"]``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in target_names(e.value)]
+    name = dotted_name(target)
+    return [name] if name else []
+
+
 def assigned_names(node: cst.CSTNode) -> list[str]:
     """The dotted names an assignment (``=`` or annotated) sets: ``["x", "self.flag"]``."""
     if not isinstance(node, (cst.Assign, cst.AnnAssign)):

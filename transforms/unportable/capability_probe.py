@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.messages import short
+from neuronize.transforms._helpers.nodes import target_names
 
 PROBES = frozenset({
     "torch.cuda.get_device_capability",
@@ -84,8 +85,7 @@ class CapabilityProbe(Transform):
             return
         names = self._probe_names if kind == "capability" else self._props_names
         for target in node.targets:
-            for name in _target_names(target.target):
-                names.add(name)
+            names.update(n for n in target_names(target.target) if "." not in n)  # plain names only
 
     def _probe_kind(self, value: cst.BaseExpression) -> str | None:
         """"capability" for a capability tuple/element/field, "props" for a properties object."""
@@ -158,13 +158,3 @@ class CapabilityProbe(Transform):
             else:
                 return False
 
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names: list[str] = []
-        for el in target.elements:
-            names.extend(_target_names(el.value))
-        return names
-    return []
