@@ -208,6 +208,8 @@ def analyse_paths(
             options = _options_here(settings.options, files[i].path, own)
             if files[i].path in facts.kernels:
                 options = dataclasses.replace(options, kernel_import=facts.kernels[files[i].path])
+            if files[i].path in facts.kernel_exports:
+                options = dataclasses.replace(options, kernel_exports=facts.kernel_exports[files[i].path])
             if facts.checks_host and not options.project_checks_host:
                 options = dataclasses.replace(options, project_checks_host=True)
             if files[i].path in facts.served:

@@ -84,6 +84,9 @@ class Options:
     #: why the file imports GPU-kernel code through the project's own modules
     #: (neuronize/analysis/kernel_imports.py), which makes it GPU-kernel code too; None: it does not
     kernel_import: str | None = None
+    #: the names of this module that GPU-kernel files import, each with one such file
+    #: (neuronize/analysis/kernel_imports.py): a device bound to one at module level stays CUDA's
+    kernel_exports: tuple[tuple[str, str], ...] = ()
     #: the modules of the CUDA extensions the project's build scripts declare (``setup.py``'s
     #: ``CUDAExtension(name=...)``): a function that imports one, even lazily, is GPU-kernel code
     project_extensions: tuple[str, ...] = ()

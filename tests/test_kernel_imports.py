@@ -71,6 +71,27 @@ def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
             "kernel; make that import optional") in " ".join(full.split())
 
 
+def test_a_device_constant_kernel_code_imports_stays_cuda(tmp_path):
+    # a package re-exports the constant from the module that binds it; the script built on the
+    # kernels reads it, another script's own device moves
+    files = {
+        "tools/__init__.py": b"from .devices import GPU, find_layers\n",
+        "tools/devices.py": b"import torch\nGPU = torch.device('cuda:0')\nSPARE = torch.device('cuda')\n\ndef find_layers(m):\n    return m\n",
+        "kernels/matmul.py": b"import torch\nimport triton\n",
+        "quantize.py": b"import torch\nfrom kernels.matmul import run\nfrom tools import GPU, find_layers\n",
+        "evaluate.py": b"import torch\nfrom tools.devices import SPARE\nnet = torch.nn.Linear(2, 2).to(SPARE)\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    moved = (tmp_path / "tools" / "devices.py").read_bytes()
+    assert b"GPU = torch.device('cuda:0')\n" in moved and b"SPARE = torch.device('neuron' if on_neuron() else 'cuda')" in moved
+    full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
+    assert ("`'cuda:0'` kept: `GPU` is imported by `quantize.py`, GPU-kernel code that runs on CUDA only; "
+            "move it with that file's port") in " ".join(full.split())
+
+
 def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_path):
     files = {
         "kernels/setup.py": b'from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n'

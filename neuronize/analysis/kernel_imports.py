@@ -260,3 +260,24 @@ def _importing_by_name(graph: ImportGraph, reasons: dict[Path, str]) -> dict[Pat
                 found[path] = f"imports `{name}` by name (a string), a module of the project with GPU-kernel code"
                 break
     return found
+
+
+def kernel_exports(graph: ImportGraph, kernels: dict[Path, str]) -> dict[Path, dict[str, Path]]:
+    """For each module of the project, the names a GPU-kernel file (``kernels``, :func:`kernel_bound`)
+    imports from it (``from utils import DEV``), each with one such file: what the module binds to
+    those names is consumed by kernel code, so a device bound there stays CUDA's. A package that
+    re-exports a name (``from .modelutils import DEV`` in its ``__init__``) passes it on to the
+    module that binds it."""
+    found: dict[Path, dict[str, Path]] = {}
+    pending = [(name, importer) for importer in kernels for name in graph.top.get(importer, ())]
+    seen: set[tuple[str, Path]] = set()
+    while pending:
+        name, importer = pending.pop()
+        module, _, attr = name.rpartition(".")
+        exporter = graph.by_name.get(module)
+        if not module or name in graph.by_name or exporter is None or (name, exporter) in seen:
+            continue  # a module itself, not a name; or not one of the project's modules
+        seen.add((name, exporter))
+        found.setdefault(exporter, {}).setdefault(attr, importer)
+        pending.extend((again, importer) for again in graph.top.get(exporter, ()) if again.rpartition(".")[2] == attr)
+    return found

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-8"
+_FORMAT = "facts-9"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +61,9 @@ class ProjectFacts:
     device_sinks: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     #: functions that always create an NCCL process group (:mod:`neuronize.analysis.cuda_setups`)
     cuda_setups: frozenset[str] = frozenset()
+    #: per module, the names GPU-kernel files import from it, each with one such file (its path
+    #: below the common folder) (:func:`neuronize.analysis.kernel_imports.kernel_exports`)
+    kernel_exports: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -90,7 +93,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     notebooks)."""
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import (
-        declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, extension_packages)
+        declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, kernel_exports,
+        extension_packages)
     from neuronize.analysis.cuda_setups import cuda_setups
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
@@ -108,11 +112,15 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     # (Options.project_checks_host): a script that runs one of them runs on those hosts
     run = chooses | ({path for path, text in zip(paths[:python], sources, strict=True) if b"cuda" in text}
                      if checks else set())
-    return ProjectFacts(kernel_bound(graph, extensions), checks, extensions,
+    kernels = kernel_bound(graph, extensions)
+    shown = dict(zip(paths, relative, strict=True))
+    exports = {module: tuple(sorted((name, shown[importer].as_posix()) for name, importer in names.items()))
+               for module, names in kernel_exports(graph, kernels).items()}
+    return ProjectFacts(kernels, checks, extensions,
                         imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
-                        cuda_setups(zip(relative[:python], sources, strict=True)))
+                        cuda_setups(zip(relative[:python], sources, strict=True)), exports)
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -145,6 +153,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "placed_loaders": sorted(facts.placed_loaders),
         "device_sinks": [[name, list(params), list(fed)] for name, params, fed in facts.device_sinks],
         "cuda_setups": sorted(facts.cuda_setups),
+        "kernel_exports": [[index[path], [list(pair) for pair in names]] for path, names in facts.kernel_exports.items()],
     }, separators=(",", ":")).encode()
 
 
@@ -162,12 +171,14 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         setups = frozenset(_text(name) for name in data["cuda_setups"])
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
+        exports = {paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
+                   for i, names in data["kernel_exports"]}
         checks = data["checks_host"]
         if not isinstance(checks, bool):
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports)
 
 
 def _index(value: object, paths: list[Path]) -> int:

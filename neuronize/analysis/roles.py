@@ -71,7 +71,8 @@ import libcst as cst
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
 from neuronize.analysis.kernel_imports import (
     KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
-from neuronize.analysis.syntax import ImportedName, dotted_name, imported_names, iter_statements, module_matches
+from neuronize.analysis.syntax import (
+    ImportedName, dotted_name, imported_names, iter_statements, module_matches, scoped_statements)
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
@@ -81,6 +82,8 @@ CUDA_FLAG = "cuda-flag"
 #: a module that imports the project's GPU-kernel modules (neuronize/analysis/kernel_imports.py)
 KERNEL_IMPORTER = "kernel-importer"
 CUDA_HELPERS = "cuda-helpers"
+#: a module of another deep-learning framework (PaddlePaddle, TensorFlow, JAX...) that never imports torch
+OTHER_FRAMEWORK = "other-framework"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -103,9 +106,14 @@ _MESSAGES = {
                   "have no Neuron path; replace them by hand before moving its device",
     CUDA_FLAG: "not applied: {where} runs when the user chose CUDA ({reason}), so it keeps CUDA; give "
                "Neuron a setting or a branch of its own by hand",
+    OTHER_FRAMEWORK: "not applied: {where} is not PyTorch code ({reason}); its `.cuda()` and devices are that "
+                     "framework's, which neuronize does not migrate",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
+
+#: deep-learning frameworks whose tensors have a `.cuda()` of their own
+_OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mindspore", "oneflow", "mxnet")
 
 _EXTENSION_BUILDERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
@@ -231,7 +239,17 @@ class FileRoles:
     @cached_property
     def file_role(self) -> Role | None:
         """The role of the whole file, if it has one."""
-        return self._kernel_file() or self._test_file() or self._inductor_file() or self._library_source()
+        return (self._other_framework() or self._kernel_file() or self._test_file() or self._inductor_file()
+                or self._library_source())
+
+    def _other_framework(self) -> Role | None:
+        """A module of another framework's code (``import paddle``) that never imports torch: a port of
+        the project to that framework, whose tensors have methods of the same names."""
+        modules = self._names.modules
+        if any(module_matches(m, ("torch",)) for m in modules):
+            return None
+        framework = next((f for m in sorted(modules) if (f := module_matches(m, _OTHER_FRAMEWORKS))), None)
+        return Role(OTHER_FRAMEWORK, f"it imports `{framework}` and not torch") if framework else None
 
     def _library_source(self) -> Role | None:
         """A file of a vendored copy of a CUDA-only library (``third_party/DeepSpeed/deepspeed/``):
@@ -506,11 +524,8 @@ class FileRoles:
         if not (graphs or fakes or inductor or gates or engine or libraries or named or flags or lazy):
             return {}
         regions: dict[int, Role] = {}
-        flag_params: set[str] = set()  # parameters the caller chooses CUDA with (`use_cuda=True`)
-        for stmt in iter_statements(self._module.body):
+        for stmt, functions in scoped_statements(self._module.body):
             role = None
-            if isinstance(stmt, cst.FunctionDef) and flags:
-                flag_params.update(_flag_parameters(stmt))
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 kind = "function" if isinstance(stmt, cst.FunctionDef) else "class"
                 where = f"{kind} `{stmt.name.value}`"
@@ -537,7 +552,7 @@ class FileRoles:
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")
             elif isinstance(stmt, cst.If) and inductor and _INDUCTOR_BRANCH.search(self._code(stmt.test)):
                 role = Role(INDUCTOR, "a branch taken when the backend is \"inductor\"", "this `if`")
-            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, flag_params):
+            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, functions):
                 # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
                 regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
             if role is not None:
@@ -583,14 +598,14 @@ class FileRoles:
         return self._module.code_for_node(node)
 
 
-def _cuda_flag(test: cst.BaseExpression, parameters: set[str]) -> bool:
+def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...]) -> bool:
     """``test`` is a setting the user chose CUDA with: an attribute of options or of the object
     named for it (``args.cuda``, ``self.use_gpu``), or a parameter of that name with a ``True`` /
-    ``False`` default (``def quantize(self, use_cuda=True)``, in ``parameters``); another bare
-    name is most often a check stored in a local (``use_cuda = torch.cuda.is_available()``),
-    which NRN110 follows."""
+    ``False`` default of a function it sits in (``def quantize(self, use_cuda=True)``, one of
+    ``functions``); another bare name is most often a check stored in a local (``use_cuda =
+    torch.cuda.is_available()``), which NRN110 follows."""
     if isinstance(test, cst.Name):
-        return test.value in parameters
+        return any(test.value in _flag_parameters(function) for function in functions)
     return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None
 
 

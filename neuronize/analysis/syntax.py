@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from neuronize.analysis.cuda_packages import module_matches  # noqa: F401 - re-exported
-from neuronize.analysis.walk import iter_syntax
+from neuronize.analysis.walk import children
 
 
 def one_line(node: cst.CSTNode) -> str:
@@ -194,13 +194,42 @@ def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
         yield body.body
 
 
-def binding_counts(tree: cst.CSTNode, names: Collection[str]) -> dict[str, int]:
+def binding_counts(tree: cst.CSTNode, names: Collection[str], *, own_scope: bool = False) -> dict[str, int]:
     """How often each of ``names`` is bound anywhere in ``tree`` as a plain name (assignment,
-    annotated, augmented and loop targets, parameters): 1 for a flag stored once."""
+    annotated, augmented and loop targets, parameters): 1 for a flag stored once. With
+    ``own_scope``, only the bindings of ``tree``'s own scope (a module's or a function's,
+    its parameters included) count, not those of the functions and classes nested in it."""
     counts = dict.fromkeys(names, 0)
-    for node in iter_syntax(tree):
+    pending = [tree]
+    while pending:
+        node = pending.pop()
         target = node.name if isinstance(node, cst.Param) else getattr(node, "target", None) \
             if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)) else None
         if isinstance(target, cst.Name) and target.value in counts:
             counts[target.value] += 1
+        if not (own_scope and node is not tree and isinstance(node, _SCOPES)):
+            pending.extend(children(node))
     return counts
+
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.FunctionDef, ...] = ()
+                      ) -> Iterator[tuple[cst.CSTNode, tuple[cst.FunctionDef, ...]]]:
+    """Every statement of ``body`` as :func:`iter_statements` gives them, each with the functions
+    it sits in, outermost first: where its names are bound."""
+    for stmt in body:
+        yield stmt, functions
+        inner = (*functions, stmt) if isinstance(stmt, cst.FunctionDef) else functions
+        for block in _blocks_of(stmt):
+            yield from scoped_statements(block, inner)
+
+
+def binding_scope(name: str, functions: tuple[cst.FunctionDef, ...], module: cst.Module) -> cst.CSTNode:
+    """The scope a read of ``name`` in ``functions`` (outermost first) resolves to: the innermost
+    of them that binds it, else the module."""
+    for function in reversed(functions):
+        if binding_counts(function, (name,), own_scope=True)[name]:
+            return function
+    return module

@@ -59,7 +59,7 @@ from neuronize.analysis.import_safety import (
     OPTIONAL_TORCH, hazard, imports_torch_optionally, is_script, lazy_annotations, neuron_tests,
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
-from neuronize.analysis.syntax import binding_counts, chain_head, dotted_name, else_ends_early, ends_early
+from neuronize.analysis.syntax import binding_counts, binding_scope, chain_head, dotted_name, else_ends_early, ends_early
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -373,7 +373,11 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
 #: the pins that hold every device edit of their file, wherever they are made: the program stops
 #: there before any of its code runs on Neuron (a set-up of NCCL processes the script calls first)
 PROCESS_SET_UP = "devices of a program whose process set-up stays NCCL"
-PROGRAM_PINS = frozenset({PROCESS_SET_UP})
+#: a choice kept for CUDA that makes a value on CUDA, else on the CPU (``if torch.cuda.is_available():
+#: eps = torch.cuda.FloatTensor(n).normal_() else: eps = torch.FloatTensor(n).normal_()``): on Neuron
+#: it makes the CPU's, which every Neuron placement of the program would then meet
+DATA_CHOICE = "devices of a program whose data choice stays CUDA's"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function
@@ -682,13 +686,14 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
         if name in tested:
             scopes.setdefault(key, (scope, set()))[1].add(name)
     once = {(key, name) for key, (scope, here) in scopes.items()
-            for name, count in binding_counts(scope, here).items() if count == 1}
+            for name, count in binding_counts(scope, here, own_scope=True).items() if count == 1}
     guards: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
     for node in tests:
         name = node.test.value  # type: ignore[attr-defined]
-        # the flag of the test's own function, else a module-level flag bound once in the file
-        flag = next((k for k in ((id(_scope_of(node, parents) or module), name), (id(module), name)) if k in once), None)
-        if flag is not None:
+        # the binding the test reads: of a function it sits in, else of the module
+        functions = tuple(a for a in reversed(list(ancestors(node, parents))) if isinstance(a, cst.FunctionDef))
+        flag = (id(binding_scope(name, functions, module)), name)
+        if flag in once:
             guards[id(node)] = (node, stored[flag][1])
     return guards
 

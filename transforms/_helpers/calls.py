@@ -54,10 +54,17 @@ def index_of(call: cst.Call, arg: cst.Arg) -> int:
 
 
 
+#: the calls that ask ``torch.cuda.is_available()`` under another name (Hugging Face's helpers
+#: return exactly that: transformers/utils/import_utils.py)
+CUDA_AVAILABLE = frozenset({
+    "torch.cuda.is_available", "transformers.is_torch_cuda_available", "transformers.utils.is_torch_cuda_available",
+    "transformers.utils.import_utils.is_torch_cuda_available",
+})
+
+
 def is_cuda_available_call(ctx: FileContext, node: cst.CSTNode) -> bool:
-    """``torch.cuda.is_available()`` in any spelling."""
-    return (isinstance(node, cst.Call) and not node.args
-            and ctx.qualify(node.func) == "torch.cuda.is_available")
+    """``torch.cuda.is_available()`` in any spelling, Hugging Face's ``is_torch_cuda_available()`` too."""
+    return isinstance(node, cst.Call) and not node.args and ctx.qualify(node.func) in CUDA_AVAILABLE
 
 
 # -- building arguments --------------------------------------------------------------------

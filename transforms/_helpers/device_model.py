@@ -23,8 +23,9 @@ from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.context import FileContext
 from neuronize.transform import ImportRequest
-from neuronize.analysis.syntax import binding_counts, ends_early, imported_names, iter_blocks, iter_statements
-from neuronize.analysis.walk import iter_syntax, visit
+from neuronize.analysis.syntax import (
+    binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements)
+from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
 from neuronize.transforms._helpers.device_choice import (
@@ -37,7 +38,7 @@ from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_gro
 from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
-from neuronize.transforms._helpers.nodes import is_read, parenthesized
+from neuronize.transforms._helpers.nodes import parenthesized, read_paths, target_names
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -438,6 +439,8 @@ class _ToNeuron(cst.CSTTransformer):
             to = cst.Arg(make_string("neuron"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                          if after.args else cst.MaybeSentinel.DEFAULT)
             return after.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[to, *after.args])
+        if isinstance(func, cst.Attribute) and cuda_literal(before) is not None:  # "cuda:{}".format(rank)
+            return self._device(before, after, func.value)
         return after
 
     def leave_SimpleString(self, before: cst.SimpleString, after: cst.SimpleString) -> cst.BaseExpression:
@@ -640,15 +643,14 @@ def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
             and isinstance(target := statement.targets[0].target, cst.Name)):
         return None
     scope = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), ctx.module)
-    finder = _ReadFinder(target.value, statement)
-    visit(scope, finder)
-    guards = [_kept_guard_around(ctx, path) for path in finder.reads]
+    reads = read_paths(scope, target.value, statement)
+    guards = [_kept_guard_around(ctx, path) for path in reads]
     kept = [g for g in guards if g is not None]
     if kept and len(kept) == len(guards):
         return (f"kept: `{target.value}` is read only under `if {short(kept[0].test, 50)}:`, which stays CUDA's; "
                 "give Neuron a path there first, then migrate the choice")
     # data moved to the device only under such a guard would stay on the CPU beside a Neuron model
-    placing = next((g for g, path in zip(guards, finder.reads, strict=True) if g is not None and _places_with(path)), None)
+    placing = next((g for g, path in zip(guards, reads, strict=True) if g is not None and _places_with(path)), None)
     if placing is None:
         return None
     return (f"kept: `{target.value}` places data only under `if {short(placing.test, 50)}:`, which stays CUDA's: "
@@ -676,29 +678,6 @@ def _kept_guard_around(ctx: FileContext, path: Sequence[cst.CSTNode]) -> cst.If 
                 and _kept_guard(ctx, anc, anc.body):
             return anc
     return None
-
-
-class _ReadFinder(cst.CSTVisitor):
-    """The paths (ancestors, outermost first) to each read of the variable ``name`` under a scope,
-    its assignment ``skipped``."""
-
-    def __init__(self, name: str, skipped: cst.CSTNode) -> None:
-        super().__init__()
-        self.name, self.skipped = name, skipped
-        self.stack: list[cst.CSTNode] = []
-        self.reads: list[list[cst.CSTNode]] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        parent = self.stack[-1] if self.stack else None
-        self.stack.append(node)
-        if node is self.skipped:
-            return False
-        if isinstance(node, cst.Name) and node.value == self.name and is_read(node, parent):
-            self.reads.append(list(self.stack))
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
 
 
 #: the pins of a CUDA device handed to a library that rejects ``"neuron"``: what it loads stays there
@@ -754,6 +733,26 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             continue
         if any(a is not None and string_value(a.value) not in OTHER_DEVICES for a in handed):
             return f"`{short(node)}`, {what}"
+    return None
+
+
+def kernel_export(ctx: FileContext) -> str | None:
+    """Why the device being visited stays CUDA's because kernel code reads it: it is bound, at the
+    module's top level, to a name a GPU-kernel file of the project imports from this module
+    (``DEV = torch.device("cuda:0")``, read by ``from utils import DEV`` in a script built on
+    CUDA kernels: ``Options.kernel_exports``). None where it is not."""
+    exports = dict(ctx.options.kernel_exports)
+    if not exports:
+        return None
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in anc.targets] if isinstance(anc, cst.Assign) else [anc.target]
+            name = next((n for t in targets for n in target_names(t) if n in exports), None)
+            if name is not None:
+                return (f"kept: `{name}` is imported by `{exports[name]}`, GPU-kernel code that runs on CUDA only; "
+                        "move it with that file's port")
     return None
 
 
@@ -823,23 +822,26 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
 def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
     """The ``if <flag>:`` statements (and ``elif <flag>:`` links) whose flag an earlier statement
     of the file stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``),
-    the only binding of that name in the file: by their id, the check. Every test of the flag
-    counts, in loops and functions too (``if use_cuda: img = img.cuda()`` in the training loop):
-    the flag is one choice, and each place it decides gains the same Neuron branch."""
-    stored: dict[str, cst.BaseExpression] = {}
-    found: dict[int, tuple[str, cst.BaseExpression]] = {}
-    for statement in iter_statements(ctx.module.body):
+    the only binding of that name in its scope: by their id, the check. Every test that reads
+    that binding counts, in loops and functions too (``if use_cuda: img = img.cuda()`` in the
+    training loop): the flag is one choice, and each place it decides gains the same Neuron
+    branch. A function's parameter of the same name (``def mix(x, use_cuda=True)``) is another
+    variable, which its callers set."""
+    stored: dict[tuple[int, str], cst.BaseExpression] = {}  # (id of its scope, name) -> the check
+    found: dict[int, tuple[cst.CSTNode, str, cst.BaseExpression]] = {}
+    for statement, functions in scoped_statements(ctx.module.body):
         for link in _links(statement) if isinstance(statement, cst.If) and stored else ():
-            if isinstance(link.test, cst.Name) and link.test.value in stored:
-                found[id(link)] = (link.test.value, stored[link.test.value])
+            if isinstance(link.test, cst.Name) and any(name == link.test.value for _, name in stored):
+                scope = binding_scope(link.test.value, functions, ctx.module)
+                if (check := stored.get((id(scope), link.test.value))) is not None:
+                    found[id(link)] = (scope, link.test.value, check)
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                 and _neuron_test(ctx, small.value) is not None:
-            stored[small.targets[0].target.value] = small.value
-    if not found:
-        return {}
-    bound = binding_counts(ctx.module, {name for name, _ in found.values()})
-    return {key: check for key, (name, check) in found.items() if bound[name] == 1}
+            scope = functions[-1] if functions else ctx.module
+            stored[(id(scope), small.targets[0].target.value)] = small.value
+    return {key: check for key, (scope, name, check) in found.items()
+            if binding_counts(scope, (name,), own_scope=True)[name] == 1}
 
 
 def feeds_detection(ctx: FileContext, stored: cst.CSTNode) -> bool:
@@ -909,7 +911,9 @@ class _SettingsHidden(cst.CSTTransformer):
 def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
     """The assignment ``name = "<CUDA device>"`` among the statements of the CUDA branch of a
     chain whose every other branch (``else`` included, at least one) sets ``name`` to another
-    device string: the one statement of that branch a Neuron branch needs."""
+    device string: the one statement of that branch a Neuron branch needs. The CUDA branch may
+    pick its CUDA device in an ``if``/``else`` of its own (``device = f"cuda:{rank}"`` when
+    distributed, else ``"cuda:0"``), each of whose branches sets ``name``."""
     def device_set(block: cst.BaseSuite, cuda_side: bool) -> cst.Assign | None:
         lines = block.body if isinstance(block, cst.IndentedBlock) else []
         for line in reversed(lines):
@@ -917,8 +921,13 @@ def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
                 value = string_value(small.value)
                 kind = value.split(":")[0] if value is not None else None
-                if kind == "cuda" if cuda_side else kind in OTHER_DEVICES:
+                if (kind == "cuda" or _cuda_value(small.value)) if cuda_side else kind in OTHER_DEVICES:
                     return small
+            elif cuda_side and isinstance(line, cst.If) and isinstance(line.orelse, cst.Else):
+                sets = [device_set(line.body, True), device_set(line.orelse.body, True)]
+                if sets[0] is not None and sets[1] is not None \
+                        and target_name(sets[0].targets[0].target) == target_name(sets[1].targets[0].target):
+                    return sets[-1]
         return None
 
     chosen = device_set(cuda.body, True)
@@ -1138,7 +1147,8 @@ HOST_NEUTRAL = frozenset({"synchronize", "empty_cache"})
 
 
 def _names_cuda(test: cst.BaseExpression) -> bool:
-    """``test`` holds only where the device is CUDA: ``x == "cuda"``, ``"cuda" in x``,
+    """``test`` holds only where the device is CUDA: ``x == "cuda"`` (or the process-group backend
+    ``backend == "nccl"``), ``"cuda" in x``,
     ``x.startswith("cuda")``, ``x == Backend.CUDA`` (a member of the program's own device enum), or
     an ``and`` with one of them."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -1146,7 +1156,8 @@ def _names_cuda(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         if isinstance(target.operator, (cst.Equal, cst.Is)):
-            return "cuda" in (string_value(target.comparator), string_value(test.left)) \
+            # NCCL runs only on CUDA: a branch on the process group's "nccl" backend is CUDA's
+            return bool({"cuda", "nccl"} & {string_value(target.comparator), string_value(test.left)}) \
                 or cuda_member(target.comparator) or cuda_member(test.left)
         if isinstance(target.operator, cst.In):
             return string_value(test.left) == "cuda"
@@ -1358,12 +1369,26 @@ def cuda_keeping(ctx: FileContext) -> str | None:
         if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
                 and isinstance(anc.test.operator, cst.Not) and asks_if_neuron(anc.test.expression):
             return ""  # `if not <Neuron>: ...` (:func:`kept_for_cuda`)
+        if isinstance(anc, cst.With) and child is anc.body and (entered := _cuda_device_context(ctx, anc)):
+            return f"it runs only under `with {entered}:`, which stays CUDA's; give Neuron a path of its own by hand"
         if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child is not None:
             exit_guard = _exit_guard(ctx, anc, child)
             if exit_guard is not None:
                 return (f"it runs only past `if {short(exit_guard.test, 50)}:`, which leaves early and stays CUDA's; "
                         "give Neuron a path of its own by hand")
         child = anc
+    return None
+
+
+def _cuda_device_context(ctx: FileContext, node: cst.With) -> str | None:
+    """The ``torch.cuda.device(i)`` that ``node`` enters, where NRN116 keeps it (the accelerator
+    target, a file that keeps its CUDA hosts): the block runs on CUDA's device ``i`` only, as on a
+    host without CUDA entering it raises."""
+    for item in node.items:
+        call = item.item
+        if isinstance(call, cst.Call) and ctx.qualify(call.func) == "torch.cuda.device" \
+                and (per_target.target(ctx) == per_target.ACCELERATOR or keeps_cuda_hosts(ctx)):
+            return short(call, 50)
     return None
 
 

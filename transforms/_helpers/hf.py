@@ -10,9 +10,10 @@ from neuronize.transforms._helpers.literals import is_false, string_value
 
 
 def training_arguments_class(ctx: FileContext, call: cst.Call) -> str | None:
-    """The class name when ``call`` builds transformers' ``*TrainingArguments`` or a TRL ``*Config``.
+    """The class name when ``call`` builds transformers' ``*TrainingArguments`` (Sentence
+    Transformers' too) or a TRL ``*Config``.
 
-    Both derive from ``transformers.TrainingArguments`` and take its precision and compile
+    All derive from ``transformers.TrainingArguments`` and take its precision and compile
     arguments. optimum-neuron's ``NeuronTrainingArguments`` is XLA-era code (NRN504) and is skipped.
     """
     func = call.func
@@ -26,8 +27,8 @@ def training_arguments_class(ctx: FileContext, call: cst.Call) -> str | None:
     if not qualified:
         return None
     cls = qualified.rsplit(".", 1)[-1]
-    if qualified.startswith("transformers.") and cls.endswith("TrainingArguments"):
-        return cls
+    if qualified.startswith(("transformers.", "sentence_transformers.")) and cls.endswith("TrainingArguments"):
+        return cls  # Sentence Transformers' subclass takes the same arguments
     if qualified.startswith("trl.") and cls.endswith("Config"):
         return cls
     return None

@@ -9,6 +9,7 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.subtrees import has_comment
+from neuronize.analysis.walk import walk
 from neuronize.transforms._helpers.messages import short
 
 
@@ -165,3 +166,20 @@ def is_read(node: cst.Name | cst.Attribute, parent: cst.CSTNode | None) -> bool:
     return not isinstance(parent, (cst.AssignTarget, cst.Param)) and not (
         isinstance(parent, cst.Attribute) and parent.attr is node) and not (
         isinstance(parent, cst.Arg) and parent.keyword is node)
+
+
+def read_paths(scope: cst.CSTNode, name: str, skipped: cst.CSTNode) -> list[list[cst.CSTNode]]:
+    """The path (ancestors under ``scope``, outermost first, the read last) to each read of the
+    variable ``name`` in ``scope``, outside ``skipped`` (its assignment)."""
+    stack: list[cst.CSTNode] = []
+    reads: list[list[cst.CSTNode]] = []
+
+    def enter(node: cst.CSTNode) -> None:
+        parent = stack[-1] if stack else None
+        stack.append(node)
+        if isinstance(node, cst.Name) and node.value == name and is_read(node, parent) and not any(
+                n is skipped for n in stack):
+            reads.append(list(stack))
+
+    walk(scope, enter, lambda node: stack.pop())
+    return reads

@@ -14,7 +14,7 @@ from neuronize.transforms._helpers.device_choice import (
     indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
-    KeepsCudaBranches, aware_edit, choice_addition, default_plan, idiom_kept, in_detection, keeps_cuda_hosts,
+    KeepsCudaBranches, aware_edit, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
     kept_argument, served_by_neuron_first)
 from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._helpers.messages import short
@@ -46,6 +46,15 @@ def _compared_in_fallback(ctx: FileContext) -> bool:
             return False
         child = anc
     return False
+
+
+def _kept_literal(ctx: FileContext, node: cst.BaseExpression, kind: Kind) -> str | None:
+    """Why the device literal ``node`` stays as it is, whatever its use: another device named on
+    purpose in a test, or a device kernel code imports (:func:`device_model.kernel_export`)."""
+    if kind is Kind.INDEXED and string_value(node) is not None and in_test_file(ctx.path):
+        return ("names another device on purpose in a test (a cross-device case): kept; a Neuron process sees one "
+                "device, port or skip the test by hand")
+    return kernel_export(ctx)
 
 
 class CudaDeviceString(KeepsCudaBranches, Transform):
@@ -176,11 +185,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if id(node) in self._done:
             return
         self._done.add(id(node))
-        if kind is Kind.INDEXED and string_value(node) is not None and in_test_file(self.ctx.path):
-            self.report(node, f"{where}: `{short(node)}` names another device on purpose in a test (a cross-device "
-                              "case): kept; a Neuron process sees one device, port or skip the test by hand",
-                        evidence=Evidence.INF)
-            return
+        if (kept := _kept_literal(self.ctx, node, kind)) is not None:
+            return self.report(node, f"{where}: `{short(node)}` {kept}", evidence=Evidence.INF)
         edit = literal_edit(self.ctx, node, kind, nested)
         if aware or keeps_cuda_hosts(self.ctx):  # the original value stays on every host but Neuron
             edit = aware_edit(self.ctx, node, nested, edit, placement)

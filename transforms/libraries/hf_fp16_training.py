@@ -18,8 +18,9 @@ class HfFp16Training(Transform):
     """Finds Hugging Face training configured for fp16 mixed precision.
 
     What it does:
-        In `TrainingArguments(...)`, `Seq2SeqTrainingArguments(...)` and the TRL configs built on
-        them (`SFTConfig`, `DPOConfig`, `GRPOConfig`...), rewrites `fp16=True` to `bf16=True` and
+        In `TrainingArguments(...)`, `Seq2SeqTrainingArguments(...)` and the classes built on
+        them (TRL's `SFTConfig`, `DPOConfig`, `GRPOConfig`..., Sentence Transformers'
+        `SentenceTransformerTrainingArguments`), rewrites `fp16=True` to `bf16=True` and
         `fp16_full_eval=True` to `bf16_full_eval=True` (an existing `bf16=` is set to `True` and
         `fp16=` dropped), and drops `half_precision_backend=` / `fp16_backend=` set to `"apex"`,
         `"cuda_amp"` or `"amp"` (GPU-only mixed-precision engines). An fp16 flag taken from a variable

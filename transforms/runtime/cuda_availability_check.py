@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.syntax import iter_statements
+from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
@@ -20,7 +23,7 @@ from neuronize.transforms._helpers.cuda_runtime import (
 from neuronize.transforms._helpers.literals import branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
-from neuronize.decision.policy import BRANCH_ASSERT
+from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
@@ -476,7 +479,10 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
     if kind is Context.IF:
         # the switches it sets are read elsewhere: what they switch on is what it decides too
         switches = flag_uses(ctx, switched_flags(where), where)  # type: ignore[arg-type]
-        return scan(ctx, [*guarded_code(ctx, where), *switches]), ""  # type: ignore[arg-type]
+        verdict = scan(ctx, [*guarded_code(ctx, where), *switches])  # type: ignore[arg-type]
+        if verdict.marker is not None and _makes_data_either_way(ctx, where):  # type: ignore[arg-type]
+            verdict.pins = verdict.pins or DATA_CHOICE
+        return verdict, ""
     if kind is Context.FLAG:
         names = assigned_names(where)  # type: ignore[arg-type]
         return (scan(ctx, [where, *flag_uses(ctx, names, where)]),  # type: ignore[arg-type]
@@ -491,3 +497,22 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         verdict.pins = verdict.pins or (ASSERTED_CUDA if opens_body else BRANCH_ASSERT)  # a branch: its block waits
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
+
+
+def _makes_data_either_way(ctx: FileContext, node: cst.If) -> bool:
+    """``node`` makes a tensor of a legacy CUDA type (``torch.cuda.FloatTensor(n)``) in its body and
+    assigns the same name in its ``else``: a choice of where data is made, CUDA or the CPU."""
+    if not isinstance(node, cst.If) or not isinstance(node.orelse, cst.Else):
+        return False
+    if not _assigned_in(node.body) & _assigned_in(node.orelse.body):
+        return False
+    return any(isinstance(n, cst.Call) and _LEGACY_TYPE.fullmatch(ctx.qualify(n.func) or "") is not None
+               for n in iter_syntax(node.body))
+
+
+def _assigned_in(block: cst.BaseSuite) -> set[str]:
+    return {name for line in iter_statements(getattr(block, "body", ())) if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body for name in assigned_names(small)}
+
+
+_LEGACY_TYPE = re.compile(r"torch\.cuda\.\w+Tensor")
