@@ -178,6 +178,7 @@ def test_a_vendored_cuda_only_library_keeps_cuda() -> None:
     assert _file_role(source, "benchmark/third_party/DeepSpeed/deepspeed/runtime/p2p.py") == (
         LIBRARY, "it is part of a vendored `deepspeed`, DeepSpeed engine/ZeRO, built on CUDA kernels and NCCL")
     assert _file_role(source, "third_party/DeepSpeed/benchmarks/bench.py") is None  # a script using it
+    assert _file_role(source, "compression/dependencies/AutoGPTQ/auto_gptq/modeling/_const.py")[0] == LIBRARY
     assert _file_role(source, "deepspeed/runtime/p2p.py") is None  # its own repository: the project
     assert _file_role(source, "vendor/kernels/ops.py") is None  # a common word is not the `kernels` hub
 

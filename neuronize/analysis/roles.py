@@ -160,7 +160,7 @@ VENDORED_LIBRARIES = frozenset({
 })
 #: folders that hold other projects' code
 _VENDOR_FOLDERS = frozenset({"third_party", "thirdparty", "3rdparty", "third-party", "vendor", "vendored",
-                             "external", "externals", "extern", "deps", "submodules"})
+                             "external", "externals", "extern", "deps", "dependencies", "submodules"})
 #: an ``if`` on a setting the user chose CUDA with (``if args.cuda:``, ``if self.use_gpu:``)
 _CUDA_FLAG_BYTES = re.compile(rb"\bif[ \t]+(?:[\w.]*\.)?(?:use_|with_|on_)?(?:cuda|gpu)s?[ \t]*:", re.IGNORECASE)
 _CUDA_FLAG = re.compile(r"(?:use_|with_|on_)?(?:cuda|gpu)s?", re.IGNORECASE)

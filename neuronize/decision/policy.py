@@ -108,8 +108,8 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
         device = options.target.value
-        kept, grouped = _pins_hold_devices(_leftovers_join_moves(kept, tree.parents, device), tree.parents, device,
-                                           options.notebook_pins)
+        joined = _wrapped_model_moves(_leftovers_join_moves(kept, tree.parents, device), tree.parents)
+        kept, grouped = _pins_hold_devices(joined, tree.parents, device, options.notebook_pins)
         held = {**held, **grouped}
     settled = _settle_groups(kept, held)
     if tree is None:
@@ -368,6 +368,43 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
                 r = dataclasses.replace(r, group=name)
         out.append((r, f))
     return out
+
+
+#: the keywords by which a call that wraps a model names the devices it runs on
+_DEVICE_IDS = frozenset({"device_ids", "output_device", "device_id"})
+
+
+def _wrapped_model_moves(located: Located[R], parents: Parents) -> Located[R]:
+    """The findings in the arguments of one call that wraps a model and names its devices
+    (``DistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])``, and the
+    wrappers of other libraries that take the same keywords) are one edit group: the model's
+    placement moves with the devices it is given, or neither does. Moved alone, Neuron would
+    still ask CUDA for the device ids. An edit already in a group keeps it."""
+    calls: dict[int, tuple[cst.Call, list[int]]] = {}
+    for i, (r, _) in enumerate(located):
+        call = _wrapping_call(r.node, parents)
+        if call is not None:
+            calls.setdefault(id(call), (call, []))[1].append(i)
+    joined = {i: f"devices of {dotted_name(call.func) or 'a wrapper'}(...)"
+              for call, members in calls.values() if len(members) > 1 and any(located[i][0].fixable for i in members)
+              for i in members if located[i][0].group is None}
+    if not joined:
+        return located
+    return [(dataclasses.replace(r, group=joined[i]), f) if i in joined else (r, f) for i, (r, f) in enumerate(located)]
+
+
+def _wrapping_call(node: cst.CSTNode, parents: Parents) -> cst.Call | None:
+    """The call with a device-ids keyword (:data:`_DEVICE_IDS`) in whose arguments ``node`` sits,
+    within its statement."""
+    child = node
+    for parent in ancestors(node, parents):
+        if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and any(
+                a.keyword is not None and a.keyword.value in _DEVICE_IDS for a in parent.args):
+            return parent
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return None
+        child = parent
+    return None
 
 
 #: the pins that hold every device edit of their file, wherever they are made: the program stops

@@ -181,5 +181,8 @@ def read_paths(scope: cst.CSTNode, name: str, skipped: cst.CSTNode) -> list[list
                 n is skipped for n in stack):
             reads.append(list(stack))
 
-    walk(scope, enter, lambda node: stack.pop())
+    def leave(node: cst.CSTNode) -> None:
+        stack.pop()
+
+    walk(scope, enter, leave)
     return reads

@@ -1,0 +1,112 @@
+"""NRN108: ``torch.load(path)`` with no ``map_location`` in code written for CUDA."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext
+from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.calls import keyword, with_keyword
+from neuronize.transforms._helpers.literals import make_string
+from neuronize.transforms._helpers.nodes import read_paths
+
+#: what a checkpoint's value may be read through on its way into ``load_state_dict``
+_CARRIERS = (cst.Subscript, cst.SubscriptElement, cst.Index, cst.Arg, cst.Attribute, cst.Call)
+
+
+class CheckpointLoadDevice(Transform):
+    """Finds `torch.load(path)` with no `map_location` in a file written for CUDA.
+
+    What it does:
+        Adds `map_location="cpu"`. Where everything loaded goes into `load_state_dict(...)`
+        (`model.load_state_dict(torch.load(path))`, or a checkpoint variable whose every read
+        is an argument of one, `ckpt["model"]` included), the fix is safe; elsewhere it is
+        proposed as unsafe.
+
+    Why on TorchNeuron:
+        `torch.load` puts each tensor back on the device it was saved from, and raises when that
+        device is not there: a checkpoint saved on a CUDA GPU does not load on a Trainium host,
+        which has no CUDA. Loaded on the CPU, `load_state_dict` copies it onto the model's device,
+        whichever that is.
+
+    Example:
+        model.load_state_dict(torch.load("model.pt"))
+
+    Use instead:
+        model.load_state_dict(torch.load("model.pt", map_location="cpu"))
+
+    Fix safety:
+        Safe where the loaded tensors only feed `load_state_dict`, which copies them onto the
+        parameters' device on every host (`Optimizer.load_state_dict` moves its state there too).
+        Unsafe elsewhere: a whole pickled model, or a tensor read from the checkpoint, now stays
+        on the CPU on a CUDA host as well; move it with `.to(device)`.
+
+    Evidence:
+        DOC: PyTorch's `torch.load` documentation (tensors are restored to the device they were
+        saved from; a missing device raises).
+    """
+
+    id = "NRN108"
+    name = "checkpoint-load-device"
+    safety = Safety.UNSAFE
+    evidence = Evidence.DOC
+    section = "device"
+    references = ("https://docs.pytorch.org/docs/stable/generated/torch.load.html",)
+    tokens = (b"cuda",)
+    targets = per_target.ALL
+    examples = (
+        Example('import torch\nmodel.load_state_dict(torch.load("model.pt"))\nmodel.cuda()\n',
+                'import torch\nmodel.load_state_dict(torch.load("model.pt", map_location="cpu"))\nmodel.cuda()\n',
+                unsafe_fixes=False),
+        Example('import torch\nckpt = torch.load(path)\nnet.load_state_dict(ckpt["net"])\nopt.load_state_dict(ckpt["opt"])\n'
+                'net.cuda()\n',
+                'import torch\nckpt = torch.load(path, map_location="cpu")\nnet.load_state_dict(ckpt["net"])\n'
+                'opt.load_state_dict(ckpt["opt"])\nnet.cuda()\n', unsafe_fixes=False),
+        Example('import torch\nmodel = torch.load("model.pt")\nmodel.cuda()\n',
+                'import torch\nmodel = torch.load("model.pt", map_location="cpu")\nmodel.cuda()\n'),
+        Example('import torch\nstate = torch.load(path, "cpu")\nx.cuda()\n', finds=False),
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._loads = b"load" in ctx.source
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._loads or self.ctx.qualify(node.func) != "torch.load" or keyword(node, "map_location") is not None:
+            return
+        if sum(a.keyword is None and not a.star for a in node.args) != 1:
+            return  # `torch.load(f, "cpu")`: the location is the second positional argument
+        state_only = _into_load_state_dict(list(self.ctx.stack)) or _stored_state(self.ctx, node)
+        self.fix(node, with_keyword(node, "map_location", make_string("cpu")),
+                 '`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
+                 "CUDA, Trainium's" + (", and `load_state_dict` copies it onto the model's device" if state_only
+                                       else "; move what it loads onto the device with `.to(...)`"),
+                 safety=Safety.SAFE if state_only else None)
+
+
+def _into_load_state_dict(path: list[cst.CSTNode]) -> bool:
+    """The value at the end of ``path`` (its ancestors, outermost first) is an argument of a
+    ``load_state_dict(...)`` call, taken as it is or through subscripts and ``.get(...)``."""
+    for node, child in zip(reversed(path[:-1]), reversed(path[1:]), strict=True):
+        if isinstance(node, cst.Call) and child is not node.func:
+            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            if name == "load_state_dict":
+                return True
+            if name != "get":
+                return False
+        elif not isinstance(node, _CARRIERS):
+            return False
+    return False
+
+
+def _stored_state(ctx: FileContext, call: cst.Call) -> bool:
+    """``call`` is the value of ``name = torch.load(...)``, each of whose reads in its function
+    (or module) goes into ``load_state_dict`` (:func:`_into_load_state_dict`)."""
+    parent = ctx.parent
+    if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
+            and isinstance(target := parent.targets[0].target, cst.Name)):
+        return False
+    scope = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), ctx.module)
+    reads = read_paths(scope, target.value, parent)
+    return bool(reads) and all(_into_load_state_dict(path) for path in reads)
