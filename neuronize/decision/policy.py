@@ -414,7 +414,10 @@ PROCESS_SET_UP = "devices of a program whose process set-up stays NCCL"
 #: eps = torch.cuda.FloatTensor(n).normal_() else: eps = torch.FloatTensor(n).normal_()``): on Neuron
 #: it makes the CPU's, which every Neuron placement of the program would then meet
 DATA_CHOICE = "devices of a program whose data choice stays CUDA's"
-PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE})
+#: a model wrapped in ``DataParallel`` on every host: on Neuron the wrapper scatters its inputs
+#: over the Neuron devices with CUDA's collectives, so the program's placements there gain nothing
+WRAPPED_MODEL = "devices of a program whose model DataParallel wraps"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function

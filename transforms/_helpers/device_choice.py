@@ -603,6 +603,8 @@ CUDA_PLUMBING = {
     "torch.cuda.get_device_properties": "CUDA device properties",
     "torch.cuda.get_rng_state": "the CUDA generator's state",
     "torch.cuda.set_rng_state": "the CUDA generator's state",
+    "torchvision.io.decode_jpeg": "nvJPEG decoding, made on a CUDA device only",
+    "torchvision.io.encode_jpeg": "nvJPEG encoding, made on a CUDA device only",
 }
 
 
@@ -611,18 +613,24 @@ def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
     the parameter, by its bare name, to a query of :data:`DEVICE_TYPE_QUERIES` (``def
     dtype(device="cuda"): return torch.get_autocast_dtype(device)``): a ``"neuron"`` default would
     make a call without the argument raise on a host where the CUDA default answered; or to CUDA
-    plumbing (:data:`CUDA_PLUMBING`: ``torch.Generator(device=device)``, a capability probe)."""
+    plumbing (:data:`CUDA_PLUMBING`: ``torch.Generator(device=device)``, a capability probe), by
+    its name or as the object keeps it (``self.device = device`` read by another method)."""
     function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
     if function is None or param.default is None or cuda_literal(param.default) is None:
         return None
     name = param.name.value
-    for node in iter_syntax(function.body):
+    # the parameter as the object keeps it (`self.device = device`), read by the class's methods
+    kept = {target for node in iter_syntax(function.body) if isinstance(node, cst.Assign)
+            and isinstance(node.value, cst.Name) and node.value.value == name
+            for t in node.targets if (target := dotted_name(t.target)) is not None and target.startswith("self.")}
+    owner = next((a for a in ctx.ancestors() if isinstance(a, cst.ClassDef)), None) if kept else None
+    for node in iter_syntax(owner.body if owner is not None else function.body):
         if not isinstance(node, cst.Call):
             continue
         query = ctx.qualify(node.func)
         if query is None or query not in DEVICE_TYPE_QUERIES and query not in CUDA_PLUMBING:
             continue
-        if not any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+        if not any(dotted_name(a.value) in (name, *kept) for a in node.args):
             continue
         if query in CUDA_PLUMBING:
             return (f"default of parameter `{name}`: kept, it feeds `{query}(...)`, CUDA plumbing "

@@ -1369,7 +1369,7 @@ def cuda_keeping(ctx: FileContext) -> str | None:
         if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
                 and isinstance(anc.test.operator, cst.Not) and asks_if_neuron(anc.test.expression):
             return ""  # `if not <Neuron>: ...` (:func:`kept_for_cuda`)
-        if isinstance(anc, cst.With) and child is anc.body and (entered := _cuda_device_context(ctx, anc)):
+        if isinstance(anc, cst.With) and child is anc.body and (entered := cuda_device_context(ctx, anc)):
             return f"it runs only under `with {entered}:`, which stays CUDA's; give Neuron a path of its own by hand"
         if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child is not None:
             exit_guard = _exit_guard(ctx, anc, child)
@@ -1380,7 +1380,7 @@ def cuda_keeping(ctx: FileContext) -> str | None:
     return None
 
 
-def _cuda_device_context(ctx: FileContext, node: cst.With) -> str | None:
+def cuda_device_context(ctx: FileContext, node: cst.With) -> str | None:
     """The ``torch.cuda.device(i)`` that ``node`` enters, where NRN116 keeps it (the accelerator
     target, a file that keeps its CUDA hosts): the block runs on CUDA's device ``i`` only, as on a
     host without CUDA entering it raises."""

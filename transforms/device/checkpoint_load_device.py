@@ -8,7 +8,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import keyword, with_keyword
-from neuronize.transforms._helpers.literals import make_string
+from neuronize.transforms._helpers.literals import is_false, make_string
 from neuronize.transforms._helpers.nodes import read_paths
 
 #: what a checkpoint's value may be read through on its way into ``load_state_dict``
@@ -38,7 +38,8 @@ class CheckpointLoadDevice(Transform):
 
     Fix safety:
         Safe where the loaded tensors only feed `load_state_dict`, which copies them onto the
-        parameters' device on every host (`Optimizer.load_state_dict` moves its state there too).
+        parameters' device on every host (`Optimizer.load_state_dict` moves its state there too;
+        not with `assign=True`, which keeps the loaded tensors).
         Unsafe elsewhere: a whole pickled model, or a tensor read from the checkpoint, now stays
         on the CPU on a CUDA host as well; move it with `.to(device)`.
 
@@ -91,8 +92,9 @@ def _into_load_state_dict(path: list[cst.CSTNode]) -> bool:
     for node, child in zip(reversed(path[:-1]), reversed(path[1:]), strict=True):
         if isinstance(node, cst.Call) and child is not node.func:
             name = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-            if name == "load_state_dict":
-                return True
+            if name == "load_state_dict":  # `assign=True` keeps the loaded tensors where they are
+                return not any(a.keyword is not None and a.keyword.value == "assign" and not is_false(a.value)
+                               for a in node.args)
             if name != "get":
                 return False
         elif not isinstance(node, _CARRIERS):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.decision.policy import WRAPPED_MODEL
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 _DATA_PARALLEL = {
@@ -69,4 +70,10 @@ class DataParallel(Transform):
             return
         self.report(node, f"`{kind}` runs one process over several devices, which TorchNeuron does not "
                     "support (one NeuronCore per process): use DDP or FSDP2 under `torchrun` with the "
-                    '`"neuron"` backend')
+                    '`"neuron"` backend', pins=None if self._conditional() else WRAPPED_MODEL)
+
+    def _conditional(self) -> bool:
+        """The wrapper is made only on a condition (``if torch.cuda.device_count() > 1:``, ``if
+        args.n_gpu > 1:``, ``if mode == "dp":``), which a host without several GPUs does not meet:
+        Neuron's placements need not wait for it."""
+        return any(isinstance(anc, (cst.If, cst.IfExp)) for anc in self.ctx.ancestors())

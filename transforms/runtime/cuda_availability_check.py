@@ -25,7 +25,7 @@ from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
 from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE
 from neuronize.transforms._helpers.device_model import (
-    bf16_choice, choice_group, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
+    bf16_choice, choice_group, cuda_device_context, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
 from neuronize.transforms._helpers.device_choice import available_polarities, says_only_neuron
 from neuronize.transforms._helpers.messages import short
@@ -495,6 +495,12 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         # stops Neuron before any device edit there could run: they wait for it
         opens_body = isinstance(enclosing_body(list(ctx.ancestors()))[1], cst.SimpleStatementLine)
         verdict.pins = verdict.pins or (ASSERTED_CUDA if opens_body else BRANCH_ASSERT)  # a branch: its block waits
+        return verdict, ""
+    if kind is Context.OTHER and isinstance(where, cst.For):  # a loop over the devices counted
+        verdict = scan(ctx, [where.body])
+        entered = next((found for node in iter_syntax(where.body) if isinstance(node, cst.With)
+                        and (found := cuda_device_context(ctx, node))), None)
+        verdict.marker = verdict.marker or (f"`{entered}`, kept for CUDA" if entered else None)
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
 
