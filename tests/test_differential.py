@@ -71,10 +71,6 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
      "--target cpu: the `--device` default is the CPU by design"),
     ("cpu", "safe unsafe", "cuda", "test_launch.py::test_cuda_box_ddp_keeps_nccl_its_gpu_and_tf32",
      "--target cpu: the process group is gloo and the device the CPU, by design"),
-    ("cpu", "safe", "neuron mps", "test_launch.py::test_a_rank_joins_and_reduces",
-     "NRN110 (safe only): the CPU fallback's `torch.cuda.is_available()` becomes "
-     "`torch.accelerator.is_available()` while the default `\"cuda\"` (an unsafe edit) stays: on a host "
-     "with another accelerator the fallback no longer fires and the rank pins a CUDA device"),
     ("cpu", "safe unsafe", "cuda", "test_choices.py::test_cuda_box_keeps_its_synchronize",
      "--target cpu: CUDA's synchronize becomes the CPU's by design"),
     ("cpu", "safe unsafe", "cuda", "test_choices.py::test_cuda_box_moves_the_model_to_cuda",

@@ -71,6 +71,20 @@ def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
             "kernel; make that import optional") in " ".join(full.split())
 
 
+def test_a_module_that_builds_its_extension_when_imported_is_kernel_code_for_its_importers(tmp_path):
+    files = {
+        "lib/__init__.py": b"",
+        "lib/ext.py": b"import torch\nfrom torch.utils.cpp_extension import load\n"
+                      b"kernels = load(name='kernels', sources=['kernels.cu'])\n",
+        "lib/linear.py": b"import torch\nfrom lib.ext import kernels\n",
+        "lib/plain.py": b"import torch\n",
+    }
+    assert _kernel_bound(tmp_path, files) == {
+        "lib/ext.py": "builds a CUDA extension with `load`",
+        "lib/linear.py": "imports `lib.ext`, which builds a CUDA extension with `load`",
+    }
+
+
 def test_a_device_constant_kernel_code_imports_stays_cuda(tmp_path):
     # a package re-exports the constant from the module that binds it; the script built on the
     # kernels reads it, another script's own device moves

@@ -137,6 +137,7 @@ PACKAGES: dict[str, Package] = {
     "auto_gptq": Package("AutoGPTQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF),
     "awq": Package("AutoAWQ CUDA quantization kernels", BF16_WEIGHTS, Evidence.INF, distributions=("autoawq",)),
     "exllamav2": Package("ExLlamaV2 CUDA kernels", BF16_WEIGHTS, Evidence.INF),
+    "exllamav3": Package("ExLlamaV3 CUDA kernels", BF16_WEIGHTS, Evidence.INF, loads_kernels=True),
     "unsloth": Package("Unsloth fine-tuning on its own Triton kernels (GPUs only), 4-bit models through bitsandbytes",
                        "fine-tune with `transformers` and `peft` on a bf16 model", Evidence.INF),
     "nvidia.dali": Package("NVIDIA DALI GPU data loading", "use a CPU `DataLoader` pipeline", Evidence.INF),

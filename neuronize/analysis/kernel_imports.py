@@ -101,7 +101,14 @@ def kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
     package = module_matches(module, KERNEL_MADE)
     if package is not None:
         return f"imports `{package}`, whose models run on CUDA kernels"
+    if module in JIT_BUILDERS:
+        return f"builds a CUDA extension with `{module.rsplit('.', 1)[1]}`"
     return extension_or_kernel_module(module)
+
+
+#: the functions that compile and load an extension when the module runs (``load(name, sources=[...
+#: "kernel.cu"])``): the module is the extension's, and its importers run on its kernels
+JIT_BUILDERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
 
 def _names(package: list[str], match: re.Match[bytes]) -> list[str]:

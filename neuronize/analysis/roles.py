@@ -70,7 +70,7 @@ import libcst as cst
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
 from neuronize.analysis.kernel_imports import (
-    KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
+    JIT_BUILDERS, KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import (
     ImportedName, dotted_name, imported_names, iter_statements, module_matches, scoped_statements)
 from neuronize.analysis.walk import visit
@@ -115,7 +115,6 @@ _MESSAGES = {
 #: deep-learning frameworks whose tensors have a `.cuda()` of their own
 _OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mindspore", "oneflow", "mxnet")
 
-_EXTENSION_BUILDERS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 
 #: modules whose import ties torch_xla code to the XLA-era torch-neuronx (not TPU code)
 NEURON_XLA = ("torch_neuronx", "neuronx_distributed", "libneuronxla", "optimum.neuron")
@@ -274,8 +273,8 @@ class FileRoles:
             reason = extension_or_kernel_module(module)
             if reason is not None:
                 return Role(KERNEL, reason)
-            if module in _EXTENSION_BUILDERS:
-                return Role(KERNEL, f"builds a CUDA extension with `{module.rsplit('.', 1)[-1]}`")
+            if module in JIT_BUILDERS:
+                return Role(KERNEL, kernel_reason(module) or module)
         if self._kernel_import is not None:  # through the project's own modules (found for the run)
             return Role(KERNEL_IMPORTER, self._kernel_import)
         return self._built_on_kernels()

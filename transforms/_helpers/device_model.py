@@ -21,7 +21,7 @@ import libcst as cst
 
 from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
-from neuronize.analysis.context import FileContext
+from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
     binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements)
@@ -1149,8 +1149,9 @@ HOST_NEUTRAL = frozenset({"synchronize", "empty_cache"})
 def _names_cuda(test: cst.BaseExpression) -> bool:
     """``test`` holds only where the device is CUDA: ``x == "cuda"`` (or the process-group backend
     ``backend == "nccl"``), ``"cuda" in x``,
-    ``x.startswith("cuda")``, ``x == Backend.CUDA`` (a member of the program's own device enum), or
-    an ``and`` with one of them."""
+    ``x.startswith("cuda")``, ``x == Backend.CUDA`` (a member of the program's own device enum), a
+    predicate of the project's named for CUDA (``backend_supports_cuda(backend)``), or an ``and``
+    with one of them."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _names_cuda(test.left) or _names_cuda(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -1163,7 +1164,15 @@ def _names_cuda(test: cst.BaseExpression) -> bool:
             return string_value(test.left) == "cuda"
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
         return len(test.args) == 1 and string_value(test.args[0].value) == "cuda"
+    if isinstance(test, cst.Call):  # the project's own predicate named for CUDA: `backend_supports_cuda(b)`
+        name = dotted_name(test.func) or ""
+        return not name.startswith("torch.") and _CUDA_PREDICATE.search(name.rsplit(".", 1)[-1]) is not None \
+            and "available" not in name
     return False
+
+
+#: a predicate's name that says CUDA (`supports_cuda`, `is_cuda_backend`), not CUDA's availability
+_CUDA_PREDICATE = re.compile(r"(?:^|_)cuda(?:$|_)", re.IGNORECASE)
 
 
 def cuda_side(node: cst.If | cst.IfExp) -> cst.CSTNode | None:
@@ -1369,6 +1378,8 @@ def cuda_keeping(ctx: FileContext) -> str | None:
         if isinstance(anc, cst.If) and child is anc.body and isinstance(anc.test, cst.UnaryOperation) \
                 and isinstance(anc.test.operator, cst.Not) and asks_if_neuron(anc.test.expression):
             return ""  # `if not <Neuron>: ...` (:func:`kept_for_cuda`)
+        if isinstance(anc, cst.Call) and (marks := _cuda_case(ctx, anc)) is not None:
+            return f"it is a test case marked for CUDA (`{marks}`); give Neuron a case with its own mark by hand"
         if isinstance(anc, cst.With) and child is anc.body and (entered := cuda_device_context(ctx, anc)):
             return f"it runs only under `with {entered}:`, which stays CUDA's; give Neuron a path of its own by hand"
         if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child is not None:
@@ -1378,6 +1389,19 @@ def cuda_keeping(ctx: FileContext) -> str | None:
                         "give Neuron a path of its own by hand")
         child = anc
     return None
+
+
+def _cuda_case(ctx: FileContext, call: cst.Call) -> str | None:
+    """The marks of ``pytest.param(..., marks=...)`` that name CUDA or GPUs (``marks=GPU_MARKS``,
+    ``marks=pytest.mark.skipif(not torch.cuda.is_available(), ...)``): a test case for CUDA."""
+    if ctx.qualify(call.func) != "pytest.param":
+        return None
+    marks = keyword(call, "marks")
+    shown = short(marks.value, 50) if marks is not None else ""
+    return shown if _GPU_WORDS.search(cst.Module([]).code_for_node(marks.value) if marks else "") else None
+
+
+_GPU_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
 
 
 def cuda_device_context(ctx: FileContext, node: cst.With) -> str | None:

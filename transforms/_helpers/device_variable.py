@@ -27,13 +27,39 @@ from neuronize.transforms._helpers.device_choice import LiteralEdit, idiom_branc
 from neuronize.transforms._helpers.literals import string_value
 
 def chosen_device(ctx: FileContext, node: cst.BaseExpression) -> LiteralEdit | None:
-    """``node``, a CUDA device string a placement names, as the program's device variable."""
+    """``node``, a CUDA device string a placement names, as the program's device variable; in a
+    method of a class that places its other tensors on ``self.device``, as that attribute."""
     value = string_value(node)
     name = program_device(ctx, value) if value is not None else None
-    if name is None:
-        return None
-    return LiteralEdit(cst.Name(name), (), f': the device the program chose, `"{value}"` wherever CUDA is available '
-                                           "(where this placement ran) and Neuron on Trainium", False)
+    if name is not None:
+        return LiteralEdit(cst.Name(name), (), f': the device the program chose, `"{value}"` wherever CUDA is '
+                                               "available (where this placement ran) and Neuron on Trainium", False)
+    if value == "cuda" and _places_on_own_device(ctx):
+        return LiteralEdit(cst.Attribute(cst.Name("self"), cst.Name("device")), (),
+                           ": the device the object places its other tensors on (`.to(self.device)`)", False)
+    return None
+
+
+def _places_on_own_device(ctx: FileContext) -> bool:
+    """The node being visited sits in a method of a class whose methods place tensors with
+    ``.to(self.device)``, an attribute its base class sets."""
+    method = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    owner = next((a for a in ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+    if method is None or owner is None or not any(a is method for a in owner.body.body):
+        return False
+    key = ("places on self.device", id(owner))
+    if key not in ctx.memo:
+        ctx.memo[key] = any(
+            isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to"
+            and any(a.keyword is None and _is_self_device(a.value) for a in n.args) for n in iter_syntax(owner)
+        ) and not any(isinstance(n, cst.AssignTarget) and _is_self_device(n.target) for n in iter_syntax(owner))
+    # in `__init__`, the attribute comes from a base class's (the class never assigns it itself)
+    return bool(ctx.memo[key]) and (method.name.value != "__init__" or bool(owner.bases))
+
+
+def _is_self_device(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+        and node.attr.value == "device"
 
 
 def program_device(ctx: FileContext, literal: str) -> str | None:

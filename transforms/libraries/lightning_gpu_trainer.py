@@ -6,6 +6,8 @@ import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.cuda_guard import GPU_WORD_PINS
+from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
@@ -116,4 +118,5 @@ class LightningGpuTrainer(Transform):
                     "established: the model's PyTorch code runs on `\"neuron\"`, `torch.distributed` takes "
                     f"`backend=\"neuron\"`, Trainium trains in bf16. Keep this {kind} for GPUs; for Trainium "
                     "move the loop to plain PyTorch, or try a custom `Accelerator` for `neuron` with "
-                    "`DDPStrategy(process_group_backend=\"neuron\")` and `precision=\"bf16-mixed\"` (unverified)")
+                    "`DDPStrategy(process_group_backend=\"neuron\")` and `precision=\"bf16-mixed\"` (unverified)",
+                    pins=pins_outside_cuda_code(self.ctx, GPU_WORD_PINS))

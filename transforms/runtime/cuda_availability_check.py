@@ -423,6 +423,11 @@ def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | No
     if kind is Context.IF and isinstance(where, cst.If) and _advice_only(ctx, where):
         return (f"{spelled(ref)} guards only a message for CUDA hosts (advice on CUDA kernels, GPU details): "
                 "kept, it does not apply to Neuron; say what Neuron should hear by hand if anything")
+    settled = _settles_tested(ctx, where) if kind is Context.IF and isinstance(where, cst.If) else None
+    if settled is not None:
+        return (f"{spelled(ref)} decides a fallback of `{settled}` for hosts without CUDA (`if not <CUDA> and "
+                f"<{settled} needs it>: {settled} = ...`): kept, so Neuron falls back as the CPU does; give Neuron "
+                "its own value by hand if it has one")
     fallback = unmoved_fallback(ctx, where) if kind is Context.IF and isinstance(where, cst.If) else None
     if fallback is not None and ref.fn == "is_available":
         return (f"{spelled(ref)} decides a CPU fallback for `{fallback}`, whose CUDA value stays (set elsewhere, a "
@@ -522,3 +527,15 @@ def _assigned_in(block: cst.BaseSuite) -> set[str]:
 
 
 _LEGACY_TYPE = re.compile(r"torch\.cuda\.\w+Tensor")
+
+
+def _settles_tested(ctx: FileContext, node: cst.If) -> str | None:
+    """``if not torch.cuda.is_available() and backend != "torch": backend = "torch"``: a test
+    that CUDA is missing, joined by ``and`` to a condition on a name the body then sets, a fallback
+    of that setting (a kernel backend, an implementation) for hosts without CUDA. The name, or None."""
+    test = node.test
+    if available_polarities(ctx, test) != {True} or not isinstance(test, cst.BooleanOperation) \
+            or not isinstance(test.operator, cst.And):
+        return None
+    read = {dotted_name(n) for n in iter_syntax(test) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
+    return next((name for name in sorted(_assigned_in(node.body)) if name in read), None)
