@@ -85,7 +85,12 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         that parses it itself and rejects `"neuron"` (safetensors' `load_file` / `safe_open`,
         CTranslate2, Lightning's `Fabric` / `Trainer` accelerator), directly or through a project
         function that hands it on to one (in any module); a CUDA literal handed to such a call
-        stays too. A choice stored in a variable read only under guards kept for CUDA stays.
+        stays too. A choice stored in a variable read only under guards kept for CUDA stays. So
+        does a device bound at a module's top level to a name that a GPU-kernel file of the
+        project imports (`DEV = torch.device("cuda:0")`, read by `from utils import DEV` in a
+        script built on Triton kernels), a parameter's default the object keeps and hands to CUDA
+        plumbing (nvJPEG `decode_jpeg(device=self.device)`), and a test case marked for GPUs
+        (`pytest.param(torch.device("cuda"), marks=GPU_MARKS)`).
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
         that tests the default, an availability check in the file), the default is written
         host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps

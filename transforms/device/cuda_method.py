@@ -31,7 +31,11 @@ class CudaMethod(KeepsCudaBranches, Transform):
 
     What it does:
         Rewrites `x.cuda()`, `x.cuda(i)` and `x.cuda(non_blocking=True)` to `x.to("neuron")`,
-        keeping `non_blocking=`.
+        keeping `non_blocking=`. In a file that keeps its CUDA hosts the move is host-aware
+        (`.to("neuron" if <the accelerator is Neuron> else "cuda")`), names the program's device
+        variable where it can see one (`.to(device)`), or, in a method of a class that places its
+        data with `.to(self.device)`, that attribute. A `.cuda()` in code only CUDA runs (under
+        `with torch.cuda.device(i):`, a branch kept for CUDA) is reported, not moved.
 
     Why on TorchNeuron:
         There is no CUDA device on Trainium. The documented spelling of placement is

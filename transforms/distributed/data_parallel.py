@@ -24,7 +24,11 @@ class DataParallel(Transform):
         `from torch.nn import DataParallel as DP`) and of the functional
         `torch.nn.parallel.data_parallel(...)`. References such as
         `isinstance(model, nn.DataParallel)` (unwrapping `.module`) are harmless and not reported.
-        Report only.
+        Report only. A wrapper made unconditionally holds every device edit of its file (edit
+        group `devices of a program whose model DataParallel wraps`): on Trainium it takes the
+        Neuron devices and scatters its inputs with CUDA's collectives, so the moved program
+        would fail at its first forward. One made on a condition (several GPUs, a mode the user
+        picks) never wraps on Neuron and holds nothing.
 
     Why on TorchNeuron:
         TorchNeuron's distributed design is one NeuronCore per process; the process-group setup

@@ -49,7 +49,9 @@ class LightningGpuTrainer(Transform):
         of the same call (`devices=` counts, `strategy="ddp"`, fp16 `precision=`) and separates
         what is established from what is not. A call that lets Lightning choose
         (`accelerator="auto"`, or none given) is reported too: Lightning picks a GPU where there
-        is one, and on Trainium the CPU, so the program's device choice is Lightning's.
+        is one, and on Trainium the CPU, so the program's device choice is Lightning's. A call
+        that asks for GPUs holds the device edits of its function (or file, at the top level):
+        the Trainer places that model on a GPU, so a `.cuda()` beside it must not move alone.
 
     Why on TorchNeuron:
         Established: the model's PyTorch code runs on the `"neuron"` device, `torch.distributed`

@@ -92,7 +92,13 @@ class CudaAvailabilityCheck(_CudaApiRule):
           device this file gives no CUDA value (it comes from a config or another module): kept
           and reported, so Neuron falls back to the CPU as before rather than meeting a CUDA
           device nothing moved. The check and the code past an early exit
-          (`if not torch.cuda.is_available(): return`) move together, or not at all.
+          (`if not torch.cuda.is_available(): return`) move together, or not at all;
+        - a fallback of a setting that needs CUDA (`if not torch.cuda.is_available() and backend
+          != "torch": backend = "torch"`): kept and reported, so Neuron falls back as the CPU does;
+        - `torch.cuda.device_count()` counting a loop over the devices whose body enters
+          `torch.cuda.device(i)` (kept for CUDA): kept and reported;
+        - a kept check that makes a tensor of a legacy CUDA type, else the same on the CPU, holds
+          the device edits of its file: on Neuron it makes the CPU's, which the moved model meets.
 
     Why on TorchNeuron:
         On Trainium `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0, so
