@@ -123,7 +123,7 @@ NEURON_XLA = ("torch_neuronx", "neuronx_distributed", "libneuronxla", "optimum.n
 _TPU = re.compile(rb"\bis_torch_xla_available\b|\bXLA_AVAILABLE\b|\btpu\b|\bTPU\b", re.IGNORECASE)
 _TEST_DIRS = frozenset({"tests", "test"})
 _GATE_WORDS = ("skip", "mark", "requir", "need", "only")
-_CUDA_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
+CUDA_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
 #: a bare `return` is not enough: `if not torch.cuda.is_available(): return` also guards settings
 _SKIP_BODY = re.compile(r"skip", re.IGNORECASE)
 
@@ -325,12 +325,12 @@ class FileRoles:
     def _test_file(self) -> Role | None:
         if is_test_path(self._path, self._source):
             return Role(TEST, "a test file")
-        if not _CUDA_WORDS.search(self._source.decode("utf-8", "replace")) or b"skip" not in self._source.lower():
+        if not CUDA_WORDS.search(self._source.decode("utf-8", "replace")) or b"skip" not in self._source.lower():
             return None
         for stmt in self._module.body:
             if isinstance(stmt, cst.SimpleStatementLine) and b"pytestmark" in self._source:
                 code = self._code(stmt)
-                if code.lstrip().startswith("pytestmark") and _CUDA_WORDS.search(code):
+                if code.lstrip().startswith("pytestmark") and CUDA_WORDS.search(code):
                     return Role(TEST, "its `pytestmark` needs CUDA", "this module")
             elif isinstance(stmt, cst.If) and _skips_unless_cuda(stmt, self._code):
                 return Role(TEST, "it is skipped unless CUDA is available", "this module")
@@ -561,7 +561,7 @@ class FileRoles:
     def _gated(self, stmt: cst.FunctionDef | cst.ClassDef, where: str) -> Role | None:
         for decorator in stmt.decorators:
             code = self._code(decorator.decorator)
-            if _CUDA_WORDS.search(code) and any(w in code.lower() for w in _GATE_WORDS):
+            if CUDA_WORDS.search(code) and any(w in code.lower() for w in _GATE_WORDS):
                 return Role(TEST, f"`@{code}`" if len(code) <= 60 else "a CUDA-only marker", where)
         if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
             for first in stmt.body.body[:3]:
@@ -618,7 +618,7 @@ def _flag_parameters(func: cst.FunctionDef) -> set[str]:
 def _skips_unless_cuda(stmt: cst.If, code: Callable[[cst.CSTNode], str]) -> bool:
     """``if not torch.cuda.is_available(): pytest.skip(...)`` (or ``self.skipTest``, ``raise SkipTest``)."""
     test = code(stmt.test)
-    if not (_CUDA_WORDS.search(test) and ("not " in test or "== 0" in test or "< " in test)):
+    if not (CUDA_WORDS.search(test) and ("not " in test or "== 0" in test or "< " in test)):
         return False
     body = stmt.body.body  # an IndentedBlock or a one-line suite
     return len(body) <= 2 and bool(_SKIP_BODY.search("".join(code(s) for s in body)))

@@ -21,6 +21,7 @@ import libcst as cst
 
 from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
+from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
@@ -1397,11 +1398,7 @@ def _cuda_case(ctx: FileContext, call: cst.Call) -> str | None:
     if ctx.qualify(call.func) != "pytest.param":
         return None
     marks = keyword(call, "marks")
-    shown = short(marks.value, 50) if marks is not None else ""
-    return shown if _GPU_WORDS.search(cst.Module([]).code_for_node(marks.value) if marks else "") else None
-
-
-_GPU_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
+    return short(marks.value, 50) if marks is not None and CUDA_WORDS.search(_source(marks.value)) else None
 
 
 def cuda_device_context(ctx: FileContext, node: cst.With) -> str | None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuronize.analysis.context import FileContext
+from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.walk import children, iter_syntax
 from neuronize.transforms._helpers.device_choice import LiteralEdit, idiom_branch, neuron_first
 from neuronize.transforms._helpers.literals import string_value
@@ -51,15 +51,10 @@ def _places_on_own_device(ctx: FileContext) -> bool:
     if key not in ctx.memo:
         ctx.memo[key] = any(
             isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to"
-            and any(a.keyword is None and _is_self_device(a.value) for a in n.args) for n in iter_syntax(owner)
-        ) and not any(isinstance(n, cst.AssignTarget) and _is_self_device(n.target) for n in iter_syntax(owner))
+            and any(a.keyword is None and dotted_name(a.value) == "self.device" for a in n.args) for n in iter_syntax(owner)
+        ) and not any(isinstance(n, cst.AssignTarget) and dotted_name(n.target) == "self.device" for n in iter_syntax(owner))
     # in `__init__`, the attribute comes from a base class's (the class never assigns it itself)
     return bool(ctx.memo[key]) and (method.name.value != "__init__" or bool(owner.bases))
-
-
-def _is_self_device(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
-        and node.attr.value == "device"
 
 
 def program_device(ctx: FileContext, literal: str) -> str | None:

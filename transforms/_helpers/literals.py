@@ -121,6 +121,10 @@ class Kind(enum.Enum):
         return self is not Kind.PLAIN
 
 
+#: the qualified name of a legacy CUDA tensor type (``torch.cuda.FloatTensor``), its class the group
+LEGACY_CUDA_TYPE = re.compile(r"^torch\.cuda\.(\w+Tensor)$")
+
+
 def cuda_literal(node: cst.CSTNode) -> Kind | None:
     """The kind of CUDA device ``node`` spells, or None if it is no CUDA device literal."""
     value = string_value(node)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 from neuronize.transforms._helpers.calls import new_keyword
 from neuronize.transforms._helpers.imports import removal_of
-from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import qualified_expr
 from neuronize.transforms._helpers import per_target
@@ -19,7 +18,6 @@ DTYPES = {
     "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
     "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
 }
-TYPE_STRING = re.compile(r"^torch\.cuda\.(\w+Tensor)$")
 
 
 def _size_like(node: cst.BaseExpression) -> bool:
@@ -201,7 +199,7 @@ class LegacyCudaTensorType(Transform):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda." not in node.value:
             return
-        m = TYPE_STRING.match(string_value(node) or "")
+        m = LEGACY_CUDA_TYPE.match(string_value(node) or "")
         if m is None or m.group(1) not in DTYPES:
             return
         cls = m.group(1)

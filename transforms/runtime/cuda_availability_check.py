@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from neuronize.analysis.context import FileContext, dotted_name
@@ -20,7 +19,7 @@ from neuronize.transforms._helpers.cuda_guard import (
 from neuronize.transforms._helpers.cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
 )
-from neuronize.transforms._helpers.literals import branches_mention_cuda, string_like, string_value
+from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
 from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE
@@ -523,7 +522,7 @@ def _makes_data_either_way(ctx: FileContext, node: cst.If) -> bool:
         return False
     if not _assigned_in(node.body) & _assigned_in(node.orelse.body):
         return False
-    return any(isinstance(n, cst.Call) and _LEGACY_TYPE.fullmatch(ctx.qualify(n.func) or "") is not None
+    return any(isinstance(n, cst.Call) and LEGACY_CUDA_TYPE.match(ctx.qualify(n.func) or "") is not None
                for n in iter_syntax(node.body))
 
 
@@ -531,8 +530,6 @@ def _assigned_in(block: cst.BaseSuite) -> set[str]:
     return {name for line in iter_statements(getattr(block, "body", ())) if isinstance(line, cst.SimpleStatementLine)
             for small in line.body for name in assigned_names(small)}
 
-
-_LEGACY_TYPE = re.compile(r"torch\.cuda\.\w+Tensor")
 
 
 def _settles_tested(ctx: FileContext, node: cst.If) -> str | None:
