@@ -29,7 +29,9 @@ around it). This module decides, in this order, each step seeing what the previo
    pinned to CUDA that no rule moves (a model placed on GPUs by its loader, ``device_map="auto"``
    or ``{"": 0}``; a legacy CUDA tensor type, ``torch.cuda.FloatTensor if cuda else
    torch.FloatTensor``) forms one with the device edits of its function, or of the file where it
-   is at module level: the tensors it meets stay where it is;
+   is at module level: the tensors it meets stay where it is. The findings of one decision
+   written in one expression form a group too: the arms of a conditional expression that chooses
+   between devices, and the arguments of a call that wraps a model with its device ids;
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
    ``guard``); edits to tests of the same condition in one function (or the methods of one
@@ -59,7 +61,9 @@ from neuronize.analysis.import_safety import (
     OPTIONAL_TORCH, hazard, imports_torch_optionally, is_script, lazy_annotations, neuron_tests,
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
-from neuronize.analysis.syntax import binding_counts, binding_scope, chain_head, dotted_name, else_ends_early, ends_early
+from neuronize.analysis.syntax import (
+    binding_counts, binding_scope, chain_head, dotted_name, else_ends_early, ends_early, one_line,
+)
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
 from neuronize.types import Finding, Note, Options, Safety
@@ -108,7 +112,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
         device = options.target.value
-        joined = _wrapped_model_moves(_leftovers_join_moves(kept, tree.parents, device), tree.parents)
+        joined = _one_decision_joins(_leftovers_join_moves(kept, tree.parents, device), tree.parents)
         kept, grouped = _pins_hold_devices(joined, tree.parents, device, options.notebook_pins)
         held = {**held, **grouped}
     settled = _settle_groups(kept, held)
@@ -374,33 +378,42 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
 _DEVICE_IDS = frozenset({"device_ids", "output_device", "device_id"})
 
 
-def _wrapped_model_moves(located: Located[R], parents: Parents) -> Located[R]:
-    """The findings in the arguments of one call that wraps a model and names its devices
-    (``DistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])``, and the
-    wrappers of other libraries that take the same keywords) are one edit group: the model's
-    placement moves with the devices it is given, or neither does. Moved alone, Neuron would
-    still ask CUDA for the device ids. An edit already in a group keeps it."""
-    calls: dict[int, tuple[cst.Call, list[int]]] = {}
+def _one_decision_joins(located: Located[R], parents: Parents) -> Located[R]:
+    """The findings of one decision written in one expression are one edit group, applied whole or
+    not at all (an edit already in a group keeps it):
+    - the arguments of a call that wraps a model and names its devices
+      (``DistributedDataParallel(model.cuda(), device_ids=[torch.cuda.current_device()])``, and the
+      wrappers of other libraries that take the same keywords): the model's placement moves with
+      the devices it is given, or neither does; moved alone, Neuron would still ask CUDA for the
+      device ids;
+    - the arms of a conditional expression that chooses between devices (``torch.device("cuda") if
+      rank is None else torch.device(f"cuda:{rank}")``): one arm moved alone sends the other case
+      of the same choice to CUDA on Neuron."""
+    containers: dict[int, tuple[str, list[int]]] = {}
     for i, (r, _) in enumerate(located):
-        call = _wrapping_call(r.node, parents)
-        if call is not None:
-            calls.setdefault(id(call), (call, []))[1].append(i)
-    joined = {i: f"devices of {dotted_name(call.func) or 'a wrapper'}(...)"
-              for call, members in calls.values() if len(members) > 1 and any(located[i][0].fixable for i in members)
+        found = _decision_around(r.node, parents)
+        if found is not None:
+            containers.setdefault(id(found[0]), (found[1], []))[1].append(i)
+    joined = {i: name for name, members in containers.values()
+              if len(members) > 1 and any(located[i][0].fixable for i in members)
               for i in members if located[i][0].group is None}
     if not joined:
         return located
     return [(dataclasses.replace(r, group=joined[i]), f) if i in joined else (r, f) for i, (r, f) in enumerate(located)]
 
 
-def _wrapping_call(node: cst.CSTNode, parents: Parents) -> cst.Call | None:
-    """The call with a device-ids keyword (:data:`_DEVICE_IDS`) in whose arguments ``node`` sits,
-    within its statement."""
+def _decision_around(node: cst.CSTNode, parents: Parents) -> tuple[cst.CSTNode, str] | None:
+    """The expression of one decision in which ``node`` sits, within its statement, and the name of
+    its edit group: a call with a device-ids keyword (:data:`_DEVICE_IDS`) whose argument holds
+    it, or a conditional expression whose arm holds it, whichever is nearer."""
     child = node
     for parent in ancestors(node, parents):
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and any(
                 a.keyword is not None and a.keyword.value in _DEVICE_IDS for a in parent.args):
-            return parent
+            return parent, f"devices of {dotted_name(parent.func) or 'a wrapper'}(...)"
+        if isinstance(parent, cst.IfExp) and child is not parent.test:
+            test = one_line(parent.test)
+            return parent, f"devices chosen on {test if len(test) <= 40 else test[:37] + '...'}"
         if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return None
         child = parent
