@@ -18,7 +18,7 @@ import libcst as cst
 
 from neuronize.analysis.roles import FileRoles, Role
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.analysis.syntax)
-from neuronize.analysis.syntax import dotted_name, imported_names, iter_statements
+from neuronize.analysis.syntax import dotted_name, imported_names, scoped_statements
 from neuronize.analysis.walk import children
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
@@ -40,14 +40,18 @@ class ImportTable:
         self._names: dict[str, str] = {}
         self.modules: set[str] = set()  # every module imported, fully qualified
         self._under: dict[str, frozenset[str]] = {}
+        #: the local names an import binds outside any function: readable anywhere in the module
+        self.top_level: set[str] = set()
 
-    def add(self, stmt: cst.Import | cst.ImportFrom) -> None:
+    def add(self, stmt: cst.Import | cst.ImportFrom, *, top_level: bool = True) -> None:
         self._under.clear()
         for imported in imported_names(stmt):
             self.modules.add(imported.module)
             if imported.local is None:  # a star import binds nothing we can name
                 continue
             self._names[imported.local] = imported.target
+            if top_level:
+                self.top_level.add(imported.local)
             if imported.name is not None:  # `from a import x`: `a.x` is imported too
                 self.modules.add(imported.target)
 
@@ -93,11 +97,12 @@ def collect_imports(module: cst.Module, inherited: ImportTable | None = None) ->
     if inherited is not None:
         table._names.update(inherited._names)
         table.modules |= inherited.modules
-    for stmt in iter_statements(module.body):
+        table.top_level |= inherited.top_level
+    for stmt, functions in scoped_statements(module.body):
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    table.add(small)
+                    table.add(small, top_level=not functions)
     return table
 
 

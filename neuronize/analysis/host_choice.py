@@ -29,9 +29,26 @@ ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)|\bis_(?:torch_
                             rb"_available\b|device_map\s*=\s*['\"]auto['\"]")
 
 
+#: a conditional expression that chooses between CUDA and the CPU by any test, a user's flag too
+#: (``torch.device("cuda" if opt.cuda else "cpu")``, ``"cpu" if args.no_cuda else "cuda:0"``): the
+#: program runs on both, as the user asks
+CHOOSES_CPU_OR_CUDA = re.compile(
+    rb"""['"](?:cuda(?::\d+)?|cpu)['"]\s*\)?\s*if\s[^\n]*?\selse\s+(?:\w+\.device\(\s*)?['"](?:cuda|cpu)\b""")
+
+
 def checks_host(source: bytes) -> bool:
-    """``source`` asks whether a host is available, or lets Accelerate choose (see :data:`ASKS_AVAILABLE`)."""
-    return (b"available" in source or b"device_map" in source) and ASKS_AVAILABLE.search(source) is not None
+    """``source`` asks whether a host is available, or lets Accelerate choose (see
+    :data:`ASKS_AVAILABLE`), or chooses between CUDA and the CPU (:data:`CHOOSES_CPU_OR_CUDA`)."""
+    return ((b"available" in source or b"device_map" in source) and ASKS_AVAILABLE.search(source) is not None
+            or b"else" in source and any(_crosses(m.group()) for m in CHOOSES_CPU_OR_CUDA.finditer(source)))
+
+
+def _crosses(choice: bytes) -> bool:
+    """One arm of ``choice`` names CUDA and the other the CPU."""
+    return set(_QUOTED_DEVICE.findall(choice)) == {b"cuda", b"cpu"}
+
+
+_QUOTED_DEVICE = re.compile(rb"""['"](cuda|cpu)\b""")
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
+from neuronize.analysis.syntax import binding_counts, binding_scope, iter_statements
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
@@ -21,7 +22,7 @@ from neuronize.transforms._helpers.literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
 from neuronize.transforms._helpers.names import last_name, target_name
-from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized
+from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, small_statements
 from neuronize.transforms._helpers.value_flow import LOOKUPS, alternatives, assigned, option_names
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -174,7 +175,7 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
     The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
     ``or`` chain holding the call (every occurrence with the same polarity). The CUDA branch is a literal or ``torch.device(<literal>)``.
     """
-    side = available_side(ctx, ifexp)
+    side = available_side(ctx, ifexp) or flag_side(ctx, ifexp)
     if side is None:
         return None
     branch = getattr(ifexp, side)
@@ -189,6 +190,34 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
     if kind is None:
         return None
     return side, literal, kind
+
+
+def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
+    """On the neuron target, which branch of a choice by a flag runs where CUDA is: the flag is
+    stored once in its scope from the check itself (``has_cuda = torch.cuda.is_available()``,
+    then ``"cuda" if has_cuda else "cpu"``, or ``"cpu" if not has_cuda else "cuda"``). The Neuron
+    arm goes in front of the whole choice, which keeps the flag for what else it decides (fp16 on
+    CUDA); the other targets rewrite the check itself, which a flag hides, so they leave it."""
+    test, negated = ifexp.test, False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if not isinstance(test, cst.Name) or per_target.target(ctx) != per_target.NEURON:
+        return None
+    path: list[cst.CSTNode] = [ifexp]
+    while id(path[-1]) in ctx.parents:
+        path.append(ctx.parents[id(path[-1])])
+    functions = tuple(n for n in reversed(path) if isinstance(n, cst.FunctionDef))
+    scope = binding_scope(test.value, functions, ctx.module)
+    if binding_counts(scope, (test.value,), own_scope=True)[test.value] != 1:
+        return None
+    body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
+        else scope.body if isinstance(scope, cst.Module) else ()
+    for statement in iter_statements(body):
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(target := small.targets[0].target, cst.Name) and target.value == test.value:
+            return ("orelse" if negated else "body") if is_cuda_available_call(ctx, small.value) else None
+    return None
 
 
 def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: bool) -> Iterator[bool]:
@@ -298,8 +327,8 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     Neuron's (``"neuron"``, bf16). Additive: the original, whole, keeps serving CUDA and every host
     its fallback served; the other conditions of an ``and`` (``args.gpu and
     torch.cuda.is_available()``) still apply to Neuron. ``available``: the target's test."""
-    neuron_test = replace_is_available(ctx, node.test, available) if side == "body" and only_and(node.test) \
-        else available
+    neuron_test = replace_is_available(ctx, node.test, available) \
+        if side == "body" and only_and(node.test) and has_is_available(ctx, node.test) else available
     # a choice its author spread one part a line (`"cuda"` / `if ...` / `else ...`) gets its Neuron
     # arm laid out the same way, in front
     spread = node.whitespace_before_if if isinstance(node.whitespace_before_if, cst.ParenthesizedWhitespace) \
@@ -523,8 +552,7 @@ def in_selection_if(ctx: FileContext) -> bool:
 # -- a device's own validation: `assert device in ["cuda", "cpu"]`, `if d not in (...): raise` --------
 def _raises(block: cst.BaseSuite) -> bool:
     """A block that only raises (or exits): the ``if`` around it validates."""
-    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    smalls = [s for line in lines for s in getattr(line, "body", ())]
+    smalls = small_statements(block)  # none where a nested block does more than raise
     return bool(smalls) and all(isinstance(s, cst.Raise) or (
         isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and last_name(s.value.func) in ("exit", "error"))
         for s in smalls)

@@ -39,7 +39,7 @@ from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_gro
 from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
-from neuronize.transforms._helpers.nodes import parenthesized, read_paths, target_names
+from neuronize.transforms._helpers.nodes import parenthesized, read_paths, small_statements, target_names
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -333,16 +333,8 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
     return dispatch
 
 
-def _smalls(block: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
-    """The small statements of ``block``; empty when it holds a compound statement."""
-    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    if not all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines):
-        return []
-    return [s for line in lines for s in line.body]  # type: ignore[misc, union-attr]
-
-
 def _only_raises(block: cst.BaseSuite) -> bool:
-    smalls = _smalls(block)
+    smalls = small_statements(block)
     return bool(smalls) and all(isinstance(s, cst.Raise) for s in smalls)
 
 
@@ -947,7 +939,7 @@ _CHOICE_STATEMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.
 
 
 def _choice_body(ctx: FileContext, body: cst.BaseSuite) -> bool:
-    smalls = _smalls(body)
+    smalls = small_statements(body)
     if not smalls or not all(isinstance(s, _CHOICE_STATEMENTS) for s in smalls) \
             or not _holds_cuda_value(body):
         return False  # no CUDA value in it: the check is extended instead (NRN110)
@@ -1084,7 +1076,7 @@ def in_detection(ctx: FileContext) -> bool:
 
 def _assigns_cuda(body: cst.BaseSuite) -> bool:
     found = False
-    for small in _smalls(body):
+    for small in small_statements(body):
         if isinstance(small, cst.Return) and small.value is not None and _cuda_value(small.value):
             found = True
         elif isinstance(small, cst.Assign) and len(small.targets) == 1 and _cuda_value(small.value) \
@@ -1510,7 +1502,7 @@ def bf16_choice(ctx: FileContext) -> Bf16Choice | None:
     for anc in ctx.ancestors():
         if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.test:
             picks = (_picks_bf16(ctx, anc.body) if isinstance(anc, cst.IfExp) else
-                     any(isinstance(s, cst.Assign) and _picks_bf16(ctx, s.value) for s in _smalls(anc.body)))
+                     any(isinstance(s, cst.Assign) and _picks_bf16(ctx, s.value) for s in small_statements(anc.body)))
             if not picks:
                 return None
             if asks_if_neuron(anc.test):
@@ -1578,7 +1570,7 @@ def unmoved_fallback(ctx: FileContext, node: cst.If) -> str | None:
     if node.orelse is not None or ends_early(node.body) or available_polarities(ctx, node.test) != {True} \
             or not only_and(node.test):
         return None
-    targets = [target.target for small in _smalls(node.body) if isinstance(small, cst.Assign)
+    targets = [target.target for small in small_statements(node.body) if isinstance(small, cst.Assign)
                and string_value(small.value) == "cpu" for target in small.targets]
     if not targets:
         return None

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
+from neuronize.analysis.syntax import imported_names, iter_statements
 from neuronize.transform import ImportRequest
 from neuronize.transforms._helpers.literals import string_value
 
@@ -44,7 +45,7 @@ def qualified_expr(ctx: FileContext, qualified: str, *, any_torch: bool = False
     2.6 a ``torch.accelerator`` function torch.cuda also has falls back to torch.cuda's there.
     """
     package, _, rest = qualified.partition(".")
-    local = ctx.names.local_names_for(package)
+    local = [name for name in ctx.names.local_names_for(package) if _readable_here(ctx, name)]
     head = local[0] if local else package
     imports: tuple[ImportRequest, ...] = () if local else (ImportRequest(package),)
     module, _, function = rest.partition(".")
@@ -54,6 +55,18 @@ def qualified_expr(ctx: FileContext, qualified: str, *, any_torch: bool = False
         return cst.parse_expression(f'getattr({head}, "accelerator", {head}.cuda).{function}'), imports
     expr = cst.parse_expression(f"{head}.{rest}" if rest else head)
     return expr, imports
+
+
+def _readable_here(ctx: FileContext, name: str) -> bool:
+    """``name``, bound by an import, can be read where the rule is: the import is at the module's
+    top level, or in a function around it (``def check(): import torch``): an import in another
+    function binds nothing here."""
+    if name in ctx.names.top_level:
+        return True
+    return any(isinstance(small, (cst.Import, cst.ImportFrom)) and any(i.local == name for i in imported_names(small))
+               for function in ctx.ancestors() if isinstance(function, cst.FunctionDef)
+               for stmt in iter_statements(function.body.body if isinstance(function.body, cst.IndentedBlock) else ())
+               if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body)
 
 
 #: the ``torch.accelerator`` functions of torch 2.6 that ``torch.cuda`` has under the same name,

@@ -60,6 +60,14 @@ def following_statements(ctx: FileContext, stmt: cst.CSTNode) -> list[cst.CSTNod
 
 
 # -- conditions ----------------------------------------------------------------------------
+def small_statements(block: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
+    """The small statements of ``block``; empty when it holds a compound statement."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if not all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines):
+        return []
+    return [s for line in lines for s in line.body]  # type: ignore[misc, union-attr]
+
+
 def iter_conditions(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The atoms of a condition: through ``and`` / ``or`` / ``not``."""
     if isinstance(test, cst.BooleanOperation):

@@ -75,7 +75,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         default of a lookup (`getenv("DEVICE", "cuda")`) are rewritten too.
         The idiom `"cuda" if torch.cuda.is_available() else "cpu"` (any alias, the reversed
         `"cpu" if not ... else "cuda"` form, `torch.device("cuda") if ... else ...`, `f"cuda"`,
-        `f"cuda:{i}"`, `"cuda:" + str(i)`) gains Neuron in front, as one unit:
+        `f"cuda:{i}"`, `"cuda:" + str(i)`, a test of a flag stored once from the check, `has_cuda =
+        torch.cuda.is_available()`, either way round) gains Neuron in front, as one unit:
         `"neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron" else <the original idiom>`, so
         CUDA (with its device index) and the CPU fallback are kept. A device default moves to
@@ -92,7 +93,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         plumbing (nvJPEG `decode_jpeg(device=self.device)`), and a test case marked for GPUs
         (`pytest.param(torch.device("cuda"), marks=GPU_MARKS)`).
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
-        that tests the default, an availability check in the file), the default is written
+        that tests the default, an availability check in the file, a conditional expression
+        choosing CUDA or the CPU by a user's flag, `"cuda" if args.cuda else "cpu"`), the
+        device is written
         host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
         its value and the program's own fallback, Neuron gets `"neuron"`. So is a parameter's
         default in a library module (one that does no work at its top level and has no
