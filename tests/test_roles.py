@@ -8,7 +8,10 @@ import pytest
 from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
-from neuronize.analysis.roles import CUDA_FLAG, CUDA_GRAPH, CUDA_HELPERS, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, TEST, is_test_path
+from neuronize.analysis.roles import (
+    CUDA_FLAG, CUDA_GRAPH, CUDA_HELPERS, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, OTHER_HOST, TEST,
+    is_test_path,
+)
 from neuronize.types import Options
 
 
@@ -181,6 +184,20 @@ def test_a_vendored_cuda_only_library_keeps_cuda() -> None:
     assert _file_role(source, "compression/dependencies/AutoGPTQ/auto_gptq/modeling/_const.py")[0] == LIBRARY
     assert _file_role(source, "deepspeed/runtime/p2p.py") is None  # its own repository: the project
     assert _file_role(source, "vendor/kernels/ops.py") is None  # a common word is not the `kernels` hub
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("engine/backends/cuda/graph_runner.py", (CUDA_NAMED, "it sits in the folder `cuda/`, CUDA's implementation")),
+    ("engine/kernels/CUDA/fill.py", (CUDA_NAMED, "it sits in the folder `cuda/`, CUDA's implementation")),
+    ("engine/backends/ascend/ops.py", (OTHER_HOST, "it sits in the folder `ascend/`")),
+    ("engine/backends/dlinfer/cuda/ops.py", (CUDA_NAMED, "it sits in the folder `cuda/`, CUDA's implementation")),
+    ("engine/backends/default/ops.py", None),
+    ("engine/cuda_utils.py", None),  # a file's own name is judged by what it defines, not here
+])
+def test_a_host_implementation_folder_keeps_its_host(path: str, expected: tuple[str, str] | None) -> None:
+    """A project that implements one thing per host in folders named for them (``backends/cuda/``,
+    ``backends/ascend/``) chooses the folder by host: each keeps its own devices."""
+    assert _file_role("import torch\nx = torch.zeros(1, device=\"cuda\")\n", path) == expected
 
 
 def test_fake_tensor_block() -> None:

@@ -84,6 +84,8 @@ KERNEL_IMPORTER = "kernel-importer"
 CUDA_HELPERS = "cuda-helpers"
 #: a module of another deep-learning framework (PaddlePaddle, TensorFlow, JAX...) that never imports torch
 OTHER_FRAMEWORK = "other-framework"
+#: a module in a folder of another host's implementation (``backends/ascend/``, ``backends/dlinfer/``)
+OTHER_HOST = "other-host"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -108,9 +110,17 @@ _MESSAGES = {
                "Neuron a setting or a branch of its own by hand",
     OTHER_FRAMEWORK: "not applied: {where} is not PyTorch code ({reason}); its `.cuda()` and devices are that "
                      "framework's, which neuronize does not migrate",
+    OTHER_HOST: "not applied: {where} is another host's implementation ({reason}); it keeps its devices: "
+                "give Neuron an implementation of its own beside it",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
+
+#: folders that hold CUDA's implementation of something the project also implements elsewhere
+_CUDA_FOLDERS = frozenset({"cuda", "cutlass", "triton"})
+#: folders that hold another host's implementation (vendor backends and their device runtimes)
+_OTHER_HOST_FOLDERS = frozenset({"ascend", "npu", "dlinfer", "rocm", "hip", "xpu", "mps", "camb", "maca", "musa",
+                                 "mlu", "hpu", "habana", "gaudi", "tpu"})
 
 #: deep-learning frameworks whose tensors have a `.cuda()` of their own
 _OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mindspore", "oneflow", "mxnet")
@@ -236,10 +246,26 @@ class FileRoles:
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
+    def _folders(self) -> tuple[str, ...]:
+        """The folders of the file's path, outermost first."""
+        return PurePosixPath(self._path.replace("\\", "/")).parts[:-1]
+
+    @cached_property
     def file_role(self) -> Role | None:
         """The role of the whole file, if it has one."""
         return (self._other_framework() or self._kernel_file() or self._test_file() or self._inductor_file()
-                or self._library_source())
+                or self._library_source() or self._host_folder())
+
+    def _host_folder(self) -> Role | None:
+        """A module in a folder named for one host's implementation, beside those of others
+        (``kernels/cuda/``, ``backends/cuda/``, ``backends/ascend/``): the project chooses which
+        one runs by host, so CUDA's stays CUDA's and another host's stays that host's."""
+        for folder in reversed([f.lower() for f in self._folders]):
+            if folder in _CUDA_FOLDERS:
+                return Role(CUDA_NAMED, f"it sits in the folder `{folder}/`, CUDA's implementation")
+            if folder in _OTHER_HOST_FOLDERS:
+                return Role(OTHER_HOST, f"it sits in the folder `{folder}/`")
+        return None
 
     def _other_framework(self) -> Role | None:
         """A module of another framework's code (``import paddle``) that never imports torch: a port of
@@ -254,7 +280,7 @@ class FileRoles:
         """A file of a vendored copy of a CUDA-only library (``third_party/DeepSpeed/deepspeed/``):
         the library runs only on CUDA, so its code keeps CUDA. The library's own repository is
         the project being migrated, and is not held as a whole."""
-        folders = PurePosixPath(self._path.replace("\\", "/")).parts[:-1]
+        folders = self._folders
         vendored = next((i for i, folder in enumerate(folders) if folder.lower() in _VENDOR_FOLDERS), None)
         if vendored is None:
             return None
@@ -574,7 +600,7 @@ class FileRoles:
         """Whether ``top`` (a top-level package name) is a directory this file sits in, i.e. the
         project's own package (``mamba_ssm`` imported inside ``mamba_ssm/ops/...``), not a
         dependency."""
-        return top in PurePosixPath(self._path.replace("\\", "/")).parts[:-1]
+        return top in self._folders
 
     # -- torch_xla ---------------------------------------------------------------------------
     @cached_property
