@@ -226,6 +226,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, device_sinks=facts.device_sinks)
             if facts.cuda_setups:
                 options = dataclasses.replace(options, cuda_setups=facts.cuda_setups)
+            if facts.backend_keys:
+                options = dataclasses.replace(options, backend_keys=facts.backend_keys)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):

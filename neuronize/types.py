@@ -107,6 +107,9 @@ class Options:
     #: the project's functions that always create an NCCL process group
     #: (neuronize/analysis/cuda_setups.py): a call of one imported here pins the script's device edits
     cuda_setups: frozenset[str] = frozenset()
+    #: the names the project gives to its choice of backend (neuronize/analysis/backend_keys.py):
+    #: a default of one of them is a key of the project's backend table, which has no Neuron entry
+    backend_keys: frozenset[str] = frozenset()
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

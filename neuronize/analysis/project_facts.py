@@ -3,7 +3,8 @@ analysed: the modules that import GPU-kernel code (:mod:`neuronize.analysis.kern
 whether a file checks for a host (:mod:`neuronize.analysis.host_choice`), the CUDA extensions the
 project declares, the modules that serve CUDA hosts, the flags stored from a CUDA capability probe,
 the functions that hand a parameter to a CUDA-only library, load a model onto GPUs, hand a
-device to a library that rejects "neuron", or set up NCCL processes.
+device to a library that rejects "neuron", or set up NCCL processes, and the names the project
+gives to its choice of backend.
 
 The facts are a function of the files' kinds, their paths below the files' common folder and their
 bytes, and of neuronize's code: they are kept in the result cache under a hash of exactly those.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-9"
+_FORMAT = "facts-10"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +65,8 @@ class ProjectFacts:
     #: per module, the names GPU-kernel files import from it, each with one such file (its path
     #: below the common folder) (:func:`neuronize.analysis.kernel_imports.kernel_exports`)
     kernel_exports: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
+    #: the names the project gives to its choice of backend (:mod:`neuronize.analysis.backend_keys`)
+    backend_keys: frozenset[str] = frozenset()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -95,6 +98,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.kernel_imports import (
         declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, kernel_exports,
         extension_packages)
+    from neuronize.analysis.backend_keys import backend_keys
     from neuronize.analysis.cuda_setups import cuda_setups
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
@@ -120,7 +124,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
-                        cuda_setups(zip(relative[:python], sources, strict=True)), exports)
+                        cuda_setups(zip(relative[:python], sources, strict=True)), exports, backend_keys(sources))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -154,6 +158,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "device_sinks": [[name, list(params), list(fed)] for name, params, fed in facts.device_sinks],
         "cuda_setups": sorted(facts.cuda_setups),
         "kernel_exports": [[index[path], [list(pair) for pair in names]] for path, names in facts.kernel_exports.items()],
+        "backend_keys": sorted(facts.backend_keys),
     }, separators=(",", ":")).encode()
 
 
@@ -169,6 +174,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         flags = frozenset(_text(name) for name in data["probe_flags"])
         loaders = frozenset(_text(name) for name in data["placed_loaders"])
         setups = frozenset(_text(name) for name in data["cuda_setups"])
+        keys = frozenset(_text(name) for name in data["backend_keys"])
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         exports = {paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
@@ -178,7 +184,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, keys)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -760,14 +760,36 @@ class DefaultPlan:
     aware: bool
 
 
-def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None) -> DefaultPlan:
+def backend_key(ctx: FileContext, name: str | None) -> str | None:
+    """Why a default of ``name`` stays: the project checks that name against a list of its own
+    backends beside CUDA (:mod:`neuronize.analysis.backend_keys`), so it is a key of the project's
+    backend table, which has no Neuron entry; None where ``name`` is no such key."""
+    from neuronize.analysis.backend_keys import backend_keys
+
+    if name is None:
+        return None
+    key = ("backend-keys", 0)
+    if key not in ctx.memo:
+        ctx.memo[key] = ctx.options.backend_keys | backend_keys([ctx.source])
+    if name not in ctx.memo[key]:
+        return None
+    return (f"kept: `{name}` picks one of the project's own backends (it is checked against a list of them beside "
+            '"cuda"), which has none for Neuron: "neuron" would fail where the backend is looked up; give the '
+            "project a Neuron backend first")
+
+
+def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None, name: str | None = None) -> DefaultPlan:
     """For a device default of the file (``choices``: its option's accepted values). It moves in
     one edit group with the fallbacks that test it (:func:`hosts.device_choice_group`) and the
     Neuron branches of the dispatches that consume it; it stays where a dispatch would reject
     ``"neuron"``. Where the file keeps its CUDA hosts (:func:`keeps_cuda_hosts`), or the
     option's own ``choices`` name another host, the neuron target writes it host-aware: every
     host keeps the value it had, and the program's own fallback keeps working; Neuron gets
-    ``"neuron"``."""
+    ``"neuron"``. A default of a name that picks one of the project's own backends (``name``:
+    :func:`backend_key`) stays."""
+    kept_key = backend_key(ctx, name)
+    if kept_key is not None:
+        return DefaultPlan(None, kept_key, False)
     blocked = blocking(ctx)
     if blocked is not None:
         return DefaultPlan(None, f"kept: the dispatch over `{blocked.subject}` (`{short(blocked.cuda.test)}`) "

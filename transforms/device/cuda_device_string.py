@@ -14,7 +14,7 @@ from neuronize.transforms._helpers.device_choice import (
     indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
-    KeepsCudaBranches, aware_edit, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
+    KeepsCudaBranches, aware_edit, backend_key, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
     kept_argument, served_by_neuron_first)
 from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
 from neuronize.transforms._helpers.messages import short
@@ -90,8 +90,11 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         does a device bound at a module's top level to a name that a GPU-kernel file of the
         project imports (`DEV = torch.device("cuda:0")`, read by `from utils import DEV` in a
         script built on Triton kernels), a parameter's default the object keeps and hands to CUDA
-        plumbing (nvJPEG `decode_jpeg(device=self.device)`), and a test case marked for GPUs
-        (`pytest.param(torch.device("cuda"), marks=GPU_MARKS)`).
+        plumbing (nvJPEG `decode_jpeg(device=self.device)`), a test case marked for GPUs
+        (`pytest.param(torch.device("cuda"), marks=GPU_MARKS)`), and a default of a name the project
+        checks against its own backends beside CUDA, in any module (`assert device_type in ["cuda",
+        "ascend", "maca"]`, `--device` with `choices=["cuda", "ascend"]`): a key of the project's
+        backend table, which has no Neuron entry (that list gains no `"neuron"` either).
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
         that tests the default, an availability check in the file, a conditional expression
         choosing CUDA or the CPU by a user's flag, `"cuda" if args.cuda else "cpu"`), the
@@ -211,10 +214,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             self._fix_literal(node, kind, where, node is not expr, group, aware, placement)
 
     def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None,
-                     library: bool = False) -> None:
-        """A device default (option, parameter, setting), as ``device_model.default_plan`` says; host-aware
-        too in a library (``library``: callers on every host rely on the default)."""
-        plan = default_plan(self.ctx, choices)
+                     library: bool = False, name: str | None = None) -> None:
+        """A device default (option, parameter, setting: ``name``), as ``device_model.default_plan`` says;
+        host-aware too in a library (``library``: callers on every host rely on the default)."""
+        plan = default_plan(self.ctx, choices, name)
         if plan.kept is not None:
             self._keep(expr, where, plan.kept)
         self._fix_all(expr, where, group=plan.group, aware=plan.aware or library, placement=False)
@@ -275,8 +278,10 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
                 self._torch_device(node)
         elif name in OPTION_CALLS:
             if (option := device_option(node)) is not None:
-                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", option[2])
-                if option[2] is not None:
+                name = option[0].lstrip("-").replace("-", "_")
+                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", option[2],
+                                  name=name)
+                if option[2] is not None and backend_key(self.ctx, name) is None:
                     self._add_choice(option[2], f"`{option[0]}` choices")
 
     def _torch_device(self, node: cst.Call) -> None:
@@ -297,7 +302,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
-        if (container := validation_list(self.ctx, node)) is not None:
+        container = validation_list(self.ctx, node)
+        if container is not None and backend_key(self.ctx, target_name(node.left)) is None:
             self._add_choice(container, f"device validation `{short(node)}`")
 
     # -- settings: assignments, parameters, dict entries --------------------------------------
@@ -308,7 +314,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if "device_type" in {target_name(t) for t, _ in assigned(node)} and hosts.uses_custom_amp(self.ctx):
             self._keep(*found, _AMP_DEVICE_TYPE, evidence=None)
         else:
-            self._fix_default(*found)
+            self._fix_default(*found, name=next((n for t, _ in assigned(node) if device_named(n := target_name(t))), None))
 
     visit_AnnAssign = visit_Assign
 
@@ -317,9 +323,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             kept = kept_parameter_default(self.ctx, node)
             (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
              else self._fix_default(node.default, f"default of parameter `{node.name.value}`",
-                                    library=hosts.library_default(self.ctx)))
+                                    library=hosts.library_default(self.ctx), name=node.name.value))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)
         if device_named(key):
-            self._fix_default(node.value, f'`"{key}"` entry')
+            self._fix_default(node.value, f'`"{key}"` entry', name=key)

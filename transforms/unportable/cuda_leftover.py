@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.analysis.backend_keys import names_backends
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import per_target
@@ -183,7 +184,8 @@ class CudaLeftover(Transform):
         if id(container) not in self._lists:
             values = [string_value(v) for v in _entries(container)]
             kind = listed(values)
-            self._lists[id(container)] = kind is not None
+            # the project's own backends beside CUDA are entries too, and no device list to extend
+            self._lists[id(container)] = kind is not None or names_backends(values)
             if kind is not None and "neuron" not in values and validates(container, stack):
                 self.report(container, list_message(kind, container), evidence=Evidence.INF)
         return self._lists[id(container)]
