@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
@@ -50,10 +52,14 @@ def _compared_in_fallback(ctx: FileContext) -> bool:
 
 def _kept_literal(ctx: FileContext, node: cst.BaseExpression, kind: Kind) -> str | None:
     """Why the device literal ``node`` stays as it is, whatever its use: another device named on
-    purpose in a test, or a device kernel code imports (:func:`device_model.kernel_export`)."""
+    purpose in a test, a build target of the package's build script, or a device kernel code
+    imports (:func:`device_model.kernel_export`)."""
     if kind is Kind.INDEXED and string_value(node) is not None and in_test_file(ctx.path):
         return ("names another device on purpose in a test (a cross-device case): kept; a Neuron process sees one "
                 "device, port or skip the test by hand")
+    if PurePosixPath(ctx.path.replace("\\", "/")).name == "setup.py" or ctx.names.imports_module("setuptools"):
+        return ("kept: the build script picks what to build (extensions, requirement files) by this name, not where "
+                "tensors run; add a Neuron build target by hand")
     return kernel_export(ctx)
 
 
@@ -94,7 +100,8 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         (`pytest.param(torch.device("cuda"), marks=GPU_MARKS)`), and a default of a name the project
         checks against its own backends beside CUDA, in any module (`assert device_type in ["cuda",
         "ascend", "maca"]`, `--device` with `choices=["cuda", "ascend"]`): a key of the project's
-        backend table, which has no Neuron entry (that list gains no `"neuron"` either).
+        backend table, which has no Neuron entry (that list gains no `"neuron"` either). A build
+        script's device names (`setup.py`, a file importing setuptools) pick what to build, and stay.
         Where the code chooses among hosts (a `choices=` list naming another host, a fallback
         that tests the default, an availability check in the file, a conditional expression
         choosing CUDA or the CPU by a user's flag, `"cuda" if args.cuda else "cpu"`), the

@@ -51,7 +51,9 @@ class NcclBackend(Transform):
         `ddp_backend="nccl"`. Strings in messages and logs are left alone. In a file that keeps
         its CUDA hosts (it already chooses among hosts, so its device choice is or becomes
         host-aware), the backend is host-aware too, `"neuron" if <the accelerator is Neuron> else
-        "nccl"`, and joins the device's edit group: the GPU box keeps NCCL with its CUDA device.
+        "nccl"`, and joins the device's edit group: the GPU box keeps NCCL with its CUDA device. So
+        is a parameter's default in a library module (`def new_group(ranks, backend="nccl")`), which
+        callers on every host rely on.
         The backend, the
         `device_id` drop, NRN116's `set_device` deletion and NRN403's device ids form one edit
         group (`process-group`): applied together or not at all, at the weakest safety among them.
