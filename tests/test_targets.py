@@ -72,6 +72,9 @@ from neuronize.registry import all_rules
 PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"
 #: scripts whose edits differ between targets by design, with why
 TARGET_SPECIFIC = {
+    # a CUDA stream becomes a Neuron stream beside CUDA's on neuron, the current device's module's
+    # stream on cpu and accelerator (`torch.get_device_module().stream`), in one statement or two
+    "work_on_a_cuda_stream": "stream spelled per target",
     # a decorator's compile gains a backend on neuron (Inductor stays on cpu: `@torch.compile()`), and
     # the accelerator target parenthesises the peak-memory read it makes host-neutral
     "asserted_cuda_program": "compile decorator and memory read differ in form",

@@ -31,7 +31,8 @@ around it). This module decides, in this order, each step seeing what the previo
    torch.FloatTensor``) forms one with the device edits of its function, or of the file where it
    is at module level: the tensors it meets stay where it is. The findings of one decision
    written in one expression form a group too: the arms of a conditional expression that chooses
-   between devices, and the arguments of a call that wraps a model with its device ids;
+   between devices, the arguments of a call that wraps a model with its device ids, and a
+   ``with torch.cuda.stream(s):`` with the work in its body;
 8. **guards**: an edit to the test of an ``if`` (or conditional expression) is as safe as the
    weakest edit of the code it guards, and is not made when that code keeps a reported line (note
    ``guard``); edits to tests of the same condition in one function (or the methods of one
@@ -388,10 +389,12 @@ def _one_decision_joins(located: Located[R], parents: Parents) -> Located[R]:
       device ids;
     - the arms of a conditional expression that chooses between devices (``torch.device("cuda") if
       rank is None else torch.device(f"cuda:{rank}")``): one arm moved alone sends the other case
-      of the same choice to CUDA on Neuron."""
+      of the same choice to CUDA on Neuron;
+    - the stream a ``with torch.cuda.stream(s):`` enters and the work done on it (a prefetcher's
+      ``batch.cuda(non_blocking=True)``): the work moves with its stream, or stays CUDA's with it."""
     containers: dict[int, tuple[str, list[int]]] = {}
     for i, (r, _) in enumerate(located):
-        found = _decision_around(r.node, parents)
+        found = _stream_block_around(r.node, parents) or _decision_around(r.node, parents)
         if found is not None:
             containers.setdefault(id(found[0]), (found[1], []))[1].append(i)
     joined = {i: name for name, members in containers.values()
@@ -400,6 +403,20 @@ def _one_decision_joins(located: Located[R], parents: Parents) -> Located[R]:
     if not joined:
         return located
     return [(dataclasses.replace(r, group=joined[i]), f) if i in joined else (r, f) for i, (r, f) in enumerate(located)]
+
+
+def _stream_block_around(node: cst.CSTNode, parents: Parents) -> tuple[cst.CSTNode, str] | None:
+    """The innermost ``with`` that enters a CUDA stream (``torch.cuda.stream(s)``) around ``node``,
+    in its items or its body, and the name of its edit group."""
+    for parent in ancestors(node, parents):
+        if isinstance(parent, cst.With):
+            entered = next((item.item for item in parent.items if isinstance(item.item, cst.Call)
+                            and (dotted_name(item.item.func) or "").endswith("cuda.stream")), None)
+            if entered is not None:
+                return parent, f"work on the CUDA stream of `with {one_line(entered)}`"
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return None
+    return None
 
 
 def _decision_around(node: cst.CSTNode, parents: Parents) -> tuple[cst.CSTNode, str] | None:
