@@ -97,9 +97,16 @@ def test_a_cache_release_and_a_guarded_sync_run_on_a_host_without_an_accelerator
 
 
 def test_an_is_cuda_gate_stays_shut_on_the_cpu():
-    source = b"def pick(x):\n    return 'fast' if x.is_cuda else 'plain'\n"
+    source = b"def pick(x):\n    return x * 2 if x.is_cuda else x\n"
     for target in ("neuron", "accelerator"):
-        assert load(migrate(source, target=target))["pick"](torch.ones(1)) == "plain"  # type: ignore[operator]
+        assert load(migrate(source, target=target))["pick"](torch.ones(1)) == torch.ones(1)  # type: ignore[operator]
+
+
+def test_an_is_cuda_gate_that_chooses_a_named_path_stays():
+    source = b"def pick(x):\n    return 'chunked' if x.is_cuda else 'plain'\n"
+    result = run_source(source, all_rules(), Options(unsafe_fixes=True), path="train.py")
+    assert result.output is None
+    assert 'chooses `"chunked"`' in result.findings[0].message
 
 
 def test_a_default_that_a_dispatch_rejects_stays():

@@ -226,8 +226,12 @@ class _GuardScan(cst.CSTVisitor):
             self._mark(f"`{value!r}`, a framework's name for a CUDA GPU")
 
     def visit_Return(self, node: cst.Return) -> None:
-        """``return some_function``: what the caller does with it cannot be judged here."""
+        """``return some_function``, ``return "chunked"``: what the caller does with it cannot be
+        judged here."""
         value = node.value
+        chosen = _named_choice(value) if value is not None else None
+        if chosen is not None and self.v.opaque is None:
+            self.v.opaque = f'returns `"{chosen}"`'
         if self.v.opaque is not None or not isinstance(value, (cst.Name, cst.Attribute)):
             return
         if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
@@ -282,6 +286,26 @@ def _names_gpu_build(text: str) -> bool:
     return _GPU_BUILD.match(text) is not None or "." in text and text.split(".")[0] in CUDA_ONLY_PACKAGES
 
 
+#: names a check may choose that mean the same on Neuron: hosts, precisions, process-group and
+#: compile backends, and an empty choice
+_PLAIN_CHOICES = frozenset({
+    "", "cpu", "cuda", "gpu", "mps", "xpu", "neuron", "auto", "bf16", "bfloat16", "fp16", "float16", "half", "fp32",
+    "float32", "float", "16", "32", "16-mixed", "bf16-mixed", "32-true", "nccl", "gloo", "inductor", "eager",
+})
+
+
+def _named_choice(node: cst.CSTNode) -> str | None:
+    """The name ``node`` is, where it is a string that may name an implementation (not one of
+    :data:`_PLAIN_CHOICES`)."""
+    chosen = string_value(node) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    if chosen is None or chosen.lower() in _PLAIN_CHOICES or _NAME.fullmatch(chosen) is None:
+        return None  # a label or a message (`"no accelerator"`) names nothing that runs
+    return chosen
+
+
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_program: bool = False,
          gpu_words: bool = True) -> Verdict:
     """What ``nodes``, the code a check decides, hold. ``rest_of_program``: the code is everything
@@ -293,6 +317,12 @@ def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_progr
     for node in nodes:
         if node is not None:
             visit(node, visitor)
+            arms = (node.body, node.orelse) if isinstance(node, cst.IfExp) else (node,)
+            chosen = next((name for arm in arms if (name := _named_choice(arm)) is not None), None)
+            if chosen is not None and verdict.opaque is None:
+                # a name chosen by CUDA's presence (`"chunked" if torch.cuda.is_available() else None`):
+                # what it names may be CUDA's own implementation
+                verdict.opaque = f'chooses `"{chosen}"`'
     if verdict.opaque is None and not verdict.touches:
         # nothing in it needs CUDA that we can see, yet it is guarded: the need is in what the
         # object it updates does (a memory meter reading CUDA statistics)
