@@ -18,7 +18,7 @@ import libcst as cst
 
 from neuronize.analysis.roles import FileRoles, Role
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.analysis.syntax)
-from neuronize.analysis.syntax import dotted_name, imported_names, scoped_statements
+from neuronize.analysis.syntax import dotted_name, ends_early, imported_names, scoped_statements
 from neuronize.analysis.walk import children
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
@@ -219,8 +219,29 @@ class FileContext:
                 top -= 1
             if not _closing_fallback_test(node, stack[i + 1] if i + 1 < len(stack) else None):
                 devices |= self._other_branch_devices(stack[top], i - top)
+            if i == top and isinstance(node, cst.If) and i + 1 < len(stack) and stack[i + 1] is node.body and top > 0:
+                devices |= self._sibling_devices(node, stack[top - 1])
             i = top - 1
         return tuple(sorted(devices))
+
+    def _sibling_devices(self, stmt: cst.If, block: cst.CSTNode) -> frozenset[str]:
+        """Other devices probed by the ``if`` statements around ``stmt`` in ``block`` that, like it,
+        leave early: ``if is_cuda_available(): return cuda_timer`` then ``if is_npu_available():
+        return npu_timer`` is a dispatch over devices written without ``elif``."""
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or not ends_early(stmt.body):
+            return frozenset()
+        at = next((n for n, s in enumerate(body) if s is stmt), None)
+        if at is None:
+            return frozenset()
+        run = [stmt]
+        for step in (-1, 1):
+            n = at + step
+            while 0 <= n < len(body) and isinstance(body[n], cst.If) and ends_early(body[n].body):
+                run.append(body[n])
+                n += step
+        code = " ".join(self.module.code_for_node(s.test) for s in run if s is not stmt)
+        return frozenset(m.group(1) or m.group(2) for m in _OTHER_DEVICE.finditer(code))
 
     def _other_branch_devices(self, head: cst.CSTNode, own: int) -> frozenset[str]:
         key = (id(head), own)

@@ -39,7 +39,7 @@ from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_gro
 from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
-from neuronize.transforms._helpers.nodes import parenthesized, read_paths, small_statements, target_names
+from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, read_paths, small_statements, target_names
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -134,13 +134,23 @@ def _build(ctx: FileContext) -> DeviceModel:
             if detection_link(ctx, link, links, built.flag_checks):
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
-                if not (before is not None and asks_if_neuron(before.test)) and rejecting_consumer(ctx) is None:
+                served = before is not None and asks_if_neuron(before.test) or _any_accelerator_first(ctx, links, link)
+                if not served and rejecting_consumer(ctx) is None:
                     built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
     _whole_flags(built)
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
         offers_other_host or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
+
+
+def _any_accelerator_first(ctx: FileContext, links: Sequence[cst.If], link: cst.If) -> bool:
+    """A link before ``link`` in its chain asks for any accelerator (``if
+    torch.accelerator.is_available(): kind = torch.accelerator.current_accelerator().type``): Neuron
+    takes that branch already, so a Neuron branch in front of CUDA's would never run."""
+    earlier = links[: links.index(link)]
+    return any(ctx.qualify(atom.func) == "torch.accelerator.is_available"
+               for before in earlier for atom in iter_conditions(before.test) if isinstance(atom, cst.Call))
 
 
 def _whole_flags(built: DeviceModel) -> None:
