@@ -40,7 +40,7 @@ from neuronize.analysis.dispatch import analyse
 from neuronize.analysis.positions import locate_in_code
 from neuronize.analysis.prefilter import TokenFilter, candidates, prefilter_for
 from neuronize.analysis.read_errors import read_error
-from neuronize.analysis.syntax import with_attached_comment
+from neuronize.analysis.syntax import with_attached_comment, with_usual_indent
 from neuronize.analysis.syntax_error import python_syntax_error
 from neuronize.decision.policy import Located, Tree, accepts, decide, top_level_pin
 from neuronize.decision.suppressions import parse_suppressions
@@ -109,7 +109,7 @@ def not_rewritten(findings: Sequence[Finding], why: str) -> tuple[Finding, ...]:
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
                 path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True) -> SourceResult:
     source, tail = _split_blank_tail(source)
-    module = with_attached_comment(cst.parse_module(source))
+    module = with_usual_indent(with_attached_comment(cst.parse_module(source)))
     inherited = cst.parse_module(inherited_source) if inherited_source else None
     # only the rules this file (or what it inherits) can wake walk the tree; the later rounds run
     # every rule (the fixes may have written any token, and the new code is not rendered to look)

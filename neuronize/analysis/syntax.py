@@ -43,6 +43,41 @@ def with_attached_comment(module: cst.Module) -> cst.Module:
         first.with_changes(leading_lines=[*block, *first.leading_lines]), *module.body[1:]])
 
 
+def with_usual_indent(module: cst.Module) -> cst.Module:
+    """``module`` with the indentation most of its statements use as its default (the code libcst
+    writes into new blocks), where its first indented block (which libcst takes the default from)
+    differs: a tab-indented ``try:`` at the top of a file indented with four spaces. The same code,
+    byte for byte: each block keeps its own indentation."""
+    counts: dict[str, int] = {}
+    for stmt in iter_statements(module.body):
+        for node in _suites_of(stmt):
+            if isinstance(node, cst.IndentedBlock):
+                own = module.default_indent if node.indent is None else node.indent
+                counts[own] = counts.get(own, 0) + len(node.body)  # by the lines indented so
+    usual = max(counts, key=lambda indent: counts[indent], default=module.default_indent)
+    if usual == module.default_indent or counts[usual] <= counts.get(module.default_indent, 0):
+        return module
+    old = module.default_indent
+
+    class Fix(cst.CSTTransformer):
+        def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+            own = old if original.indent is None else original.indent
+            return updated.with_changes(indent=None if own == usual else own)
+
+    return module.visit(Fix()).with_changes(default_indent=usual)
+
+
+def _suites_of(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+    """The suites a compound statement holds: its body, its ``else`` / ``finally`` and handlers'."""
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        yield body
+    for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None),
+                 *getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        if isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)):
+            yield part.body
+
+
 def _heads_the_file(comment: str) -> bool:
     lowered = comment.lower()
     return comment.startswith(("#!", "# -*-", "# vim:")) or "coding" in lowered or any(
