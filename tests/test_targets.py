@@ -72,6 +72,9 @@ from neuronize.registry import all_rules
 PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"
 #: scripts whose edits differ between targets by design, with why
 TARGET_SPECIFIC = {
+    # a device chosen by a flag stored from the CUDA check gains Neuron in front on neuron only; the
+    # other targets rewrite the check itself, which the flag hides
+    "flag_feeds_device_choice": "a flag's device choice gains Neuron on neuron only",
     # a CUDA stream becomes a Neuron stream beside CUDA's on neuron, the current device's module's
     # stream on cpu and accelerator (`torch.get_device_module().stream`), in one statement or two
     "work_on_a_cuda_stream": "stream spelled per target",

@@ -168,14 +168,17 @@ def only_on_neuron(test: cst.BaseExpression) -> bool:
 
 
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
-def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
+def idiom_branch(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.FunctionDef, ...] | None = None
+                 ) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
     device ("body" or "orelse"), the literal itself, and its kind; None for any other IfExp.
 
     The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
-    ``or`` chain holding the call (every occurrence with the same polarity). The CUDA branch is a literal or ``torch.device(<literal>)``.
+    ``or`` chain holding the call (every occurrence with the same polarity), or a flag stored
+    from the check (:func:`flag_side`; ``functions``: as there). The CUDA branch is a literal or
+    ``torch.device(<literal>)``.
     """
-    side = available_side(ctx, ifexp) or flag_side(ctx, ifexp)
+    side = available_side(ctx, ifexp) or flag_side(ctx, ifexp, functions)
     if side is None:
         return None
     branch = getattr(ifexp, side)
@@ -192,21 +195,26 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
     return side, literal, kind
 
 
-def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
+def flag_side(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.FunctionDef, ...] | None = None) -> str | None:
     """On the neuron target, which branch of a choice by a flag runs where CUDA is: the flag is
     stored once in its scope from the check itself (``has_cuda = torch.cuda.is_available()``,
     then ``"cuda" if has_cuda else "cpu"``, or ``"cpu" if not has_cuda else "cuda"``). The Neuron
     arm goes in front of the whole choice, which keeps the flag for what else it decides (fp16 on
-    CUDA); the other targets rewrite the check itself, which a flag hides, so they leave it."""
+    CUDA); the other targets rewrite the check itself, which a flag hides, so they leave it.
+    ``functions``: those around ``ifexp``, outermost first, where the walk has not reached it yet."""
     test, negated = ifexp.test, False
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, negated = test.expression, not negated
     if not isinstance(test, cst.Name) or per_target.target(ctx) != per_target.NEURON:
         return None
-    path: list[cst.CSTNode] = [ifexp]
-    while id(path[-1]) in ctx.parents:
-        path.append(ctx.parents[id(path[-1])])
-    functions = tuple(n for n in reversed(path) if isinstance(n, cst.FunctionDef))
+    if functions is None:
+        # where the walk has reached `ifexp`, its parents are known; else it sits below the node
+        # being visited (the call it is an argument of), in the same functions
+        path: list[cst.CSTNode] = [ifexp]
+        while id(path[-1]) in ctx.parents:
+            path.append(ctx.parents[id(path[-1])])
+        around = reversed(path) if len(path) > 1 else list(ctx.ancestors())[::-1] + ctx.stack[-1:]
+        functions = tuple(n for n in around if isinstance(n, cst.FunctionDef))
     scope = binding_scope(test.value, functions, ctx.module)
     if binding_counts(scope, (test.value,), own_scope=True)[test.value] != 1:
         return None

@@ -26,7 +26,7 @@ from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, cuda_device_context, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
-from neuronize.transforms._helpers.device_choice import available_polarities, says_only_neuron
+from neuronize.transforms._helpers.device_choice import available_polarities, idiom_branch, says_only_neuron
 from neuronize.transforms._helpers.messages import short
 
 _TARGETS = {
@@ -263,8 +263,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
                                    "Neuron device by hand if wanted", evidence=Evidence.INF)
             return
         kind, where = classify(self.ctx, ref)
-        if kind is Context.FLAG and feeds_detection(self.ctx, where):  # type: ignore[arg-type]
-            return  # NRN107 puts a Neuron branch in front of the detection that tests the flag
+        if kind is Context.FLAG and (feeds_detection(self.ctx, where) or _feeds_choices(self.ctx, where)):  # type: ignore[arg-type]
+            return  # NRN107 / NRN101 put a Neuron branch in front of the choices that test the flag
         if kind is Context.SKIP:
             self.report(ref.outer, f"test skip marker on {spelled(ref)}: kept (CUDA tests usually test "
                                    "CUDA behaviour); enable device-agnostic tests on Neuron by hand",
@@ -294,6 +294,15 @@ class CudaAvailabilityCheck(_CudaApiRule):
                          safety=Safety.UNSAFE, evidence=Evidence.INF, pins=verdict.pins if kind is Context.ASSERT else None)
         else:
             self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
+
+
+def _feeds_choices(ctx: FileContext, stored: cst.CSTNode) -> bool:
+    """Every test of the flag ``stored`` (``has_gpu = torch.cuda.is_available()``) is a device
+    choice that gains Neuron in front (``"cuda" if has_gpu else "cpu"``, :func:`flag_side`): the
+    flag stays CUDA's, and Neuron has its path without it."""
+    uses = flag_uses(ctx, assigned_names(stored), stored)
+    functions = tuple(a for a in reversed(list(ctx.ancestors())) if isinstance(a, cst.FunctionDef))
+    return bool(uses) and all(isinstance(use, cst.IfExp) and idiom_branch(ctx, use, functions) is not None for use in uses)
 
 
 def _in_map_location(ctx: FileContext) -> bool:
