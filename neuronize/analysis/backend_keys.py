@@ -8,8 +8,8 @@ table (``get_backend(device_type)``, a ``DEVICE_SPECIAL_MODULE_MAP``) has no ent
 ``"neuron"``, so a default moved there fails wherever the key is looked up, however many
 validation lists accept it. The key is recognised by a list of names beside ``"cuda"`` that are
 not torch device types; every default of a setting, parameter or option of that name in the
-project then stays (reported: Neuron needs a backend of its own first). Only files that list
-``"cuda"`` beside another word are parsed (with :mod:`ast`: read-only, and fast).
+project then stays (reported: Neuron needs a backend of its own first). Only files with a literal
+list naming ``"cuda"`` and such a backend are parsed (with :mod:`ast`: read-only, and fast).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ _DEVICE_WORDS = frozenset({
     "vulkan", "mkldnn", "opengl", "opencl", "ideep", "privateuseone", "npu", "mlu", "musa", "neuron", "sdaa",
     "gcu", "tpu", "gpu", "auto", "default", "none", "all", "any",
 })
-#: a quoted ``"cuda"`` beside another item of a list, tuple or set
-_LISTED = re.compile(rb"""['"]cuda['"]\s*[,\])}]|[,(\[{]\s*['"]cuda['"]""")
+#: a literal list, tuple or set of quoted names, ``"cuda"`` among them (its names: :data:`_QUOTED`)
+_LISTED = re.compile(rb"""[\[({]\s*(?:['"][\w:.\-]*['"]\s*,\s*)*['"]cuda['"]\s*(?:,\s*['"][\w:.\-]*['"]\s*)*,?\s*[\])}]""")
+_QUOTED = re.compile(rb"""['"]([\w:.\-]*)['"]""")
 _OPTION_CALLS = frozenset({"add_argument", "option"})
 
 
@@ -35,8 +36,10 @@ def backend_keys(sources: Iterable[bytes]) -> frozenset[str]:
     that ``sources`` check against a list naming ``"cuda"`` and a backend that is no torch device."""
     found: set[str] = set()
     for source in sources:
-        if b"cuda" not in source or _LISTED.search(source) is None:
-            continue
+        if (b"'cuda'" not in source and b'"cuda"' not in source) or not any(
+                names_backends(name.decode() for name in _QUOTED.findall(listed.group()))
+                for listed in _LISTED.finditer(source)):
+            continue  # parsed only where a list names a backend beside CUDA
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):

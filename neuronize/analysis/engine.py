@@ -109,7 +109,9 @@ def not_rewritten(findings: Sequence[Finding], why: str) -> tuple[Finding, ...]:
 def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Options,
                 path: str, fix: bool, inherited_source: bytes = b"", tidy: bool = True) -> SourceResult:
     source, tail = _split_blank_tail(source)
-    module = with_usual_indent(with_attached_comment(cst.parse_module(source)))
+    module = with_attached_comment(cst.parse_module(source))
+    if module.default_indent != "    " or b"\n\t" in source:  # PEP 8's four spaces throughout: nothing to settle
+        module = with_usual_indent(module)
     inherited = cst.parse_module(inherited_source) if inherited_source else None
     # only the rules this file (or what it inherits) can wake walk the tree; the later rounds run
     # every rule (the fixes may have written any token, and the new code is not rendered to look)

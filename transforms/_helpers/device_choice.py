@@ -205,7 +205,8 @@ def flag_side(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.FunctionD
     test, negated = ifexp.test, False
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, negated = test.expression, not negated
-    if not isinstance(test, cst.Name) or per_target.target(ctx) != per_target.NEURON:
+    if not isinstance(test, cst.Name) or per_target.target(ctx) != per_target.NEURON \
+            or test.value not in _stored_checks(ctx):
         return None
     if functions is None:
         # where the walk has reached `ifexp`, its parents are known; else it sits below the node
@@ -226,6 +227,23 @@ def flag_side(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.FunctionD
                 and isinstance(target := small.targets[0].target, cst.Name) and target.value == test.value:
             return ("orelse" if negated else "body") if is_cuda_available_call(ctx, small.value) else None
     return None
+
+
+def _stored_checks(ctx: FileContext) -> frozenset[str]:
+    """The names some statement of the file binds to the CUDA check itself (``has_cuda =
+    torch.cuda.is_available()``), in any scope: the only candidates for :func:`flag_side`."""
+    key = ("stored-checks", 0)
+    if key not in ctx.memo:
+        found: set[str] = set()
+        if b"is_available" in ctx.source:
+            for statement in iter_statements(ctx.module.body):
+                small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(target := small.targets[0].target, cst.Name) \
+                        and is_cuda_available_call(ctx, small.value):
+                    found.add(target.value)
+        ctx.memo[key] = frozenset(found)
+    return ctx.memo[key]
 
 
 def _available_polarity(ctx: FileContext, test: cst.BaseExpression, negated: bool) -> Iterator[bool]:
