@@ -50,7 +50,7 @@ def with_usual_indent(module: cst.Module) -> cst.Module:
     byte for byte: each block keeps its own indentation."""
     counts: dict[str, int] = {}
     for stmt in iter_statements(module.body):
-        for node in _suites_of(stmt):
+        for node in _clauses_of(stmt):
             if isinstance(node, cst.IndentedBlock):
                 own = module.default_indent if node.indent is None else node.indent
                 counts[own] = counts.get(own, 0) + len(node.body)  # by the lines indented so
@@ -65,17 +65,6 @@ def with_usual_indent(module: cst.Module) -> cst.Module:
             return updated.with_changes(indent=None if own == usual else own)
 
     return module.visit(Fix()).with_changes(default_indent=usual)
-
-
-def _suites_of(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
-    """The suites a compound statement holds: its body, its ``else`` / ``finally`` and handlers'."""
-    body = getattr(stmt, "body", None)
-    if isinstance(body, cst.BaseSuite):
-        yield body
-    for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None),
-                 *getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
-        if isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)):
-            yield part.body
 
 
 def _heads_the_file(comment: str) -> bool:
@@ -206,27 +195,24 @@ def iter_blocks(body: Sequence[cst.CSTNode]) -> Iterator[Sequence[cst.CSTNode]]:
 
 
 def _blocks_of(stmt: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
+    for clause in _clauses_of(stmt):
+        yield [clause] if isinstance(clause, cst.If) else clause.body
+
+
+def _clauses_of(stmt: cst.CSTNode) -> Iterator[cst.IndentedBlock | cst.If]:
+    """The indented blocks a compound statement holds (its body, its ``else`` / ``finally``, its
+    handlers' and cases'), and its ``elif``, a statement of its own."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return
     for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
         part = getattr(stmt, attr, None)
-        if part is None or isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        if isinstance(part, cst.BaseSuite):
-            if isinstance(part, cst.IndentedBlock):
-                yield part.body
-        elif isinstance(part, (cst.Else, cst.If, cst.Finally)):
-            yield from _blocks_of_clause(part)
-        elif isinstance(part, Sequence):
-            for clause in part:
-                yield from _blocks_of_clause(clause)
-
-
-def _blocks_of_clause(clause: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
-    if isinstance(clause, cst.If):
-        yield [clause]
-        return
-    body = getattr(clause, "body", None)
-    if isinstance(body, cst.IndentedBlock):
-        yield body.body
+        for clause in part if isinstance(part, Sequence) else (part,):
+            if isinstance(clause, cst.If):
+                yield clause
+                continue
+            body = clause if isinstance(clause, cst.BaseSuite) else getattr(clause, "body", None)
+            if isinstance(body, cst.IndentedBlock):
+                yield body
 
 
 def binding_counts(tree: cst.CSTNode, names: Collection[str], *, own_scope: bool = False) -> dict[str, int]:

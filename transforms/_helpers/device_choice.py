@@ -168,17 +168,16 @@ def only_on_neuron(test: cst.BaseExpression) -> bool:
 
 
 # -- the "cuda" if torch.cuda.is_available() else "cpu" idiom -----------------------------
-def idiom_branch(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.FunctionDef, ...] | None = None
-                 ) -> tuple[str, cst.BaseExpression, Kind] | None:
+def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression, Kind] | None:
     """For ``"cuda" if torch.cuda.is_available() else "cpu"``: which branch holds the CUDA
     device ("body" or "orelse"), the literal itself, and its kind; None for any other IfExp.
 
     The test may be the call, ``not`` the call (CUDA branch in ``orelse``), or an ``and`` /
     ``or`` chain holding the call (every occurrence with the same polarity), or a flag stored
-    from the check (:func:`flag_side`; ``functions``: as there). The CUDA branch is a literal or
+    from the check (:func:`flag_side`). The CUDA branch is a literal or
     ``torch.device(<literal>)``.
     """
-    side = available_side(ctx, ifexp) or flag_side(ctx, ifexp, functions)
+    side = available_side(ctx, ifexp) or flag_side(ctx, ifexp)
     if side is None:
         return None
     branch = getattr(ifexp, side)
@@ -195,37 +194,40 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.Functi
     return side, literal, kind
 
 
-def flag_side(ctx: FileContext, ifexp: cst.IfExp, functions: tuple[cst.FunctionDef, ...] | None = None) -> str | None:
+def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
     """On the neuron target, which branch of a choice by a flag runs where CUDA is: the flag is
     stored once in its scope from the check itself (``has_cuda = torch.cuda.is_available()``,
     then ``"cuda" if has_cuda else "cpu"``, or ``"cpu" if not has_cuda else "cuda"``). The Neuron
     arm goes in front of the whole choice, which keeps the flag for what else it decides (fp16 on
-    CUDA); the other targets rewrite the check itself, which a flag hides, so they leave it.
-    ``functions``: those around ``ifexp``, outermost first, where the walk has not reached it yet."""
+    CUDA); the other targets rewrite the check itself, which a flag hides, so they leave it."""
     test, negated = ifexp.test, False
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, negated = test.expression, not negated
     if not isinstance(test, cst.Name) or per_target.target(ctx) != per_target.NEURON \
             or test.value not in _stored_checks(ctx):
         return None
-    if functions is None:
-        # where the walk has reached `ifexp`, its parents are known; else it sits below the node
-        # being visited (the call it is an argument of), in the same functions
-        path: list[cst.CSTNode] = [ifexp]
-        while id(path[-1]) in ctx.parents:
-            path.append(ctx.parents[id(path[-1])])
-        around = reversed(path) if len(path) > 1 else list(ctx.ancestors())[::-1] + ctx.stack[-1:]
-        functions = tuple(n for n in around if isinstance(n, cst.FunctionDef))
+    # where the walk has reached `ifexp`, its parents are known; else it sits below the node being
+    # visited (the call it is an argument of, or later in the function of a flag being visited)
+    path: list[cst.CSTNode] = [ifexp]
+    while id(path[-1]) in ctx.parents:
+        path.append(ctx.parents[id(path[-1])])
+    around = reversed(path) if len(path) > 1 else list(ctx.ancestors())[::-1] + ctx.stack[-1:]
+    functions = tuple(n for n in around if isinstance(n, cst.FunctionDef))
     scope = binding_scope(test.value, functions, ctx.module)
     if binding_counts(scope, (test.value,), own_scope=True)[test.value] != 1:
         return None
     body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
         else scope.body if isinstance(scope, cst.Module) else ()
-    for statement in iter_statements(body):
-        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 \
-                and isinstance(target := small.targets[0].target, cst.Name) and target.value == test.value:
-            return ("orelse" if negated else "body") if is_cuda_available_call(ctx, small.value) else None
+    stored = next((found for statement in iter_statements(body)
+                   if (found := _stored(statement)) is not None and found[0] == test.value), None)
+    return ("orelse" if negated else "body") if stored is not None and is_cuda_available_call(ctx, stored[1]) else None
+
+
+def _stored(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """The name a line ``name = value`` binds, and the value; None for any other statement."""
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(target := small.targets[0].target, cst.Name):
+        return target.value, small.value
     return None
 
 
@@ -236,12 +238,8 @@ def _stored_checks(ctx: FileContext) -> frozenset[str]:
     if key not in ctx.memo:
         found: set[str] = set()
         if b"is_available" in ctx.source:
-            for statement in iter_statements(ctx.module.body):
-                small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
-                        and isinstance(target := small.targets[0].target, cst.Name) \
-                        and is_cuda_available_call(ctx, small.value):
-                    found.add(target.value)
+            found = {stored[0] for statement in iter_statements(ctx.module.body)
+                     if (stored := _stored(statement)) is not None and is_cuda_available_call(ctx, stored[1])}
         ctx.memo[key] = frozenset(found)
     return ctx.memo[key]
 

@@ -301,8 +301,7 @@ def _feeds_choices(ctx: FileContext, stored: cst.CSTNode) -> bool:
     choice that gains Neuron in front (``"cuda" if has_gpu else "cpu"``, :func:`flag_side`): the
     flag stays CUDA's, and Neuron has its path without it."""
     uses = flag_uses(ctx, assigned_names(stored), stored)
-    functions = tuple(a for a in reversed(list(ctx.ancestors())) if isinstance(a, cst.FunctionDef))
-    return bool(uses) and all(isinstance(use, cst.IfExp) and idiom_branch(ctx, use, functions) is not None for use in uses)
+    return bool(uses) and all(isinstance(use, cst.IfExp) and idiom_branch(ctx, use) is not None for use in uses)
 
 
 def _in_map_location(ctx: FileContext) -> bool:
