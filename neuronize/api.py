@@ -22,6 +22,7 @@ from neuronize.analysis.prefilter import TokenFilter, prefilter_for
 from neuronize.presenting.progress import Progress
 from neuronize.analysis.project_facts import project_facts
 from neuronize.analysis.project_packages import top_level_packages
+from neuronize.analysis.vendor_engines import engine_of, vendor_engines
 from neuronize.sources.line_length import line_length_for
 from neuronize.sources.torch_requirement import admits_old_torch
 from neuronize.registry import SelectionError, all_rules
@@ -187,6 +188,7 @@ def analyse_paths(
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
     store = _cache(str(cache_dir or default_directory())) if cache else None
     facts = project_facts(files, store)
+    engines = vendor_engines(Path(os.path.abspath(f.path)) for f in files)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     if progress is not None:
@@ -228,6 +230,9 @@ def analyse_paths(
                 options = dataclasses.replace(options, cuda_setups=facts.cuda_setups)
             if facts.backend_keys:
                 options = dataclasses.replace(options, backend_keys=facts.backend_keys)
+            engine = engine_of(Path(os.path.abspath(files[i].path)), engines) if engines else None
+            if engine is not None:
+                options = dataclasses.replace(options, vendor_engine=engine)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),
                                      options, fix, store, files[i].kind)
             if isinstance(outcome, Job):

@@ -110,6 +110,9 @@ class Options:
     #: the names the project gives to its choice of backend (neuronize/analysis/backend_keys.py):
     #: a default of one of them is a key of the project's backend table, which has no Neuron entry
     backend_keys: frozenset[str] = frozenset()
+    #: why the file is part of an engine implemented once per vendor, with no Neuron implementation
+    #: (neuronize/analysis/vendor_engines.py); None: it is not
+    vendor_engine: str | None = None
     #: another Python file of the run asks whether a host is available
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware

@@ -121,6 +121,12 @@ def test_a_cuda_extension_the_projects_build_script_declares_is_kernel_code(tmp_
     }
 
 
+def test_an_extension_a_cmake_build_declares_is_kernel_code():
+    setup = (b"import cmake_build_extension\nfrom setuptools import setup\n"
+             b"setup(ext_modules=[cmake_build_extension.CMakeExtension(\n    name='_engine',\n    source_dir='.')])\n")
+    assert declared_extensions([setup, b"import torch\n"]) == ("_engine",)
+
+
 def test_the_package_a_build_script_compiles_operators_into_is_kernel_code(tmp_path):
     files = {  # the extension class chosen per build, its module named with a placeholder
         "setup.py": b"from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
@@ -190,3 +196,4 @@ def test_a_function_that_imports_kernel_code_lazily_keeps_its_devices(tmp_path):
     assert 'device="cuda")' in fixed and 'x.to("neuron")' in fixed  # the kernel's buffer stays CUDA's
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert "function `gemm` holds GPU-kernel code (imports the project's compiled CUDA extension `fast_gemm`)" in full
+

@@ -54,6 +54,7 @@ KERNEL_LOADING = tuple(name for name, p in PACKAGES.items() if p.loads_kernels)
 
 
 #: a native extension a build script declares (``CUDAExtension(name="awq_inference_engine", ...)``,
+#: ``CMakeExtension(name="_engine")`` of a CMake build,
 #: ``Ext(f"pkg._{name}_{kind}", ...)`` after ``Ext = CUDAExtension if cuda else CppExtension``): its
 #: module, or the part of it written before a placeholder (``%s``: the names of the extension classes)
 _DECLARED_EXTENSION = rb"\b(?:%s)\(\s*(?:name\s*=\s*)?[rRbBuUfF]{0,2}['\"]([\w.]*)['\"{]"
@@ -66,8 +67,8 @@ def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
     among them) declare, sorted, by their full names (``torch_scatter._scatter_cuda``)."""
     found = set()
     for source in sources:
-        if b"CUDAExtension" in source or b"CppExtension" in source:
-            classes = {b"CUDAExtension", b"CppExtension", *(m.group(1) for m in _EXTENSION_ALIAS.finditer(source))}
+        if b"CUDAExtension" in source or b"CppExtension" in source or b"CMakeExtension" in source:
+            classes = {b"CUDAExtension", b"CppExtension", b"CMakeExtension", *(m.group(1) for m in _EXTENSION_ALIAS.finditer(source))}
             declared = re.compile(_DECLARED_EXTENSION % b"|".join(sorted(map(re.escape, classes))))
             for match in declared.finditer(source):
                 name = match.group(1).decode().rstrip("._")

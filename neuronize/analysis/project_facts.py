@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-10"
+_FORMAT = "facts-11"
 
 
 @dataclasses.dataclass(frozen=True)

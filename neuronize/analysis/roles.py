@@ -86,6 +86,9 @@ CUDA_HELPERS = "cuda-helpers"
 OTHER_FRAMEWORK = "other-framework"
 #: a module in a folder of another host's implementation (``backends/ascend/``, ``backends/dlinfer/``)
 OTHER_HOST = "other-host"
+#: a module of an engine implemented once per vendor, with no Neuron implementation
+#: (neuronize/analysis/vendor_engines.py)
+VENDOR_ENGINE = "vendor-engine"
 
 NKI_GUIDE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"
 _MESSAGES = {
@@ -112,6 +115,9 @@ _MESSAGES = {
                      "framework's, which neuronize does not migrate",
     OTHER_HOST: "not applied: {where} is another host's implementation ({reason}); it keeps its devices: "
                 "give Neuron an implementation of its own beside it",
+    VENDOR_ENGINE: "not applied: {where} is part of an engine that picks among its own implementations by "
+                   "device ({reason}), and has none for Neuron: its devices are keys of that choice; give "
+                   "Neuron an implementation beside the others first",
     FAKE: "not applied: {where} builds fake tensors ({reason}): there the device is a label that works "
           "on any host, while \"neuron\" raises without torch-neuronx",
 }
@@ -229,7 +235,7 @@ class FileRoles:
     def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes,
                  kernel_import: str | None = None, extensions: tuple[str, ...] = (),
                  wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (),
-                 own_packages: tuple[str, ...] = ()) -> None:
+                 own_packages: tuple[str, ...] = (), engine: str | None = None) -> None:
         self._module = module
         self._names = names
         self._path = path
@@ -243,6 +249,8 @@ class FileRoles:
         self._wrappers = {name: (params, fed) for name, params, fed in wrappers if name.encode() in source}
         #: the project's top-level packages (Options.own_packages): their helpers are read, not guessed
         self._own_packages = own_packages
+        #: why the file is part of an engine implemented per vendor (Options.vendor_engine)
+        self._engine = engine
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -254,7 +262,7 @@ class FileRoles:
     def file_role(self) -> Role | None:
         """The role of the whole file, if it has one."""
         return (self._other_framework() or self._kernel_file() or self._test_file() or self._inductor_file()
-                or self._library_source() or self._host_folder())
+                or self._library_source() or self._host_folder() or self._engine_role())
 
     def _host_folder(self) -> Role | None:
         """A module in a folder named for one host's implementation, beside those of others
@@ -266,6 +274,9 @@ class FileRoles:
             if folder in _OTHER_HOST_FOLDERS:
                 return Role(OTHER_HOST, f"it sits in the folder `{folder}/`")
         return None
+
+    def _engine_role(self) -> Role | None:
+        return Role(VENDOR_ENGINE, self._engine) if self._engine is not None else None
 
     def _other_framework(self) -> Role | None:
         """A module of another framework's code (``import paddle``) that never imports torch: a port of
