@@ -197,3 +197,17 @@ def test_a_function_that_imports_kernel_code_lazily_keeps_its_devices(tmp_path):
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert "function `gemm` holds GPU-kernel code (imports the project's compiled CUDA extension `fast_gemm`)" in full
 
+
+def test_a_function_that_always_imports_a_cuda_only_library_keeps_its_devices(tmp_path):
+    (tmp_path / "merge.py").write_bytes(
+        b'import torch\n\n\ndef roundtrip(t, device=None):\n    import bitsandbytes.functional as bnb_f\n\n'
+        b'    device = torch.device("cuda") if device is None else device\n'
+        b'    return bnb_f.quantize_4bit(t.to(device))\n\n\n'
+        b'def train(model, use_8bit):\n    if use_8bit:\n        import bitsandbytes as bnb\n'
+        b'    return model.to("cuda")\n')
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    fixed = (tmp_path / "merge.py").read_text()
+    assert 'torch.device("cuda") if device is None' in fixed  # the library's device
+    assert 'model.to("neuron")' in fixed  # a conditional import leaves the rest of the function free
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "function `roundtrip` serves a CUDA-only library (it imports `bitsandbytes`" in full

@@ -151,6 +151,8 @@ _INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|
 _CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
 #: serving engines that own the device they run on: a module importing one is their wrapper
 ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
+#: the CUDA-only packages of the package table, by their full names (``deepspeed.ops``)
+_CUDA_ONLY_BY_NAME = tuple(name for name, package in PACKAGES.items() if package.cuda_only)
 #: an import inside a block (a function's, most often): a lazy import of kernel code
 _INDENTED_IMPORT = re.compile(rb"^[ \t]+(?:import|from)[ \t]", re.MULTILINE)
 _GRAPH_BYTES = (b"CUDAGraph", b"cuda.graph", b"make_graphed_callables", b"graph_pool_handle", b"cudagraph_trees")
@@ -318,7 +320,9 @@ class FileRoles:
 
     def _lazy_kernel(self, function: cst.FunctionDef, where: str) -> Role | None:
         """A function that imports GPU-kernel code in its body (``import awq_engine`` where it
-        launches the kernel): it feeds that kernel, so CUDA is its point."""
+        launches the kernel): it feeds that kernel, so CUDA is its point. So does one that imports a
+        CUDA-only library whatever path it takes (``import bitsandbytes.functional as F`` at the top
+        of its body): its devices are the library's."""
         body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
         for stmt in iter_statements(body):
             for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
@@ -327,6 +331,13 @@ class FileRoles:
                         reason = kernel_reason(imported.module, self._extensions)
                         if reason is not None:
                             return Role(KERNEL, reason, where)
+        for stmt in body:  # whatever path the function takes, it runs the library
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    for imported in imported_names(small):
+                        package = module_matches(imported.module, _CUDA_ONLY_BY_NAME)
+                        if package is not None and not self.is_own_package(package.split(".")[0]):
+                            return Role(LIBRARY, f"it imports `{package}`, {PACKAGES[package].what}", where)
         return None
 
     def _built_on_kernels(self) -> Role | None:
