@@ -236,6 +236,32 @@ def binding_counts(tree: cst.CSTNode, names: Collection[str], *, own_scope: bool
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
+def stored_once(scope: cst.CSTNode, name: str) -> bool:
+    """``name`` is bound once in ``scope``'s own scope, but for a constant fallback in the
+    ``except`` of the ``try`` that binds it (``try: has_cuda = torch.cuda.is_available()``
+    ``except Exception: has_cuda = False``): one value, however the check ends."""
+    count = binding_counts(scope, (name,), own_scope=True)[name]
+    if count == 1:
+        return True
+    pending = [scope]
+    while count == 2 and pending:
+        node = pending.pop()
+        if isinstance(node, cst.Try) and binding_counts(node.body, (name,))[name] == 1 \
+                and any(_constant_binding(handler.body, name) for handler in node.handlers):
+            return True
+        if node is scope or not isinstance(node, _SCOPES):
+            pending.extend(children(node))
+    return False
+
+
+def _constant_binding(block: cst.BaseSuite, name: str) -> bool:
+    lines = block.body if isinstance(block, cst.IndentedBlock) else ()
+    return len(lines) == 1 and isinstance(line := lines[0], cst.SimpleStatementLine) and len(line.body) == 1 \
+        and isinstance(small := line.body[0], cst.Assign) and len(small.targets) == 1 \
+        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name \
+        and isinstance(small.value, cst.Name) and small.value.value in ("False", "None")
+
+
 def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.FunctionDef, ...] = ()
                       ) -> Iterator[tuple[cst.CSTNode, tuple[cst.FunctionDef, ...]]]:
     """Every statement of ``body`` as :func:`iter_statements` gives them, each with the functions

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import binding_counts, binding_scope, iter_statements
+from neuronize.analysis.syntax import binding_scope, iter_statements, stored_once
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
@@ -214,7 +214,7 @@ def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
     around = reversed(path) if len(path) > 1 else list(ctx.ancestors())[::-1] + ctx.stack[-1:]
     functions = tuple(n for n in around if isinstance(n, cst.FunctionDef))
     scope = binding_scope(test.value, functions, ctx.module)
-    if binding_counts(scope, (test.value,), own_scope=True)[test.value] != 1:
+    if not stored_once(scope, test.value):
         return None
     body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
         else scope.body if isinstance(scope, cst.Module) else ()

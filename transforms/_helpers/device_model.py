@@ -25,7 +25,7 @@ from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
-    binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements)
+    binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements, stored_once)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
@@ -84,6 +84,8 @@ class DeviceModel:
     #: id of an ``if <flag>:`` -> the check the flag was stored from, once, earlier in its block
     #: (``use_cuda = args.cuda and torch.cuda.is_available()``): the check the ``if`` asks
     flag_checks: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    #: the flag tests (by id) whose body only calls the CUDA runtime (``torch.cuda.empty_cache()``)
+    runtime_only_tests: set[int] = field(default_factory=set)
     #: id of a class of device rows without Neuron -> it with a Neuron member, and that member
     #: (:func:`member_entry`)
     tables: dict[int, tuple[cst.ClassDef, cst.Assign]] = field(default_factory=dict)
@@ -126,6 +128,8 @@ def _build(ctx: FileContext) -> DeviceModel:
             continue
         links = list(_links(node))
         elifs.update(id(link) for link in links[1:])
+        built.runtime_only_tests.update(id(link) for link in links
+                                        if id(link) in built.flag_checks and _runtime_calls_only(ctx, link.body))
         dispatch = _dispatch(ctx, node, links, id(node) in raised_after, id(node) in cuda_autocast)
         if dispatch is not None:
             built.dispatches.append(dispatch)
@@ -156,15 +160,27 @@ def _any_accelerator_first(ctx: FileContext, links: Sequence[cst.If], link: cst.
 def _whole_flags(built: DeviceModel) -> None:
     """A flag's tests are one choice: where one of them cannot gain a Neuron branch (``if use_cuda:
     net = DataParallel(net.cuda())``), none does, or Neuron would place the data and not the
-    model; the flag's check then stays CUDA's, reported (NRN110)."""
+    model; the flag's check then stays CUDA's, reported (NRN110). A test whose body only calls the
+    CUDA runtime (``if has_cuda: torch.cuda.empty_cache()``) places nothing: it splits no program."""
     tests: dict[int, list[int]] = {}
     for key, check in built.flag_checks.items():
-        tests.setdefault(id(check), []).append(key)
+        if key not in built.runtime_only_tests:
+            tests.setdefault(id(check), []).append(key)
     partial = {key for keys in tests.values() if not all(k in built.detection_links for k in keys) for key in keys}
     if partial:
         built.detection_links -= partial
         built.cuda_links -= partial
         built.detections = [(link, chain) for link, chain in built.detections if id(link) not in partial]
+
+
+def _runtime_calls_only(ctx: FileContext, body: cst.BaseSuite) -> bool:
+    """``body`` only calls the CUDA runtime (``torch.cuda.empty_cache()``, ``torch.cuda.synchronize()``)."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else ()
+    return bool(lines) and all(
+        isinstance(line, cst.SimpleStatementLine) and all(
+            isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+            and (ctx.qualify(small.value.func) or "").startswith("torch.cuda.") for small in line.body)
+        for line in lines)
 
 
 def _chosen_elsewhere(ctx: FileContext) -> bool:
@@ -866,7 +882,7 @@ def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
             scope = functions[-1] if functions else ctx.module
             stored[(id(scope), small.targets[0].target.value)] = small.value
     return {key: check for key, (scope, name, check) in found.items()
-            if binding_counts(scope, (name,), own_scope=True)[name] == 1}
+            if stored_once(scope, name)}
 
 
 def feeds_detection(ctx: FileContext, stored: cst.CSTNode) -> bool:
