@@ -230,6 +230,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, cuda_setups=facts.cuda_setups)
             if facts.backend_keys:
                 options = dataclasses.replace(options, backend_keys=facts.backend_keys)
+            if facts.op_namespaces:
+                options = dataclasses.replace(options, op_namespaces=facts.op_namespaces)
             engine = engine_of(Path(os.path.abspath(files[i].path)), engines) if engines else None
             if engine is not None:
                 options = dataclasses.replace(options, vendor_engine=engine)

@@ -110,6 +110,9 @@ class Options:
     #: the names the project gives to its choice of backend (neuronize/analysis/backend_keys.py):
     #: a default of one of them is a key of the project's backend table, which has no Neuron entry
     backend_keys: frozenset[str] = frozenset()
+    #: the operator namespaces the project defines in Python (neuronize/analysis/custom_ops.py): a
+    #: call of ``torch.ops.<another>`` is one of a compiled extension's operators
+    op_namespaces: frozenset[str] = frozenset()
     #: why the file is part of an engine implemented once per vendor, with no Neuron implementation
     #: (neuronize/analysis/vendor_engines.py); None: it is not
     vendor_engine: str | None = None

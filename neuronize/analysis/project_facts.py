@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-11"
+_FORMAT = "facts-12"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +67,8 @@ class ProjectFacts:
     kernel_exports: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
     #: the names the project gives to its choice of backend (:mod:`neuronize.analysis.backend_keys`)
     backend_keys: frozenset[str] = frozenset()
+    #: the operator namespaces the project defines in Python (:mod:`neuronize.analysis.custom_ops`)
+    op_namespaces: frozenset[str] = frozenset()
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -100,6 +102,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
         extension_packages)
     from neuronize.analysis.backend_keys import backend_keys
     from neuronize.analysis.cuda_setups import cuda_setups
+    from neuronize.analysis.custom_ops import defined_namespaces
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
@@ -124,7 +127,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
-                        cuda_setups(zip(relative[:python], sources, strict=True)), exports, backend_keys(sources))
+                        cuda_setups(zip(relative[:python], sources, strict=True)), exports, backend_keys(sources),
+                        defined_namespaces(code))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -159,6 +163,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "cuda_setups": sorted(facts.cuda_setups),
         "kernel_exports": [[index[path], [list(pair) for pair in names]] for path, names in facts.kernel_exports.items()],
         "backend_keys": sorted(facts.backend_keys),
+        "op_namespaces": sorted(facts.op_namespaces),
     }, separators=(",", ":")).encode()
 
 
@@ -175,6 +180,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         loaders = frozenset(_text(name) for name in data["placed_loaders"])
         setups = frozenset(_text(name) for name in data["cuda_setups"])
         keys = frozenset(_text(name) for name in data["backend_keys"])
+        namespaces = frozenset(_text(name) for name in data["op_namespaces"])
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         exports = {paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
@@ -184,7 +190,8 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, keys)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, keys,
+                        namespaces)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES, PACKAGES
+from neuronize.analysis.custom_ops import compiled_namespace
 from neuronize.analysis.kernel_imports import (
     JIT_BUILDERS, KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import (
@@ -237,7 +238,8 @@ class FileRoles:
     def __init__(self, module: cst.Module, names: Imports, path: str, source: bytes,
                  kernel_import: str | None = None, extensions: tuple[str, ...] = (),
                  wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (),
-                 own_packages: tuple[str, ...] = (), engine: str | None = None) -> None:
+                 own_packages: tuple[str, ...] = (), engine: str | None = None,
+                 op_namespaces: frozenset[str] = frozenset()) -> None:
         self._module = module
         self._names = names
         self._path = path
@@ -253,6 +255,8 @@ class FileRoles:
         self._own_packages = own_packages
         #: why the file is part of an engine implemented per vendor (Options.vendor_engine)
         self._engine = engine
+        #: the operator namespaces the project defines in Python (Options.op_namespaces)
+        self._op_namespaces = op_namespaces
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -314,6 +318,9 @@ class FileRoles:
                 return Role(KERNEL, reason)
             if module in JIT_BUILDERS:
                 return Role(KERNEL, kernel_reason(module) or module)
+        namespace = compiled_namespace(self._source, self._op_namespaces)
+        if namespace is not None:
+            return Role(KERNEL, f"calls `torch.ops.{namespace}`, operators a compiled extension registers")
         if self._kernel_import is not None:  # through the project's own modules (found for the run)
             return Role(KERNEL_IMPORTER, self._kernel_import)
         return self._built_on_kernels()
