@@ -447,7 +447,10 @@ DATA_CHOICE = "devices of a program whose data choice stays CUDA's"
 #: a model wrapped in ``DataParallel`` on every host: on Neuron the wrapper scatters its inputs
 #: over the Neuron devices with CUDA's collectives, so the program's placements there gain nothing
 WRAPPED_MODEL = "devices of a program whose model DataParallel wraps"
-PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL})
+#: a program that stops where CUDA is missing (``if not torch.cuda.is_available(): raise`` in its
+#: ``main()`` or at the module level): no code of the file reaches Neuron before that check lets it
+REQUIRED_CUDA = "devices of a program that stops where CUDA is missing"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import iter_statements
+from neuronize.analysis.syntax import ends_early, iter_statements
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
@@ -22,7 +22,7 @@ from neuronize.transforms._helpers.cuda_runtime import (
 from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
-from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE
+from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE, REQUIRED_CUDA
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, cuda_device_context, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
@@ -126,7 +126,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
         extended check is safe where the guarded code is device-agnostic after the migration
         (seeding, synchronisation, cache control, logging, a device chosen elsewhere); unsafe
         where it calls code the rule cannot judge on Neuron, after an `assert`, where the result
-        is stored in a flag, returned or passed on. A Neuron arm is safe. The
+        is stored in a flag, returned or passed on. A check that stops the program where CUDA
+        is missing (`if not torch.cuda.is_available(): raise ...` in `main()` or at the module
+        level) holds every device edit of its file: they are made with its widening (unsafe), or
+        wait, since no code of the program reaches Neuron before it. A Neuron arm is safe. The
         CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
         `current_device()` are always unsafe: Neuron counts logical NeuronCores, and under
         `torchrun` with the `neuron` process group each process sees exactly one.
@@ -291,7 +294,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
                          safety=Safety.UNSAFE, evidence=Evidence.INF)
         elif verdict.opaque is not None:
             self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
-                         safety=Safety.UNSAFE, evidence=Evidence.INF, pins=verdict.pins if kind is Context.ASSERT else None)
+                         safety=Safety.UNSAFE, evidence=Evidence.INF, pins=_widened_pins(kind, verdict))
         else:
             self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
 
@@ -500,6 +503,8 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         verdict = scan(ctx, [*guarded_code(ctx, where), *switches])  # type: ignore[arg-type]
         if verdict.marker is not None and _makes_data_either_way(ctx, where):  # type: ignore[arg-type]
             verdict.pins = verdict.pins or DATA_CHOICE
+        if _entry_requires_cuda(ctx, where):  # type: ignore[arg-type]
+            verdict.pins = verdict.pins or REQUIRED_CUDA
         return verdict, ""
     if kind is Context.FLAG:
         names = assigned_names(where)  # type: ignore[arg-type]
@@ -521,6 +526,27 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         verdict.marker = verdict.marker or (f"`{entered}`, kept for CUDA" if entered else None)
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
+
+
+def _widened_pins(kind: Context, verdict: Verdict) -> str | None:
+    """The pins a widened check takes with it: an assert's, or a program's that stops where CUDA
+    is missing (the device edits it holds are made with the widening)."""
+    return verdict.pins if kind is Context.ASSERT or verdict.pins == REQUIRED_CUDA else None
+
+
+def _entry_requires_cuda(ctx: FileContext, node: cst.If) -> bool:
+    """``node`` stops the program where CUDA is missing (``if not torch.cuda.is_available(): raise
+    ...``) at the module level or in the body of its ``main()``: no code of the file reaches Neuron
+    before it lets Neuron through, so the file's device edits are made with it, or wait."""
+    if not (isinstance(node, cst.If) and available_polarities(ctx, node.test) == {True}
+            and ends_early(node.body, stops_only=True)):
+        return False
+    functions = [anc for anc in ctx.ancestors() if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+    if not functions:
+        return True
+    main = functions[0]
+    return len(functions) == 1 and isinstance(main, cst.FunctionDef) and main.name.value == "main" \
+        and isinstance(main.body, cst.IndentedBlock) and node in main.body.body
 
 
 def _makes_data_either_way(ctx: FileContext, node: cst.If) -> bool:
