@@ -211,3 +211,24 @@ def test_a_function_that_always_imports_a_cuda_only_library_keeps_its_devices(tm
     assert 'model.to("neuron")' in fixed  # a conditional import leaves the rest of the function free
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
     assert "function `roundtrip` serves a CUDA-only library (it imports `bitsandbytes`" in full
+
+
+def test_a_triton_inference_server_client_is_no_kernel_code_and_a_branch_loading_a_library_keeps_its_devices(tmp_path):
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_bytes(b"")
+    (tmp_path / "utils" / "triton.py").write_bytes(b"class RemoteModel:\n    def __init__(self, url):\n"
+                                                    b"        from tritonclient.http import InferenceServerClient\n"
+                                                    b"        self.client = InferenceServerClient(url)\n")
+    (tmp_path / "backends.py").write_bytes(
+        b"import torch\n\n\ndef load(kind, path, device):\n    if kind == 'server':  # needs tritonclient\n"
+        b"        from utils.triton import RemoteModel\n        return RemoteModel(path)\n"
+        b"    elif kind == 'engine':\n        import tensorrt as trt\n        if device.type == 'cpu':\n"
+        b"            device = torch.device('cuda:0')\n        return trt.Runtime(trt.Logger()), device\n"
+        b"    return torch.jit.load(path).to('cuda')\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    fixed = (tmp_path / "backends.py").read_text()
+    assert "torch.device('cuda:0')" in fixed  # TensorRT's device
+    assert ".to('cuda')" not in fixed  # the TorchScript path moves: the module is no kernel code
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "this branch serves a CUDA-only library (it imports `tensorrt`" in full
+

@@ -36,10 +36,13 @@ _IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import\b[ \t]*\(?([\w, \t]*)
                      re.MULTILINE)
 
 
-def extension_or_kernel_module(module: str) -> str | None:
+def extension_or_kernel_module(module: str, triton_client: bool = False) -> str | None:
     """Why importing ``module`` makes GPU-kernel code: a package's kernel module (``from
-    mamba_ssm.ops.triton.ssd import scan``: a wrapper of its kernels) or a compiled CUDA extension."""
-    if _KERNEL_SUBMODULE.intersection(module.split(".")[1:-1]):
+    mamba_ssm.ops.triton.ssd import scan``: a wrapper of its kernels) or a compiled CUDA extension.
+    Where the code is a client of NVIDIA's Triton Inference Server (``triton_client``: it names
+    ``tritonclient``), a module named ``triton`` is that client, not Triton kernels."""
+    words = _KERNEL_SUBMODULE - {"triton"} if triton_client else _KERNEL_SUBMODULE
+    if words.intersection(module.split(".")[1:-1]):
         return f"imports the kernel module `{module}`"
     if is_cuda_extension_module(module):
         return f"imports the compiled CUDA extension `{module.split('.')[0]}`"
@@ -90,7 +93,7 @@ def extension_packages(graph: ImportGraph, modules: tuple[str, ...]) -> tuple[st
 
 
 @functools.lru_cache(maxsize=4096)  # a project imports the same modules file after file
-def kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
+def kernel_reason(module: str, built: tuple[str, ...] = (), triton_client: bool = False) -> str | None:
     """Why importing ``module`` is importing GPU-kernel code (``built``: the project's declared
     CUDA extensions), or None."""
     package = module_matches(module, built)
@@ -104,7 +107,7 @@ def kernel_reason(module: str, built: tuple[str, ...] = ()) -> str | None:
         return f"imports `{package}`, whose models run on CUDA kernels"
     if module in JIT_BUILDERS:
         return f"builds a CUDA extension with `{module.rsplit('.', 1)[1]}`"
-    return extension_or_kernel_module(module)
+    return extension_or_kernel_module(module, triton_client)
 
 
 #: the functions that compile and load an extension when the module runs (``load(name, sources=[...

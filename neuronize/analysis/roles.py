@@ -281,6 +281,12 @@ class FileRoles:
                 return Role(OTHER_HOST, f"it sits in the folder `{folder}/`")
         return None
 
+    @cached_property
+    def _triton_client(self) -> bool:
+        """The file is a client of NVIDIA's Triton Inference Server, whose module is often named
+        ``triton`` too."""
+        return b"tritonclient" in self._source
+
     def _engine_role(self) -> Role | None:
         return Role(VENDOR_ENGINE, self._engine) if self._engine is not None else None
 
@@ -313,7 +319,7 @@ class FileRoles:
             if package is not None:
                 return Role(KERNEL, f"imports {package}")
         for module in modules:
-            reason = extension_or_kernel_module(module)
+            reason = extension_or_kernel_module(module, self._triton_client)
             if reason is not None:
                 return Role(KERNEL, reason)
             if module in JIT_BUILDERS:
@@ -335,16 +341,21 @@ class FileRoles:
             for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     for imported in imported_names(small):
-                        reason = kernel_reason(imported.module, self._extensions)
+                        reason = kernel_reason(imported.module, self._extensions, self._triton_client)
                         if reason is not None:
                             return Role(KERNEL, reason, where)
-        for stmt in body:  # whatever path the function takes, it runs the library
+        package = self._library_imported(body)  # whatever path the function takes, it runs the library
+        return Role(LIBRARY, f"it imports `{package}`, {PACKAGES[package].what}", where) if package else None
+
+    def _library_imported(self, body: Sequence[cst.BaseStatement]) -> str | None:
+        """The CUDA-only package a statement of ``body`` itself (not one nested in it) imports."""
+        for stmt in body:
             for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     for imported in imported_names(small):
                         package = module_matches(imported.module, _CUDA_ONLY_BY_NAME)
                         if package is not None and not self.is_own_package(package.split(".")[0]):
-                            return Role(LIBRARY, f"it imports `{package}`, {PACKAGES[package].what}", where)
+                            return package
         return None
 
     def _built_on_kernels(self) -> Role | None:
@@ -609,6 +620,11 @@ class FileRoles:
             elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, functions):
                 # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
                 regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
+            if isinstance(stmt, cst.If) and lazy and isinstance(stmt.body, cst.IndentedBlock) \
+                    and (package := self._library_imported(stmt.body.body)) is not None:
+                # a branch that loads a CUDA-only library (`elif engine: import tensorrt`) is its
+                regions.setdefault(id(stmt.body), Role(LIBRARY, f"it imports `{package}`, {PACKAGES[package].what}",
+                                                       "this branch"))
             if role is not None:
                 regions[id(stmt)] = role
         return regions
