@@ -142,8 +142,11 @@ def _build(ctx: FileContext) -> DeviceModel:
                 if not served and rejecting_consumer(ctx) is None:
                     built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
     _whole_flags(built)
+    counts = b"device_count" in ctx.source and any(  # a side of a test of how many GPUs answer is CUDA's
+        isinstance(statement, cst.If) and _count_test(ctx, statement.test, functions) is not None
+        for statement, functions in scoped_statements(ctx.module.body))
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
-        offers_other_host or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
+        offers_other_host or counts or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
 
@@ -1368,12 +1371,61 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
             kept = cuda_side(node) is side and not chooses and not covers_both(ctx, node)
         elif _imported_probe_flag(ctx, node.test):
             kept = side is node.body
+        elif (counted := _count_test(ctx, node.test)) is not None:
+            kept = side is (node.body if counted else node.orelse)
         else:
             kept = (isinstance(node, cst.If) and side is node.body and available_polarities(ctx, node.test) == {False}
                     and (scan(ctx, guarded_code(ctx, node)).marker is not None
                          or unserved_cuda_value(ctx, [node.body, node.orelse]) is not None))
         ctx.memo[key] = kept
     return ctx.memo[key]
+
+
+#: comparisons of a count with a small constant, by whether they hold where there is a GPU
+_COUNT_HOLDS: dict[tuple[type[cst.BaseCompOp], int | None], bool] = {(cst.Equal, 0): False, (cst.LessThan, 1): False, (cst.LessThanEqual, 0): False,
+                (cst.GreaterThan, 0): True, (cst.GreaterThanEqual, 1): True, (cst.NotEqual, 0): True}
+
+
+def _count_test(ctx: FileContext, test: cst.BaseExpression,
+                functions: tuple[cst.FunctionDef, ...] | None = None) -> bool | None:
+    """Whether ``test`` holds where CUDA has devices, for a test of their number
+    (``torch.cuda.device_count() > 0``, ``n_gpus == 0`` after ``n_gpus = torch.cuda.device_count()``,
+    stored once, ``not n_gpus``): True on its CUDA side is the body, False the ``else``; None
+    for any other test. Neuron counts no CUDA device: that side is CUDA's only."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _count_test(ctx, test.expression, functions)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and _counts_cuda(ctx, test.left, functions):
+        target = test.comparisons[0]
+        bound = target.comparator
+        value = int(bound.value) if isinstance(bound, cst.Integer) and bound.value.isdigit() else None
+        return _COUNT_HOLDS.get((type(target.operator), value))
+    return True if _counts_cuda(ctx, test, functions) else None
+
+
+def _counts_cuda(ctx: FileContext, node: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...] | None = None) -> bool:
+    """``node`` is ``torch.cuda.device_count()``, or a name stored from it once in the scope it
+    resolves to (``functions``: the functions around ``node``, outermost first; by default those
+    around the node being visited)."""
+    if isinstance(node, cst.Call):
+        return not node.args and ctx.qualify(node.func) == "torch.cuda.device_count"
+    if not isinstance(node, cst.Name) or b"device_count" not in ctx.source:
+        return False
+    if functions is None:
+        functions = tuple(a for a in reversed(list(ctx.ancestors())) if isinstance(a, cst.FunctionDef))
+    scope = binding_scope(node.value, functions, ctx.module)
+    body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
+        else scope.body if isinstance(scope, cst.Module) else ()
+    stored = [value for statement in body if (value := _stored_value(statement, node.value)) is not None]
+    return len(stored) == 1 and stored_once(scope, node.value) and _counts_cuda(ctx, stored[0], functions)
+
+
+def _stored_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and small.targets[0].target.value == name:
+        return small.value
+    return None
 
 
 def _imported_probe_flag(ctx: FileContext, test: cst.BaseExpression) -> bool:
