@@ -232,3 +232,13 @@ def test_a_triton_inference_server_client_is_no_kernel_code_and_a_branch_loading
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
     assert "this branch serves a CUDA-only library (it imports `tensorrt`" in full
 
+
+def test_a_module_that_asserts_its_guarded_cuda_only_import_keeps_its_devices(tmp_path):
+    source = (b"import torch\n\ntry:\n    from xformers.ops import memory_efficient_attention\n\n    HAVE_XF = True\n"
+              b"except ImportError:\n    HAVE_XF = False\nassert HAVE_XF, 'training needs xFormers'\n\n\n"
+              b"def step(batch):\n    return batch.cuda(non_blocking=True)\n")
+    (tmp_path / "trainer.py").write_bytes(source)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "trainer.py").read_bytes() == source
+    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert "it asserts `HAVE_XF` after importing `xformers`" in full

@@ -378,6 +378,28 @@ class FileRoles:
                             return Role(KERNEL_IMPORTER, f"`{package}`: {PACKAGES[package].what}")
                         if self._cuda_helper(imported):
                             return Role(CUDA_HELPERS, f"`{imported.name}` from `{imported.module}`")
+        return self._asserted_import()
+
+    def _asserted_import(self) -> Role | None:
+        """A module that asserts at its top level that a guarded import of a CUDA-only package
+        worked (``try: from xformers.ops import fmha; HAS_XFORMERS = True`` ``except ImportError:
+        HAS_XFORMERS = False``, then ``assert HAS_XFORMERS``): it does not import without it."""
+        if b"assert" not in self._source:
+            return None
+        found: dict[str, str] = {}  # the flag a guarded import sets -> the package
+        for stmt in self._module.body:
+            if isinstance(stmt, cst.Try) and isinstance(stmt.body, cst.IndentedBlock):
+                package = self._library_imported(stmt.body.body)
+                flags = [small.targets[0].target.value for line in stmt.body.body
+                         if isinstance(line, cst.SimpleStatementLine) for small in line.body
+                         if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name)]
+                found.update((flag, package) for flag in flags if package is not None)
+            elif isinstance(stmt, cst.SimpleStatementLine) and found:
+                for small in stmt.body:
+                    if isinstance(small, cst.Assert) and isinstance(small.test, cst.Name) and small.test.value in found:
+                        package = found[small.test.value]
+                        return Role(KERNEL_IMPORTER, f"it asserts `{small.test.value}` after importing `{package}`, "
+                                                     f"{PACKAGES[package].what}")
         return None
 
     def _cuda_helper(self, imported: ImportedName) -> bool:
