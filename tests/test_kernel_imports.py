@@ -242,3 +242,11 @@ def test_a_module_that_asserts_its_guarded_cuda_only_import_keeps_its_devices(tm
     assert (tmp_path / "trainer.py").read_bytes() == source
     full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
     assert "it asserts `HAVE_XF` after importing `xformers`" in full
+
+
+def test_a_scripts_entry_point_that_imports_a_cuda_only_library_still_moves(tmp_path):
+    (tmp_path / "demo.py").write_bytes(
+        b"import torch\n\nif __name__ == '__main__':\n    import bitsandbytes\n\n"
+        b"    net = torch.nn.Linear(4, 4).to('cuda')\n    opt = bitsandbytes.optim.Adam8bit(net.parameters())\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert ".to('cuda')" not in (tmp_path / "demo.py").read_text()  # the optimizer is reported, the model moves

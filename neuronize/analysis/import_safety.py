@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.analysis.context import dotted_name
-from neuronize.analysis.syntax import is_docstring, one_line
+from neuronize.analysis.syntax import is_docstring, is_main_test, one_line
 from neuronize.analysis.walk import Parents, iter_syntax
 from neuronize.transform import Report
 
@@ -115,7 +115,7 @@ def _runs_at_import(node: cst.CSTNode, parents: Parents, lazy_annotations: bool,
             return False
         if isinstance(child, cst.Annotation) and lazy_annotations:
             return False
-        if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
+        if isinstance(parent, cst.If) and child is parent.body and is_main_test(parent.test):
             return False  # runs when the file is a script, never when it is imported
         if isinstance(parent, cst.If) and child is parent.body and _neuron_branch(parent, tests):
             return False  # runs only where the Neuron device is present
@@ -185,14 +185,6 @@ def neuron_tests(module: cst.Module) -> frozenset[str]:
             if isinstance(small, cst.Return) and small.value is not None and is_neuron_test(small.value):
                 found.add(stmt.name.value)
     return frozenset(found)
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
-        isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
 
 
 def _replacement_nodes(report: Report) -> list[cst.CSTNode]:

@@ -73,7 +73,7 @@ from neuronize.analysis.custom_ops import compiled_namespace
 from neuronize.analysis.kernel_imports import (
     JIT_BUILDERS, KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import (
-    ImportedName, dotted_name, imported_names, iter_statements, module_matches, scoped_statements)
+    ImportedName, dotted_name, imported_names, is_main_test, iter_statements, module_matches, scoped_statements)
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
@@ -643,8 +643,9 @@ class FileRoles:
                 # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
                 regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
             if isinstance(stmt, cst.If) and lazy and isinstance(stmt.body, cst.IndentedBlock) \
-                    and (package := self._library_imported(stmt.body.body)) is not None:
-                # a branch that loads a CUDA-only library (`elif engine: import tensorrt`) is its
+                    and not is_main_test(stmt.test) and (package := self._library_imported(stmt.body.body)) is not None:
+                # a branch that loads a CUDA-only library (`elif engine: import tensorrt`) is its own; the
+                # script's entry point runs it beside its own code (an 8-bit optimizer for its model)
                 regions.setdefault(id(stmt.body), Role(LIBRARY, f"it imports `{package}`, {PACKAGES[package].what}",
                                                        "this branch"))
             if role is not None:

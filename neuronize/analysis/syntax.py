@@ -236,6 +236,15 @@ def binding_counts(tree: cst.CSTNode, names: Collection[str], *, own_scope: bool
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
+def is_main_test(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"``: the script's own entry point, not a choice of host."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
+        isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
+
+
 def stored_once(scope: cst.CSTNode, name: str) -> bool:
     """``name`` is bound once in ``scope``'s own scope, but for a constant fallback in the
     ``except`` of the ``try`` that binds it (``try: has_cuda = torch.cuda.is_available()``

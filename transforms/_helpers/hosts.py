@@ -20,9 +20,9 @@ from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
-from neuronize.transforms._helpers.imports import is_main_guard
 from neuronize.transforms._helpers.literals import cuda_literal, make_string
 from neuronize.transforms._helpers.names import qualified_expr
+from neuronize.analysis.syntax import is_main_test
 from neuronize.analysis.walk import visit
 
 #: the edit group of a file's device defaults and the comparisons that choose a fallback from them
@@ -185,7 +185,7 @@ def _is_library_module(ctx: FileContext) -> bool:
     from neuronize.analysis.import_safety import is_script
 
     return not is_script(ctx.module) and not any(
-        isinstance(stmt, cst.If) and is_main_guard(stmt.test) for stmt in ctx.module.body)
+        isinstance(stmt, cst.If) and is_main_test(stmt.test) for stmt in ctx.module.body)
 
 
 #: what shows that a file sets up CUDA processes: its device placement moves with that set-up
@@ -392,7 +392,7 @@ def at_import_time(ctx: FileContext) -> bool:
             return False
         if isinstance(anc, cst.FunctionDef) and child is anc.body:
             return False
-        if isinstance(anc, cst.If) and child is anc.body and is_main_guard(anc.test):
+        if isinstance(anc, cst.If) and child is anc.body and is_main_test(anc.test):
             return False  # runs when the file is a script, not when it is imported
         child = anc
     return True

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import imported_names, module_matches  # noqa: F401 - module_matches is re-exported for the rules
+from neuronize.analysis.syntax import imported_names, is_main_test, module_matches  # noqa: F401 - module_matches is re-exported for the rules
 from neuronize.transform import ImportRequest
 from neuronize.transforms._helpers.messages import short
 
@@ -206,15 +206,6 @@ def _suppresses_import_error(ctx: FileContext, node: cst.With) -> bool:
     return False
 
 
-def is_main_guard(test: cst.BaseExpression) -> bool:
-    """``__name__ == "__main__"``: the script's own entry point, not an availability guard."""
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-    )
-
-
 def classify_import(ctx: FileContext) -> Dependency:
     """HARD or OPTIONAL, for the node being visited (an import statement, or a dynamic import call).
 
@@ -233,7 +224,7 @@ def classify_import(ctx: FileContext) -> Dependency:
                 return Dependency(False, f"{where} `{clause}`")
         elif isinstance(anc, cst.ExceptHandler):
             return Dependency(False, "in an `except` fallback")
-        elif isinstance(anc, cst.If) and not is_main_guard(anc.test):
+        elif isinstance(anc, cst.If) and not is_main_test(anc.test):
             if child is anc.body:
                 return Dependency(False, f"under `if {short(anc.test, 50, tight=True)}:`")
             if child is anc.orelse:
