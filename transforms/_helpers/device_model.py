@@ -25,7 +25,8 @@ from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
-    binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements, stored_once)
+    binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements,
+    stored_once)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
@@ -1390,7 +1391,7 @@ def _count_test(ctx: FileContext, test: cst.BaseExpression,
                 functions: tuple[cst.FunctionDef, ...] | None = None) -> bool | None:
     """Whether ``test`` holds where CUDA has devices, for a test of their number
     (``torch.cuda.device_count() > 0``, ``n_gpus == 0`` after ``n_gpus = torch.cuda.device_count()``,
-    stored once, ``not n_gpus``): True on its CUDA side is the body, False the ``else``; None
+    stored once but for resets to 0, ``not n_gpus``): True on its CUDA side is the body, False the ``else``; None
     for any other test. Neuron counts no CUDA device: that side is CUDA's only."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _count_test(ctx, test.expression, functions)
@@ -1417,7 +1418,11 @@ def _counts_cuda(ctx: FileContext, node: cst.BaseExpression, functions: tuple[cs
     body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
         else scope.body if isinstance(scope, cst.Module) else ()
     stored = [value for statement in body if (value := _stored_value(statement, node.value)) is not None]
-    return len(stored) == 1 and stored_once(scope, node.value) and _counts_cuda(ctx, stored[0], functions)
+    zeros = sum(1 for found in iter_syntax(scope) if isinstance(found, cst.Assign) and len(found.targets) == 1
+                and isinstance(found.targets[0].target, cst.Name) and found.targets[0].target.value == node.value
+                and isinstance(found.value, cst.Integer) and found.value.value == "0")
+    counted = binding_counts(scope, (node.value,), own_scope=True)[node.value] - zeros == 1  # `n = 0` agrees with it
+    return len(stored) == 1 and counted and _counts_cuda(ctx, stored[0], functions)
 
 
 def _stored_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
