@@ -230,6 +230,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, cuda_setups=facts.cuda_setups)
             if facts.backend_keys:
                 options = dataclasses.replace(options, backend_keys=facts.backend_keys)
+            if files[i].path in facts.program_pins:
+                options = dataclasses.replace(options, program_pin=facts.program_pins[files[i].path])
             if facts.op_namespaces:
                 options = dataclasses.replace(options, op_namespaces=facts.op_namespaces)
             engine = engine_of(Path(os.path.abspath(files[i].path)), engines) if engines else None

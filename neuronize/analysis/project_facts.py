@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-12"
+_FORMAT = "facts-13"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +69,9 @@ class ProjectFacts:
     backend_keys: frozenset[str] = frozenset()
     #: the operator namespaces the project defines in Python (:mod:`neuronize.analysis.custom_ops`)
     op_namespaces: frozenset[str] = frozenset()
+    #: the files joined by imports to a program whose placements stay, and why
+    #: (:mod:`neuronize.analysis.program_pins`)
+    program_pins: dict[Path, str] = dataclasses.field(default_factory=dict)
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -81,6 +84,9 @@ def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None)
     paths = [*python, *notebooks]
     absolute = [Path(os.path.abspath(p)) for p in paths]
     root = Path(os.path.commonpath([p.parent for p in absolute]))
+    given = set(absolute)
+    while root / "__init__.py" in given and root.parent != root:  # a package's modules are named from above it
+        root = root.parent
     relative = [a.relative_to(root) for a in absolute]
     data = [_read_or_empty(p) for p in paths]
     if cache is None:
@@ -107,6 +113,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
+    from neuronize.analysis.program_pins import program_pins
 
     sources = data[:python]
     code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
@@ -128,7 +135,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports, backend_keys(sources),
-                        defined_namespaces(code))
+                        defined_namespaces(code), program_pins(files_code[:python], graph))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -164,6 +171,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "kernel_exports": [[index[path], [list(pair) for pair in names]] for path, names in facts.kernel_exports.items()],
         "backend_keys": sorted(facts.backend_keys),
         "op_namespaces": sorted(facts.op_namespaces),
+        "program_pins": [[index[path], why] for path, why in facts.program_pins.items()],
     }, separators=(",", ":")).encode()
 
 
@@ -181,6 +189,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         setups = frozenset(_text(name) for name in data["cuda_setups"])
         keys = frozenset(_text(name) for name in data["backend_keys"])
         namespaces = frozenset(_text(name) for name in data["op_namespaces"])
+        pins = {paths[_index(i, paths)]: _text(why) for i, why in data["program_pins"]}
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         exports = {paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
@@ -191,7 +200,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
     return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, keys,
-                        namespaces)
+                        namespaces, pins)
 
 
 def _index(value: object, paths: list[Path]) -> int:

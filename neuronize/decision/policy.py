@@ -114,7 +114,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     if tree is not None:
         device = options.target.value
         joined = _one_decision_joins(_leftovers_join_moves(kept, tree.parents, device), tree.parents)
-        kept, grouped = _pins_hold_devices(joined, tree.parents, device, options.notebook_pins)
+        kept, grouped = _pins_hold_devices(joined, tree.parents, device, _pinned_elsewhere(options))
         held = {**held, **grouped}
     settled = _settle_groups(kept, held)
     if tree is None:
@@ -458,8 +458,23 @@ BRANCH_ASSERT = "devices past an assert in a branch that CUDA is available"
 BLOCK_PINS = frozenset({BRANCH_ASSERT})
 
 
+#: the edit group of the device edits of a file another program of the run pins (Options.program_pin)
+SHARED_WITH_PINNED = "devices of modules shared with a program whose placements stay"
+
+
+def _pinned_elsewhere(options: Options) -> tuple[str, str] | None:
+    """The group that holds every device edit of the file because of a pin outside it, and why:
+    another cell of the notebook, or another program of the run that shares its modules."""
+    if options.notebook_pins is not None:
+        return options.notebook_pins, "it waits for the loading in another cell of the notebook, which is not fixed here"
+    if options.program_pin is not None:
+        return SHARED_WITH_PINNED, (f"it waits for {options.program_pin} a program that shares modules with this "
+                                    "file: moved alone, these tensors would meet its model on another device")
+    return None
+
+
 def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
-                       elsewhere: str | None = None) -> tuple[Located[R], dict[str, str]]:
+                       elsewhere: tuple[str, str] | None = None) -> tuple[Located[R], dict[str, str]]:
     """A report that pins a placement to CUDA with no edit to move it (``Report.pins``: a model
     placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
     (of the whole file, where it is at module level: the module's functions and later cells use
@@ -469,13 +484,13 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     in :data:`PROGRAM_PINS` holds the whole file, and a fixable pin (an assert a fix widens) takes
     its edits with it. Made alone, they put tensors on Neuron beside what stays on CUDA (or on the
     CPU, where a GPU planner finds no GPU), and moved outright they take the CUDA box's tensors off
-    the model they meet. ``elsewhere``: the group of a placement pinned at the top level of
-    another cell of the notebook, which holds every device edit of this one. An edit already in a
+    the model they meet. ``elsewhere``: the group (and why) of a pin outside the file, which holds
+    every device edit of this one (:func:`_pinned_elsewhere`). An edit already in a
     group keeps it, and that group is returned, with why, to be held back whole."""
     pins = [r for r, _ in located if r.pins is not None]  # a fixable one: the edits are made with it
     if not pins and elsewhere is None:
         return located, {}
-    names: dict[int, str] = {id(None): elsewhere} if elsewhere is not None else {}  # id(None): module level
+    names: dict[int, str] = {id(None): elsewhere[0]} if elsewhere is not None else {}  # id(None): module level
     pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
                   else _scope_of(r.node, parents) for r in pins}
     for r in pins:
@@ -496,7 +511,7 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     groups.update((id(r), names[id(pin_scopes[id(r)])]) for r in pins if r.group is None)
     held = {r.group: f"one of its edits waits with edit group `{name}`" for r, name in edits if r.group is not None}
     if elsewhere is not None:
-        held[elsewhere] = "it waits for the loading in another cell of the notebook, which is not fixed here"
+        held[elsewhere[0]] = elsewhere[1]
     return [(dataclasses.replace(r, group=groups[id(r)]) if id(r) in groups else r, f) for r, f in located], held
 
 
