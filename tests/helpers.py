@@ -53,6 +53,12 @@ def neuronize(*args: str, cwd: Path | None = None, stdin: bytes | None = None,
     return subprocess.CompletedProcess(["neuronize", *args], code, stdout, stderr)
 
 
+def full_report(*paths: str) -> str:
+    """The full report of ``neuronize check`` on ``paths``, its whitespace folded to single spaces:
+    a message the report wraps over lines reads as one."""
+    return " ".join(neuronize("check", "--no-cache", "--output-format", "full", *paths).stdout.decode().split())
+
+
 def neuronize_process(*args: str, cwd: Path | None = None, stdin: bytes | None = None,
                       env: dict[str, str] | None = None, timeout: float = 120
                       ) -> subprocess.CompletedProcess[bytes]:

@@ -5,7 +5,7 @@ looked up. Names checked only against torch device types are ordinary devices an
 
 from __future__ import annotations
 
-from helpers import neuronize
+from helpers import full_report, neuronize
 from neuronize.analysis.backend_keys import backend_keys, names_backends
 
 CONFIG = (b"from dataclasses import dataclass\n\n\n@dataclass\nclass EngineConfig:\n"
@@ -33,6 +33,6 @@ def test_a_backend_key_keeps_its_defaults_in_every_module_and_devices_still_move
     layer = (tmp_path / "layer.py").read_bytes()
     assert b'def build_engine(device_type="cuda"):' in layer
     assert b'def make_weight(size, device="cuda"):' not in layer  # a torch device, not a backend key
-    report = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    report = full_report(str(tmp_path))
     assert "`device_type` picks one of the project's own backends" in report
     assert "left in the code" not in report  # the backends listed beside "cuda" are entries, not leftovers

@@ -4,7 +4,7 @@ Torch's own namespaces, and one the project defines in Python, leave a module fr
 
 from __future__ import annotations
 
-from helpers import neuronize
+from helpers import full_report, neuronize
 from neuronize.analysis.custom_ops import compiled_namespace, defined_namespaces
 
 BINDING = (b"import torch\n\n\ndef target_device(t):\n    if not torch.cuda.is_available():\n"
@@ -30,5 +30,5 @@ def test_a_module_calling_compiled_operators_keeps_its_devices(tmp_path) -> None
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert (tmp_path / "binding.py").read_bytes() == BINDING
     assert (tmp_path / "caller.py").read_bytes() != CALLER  # the project's Python operator moves
-    report = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    report = full_report(str(tmp_path))
     assert "calls `torch.ops.splat_kernels`, operators a compiled extension registers" in report

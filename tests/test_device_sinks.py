@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from helpers import neuronize
+from helpers import full_report, neuronize
 from neuronize.analysis.device_sinks import device_sinks, sink_of
 
 WEIGHTS = (b"import torch\nfrom safetensors.torch import load_file as read_weights\n\n\n"
@@ -22,7 +22,7 @@ def kept_and_reported(folder, name: str, source: bytes) -> str:
     (folder / name).write_bytes(source)
     assert neuronize("fix", "--no-cache", "-q", str(folder)).returncode in (0, 1)
     assert (folder / name).read_bytes() == source
-    return " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(folder)).stdout.decode().split())
+    return full_report(str(folder))
 
 def test_loaders_that_hand_their_device_to_safetensors_through_any_number_of_project_functions():
     runner = (b"from .weights import load_decoder\n\n\ndef run(path, dev):\n    return load_decoder(path, target=dev)\n")
@@ -52,7 +52,7 @@ def test_a_device_choice_that_reaches_one_stays_and_the_others_move(tmp_path):
     # that only places a model gains Neuron
     assert ((tmp_path / "serve.py").read_bytes(), (tmp_path / "app" / "weights.py").read_bytes()) == before
     assert b'"neuron" if on_neuron() else' in (tmp_path / "train.py").read_bytes()
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    full = full_report(str(tmp_path))
     assert "which hands it to a library that rejects \"neuron\"" in full
     assert "`read_weights(path, device=str(device))`, which rejects \"neuron\" (it parses the device itself)" in full
 
@@ -87,7 +87,7 @@ def test_an_accelerator_detection_handed_to_lightning_gains_no_neuron_branch(tmp
                                         b"trainer = pl.Trainer(accelerator=device)\n")
     neuronize("fix", "--no-cache", "-q", str(tmp_path / "train.py"))
     assert b"neuron" not in (tmp_path / "train.py").read_bytes()
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path / "train.py")).stdout.decode().split())
+    full = full_report(str(tmp_path / "train.py"))
     assert 'which rejects "neuron" (it parses the device itself); give it an accelerator it knows there' in full
 
 

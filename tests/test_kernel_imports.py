@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePath
 
-from helpers import neuronize
+from helpers import full_report, neuronize
 from neuronize.analysis.kernel_imports import declared_extensions, extension_packages, import_graph, kernel_bound
 
 FILES = {
@@ -209,7 +209,7 @@ def test_a_function_that_always_imports_a_cuda_only_library_keeps_its_devices(tm
     fixed = (tmp_path / "merge.py").read_text()
     assert 'torch.device("cuda") if device is None' in fixed  # the library's device
     assert 'model.to("neuron")' in fixed  # a conditional import leaves the rest of the function free
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    full = full_report(str(tmp_path))
     assert "function `roundtrip` serves a CUDA-only library (it imports `bitsandbytes`" in full
 
 
@@ -229,7 +229,7 @@ def test_a_triton_inference_server_client_is_no_kernel_code_and_a_branch_loading
     fixed = (tmp_path / "backends.py").read_text()
     assert "torch.device('cuda:0')" in fixed  # TensorRT's device
     assert ".to('cuda')" not in fixed  # the TorchScript path moves: the module is no kernel code
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    full = full_report(str(tmp_path))
     assert "this branch serves a CUDA-only library (it imports `tensorrt`" in full
 
 
@@ -240,7 +240,7 @@ def test_a_module_that_asserts_its_guarded_cuda_only_import_keeps_its_devices(tm
     (tmp_path / "trainer.py").write_bytes(source)
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert (tmp_path / "trainer.py").read_bytes() == source
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    full = full_report(str(tmp_path))
     assert "it asserts `HAVE_XF` after importing `xformers`" in full
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import neuronize
+from helpers import full_report, neuronize
 from neuronize.analysis.kernel_imports import import_graph
 from neuronize.analysis.program_pins import program_pins
 
@@ -46,5 +46,5 @@ def test_a_shared_module_keeps_its_choice_with_the_pinned_program(tmp_path) -> N
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert (tmp_path / "nets/heads.py").read_bytes() == HEAD
     assert (tmp_path / "other.py").read_bytes() != OTHER  # joined to no pinned program
-    full = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    full = full_report(str(tmp_path))
     assert "a program that shares modules with this file: moved alone, these tensors would meet its model" in full

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from helpers import neuronize
+from helpers import full_report, neuronize
 from neuronize.analysis.vendor_engines import engine_of, vendor_engines
 
 LAYER = b"import torch\n\n\ndef make_weight(size, device=None):\n    if device is None:\n        device = 'cuda'\n" \
@@ -42,6 +42,6 @@ def test_engine_files_are_reported_and_the_rest_of_the_repository_moves(tmp_path
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert (tmp_path / "pkg/engine/nn/norm.py").read_bytes() == LAYER
     assert (tmp_path / "pkg/tools/calibrate.py").read_bytes() != TOOL
-    report = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    report = full_report(str(tmp_path))
     assert "part of an engine that picks among its own implementations by device" in report
     assert "`backends/ascend`, `backends/cuda`" not in report and "`backends/cuda`, `backends/ascend`" in report
