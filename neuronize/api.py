@@ -188,7 +188,8 @@ def analyse_paths(
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
     store = _cache(str(cache_dir or default_directory())) if cache else None
     facts = project_facts(files, store)
-    engines = vendor_engines(Path(os.path.abspath(f.path)) for f in files)
+    absolute = [Path(os.path.abspath(f.path)) for f in files]
+    engines = vendor_engines(absolute)
     sizes = _sizes(files)
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # largest first: no long tail
     if progress is not None:
@@ -234,7 +235,7 @@ def analyse_paths(
                 options = dataclasses.replace(options, program_pin=facts.program_pins[files[i].path])
             if facts.op_namespaces:
                 options = dataclasses.replace(options, op_namespaces=facts.op_namespaces)
-            engine = engine_of(Path(os.path.abspath(files[i].path)), engines) if engines else None
+            engine = engine_of(absolute[i], engines) if engines else None
             if engine is not None:
                 options = dataclasses.replace(options, vendor_engine=engine)
             outcome = _cheap_outcome(files[i].path, settings.run_ids(files[i].path, files[i].kind),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
@@ -150,6 +150,14 @@ class ImportGraph:
     #: imports by name, with ``importlib``
     named: dict[Path, list[str]] = field(default_factory=dict)
 
+    def links(self) -> Iterator[tuple[Path, Path]]:
+        """Each file with each module of the project it imports (lazily too), as (importer, module)."""
+        for path, names in self.every.items():
+            for name in names:
+                module = self.by_name.get(name)
+                if module is not None:
+                    yield path, module
+
 
 _TOP_TRY = re.compile(rb"try\s*:")
 #: a string that is a dotted module path (``"pkg.ops.scan"``)
@@ -202,19 +210,15 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
 def imported_modules(graph: ImportGraph) -> set[Path]:
     """The files of ``graph`` another file of the project imports (lazily too): their code runs in
     the importers' programs, on whatever host those run."""
-    return {module for path, names in graph.every.items() for name in names
-            if (module := graph.by_name.get(name)) is not None and module != path}
+    return {module for path, module in graph.links() if module != path}
 
 
 def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
     """The files of ``graph`` that import one of ``imported`` (one of them too), directly or through
     other modules of the project, lazily too: a program runs the choices of the modules it imports."""
     importers: dict[Path, set[Path]] = {}  # a module -> the files that import it
-    for path, names in graph.every.items():
-        for name in names:
-            module = graph.by_name.get(name)
-            if module is not None:
-                importers.setdefault(module, set()).add(path)
+    for path, module in graph.links():
+        importers.setdefault(module, set()).add(path)
     reached: set[Path] = set()
     pending = list(imported)
     while pending:

@@ -36,12 +36,10 @@ def program_pins(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGra
     if not pinned:
         return {}
     neighbours: dict[Path, set[Path]] = {}
-    for path, names in graph.every.items():
-        for name in names:
-            module = graph.by_name.get(name)
-            if module is not None and module != path:
-                neighbours.setdefault(path, set()).add(module)
-                neighbours.setdefault(module, set()).add(path)
+    for path, module in graph.links():
+        if module != path:
+            neighbours.setdefault(path, set()).add(module)
+            neighbours.setdefault(module, set()).add(path)
     found: dict[Path, str] = {}
     for start, why in pinned.items():
         if start in found:

@@ -73,7 +73,8 @@ from neuronize.analysis.custom_ops import compiled_namespace
 from neuronize.analysis.kernel_imports import (
     JIT_BUILDERS, KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import (
-    ImportedName, dotted_name, imported_names, is_main_test, iter_statements, module_matches, scoped_statements)
+    ImportedName, assigned_value, dotted_name, imported_names, is_main_test, iter_statements, module_matches,
+    scoped_statements)
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
@@ -390,9 +391,7 @@ class FileRoles:
         for stmt in self._module.body:
             if isinstance(stmt, cst.Try) and isinstance(stmt.body, cst.IndentedBlock):
                 package = self._library_imported(stmt.body.body)
-                flags = [small.targets[0].target.value for line in stmt.body.body
-                         if isinstance(line, cst.SimpleStatementLine) for small in line.body
-                         if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name)]
+                flags = [bound[0] for line in stmt.body.body if (bound := assigned_value(line)) is not None]
                 found.update((flag, package) for flag in flags if package is not None)
             elif isinstance(stmt, cst.SimpleStatementLine) and found:
                 for small in stmt.body:

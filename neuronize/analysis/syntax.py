@@ -236,6 +236,22 @@ def binding_counts(tree: cst.CSTNode, names: Collection[str], *, own_scope: bool
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
+def assigned_value(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """The name a line ``name = value`` (one statement, one plain-name target) binds, and the value;
+    None for any other statement."""
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(target := small.targets[0].target, cst.Name):
+        return target.value, small.value
+    return None
+
+
+def scope_statements(scope: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+    """The statements of a function's body or of a module, at their top level."""
+    if isinstance(scope, cst.FunctionDef):
+        return scope.body.body if isinstance(scope.body, cst.IndentedBlock) else ()
+    return scope.body if isinstance(scope, cst.Module) else ()
+
+
 def is_main_test(test: cst.BaseExpression) -> bool:
     """``__name__ == "__main__"``: the script's own entry point, not a choice of host."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import binding_scope, iter_statements, stored_once
+from neuronize.analysis.syntax import assigned_value, binding_scope, iter_statements, scope_statements, stored_once
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
@@ -216,19 +216,9 @@ def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
     scope = binding_scope(test.value, functions, ctx.module)
     if not stored_once(scope, test.value):
         return None
-    body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
-        else scope.body if isinstance(scope, cst.Module) else ()
-    stored = next((found for statement in iter_statements(body)
-                   if (found := _stored(statement)) is not None and found[0] == test.value), None)
+    stored = next((found for statement in iter_statements(scope_statements(scope))
+                   if (found := assigned_value(statement)) is not None and found[0] == test.value), None)
     return ("orelse" if negated else "body") if stored is not None and is_cuda_available_call(ctx, stored[1]) else None
-
-
-def _stored(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    """The name a line ``name = value`` binds, and the value; None for any other statement."""
-    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
-    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(target := small.targets[0].target, cst.Name):
-        return target.value, small.value
-    return None
 
 
 def _stored_checks(ctx: FileContext) -> frozenset[str]:
@@ -239,7 +229,7 @@ def _stored_checks(ctx: FileContext) -> frozenset[str]:
         found: set[str] = set()
         if b"is_available" in ctx.source:
             found = {stored[0] for statement in iter_statements(ctx.module.body)
-                     if (stored := _stored(statement)) is not None and is_cuda_available_call(ctx, stored[1])}
+                     if (stored := assigned_value(statement)) is not None and is_cuda_available_call(ctx, stored[1])}
         ctx.memo[key] = frozenset(found)
     return ctx.memo[key]
 

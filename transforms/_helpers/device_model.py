@@ -25,8 +25,8 @@ from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
-    binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements, scoped_statements,
-    stored_once)
+    assigned_value, binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements,
+    scope_statements, scoped_statements, stored_once)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
@@ -880,11 +880,10 @@ def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
                 scope = binding_scope(link.test.value, functions, ctx.module)
                 if (check := stored.get((id(scope), link.test.value))) is not None:
                     found[id(link)] = (scope, link.test.value, check)
-        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-                and _neuron_test(ctx, small.value) is not None:
+        bound = assigned_value(statement)
+        if bound is not None and _neuron_test(ctx, bound[1]) is not None:
             scope = functions[-1] if functions else ctx.module
-            stored[(id(scope), small.targets[0].target.value)] = small.value
+            stored[(id(scope), bound[0])] = bound[1]
     return {key: check for key, (scope, name, check) in found.items()
             if stored_once(scope, name)}
 
@@ -1415,22 +1414,14 @@ def _counts_cuda(ctx: FileContext, node: cst.BaseExpression, functions: tuple[cs
     if functions is None:
         functions = tuple(a for a in reversed(list(ctx.ancestors())) if isinstance(a, cst.FunctionDef))
     scope = binding_scope(node.value, functions, ctx.module)
-    body = scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock) \
-        else scope.body if isinstance(scope, cst.Module) else ()
-    stored = [value for statement in body if (value := _stored_value(statement, node.value)) is not None]
+    stored = [bound[1] for statement in scope_statements(scope)
+              if (bound := assigned_value(statement)) is not None and bound[0] == node.value]
+    if len(stored) != 1 or not _counts_cuda(ctx, stored[0], functions):
+        return False
     zeros = sum(1 for found in iter_syntax(scope) if isinstance(found, cst.Assign) and len(found.targets) == 1
                 and isinstance(found.targets[0].target, cst.Name) and found.targets[0].target.value == node.value
                 and isinstance(found.value, cst.Integer) and found.value.value == "0")
-    counted = binding_counts(scope, (node.value,), own_scope=True)[node.value] - zeros == 1  # `n = 0` agrees with it
-    return len(stored) == 1 and counted and _counts_cuda(ctx, stored[0], functions)
-
-
-def _stored_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
-    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
-    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-            and small.targets[0].target.value == name:
-        return small.value
-    return None
+    return binding_counts(scope, (node.value,), own_scope=True)[node.value] - zeros == 1  # `n = 0` agrees with it
 
 
 def _imported_probe_flag(ctx: FileContext, test: cst.BaseExpression) -> bool:
