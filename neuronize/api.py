@@ -213,6 +213,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, kernel_import=facts.kernels[files[i].path])
             if files[i].path in facts.kernel_exports:
                 options = dataclasses.replace(options, kernel_exports=facts.kernel_exports[files[i].path])
+            if files[i].path in facts.kernel_feeds:
+                options = dataclasses.replace(options, kernel_feeds=facts.kernel_feeds[files[i].path])
             if facts.checks_host and not options.project_checks_host:
                 options = dataclasses.replace(options, project_checks_host=True)
             if files[i].path in facts.served:

@@ -87,6 +87,9 @@ class Options:
     #: the names of this module that GPU-kernel files import, each with one such file
     #: (neuronize/analysis/kernel_imports.py): a device bound to one at module level stays CUDA's
     kernel_exports: tuple[tuple[str, str], ...] = ()
+    #: the names of this module that files holding GPU-kernel code import, each with one such file
+    #: (neuronize/analysis/kernel_imports.py): a function or class bound to one serves those kernels
+    kernel_feeds: tuple[tuple[str, str], ...] = ()
     #: the modules of the CUDA extensions the project's build scripts declare (``setup.py``'s
     #: ``CUDAExtension(name=...)``): a function that imports one, even lazily, is GPU-kernel code
     project_extensions: tuple[str, ...] = ()

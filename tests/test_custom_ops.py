@@ -32,3 +32,24 @@ def test_a_module_calling_compiled_operators_keeps_its_devices(tmp_path) -> None
     assert (tmp_path / "caller.py").read_bytes() != CALLER  # the project's Python operator moves
     report = full_report(str(tmp_path))
     assert "calls `torch.ops.splat_kernels`, operators a compiled extension registers" in report
+
+
+def test_the_importers_of_a_compiled_operator_module_and_its_device_helper_keep_their_devices(tmp_path) -> None:
+    package = tmp_path / "pkg"
+    (package / "common").mkdir(parents=True)
+    (package / "__init__.py").write_bytes(b"")
+    (package / "common" / "__init__.py").write_bytes(b"from .devices import (\n    target_device,\n)\n")
+    helper = (b"import torch\n\n\ndef target_device(t):\n    if not torch.cuda.is_available():\n"
+              b"        raise RuntimeError('these ops need CUDA')\n    return torch.device('cuda')\n")
+    (package / "common" / "devices.py").write_bytes(helper)
+    (package / "ops.py").write_bytes(b"import torch\n\nfrom .common import (\n    target_device,\n)\n\n\n"
+                                     b"def render(points):\n"
+                                     b"    return torch.ops.splat_kernels.render(points.to(target_device(points)))\n")
+    api = b"import torch\n\nfrom pkg.ops import render\n\n\ndef grid(device='cuda'):\n    return render(torch.zeros(4, device=device))\n"
+    (package / "api.py").write_bytes(api)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (package / "common" / "devices.py").read_bytes() == helper
+    assert (package / "api.py").read_bytes() == api
+    report = full_report(str(tmp_path))
+    assert "function `target_device` holds GPU-kernel code (GPU-kernel code imports it: `pkg/ops.py`)" in report
+    assert "imports `pkg.ops`, which calls `torch.ops.splat_kernels`" in report

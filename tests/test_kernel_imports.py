@@ -21,6 +21,10 @@ FILES = {
     "ext_user.py": b"import selective_scan_cuda\n",
     "apps/ssm.py": b"import torch\nfrom mamba_ssm import Mamba\n",
     "apps/net.py": b"import torch\nfrom pkg.model import (\n    Net,\n)\n",
+    "pkg/utils/__init__.py": b"",
+    "pkg/utils/torch.py": b"import triton\n",  # `import torch` elsewhere is torch, not this module
+    "pkg/logging.py": b"import triton\n",
+    "apps/log.py": b"import logging\nimport torch\n",  # the standard library's logging
 }
 
 
@@ -35,6 +39,8 @@ def test_unconditional_imports_of_kernel_code_are_followed_through_the_project(t
     found = {path.relative_to(tmp_path).as_posix(): why for path, why in kernel_bound(import_graph(_tree(tmp_path))).items()}
     assert found == {
         "pkg/ops/scan.py": "imports triton",
+        "pkg/utils/torch.py": "imports triton",
+        "pkg/logging.py": "imports triton",
         "pkg/model.py": "imports `pkg.ops.scan`, which imports triton",
         "apps/train.py": "imports `pkg.model`, which through the project's modules imports triton",
         "ext_user.py": "imports the compiled CUDA extension `selective_scan_cuda`",

@@ -159,7 +159,7 @@ class FileContext:
             self._roles = FileRoles(self.module, self.names, self.path, self.source, self.options.kernel_import,
                                     self.options.project_extensions, self.options.library_wrappers,
                                     self.options.own_packages, self.options.vendor_engine,
-                                    self.options.op_namespaces)
+                                    self.options.op_namespaces, self.options.kernel_feeds)
         return self._roles
 
     def role(self, stack: Sequence[cst.CSTNode] | None = None) -> Role | None:

@@ -4,10 +4,12 @@ modules: a fact about the run, found before any file is analysed.
 A module that unconditionally imports a kernel language (Triton...), a package's kernel module
 (``<pkg>.ops.triton.<module>``) or a compiled ``*_cuda`` extension holds GPU-kernel code
 (:mod:`neuronize.analysis.roles`), and so does one that imports a CUDA extension the project's build
-script declares (``CUDAExtension(name=...)``). So does, for a migration, every module that unconditionally
+script declares (``CUDAExtension(name=...)``) or calls a compiled extension's operators
+(``torch.ops.<namespace>.<op>``). So does, for a migration, every module that unconditionally
 imports such a module of the project: the script that builds a model on those kernels cannot
 import on Neuron, so moving its devices breaks the NVIDIA box it runs on and gains nothing; the
-report names the import that blocks it instead.
+report names the import that blocks it instead. The functions and classes a module holding kernel
+code imports from the project's other modules serve those kernels (:func:`kernel_exports`).
 
 Only imports at the start of a line (column 0) count: they run whenever the module is imported;
 an import under ``try:``, ``if`` or in a function is the author's own guard. The lines are found
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -31,9 +34,10 @@ KERNEL_PACKAGES = ("triton", "tilelang", "cutlass", "cuda.cute", "cute", "helion
 #: a package directory of kernels named after their language (``<pkg>.ops.triton.<module>``)
 _KERNEL_SUBMODULE = frozenset({"triton", "tilelang", "cute", "cutlass", "helion"})
 
-#: ``from a import b, c``, ``from a import (`` (the names on the lines after are not read), ``import a, b``
-_IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import\b[ \t]*\(?([\w, \t]*)|import[ \t]+([\w., \t]+))",
-                     re.MULTILINE)
+#: ``from a import b, c``, ``from a import (b,`` with names on the lines after, up to a comment or the
+#: closing parenthesis, ``import a, b``
+_IMPORT = re.compile(rb"^(?:from[ \t]+([.\w]+)[ \t]+import\b[ \t]*\(?((?<=\()[\w,\s]*|[\w, \t]*)"
+                     rb"|import[ \t]+([\w., \t]+))", re.MULTILINE)
 
 
 def extension_or_kernel_module(module: str, triton_client: bool = False) -> str | None:
@@ -159,6 +163,15 @@ class ImportGraph:
                     yield path, module
 
 
+#: top-level modules of the standard library and of well-known packages: a module of the project's
+#: package with one of these names (``pkg/utils/torch.py``, ``pkg/logging.py``) is never what
+#: ``import torch`` or ``import logging`` finds
+_EXTERNAL = frozenset({
+    *sys.stdlib_module_names, *(name.split(".")[0] for name in PACKAGES), *KERNEL_PACKAGES,
+    "torch", "torchvision", "torchaudio", "transformers", "numpy", "scipy", "jax", "tensorflow", "accelerate",
+    "datasets", "diffusers", "peft", "safetensors", "tokenizers", "PIL", "cv2", "sklearn", "pandas",
+})
+
 _TOP_TRY = re.compile(rb"try\s*:")
 #: a string that is a dotted module path (``"pkg.ops.scan"``)
 _DOTTED_STRING = re.compile(rb"""['"]([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)['"]""")
@@ -183,14 +196,22 @@ def _opener(source: bytes, start: int) -> bytes:
 
 def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
     """The :class:`ImportGraph` of ``files`` (a path, its path relative to the folder it was found
-    in, its bytes)."""
+    in, its bytes). A module is named from each folder above it (a script's folder, or one the
+    project puts on ``sys.path`` to import vendored code by its own names), but not from inside a
+    package by the name of the standard library's or a well-known package's module: there
+    ``import torch`` is torch, not the package's own ``torch.py``. A notebook imports modules,
+    and is none."""
+    files = list(files)
+    packages = {relative.parent for _, relative, _ in files if relative.name == "__init__.py"}
+
     graph = ImportGraph({}, {}, {})
     for path, relative, source in files:
         parts = list(relative.with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
-        for start in range(len(parts)):
-            graph.by_name.setdefault(".".join(parts[start:]), path)
+        for start in range(len(parts)) if relative.suffix == ".py" else ():  # a notebook is no module
+            if start == 0 or PurePath(*parts[:start]) not in packages or parts[start] not in _EXTERNAL:
+                graph.by_name.setdefault(".".join(parts[start:]), path)
         if b"import" in source:
             package = parts[:-1] if relative.stem != "__init__" else parts
             top, every = graph.top.setdefault(path, []), graph.every.setdefault(path, [])
@@ -229,20 +250,32 @@ def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
     return reached
 
 
-def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = ()) -> dict[Path, str]:
-    """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
-    the project's modules: why (``imports `apps.model`, which through the project's modules imports
-    triton``). The CUDA extensions the project's own build scripts declare (``extensions``,
-    :func:`declared_extensions`) are GPU-kernel code too, and so are the modules of the package
-    they are built into."""
-    by_name, imports = graph.by_name, graph.top
-    reasons = {path: reason for path, names in imports.items()
+def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
+                   operators: dict[Path, str] | None = None) -> dict[Path, str]:
+    """For each file of ``graph`` that holds GPU-kernel code itself, why: it imports a kernel
+    language, a kernel module or a compiled CUDA extension unconditionally, is a module of the
+    package a declared extension (``extensions``, :func:`declared_extensions`) is built into, or
+    calls a compiled extension's operators (``operators``: each file with the namespace it calls,
+    :func:`neuronize.analysis.custom_ops.compiled_namespace`)."""
+    reasons = {path: reason for path, names in graph.top.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
                if reason is not None}
-    for name, path in by_name.items() if extensions else ():  # the package that wraps the compiled operators
+    for name, path in graph.by_name.items() if extensions else ():  # the package that wraps the compiled operators
         package = module_matches(name, extensions)
         if package is not None and path not in reasons:
             reasons[path] = f"is part of `{package}`, the package of the project's compiled extension"
+    for path, namespace in (operators or {}).items():
+        reasons.setdefault(path, f"calls `torch.ops.{namespace}`, operators a compiled extension registers")
+    return reasons
+
+
+def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
+                 operators: dict[Path, str] | None = None) -> dict[Path, str]:
+    """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
+    the project's modules, why (``imports `apps.model`, which through the project's modules imports
+    triton``); the files that hold it (:func:`kernel_sources`) among them."""
+    by_name, imports = graph.by_name, graph.top
+    reasons = kernel_sources(graph, extensions, operators)
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain
     while True:  # through the project's own modules, until nothing more is reached

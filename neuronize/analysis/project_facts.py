@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-13"
+_FORMAT = "facts-14"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +65,9 @@ class ProjectFacts:
     #: per module, the names GPU-kernel files import from it, each with one such file (its path
     #: below the common folder) (:func:`neuronize.analysis.kernel_imports.kernel_exports`)
     kernel_exports: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
+    #: per module, the names files holding GPU-kernel code themselves import from it, each with one
+    #: such file (:func:`neuronize.analysis.kernel_imports.kernel_sources`): the functions the kernels call
+    kernel_feeds: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
     #: the names the project gives to its choice of backend (:mod:`neuronize.analysis.backend_keys`)
     backend_keys: frozenset[str] = frozenset()
     #: the operator namespaces the project defines in Python (:mod:`neuronize.analysis.custom_ops`)
@@ -105,10 +108,10 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
     from neuronize.analysis.kernel_imports import (
         declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, kernel_exports,
-        extension_packages)
+        kernel_sources, extension_packages)
     from neuronize.analysis.backend_keys import backend_keys
     from neuronize.analysis.cuda_setups import cuda_setups
-    from neuronize.analysis.custom_ops import defined_namespaces
+    from neuronize.analysis.custom_ops import compiled_namespace, defined_namespaces
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
@@ -126,16 +129,22 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     # (Options.project_checks_host): a script that runs one of them runs on those hosts
     run = chooses | ({path for path, text in zip(paths[:python], sources, strict=True) if b"cuda" in text}
                      if checks else set())
-    kernels = kernel_bound(graph, extensions)
+    namespaces = defined_namespaces(code)
+    operators = {path: namespace for path, text in zip(paths[:python], sources, strict=True)
+                 if (namespace := compiled_namespace(text, namespaces)) is not None}
+    kernels = kernel_bound(graph, extensions, operators)
     shown = dict(zip(paths, relative, strict=True))
-    exports = {module: tuple(sorted((name, shown[importer].as_posix()) for name, importer in names.items()))
-               for module, names in kernel_exports(graph, kernels).items()}
+
+    def exports(importers: dict[Path, str]) -> dict[Path, tuple[tuple[str, str], ...]]:
+        return {module: tuple(sorted((name, shown[importer].as_posix()) for name, importer in names.items()))
+                for module, names in kernel_exports(graph, importers).items()}
     return ProjectFacts(kernels, checks, extensions,
                         imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
-                        cuda_setups(zip(relative[:python], sources, strict=True)), exports, backend_keys(sources),
-                        defined_namespaces(code), program_pins(files_code[:python], graph))
+                        cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
+                        exports(kernel_sources(graph, extensions, operators)), backend_keys(sources),
+                        namespaces, program_pins(files_code[:python], graph))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -168,7 +177,8 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "placed_loaders": sorted(facts.placed_loaders),
         "device_sinks": [[name, list(params), list(fed)] for name, params, fed in facts.device_sinks],
         "cuda_setups": sorted(facts.cuda_setups),
-        "kernel_exports": [[index[path], [list(pair) for pair in names]] for path, names in facts.kernel_exports.items()],
+        **{key: [[index[path], [list(pair) for pair in names]] for path, names in getattr(facts, key).items()]
+           for key in ("kernel_exports", "kernel_feeds")},
         "backend_keys": sorted(facts.backend_keys),
         "op_namespaces": sorted(facts.op_namespaces),
         "program_pins": [[index[path], why] for path, why in facts.program_pins.items()],
@@ -192,15 +202,15 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         pins = {paths[_index(i, paths)]: _text(why) for i, why in data["program_pins"]}
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
-        exports = {paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
-                   for i, names in data["kernel_exports"]}
+        exports, feeds = ({paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
+                           for i, names in data[key]} for key in ("kernel_exports", "kernel_feeds"))
         checks = data["checks_host"]
         if not isinstance(checks, bool):
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, keys,
-                        namespaces, pins)
+    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, feeds,
+                        keys, namespaces, pins)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -17,6 +17,8 @@ Granularity, chosen by what real repositories showed (a hunk-by-hunk review of s
   extension or builds one with ``cpp_extension.load`` holds the
   kernels *and* their wrappers, scratch allocators, ``is_cuda`` asserts, self-tests and benchmarks,
   all bound to CUDA; a function boundary would miss the wrappers, which are the edits that break.
+  In another module, the **function or class** such a file imports (the device helper its
+  wrappers call): its devices are the kernels' inputs.
 - Tests: the **file** for test files (``test_*.py`` and ``*_test.py`` holding tests or importing a
   test framework, ``conftest.py``, files under ``tests/`` or ``test/``): tests are the spec of what worked, so they are not edited at all (in the
   review nearly every edit in a test file was wrong, and the few right ones were trivial); plus,
@@ -240,7 +242,8 @@ class FileRoles:
                  kernel_import: str | None = None, extensions: tuple[str, ...] = (),
                  wrappers: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (),
                  own_packages: tuple[str, ...] = (), engine: str | None = None,
-                 op_namespaces: frozenset[str] = frozenset()) -> None:
+                 op_namespaces: frozenset[str] = frozenset(),
+                 kernel_feeds: tuple[tuple[str, str], ...] = ()) -> None:
         self._module = module
         self._names = names
         self._path = path
@@ -258,6 +261,9 @@ class FileRoles:
         self._engine = engine
         #: the operator namespaces the project defines in Python (Options.op_namespaces)
         self._op_namespaces = op_namespaces
+        #: the names files holding GPU-kernel code import from this module, each with one such file
+        #: (Options.kernel_feeds)
+        self._kernel_feeds = dict(kernel_feeds)
 
     # -- file-level --------------------------------------------------------------------------
     @cached_property
@@ -607,16 +613,20 @@ class FileRoles:
         named = _CUDA_NAMED_BYTES.search(src) is not None
         flags = _CUDA_FLAG_BYTES.search(src) is not None
         lazy = _INDENTED_IMPORT.search(src) is not None
-        if not (graphs or fakes or inductor or gates or engine or libraries or named or flags or lazy):
+        fed = self._kernel_feeds
+        if not (graphs or fakes or inductor or gates or engine or libraries or named or flags or lazy or fed):
             return {}
         regions: dict[int, Role] = {}
+        top = {id(stmt) for stmt in self._module.body} if fed else set()
         for stmt, functions in scoped_statements(self._module.body):
             role = None
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 kind = "function" if isinstance(stmt, cst.FunctionDef) else "class"
                 where = f"{kind} `{stmt.name.value}`"
                 code = self._code(stmt) if graphs or fakes else ""
-                if gates:
+                if id(stmt) in top and stmt.name.value in fed:  # its devices are the kernels' inputs
+                    role = Role(KERNEL, f"GPU-kernel code imports it: `{fed[stmt.name.value]}`", where)
+                if role is None and gates:
                     role = self._gated(stmt, where)
                 if role is None and lazy and isinstance(stmt, cst.FunctionDef):
                     role = self._lazy_kernel(stmt, where)
