@@ -547,7 +547,8 @@ def _places(report: Any, device: str) -> bool:
 def _builds_own_model(node: cst.CSTNode, parents: Parents) -> bool:
     """``node`` is the ``device=`` of an object a library builds with its own model and places its
     own inputs for (``Reranker("name", device="cuda")``, ``SentenceTransformer.from_pretrained(...,
-    device=...)``): a class, or a loader, outside torch. It meets no other model."""
+    device=...)``): a class, or a loader, outside torch. It meets no other model. A loader that
+    quantizes it (``load_in_8bit=True``) builds it for the quantizer's kernels, which a pin holds."""
     arg = parents.get(id(node))
     if not (isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "device"):
         return False
@@ -555,7 +556,18 @@ def _builds_own_model(node: cst.CSTNode, parents: Parents) -> bool:
     if not isinstance(call, cst.Call):
         return False
     callee = (dotted_name(call.func) or "").split(".")
-    return callee[0] != "torch" and (callee[-1][:1].isupper() or callee[-1] in ("from_pretrained", "pipeline"))
+    quantized = any(a.keyword is not None and a.keyword.value in _QUANTIZING and not _is_off(a.value) for a in call.args)
+    return callee[0] != "torch" and not quantized and (
+        callee[-1][:1].isupper() or callee[-1] in ("from_pretrained", "pipeline"))
+
+
+#: the arguments of a loader that quantize the model it builds (bitsandbytes, GPTQ, AWQ: CUDA kernels),
+#: whose device is then the quantizer's
+_QUANTIZING = frozenset({"load_in_8bit", "load_in_4bit", "quantization_config"})
+
+
+def _is_off(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value in ("False", "None")
 
 
 def top_level_pin(located: Located[R], parents: Parents) -> str | None:

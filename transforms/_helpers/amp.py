@@ -236,6 +236,28 @@ def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
     return fixes
 
 
+def run_time_bf16(ctx: FileContext, call: cst.Call) -> AmpFix | None:
+    """The unsafe fix of ``call``, a ``torch.autocast`` on a device the program chose at run time
+    (``torch.autocast(device.type, enabled=amp)``) with no ``dtype=``: ``dtype=torch.bfloat16 if
+    <the host is Neuron's> else None``. There the device is Neuron's, or the CPU's, whose default
+    is bf16 already; on CUDA and MPS the default stays. None where a dtype is given, the region is
+    disabled, or the target is the CPU."""
+    device = argument(call, "device_type", 0)
+    dtype, enabled = argument(call, "dtype", 1), argument(call, "enabled", 2)
+    target = per_target.target(ctx)
+    if device is None or dtype is not None or has_star(call) or target == per_target.CPU \
+            or (enabled is not None and is_false(enabled.value)):
+        return None
+    test, imports = per_target.available(ctx) if target == per_target.NEURON else per_target.neuron_present(ctx)
+    bf16, more = qualified_expr(ctx, "torch.bfloat16")
+    value = cst.IfExp(test=test, body=bf16, orelse=cst.Name("None"))
+    new = insert_args(call, index_of(call, device) + 1, [new_keyword("dtype", value)])
+    scaled = SCALED_NOTE if _SCALER.search(ctx.source) is not None else ""
+    return AmpFix(new, "autocast on a device chosen at run time, with no `dtype=`: `dtype=torch.bfloat16` on a "
+                  f"Neuron host (the CPU's default already), the default elsewhere: {BF16_WHY}{scaled}",
+                  (*imports, *more), True)
+
+
 def custom_device(ctx: FileContext, original: cst.BaseExpression) -> AmpDevice:
     """The ``device_type`` a CUDA ``custom_fwd`` / ``custom_bwd`` gets: host-aware in every file
     (``--target cpu``: ``"cpu"``). An autograd function runs on whatever device its inputs are on;

@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches
-from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, local_autocast, plan_autocast
+from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, local_autocast, plan_autocast, run_time_bf16
 from neuronize.transforms._helpers.calls import argument, as_keyword, has_star, insert_args, keyword, new_keyword
 from neuronize.transforms._helpers.imports import cuda_import_removals
 from neuronize.transforms._helpers.literals import is_string_literal, make_string, string_value
@@ -35,8 +35,11 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         with `device_type="neuron"` (its positional `enabled`, `dtype`, `cache_enabled` become
         keywords) and the import it came from is dropped once nothing uses it. `enabled=`,
         `cache_enabled=` and an explicit `dtype=` are kept. Where no dtype is given, a second,
-        unsafe fix also sets `dtype=torch.bfloat16`. `device_type=<variable>`, `"cpu"` and
-        `"neuron"` are left alone (a variable's value is the device rules' business). Where
+        unsafe fix also sets `dtype=torch.bfloat16`. `"cpu"` and `"neuron"` are left alone, and
+        so is a device the program chose at run time (`torch.autocast(device.type)`: that
+        value is the device rules' business), whose unsafe fix, where it has no dtype, sets
+        `dtype=torch.bfloat16 if <Neuron is present> else None` (on a Neuron host the device is
+        Neuron's, or the CPU's, whose default is bf16 already). Where
         `enabled=` tests the device the code chose (`enabled=device == "cuda"`,
         `enabled=x.device.type == "cuda"`), the autocast follows that device
         (`device_type=torch.device(device).type`, `enabled=device == "neuron"`). Elsewhere in a
@@ -153,8 +156,12 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
     def _device_type_call(self, node: cst.Call) -> None:
         """`torch.autocast("cuda", ...)`: swap the device, keep the function and the layout."""
         device = argument(node, "device_type", 0)
+        if device is not None and not _names_device(device.value):  # the program's own choice of device
+            fix = run_time_bf16(self.ctx, node)
+            self._apply(node, [fix] if fix is not None else [])
+            return
         if device is None or string_value(device.value) != "cuda":
-            return  # a variable, "cpu", "neuron", or not an autocast call we understand
+            return  # "cpu", "neuron", or not an autocast call we understand
         self._apply(node, plan_autocast(self.ctx, node, 'autocast on `"cuda"` -> `{device}`'))
 
     def _cuda_amp_call(self, node: cst.Call) -> None:
