@@ -185,6 +185,8 @@ _VENDOR_FOLDERS = frozenset({"third_party", "thirdparty", "3rdparty", "third-par
 #: an ``if`` on a setting the user chose CUDA with (``if args.cuda:``, ``if self.use_gpu:``)
 _CUDA_FLAG_BYTES = re.compile(rb"\bif[ \t]+(?:[\w.]*\.)?(?:use_|with_|on_)?(?:cuda|gpu)s?[ \t]*:", re.IGNORECASE)
 _CUDA_FLAG = re.compile(r"(?:use_|with_|on_)?(?:cuda|gpu)s?", re.IGNORECASE)
+#: an attribute assigned a CUDA availability check (``args.cuda = ... torch.cuda.is_available()``)
+_STORED_CHECK = re.compile(rb"^[ \t]*([A-Za-z_][\w.]*\.\w+)[ \t]*=[^=\n][^\n]*\bcuda\.is_available\(\)", re.MULTILINE)
 _FAKE_BYTES = (b"FakeTensor", b"fake_mode", b"fake_tensor")
 _FAKE = re.compile(r"\bFakeTensorMode\b|\bfake_mode\b|\bfake_tensor\b")
 
@@ -648,7 +650,7 @@ class FileRoles:
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")
             elif isinstance(stmt, cst.If) and inductor and _INDUCTOR_BRANCH.search(self._code(stmt.test)):
                 role = Role(INDUCTOR, "a branch taken when the backend is \"inductor\"", "this `if`")
-            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, functions):
+            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, functions, self._stored_checks):
                 # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
                 regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
             if isinstance(stmt, cst.If) and lazy and isinstance(stmt.body, cst.IndentedBlock) \
@@ -660,6 +662,12 @@ class FileRoles:
             if role is not None:
                 regions[id(stmt)] = role
         return regions
+
+    @cached_property
+    def _stored_checks(self) -> frozenset[str]:
+        """The attributes the file stores a CUDA availability check in (``args.cuda = not
+        args.no_cuda and torch.cuda.is_available()``): a branch on one is a host choice."""
+        return frozenset(m.group(1).decode() for m in _STORED_CHECK.finditer(self._source))
 
     def _gated(self, stmt: cst.FunctionDef | cst.ClassDef, where: str) -> Role | None:
         for decorator in stmt.decorators:
@@ -700,15 +708,17 @@ class FileRoles:
         return self._module.code_for_node(node)
 
 
-def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...]) -> bool:
+def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...], stored: frozenset[str]) -> bool:
     """``test`` is a setting the user chose CUDA with: an attribute of options or of the object
     named for it (``args.cuda``, ``self.use_gpu``), or a parameter of that name with a ``True`` /
     ``False`` default of a function it sits in (``def quantize(self, use_cuda=True)``, one of
     ``functions``); another bare name is most often a check stored in a local (``use_cuda =
-    torch.cuda.is_available()``), which NRN110 follows."""
+    torch.cuda.is_available()``), which NRN110 follows, and so is an attribute the file stores
+    such a check in (``args.cuda = not args.no_cuda and torch.cuda.is_available()``, ``stored``)."""
     if isinstance(test, cst.Name):
         return any(test.value in _flag_parameters(function) for function in functions)
-    return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None
+    return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None \
+        and dotted_name(test) not in stored
 
 
 def _flag_parameters(func: cst.FunctionDef) -> set[str]:

@@ -245,6 +245,16 @@ def assigned_value(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | N
     return None
 
 
+def assigned_attribute(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """The attribute a line ``obj.attr = value`` (one statement, one target) binds, dotted, and the
+    value; None for any other statement."""
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Attribute):
+        name = dotted_name(small.targets[0].target)
+        return (name, small.value) if name is not None else None
+    return None
+
+
 def scope_statements(scope: cst.CSTNode) -> Sequence[cst.BaseStatement]:
     """The statements of a function's body or of a module, at their top level."""
     if isinstance(scope, cst.FunctionDef):

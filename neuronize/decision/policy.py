@@ -768,27 +768,41 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
     """The tests ``if <flag>:`` (or ``... if <flag> else ...``) of a flag stored, once in its
     function (or once in the file, at module level), from a value a rule reports on (``cuda =
     torch.cuda.is_available()``): by the id of each such test, the test and the stored value. What
-    the flag lets run, the value decides: kept for CUDA, it guards a branch Neuron never takes."""
+    the flag lets run, the value decides: kept for CUDA, it guards a branch Neuron never takes. An
+    attribute the file assigns once (``args.cuda = ... torch.cuda.is_available()``) is such a flag
+    wherever the file tests it."""
     stored: dict[tuple[int, str], tuple[cst.CSTNode, cst.CSTNode]] = {}
+    attributes: dict[str, cst.CSTNode] = {}  # an attribute stored from such a value (``args.cuda = ...``)
     for r, _ in located:
         assign = _stored_in(r.node, parents)
-        if assign is not None:
-            scope = _scope_of(assign, parents) or module
-            stored[(id(scope), assign.targets[0].target.value)] = (scope, assign.value)  # type: ignore[attr-defined]
-    if not stored:
+        target = assign.targets[0].target if assign is not None else None
+        if isinstance(target, cst.Name):
+            scope = _scope_of(assign, parents) or module  # type: ignore[arg-type]
+            stored[(id(scope), target.value)] = (scope, assign.value)  # type: ignore[union-attr]
+        elif target is not None and (dotted := dotted_name(target)) is not None:
+            attributes[dotted] = assign.value  # type: ignore[union-attr]
+    if not stored and not attributes:
         return {}
     names = {name for _, name in stored}
     tests = [node for node in iter_syntax(module) if isinstance(node, (cst.If, cst.IfExp))
-             and isinstance(node.test, cst.Name) and node.test.value in names]
-    tested = {node.test.value for node in tests}  # type: ignore[attr-defined]
+             and (isinstance(node.test, cst.Name) and node.test.value in names
+                  or isinstance(node.test, cst.Attribute) and dotted_name(node.test) in attributes)]
+    tested = {node.test.value for node in tests if isinstance(node.test, cst.Name)}
     scopes: dict[int, tuple[cst.CSTNode, set[str]]] = {}
     for (key, name), (scope, _) in stored.items():
         if name in tested:
             scopes.setdefault(key, (scope, set()))[1].add(name)
     once = {(key, name) for key, (scope, here) in scopes.items()
             for name, count in binding_counts(scope, here, own_scope=True).items() if count == 1}
+    assigned = [dotted_name(t.target) for node in iter_syntax(module) if isinstance(node, cst.Assign) and attributes
+                for t in node.targets]  # an attribute is one flag where the file assigns it once
     guards: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
     for node in tests:
+        if isinstance(node.test, cst.Attribute):
+            dotted = dotted_name(node.test) or ""
+            if assigned.count(dotted) == 1:
+                guards[id(node)] = (node, attributes[dotted])
+            continue
         name = node.test.value  # type: ignore[attr-defined]
         # the binding the test reads: of a function it sits in, else of the module
         functions = tuple(a for a in reversed(list(ancestors(node, parents))) if isinstance(a, cst.FunctionDef))
@@ -799,11 +813,12 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
 
 
 def _stored_in(node: cst.CSTNode, parents: Parents) -> cst.Assign | None:
-    """The statement ``<name> = <value>`` whose value holds ``node``, if any."""
+    """The statement ``<name> = <value>`` (or ``<object>.<attribute> = <value>``) whose value holds
+    ``node``, if any."""
     child = node
     while (parent := parents.get(id(child))) is not None:
         if isinstance(parent, cst.Assign):
-            single = len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)
+            single = len(parent.targets) == 1 and isinstance(parent.targets[0].target, (cst.Name, cst.Attribute))
             return parent if single and parent.value is child else None
         if isinstance(parent, (cst.BaseSuite, cst.BaseStatement, cst.Lambda, cst.FunctionDef)):
             return None

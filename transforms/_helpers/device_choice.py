@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import assigned_value, binding_scope, iter_statements, scope_statements, stored_once
+from neuronize.analysis.syntax import (
+    assigned_attribute, assigned_value, binding_scope, iter_statements, scope_statements, stored_once)
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
@@ -195,17 +196,38 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
 
 
 def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
-    """On the neuron target, which branch of a choice by a flag runs where CUDA is: the flag is
-    stored once in its scope from the check itself (``has_cuda = torch.cuda.is_available()``,
-    then ``"cuda" if has_cuda else "cpu"``, or ``"cpu" if not has_cuda else "cuda"``). The Neuron
-    arm goes in front of the whole choice, which keeps the flag for what else it decides (fp16 on
-    CUDA); the other targets rewrite the check itself, which a flag hides, so they leave it."""
+    """On the neuron target, which branch of a choice by a flag runs where CUDA is (:func:`flag_check`)."""
+    found = flag_check(ctx, ifexp)
+    return found[0] if found is not None else None
+
+
+def flag_check(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpression] | None:
+    """On the neuron target, for a choice by a flag stored once in its scope from the check itself,
+    alone or among conditions joined by ``and`` (``has_cuda = torch.cuda.is_available()``,
+    ``args.cuda = not args.no_cuda and torch.cuda.is_available()``, then ``"cuda" if has_cuda else
+    "cpu"``, or ``"cpu" if not has_cuda else "cuda"``): which branch runs where CUDA is, and the
+    check. An attribute is such a flag where the file assigns it once. The Neuron arm goes in front
+    of the whole choice, which keeps the flag for what else it decides (fp16 on CUDA); the other
+    targets rewrite the check itself, which a flag hides, so they leave it."""
     test, negated = ifexp.test, False
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, negated = test.expression, not negated
-    if not isinstance(test, cst.Name) or per_target.target(ctx) != per_target.NEURON \
-            or test.value not in _stored_checks(ctx):
+    if per_target.target(ctx) != per_target.NEURON:
         return None
+    if isinstance(test, cst.Attribute):
+        values = _stored_attributes(ctx).get(dotted_name(test) or "", [])
+        stored = values[0] if len(values) == 1 else None
+    elif isinstance(test, cst.Name) and test.value in _stored_checks(ctx):
+        stored = _stored_name(ctx, ifexp, test.value)
+    else:
+        return None
+    if stored is None or not _positive_check(ctx, stored):
+        return None
+    return ("orelse" if negated else "body"), stored
+
+
+def _stored_name(ctx: FileContext, ifexp: cst.IfExp, name: str) -> cst.BaseExpression | None:
+    """The value the one binding of ``name`` that ``ifexp`` reads stores, if it is bound once in its scope."""
     # where the walk has reached `ifexp`, its parents are known; else it sits below the node being
     # visited (the call it is an argument of, or later in the function of a flag being visited)
     path: list[cst.CSTNode] = [ifexp]
@@ -213,24 +235,41 @@ def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
         path.append(ctx.parents[id(path[-1])])
     around = reversed(path) if len(path) > 1 else list(ctx.ancestors())[::-1] + ctx.stack[-1:]
     functions = tuple(n for n in around if isinstance(n, cst.FunctionDef))
-    scope = binding_scope(test.value, functions, ctx.module)
-    if not stored_once(scope, test.value):
+    scope = binding_scope(name, functions, ctx.module)
+    if not stored_once(scope, name):
         return None
-    stored = next((found for statement in iter_statements(scope_statements(scope))
-                   if (found := assigned_value(statement)) is not None and found[0] == test.value), None)
-    return ("orelse" if negated else "body") if stored is not None and is_cuda_available_call(ctx, stored[1]) else None
+    return next((found[1] for statement in iter_statements(scope_statements(scope))
+                 if (found := assigned_value(statement)) is not None and found[0] == name), None)
+
+
+def _positive_check(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """``value`` is the CUDA check, alone or ``and``-ed with other conditions, none negating it."""
+    return is_cuda_available_call(ctx, value) or (only_and(value) and available_polarities(ctx, value) == {False})
 
 
 def _stored_checks(ctx: FileContext) -> frozenset[str]:
-    """The names some statement of the file binds to the CUDA check itself (``has_cuda =
-    torch.cuda.is_available()``), in any scope: the only candidates for :func:`flag_side`."""
+    """The names some statement of the file binds to the CUDA check (``has_cuda =
+    torch.cuda.is_available()``), in any scope: the only candidates for :func:`flag_check`."""
     key = ("stored-checks", 0)
     if key not in ctx.memo:
         found: set[str] = set()
         if b"is_available" in ctx.source:
             found = {stored[0] for statement in iter_statements(ctx.module.body)
-                     if (stored := assigned_value(statement)) is not None and is_cuda_available_call(ctx, stored[1])}
+                     if (stored := assigned_value(statement)) is not None and _positive_check(ctx, stored[1])}
         ctx.memo[key] = frozenset(found)
+    return ctx.memo[key]
+
+
+def _stored_attributes(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
+    """Every attribute the file assigns (``args.cuda = ...``), in any scope, with the values."""
+    key = ("stored-attributes", 0)
+    if key not in ctx.memo:
+        found: dict[str, list[cst.BaseExpression]] = {}
+        if b"is_available" in ctx.source:
+            for statement in iter_statements(ctx.module.body):
+                if (stored := assigned_attribute(statement)) is not None:
+                    found.setdefault(stored[0], []).append(stored[1])
+        ctx.memo[key] = found
     return ctx.memo[key]
 
 
@@ -340,9 +379,12 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     (its CUDA value in ``side``) with a Neuron arm in front, ``branch`` being the CUDA value made
     Neuron's (``"neuron"``, bf16). Additive: the original, whole, keeps serving CUDA and every host
     its fallback served; the other conditions of an ``and`` (``args.gpu and
-    torch.cuda.is_available()``) still apply to Neuron. ``available``: the target's test."""
+    torch.cuda.is_available()``, in the test or in the flag it reads) still apply to Neuron.
+    ``available``: the target's test."""
+    flagged = flag_check(ctx, node) if side == "body" else None
     neuron_test = replace_is_available(ctx, node.test, available) \
-        if side == "body" and only_and(node.test) and has_is_available(ctx, node.test) else available
+        if side == "body" and only_and(node.test) and has_is_available(ctx, node.test) \
+        else replace_is_available(ctx, flagged[1], available) if flagged is not None else available
     # a choice its author spread one part a line (`"cuda"` / `if ...` / `else ...`) gets its Neuron
     # arm laid out the same way, in front
     spread = node.whitespace_before_if if isinstance(node.whitespace_before_if, cst.ParenthesizedWhitespace) \
