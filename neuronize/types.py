@@ -127,6 +127,9 @@ class Options:
     #: host) it imports a module naming CUDA (neuronize/analysis/project_facts.py): its code runs on
     #: hosts its importers choose, the CUDA box among them, so its hard-coded CUDA serves them all
     hosts_chosen_elsewhere: bool = False
+    #: another file of the run imports this module (neuronize/analysis/project_facts.py): its top
+    #: level runs in the importers' programs too, on every host, even where it is also a script
+    imported_elsewhere: bool = False
     #: a cell of the notebook asks whether a host is available, or imports a CUDA-only package
     #: (neuronize/analysis/host_choice.py): every cell runs on those hosts
     notebook_checks_host: bool = False

@@ -256,3 +256,20 @@ def test_a_scripts_entry_point_that_imports_a_cuda_only_library_still_moves(tmp_
         b"    net = torch.nn.Linear(4, 4).to('cuda')\n    opt = bitsandbytes.optim.Adam8bit(net.parameters())\n")
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert ".to('cuda')" not in (tmp_path / "demo.py").read_text()  # the optimizer is reported, the model moves
+
+
+def test_a_script_built_on_a_kernel_package_does_not_hold_the_helpers_it_shares(tmp_path):
+    # the Mamba script runs only on CUDA kernels; the checkpointer it shares with a portable
+    # script is the project's own code, which moves as anywhere else
+    shared = b"import torch\n\n\nclass Checkpointer:\n    def load(self, path, device='cuda'):\n        return torch.load(path, map_location=device)\n"
+    files = {
+        "train_mamba.py": b"import torch\nimport mamba_ssm\nfrom utils.ckpt import Checkpointer\n",
+        "train_llama.py": b"import torch\nfrom utils.ckpt import Checkpointer\n",
+        "utils/ckpt.py": shared,
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "utils" / "ckpt.py").read_bytes() != shared
+    assert "class `Checkpointer` holds GPU-kernel code" not in full_report(str(tmp_path))

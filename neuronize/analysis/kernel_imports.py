@@ -97,16 +97,18 @@ def extension_packages(graph: ImportGraph, modules: tuple[str, ...]) -> tuple[st
 
 
 @functools.lru_cache(maxsize=4096)  # a project imports the same modules file after file
-def kernel_reason(module: str, built: tuple[str, ...] = (), triton_client: bool = False) -> str | None:
+def kernel_reason(module: str, built: tuple[str, ...] = (), triton_client: bool = False,
+                  made: bool = True) -> str | None:
     """Why importing ``module`` is importing GPU-kernel code (``built``: the project's declared
-    CUDA extensions), or None."""
+    CUDA extensions), or None. ``made``: a package made of CUDA kernels (``mamba_ssm``) counts,
+    whose importer builds models on them; without it only what launches kernels counts."""
     package = module_matches(module, built)
     if package is not None:
         return f"imports the project's compiled CUDA extension `{package}`"
     package = module_matches(module, KERNEL_PACKAGES)
     if package is not None:
         return f"imports {package}"
-    package = module_matches(module, KERNEL_MADE)
+    package = module_matches(module, KERNEL_MADE) if made else None
     if package is not None:
         return f"imports `{package}`, whose models run on CUDA kernels"
     if module in JIT_BUILDERS:
@@ -251,14 +253,15 @@ def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
 
 
 def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
-                   operators: dict[Path, str] | None = None) -> dict[Path, str]:
+                   operators: dict[Path, str] | None = None, made: bool = True) -> dict[Path, str]:
     """For each file of ``graph`` that holds GPU-kernel code itself, why: it imports a kernel
     language, a kernel module or a compiled CUDA extension unconditionally, is a module of the
     package a declared extension (``extensions``, :func:`declared_extensions`) is built into, or
     calls a compiled extension's operators (``operators``: each file with the namespace it calls,
-    :func:`neuronize.analysis.custom_ops.compiled_namespace`)."""
+    :func:`neuronize.analysis.custom_ops.compiled_namespace`); ``made``: or imports a package made
+    of CUDA kernels (``mamba_ssm``: a script that builds its models on them)."""
     reasons = {path: reason for path, names in graph.top.items()
-               for reason in [next(filter(None, (kernel_reason(n, extensions) for n in names)), None)]
+               for reason in [next(filter(None, (kernel_reason(n, extensions, made=made) for n in names)), None)]
                if reason is not None}
     for name, path in graph.by_name.items() if extensions else ():  # the package that wraps the compiled operators
         package = module_matches(name, extensions)

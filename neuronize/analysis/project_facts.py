@@ -50,6 +50,9 @@ class ProjectFacts:
     #: whatever hosts those run, the CUDA box among them; and, where the project checks for a host,
     #: the files that import a module naming CUDA
     served: set[Path] = dataclasses.field(default_factory=set)
+    #: the modules another file of the run imports (lazily too): their top level runs in the
+    #: importers' programs, even where the module is a script as well
+    imported: set[Path] = dataclasses.field(default_factory=set)
     #: module-level flags stored from a CUDA capability probe (:mod:`neuronize.analysis.probe_flags`)
     probe_flags: frozenset[str] = frozenset()
     #: functions that hand a parameter to a CUDA-only library
@@ -66,7 +69,8 @@ class ProjectFacts:
     #: below the common folder) (:func:`neuronize.analysis.kernel_imports.kernel_exports`)
     kernel_exports: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
     #: per module, the names files holding GPU-kernel code themselves import from it, each with one
-    #: such file (:func:`neuronize.analysis.kernel_imports.kernel_sources`): the functions the kernels call
+    #: such file (:func:`neuronize.analysis.kernel_imports.kernel_sources`; not a script that builds
+    #: its models on a package made of kernels): the functions the kernels' wrappers call
     kernel_feeds: dict[Path, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)
     #: the names the project gives to its choice of backend (:mod:`neuronize.analysis.backend_keys`)
     backend_keys: frozenset[str] = frozenset()
@@ -138,12 +142,12 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     def exports(importers: dict[Path, str]) -> dict[Path, tuple[tuple[str, str], ...]]:
         return {module: tuple(sorted((name, shown[importer].as_posix()) for name, importer in names.items()))
                 for module, names in kernel_exports(graph, importers).items()}
-    return ProjectFacts(kernels, checks, extensions,
-                        imported_modules(graph) | importers_of(graph, run), probe_flags(sources),
+    imported = imported_modules(graph)
+    return ProjectFacts(kernels, checks, extensions, imported | importers_of(graph, run), imported, probe_flags(sources),
                         library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
-                        exports(kernel_sources(graph, extensions, operators)), backend_keys(sources),
+                        exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),
                         namespaces, program_pins(files_code[:python], graph))
 
 
@@ -172,6 +176,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "checks_host": facts.checks_host,
         "extensions": list(facts.extensions),
         "served": sorted(index[path] for path in facts.served),
+        "imported": sorted(index[path] for path in facts.imported),
         "probe_flags": sorted(facts.probe_flags),
         "wrappers": [[name, list(params), list(fed)] for name, params, fed in facts.wrappers],
         "placed_loaders": sorted(facts.placed_loaders),
@@ -192,7 +197,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
     try:
         data: Any = json.loads(stored)
         kernels = {paths[_index(i, paths)]: _text(why) for i, why in data["kernels"]}
-        served = {paths[_index(i, paths)] for i in data["served"]}
+        served, imported = ({paths[_index(i, paths)] for i in data[key]} for key in ("served", "imported"))
         extensions = tuple(_text(name) for name in data["extensions"])
         flags = frozenset(_text(name) for name in data["probe_flags"])
         loaders = frozenset(_text(name) for name in data["placed_loaders"])
@@ -209,7 +214,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, flags, wrappers, loaders, sinks, setups, exports, feeds,
+    return ProjectFacts(kernels, checks, extensions, served, imported, flags, wrappers, loaders, sinks, setups, exports, feeds,
                         keys, namespaces, pins)
 
 

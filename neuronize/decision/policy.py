@@ -107,7 +107,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     gated = [_gate(pair, options) for pair in located]
     kept, unused = _suppress(gated, suppressions, rules, options)
     if tree is not None:
-        kept = _import_safe(kept, tree)
+        kept = _import_safe(kept, tree, options.imported_elsewhere)
     # a member suppressed, or held back by import safety (a new report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
@@ -231,10 +231,12 @@ def _misspelt(suppressions: Sequence[Suppression]) -> list[Finding]:
 
 
 # -- step 6: import safety ---------------------------------------------------------------------
-def _import_safe(located: Located[R], tree: Tree) -> Located[R]:
+def _import_safe(located: Located[R], tree: Tree, imported: bool = False) -> Located[R]:
     """Fixes that would make the module fail to import on a host without Neuron become findings
-    (:mod:`neuronize.analysis.import_safety`), whichever rule proposed them."""
-    script = is_script(tree.module)  # its top level is the program; its defaults still run at start
+    (:mod:`neuronize.analysis.import_safety`), whichever rule proposed them. ``imported``: another
+    file of the run imports the module, so its top level runs there too, even where it is a script."""
+    # a script's top level is the program; its defaults still run at start
+    script = is_script(tree.module) and not imported
     lazy = lazy_annotations(tree.module)
     tests = neuron_tests(tree.module)  # the module's own `on_neuron()`: a call of it is the test
     optional = imports_torch_optionally(tree.module)
@@ -567,6 +569,11 @@ _QUANTIZING = frozenset({"load_in_8bit", "load_in_4bit", "quantization_config"})
 
 
 def _is_off(value: cst.BaseExpression) -> bool:
+    """``False``, ``None``, or a config that switches every quantization off
+    (``BitsAndBytesConfig(load_in_4bit=False)``)."""
+    if isinstance(value, cst.Call):
+        loads = [a for a in value.args if a.keyword is not None and a.keyword.value.startswith("load_in_")]
+        return bool(loads) and all(_is_off(a.value) for a in loads)
     return isinstance(value, cst.Name) and value.value in ("False", "None")
 
 

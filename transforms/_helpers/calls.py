@@ -80,6 +80,16 @@ def as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
                             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
 
 
+def with_function(call: cst.Call, func: cst.BaseExpression, qualified: str) -> cst.Call:
+    """``call`` calling ``func`` (``qualified``) instead: a ``torch.accelerator`` function takes its
+    one argument by position only (``synchronize(device=None, /)``), so a keyword given to the
+    CUDA function (``torch.cuda.synchronize(device=d)``) is passed by position."""
+    if qualified.startswith("torch.accelerator.") and len(call.args) == 1 and call.args[0].keyword is not None \
+            and not call.args[0].star:
+        return call.with_changes(func=func, args=[call.args[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)])
+    return call.with_changes(func=func)
+
+
 def replace_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
     return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
 

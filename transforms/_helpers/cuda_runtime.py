@@ -22,7 +22,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.calls import MESSAGE_CALL_NAMES
+from neuronize.transforms._helpers.calls import MESSAGE_CALL_NAMES, with_function
 from neuronize.transforms._helpers.imports import removal_of
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, kept_for_cuda
 from neuronize.transforms._helpers.literals import string_value
@@ -104,6 +104,18 @@ def replacement_for(ctx: FileContext, ref: CudaRef, qualified: str, *, any_torch
     node = ref.node
     expr = expr.with_changes(lpar=node.lpar, rpar=node.rpar)
     return expr, imports + unused_import(ctx, ref)
+
+
+def rewritten(ctx: FileContext, ref: CudaRef, qualified: str, *, any_torch: bool = False
+              ) -> tuple[cst.CSTNode, cst.BaseExpression, tuple[ImportRequest, ...]]:
+    """What a rewrite of the reference to ``qualified`` replaces, with what, and the imports: the
+    function reference (:func:`replacement_for`), or the whole call where its keyword argument
+    goes by position (:func:`~neuronize.transforms._helpers.calls.with_function`)."""
+    expr, needed = replacement_for(ctx, ref, qualified, any_torch=any_torch)
+    call = ref.call if ref.call is not None and ref.call.func is ref.node else None
+    if call is not None and (new := with_function(call, expr, qualified)).args != call.args:
+        return call, new, needed
+    return ref.node, expr, needed
 
 
 def unused_import(ctx: FileContext, ref: CudaRef) -> tuple[ImportRequest, ...]:
@@ -414,7 +426,7 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
             return
         func, imports = replacement_for(self.ctx, ref, qualified)
         test, more = per_target.accelerator_present(self.ctx)
-        call = ref.call.with_changes(func=func)
+        call = with_function(ref.call, func, qualified)
         statement = enclosing_small_statement(self.ctx, ref)
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
@@ -433,9 +445,8 @@ class _CudaApiRule(KeepsCudaBranches, Transform):
                 group: str | None = None, any_torch: bool = False, pins: str | None = None) -> None:
         """Replace the function reference by ``qualified`` (arguments untouched; ``any_torch``: a
         call every host makes, as :func:`replacement_for`)."""
-        expr, needed = replacement_for(self.ctx, ref, qualified, any_torch=any_torch)
-        self.fix(ref.node, expr, message, safety=safety, evidence=evidence, imports=needed + imports, group=group,
-                 pins=pins)
+        at, new, needed = rewritten(self.ctx, ref, qualified, any_torch=any_torch)
+        self.fix(at, new, message, safety=safety, evidence=evidence, imports=needed + imports, group=group, pins=pins)
 
 
 _IMPORT_NEURONX = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_neuronx"))])])
@@ -452,7 +463,7 @@ def neuron_statements(ctx: FileContext, ref: CudaRef, statement: cst.Expr, line:
         imports, body = unused_import(ctx, ref), [_IMPORT_NEURONX]
     else:
         func, imports = replacement_for(ctx, ref, qualified)
-    call = ref.call.with_changes(func=func)
+    call = with_function(ref.call, func, qualified)
     body.append(line.with_changes(body=[statement.deep_replace(ref.call, call)], leading_lines=()))
     return body, imports
 
@@ -464,7 +475,7 @@ def host_kept_value(ctx: FileContext, ref: CudaRef, qualified: str) -> tuple[cst
     if any(isinstance(anc, cst.Annotation) for anc in ctx.ancestors()):
         return None
     func, imports = replacement_for(ctx, ref, qualified)
-    neuron = func if ref.call is None else ref.call.with_changes(func=func)
+    neuron = func if ref.call is None else with_function(ref.call, func, qualified)
     test, more = per_target.available(ctx)
     outer = ref.outer
     value = cst.IfExp(test=test, body=neuron.with_changes(lpar=(), rpar=()), orelse=outer.with_changes(lpar=(), rpar=()))

@@ -29,7 +29,7 @@ from neuronize.analysis.syntax import (
     scope_statements, scoped_statements, stored_once)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
-from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword
+from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword, with_function
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
     neuron_arm, neuron_first, triton_keyword, with_choice)
@@ -448,7 +448,7 @@ class _ToNeuron(cst.CSTTransformer):
         if name in _ON_NEURON and self.ctx is not None:
             func, imports = qualified_expr(self.ctx, _ON_NEURON[name])
             self.imports.extend(imports)
-            return after.with_changes(func=func)
+            return with_function(after, func, _ON_NEURON[name])
         if name == "torch.get_autocast_gpu_dtype" and self.ctx is not None and not before.args:
             # the CUDA autocast dtype by its old name: the device-type form asks Neuron's
             func, imports = qualified_expr(self.ctx, "torch.get_autocast_dtype")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import libcst as cst
-
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety
-from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, replacement_for, spelled, timing_group
+from neuronize.transforms._helpers.cuda_runtime import CudaRef, _CudaApiRule, spelled, timing_group
 
 TARGET = "torch.accelerator.synchronize"
 
@@ -101,12 +99,9 @@ class CudaSynchronize(_CudaApiRule):
         written = 'getattr(torch, "accelerator", torch.cuda).synchronize' if self.ctx.options.old_torch else TARGET
         shown = f"`{written}()`" if ref.call is not None else f"`{written}`"
         if ref.call is not None and any(a.keyword is not None and a.keyword.value == "device" for a in ref.call.args):
-            # torch.accelerator.synchronize(device=None, /): its argument is positional only
-            expr, needed = replacement_for(self.ctx, ref, TARGET, any_torch=True)
-            args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) for a in ref.call.args]
-            self.fix(ref.call, ref.call.with_changes(func=expr, args=args),
-                     f"{spelled(ref)} -> {shown}, the device passed by position (it takes no `device=`)",
-                     imports=needed)
+            # torch.accelerator.synchronize(device=None, /): `rewrite` passes the device by position
+            self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}, the device passed by position (it takes no "
+                         "`device=`)", any_torch=True)
             return
         older = " (`torch.cuda`'s on a torch before 2.6, which the project admits)" if self.ctx.options.old_torch else ""
         self.rewrite(ref, TARGET, f"{spelled(ref)} -> {shown}{older}", any_torch=True, group=timing_group(self.ctx))

@@ -1,0 +1,28 @@
+"""A module that does a script's work at its top level (a call) and that other modules of the run
+import is a library too: its top level runs in their programs on every host, so what it evaluates
+at import must still build where torch-neuronx is missing (the CUDA box among them)."""
+
+from __future__ import annotations
+
+from helpers import full_report, neuronize
+
+WRAPPER = (b"import torch\n\ntorch.set_grad_enabled(False)\nworkspace_device = torch.device('cuda', 0)\n\n\n"
+           b"def buffer(n):\n    return torch.zeros(n, device=workspace_device)\n\n\n"
+           b"if __name__ == '__main__':\n    print(buffer(4))\n")
+
+
+def test_an_imported_scripts_top_level_stays_importable(tmp_path) -> None:
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "__init__.py").write_bytes(b"")
+    (tmp_path / "ops" / "wrapper.py").write_bytes(WRAPPER)
+    (tmp_path / "serve.py").write_bytes(b"from ops.wrapper import buffer\n\nprint(buffer(2))\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "ops" / "wrapper.py").read_bytes() == WRAPPER
+    assert "would run at import" in full_report(str(tmp_path))
+
+
+def test_a_script_nothing_imports_moves_its_top_level(tmp_path) -> None:
+    (tmp_path / "wrapper.py").write_bytes(WRAPPER)
+    (tmp_path / "other.py").write_bytes(b"import torch\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert b"workspace_device = torch.device('neuron')" in (tmp_path / "wrapper.py").read_bytes()
