@@ -26,3 +26,16 @@ def test_a_script_nothing_imports_moves_its_top_level(tmp_path) -> None:
     (tmp_path / "other.py").write_bytes(b"import torch\n")
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert b"workspace_device = torch.device('neuron')" in (tmp_path / "wrapper.py").read_bytes()
+
+
+def test_both_copies_of_a_package_are_imported_by_their_scripts(tmp_path) -> None:
+    # an archived copy of the package imports its modules by the same absolute names
+    for root in (tmp_path / "current", tmp_path / "archive" / "v1"):
+        (root / "lib" / "ops").mkdir(parents=True)
+        (root / "lib" / "__init__.py").write_bytes(b"")
+        (root / "lib" / "ops" / "__init__.py").write_bytes(b"")
+        (root / "lib" / "ops" / "wrapper.py").write_bytes(WRAPPER)
+        (root / "lib" / "serve.py").write_bytes(b"from lib.ops.wrapper import buffer\n\nprint(buffer(2))\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "archive" / "v1" / "lib" / "ops" / "wrapper.py").read_bytes() == WRAPPER
+    assert (tmp_path / "current" / "lib" / "ops" / "wrapper.py").read_bytes() == WRAPPER

@@ -156,6 +156,10 @@ class ImportGraph:
     #: imports by name, with ``importlib``
     named: dict[Path, list[str]] = field(default_factory=dict)
 
+    #: a dotted name of two dots or more that another file is named by too (a second copy of a
+    #: package, ``archive/pkg/...`` beside ``pkg/...``) -> those files: an import of it may be of either
+    twins: dict[str, list[Path]] = field(default_factory=dict)
+
     def links(self) -> Iterator[tuple[Path, Path]]:
         """Each file with each module of the project it imports (lazily too), as (importer, module)."""
         for path, names in self.every.items():
@@ -163,6 +167,7 @@ class ImportGraph:
                 module = self.by_name.get(name)
                 if module is not None:
                     yield path, module
+                    yield from ((path, twin) for twin in self.twins.get(name, ()))
 
 
 #: top-level modules of the standard library and of well-known packages: a module of the project's
@@ -213,7 +218,9 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
             parts.pop()
         for start in range(len(parts)) if relative.suffix == ".py" else ():  # a notebook is no module
             if start == 0 or PurePath(*parts[:start]) not in packages or parts[start] not in _EXTERNAL:
-                graph.by_name.setdefault(".".join(parts[start:]), path)
+                name = ".".join(parts[start:])
+                if graph.by_name.setdefault(name, path) != path and name.count(".") >= 2:
+                    graph.twins.setdefault(name, []).append(path)
         if b"import" in source:
             package = parts[:-1] if relative.stem != "__init__" else parts
             top, every = graph.top.setdefault(path, []), graph.every.setdefault(path, [])

@@ -12,8 +12,9 @@ resolves it first::
         if device is None:
             device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
 
-Only defaults on lines this run changed and holding a call are moved (a plain ``"neuron"`` is a
-constant); lambdas keep theirs (they have no statements). An annotation admits ``None`` as the
+Only defaults this run wrote and holding a call are moved (a plain ``"neuron"`` is a constant; a
+default the source already held, beside one the run rewrote, keeps the value the ``def`` gave it);
+lambdas keep theirs (they have no statements). An annotation admits ``None`` as the
 file can evaluate it: ``str | None`` where the file postpones annotations (``from __future__
 import annotations``) or writes ``X | None`` already, or the annotation is a ``|`` union itself
 (``str | torch.device | None``), else ``Optional[str]`` (a module-level
@@ -86,7 +87,10 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
     written = on_changed_lines(module, source, (param.default for _, param in params))  # type: ignore[misc]
     moved: dict[int, list[cst.Param]] = {}  # id of a function -> its parameters whose default moves
     for func, param in params:
-        if id(param.default) in written:
+        # a default the source already held (`dtype=torch.get_default_dtype()` beside a device the
+        # run rewrote, on the same line) keeps its value from the `def`'s run
+        default = param.default
+        if default is not None and id(default) in written and _code(default).encode() not in source:
             moved.setdefault(id(func), []).append(param)
     if not moved:
         return module
