@@ -217,6 +217,21 @@ def test_a_device_handed_through_a_project_function_to_a_cuda_only_library_stays
     assert report.count("`fused_linear()` hands its `device` to a CUDA-only library") == 2
 
 
+def test_a_default_a_function_hands_to_the_projects_cuda_extension_stays_cuda(tmp_path):
+    (tmp_path / "setup.py").write_bytes(
+        b"from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\n"
+        b"setup(name='q', ext_modules=[CUDAExtension('FusedOps', ['ops.cu'])])\n")
+    dequant = (b"import torch\n\ntry:\n    import FusedOps\nexcept ImportError:\n    FusedOps = None\n\n\n"
+               b"def dequantize_gpu(data, device='cuda'):\n    return FusedOps.dequantize(data, device)\n\n\n"
+               b"def dequantize_cpu(data, device='cuda'):\n    return torch.tensor(data, device=device)\n")
+    (tmp_path / "dequant.py").write_bytes(dequant)
+    (tmp_path / "run.py").write_bytes(b"import torch\nfrom dequant import dequantize_gpu\n\nprint(dequantize_gpu(b'x'))\n")
+    neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
+    fixed = (tmp_path / "dequant.py").read_bytes()
+    # the extension's function keeps the CUDA device its kernel needs; the torch one moves
+    assert b"def dequantize_gpu(data, device='cuda'):" in fixed and b"def dequantize_cpu(data, device='cuda'):" not in fixed
+
+
 def test_a_script_that_runs_a_module_choosing_its_host_keeps_the_cuda_box(tmp_path):
     (tmp_path / "helpers.py").write_bytes(
         b'import torch\n\n\ndef default_device():\n    return "cuda" if torch.cuda.is_available() else "cpu"\n')

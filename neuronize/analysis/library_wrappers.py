@@ -28,43 +28,51 @@ _IMPORTS_LIBRARY = re.compile(
 Wrapper = tuple[str, tuple[str, ...], tuple[str, ...]]
 
 
-def library_wrappers(sources: Iterable[bytes]) -> tuple[Wrapper, ...]:
+def library_wrappers(sources: Iterable[bytes], extensions: tuple[str, ...] = ()) -> tuple[Wrapper, ...]:
     """The module-level functions of ``sources`` that pass one of their parameters, as it is,
-    to a call into a CUDA-only library (a package of :data:`CUDA_ONLY_PACKAGES` or a module of
-    :data:`CUDA_ONLY_MODULES`, imported in the module or in the function)."""
+    to a call into a CUDA-only library (a package of :data:`CUDA_ONLY_PACKAGES`, a module of
+    :data:`CUDA_ONLY_MODULES`, or a CUDA extension the project declares, ``extensions``, imported
+    in the module or in the function)."""
     found: list[Wrapper] = []
+    libraries = (*_LIBRARIES, *extensions)
+    imports_one = _IMPORTS_LIBRARY if not extensions else re.compile(
+        rb"^[ \t]*(?:from|import)[ \t]+(?:" + b"|".join(re.escape(m.encode()) for m in libraries) + rb")\b", re.MULTILINE)
     for source in sources:
-        if _IMPORTS_LIBRARY.search(source) is None:
+        if imports_one.search(source) is None:
             continue
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             continue  # the file's own analysis says why
-        module_locals = dict(_library_locals(tree.body))
+        module_locals = dict(_library_locals(tree.body, extensions))
         for function in tree.body:
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                wrapper = _wrapper(function, {**module_locals, **dict(_library_locals(ast.walk(function)))})
+                wrapper = _wrapper(function, {**module_locals, **dict(_library_locals(ast.walk(function), extensions))})
                 if wrapper is not None:
                     found.append(wrapper)
     return tuple(sorted(set(found)))
 
 
-def _library_locals(nodes: Iterable[ast.AST]) -> Iterator[tuple[str, str]]:
-    """(local name, module) for each import of a CUDA-only library among ``nodes``."""
+def _library_locals(nodes: Iterable[ast.AST], extensions: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(local name, module) for each import of a CUDA-only library (or of one of ``extensions``)
+    among ``nodes`` (every ``import`` under them: in a ``try:`` too)."""
+    modules = (*CUDA_ONLY_MODULES, *extensions)
     for node in nodes:
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Try):
+            yield from _library_locals(node.body, extensions)
+        elif isinstance(node, ast.Import):
             for alias in node.names:
-                if _is_library(alias.name):
+                if _is_library(alias.name, modules):
                     yield (alias.asname or alias.name.split(".")[0]), alias.name
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
-                if _is_library(f"{node.module}.{alias.name}"):
+                if _is_library(f"{node.module}.{alias.name}", modules):
                     yield alias.asname or alias.name, f"{node.module}.{alias.name}"
 
 
-def _is_library(module: str) -> bool:
+def _is_library(module: str, modules: tuple[str, ...]) -> bool:
     return module.split(".")[0] in CUDA_ONLY_PACKAGES or any(
-        module == m or module.startswith(f"{m}.") for m in CUDA_ONLY_MODULES)
+        module == m or module.startswith(f"{m}.") for m in modules)
 
 
 def _wrapper(function: ast.FunctionDef | ast.AsyncFunctionDef, libraries: dict[str, str]) -> Wrapper | None:

@@ -126,7 +126,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
     files_code = list(zip(paths, relative, code, strict=True))
     graph = import_graph(files_code)
-    extensions = extension_packages(graph, declared_extensions(code))
+    declared = declared_extensions(code)
+    extensions = extension_packages(graph, declared)
     chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     checks = any(map(checks_host, sources))
     # where the project checks for a host, its modules that name CUDA keep their CUDA hosts too
@@ -144,7 +145,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                 for module, names in kernel_exports(graph, importers).items()}
     imported = imported_modules(graph)
     return ProjectFacts(kernels, checks, extensions, imported | importers_of(graph, run), imported, probe_flags(sources),
-                        library_wrappers(sources), placed_loaders(zip(relative[:python], sources, strict=True)),
+                        library_wrappers(sources, declared), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
                         exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),

@@ -698,11 +698,17 @@ def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
     dtype(device="cuda"): return torch.get_autocast_dtype(device)``): a ``"neuron"`` default would
     make a call without the argument raise on a host where the CUDA default answered; or to CUDA
     plumbing (:data:`CUDA_PLUMBING`: ``torch.Generator(device=device)``, a capability probe), by
-    its name or as the object keeps it (``self.device = device`` read by another method)."""
-    function = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+    its name or as the object keeps it (``self.device = device`` read by another method); or, from
+    a module-level function, to a CUDA-only library (``Options.library_wrappers``)."""
+    scopes = [a for a in ctx.ancestors() if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+    function = scopes[0] if scopes and isinstance(scopes[0], cst.FunctionDef) else None
     if function is None or param.default is None or cuda_literal(param.default) is None:
         return None
     name = param.name.value
+    if len(scopes) == 1 and any(wrapper == function.name.value and name in fed
+                                for wrapper, _, fed in ctx.options.library_wrappers):
+        return (f"default of parameter `{name}`: kept, the function hands it to a CUDA-only library "
+                "(or a CUDA extension of the project); give Neuron its own path by hand")
     # the parameter as the object keeps it (`self.device = device`), read by the class's methods
     kept = {target for node in iter_syntax(function.body) if isinstance(node, cst.Assign)
             and isinstance(node.value, cst.Name) and node.value.value == name
