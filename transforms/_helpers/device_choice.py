@@ -215,7 +215,7 @@ def flag_check(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpress
     if per_target.target(ctx) != per_target.NEURON:
         return None
     if isinstance(test, cst.Attribute):
-        values = _stored_attributes(ctx).get(dotted_name(test) or "", [])
+        values = stored_attributes(ctx).get(dotted_name(test) or "", [])
         stored = values[0] if len(values) == 1 else None
     elif isinstance(test, cst.Name) and test.value in _stored_checks(ctx):
         stored = _stored_name(ctx, ifexp, test.value)
@@ -260,7 +260,7 @@ def _stored_checks(ctx: FileContext) -> frozenset[str]:
     return ctx.memo[key]
 
 
-def _stored_attributes(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
+def stored_attributes(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
     """Every attribute the file assigns (``args.cuda = ...``), in any scope, with the values."""
     key = ("stored-attributes", 0)
     if key not in ctx.memo:

@@ -25,7 +25,7 @@ from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
-    assigned_attribute, assigned_value, binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements,
+    assigned_value, binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements,
     scope_statements, scoped_statements, stored_once)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
@@ -874,9 +874,11 @@ def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
     variable, which its callers set. An attribute the file assigns once, from such a check
     (``args.cuda = not args.no_cuda and torch.cuda.is_available()``), is a flag of the same kind
     wherever the file reads it."""
+    from neuronize.transforms._helpers.device_choice import stored_attributes
+
     stored: dict[tuple[int, str], cst.BaseExpression] = {}  # (id of its scope, name) -> the check
     found: dict[int, tuple[cst.CSTNode, str, cst.BaseExpression]] = {}
-    attributes: dict[str, list[cst.BaseExpression]] = {}  # an attribute -> the values the file assigns it
+    attributes = stored_attributes(ctx)
     for statement, functions in scoped_statements(ctx.module.body):
         for link in _links(statement) if isinstance(statement, cst.If) and (stored or attributes) else ():
             if isinstance(link.test, cst.Name) and any(name == link.test.value for _, name in stored):
@@ -885,10 +887,8 @@ def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
                     found[id(link)] = (scope, link.test.value, check)
             elif isinstance(link.test, cst.Attribute) and (values := attributes.get(dotted_name(link.test) or "")):
                 found[id(link)] = (ctx.module, dotted_name(link.test) or "", values[0])
-        bound = assigned_value(statement) or assigned_attribute(statement)
-        if bound is not None and "." in bound[0]:
-            attributes.setdefault(bound[0], []).append(bound[1])
-        elif bound is not None and _neuron_test(ctx, bound[1]) is not None:
+        bound = assigned_value(statement)
+        if bound is not None and _neuron_test(ctx, bound[1]) is not None:
             scope = functions[-1] if functions else ctx.module
             stored[(id(scope), bound[0])] = bound[1]
     return {key: check for key, (scope, name, check) in found.items()
