@@ -225,11 +225,16 @@ def test_a_default_a_function_hands_to_the_projects_cuda_extension_stays_cuda(tm
                b"def dequantize_gpu(data, device='cuda'):\n    return FusedOps.dequantize(data, device)\n\n\n"
                b"def dequantize_cpu(data, device='cuda'):\n    return torch.tensor(data, device=device)\n")
     (tmp_path / "dequant.py").write_bytes(dequant)
-    (tmp_path / "run.py").write_bytes(b"import torch\nfrom dequant import dequantize_gpu\n\nprint(dequantize_gpu(b'x'))\n")
+    (tmp_path / "gated.py").write_bytes(dequant.replace(b"try:\n    import FusedOps\nexcept ImportError:\n    FusedOps = None\n",
+                                                        b"if not torch.xpu.is_available():\n    import FusedOps\n"))
+    (tmp_path / "run.py").write_bytes(b"import torch\nfrom dequant import dequantize_gpu\nimport gated\n\n"
+                                      b"print(dequantize_gpu(b'x'), gated.dequantize_gpu(b'x'))\n")
     neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path)
-    fixed = (tmp_path / "dequant.py").read_bytes()
-    # the extension's function keeps the CUDA device its kernel needs; the torch one moves
-    assert b"def dequantize_gpu(data, device='cuda'):" in fixed and b"def dequantize_cpu(data, device='cuda'):" not in fixed
+    for name in ("dequant.py", "gated.py"):
+        fixed = (tmp_path / name).read_bytes()
+        # the extension's function keeps the CUDA device its kernel needs; the torch one moves
+        assert b"def dequantize_gpu(data, device='cuda'):" in fixed
+        assert b"def dequantize_cpu(data, device='cuda'):" not in fixed
 
 
 def test_a_script_that_runs_a_module_choosing_its_host_keeps_the_cuda_box(tmp_path):

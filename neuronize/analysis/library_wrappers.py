@@ -55,11 +55,12 @@ def library_wrappers(sources: Iterable[bytes], extensions: tuple[str, ...] = ())
 
 def _library_locals(nodes: Iterable[ast.AST], extensions: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
     """(local name, module) for each import of a CUDA-only library (or of one of ``extensions``)
-    among ``nodes`` (every ``import`` under them: in a ``try:`` too)."""
+    among ``nodes``, and in the blocks of a ``try:`` or an ``if`` among them (``if not
+    torch.xpu.is_available(): import FusedOps``)."""
     modules = (*CUDA_ONLY_MODULES, *extensions)
     for node in nodes:
-        if isinstance(node, ast.Try):
-            yield from _library_locals(node.body, extensions)
+        if isinstance(node, (ast.Try, ast.If)):
+            yield from _library_locals([*node.body, *node.orelse], extensions)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if _is_library(alias.name, modules):
