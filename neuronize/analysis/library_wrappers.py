@@ -21,8 +21,13 @@ from neuronize.analysis.project_functions import calls, parameters
 #: submodules of packages that also run elsewhere whose code runs on CUDA only (NCCL's communicator)
 CUDA_ONLY_MODULES = ("vllm.distributed.device_communicators.pynccl",)
 _LIBRARIES = (*sorted(CUDA_ONLY_PACKAGES), *CUDA_ONLY_MODULES)
-_IMPORTS_LIBRARY = re.compile(
-    rb"^[ \t]*(?:from|import)[ \t]+(?:" + b"|".join(re.escape(m.encode()) for m in _LIBRARIES) + rb")\b", re.MULTILINE)
+
+
+def _import_line(libraries: tuple[str, ...]) -> re.Pattern[bytes]:
+    """A line that imports one of ``libraries`` (at any indentation)."""
+    return re.compile(rb"^[ \t]*(?:from|import)[ \t]+(?:" + b"|".join(re.escape(m.encode()) for m in libraries)
+                      + rb")\b", re.MULTILINE)
+
 
 #: a wrapper: its name, its parameters in order, the ones it hands to a CUDA-only library
 Wrapper = tuple[str, tuple[str, ...], tuple[str, ...]]
@@ -34,9 +39,7 @@ def library_wrappers(sources: Iterable[bytes], extensions: tuple[str, ...] = ())
     :data:`CUDA_ONLY_MODULES`, or a CUDA extension the project declares, ``extensions``, imported
     in the module or in the function)."""
     found: list[Wrapper] = []
-    libraries = (*_LIBRARIES, *extensions)
-    imports_one = _IMPORTS_LIBRARY if not extensions else re.compile(
-        rb"^[ \t]*(?:from|import)[ \t]+(?:" + b"|".join(re.escape(m.encode()) for m in libraries) + rb")\b", re.MULTILINE)
+    imports_one = _import_line((*_LIBRARIES, *extensions))
     for source in sources:
         if imports_one.search(source) is None:
             continue
