@@ -9,7 +9,7 @@ from neuronize.analysis.context import FileContext, collect_imports
 from neuronize.analysis.engine import run_source
 from neuronize.registry import rule_by_code
 from neuronize.analysis.roles import (
-    CUDA_FLAG, CUDA_GRAPH, CUDA_HELPERS, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, OTHER_HOST, TEST,
+    CUDA_AT_IMPORT, CUDA_FLAG, CUDA_GRAPH, CUDA_HELPERS, CUDA_NAMED, FAKE, INDUCTOR, KERNEL, KERNEL_IMPORTER, LIBRARY, OTHER_HOST, TEST,
     is_test_path,
 )
 from neuronize.types import Options
@@ -325,3 +325,21 @@ def test_a_subclass_of_a_cuda_only_library_class() -> None:
     source = ("import torch\nimport bitsandbytes as bnb\nclass Fused(bnb.nn.Linear8bitLt):\n"
               "    def __init__(self):\n        super().__init__(2, 2, device=torch.cuda.current_device())\n")
     assert _role_at(source, "torch.cuda.current_device()") == LIBRARY
+
+
+def test_a_module_that_probes_the_cuda_device_when_imported_keeps_its_devices() -> None:
+    """A module storing a CUDA device probe at its top level does not import without CUDA: what it
+    defines (kernel utilities gated on the arch) serves that device. A guarded probe, a probe in a
+    function and a script's probe (the program's own first step, reported where it stands) are not
+    this."""
+    for probe in ("torch.cuda.get_device_capability()", "torch.cuda.get_device_capability()[0]",
+                  "torch.cuda.get_device_properties(0).major"):
+        source = f"import torch\n_arch = {probe}\ndef pack(w):\n    return w.cuda()\n"
+        role = _file_role(source)
+        assert role is not None and role[0] == CUDA_AT_IMPORT and probe in role[1], probe
+        result = run_source(source.encode(), (rule_by_code("NRN102"),), Options(), path="lib/module.py")
+        assert not result.changed and "asks the CUDA device about itself when it is imported" in result.findings[0].text
+    for source in ("import torch\nif torch.cuda.is_available():\n    _arch = torch.cuda.get_device_capability()\n",
+                   "import torch\ndef arch():\n    return torch.cuda.get_device_capability()\n",
+                   "import torch\n_arch = torch.cuda.get_device_capability()\nprint(_arch)\n"):
+        assert _file_role(source) is None, source

@@ -24,6 +24,8 @@ SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch
     ("setup.py", "import torch\nsetup(install_requires=['torch>=2.6', 'numpy'])\n", [(2, 6)]),
     ("setup.cfg", "[options]\ninstall_requires =\n    torch>=2.8\n", [(2, 8)]),
     ("pyproject.toml", '[project]\ndependencies = ["torch >= 2.7, <3", "einops"]\n', [(2, 7)]),
+    ("pyproject.toml", '[project]\ndependencies = ["torch>=1.13.0,<=2.8.0"]\n', [(1, 13)]),
+    ("requirements.txt", "torch!=2.0.0,>=1.12\n", [(1, 12)]),
     ("pyproject.toml", '[tool.poetry.dependencies]\ntorch = "^2.1"\n', [(2, 1)]),
 ])
 def test_the_declared_torch_floor_is_read(name, text, floors):

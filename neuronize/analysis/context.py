@@ -19,7 +19,7 @@ import libcst as cst
 from neuronize.analysis.roles import FileRoles, Role
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.analysis.syntax)
 from neuronize.analysis.syntax import dotted_name, ends_early, imported_names, scoped_statements
-from neuronize.analysis.walk import children
+from neuronize.analysis.walk import children, iter_syntax
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
 
@@ -98,12 +98,24 @@ def collect_imports(module: cst.Module, inherited: ImportTable | None = None) ->
         table._names.update(inherited._names)
         table.modules |= inherited.modules
         table.top_level |= inherited.top_level
+    starred = False
     for stmt, functions in scoped_statements(module.body):
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     table.add(small, top_level=not functions)
+                    starred |= isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)
+    if starred and "torch" not in table._names and _reads_torch(module):
+        # `from .utils import *` re-exports the `import torch` of that module: a file that binds
+        # `torch` nowhere else and uses it gets it there
+        table._names["torch"] = "torch"
+        table.top_level.add("torch")
     return table
+
+
+def _reads_torch(module: cst.Module) -> bool:
+    """The module uses the name ``torch`` (``torch.cuda.synchronize()``), bound or not."""
+    return any(isinstance(node, cst.Name) and node.value == "torch" for node in iter_syntax(module))
 
 
 def _closing_fallback_test(link: cst.CSTNode, child: cst.CSTNode | None) -> bool:

@@ -255,19 +255,6 @@ def imports_torch_optionally(module: cst.Module) -> bool:
     return nested
 
 
-def is_script(module: cst.Module) -> bool:
-    """The module runs work at its top level (a call, a ``with``, a loop): a script run as a
-    program, not a module other code imports. Import safety is about the latter; a script's
-    top-level code is what the program does, and fails or works with it."""
-    for stmt in module.body:
-        if isinstance(stmt, (cst.With, cst.For, cst.While)):
-            return True
-        if isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(s, cst.Expr) and isinstance(s.value, (cst.Call, cst.Await)) for s in stmt.body):
-            return True
-    return False
-
-
 def lazy_annotations(module: cst.Module) -> bool:
     """``from __future__ import annotations``: annotations are strings, never evaluated at import."""
     for stmt in module.body:

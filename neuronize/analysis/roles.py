@@ -75,7 +75,7 @@ from neuronize.analysis.custom_ops import compiled_namespace
 from neuronize.analysis.kernel_imports import (
     JIT_BUILDERS, KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import (
-    ImportedName, assigned_value, dotted_name, imported_names, is_main_test, iter_statements, module_matches,
+    ImportedName, assigned_value, dotted_name, imported_names, is_main_test, is_script, iter_statements, module_matches,
     scoped_statements)
 from neuronize.analysis.walk import visit
 
@@ -86,6 +86,8 @@ CUDA_FLAG = "cuda-flag"
 #: a module that imports the project's GPU-kernel modules (neuronize/analysis/kernel_imports.py)
 KERNEL_IMPORTER = "kernel-importer"
 CUDA_HELPERS = "cuda-helpers"
+#: a module that asks the CUDA device about itself when imported (``torch.cuda.get_device_capability()``)
+CUDA_AT_IMPORT = "cuda-at-import"
 #: a module of another deep-learning framework (PaddlePaddle, TensorFlow, JAX...) that never imports torch
 OTHER_FRAMEWORK = "other-framework"
 #: a module in a folder of another host's implementation (``backends/ascend/``, ``backends/dlinfer/``)
@@ -113,6 +115,9 @@ _MESSAGES = {
                      f"optional (or port those kernels to NKI: {NKI_GUIDE}) before moving it",
     CUDA_HELPERS: "not applied: {where} is built on another package's CUDA helpers ({reason}), which "
                   "have no Neuron path; replace them by hand before moving its device",
+    CUDA_AT_IMPORT: "not applied: {where} asks the CUDA device about itself when it is imported ({reason}), "
+                    "which raises on every host without CUDA, so none of it runs on Neuron; guard that probe "
+                    "(or move it into the code that needs it) by hand before moving its devices",
     CUDA_FLAG: "not applied: {where} runs when the user chose CUDA ({reason}), so it keeps CUDA; give "
                "Neuron a setting or a branch of its own by hand",
     OTHER_FRAMEWORK: "not applied: {where} is not PyTorch code ({reason}); its `.cuda()` and devices are that "
@@ -153,6 +158,7 @@ _INDUCTOR_BRANCH = re.compile(r"""["']inductor["']""")
 _INDUCTOR_MODULE = re.compile(r"^(?:\w*inductor\w*|\w*precompile\w*|jit_backend|compile_fx)$")
 #: CUDA device probes: the device handed to one is asked about as a CUDA device
 _CUDA_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
+_PROBE_BYTES = re.compile(rb"^\w+\s*=.*\b(?:get_device_capability|get_device_properties)\(", re.MULTILINE)
 #: serving engines that own the device they run on: a module importing one is their wrapper
 ENGINE_PACKAGES = ("vllm", "sglang", "tensorrt_llm")
 #: the CUDA-only packages of the package table, by their full names (``deepspeed.ops``)
@@ -387,7 +393,7 @@ class FileRoles:
                             return Role(KERNEL_IMPORTER, f"`{package}`: {PACKAGES[package].what}")
                         if self._cuda_helper(imported):
                             return Role(CUDA_HELPERS, f"`{imported.name}` from `{imported.module}`")
-        return self._asserted_import()
+        return self._asserted_import() or self._probed_at_import()
 
     def _asserted_import(self) -> Role | None:
         """A module that asserts at its top level that a guarded import of a CUDA-only package
@@ -407,6 +413,19 @@ class FileRoles:
                         package = found[small.test.value]
                         return Role(KERNEL_IMPORTER, f"it asserts `{small.test.value}` after importing `{package}`, "
                                                      f"{PACKAGES[package].what}")
+        return None
+
+    def _probed_at_import(self) -> Role | None:
+        """A module (not a script) that stores a CUDA device probe at its top level, unguarded
+        (``__cuda_arch = torch.cuda.get_device_capability()``): its import raises without CUDA, and
+        what it defines serves the CUDA device it asked about (kernel utilities gated on the arch)."""
+        if not _PROBE_BYTES.search(self._source) or is_script(self._module):
+            return None
+        for stmt in self._module.body:
+            bound = assigned_value(stmt)
+            call = _probe_call(bound[1]) if bound is not None else None
+            if call is not None and self._names.qualify(call.func) in _CUDA_PROBES:
+                return Role(CUDA_AT_IMPORT, f"`{bound[0]} = {self._code(bound[1])}`")  # type: ignore[index]
         return None
 
     def _cuda_helper(self, imported: ImportedName) -> bool:
@@ -706,6 +725,13 @@ class FileRoles:
 
     def _code(self, node: cst.CSTNode) -> str:
         return self._module.code_for_node(node)
+
+
+def _probe_call(value: cst.BaseExpression) -> cst.Call | None:
+    """The call under a probe's result as stored: ``probe()``, ``probe()[0]``, ``probe(0).major``."""
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        value = value.value
+    return value if isinstance(value, cst.Call) else None
 
 
 def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...], stored: frozenset[str]) -> bool:

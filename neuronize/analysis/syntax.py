@@ -271,30 +271,53 @@ def is_main_test(test: cst.BaseExpression) -> bool:
         isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
 
 
-def stored_once(scope: cst.CSTNode, name: str) -> bool:
-    """``name`` is bound once in ``scope``'s own scope, but for a constant fallback in the
-    ``except`` of the ``try`` that binds it (``try: has_cuda = torch.cuda.is_available()``
-    ``except Exception: has_cuda = False``): one value, however the check ends."""
-    count = binding_counts(scope, (name,), own_scope=True)[name]
-    if count == 1:
-        return True
-    pending = [scope]
-    while count == 2 and pending:
-        node = pending.pop()
-        if isinstance(node, cst.Try) and binding_counts(node.body, (name,))[name] == 1 \
-                and any(_constant_binding(handler.body, name) for handler in node.handlers):
+def is_script(module: cst.Module) -> bool:
+    """The module runs work at its top level (a call, a ``with``, a loop): a script run as a
+    program, not a module other code imports. Import safety is about the latter; a script's
+    top-level code is what the program does, and fails or works with it."""
+    for stmt in module.body:
+        if isinstance(stmt, (cst.With, cst.For, cst.While)):
             return True
-        if node is scope or not isinstance(node, _SCOPES):
-            pending.extend(children(node))
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, cst.Expr) and isinstance(s.value, (cst.Call, cst.Await)) for s in stmt.body):
+            return True
     return False
+
+
+def stored_once(scope: cst.CSTNode, name: str) -> bool:
+    """``name`` holds one value in ``scope``'s own scope: it is bound once, or once after constant
+    defaults (``HAS_CUDA = False`` lines first) with at most a constant fallback in the ``except``
+    of the ``try`` that binds it (``try: has_cuda = torch.cuda.is_available()`` ``except
+    Exception: has_cuda = False``). Every default comes first and the binding runs whenever the
+    scope does, so the value the flag ends with is the one bound, however the check ends."""
+    count = binding_counts(scope, (name,), own_scope=True)[name]
+    return count == 1 or count == _bound_after_defaults(scope_statements(scope), name)
+
+
+def _bound_after_defaults(block: Sequence[cst.BaseStatement], name: str) -> int:
+    """How many bindings of ``name`` ``block`` holds up to its first binding to a value: constant
+    defaults, then that binding, on a line of the block or in the body of a ``try`` of it with its
+    handlers' constant fallbacks; 0 when the first value is bound under any other statement."""
+    defaults = 0
+    for statement in block:
+        if (bound := assigned_value(statement)) is not None and bound[0] == name:
+            if not _is_constant_off(bound[1]):
+                return defaults + 1
+            defaults += 1
+        elif isinstance(statement, cst.Try) and isinstance(statement.body, cst.IndentedBlock) \
+                and (inner := _bound_after_defaults(statement.body.body, name)):
+            return defaults + inner + sum(_constant_binding(handler.body, name) for handler in statement.handlers)
+    return 0
+
+
+def _is_constant_off(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value in ("False", "None")
 
 
 def _constant_binding(block: cst.BaseSuite, name: str) -> bool:
     lines = block.body if isinstance(block, cst.IndentedBlock) else ()
-    return len(lines) == 1 and isinstance(line := lines[0], cst.SimpleStatementLine) and len(line.body) == 1 \
-        and isinstance(small := line.body[0], cst.Assign) and len(small.targets) == 1 \
-        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name \
-        and isinstance(small.value, cst.Name) and small.value.value in ("False", "None")
+    return len(lines) == 1 and (bound := assigned_value(lines[0])) is not None and bound[0] == name \
+        and _is_constant_off(bound[1])
 
 
 def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.FunctionDef, ...] = ()

@@ -52,6 +52,7 @@ What is left is applied when it is safe, or unsafe and ``--unsafe-fixes`` was gi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -59,11 +60,11 @@ import libcst as cst
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import (
-    OPTIONAL_TORCH, hazard, imports_torch_optionally, is_script, lazy_annotations, neuron_tests,
+    OPTIONAL_TORCH, hazard, imports_torch_optionally, lazy_annotations, neuron_tests,
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
-    binding_counts, binding_scope, chain_head, dotted_name, else_ends_early, ends_early, one_line,
+    binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_script, one_line, stored_once,
 )
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
@@ -494,11 +495,12 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
         return located, {}
     names: dict[int, str] = {id(None): elsewhere[0]} if elsewhere is not None else {}  # id(None): module level
     pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
-                  else _scope_of(r.node, parents) for r in pins}
+                  else _held_scope(r.node, parents) for r in pins}
     for r in pins:
         scope = pin_scopes[id(r)]
         function = _scope_of(r.node, parents) if r.pins in BLOCK_PINS else scope
         names.setdefault(id(scope), f"{r.pins} in {function.name.value}()" if isinstance(function, cst.FunctionDef)
+                         else f"{r.pins} in class {function.name.value}" if isinstance(function, cst.ClassDef)
                          else r.pins)
     pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
     # a placement: a device edit, or a device value a runtime check chooses by host (`x.to("neuron") if <Neuron>
@@ -529,6 +531,44 @@ def _pin_around(node: cst.CSTNode, names: dict[int, str], parents: Parents) -> s
     module level) of the innermost scope around ``node`` that has one: a function nested in the
     one that loads the model (a closure that uses it) waits with it."""
     return next((names[id(a)] for a in ancestors(node, parents) if id(a) in names), names.get(id(None)))
+
+
+def _held_scope(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
+    """What a pin at ``node`` holds: the function around it; the class of that method where the
+    pinned value is stored on the instance (``self.model = AutoModelForCausalLM.from_pretrained(...,
+    device_map="auto")`` in ``__init__``), which the class's other methods then use; the whole file
+    (None) where the function hands the value it stored to a function of the file (``model =
+    ...from_pretrained(...)``, then ``evaluate(model, data)``), which places what meets it."""
+    scope = _scope_of(node, parents)
+    if not isinstance(scope, cst.FunctionDef):
+        return scope
+    assign = next((a for a in ancestors(node, parents) if isinstance(a, (cst.Assign, cst.BaseSuite))), None)
+    if assign is None or _in_branch(assign, scope, parents):
+        return scope  # one way of loading among others (`if autogptq: self.model = ...from_quantized(...)`)
+    targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else []
+    if any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" for t in targets):
+        owner = next((a for a in ancestors(scope, parents) if isinstance(a, (cst.ClassDef, cst.FunctionDef))), None)
+        return owner if isinstance(owner, cst.ClassDef) else scope
+    stored = {t.value for t in targets if isinstance(t, cst.Name)}
+    return None if stored and _hands_to_own_function(scope, stored, parents) else scope
+
+
+def _in_branch(node: cst.CSTNode, scope: cst.FunctionDef, parents: Parents) -> bool:
+    """``node`` runs only on some paths through ``scope``: under an ``if``, a loop or a ``try``."""
+    return any(isinstance(a, (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.ExceptHandler))
+               for a in itertools.takewhile(lambda a: a is not scope, ancestors(node, parents)))
+
+
+def _hands_to_own_function(scope: cst.FunctionDef, names: set[str], parents: Parents) -> bool:
+    """``scope`` calls a function its module defines at the top level with one of ``names`` as an
+    argument (``evaluate(model, loader)``)."""
+    module = next((a for a in ancestors(scope, parents) if isinstance(a, cst.Module)), None)
+    if module is None:
+        return False
+    defined = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+    return any(isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in defined
+               and any(isinstance(a.value, cst.Name) and a.value.value in names for a in call.args)
+               for call in iter_syntax(scope.body))
 
 
 def _block_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
@@ -799,8 +839,7 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
     for (key, name), (scope, _) in stored.items():
         if name in tested:
             scopes.setdefault(key, (scope, set()))[1].add(name)
-    once = {(key, name) for key, (scope, here) in scopes.items()
-            for name, count in binding_counts(scope, here, own_scope=True).items() if count == 1}
+    once = {(key, name) for key, (scope, here) in scopes.items() for name in here if stored_once(scope, name)}
     assigned = [dotted_name(t.target) for node in iter_syntax(module) if isinstance(node, cst.Assign) and attributes
                 for t in node.targets]  # an attribute is one flag where the file assigns it once
     guards: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}

@@ -26,7 +26,8 @@ _NAME = r"(?:py)?torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*"
 _LINE = re.compile(rf"(?m)^\s*(?:-\s*)?(?:\w+::)?{_NAME}(?P<spec>[^#;\n]*)")
 #: a torch requirement in a string: setup.py, pyproject.toml
 _QUOTED = re.compile(rf"[\"']\s*{_NAME}(?P<spec>[^\"';]*)")
-_LOWER = re.compile(r"(>=|==|~=|===|>|=)\s*(\d+)(?:\.(\d+))?")
+#: a lower bound; the ``=`` of an upper bound (``<=2.8``) or an exclusion (``!=2.0``) is none
+_LOWER = re.compile(r"(?<![<!=~>])(>=|===|==|~=|>|=)\s*(\d+)(?:\.(\d+))?")
 _POETRY = re.compile(r"(?m)^\s*torch\s*=\s*(?:\{[^}\n]*version\s*=\s*)?[\"']([^\"']*)[\"']")
 _DECLARING = ("requirements.txt", "pyproject.toml", "setup.cfg", "setup.py", "environment.yml",
               "environment.yaml")

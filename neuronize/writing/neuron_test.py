@@ -66,8 +66,10 @@ def _used_names(module: cst.Module) -> set[str]:
 
 def _imported_at_top(module: cst.Module, name: str) -> bool:
     """``import torch`` (as ``name``) at the top level of ``module``, or in a block there (not in
-    a function or class)."""
+    a function or class); or a star import there, which the run read as binding it
+    (:func:`neuronize.analysis.context.collect_imports`)."""
     return any(isinstance(node, cst.Import) and any(imported.local == name for imported in imported_names(node))
+               or isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)
                for stmt in module.body if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
                for node in iter_syntax(stmt))
 

@@ -674,11 +674,29 @@ def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
                 "give Neuron a path there first, then migrate the choice")
     # data moved to the device only under such a guard would stay on the CPU beside a Neuron model
     placing = next((g for g, path in zip(guards, reads, strict=True) if g is not None and _places_with(path)), None)
-    if placing is None:
+    if placing is not None:
+        return (f"kept: `{target.value}` places data only under `if {short(placing.test, 50)}:`, which stays "
+                "CUDA's: with a Neuron device the rest would meet that data on the CPU; give Neuron a path there "
+                "first, then migrate the choice")
+    mapping = next((found for path in reads if (found := _maps_model_by(path)) is not None), None)
+    if mapping is None:
         return None
-    return (f"kept: `{target.value}` places data only under `if {short(placing.test, 50)}:`, which stays CUDA's: "
-            "with a Neuron device the rest would meet that data on the CPU; give Neuron a path there first, "
-            "then migrate the choice")
+    return (f"kept: `{target.value}` decides where the model loads (`device_map={short(mapping.value, 50)}`), "
+            "which stays CUDA's: "
+            "with a Neuron device the model would load on the CPU and meet Neuron inputs; give Neuron a "
+            "placement there first, then migrate the choice")
+
+
+def _maps_model_by(path: Sequence[cst.CSTNode]) -> cst.Arg | None:
+    """The ``device_map=`` argument whose value chooses by comparing the read at the end of ``path``
+    (its ancestors, outermost first) with CUDA (``device_map="auto" if DEVICE.type == "cuda" else
+    None``): the model's placement follows the device only where it is CUDA's."""
+    for anc, child, outer in zip(reversed(path[1:-1]), reversed(path[2:]), reversed(path[:-2]), strict=True):
+        if isinstance(anc, cst.IfExp) and child is anc.test:
+            named = _names_cuda(anc.test)
+            return outer if named and isinstance(outer, cst.Arg) and outer.keyword is not None \
+                and outer.keyword.value == "device_map" else None
+    return None
 
 
 def _places_with(path: Sequence[cst.CSTNode]) -> bool:

@@ -22,7 +22,7 @@ from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
 from neuronize.transforms._helpers.literals import cuda_literal, make_string
 from neuronize.transforms._helpers.names import qualified_expr
-from neuronize.analysis.syntax import is_main_test
+from neuronize.analysis.syntax import is_main_test, is_script
 from neuronize.analysis.walk import visit
 
 #: the edit group of a file's device defaults and the comparisons that choose a fallback from them
@@ -182,8 +182,6 @@ def is_library_module(ctx: FileContext) -> bool:
 
 
 def _is_library_module(ctx: FileContext) -> bool:
-    from neuronize.analysis.import_safety import is_script
-
     return not is_script(ctx.module) and not any(
         isinstance(stmt, cst.If) and is_main_test(stmt.test) for stmt in ctx.module.body)
 

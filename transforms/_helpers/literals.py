@@ -147,10 +147,10 @@ def cuda_literal(node: cst.CSTNode) -> Kind | None:
             return Kind.DYNAMIC
         return None
     if isinstance(node, cst.Call):
-        # "cuda:{}".format(rank)
+        # "cuda:{}".format(rank), "cuda:{0}".format(rank)
         func = node.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "format"
-                and string_value(func.value) == "cuda:{}" and len(node.args) == 1
+                and string_value(func.value) in ("cuda:{}", "cuda:{0}") and len(node.args) == 1
                 and node.args[0].keyword is None and not node.args[0].star):
             return Kind.DYNAMIC
         return None

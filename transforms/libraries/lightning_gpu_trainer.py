@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
 from neuronize.transforms._helpers.cuda_guard import GPU_WORD_PINS
@@ -20,6 +21,29 @@ CHOSEN = ("auto",)
 GPU_ACCELERATORS = ("gpu", "cuda")
 #: fp16 precisions, which Lightning scales with a CUDA GradScaler
 FP16 = ("16", "16-mixed", "16-true")
+
+
+#: Lightning's classes that pick the device (``LightningLite``: Fabric's name before Lightning 2.0)
+KINDS = ("Trainer", "Fabric", "LightningLite")
+
+
+def _lightning_kind(ctx: FileContext, func: cst.BaseExpression) -> str | None:
+    """Which of Lightning's :data:`KINDS` ``func`` builds: the class itself, or a class of the
+    file built on it (``class Lite(LightningLite)``, then ``Lite(accelerator="gpu")``)."""
+    kind = last_name(func)
+    if kind in KINDS and (ctx.qualify(func) or "").startswith(LIGHTNING):
+        return kind
+    return _subclasses(ctx).get(func.value) if isinstance(func, cst.Name) else None
+
+
+def _subclasses(ctx: FileContext) -> dict[str, str]:
+    """The classes the file defines at its top level on one of Lightning's :data:`KINDS`: name -> kind."""
+    key = ("lightning-subclasses", 0)
+    if key not in ctx.memo:
+        ctx.memo[key] = {stmt.name.value: kind for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef)
+                         for base in stmt.bases if (kind := last_name(base.value)) in KINDS
+                         and (ctx.qualify(base.value) or "").startswith(LIGHTNING)}
+    return ctx.memo[key]
 
 
 def _shown(arg: cst.Arg) -> str:
@@ -44,7 +68,9 @@ class LightningGpuTrainer(Transform):
 
     What it does:
         Reports `Trainer(...)` of `lightning` / `pytorch_lightning` and `Fabric(...)` of
-        `lightning` / `lightning_fabric` with `accelerator="gpu"` or `"cuda"`, or the older
+        `lightning` / `lightning_fabric` (or `LightningLite`, its name before Lightning 2.0, and
+        a class of the file built on one of them: `class Lite(LightningLite)`, then
+        `Lite(accelerator="gpu")`) with `accelerator="gpu"` or `"cuda"`, or the older
         `gpus=` / `auto_select_gpus=` arguments. The finding names the other GPU-sized arguments
         of the same call (`devices=` counts, `strategy="ddp"`, fp16 `precision=`) and separates
         what is established from what is not. A call that lets Lightning choose
@@ -89,15 +115,15 @@ class LightningGpuTrainer(Transform):
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
         "https://lightning.ai/docs/pytorch/stable/extensions/accelerator.html",
     )
-    tokens = (b"Trainer", b"Fabric")
+    tokens = (b"Trainer", b"Fabric", b"LightningLite")
     examples = (
         Example("import lightning as L\ntrainer = L.Trainer(accelerator='gpu', devices=4)\n", None),
         Example("from pytorch_lightning import Trainer\nt = Trainer(gpus=2)\n", None),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        kind = last_name(node.func)
-        if kind not in ("Trainer", "Fabric") or not (self.ctx.qualify(node.func) or "").startswith(LIGHTNING):
+        kind = _lightning_kind(self.ctx, node.func)
+        if kind is None:
             return
         asks = _gpu_arguments(node)
         accelerator = keyword(node, "accelerator")
