@@ -199,9 +199,11 @@ def test_a_branch_on_a_flag_another_module_stored_from_a_cuda_probe_stays_cudas(
 
 
 def test_a_device_handed_through_a_project_function_to_a_cuda_only_library_stays_cuda(tmp_path):
+    # bitsandbytes imports without CUDA (a module importing a library whose import loads CUDA
+    # kernels, such as Transformer Engine, holds its importers whole: test_kernel_imports.py)
     (tmp_path / "layers.py").write_bytes(
-        b"import transformer_engine.pytorch as te\n\n\ndef fused_linear(width, device, dtype=None):\n"
-        b"    return te.Linear(width, width, device=device, params_dtype=dtype)\n")
+        b"import bitsandbytes as bnb\n\n\ndef fused_linear(width, device, dtype=None):\n"
+        b"    return bnb.nn.Linear8bitLt(width, width, device=device)\n")
     (tmp_path / "model.py").write_bytes(
         b"import torch\n\nfrom layers import fused_linear\n\n\ndef build():\n"
         b'    first = fused_linear(64, "cuda")\n    second = fused_linear(64, device=torch.device("cuda"))\n'

@@ -90,6 +90,7 @@ TARGET_SPECIFIC = {
     # likewise, a CUDA string left in the file holds a process group moved outright (neuron, cpu)
     "process_group_beside_cuda_setting": "held process group on neuron and cpu only",
     "leftover_claims": "held process group on neuron and cpu only",
+    "script_keeps_cuda_for_its_functions": "held moves on neuron and cpu only",
     # the rank's CUDA device waits with its process group on neuron; the other targets move the
     # detection's index in their own way
     "process_group_with_rank_device": "a rank's device index differs per target",

@@ -268,7 +268,8 @@ def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
     :func:`neuronize.analysis.custom_ops.compiled_namespace`); ``made``: or imports a package made
     of CUDA kernels (``mamba_ssm``: a script that builds its models on them)."""
     reasons = {path: reason for path, names in graph.top.items()
-               for reason in [next(filter(None, (kernel_reason(n, extensions, made=made) for n in names)), None)]
+               for reason in [next(filter(None, (kernel_reason(n, extensions, made=made) for n in names)), None)
+                              or (_loading_reason(graph, names) if made else None)]
                if reason is not None}
     for name, path in graph.by_name.items() if extensions else ():  # the package that wraps the compiled operators
         package = module_matches(name, extensions)
@@ -277,6 +278,16 @@ def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
     for path, namespace in (operators or {}).items():
         reasons.setdefault(path, f"calls `torch.ops.{namespace}`, operators a compiled extension registers")
     return reasons
+
+
+def _loading_reason(graph: ImportGraph, names: list[str]) -> str | None:
+    """Why a file that imports ``names`` whenever it is imported does not import without CUDA: one
+    is a package whose import loads CUDA kernels (``tensorrt``, ``flash_attn``), not the project's own."""
+    for name in names:
+        package = module_matches(name, KERNEL_LOADING)
+        if package is not None and not any(module_matches(own, (package.split(".")[0],)) for own in graph.by_name):
+            return f"imports `{package}`: {PACKAGES[package].what}"
+    return None
 
 
 def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),

@@ -358,18 +358,21 @@ def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) ->
         return located
     moves = [r for r, _ in located  # autocast's device type too: it runs where the tensors are
              if r.group is None and r.fixable and r.rule.section in ("device", "precision") and _moves_outright(r, device)]
-    moved_in = {id(_scope_of(r.node, parents)) for r in moves}
+    moved_in = {id(_function_of(r.node, parents)) for r in moves}
     names: dict[int, str] = dict(process_groups)
+    script_level = None  # a script's own flow keeps a CUDA device: what its functions make meets it
     for r in left:
-        scope = _scope_of(r.node, parents)
+        scope = _function_of(r.node, parents)
         where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
-        if id(scope) in moved_in:
+        if scope is None and moves and is_script(_module_of(r.node, parents)):
+            script_level = names.setdefault(id(None), f"devices in {where}")
+        elif id(scope) in moved_in:
             names.setdefault(id(scope), f"devices in {where}")
     members = {id(r) for r in [*left, *moves]}
     out: Located[R] = []
     for r, f in located:
         if r.group is None and id(r) in members:
-            name = names.get(id(_scope_of(r.node, parents)))
+            name = names.get(id(_function_of(r.node, parents))) or script_level
             if name is None and process_groups:
                 name = sorted(process_groups.values())[0]
             if name is not None:
@@ -562,10 +565,7 @@ def _in_branch(node: cst.CSTNode, scope: cst.FunctionDef, parents: Parents) -> b
 def _hands_to_own_function(scope: cst.FunctionDef, names: set[str], parents: Parents) -> bool:
     """``scope`` calls a function its module defines at the top level with one of ``names`` as an
     argument (``evaluate(model, loader)``)."""
-    module = next((a for a in ancestors(scope, parents) if isinstance(a, cst.Module)), None)
-    if module is None:
-        return False
-    defined = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+    defined = {stmt.name.value for stmt in _module_of(scope, parents).body if isinstance(stmt, cst.FunctionDef)}
     return any(isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in defined
                and any(isinstance(a.value, cst.Name) and a.value.value in names for a in call.args)
                for call in iter_syntax(scope.body))
@@ -732,6 +732,16 @@ def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression.with_changes(lpar=(), rpar=()) if hasattr(test.expression, "lpar") else test.expression
     return test
+
+
+def _function_of(node: cst.CSTNode, parents: Parents) -> cst.FunctionDef | None:
+    """The function definition around ``node`` (a lambda is an expression of its own scope's), or
+    None at module level."""
+    return next((a for a in ancestors(node, parents) if isinstance(a, cst.FunctionDef)), None)
+
+
+def _module_of(node: cst.CSTNode, parents: Parents) -> cst.Module:
+    return next(a for a in ancestors(node, parents) if isinstance(a, cst.Module))
 
 
 def _scope_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:

@@ -30,6 +30,8 @@ check (and rules) take a call of one as the test itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from neuronize.analysis.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_neuron_test, neuron_tests
@@ -97,10 +99,19 @@ def _opening(module: cst.Module, name: str) -> int:
     opens with (a library may read those when it is imported); where ``name`` (``torch``) is
     imported at the top level after other code, after the imports around that import."""
     opening = _imports_from(module, 0)
-    later = next((i for i, stmt in enumerate(module.body) if i >= opening and isinstance(stmt, cst.SimpleStatementLine)
-                  and any(isinstance(s, cst.Import) and any(imported.local == name for imported in imported_names(s))
-                          for s in stmt.body)), None)
+    plain = _lines_with(module, lambda small: isinstance(small, cst.Import) and any(
+        imported.local == name for imported in imported_names(small)))
+    # where only star imports bind it (`from .utils import *`), the run read it as bound by them
+    binding = plain or _lines_with(module, lambda small: isinstance(small, cst.ImportFrom)
+                                   and isinstance(small.names, cst.ImportStar))
+    later = next((i for i in binding if i >= opening), None)
     return opening if later is None else _imports_from(module, later)
+
+
+def _lines_with(module: cst.Module, test: Callable[[cst.BaseSmallStatement], bool]) -> list[int]:
+    """The indexes of the module's top-level lines holding a statement that passes ``test``."""
+    return [i for i, stmt in enumerate(module.body)
+            if isinstance(stmt, cst.SimpleStatementLine) and any(test(small) for small in stmt.body)]
 
 
 def _masked_magic(stmt: cst.BaseStatement) -> bool:

@@ -48,7 +48,8 @@ class HfDeviceMapAuto(Transform):
         to check, not as a GPU plan; a value only passed through (a parameter of the enclosing
         function) and host devices (`{"": "cpu"}`, `"disk"`, `"meta"`, also through a name last
         assigned one: `device_map = "cpu"`) are not reported. A plan set as an entry of keyword
-        arguments (`kwargs["device_map"] = "auto"`) is reported where it is set. Report only. A
+        arguments (`kwargs["device_map"] = "auto"`, or a dict literal a wrapper hands its loader:
+        `model_kwargs={"device_map": "auto"}`) is reported where it is set. Report only. A
         plan or GPU map holds the device edits of its function (of the whole file, for a model
         loaded at module level, as in a script or notebook), functions nested in it included: the
         tensors that meet the model stay where its loader puts them until the loading is changed
@@ -113,7 +114,14 @@ class HfDeviceMapAuto(Transform):
             if kind in ("planner", "gpu"):
                 self._report_plan(node, node.value, kind, f"the keyword entry `{short(target, 40)}`")
 
-    def _report_plan(self, node: cst.Arg | cst.Assign, value: cst.BaseExpression, kind: str, where: str) -> None:
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        """``{"device_map": "auto"}``: the keyword arguments a wrapper hands its loader
+        (``HuggingFacePipeline.from_model_id(..., model_kwargs={"device_map": "auto"})``)."""
+        if string_value(node.key) == "device_map" and (kind := device_map_kind(node.value)) in ("planner", "gpu"):
+            self._report_plan(node, node.value, kind, 'the keyword entry `"device_map"`')
+
+    def _report_plan(self, node: cst.Arg | cst.Assign | cst.DictElement, value: cst.BaseExpression, kind: str,
+                     where: str) -> None:
         pins = self._pins(node.value)
         if kind == "planner":
             self.report(node, f"`device_map={short(value, 40, tight=True)}` in {where}: whether "
