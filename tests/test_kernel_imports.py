@@ -278,13 +278,15 @@ def test_a_script_built_on_a_kernel_package_does_not_hold_the_helpers_it_shares(
 def test_a_module_that_imports_a_library_loading_cuda_kernels_holds_its_importers(tmp_path):
     """A sibling module that imports TensorRT (or FlashAttention) unguarded does not import without
     CUDA, so neither does the script that imports it; a package's own modules are not held by
-    importing that package."""
+    importing that package, and a folder of the project named like it elsewhere changes nothing."""
     files = {
         "deploy/engine.py": b"import tensorrt as trt\nimport torch\n",
         "deploy/show.py": b"import torch\nfrom engine import Runner\nx = torch.zeros(1, device='cuda:0')\n",
         "deploy/guarded.py": b"try:\n    import tensorrt\nexcept ImportError:\n    tensorrt = None\n",
         "flash_attn/__init__.py": b"",
         "flash_attn/layers.py": b"import torch\nimport flash_attn\n",
+        "tools/tensorrt/__init__.py": b"",  # a folder of the project named like the package elsewhere
+        "tools/tensorrt/calibrate.py": b"import torch\n",
     }
     assert _kernel_bound(tmp_path, files) == {
         "deploy/engine.py": "imports `tensorrt`: NVIDIA TensorRT",

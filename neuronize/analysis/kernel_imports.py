@@ -269,7 +269,7 @@ def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
     of CUDA kernels (``mamba_ssm``: a script that builds its models on them)."""
     reasons = {path: reason for path, names in graph.top.items()
                for reason in [next(filter(None, (kernel_reason(n, extensions, made=made) for n in names)), None)
-                              or (_loading_reason(graph, names) if made else None)]
+                              or (_loading_reason(path, names) if made else None)]
                if reason is not None}
     for name, path in graph.by_name.items() if extensions else ():  # the package that wraps the compiled operators
         package = module_matches(name, extensions)
@@ -280,12 +280,13 @@ def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
     return reasons
 
 
-def _loading_reason(graph: ImportGraph, names: list[str]) -> str | None:
-    """Why a file that imports ``names`` whenever it is imported does not import without CUDA: one
-    is a package whose import loads CUDA kernels (``tensorrt``, ``flash_attn``), not the project's own."""
+def _loading_reason(path: Path, names: list[str]) -> str | None:
+    """Why the file ``path``, which imports ``names`` whenever it is imported, does not import
+    without CUDA: one is a package whose import loads CUDA kernels (``tensorrt``, ``flash_attn``),
+    other than the one the file is part of (a folder of its path named for it)."""
     for name in names:
         package = module_matches(name, KERNEL_LOADING)
-        if package is not None and not any(module_matches(own, (package.split(".")[0],)) for own in graph.by_name):
+        if package is not None and package.split(".")[0] not in path.parts:
             return f"imports `{package}`: {PACKAGES[package].what}"
     return None
 

@@ -301,7 +301,7 @@ def _bound_after_defaults(block: Sequence[cst.BaseStatement], name: str) -> int:
     defaults = 0
     for statement in block:
         if (bound := assigned_value(statement)) is not None and bound[0] == name:
-            if not _is_constant_off(bound[1]):
+            if not is_constant_off(bound[1]):
                 return defaults + 1
             defaults += 1
         elif isinstance(statement, cst.Try) and isinstance(statement.body, cst.IndentedBlock) \
@@ -310,14 +310,15 @@ def _bound_after_defaults(block: Sequence[cst.BaseStatement], name: str) -> int:
     return 0
 
 
-def _is_constant_off(value: cst.BaseExpression) -> bool:
+def is_constant_off(value: cst.BaseExpression) -> bool:
+    """``False`` or ``None``."""
     return isinstance(value, cst.Name) and value.value in ("False", "None")
 
 
 def _constant_binding(block: cst.BaseSuite, name: str) -> bool:
     lines = block.body if isinstance(block, cst.IndentedBlock) else ()
     return len(lines) == 1 and (bound := assigned_value(lines[0])) is not None and bound[0] == name \
-        and _is_constant_off(bound[1])
+        and is_constant_off(bound[1])
 
 
 def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.FunctionDef, ...] = ()

@@ -682,9 +682,8 @@ def idiom_kept(ctx: FileContext, node: cst.IfExp) -> str | None:
     if mapping is None:
         return None
     return (f"kept: `{target.value}` decides where the model loads (`device_map={short(mapping.value, 50)}`), "
-            "which stays CUDA's: "
-            "with a Neuron device the model would load on the CPU and meet Neuron inputs; give Neuron a "
-            "placement there first, then migrate the choice")
+            "which stays CUDA's: with a Neuron device the model would load on the CPU and meet Neuron inputs; "
+            "give Neuron a placement there first, then migrate the choice")
 
 
 def _maps_model_by(path: Sequence[cst.CSTNode]) -> cst.Arg | None:
