@@ -306,3 +306,24 @@ def test_a_script_calling_the_projects_nccl_set_up_waits_for_it(tmp_path):
     moved = (tmp_path / "unsafe" / "train.py").read_bytes()
     assert b".cuda()" not in moved and b"nccl" not in (tmp_path / "unsafe" / "utils.py").read_bytes().replace(
         b'else "nccl"', b"")
+
+
+def test_a_state_dict_load_naming_no_cuda_is_located_where_the_project_chooses_its_host(tmp_path):
+    """A checkpoint loaded only into `load_state_dict` in a file that names no CUDA gets
+    `map_location="cpu"` where another file of the project chooses among hosts (a CUDA GPU among
+    them saved it); a whole pickled object there has no finding, and a project that chooses no
+    host is left alone."""
+    loader = (b"import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
+              b"    return torch.load(path + '.extra')\n")
+    (tmp_path / "chooses").mkdir()
+    (tmp_path / "chooses" / "run.py").write_bytes(
+        b"import torch\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
+    (tmp_path / "chooses" / "restore.py").write_bytes(loader)
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "restore.py").write_bytes(loader)
+    report = neuronize("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path / "chooses").stdout.decode()
+    assert report.count("NRN108") == 1 and "restore.py:5:" in report
+    for project in ("chooses", "alone"):
+        neuronize("fix", "--no-cache", "-q", ".", cwd=tmp_path / project)
+    assert b"model.load_state_dict(torch.load(path, map_location='cpu'))" in (tmp_path / "chooses" / "restore.py").read_bytes()
+    assert (tmp_path / "alone" / "restore.py").read_bytes() == loader

@@ -22,7 +22,9 @@ class CheckpointLoadDevice(Transform):
         Adds `map_location="cpu"`. Where everything loaded goes into `load_state_dict(...)`
         (`model.load_state_dict(torch.load(path))`, or a checkpoint variable whose every read
         is an argument of one, `ckpt["model"]` included), the fix is safe; elsewhere it is
-        proposed as unsafe.
+        proposed as unsafe. A file that names no CUDA gets the safe fix where another file of
+        the project chooses among hosts (its checkpoints are saved where the program ran, a
+        CUDA GPU among them), and nothing else.
 
     Why on TorchNeuron:
         `torch.load` puts each tensor back on the device it was saved from, and raises when that
@@ -54,7 +56,7 @@ class CheckpointLoadDevice(Transform):
     evidence = Evidence.DOC
     section = "device"
     references = ("https://docs.pytorch.org/docs/stable/generated/torch.load.html",)
-    tokens = (b"cuda",)
+    tokens = (b"cuda", b"torch.load")
     targets = per_target.ALL
     examples = (
         Example('import torch\nmodel.load_state_dict(torch.load("model.pt"))\nmodel.cuda()\n',
@@ -79,6 +81,8 @@ class CheckpointLoadDevice(Transform):
         if sum(a.keyword is None and not a.star for a in node.args) != 1:
             return  # `torch.load(f, "cpu")`: the location is the second positional argument
         state_only = _into_load_state_dict(list(self.ctx.stack)) or _stored_state(self.ctx, node)
+        if b"cuda" not in self.ctx.source and not (state_only and self.ctx.options.project_checks_host):
+            return  # a file that names no CUDA, in a project that chooses no host: nothing says CUDA saved it
         self.fix(node, with_keyword(node, "map_location", make_string("cpu")),
                  '`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
                  "CUDA, Trainium's" + (", and `load_state_dict` copies it onto the model's device" if state_only
