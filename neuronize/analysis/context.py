@@ -18,7 +18,7 @@ import libcst as cst
 
 from neuronize.analysis.roles import FileRoles, Role
 #: ``dotted_name`` is also imported from here by rules (its home is neuronize.analysis.syntax)
-from neuronize.analysis.syntax import dotted_name, ends_early, imported_names, scoped_statements
+from neuronize.analysis.syntax import dotted_name, ends_early, imported_names, is_star_import, scoped_statements
 from neuronize.analysis.walk import children, iter_syntax
 #: ``Options`` is also imported from here by tests (its home is neuronize.types)
 from neuronize.types import Options
@@ -104,7 +104,7 @@ def collect_imports(module: cst.Module, inherited: ImportTable | None = None) ->
             for small in stmt.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     table.add(small, top_level=not functions)
-                    starred |= isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)
+                    starred |= is_star_import(small)
     if starred and "torch" not in table._names and _reads_torch(module):
         # `from .utils import *` re-exports the `import torch` of that module: a file that binds
         # `torch` nowhere else and uses it gets it there

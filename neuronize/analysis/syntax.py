@@ -301,7 +301,7 @@ def _bound_after_defaults(block: Sequence[cst.BaseStatement], name: str) -> int:
     defaults = 0
     for statement in block:
         if (bound := assigned_value(statement)) is not None and bound[0] == name:
-            if not is_constant_off(bound[1]):
+            if not is_false_or_none(bound[1]):
                 return defaults + 1
             defaults += 1
         elif isinstance(statement, cst.Try) and isinstance(statement.body, cst.IndentedBlock) \
@@ -310,15 +310,20 @@ def _bound_after_defaults(block: Sequence[cst.BaseStatement], name: str) -> int:
     return 0
 
 
-def is_constant_off(value: cst.BaseExpression) -> bool:
+def is_false_or_none(node: cst.BaseExpression) -> bool:
     """``False`` or ``None``."""
-    return isinstance(value, cst.Name) and value.value in ("False", "None")
+    return isinstance(node, cst.Name) and node.value in ("False", "None")
+
+
+def is_star_import(node: cst.CSTNode) -> bool:
+    """``from module import *``."""
+    return isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)
 
 
 def _constant_binding(block: cst.BaseSuite, name: str) -> bool:
     lines = block.body if isinstance(block, cst.IndentedBlock) else ()
     return len(lines) == 1 and (bound := assigned_value(lines[0])) is not None and bound[0] == name \
-        and is_constant_off(bound[1])
+        and is_false_or_none(bound[1])
 
 
 def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.FunctionDef, ...] = ()

@@ -64,7 +64,7 @@ from neuronize.analysis.import_safety import (
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
-    binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_constant_off, is_script, one_line,
+    binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_false_or_none, is_script, one_line,
     stored_once,
 )
 from neuronize.decision.suppressions import Suppression, unknown_codes
@@ -615,7 +615,7 @@ def _is_off(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call):
         loads = [a for a in value.args if a.keyword is not None and a.keyword.value.startswith("load_in_")]
         return bool(loads) and all(_is_off(a.value) for a in loads)
-    return is_constant_off(value)
+    return is_false_or_none(value)
 
 
 def top_level_pin(located: Located[R], parents: Parents) -> str | None:

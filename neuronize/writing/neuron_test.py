@@ -36,7 +36,7 @@ import libcst as cst
 
 from neuronize.analysis.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_neuron_test, neuron_tests
 from neuronize.analysis.subtrees import code as _code, free_name, replaced
-from neuronize.analysis.syntax import imported_names, one_line
+from neuronize.analysis.syntax import imported_names, is_star_import, one_line
 from neuronize.analysis.walk import iter_syntax, walk
 from neuronize.sources.notebook import MAGIC_PLACEHOLDER
 
@@ -71,7 +71,7 @@ def _imported_at_top(module: cst.Module, name: str) -> bool:
     a function or class); or a star import there, which the run read as binding it
     (:func:`neuronize.analysis.context.collect_imports`)."""
     return any(isinstance(node, cst.Import) and any(imported.local == name for imported in imported_names(node))
-               or isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)
+               or is_star_import(node)
                for stmt in module.body if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
                for node in iter_syntax(stmt))
 
@@ -102,8 +102,7 @@ def _opening(module: cst.Module, name: str) -> int:
     plain = _lines_with(module, lambda small: isinstance(small, cst.Import) and any(
         imported.local == name for imported in imported_names(small)))
     # where only star imports bind it (`from .utils import *`), the run read it as bound by them
-    binding = plain or _lines_with(module, lambda small: isinstance(small, cst.ImportFrom)
-                                   and isinstance(small.names, cst.ImportStar))
+    binding = plain or _lines_with(module, is_star_import)
     later = next((i for i in binding if i >= opening), None)
     return opening if later is None else _imports_from(module, later)
 

@@ -9,7 +9,7 @@ import re
 
 import libcst as cst
 
-from neuronize.analysis.syntax import dotted_name
+from neuronize.analysis.syntax import dotted_name, is_false_or_none
 from neuronize.analysis.walk import iter_syntax
 
 CUDA_INDEXED = re.compile(r"^cuda:(\d+)$")
@@ -97,10 +97,6 @@ def is_true(node: cst.BaseExpression) -> bool:
 
 def is_false(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
-
-
-def is_false_or_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("False", "None")
 
 
 def switches_off(node: cst.BaseExpression) -> bool:

@@ -9,7 +9,8 @@ from neuronize.transform import Evidence, ImportRequest, Example, Safety, Transf
 from neuronize.transforms._helpers.calls import keyword, with_keyword, without_args
 from neuronize.writing.device_name import chooses_neuron
 from neuronize.transforms._helpers.hf import training_arguments_class
-from neuronize.transforms._helpers.literals import is_false_or_none, is_true, string_value
+from neuronize.analysis.syntax import is_false_or_none
+from neuronize.transforms._helpers.literals import is_true, string_value
 
 # Dynamo backends that run anywhere (debugging aids): left alone.
 _PORTABLE = ("neuron", "eager", "aot_eager", "aot_eager_decomp_partition")

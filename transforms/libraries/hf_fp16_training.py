@@ -8,7 +8,8 @@ from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword, without_args
 from neuronize.transforms._helpers.hf import deepspeed_fp16_section, training_arguments_class
-from neuronize.transforms._helpers.literals import is_false_or_none, is_true, string_value
+from neuronize.analysis.syntax import is_false_or_none
+from neuronize.transforms._helpers.literals import is_true, string_value
 
 _PAIRS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
 _BACKENDS = ("half_precision_backend", "fp16_backend")
