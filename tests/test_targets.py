@@ -72,6 +72,9 @@ from neuronize.registry import all_rules
 PIPELINE = Path(__file__).resolve().parent.parent / "fixtures" / "pipeline"
 #: scripts whose edits differ between targets by design, with why
 TARGET_SPECIFIC = {
+    # an assert before a device choice made by a stored flag widens on neuron only, where that
+    # choice gains Neuron in front (see flag_feeds_device_choice); the other targets keep both
+    "asserted_request_then_choice": "a flag's device choice and its assert gain Neuron on neuron only",
     # a device chosen by a flag stored from the CUDA check gains Neuron in front on neuron only; the
     # other targets rewrite the check itself, which the flag hides
     "flag_feeds_device_choice": "a flag's device choice gains Neuron on neuron only",

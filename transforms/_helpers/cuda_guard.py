@@ -53,6 +53,8 @@ TRANSPARENT_CALLS = frozenset({
     "manual_seed", "manual_seed_all", "seed", "Generator", "set_device", "synchronize",
     "empty_cache", "device_count", "current_device", "get_device", "is_available", "append", "update",
     "RuntimeError", "ValueError", "SystemExit", "exit",
+    # text handling: a device string parsed or reported (`device.strip().split(",")`)
+    "strip", "lstrip", "rstrip", "split", "join",
 })
 
 #: the transparent calls that are device work: code making one is explained by it

@@ -289,7 +289,13 @@ def _links(head: cst.If) -> Iterator[cst.If]:
 def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
     """``x == "cuda"``, ``x.type == "cpu"``, ``x in ("cuda", "mps")``, ``x.startswith("cuda")``,
     ``"cuda" in x`` (a device string holding the type), or several of them on one ``x`` joined by
-    ``or``: the compared expression's source and the device types it is compared with."""
+    ``or``: the compared expression's source and the device types it is compared with. A setting
+    of the user's joined by ``and`` (``args.use_gpu and args.gpu_type == "cuda"``) qualifies the
+    comparison, which a Neuron copy keeps."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and not test.lpar:
+        compared = [found for side in (test.left, test.right) if (found := _compared(side)) is not None]
+        qualifier = test.left if compared and _compared(test.right) is not None else test.right
+        return compared[0] if len(compared) == 1 and _is_setting(qualifier) else None
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         left, right = _compared(test.left), _compared(test.right)
         if left is None or right is None or left[0] != right[0]:
@@ -312,6 +318,14 @@ def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
             and len(test.args) == 1 and string_value(test.args[0].value) is not None):
         return _source(test.func.value), [str(string_value(test.args[0].value)).split(":")[0]]
     return None
+
+
+def _is_setting(test: cst.BaseExpression) -> bool:
+    """``args.use_gpu``, ``not self.no_accel``: a setting read as it is, naming no CUDA of its own."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    name = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+    return name is not None and "cuda" not in name.lower()
 
 
 def _source(node: cst.CSTNode) -> str:
@@ -389,6 +403,14 @@ def _add_neuron_sibling(ctx: FileContext, dispatch: Dispatch, links: Sequence[cs
             dispatch.imports, dispatch.drops_index, dispatch.blocked = tuple(copier.imports), copier.dropped_index, ""
             return
         dispatch.blocked = dispatch.blocked or f"its CUDA branch {why}"
+    chosen = _chain_choice(dispatch.cuda, links)
+    if chosen is not None:  # every branch sets one variable to a device: Neuron's sets it alone
+        copier = _ToNeuron(ctx)
+        line = cst.SimpleStatementLine(body=[chosen.visit(copier)])  # type: ignore[list-item]
+        if not _blocked(ctx, line):
+            body = cst.IndentedBlock(body=[line])
+            dispatch.neuron, dispatch.model = cst.If(test=test, body=body, leading_lines=()), dispatch.cuda  # type: ignore[arg-type]
+            dispatch.imports, dispatch.drops_index, dispatch.blocked = tuple(copier.imports), copier.dropped_index, ""
 
 
 def _names_only(link: cst.If, device: str) -> bool:
@@ -988,7 +1010,7 @@ def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
         for line in reversed(lines):
             small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-                value = string_value(small.value)
+                value = string_value(_device_string(small.value))
                 kind = value.split(":")[0] if value is not None else None
                 if (kind == "cuda" or _cuda_value(small.value)) if cuda_side else kind in OTHER_DEVICES:
                     return small
@@ -1163,10 +1185,15 @@ def _assigns_cuda(body: cst.BaseSuite) -> bool:
     return found
 
 
-def _cuda_value(node: cst.BaseExpression) -> bool:
+def _device_string(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The device string of ``torch.device("mps")``; any other ``node`` as it is."""
     if isinstance(node, cst.Call) and node.args and target_name(node.func) == "device":
-        node = node.args[0].value
-    return cuda_literal(node) is not None
+        return node.args[0].value
+    return node
+
+
+def _cuda_value(node: cst.BaseExpression) -> bool:
+    return cuda_literal(_device_string(node)) is not None
 
 
 def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()

@@ -21,6 +21,7 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.syntax import imported_names, is_main_test, module_matches  # noqa: F401 - module_matches is re-exported for the rules
+from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
 from neuronize.transforms._helpers.messages import short
 
@@ -206,6 +207,39 @@ def _suppresses_import_error(ctx: FileContext, node: cst.With) -> bool:
     return False
 
 
+def _fallback_names(handler: cst.ExceptHandler) -> tuple[frozenset[str], frozenset[str]]:
+    """The names an ``except ImportError:`` fallback sets (``HAVE_FLASH = False``), and those of
+    them it sets to None (``flash_attn_func = None``)."""
+    assigned = [(target.target.value, small.value) for line in getattr(handler.body, "body", ())
+                if isinstance(line, cst.SimpleStatementLine) for small in line.body if isinstance(small, cst.Assign)
+                for target in small.targets if isinstance(target.target, cst.Name)]
+    return (frozenset(name for name, _ in assigned),
+            frozenset(name for name, value in assigned if isinstance(value, cst.Name) and value.value == "None"))
+
+
+_TESTS = (cst.If, cst.IfExp, cst.While, cst.Assert, cst.BooleanOperation)
+
+
+def _called_unchecked(module: cst.Module, handler: cst.ExceptHandler) -> str | None:
+    """A name ``handler`` sets to None, called in a function that tests none of the names it sets
+    (``if HAVE_FLASH:``, ``x if flash_attn_func else y``): a path that needs the import; else None."""
+    tested, nulled = _fallback_names(handler)
+    if not nulled:
+        return None
+    for function in iter_syntax(module):
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        nodes = list(iter_syntax(function.body))
+        if any(isinstance(n, cst.Name) and n.value in tested for test in nodes if isinstance(test, _TESTS)
+               for n in iter_syntax(test.left if isinstance(test, cst.BooleanOperation) else test.test)):
+            continue
+        called = next((n.func.value for n in nodes if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)
+                       and n.func.value in nulled), None)
+        if called is not None:
+            return called
+    return None
+
+
 def classify_import(ctx: FileContext) -> Dependency:
     """HARD or OPTIONAL, for the node being visited (an import statement, or a dynamic import call).
 
@@ -221,7 +255,11 @@ def classify_import(ctx: FileContext) -> Dependency:
                 kind = catching[0].type
                 clause = f"try/except {short(kind, 50, tight=True)}" if kind is not None else "try/except"
                 where = "inside" if child is anc.body else "in the `else` of"
-                return Dependency(False, f"{where} `{clause}`")
+                called = _called_unchecked(ctx.module, catching[0])
+                # optional to import, not to run: a path calls what the fallback left None
+                needed = (f", but a path needs it: the fallback sets `{called}` to None and `{called}(...)` is "
+                          "called with no test that the import worked") if called is not None else ""
+                return Dependency(False, f"{where} `{clause}`{needed}")
         elif isinstance(anc, cst.ExceptHandler):
             return Dependency(False, "in an `except` fallback")
         elif isinstance(anc, cst.If) and not is_main_test(anc.test):

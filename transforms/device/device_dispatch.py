@@ -34,8 +34,12 @@ class DeviceDispatch(Transform):
         cannot); in a chain whose every branch sets one variable
         to a device, the Neuron branch sets that variable only. A dispatch over a device value
         (`if device == "cpu": ... elif device == "cuda": ... elif device == "mps": ... else:
-        raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`) gets `elif
-        device == "neuron": ...` after its CUDA branch, modelled on it: CUDA device strings become
+        raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`, each perhaps
+        joined by `and` to a setting of the user's, `args.use_gpu and args.gpu_type == "cuda"`,
+        which the Neuron test keeps) gets `elif device == "neuron": ...` after its CUDA branch,
+        modelled on it (where the CUDA branch does more that stays CUDA's, such as setting
+        `CUDA_VISIBLE_DEVICES`, and every branch sets one variable to a device, the Neuron branch
+        sets that variable alone): CUDA device strings become
         `"neuron"` and a half dtype (`torch.float16`) becomes `torch.bfloat16`. A table keyed by
         device type (`{"cuda": torch.float16, "cpu": torch.float32}`) gets a `"neuron"` entry
         after CUDA's, modelled on it the same way; so does a class whose members are device rows

@@ -12,7 +12,7 @@ from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
 
 from neuronize.transforms._helpers.names import last_name, qualified_expr
-from neuronize.transforms._helpers.nodes import assigned_names, enclosing_body, parenthesized
+from neuronize.transforms._helpers.nodes import assigned_names, enclosing_body, following_statements, parenthesized
 from neuronize.transforms._helpers.cuda_guard import (
     Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan, switched_flags,
 )
@@ -126,7 +126,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
         extended check is safe where the guarded code is device-agnostic after the migration
         (seeding, synchronisation, cache control, logging, a device chosen elsewhere); unsafe
         where it calls code the rule cannot judge on Neuron, after an `assert`, where the result
-        is stored in a flag, returned or passed on. A check that stops the program where CUDA
+        is stored in a flag, returned or passed on. An `assert` in one branch of a device helper
+        (`elif device: assert torch.cuda.is_available()`) whose function then chooses the device
+        with a choice that gains a Neuron arm (`torch.device("cuda:0" if cuda else "cpu")`) is
+        widened safely: Neuron passes it to that arm, every other host meets it as before. A check that stops the program where CUDA
         is missing (`if not torch.cuda.is_available(): raise ...` in `main()` or at the module
         level) holds every device edit of its file: they are made with its widening (unsafe), or
         wait, since no code of the program reaches Neuron before it. A Neuron arm is safe. The
@@ -281,11 +284,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.report(ref.outer, kept, evidence=Evidence.INF, pins=verdict.pins)
             return
         if ref.fn == "device_count":
-            detail = "counts visible NeuronCores (1 per process under torchrun)"
-            if flag:
-                detail += f"; check what {flag} decides"
-            elif verdict.opaque:
-                detail += f"; check what it decides ({verdict.opaque})"
+            detail = "counts visible NeuronCores (1 per process under torchrun)" + (
+                f"; check what {flag} decides" if flag else f"; check what it decides ({verdict.opaque})"
+                if verdict.opaque else "")
             self.rewrite(ref, target, f"{head}: {detail}", safety=Safety.UNSAFE, evidence=Evidence.SRC)
             return
         if flag:
@@ -295,8 +296,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
         elif verdict.opaque is not None:
             self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
                          safety=Safety.UNSAFE, evidence=Evidence.INF, pins=_widened_pins(kind, verdict))
-        else:
-            self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
+        else:  # an assert's pins are made with it (see _choice_follows)
+            self.rewrite(ref, target, f"{head}: {_SAFE_WHY[kind is Context.ASSERT]}",
+                         pins=verdict.pins if kind is Context.ASSERT else None)
 
 
 def _feeds_choices(ctx: FileContext, stored: cst.CSTNode) -> bool:
@@ -513,10 +515,11 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
     if kind is Context.ASSERT:
         program = not any(isinstance(anc, (cst.FunctionDef, cst.Lambda)) for anc in ctx.ancestors())
         verdict = scan(ctx, guarded_after(ctx, where), rest_of_program=program)  # type: ignore[arg-type]
-        verdict.opaque = verdict.opaque or "the code after the assert"
         # kept, an assert in the body of its function (or at the module level: the whole program)
         # stops Neuron before any device edit there could run: they wait for it
         opens_body = isinstance(enclosing_body(list(ctx.ancestors()))[1], cst.SimpleStatementLine)
+        if opens_body or verdict.opaque or verdict.marker or not _choice_follows(ctx):
+            verdict.opaque = verdict.opaque or "the code after the assert"
         verdict.pins = verdict.pins or (ASSERTED_CUDA if opens_body else BRANCH_ASSERT)  # a branch: its block waits
         return verdict, ""
     if kind is Context.OTHER and isinstance(where, cst.For):  # a loop over the devices counted
@@ -526,6 +529,29 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
         verdict.marker = verdict.marker or (f"`{entered}`, kept for CUDA" if entered else None)
         return verdict, ""
     return Verdict(opaque="the value is used elsewhere"), ""
+
+
+#: why a widened check is safe: the code it guards is device-agnostic; an assert's function chooses
+#: the device after it, Neuron first
+_SAFE_WHY = {
+    False: "the guarded code is device-agnostic once migrated",
+    True: "the function then chooses the device, Neuron first; every other host meets the assert as before",
+}
+
+
+def _choice_follows(ctx: FileContext) -> bool:
+    """The assert checks the device a branch was asked for (``elif device: assert
+    torch.cuda.is_available()``), and its function then chooses the device with a choice that
+    gains a Neuron arm (``torch.device("cuda:0" if cuda else "cpu")``): widened, the assert lets
+    Neuron through to that arm, and every other host meets the assert it met before."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+            return False
+        rest = following_statements(ctx, anc) if isinstance(anc, cst.If) else []
+        if rest:
+            return any(isinstance(node, cst.IfExp) and idiom_branch(ctx, node) is not None
+                       for stmt in rest for node in iter_syntax(stmt))
+    return False
 
 
 def _widened_pins(kind: Context, verdict: Verdict) -> str | None:

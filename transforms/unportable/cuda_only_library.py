@@ -111,7 +111,9 @@ class CudaOnlyLibrary(Transform):
         Each finding names the package, says whether it is a HARD dependency (top-level,
         unguarded import) or OPTIONAL (inside `try/except ImportError`, under an `if` guard such
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
-        replacement. Also reports `BitsAndBytesConfig(...)`, `load_in_8bit=` / `load_in_4bit=`
+        replacement. An OPTIONAL import whose `except ImportError:` sets a function to None that a
+        function of the file calls with no test of the fallback's names says so: that path needs
+        the package. Also reports `BitsAndBytesConfig(...)`, `load_in_8bit=` / `load_in_4bit=`
         (unless `False`), Hugging Face optimizer names that load bitsandbytes
         (`optim="paged_adamw_32bit"`, `"adamw_bnb_8bit"`, `"lion_8bit"`), and
         `attn_implementation="flash_attention_2"` /
