@@ -145,7 +145,8 @@ _OTHER_FRAMEWORKS = ("paddle", "tensorflow", "jax", "mindspore", "oneflow", "mxn
 NEURON_XLA = ("torch_neuronx", "neuronx_distributed", "libneuronxla", "optimum.neuron")
 
 #: signs that a file's torch_xla code serves TPUs (or any XLA device), not the XLA-era torch-neuronx
-_TPU = re.compile(rb"\bis_torch_xla_available\b|\bXLA_AVAILABLE\b|\btpu\b|\bTPU\b", re.IGNORECASE)
+_TPU = re.compile(rb"\bis_torch_xla_available\b|\bXLA_AVAILABLE\b|\btpu\b|\bTPU\b"
+                  rb"|\b\w*_tpu(?:_\w*)?\b|\btpu_\w+", re.IGNORECASE)  # `is_torch_tpu_available`, `tpu_cores`
 _TEST_DIRS = frozenset({"tests", "test"})
 _GATE_WORDS = ("skip", "mark", "requir", "need", "only")
 CUDA_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)

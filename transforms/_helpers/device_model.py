@@ -388,29 +388,28 @@ def _add_neuron_sibling(ctx: FileContext, dispatch: Dispatch, links: Sequence[cs
     string as ``"neuron"`` and each half dtype as bfloat16. Where that copy would still run
     CUDA-only code (``torch.cuda.*``, ``.cuda()``, a CUDA-only library, a model placed on CUDA GPUs
     by its loader), it is modelled on the MPS branch when that one names no host of its own (it
-    places on the dispatched device: ``device_map={"": device}``); otherwise there is none."""
+    places on the dispatched device: ``device_map={"": device}``), or, in a chain whose every branch
+    sets one variable to a device (:func:`_chain_choice`), on that one statement of the CUDA
+    branch; otherwise there is none."""
     consumer = rejecting_consumer(ctx)
     if consumer is not None:  # what the dispatch picks reaches a library that rejects "neuron"
         dispatch.blocked = f"this file hands its device to {consumer}"
         return
     test = _neuron_copy(dispatch.cuda.test)
-    for link in [dispatch.cuda, *(link for link in links if _names_only(link, "mps"))]:
+    models: list[tuple[cst.If, cst.BaseSuite]] = [
+        (link, link.body) for link in [dispatch.cuda, *(link for link in links if _names_only(link, "mps"))]]
+    chosen = _chain_choice(dispatch.cuda, links)
+    if chosen is not None:  # every branch sets one variable to a device: Neuron's may set it alone
+        models.append((dispatch.cuda, cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[chosen])])))
+    for link, block in models:
         copier = _ToNeuron(ctx)
-        body: cst.BaseSuite = link.body.visit(copier)  # type: ignore[assignment]
+        body: cst.BaseSuite = block.visit(copier)  # type: ignore[assignment]
         why = _blocked(ctx, body)
         if not why:
             dispatch.neuron, dispatch.model = cst.If(test=test, body=body, leading_lines=()), link  # type: ignore[arg-type]
             dispatch.imports, dispatch.drops_index, dispatch.blocked = tuple(copier.imports), copier.dropped_index, ""
             return
         dispatch.blocked = dispatch.blocked or f"its CUDA branch {why}"
-    chosen = _chain_choice(dispatch.cuda, links)
-    if chosen is not None:  # every branch sets one variable to a device: Neuron's sets it alone
-        copier = _ToNeuron(ctx)
-        line = cst.SimpleStatementLine(body=[chosen.visit(copier)])  # type: ignore[list-item]
-        if not _blocked(ctx, line):
-            body = cst.IndentedBlock(body=[line])
-            dispatch.neuron, dispatch.model = cst.If(test=test, body=body, leading_lines=()), dispatch.cuda  # type: ignore[arg-type]
-            dispatch.imports, dispatch.drops_index, dispatch.blocked = tuple(copier.imports), copier.dropped_index, ""
 
 
 def _names_only(link: cst.If, device: str) -> bool:

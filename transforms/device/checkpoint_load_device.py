@@ -24,7 +24,8 @@ class CheckpointLoadDevice(Transform):
         is an argument of one, `ckpt["model"]` included), the fix is safe; elsewhere it is
         proposed as unsafe. A file that names no CUDA gets the safe fix where another file of
         the project chooses among hosts (its checkpoints are saved where the program ran, a
-        CUDA GPU among them), and nothing else.
+        CUDA GPU among them), and nothing else. A call that spreads arguments (`torch.load(path,
+        **kw)`) is left alone: they may hold a `map_location` already.
 
     Why on TorchNeuron:
         `torch.load` puts each tensor back on the device it was saved from, and raises when that
@@ -78,8 +79,8 @@ class CheckpointLoadDevice(Transform):
     def visit_Call(self, node: cst.Call) -> None:
         if not self._loads or self.ctx.qualify(node.func) != "torch.load" or keyword(node, "map_location") is not None:
             return
-        if sum(a.keyword is None and not a.star for a in node.args) != 1:
-            return  # `torch.load(f, "cpu")`: the location is the second positional argument
+        if sum(a.keyword is None and not a.star for a in node.args) != 1 or any(a.star for a in node.args):
+            return  # `torch.load(f, "cpu")`: the location is the second positional argument; `**kw` may hold it
         state_only = _into_load_state_dict(list(self.ctx.stack)) or _stored_state(self.ctx, node)
         if b"cuda" not in self.ctx.source and not (state_only and self.ctx.options.project_checks_host):
             return  # a file that names no CUDA, in a project that chooses no host: nothing says CUDA saved it

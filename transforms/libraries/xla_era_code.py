@@ -36,8 +36,9 @@ class XlaEraCode(Transform):
         A file that imports `torch_xla` with no tie to torch-neuronx (no `torch_neuronx`,
         `neuronx_distributed`, `libneuronxla` or `optimum.neuron` import, no `NEURON_*`
         variable) and guards it as libraries serving TPUs do (`is_torch_xla_available()`,
-        `XLA_AVAILABLE`, or names TPUs) is another accelerator's code: it is left alone, with
-        at most one finding on its first top-level `torch_xla` import.
+        `XLA_AVAILABLE`, `is_torch_tpu_available()`, or names TPUs: `use_tpu`) is another
+        accelerator's code: it is left alone, with at most one finding on its first top-level
+        `torch_xla` import.
 
     Why on TorchNeuron:
         PyTorch 2.9 was the last XLA-based torch-neuronx, and Neuron 2.30 dropped PyTorch/XLA for
