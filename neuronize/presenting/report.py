@@ -65,14 +65,13 @@ def text_findings(run: RunResult, include_applied: bool = True, show_repeats: bo
 
 
 def _in_dependency_file(f: FileResult, finding: Finding) -> bool:
-    """A report-only finding of a requirements file, ``pyproject.toml``, ``setup.cfg`` or conda
-    environment: said once per rule in the text output, however many files repeat it."""
+    """A report-only finding of a requirements file, ``pyproject.toml``, ``setup.cfg``, conda
+    environment or ``cog.yaml``: said once per rule in the text output, however many files repeat it."""
     from pathlib import Path
 
-    from neuronize.sources.kinds import SourceKind, kind_by_name
+    from neuronize.sources.kinds import DEPENDENCY_KINDS, kind_by_name
 
-    dependency_kinds = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA)
-    return not finding.fixable and not finding.applied and kind_by_name(Path(f.display)) in dependency_kinds
+    return not finding.fixable and not finding.applied and kind_by_name(Path(f.display)) in DEPENDENCY_KINDS
 
 
 def _text_key(f: FileResult, finding: Finding) -> Hashable | None:

@@ -32,16 +32,20 @@ class SourceKind(_Word):
     JSON_CONFIG = "json-config"  # DeepSpeed / Accelerate JSON
     MAKEFILE = "makefile"  # Makefile, GNUmakefile, *.mk: recipes and exported variables are shell
     SETUP_CFG = "setup-cfg"  # setup.cfg: install_requires and extras_require
+    COG = "cog"  # cog.yaml (Replicate's Cog): the container's GPU, CUDA and python_packages
 
 
 #: the kinds Python rules handle unless they say otherwise
 CODE_KINDS = (SourceKind.PYTHON, SourceKind.NOTEBOOK)
+#: the kinds that hold dependency lists
+DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA,
+                    SourceKind.COG)
 
 #: the comment that starts a suppression on a line of each kind (None: the kind has no comments)
 COMMENT_PREFIX: dict[SourceKind, str | None] = {
     SourceKind.REQUIREMENTS: "#", SourceKind.PYPROJECT: "#", SourceKind.CONDA: "#", SourceKind.SHELL: "#",
     SourceKind.DOCKERFILE: "#", SourceKind.YAML_CONFIG: "#", SourceKind.JSON_CONFIG: None,
-    SourceKind.MAKEFILE: "#", SourceKind.SETUP_CFG: "#",
+    SourceKind.MAKEFILE: "#", SourceKind.SETUP_CFG: "#", SourceKind.COG: "#",
 }
 
 _REQUIREMENTS = ("requirements*.txt", "*requirements.txt", "*-requirements*.txt", "constraints*.txt",
@@ -93,6 +97,8 @@ def kind_by_name(path: Path) -> SourceKind | None:
         return SourceKind.MAKEFILE
     if lower == "setup.cfg":
         return SourceKind.SETUP_CFG
+    if lower in ("cog.yaml", "cog.yml"):
+        return SourceKind.COG
     return None
 
 
@@ -103,7 +109,8 @@ def _is_lock_file(lower: str) -> bool:
 def needs_content(path: Path) -> bool:
     """Whether the kind of ``path`` (not decided by its name) depends on its first bytes."""
     lower = path.name.lower()
-    return (lower.endswith((".yaml", ".yml", ".json")) and not _is_lock_file(lower)) or "." not in lower
+    return (lower.endswith((".yaml", ".yml", ".json")) and not _is_lock_file(lower)
+            and lower not in ("cog.yaml", "cog.yml")) or "." not in lower
 
 
 def kind_by_content(path: Path, head: bytes) -> SourceKind | None:

@@ -15,8 +15,10 @@ from neuronize.sources.lines import Line, code_part
 
 _NAME = re.compile(r"[ \t]*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)[ \t]*(?P<extras>\[[^\]]*\])?")
 _PIN = re.compile(r"===?[ \t]*(?P<version>[0-9][0-9A-Za-z.*!_-]*(?:\+(?P<local>[0-9A-Za-z.]+))?)")
-_OPTION = re.compile(r"^[ \t]*(?P<flag>--index-url|--extra-index-url|--find-links|-i|-f)(?:[ \t]*=[ \t]*|[ \t]+)"
-                     r"(?P<value>\S+)")
+_OPTION_SYNTAX = r"(?P<flag>--index-url|--extra-index-url|--find-links|-i|-f)(?:[ \t]*=[ \t]*|[ \t]+)(?P<value>\S+)"
+_OPTION = re.compile(r"^[ \t]*" + _OPTION_SYNTAX)
+#: an index option after a specifier on one line (``torch==1.11.0 --extra-index-url=URL`` in a cog.yaml)
+_TRAILING_OPTION = re.compile(r"[ \t]+" + _OPTION_SYNTAX)
 _STRING = re.compile(r"\"(?P<d>(?:[^\"\\]|\\.)*)\"|'(?P<s>[^']*)'")
 
 
@@ -217,3 +219,33 @@ def conda_items(lines: Sequence[Line]) -> Iterator[Requirement | CondaPackage]:
             continue
         name = re.split(r"[=<>!~ \[]", spec.split("::")[-1], maxsplit=1)[0]
         yield CondaPackage(index, start, start + len(spec), name.lower(), spec, channel=section == "channels")
+
+
+def cog_items(lines: Sequence[Line]) -> Iterator[Requirement | IndexOption]:
+    """The ``build: python_packages:`` list of a ``cog.yaml`` as requirements, with the index
+    options an item carries after its specifier (``"torch==1.11.0 --extra-index-url=URL"``)."""
+    in_build, list_indent = False, None  # list_indent: the indent of `python_packages:` while in it
+    for index, line in enumerate(lines):
+        code = code_part(line.text).rstrip()
+        top = _TOP_KEY.match(code)
+        if top is not None:
+            in_build, list_indent = top.group("key") == "build", None
+            continue
+        indent = len(code) - len(code.lstrip())
+        if list_indent is not None and code.strip() and indent <= list_indent and not code.lstrip().startswith("-"):
+            list_indent = None
+        if in_build and code.strip().startswith("python_packages:"):
+            list_indent = indent
+            continue
+        item = _LIST_ITEM.match(code)
+        if list_indent is None or item is None:
+            continue
+        spec, start = item.group("spec"), item.start("spec")
+        option = _TRAILING_OPTION.search(spec)
+        if option is not None:
+            yield IndexOption(index, option.group("flag"), option.group("value"), start + option.start("value"),
+                              start + option.end("value"))
+            spec = spec[:option.start()].rstrip()
+        requirement = parse_specifier(spec, index, start)
+        if requirement is not None:
+            yield requirement

@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterator
 
 from neuronize.line_rule import TextDocument
-from neuronize.sources.kinds import SourceKind
-from neuronize.sources.requirements import (Requirement, conda_items, normalise, pyproject_items, requirements_lines,
-                                            setup_cfg_items)
+from neuronize.sources.kinds import DEPENDENCY_KINDS, SourceKind  # noqa: F401 - DEPENDENCY_KINDS is re-exported for the rules
+from neuronize.sources.requirements import (Requirement, cog_items, conda_items, normalise, pyproject_items,
+                                            requirements_lines, setup_cfg_items)
 from neuronize.sources.shell import CodeLine, dockerfile_lines, makefile_lines, shell_lines
 from neuronize.analysis.cuda_packages import PACKAGES, Package, distribution_package
 
@@ -25,8 +25,6 @@ TROUBLESHOOTING_URL = f"{_DOCS}/torch/troubleshooting.html"
 CONTAINER_URL = f"{_DOCS}/containers/tutorials/build-run-neuron-container.html"
 TORCH_INDEX_URL = f"{_DOCS}/torch/index.html"
 
-#: kinds that hold dependency lists
-DEPENDENCY_KINDS = (SourceKind.REQUIREMENTS, SourceKind.PYPROJECT, SourceKind.SETUP_CFG, SourceKind.CONDA)
 #: kinds that run shell commands
 COMMAND_KINDS = (SourceKind.SHELL, SourceKind.DOCKERFILE, SourceKind.MAKEFILE)
 CONFIG_KINDS = (SourceKind.YAML_CONFIG, SourceKind.JSON_CONFIG)
@@ -106,6 +104,8 @@ def dependency_items(doc: TextDocument) -> Iterator[object]:
         return conda_items(doc.lines)
     if doc.kind is SourceKind.SETUP_CFG:
         return setup_cfg_items(doc.lines)
+    if doc.kind is SourceKind.COG:
+        return cog_items(doc.lines)
     return requirements_lines(doc.lines)
 
 
