@@ -26,6 +26,8 @@ BACKENDS = frozenset({"nccl", "gloo", "mpi", "ucc", "xccl", "hccl", "neuron"})
 #: names that hold a GPU index: `local_rank`, `rank`, `gpu`, `gpu_id`, `device_id`, `cuda_idx`...
 GPU_INDEX = re.compile(r"^(?:local_?)?rank$|^(?:local_)?gpu(?:_?(?:id|idx|index|rank))?$"
                        r"|^(?:device|dev|cuda)_?(?:id|idx|index)$", re.IGNORECASE)
+#: a list of GPU indices (``opt.gpu_ids``, ``device_ids``, ``gpus``): an item of it is one
+GPU_INDICES = re.compile(r"^(?:gpu|device|cuda)_?ids$|^gpus$", re.IGNORECASE)
 #: device-agnostic current-device selection, which takes an index
 SELECTORS = frozenset({"torch.accelerator.set_device_index", "torch.accelerator.device_index"})
 #: FSDP, whose `device_id=` is a device: an integer there is an index like `.to(local_rank)`
@@ -131,8 +133,8 @@ def validates(container: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
 
 def gpu_index(expr: cst.BaseExpression) -> bool:
     """``expr`` reads as a GPU index: a non-zero integer, a name such as ``local_rank``,
-    ``args.gpu``, ``self.gpu_id``, ``int(...)``, ``dist.get_rank()``, or arithmetic on one
-    (``rank % n``). ``0`` is not: an integer device is an index on the current accelerator, and a
+    ``args.gpu``, ``self.gpu_id``, ``int(...)``, ``dist.get_rank()``, an item of a list of GPU
+    indices (``opt.gpu_ids[0]``), or arithmetic on one (``rank % n``). ``0`` is not: an integer device is an index on the current accelerator, and a
     Neuron process's one device is index 0."""
     if isinstance(expr, cst.Integer):
         return expr.evaluated_value != 0
@@ -142,6 +144,8 @@ def gpu_index(expr: cst.BaseExpression) -> bool:
         return last_name(expr.func) in INDEX_CALLS
     if isinstance(expr, cst.BinaryOperation):
         return gpu_index(expr.left)
+    if isinstance(expr, cst.Subscript):
+        return bool(GPU_INDICES.match(last_name(expr.value) or ""))
     return False
 
 
