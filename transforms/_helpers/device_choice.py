@@ -382,9 +382,10 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     torch.cuda.is_available()``, in the test or in the flag it reads) still apply to Neuron.
     ``available``: the target's test."""
     flagged = flag_check(ctx, node) if side == "body" else None
-    neuron_test = replace_is_available(ctx, node.test, available) \
+    neuron_test = without_cuda_probes(ctx, replace_is_available(ctx, node.test, available)) \
         if side == "body" and only_and(node.test) and has_is_available(ctx, node.test) \
-        else replace_is_available(ctx, flagged[1], available) if flagged is not None else available
+        else without_cuda_probes(ctx, replace_is_available(ctx, flagged[1], available)) if flagged is not None \
+        else available
     # a choice its author spread one part a line (`"cuda"` / `if ...` / `else ...`) gets its Neuron
     # arm laid out the same way, in front
     spread = node.whitespace_before_if if isinstance(node.whitespace_before_if, cst.ParenthesizedWhitespace) \
@@ -392,6 +393,29 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     layout = {"whitespace_before_if": spread, "whitespace_before_else": spread} if spread is not None else {}
     return cst.IfExp(test=neuron_test, body=branch.with_changes(lpar=(), rpar=()),
                      orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar, **layout)
+
+
+#: what a condition asks of the CUDA stack (``torch.backends.cudnn.is_available()``,
+#: ``torch.cuda.device_count() > 0``): False on Neuron, whose branch asks for Neuron instead
+_CUDA_PROBES = ("torch.cuda", "torch.backends.cudnn", "torch.backends.cuda", "torch.version.cuda")
+
+
+def without_cuda_probes(ctx: FileContext, test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test``, a Neuron branch's ``and`` of conditions, without those that ask CUDA (a cuDNN
+    check, a CUDA device count): kept, they would keep Neuron out of its own branch. The user's
+    settings (``args.gpu``) stay."""
+    def kept(node: cst.BaseExpression) -> cst.BaseExpression | None:
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+            left, right = kept(node.left), kept(node.right)
+            if left is None or right is None:
+                return left or right
+            return node if left is node.left and right is node.right else node.with_changes(left=left, right=right)
+        nodes = list(iter_syntax(node))
+        parts = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}  # `x.is_available`'s name is no variable
+        asks = any(isinstance(n, (cst.Name, cst.Attribute)) and id(n) not in parts
+                   and (ctx.qualify(n) or "").startswith(_CUDA_PROBES) for n in nodes)
+        return None if asks else node
+    return kept(test) or test
 
 
 def available_side(ctx: FileContext, node: cst.IfExp | cst.If) -> str | None:

@@ -962,12 +962,13 @@ def _neuron_test(ctx: FileContext, test: cst.BaseExpression) -> tuple[cst.BaseEx
     """The test of the Neuron branch in front of a detection asking ``test``: "the accelerator is
     Neuron", in place of ``torch.cuda.is_available()`` among conditions joined by ``and``; None
     when ``test`` is no such check or another of its conditions asks CUDA."""
-    from neuronize.transforms._helpers.device_choice import available_polarities, only_and, replace_is_available
+    from neuronize.transforms._helpers.device_choice import (
+        available_polarities, only_and, replace_is_available, without_cuda_probes)
 
     if not is_cuda_available_call(ctx, test) and (available_polarities(ctx, test) != {False} or not only_and(test)):
         return None
     present, imports = per_target.neuron_present(ctx)
-    replaced = replace_is_available(ctx, test, present)
+    replaced = without_cuda_probes(ctx, replace_is_available(ctx, test, present))
     hidden: cst.CSTNode = replaced.visit(_SettingsHidden(ctx))  # type: ignore[assignment]
     return None if cuda_left(hidden) else (replaced, imports)
 

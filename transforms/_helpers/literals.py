@@ -154,7 +154,7 @@ def cuda_literal(node: cst.CSTNode) -> Kind | None:
         left = string_value(node.left)
         if isinstance(node.operator, cst.Modulo) and left in ("cuda:%d", "cuda:%s", "cuda:%i"):
             return Kind.DYNAMIC
-        if isinstance(node.operator, cst.Add) and left == "cuda:":
+        if isinstance(node.operator, cst.Add) and left in ("cuda:", "cuda"):  # "cuda" + suffix: ":0" or ""
             return Kind.DYNAMIC
     return None
 
