@@ -395,15 +395,17 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
                      orelse=node.with_changes(lpar=(), rpar=()), lpar=node.lpar, rpar=node.rpar, **layout)
 
 
-#: what a condition asks of the CUDA stack (``torch.backends.cudnn.is_available()``,
-#: ``torch.cuda.device_count() > 0``): False on Neuron, whose branch asks for Neuron instead
-_CUDA_PROBES = ("torch.cuda", "torch.backends.cudnn", "torch.backends.cuda", "torch.version.cuda")
+#: what a condition asks of the CUDA stack's presence beside the availability check (cuDNN there,
+#: some CUDA device counted): False on Neuron, whose branch asks for Neuron instead
+_CUDA_PRESENCE = frozenset({"torch.backends.cudnn.is_available", "torch.backends.cudnn.enabled",
+                            "torch.cuda.device_count"})
 
 
 def without_cuda_probes(ctx: FileContext, test: cst.BaseExpression) -> cst.BaseExpression:
-    """``test``, a Neuron branch's ``and`` of conditions, without those that ask CUDA (a cuDNN
-    check, a CUDA device count): kept, they would keep Neuron out of its own branch. The user's
-    settings (``args.gpu``) stay."""
+    """``test``, a Neuron branch's ``and`` of conditions, without those that ask whether the CUDA
+    stack is there (a cuDNN check, a count of CUDA devices): kept, they would keep Neuron out of
+    its own branch. The user's settings (``args.gpu``) and other questions about CUDA's state
+    (``torch.cuda.is_initialized()``) stay."""
     def kept(node: cst.BaseExpression) -> cst.BaseExpression | None:
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
             left, right = kept(node.left), kept(node.right)
@@ -413,7 +415,7 @@ def without_cuda_probes(ctx: FileContext, test: cst.BaseExpression) -> cst.BaseE
         nodes = list(iter_syntax(node))
         parts = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}  # `x.is_available`'s name is no variable
         asks = any(isinstance(n, (cst.Name, cst.Attribute)) and id(n) not in parts
-                   and (ctx.qualify(n) or "").startswith(_CUDA_PROBES) for n in nodes)
+                   and ctx.qualify(n) in _CUDA_PRESENCE for n in nodes)
         return None if asks else node
     return kept(test) or test
 

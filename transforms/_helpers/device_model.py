@@ -960,17 +960,32 @@ def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = (),
 
 def _neuron_test(ctx: FileContext, test: cst.BaseExpression) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]] | None:
     """The test of the Neuron branch in front of a detection asking ``test``: "the accelerator is
-    Neuron", in place of ``torch.cuda.is_available()`` among conditions joined by ``and``; None
-    when ``test`` is no such check or another of its conditions asks CUDA."""
+    Neuron", in place of ``torch.cuda.is_available()`` (or a count of CUDA devices read as one:
+    ``torch.cuda.device_count() > 0``) among conditions joined by ``and``; None when ``test`` is no
+    such check or another of its conditions asks CUDA."""
     from neuronize.transforms._helpers.device_choice import (
         available_polarities, only_and, replace_is_available, without_cuda_probes)
 
+    test = _count_as_check(ctx, test)
     if not is_cuda_available_call(ctx, test) and (available_polarities(ctx, test) != {False} or not only_and(test)):
         return None
     present, imports = per_target.neuron_present(ctx)
     replaced = without_cuda_probes(ctx, replace_is_available(ctx, test, present))
     hidden: cst.CSTNode = replaced.visit(_SettingsHidden(ctx))  # type: ignore[assignment]
     return None if cuda_left(hidden) else (replaced, imports)
+
+
+def _count_as_check(ctx: FileContext, test: cst.BaseExpression) -> cst.BaseExpression:
+    """``test`` with each condition that some CUDA device is there (``torch.cuda.device_count()``
+    as a truth value, ``> 0``, ``>= 1``, ``!= 0``), among conditions joined by ``and``, read as
+    the availability check it is (``torch.cuda.is_available()``, spelled as the count was)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        left, right = _count_as_check(ctx, test.left), _count_as_check(ctx, test.right)
+        return test if left is test.left and right is test.right else test.with_changes(left=left, right=right)
+    call = test.left if isinstance(test, cst.Comparison) else test
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and _count_test(ctx, test, ()) is True:
+        return cst.Call(func=call.func.with_changes(attr=cst.Name("is_available")))
+    return test
 
 
 class _SettingsHidden(cst.CSTTransformer):

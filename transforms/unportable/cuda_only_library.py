@@ -24,7 +24,13 @@ APEX_ADVICE = (
      "use `torch.nn.parallel.DistributedDataParallel` / `nn.SyncBatchNorm`"),
 )
 
-BNB_CONFIG_SUFFIX = "BitsAndBytesConfig"
+#: Hugging Face quantization configs whose kernels have no Neuron build, and what runs them
+QUANTIZATION_CONFIGS = {
+    "BitsAndBytesConfig": "bitsandbytes quantization runs CUDA kernels only",
+    "GPTQConfig": "GPTQ quantization runs GPTQModel / auto-gptq kernels (ExLlama, Marlin: CUDA; the CPU's a slow "
+                  "fallback), none of them for Neuron",
+    "AwqConfig": "AWQ quantization runs AutoAWQ's CUDA kernels",
+}
 #: the edit group of the placements beside a model quantized on CUDA-only kernels (policy step 7):
 #: the model stays on CUDA's quantized kernels, so inputs moved to Neuron would meet it nowhere
 QUANTIZED_ON_CUDA = "devices beside a model quantized by CUDA-only kernels"
@@ -113,8 +119,8 @@ class CudaOnlyLibrary(Transform):
         as `if is_flash_attn_available():`, or imported lazily inside a function), and gives the
         replacement. An OPTIONAL import whose `except ImportError:` sets a function to None that a
         function of the file calls with no test of the fallback's names says so: that path needs
-        the package. Also reports `BitsAndBytesConfig(...)`, `load_in_8bit=` / `load_in_4bit=`
-        (unless `False`), Hugging Face optimizer names that load bitsandbytes
+        the package. Also reports `BitsAndBytesConfig(...)`, `GPTQConfig(...)`, `AwqConfig(...)`,
+        `load_in_8bit=` / `load_in_4bit=` (unless `False`), Hugging Face optimizer names that load bitsandbytes
         (`optim="paged_adamw_32bit"`, `"adamw_bnb_8bit"`, `"lion_8bit"`), and
         `attn_implementation="flash_attention_2"` /
         `use_flash_attention_2=True` in calls, and switches to FlashAttention kernels:
@@ -165,7 +171,7 @@ class CudaOnlyLibrary(Transform):
         b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"cuml", b"cudf", b"pycuda", b"numba", b"torchao",
         b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllama", b"sglang", b"lightllm", b"varlen",
         b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit",
-        b"BitsAndBytesConfig", b"optim=",
+        b"BitsAndBytesConfig", b"GPTQConfig", b"AwqConfig", b"optim=",
         b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
         b"fbgemm_gpu", b"sgl_kernel", b"cutlass", b"_symmetric_memory", b"_cuda", b"attention_backend",
     )
@@ -246,10 +252,11 @@ class CudaOnlyLibrary(Transform):
                         "CUDA-only libraries; on Neuron keep the native backend "
                         f"(`F.scaled_dot_product_attention`)", evidence=Evidence.THIRD_PARTY)
             return
-        if qualified is not None and qualified.rsplit(".", 1)[-1] == BNB_CONFIG_SUFFIX:
+        config = qualified.rsplit(".", 1)[-1] if qualified is not None else ""
+        if config in QUANTIZATION_CONFIGS:
             self.report(
                 node,
-                "`BitsAndBytesConfig(...)`: bitsandbytes quantization runs CUDA kernels only; "
+                f"`{config}(...)`: {QUANTIZATION_CONFIGS[config]}; "
                 "load the model in bf16 (`torch_dtype=torch.bfloat16`) instead",
                 evidence=Evidence.INF, pins=pins_outside_cuda_code(self.ctx, QUANTIZED_ON_CUDA),
             )
