@@ -315,6 +315,21 @@ def is_false_or_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value in ("False", "None")
 
 
+def is_stub(function: cst.FunctionDef) -> bool:
+    """``function`` is an abstract method (``@abstractmethod``), or its body (past a docstring) is
+    ``...`` or ``raise NotImplementedError``: an interface, whose defaults serve no call."""
+    if any((dotted_name(d.decorator) or "").endswith("abstractmethod") for d in function.decorators):
+        return True
+    body = function.body
+    lines = [line for line in (body.body if isinstance(body, cst.IndentedBlock) else [body]) if not is_docstring(line)]
+    small = lines[0].body[0] if len(lines) == 1 and isinstance(lines[0], (cst.SimpleStatementLine,
+                                                                       cst.SimpleStatementSuite)) \
+        and len(lines[0].body) == 1 else None
+    return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis)) or (
+        isinstance(small, cst.Raise) and small.exc is not None
+        and (dotted_name(getattr(small.exc, "func", small.exc)) or "").endswith("NotImplementedError"))
+
+
 def is_star_import(node: cst.CSTNode) -> bool:
     """``from module import *``."""
     return isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)

@@ -11,7 +11,7 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.syntax import (
-    assigned_attribute, assigned_value, binding_scope, iter_statements, scope_statements, stored_once)
+    assigned_attribute, assigned_value, binding_scope, is_stub, iter_statements, scope_statements, stored_once)
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
@@ -716,6 +716,13 @@ CUDA_PLUMBING = {
     "torchvision.io.decode_jpeg": "nvJPEG decoding, made on a CUDA device only",
     "torchvision.io.encode_jpeg": "nvJPEG encoding, made on a CUDA device only",
 }
+
+
+def in_stub(ctx: FileContext) -> bool:
+    """The node being visited is a parameter of a stub (:func:`is_stub`), whose default serves no
+    call: the implementations choose their own."""
+    function = next((a for a in ctx.ancestors() if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+    return isinstance(function, cst.FunctionDef) and is_stub(function)
 
 
 def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
