@@ -34,13 +34,18 @@ ASKS_AVAILABLE = re.compile(rb"(?<!accelerator\.)is_available\(\)|\bis_(?:torch_
 #: program runs on both, as the user asks
 CHOOSES_CPU_OR_CUDA = re.compile(
     rb"""['"](?:cuda(?::\d+)?|cpu)['"]\s*\)?\s*if\s[^\n]*?\selse\s+(?:\w+\.device\(\s*)?['"](?:cuda|cpu)\b""")
+#: a list of the devices the program accepts, the CPU and CUDA (``choices=["cpu", "cuda"]``,
+#: ``_VALID_DEVICES = ['cpu', 'cuda']``): the user chooses the host
+OFFERS_CPU_OR_CUDA = re.compile(rb"""[\[(]\s*['"](?:cpu|cuda)['"]\s*,\s*['"](?:cpu|cuda)['"]""")
 
 
 def checks_host(source: bytes) -> bool:
     """``source`` asks whether a host is available, or lets Accelerate choose (see
-    :data:`ASKS_AVAILABLE`), or chooses between CUDA and the CPU (:data:`CHOOSES_CPU_OR_CUDA`)."""
+    :data:`ASKS_AVAILABLE`), or chooses between CUDA and the CPU (:data:`CHOOSES_CPU_OR_CUDA`), or
+    lets its user choose between them (:data:`OFFERS_CPU_OR_CUDA`)."""
     return ((b"available" in source or b"device_map" in source) and ASKS_AVAILABLE.search(source) is not None
-            or b"else" in source and any(_crosses(m.group()) for m in CHOOSES_CPU_OR_CUDA.finditer(source)))
+            or b"else" in source and any(_crosses(m.group()) for m in CHOOSES_CPU_OR_CUDA.finditer(source))
+            or b"cpu" in source and any(_crosses(m.group()) for m in OFFERS_CPU_OR_CUDA.finditer(source)))
 
 
 def _crosses(choice: bytes) -> bool:

@@ -121,9 +121,12 @@ def _masked_magic(stmt: cst.BaseStatement) -> bool:
 
 
 def _imports_from(module: cst.Module, start: int) -> int:
-    """The index past the run of imports (and docstring, environment settings) that starts at ``start``."""
+    """The index past the run of imports (and docstring, environment settings) that starts at ``start``;
+    an ``assert`` among them (``assert torch.__version__ >= "1.8.1"`` before more imports) goes on with it."""
     index = start
     for i, stmt in enumerate(module.body[start:], start):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Assert) for s in stmt.body):
+            continue  # the imports after it are the opening's too
         if isinstance(stmt, cst.SimpleStatementLine) and all(
                 isinstance(s, (cst.Import, cst.ImportFrom)) or "environ" in _code(s)
                 or isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString)
