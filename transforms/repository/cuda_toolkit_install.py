@@ -13,16 +13,19 @@ _INSTALL = re.compile(r"\b(?:apt-get|apt|yum|dnf|conda|mamba|micromamba)\b[^;&|]
 _PACKAGE = re.compile(r"(?<![\w.-])(?P<package>cuda-[\w.-]+|cuda(?==)|libcudnn[\w.-]*|libnccl[\w.-]*|"
                       r"nvidia-cuda-toolkit|cudatoolkit[\w.=-]*|pytorch-cuda[\w.=-]*|cuda-toolkit[\w.=-]*|"
                       r"libcublas[\w.-]*|tensorrt[\w.-]*)")
-_SETTING = re.compile(r"(?<![\w$])(?P<name>TORCH_CUDA_ARCH_LIST|CUDA_HOME|CUDA_PATH|CUDACXX|CUDA_ARCH_LIST)"
-                      r"(?:=|[ \t]+(?=\S))")
+_SETTING = re.compile(r"(?<![\w$])(?P<name>TORCH_CUDA_ARCH_LIST|CUDA_HOME|CUDA_PATH|CUDACXX|CUDA_ARCH_LIST|FORCE_CUDA|"
+                      r"DS_BUILD_\w+)(?:=|[ \t]+(?=\S))")
+#: a build of a package's CUDA extensions by its own flag (apex: `pip install --global-option="--cuda_ext"`)
+_BUILD_FLAG = re.compile(r"(?<![\w-])(?P<flag>--cuda_ext)\b")
 
 
 class CudaToolkitInstall(LineRule):
     """Finds CUDA toolkit installs and build settings: `apt-get install cuda-*`, `conda install cudatoolkit`, `TORCH_CUDA_ARCH_LIST`, `CUDA_HOME`.
 
     What it does:
-        Reports CUDA, cuDNN, NCCL and TensorRT packages installed with apt/yum/dnf/conda, and
-        the variables that steer CUDA builds (`TORCH_CUDA_ARCH_LIST`, `CUDA_HOME`, ...), with the
+        Reports CUDA, cuDNN, NCCL and TensorRT packages installed with apt/yum/dnf/conda, the
+        variables that steer CUDA builds (`TORCH_CUDA_ARCH_LIST`, `CUDA_HOME`, `FORCE_CUDA`,
+        DeepSpeed's `DS_BUILD_*` op builds, ...) and apex's `--cuda_ext` build flag, with the
         Neuron way to set up the environment.
 
     Why on TorchNeuron:
@@ -52,7 +55,7 @@ class CudaToolkitInstall(LineRule):
     evidence = Evidence.DOC
     section = "setup"
     effort = "medium"
-    tokens = (b"cuda", b"CUDA", b"cudnn", b"nccl", b"tensorrt")
+    tokens = (b"cuda", b"CUDA", b"cudnn", b"nccl", b"tensorrt", b"DS_BUILD_")
     references = (SETUP_URL, DLC_URL)
     examples = (Example('ENV TORCH_CUDA_ARCH_LIST="8.0;8.6;9.0"\n'),)
 
@@ -66,6 +69,10 @@ class CudaToolkitInstall(LineRule):
                               f"`{match.group('package')}` installs NVIDIA CUDA software, which Trainium cannot use; "
                               f"{NEURON_IMAGE}")
             installing = installing and line.code.rstrip().endswith("\\")
+            for match in _BUILD_FLAG.finditer(line.code):
+                self.flag(Span(line.index, match.start(), match.end()),
+                          f"`{match.group('flag')}` builds apex's CUDA extensions, which have no target on Trainium; "
+                          "its fused layers and optimizers have stock PyTorch replacements (NRN903 names them)")
             for match in _SETTING.finditer(line.code):
                 self.flag(Span(line.index, match.start(), match.end("name")),
                           f"`{match.group('name')}` steers CUDA builds, which have no target on Trainium; "

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import Edit
-from neuronize.sources.requirements import Requirement
+from neuronize.sources.requirements import CondaPackage, Requirement
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._helpers.setup_files import (DEPENDENCY_KINDS, SETUP_URL, dependency_items, plain_version,
                                                torch_family_advice, torch_minor)
 
 #: where torch-neuronx installs: Linux on x86_64 only (a laptop or a Mac still installs the rest)
 MARKER = 'platform_system == "Linux" and platform_machine == "x86_64"'
+#: the version a conda spec pins (`pytorch=1.7.0`, `pytorch==2.13.0=py3.11_0`, `pytorch::pytorch=2.13`)
+_CONDA_PIN = re.compile(r"^(?:[\w-]+::)?pytorch[ \t]*==?[ \t]*(\d+(?:\.\d+)*)")
 
 
 class TorchNeuronxFamily(LineRule):
@@ -21,7 +25,8 @@ class TorchNeuronxFamily(LineRule):
         For `torch==2.13.*` / `torch==2.13.0` (and 2.14) in a requirements file with no
         `torch-neuronx` line, adds `torch-neuronx==2.13.*` after it, limited by an environment
         marker to Linux x86_64. Reports a torch pin with no TorchNeuron family (for example
-        2.12 or 2.15), an unpinned torch, and a pyproject table (add the line by hand there).
+        2.12 or 2.15), an unpinned torch, a pyproject table (add the line by hand there), and
+        conda's own `pytorch` package in an environment file (TorchNeuron installs with pip).
 
     Why on TorchNeuron:
         TorchNeuron is the `torch-neuronx` package; each family is built for one PyTorch
@@ -59,9 +64,17 @@ class TorchNeuronxFamily(LineRule):
 
     def check(self, doc: TextDocument) -> None:
         in_place = doc.kind is SourceKind.REQUIREMENTS  # a line of its own can be added there only
-        items = [i for i in dependency_items(doc) if isinstance(i, Requirement)]
+        found = list(dependency_items(doc))
+        items = [i for i in found if isinstance(i, Requirement)]
         if any(i.key == "torch-neuronx" for i in items):
             return
+        for package in found:  # conda's own `pytorch=1.7.0`: TorchNeuron installs with pip
+            if isinstance(package, CondaPackage) and not package.channel and package.name == "pytorch":
+                pinned = _CONDA_PIN.match(package.spec)
+                family, advice = torch_family_advice(pinned.group(1) if pinned else None)
+                self.flag(Span(package.line, package.start, package.end), "conda's `pytorch` package: TorchNeuron "
+                          "installs with pip, " + (f"`torch` with `torch-neuronx=={family}` in the `pip:` list"
+                                                   if family else f"and {advice}"))
         for item in items:
             if item.key != "torch":
                 continue
