@@ -718,11 +718,20 @@ CUDA_PLUMBING = {
 }
 
 
-def in_stub(ctx: FileContext) -> bool:
-    """The node being visited is a parameter of a stub (:func:`is_stub`), whose default serves no
-    call: the implementations choose their own."""
+def default_serves_nothing(ctx: FileContext, param: cst.Param) -> bool:
+    """``param`` (the node being visited) belongs to a stub (:func:`is_stub`), whose implementations
+    choose their own defaults, or to a function whose body never reads it: its default does nothing
+    a migration could change."""
     function = next((a for a in ctx.ancestors() if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
-    return isinstance(function, cst.FunctionDef) and is_stub(function)
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    name = param.name.value
+    nodes = list(iter_syntax(function.body))
+    # a call's keyword (`device=...`) and an attribute's name (`x.device`) read no variable
+    labels = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg)} | {id(n.attr) for n in nodes
+                                                                          if isinstance(n, cst.Attribute)}
+    return is_stub(function) or not any(isinstance(node, cst.Name) and id(node) not in labels
+                                        and node.value in (name, "locals", "vars") for node in nodes)
 
 
 def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:

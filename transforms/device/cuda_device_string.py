@@ -13,7 +13,7 @@ from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
-    in_stub, indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
+    default_serves_nothing, indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
     rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, backend_key, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
@@ -73,8 +73,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         assignments to a name, attribute or key containing "device" (`device = "cuda"`,
         `self.device = "cuda:0"`, `cfg["device"] = ...`, dataclass fields such as
         `device: str = "cuda"` or `field(default="cuda")`), `{"device": "cuda"}`, defaults of
-        parameters named like a device (`def f(device="cuda")`, not in an abstract method or a
-        stub raising `NotImplementedError`, whose default serves no call), `.get("device", "cuda")`
+        parameters named like a device (`def f(device="cuda")`; not where the default does
+        nothing: an abstract method, a stub raising `NotImplementedError`, a function that never
+        reads the parameter), `.get("device", "cuda")`
         defaults, and argparse / click `--device` options (`default="cuda"`; `"neuron"` is added
         to a `choices=[...]` list next to `"cuda"`). The value in those places is followed the
         way NRN401 follows a backend: the branches of a conditional expression (`"cuda" if
@@ -188,7 +189,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
         Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
-        Example('def run(device: str = "cuda"):\n    pass\n\n\nrun()\n', 'def run(device: str = "neuron"):\n    pass\n\n\nrun()\n'),
+        Example('def run(device="cuda"):\n    return device\n\n\nrun()\n', 'def run(device="neuron"):\n    return device\n\n\nrun()\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
                 'import torch\n\np.add_argument("--device", default="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),
@@ -327,7 +328,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
     visit_AnnAssign = visit_Assign
 
     def visit_Param(self, node: cst.Param) -> None:
-        if node.default is not None and device_named(node.name.value) and not in_stub(self.ctx):
+        if node.default is not None and device_named(node.name.value) and not default_serves_nothing(self.ctx, node):
             kept = kept_parameter_default(self.ctx, node)
             (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
              else self._fix_default(node.default, f"default of parameter `{node.name.value}`",
