@@ -188,7 +188,8 @@ class CondaPackage:
 
 
 _LIST_ITEM = re.compile(r"^(?P<indent>[ \t]*)-[ \t]+(?P<q>[\"']?)(?P<spec>[^\"'#]*?)(?P=q)[ \t]*$")
-_TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)[ \t]*:")
+#: a key of a YAML file's top level (`dependencies:`, `build:`)
+TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)[ \t]*:")
 
 
 def conda_items(lines: Sequence[Line]) -> Iterator[Requirement | CondaPackage]:
@@ -197,7 +198,7 @@ def conda_items(lines: Sequence[Line]) -> Iterator[Requirement | CondaPackage]:
     pip_indent: int | None = None  # the indent of the ``- pip:`` item whose list we are in
     for index, line in enumerate(lines):
         code = code_part(line.text).rstrip()
-        top = _TOP_KEY.match(code)
+        top = TOP_KEY.match(code)
         if top is not None:
             section, pip_indent = top.group("key"), None
             continue
@@ -227,7 +228,7 @@ def cog_items(lines: Sequence[Line]) -> Iterator[Requirement | IndexOption]:
     in_build, list_indent = False, None  # list_indent: the indent of `python_packages:` while in it
     for index, line in enumerate(lines):
         code = code_part(line.text).rstrip()
-        top = _TOP_KEY.match(code)
+        top = TOP_KEY.match(code)
         if top is not None:
             in_build, list_indent = top.group("key") == "build", None
             continue

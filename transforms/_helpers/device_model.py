@@ -1211,6 +1211,15 @@ def _cuda_value(node: cst.BaseExpression) -> bool:
     return cuda_literal(_device_string(node)) is not None
 
 
+def _as_neuron(value: cst.BaseExpression) -> cst.BaseExpression:
+    """A CUDA device value as Neuron's, in its form: ``"neuron"``, or ``torch.device("neuron")`` for
+    ``torch.device("cuda", rank)`` (a device object stays one: the program may read its ``.type``)."""
+    string = _device_string(value)
+    if string is value or not isinstance(value, cst.Call):
+        return string_like(value, "neuron")
+    return value.with_changes(args=[value.args[0].with_changes(value=string_like(string, "neuron"), comma=cst.MaybeSentinel.DEFAULT)])
+
+
 def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = ()
                            ) -> tuple[cst.If, tuple[ImportRequest, ...], bool]:
     """``if <Neuron is here>: <the CUDA body for "neuron">`` in front of ``node``, which becomes
@@ -1223,7 +1232,7 @@ def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.I
     chosen = None if _assigns_cuda(node.body) or _choice_body(ctx, node.body) else _chain_choice(node, chain)
     copier = _ToNeuron(ctx)
     if chosen is not None:
-        assigned = chosen.with_changes(value=string_like(chosen.value, "neuron"))
+        assigned = chosen.with_changes(value=_as_neuron(chosen.value))
         body: cst.BaseSuite = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[assigned])])
     else:
         body = node.body.visit(copier)  # type: ignore[assignment]

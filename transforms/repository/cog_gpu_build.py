@@ -7,12 +7,12 @@ import re
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.kinds import SourceKind
 from neuronize.sources.lines import code_part
+from neuronize.sources.requirements import TOP_KEY
 from neuronize.transform import Evidence, Example, Safety
 from neuronize.transforms._helpers.setup_files import CONTAINER_URL, DLC_URL, NEURON_IMAGE
 
 #: a setting of the ``build:`` section one level in: ``gpu: true``, ``cuda: "11.8"``
 _SETTING = re.compile(r"^(?P<indent>[ \t]+)(?P<key>gpu|cuda|cudnn)[ \t]*:[ \t]*(?P<value>[^#]*?)[ \t]*$")
-_TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:")
 _WHY = {
     "gpu": "builds the image on NVIDIA's CUDA base for a GPU host",
     "cuda": "picks the CUDA toolkit of the image",
@@ -65,8 +65,8 @@ class CogGpuBuild(LineRule):
         in_build, level = False, None
         for index, line in enumerate(doc.lines):
             code = code_part(line.text).rstrip()
-            if _TOP_KEY.match(code):
-                in_build, level = code.startswith("build"), None
+            if (top := TOP_KEY.match(code)) is not None:
+                in_build, level = top.group("key") == "build", None
                 continue
             found = _SETTING.match(code) if in_build else None
             if found is None or level not in (None, found.group("indent")):
