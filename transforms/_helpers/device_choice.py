@@ -23,7 +23,7 @@ from neuronize.transforms._helpers.literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
 from neuronize.transforms._helpers.names import last_name, target_name
-from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, small_statements
+from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, read_paths, small_statements
 from neuronize.transforms._helpers.value_flow import LOOKUPS, alternatives, assigned, option_names
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -725,13 +725,8 @@ def default_serves_nothing(ctx: FileContext, param: cst.Param) -> bool:
     function = next((a for a in ctx.ancestors() if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
     if not isinstance(function, cst.FunctionDef):
         return False
-    name = param.name.value
-    nodes = list(iter_syntax(function.body))
-    # a call's keyword (`device=...`) and an attribute's name (`x.device`) read no variable
-    labels = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg)} | {id(n.attr) for n in nodes
-                                                                          if isinstance(n, cst.Attribute)}
-    return is_stub(function) or not any(isinstance(node, cst.Name) and id(node) not in labels
-                                        and node.value in (name, "locals", "vars") for node in nodes)
+    return is_stub(function) or not any(read_paths(function.body, read, param)
+                                        for read in (param.name.value, "locals", "vars"))
 
 
 def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
