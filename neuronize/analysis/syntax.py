@@ -322,12 +322,14 @@ def is_stub(function: cst.FunctionDef) -> bool:
         return True
     body = function.body
     lines = [line for line in (body.body if isinstance(body, cst.IndentedBlock) else [body]) if not is_docstring(line)]
-    small = lines[0].body[0] if len(lines) == 1 and isinstance(lines[0], (cst.SimpleStatementLine,
-                                                                       cst.SimpleStatementSuite)) \
-        and len(lines[0].body) == 1 else None
-    return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis)) or (
-        isinstance(small, cst.Raise) and small.exc is not None
-        and (dotted_name(getattr(small.exc, "func", small.exc)) or "").endswith("NotImplementedError"))
+    if len(lines) != 1 or not isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)) \
+            or len(lines[0].body) != 1:
+        return False
+    small = lines[0].body[0]
+    if isinstance(small, cst.Expr):
+        return isinstance(small.value, cst.Ellipsis)
+    return isinstance(small, cst.Raise) and small.exc is not None \
+        and (dotted_name(getattr(small.exc, "func", small.exc)) or "").endswith("NotImplementedError")
 
 
 def is_star_import(node: cst.CSTNode) -> bool:

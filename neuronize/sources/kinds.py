@@ -54,6 +54,7 @@ _CONDA = ("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.yaml")
 #: lock files: generated from the environment files, which are read (lock again after migrating)
 _LOCK_FILES = ("conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml", "*.conda-lock.yaml")
 _SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+_COG = ("cog.yaml", "cog.yml")
 _DOCKERFILES = ("dockerfile", "containerfile", "*.dockerfile", "dockerfile.*", "containerfile.*")
 _MAKEFILES = ("makefile", "gnumakefile", "*.mk")
 _SHEBANG = re.compile(rb"\A#![ \t]*\S*?(?:/|/env[ \t]+(?:-\S+[ \t]+)*)(?:ba|z|k|da)?sh\b")
@@ -97,7 +98,7 @@ def kind_by_name(path: Path) -> SourceKind | None:
         return SourceKind.MAKEFILE
     if lower == "setup.cfg":
         return SourceKind.SETUP_CFG
-    if lower in ("cog.yaml", "cog.yml"):
+    if lower in _COG:
         return SourceKind.COG
     return None
 
@@ -110,7 +111,7 @@ def needs_content(path: Path) -> bool:
     """Whether the kind of ``path`` (not decided by its name) depends on its first bytes."""
     lower = path.name.lower()
     return (lower.endswith((".yaml", ".yml", ".json")) and not _is_lock_file(lower)
-            and lower not in ("cog.yaml", "cog.yml")) or "." not in lower
+            and lower not in _COG) or "." not in lower
 
 
 def kind_by_content(path: Path, head: bytes) -> SourceKind | None:

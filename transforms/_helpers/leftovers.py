@@ -134,8 +134,8 @@ def validates(container: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
 def gpu_index(expr: cst.BaseExpression) -> bool:
     """``expr`` reads as a GPU index: a non-zero integer, a name such as ``local_rank``,
     ``args.gpu``, ``self.gpu_id``, ``int(...)``, ``dist.get_rank()``, an item of a list of GPU
-    indices (``opt.gpu_ids[0]``), or arithmetic on one (``rank % n``). ``0`` is not: an integer device is an index on the current accelerator, and a
-    Neuron process's one device is index 0."""
+    indices (``opt.gpu_ids[0]``), or arithmetic on one (``rank % n``). ``0`` is not: an integer
+    device is an index on the current accelerator, and a Neuron process's one device is index 0."""
     if isinstance(expr, cst.Integer):
         return expr.evaluated_value != 0
     if isinstance(expr, (cst.Name, cst.Attribute)):

@@ -13,8 +13,8 @@ from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
-    default_serves_nothing, indexed_device, indexed_device_edit, is_torch_device_call, literal_edit, kept_parameter_default,
-    rewrite_idiom, selection_ifexp, validation_list)
+    default_serves_nothing, indexed_device, indexed_device_edit, is_torch_device_call, literal_edit,
+    kept_parameter_default, rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, backend_key, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
     kept_argument, served_by_neuron_first)

@@ -129,8 +129,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
         is stored in a flag, returned or passed on. An `assert` in one branch of a device helper
         (`elif device: assert torch.cuda.is_available()`) whose function then chooses the device
         with a choice that gains a Neuron arm (`torch.device("cuda:0" if cuda else "cpu")`) is
-        widened safely: Neuron passes it to that arm, every other host meets it as before. A check that stops the program where CUDA
-        is missing (`if not torch.cuda.is_available(): raise ...` in `main()` or at the module
+        widened safely: Neuron passes it to that arm, every other host meets it as before. A
+        check that stops the program where CUDA is missing (`if not torch.cuda.is_available(): raise ...` in `main()` or at the module
         level) holds every device edit of its file: they are made with its widening (unsafe), or
         wait, since no code of the program reaches Neuron before it. A Neuron arm is safe. The
         CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
@@ -284,10 +284,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.report(ref.outer, kept, evidence=Evidence.INF, pins=verdict.pins)
             return
         if ref.fn == "device_count":
-            detail = "counts visible NeuronCores (1 per process under torchrun)" + (
-                f"; check what {flag} decides" if flag else f"; check what it decides ({verdict.opaque})"
-                if verdict.opaque else "")
-            self.rewrite(ref, target, f"{head}: {detail}", safety=Safety.UNSAFE, evidence=Evidence.SRC)
+            self.rewrite(ref, target, f"{head}: {_count_detail(flag, verdict)}", safety=Safety.UNSAFE,
+                         evidence=Evidence.SRC)
             return
         if flag:
             now = "is now true on Neuron" if ref.call is not None else "now checks for any accelerator"
@@ -296,9 +294,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
         elif verdict.opaque is not None:
             self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
                          safety=Safety.UNSAFE, evidence=Evidence.INF, pins=_widened_pins(kind, verdict))
-        else:  # an assert's pins are made with it (see _choice_follows)
-            self.rewrite(ref, target, f"{head}: {_SAFE_WHY[kind is Context.ASSERT]}",
-                         pins=verdict.pins if kind is Context.ASSERT else None)
+        elif kind is Context.ASSERT:  # its pins are made with it (see _choice_follows)
+            self.rewrite(ref, target, f"{head}: {_ASSERT_WIDENED}", pins=verdict.pins)
+        else:
+            self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
 
 
 def _feeds_choices(ctx: FileContext, stored: cst.CSTNode) -> bool:
@@ -531,12 +530,17 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
     return Verdict(opaque="the value is used elsewhere"), ""
 
 
-#: why a widened check is safe: the code it guards is device-agnostic; an assert's function chooses
-#: the device after it, Neuron first
-_SAFE_WHY = {
-    False: "the guarded code is device-agnostic once migrated",
-    True: "the function then chooses the device, Neuron first; every other host meets the assert as before",
-}
+#: why an assert widened before its function's device choice is safe (:func:`_choice_follows`)
+_ASSERT_WIDENED = "the function then chooses the device, Neuron first; every other host meets the assert as before"
+
+
+def _count_detail(flag: str, verdict: Verdict) -> str:
+    """What a device count rewritten to the accelerator's says: what it counts on Neuron, and what
+    to check of what it decides (the flag it is stored in, or the code it guards)."""
+    detail = "counts visible NeuronCores (1 per process under torchrun)"
+    if flag:
+        return f"{detail}; check what {flag} decides"
+    return f"{detail}; check what it decides ({verdict.opaque})" if verdict.opaque else detail
 
 
 def _choice_follows(ctx: FileContext) -> bool:
