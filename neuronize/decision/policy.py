@@ -457,12 +457,20 @@ WRAPPED_MODEL = "devices of a program whose model DataParallel wraps"
 #: a program that stops where CUDA is missing (``if not torch.cuda.is_available(): raise`` in its
 #: ``main()`` or at the module level): no code of the file reaches Neuron before that check lets it
 REQUIRED_CUDA = "devices of a program that stops where CUDA is missing"
-PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA})
+#: ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``: every tensor the program makes
+#: without a device is CUDA's, which every Neuron placement of the program would then meet
+DEFAULT_TYPE = "devices of a program whose default tensor type is CUDA's"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function
 BRANCH_ASSERT = "devices past an assert in a branch that CUDA is available"
 BLOCK_PINS = frozenset({BRANCH_ASSERT})
+#: the pins that hold the device edits of the class of the method they are in: a legacy CUDA tensor
+#: type (``isinstance(x, torch.cuda.FloatTensor)``, ``torch.cuda.LongTensor(...)``) makes or expects
+#: CUDA tensors that meet what the class's other methods place (its model, its batches)
+LEGACY_TYPES = "devices beside legacy CUDA tensor types"
+CLASS_PINS = frozenset({LEGACY_TYPES})
 
 
 #: the edit group of the device edits of a file another program of the run pins (Options.program_pin)
@@ -499,13 +507,16 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
         return located, {}
     names: dict[int, str] = {id(None): elsewhere[0]} if elsewhere is not None else {}  # id(None): module level
     pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
+                  else _class_of_method(r.node, parents) if r.pins in CLASS_PINS
                   else _held_scope(r.node, parents) for r in pins}
     for r in pins:
         scope = pin_scopes[id(r)]
         function = _scope_of(r.node, parents) if r.pins in BLOCK_PINS else scope
-        names.setdefault(id(scope), f"{r.pins} in {function.name.value}()" if isinstance(function, cst.FunctionDef)
-                         else f"{r.pins} in class {function.name.value}" if isinstance(function, cst.ClassDef)
-                         else r.pins)
+        held_as = names.setdefault(id(scope), f"{r.pins} in {function.name.value}()" if isinstance(function, cst.FunctionDef)
+                                else f"{r.pins} in class {function.name.value}" if isinstance(function, cst.ClassDef)
+                                else r.pins)
+        if isinstance(scope, cst.ClassDef):
+            names.update((id(sub), held_as) for sub in _subclasses(scope, parents))
     pinning = {r.rule for r in pins}  # their own edits migrate the other values: the way forward, not held
     # a placement: a device edit, or a device value a runtime check chooses by host (`x.to("neuron") if <Neuron>
     # else x.cuda() if torch.cuda.is_available() else x`), which is never a pin's way forward
@@ -555,6 +566,19 @@ def _held_scope(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
         return owner if isinstance(owner, cst.ClassDef) else scope
     stored = {t.value for t in targets if isinstance(t, cst.Name)}
     return None if stored and _hands_to_own_function(scope, stored, parents) else scope
+
+
+def _class_of_method(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
+    """The class whose method holds ``node``, else the function around it (None at module level)."""
+    scope = _scope_of(node, parents)
+    owner = parents.get(id(parents.get(id(scope)))) if scope is not None else None  # the method's block, its class
+    return owner if isinstance(owner, cst.ClassDef) else scope
+
+
+def _subclasses(cls: cst.ClassDef, parents: Parents) -> list[cst.ClassDef]:
+    """The classes of ``cls``'s module that name it as a base: they share its methods and state."""
+    return [stmt for stmt in _module_of(cls, parents).body if isinstance(stmt, cst.ClassDef)
+            and any(dotted_name(base.value) == cls.name.value for base in stmt.bases)]
 
 
 def _in_branch(node: cst.CSTNode, scope: cst.FunctionDef, parents: Parents) -> bool:

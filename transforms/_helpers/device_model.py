@@ -108,12 +108,8 @@ def _build(ctx: FileContext) -> DeviceModel:
         return built  # the CPU target moves every CUDA path to the CPU instead
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
-    offers_other_host = False  # a device option accepts another host (`choices=["cpu", "cuda"]`)
-    if _OPTION_CALL.search(ctx.source):
-        for node in iter_syntax(ctx.module):
-            if isinstance(node, cst.Call) and last_name(node.func) in OPTION_CALLS:
-                option = device_option(node)
-                offers_other_host |= option is not None and option[2] is not None and _names_other_host(option[2])
+    # a device option, or a device parameter with a CUDA default: its user or caller chooses the host
+    offers_choice = b"device" in ctx.source and any(_offers_device(node) for node in iter_syntax(ctx.module))
     # `if` statements live in blocks of statements: no need to walk the expressions for them
     stores_checks = b"is_available" in ctx.source  # a flag can hold a check only where one is made
     for statements in iter_blocks(ctx.module.body):
@@ -147,7 +143,7 @@ def _build(ctx: FileContext) -> DeviceModel:
         isinstance(statement, cst.If) and _count_test(ctx, statement.test, functions) is not None
         for statement, functions in scoped_statements(ctx.module.body))
     built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
-        offers_other_host or counts or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
+        offers_choice or counts or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
         or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
 
@@ -198,8 +194,20 @@ def _chosen_elsewhere(ctx: FileContext) -> bool:
     return ctx.options.project_checks_host and is_library_module(ctx)
 
 
-#: what a device option's call needs in the bytes (`parser.add_argument(...)`, `click.option(...)`)
-_OPTION_CALL = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(n.encode() for n in OPTION_CALLS)))
+def _offers_device(node: cst.CSTNode) -> bool:
+    """``node`` is a device option (``add_argument("--device", default="cuda")``), or a device
+    parameter or setting whose value names CUDA (``def run(model, device="cuda")``, ``device =
+    "cuda"``)."""
+    if isinstance(node, cst.Call):
+        return last_name(node.func) in OPTION_CALLS and device_option(node) is not None
+    if isinstance(node, cst.Assign):
+        return any(device_named(target_name(t.target)) for t in node.targets) and _cuda_default(node.value)
+    return isinstance(node, cst.Param) and device_named(node.name.value) and node.default is not None \
+        and _cuda_default(node.default)
+
+
+def _cuda_default(value: cst.BaseExpression) -> bool:
+    return (string_value(value) or "").startswith("cuda")
 
 
 def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
@@ -210,7 +218,8 @@ def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
 def keeps_cuda_hosts(ctx: FileContext) -> bool:
     """On the neuron target, the file keeps its CUDA hosts: its code already chooses among hosts
     (an availability check, a detection, a dispatch over device values, a fallback that compares
-    the device with ``"cuda"``, a device option that accepts another host), so its device choice
+    the device with ``"cuda"``, a device option, parameter or setting that its user or callers
+    set), so its device choice
     is, or after the migration will be, host-aware (``"neuron" if <Neuron is here> else "cuda"``:
     see :func:`default_plan`). The CUDA box it was written for runs it still, so every edit that
     removes or replaces CUDA-only code asks this first: CUDA settings harmless elsewhere stay, a

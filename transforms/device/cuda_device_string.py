@@ -104,14 +104,13 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         "ascend", "maca"]`, `--device` with `choices=["cuda", "ascend"]`): a key of the project's
         backend table, which has no Neuron entry (that list gains no `"neuron"` either). A build
         script's device names (`setup.py`, a file importing setuptools) pick what to build, and stay.
-        Where the code chooses among hosts (a `choices=` list naming another host, a fallback
+        Where the code chooses among hosts (a device option, parameter or setting, a fallback
         that tests the default, an availability check in the file, a conditional expression
         choosing CUDA or the CPU by a user's flag, `"cuda" if args.cuda else "cpu"`), the
         device is written
         host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
-        its value and the program's own fallback, Neuron gets `"neuron"`. So is a parameter's
-        default in a library module (one that does no work at its top level and has no
-        `__main__` guard): its callers, on whatever host, rely on it; in a script it moves.
+        its value and the program's own fallback, Neuron gets `"neuron"`. A script that names
+        CUDA only in placements (`model.cuda()`), with no device value to choose, moves to Neuron.
         A placement there (`.to("cuda")`, `device="cuda"`) that can see the program's own device
         variable, bound once and earlier in its scope or in an earlier notebook cell to the
         availability idiom (`device = "cuda" if torch.cuda.is_available() else "cpu"`), names
@@ -189,7 +188,6 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
         Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
         Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
-        Example('def run(device="cuda"):\n    return device\n\n\nrun()\n', 'def run(device="neuron"):\n    return device\n\n\nrun()\n'),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
                 'import torch\n\np.add_argument("--device", default="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),

@@ -9,8 +9,11 @@ from neuronize.transforms._helpers.imports import removal_of
 from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import qualified_expr
-from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers import hosts, per_target
+from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
+from neuronize.transforms._helpers.literals import make_string
 from neuronize.analysis.context import FileContext
+from neuronize.decision.policy import DEFAULT_TYPE, LEGACY_TYPES
 from neuronize.transform import Evidence, Example, Safety, Transform
 
 DTYPES = {
@@ -45,9 +48,11 @@ class LegacyCudaTensorType(Transform):
         or one int literal, `len()`, `x.size()`, `x.shape`) or no argument -> `torch.empty(..., dtype=..., device="neuron")`;
         one list or tuple literal (data) -> `torch.tensor(..., dtype=..., device="neuron")`.
         Casts `x.type(torch.cuda.FloatTensor)` and `x.type("torch.cuda.FloatTensor")` become
-        `x.to("neuron", dtype=torch.float32)`. Every other use is reported with its replacement:
-        constructor calls with variables (a size or data?), `isinstance(x, torch.cuda.FloatTensor)`,
-        `x.type() == "torch.cuda.FloatTensor"`, `torch.set_default_tensor_type(...)`, and
+        `x.to("neuron", dtype=torch.float32)`. `torch.set_default_tensor_type(torch.cuda.FloatTensor)`
+        (or its string) becomes `torch.set_default_device(...)`, host-aware where the file chooses
+        among hosts; the device edits of the program wait for it. Every other use is reported with
+        its replacement: constructor calls with variables (a size or data?), `isinstance(x,
+        torch.cuda.FloatTensor)`, `x.type() == "torch.cuda.FloatTensor"`, other default types, and
         aliases such as `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`.
 
     Why on TorchNeuron:
@@ -70,8 +75,10 @@ class LegacyCudaTensorType(Transform):
         as with the legacy constructor.
 
     Evidence:
-        INF: upstream PyTorch defines the typed constructors only for CPU and CUDA; the device name
-        is DOC.
+        INF: upstream PyTorch defines the typed constructors only for CPU and CUDA, and names
+        `torch.set_default_device` as the replacement of `torch.set_default_tensor_type`
+        (https://pytorch.org/docs/stable/generated/torch.set_default_tensor_type.html); the device
+        name is DOC.
     """
 
     id = "NRN105"
@@ -120,7 +127,7 @@ class LegacyCudaTensorType(Transform):
         if isinstance(parent, cst.Call) and parent.func is node:
             self._constructor(parent, cls, dtype)
             return
-        if self._cast(node, dtype, cls):
+        if self._cast(node, dtype, cls) or self._default_type(node, dtype):
             return
         code = short(node)
         stack = list(self.ctx.ancestors())
@@ -133,7 +140,7 @@ class LegacyCudaTensorType(Transform):
         else:
             advice = f'create tensors with `dtype=torch.{dtype}, device="neuron"` instead'
         self.report(node, f"`{code}` is a legacy CUDA tensor type with no Neuron equivalent: {advice}",
-                    pins="devices beside legacy CUDA tensor types")
+                    pins=LEGACY_TYPES)
 
     def _constructor(self, call: cst.Call, cls: str, dtype: str) -> None:
         code = short(call.func)
@@ -195,6 +202,26 @@ class LegacyCudaTensorType(Transform):
                  "no legacy tensor types on Neuron", cls=cls, dtype=dtype), imports=(*imports, *on))
         return True
 
+    def _default_type(self, node: cst.BaseExpression, dtype: str) -> bool:
+        """``torch.set_default_tensor_type(torch.cuda.FloatTensor)``: the default device, which
+        PyTorch names as its replacement. A dtype other than float32 would change the default dtype
+        too, a second statement: reported."""
+        stack = list(self.ctx.ancestors())
+        if dtype != "float32" or len(stack) < 2 or not isinstance(stack[0], cst.Arg):
+            return False
+        call = stack[1]
+        if not (isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0] is stack[0]
+                and self.ctx.qualify(call.func) == "torch.set_default_tensor_type"):
+            return False
+        func, imports = qualified_expr(self.ctx, "torch.set_default_device")
+        device, on = (hosts.host_aware(self.ctx, make_string("cuda", node if isinstance(node, cst.SimpleString) else None))
+                      if keeps_cuda_hosts(self.ctx) else per_target.device(self.ctx))
+        self.fix(call, call.with_changes(func=func, args=[cst.Arg(value=device)]), per_target.say(
+                 self.ctx, "`torch.set_default_tensor_type(torch.cuda.FloatTensor)` -> "
+                 "`torch.set_default_device({device})`: no legacy tensor types on Neuron"),
+                 imports=(*imports, *on), pins=DEFAULT_TYPE)
+        return True
+
     # -- the type named in a string ----------------------------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda." not in node.value:
@@ -204,7 +231,7 @@ class LegacyCudaTensorType(Transform):
             return
         cls = m.group(1)
         dtype = DTYPES[cls]
-        if self._cast(node, dtype, cls):
+        if self._cast(node, dtype, cls) or self._default_type(node, dtype):
             return
         self.report(node, f'`"torch.cuda.{cls}"` names a legacy CUDA tensor type: compare '
                     f'`x.dtype == torch.{dtype} and x.device.type == "neuron"`, or use '
