@@ -217,8 +217,6 @@ def analyse_paths(
                 options = dataclasses.replace(options, kernel_feeds=facts.kernel_feeds[files[i].path])
             if facts.checks_host and not options.project_checks_host:
                 options = dataclasses.replace(options, project_checks_host=True)
-            if files[i].path in facts.served:
-                options = dataclasses.replace(options, hosts_chosen_elsewhere=True)
             if files[i].path in facts.imported:
                 options = dataclasses.replace(options, imported_elsewhere=True)
             if facts.extensions:

@@ -123,16 +123,9 @@ class Options:
     #: (neuronize/analysis/host_choice.py): the project runs on several hosts, so a library
     #: module's hard-coded CUDA serves them all and gains Neuron host-aware
     project_checks_host: bool = False
-    #: another file of the run imports this module, lazily too, or (where the project checks for a
-    #: host) it imports a module naming CUDA (neuronize/analysis/project_facts.py): its code runs on
-    #: hosts its importers choose, the CUDA box among them, so its hard-coded CUDA serves them all
-    hosts_chosen_elsewhere: bool = False
     #: another file of the run imports this module (neuronize/analysis/project_facts.py): its top
     #: level runs in the importers' programs too, on every host, even where it is also a script
     imported_elsewhere: bool = False
-    #: a cell of the notebook asks whether a host is available, or imports a CUDA-only package
-    #: (neuronize/analysis/host_choice.py): every cell runs on those hosts
-    notebook_checks_host: bool = False
     #: the edit group of a placement pinned to CUDA at the top level of a cell of the notebook
     #: (``Report.pins``: a model its loader places on GPUs): the device edits of every cell wait for it
     notebook_pins: str | None = None

@@ -205,11 +205,14 @@ PROJECT = {
     "pkg/fused.py": b"import torch\nimport fastop\nbuf = torch.zeros(2).cuda()\n",
     "train.py": b"import torch\nfrom pkg.ops import run\nfrom pkg import layers\nnet = torch.nn.Linear(2, 2).cuda()\n",
     "serve.py": b"import torch\nfrom pkg import layers\n",
+    "pkg/restore.py": b"import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n",
     "setup.py": b"from setuptools import setup\nsetup()\n",
 }
 #: one file's edit at a time, each changing what is reported about another file: the kernel import
-#: goes (the same size), a script starts checking for a host, the build script declares the CUDA
-#: extension a module imports
+#: goes (the same size), a script starts checking for a host (every file keeps its CUDA hosts on the
+#: neuron target, so what that changes is `pkg/restore.py`'s checkpoint load, which names no CUDA: it
+#: gains `map_location="cpu"` once the project chooses among hosts), the build script declares the
+#: CUDA extension a module imports
 EDITS = [
     ("pkg/ops.py", b"import triton", b"import tritom"),
     ("serve.py", b"import torch\n", b"import torch\nok = torch.cuda.is_available()\n"),
@@ -261,8 +264,8 @@ def test_damaged_project_facts_are_read_again(tmp_path):
     assert uncached != ProjectFacts() and project_facts(files, store) == uncached
     (stored,) = (tmp_path / "cache").rglob("facts/*.json")
     assert project_facts(files, store) == uncached
-    for damage in (b"not json", b"{}", b'{"kernels": [[99, "x"]], "checks_host": false, "extensions": [], "served": []}',
-                   b'{"kernels": [], "checks_host": 1, "extensions": [], "served": []}'):
+    for damage in (b"not json", b"{}", b'{"kernels": [[99, "x"]], "checks_host": false, "extensions": []}',
+                   b'{"kernels": [], "checks_host": 1, "extensions": []}'):
         stored.write_bytes(damage)
         assert project_facts(files, store) == uncached
 

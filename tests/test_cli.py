@@ -13,6 +13,13 @@ from helpers import neuronize, neuronize_process
 
 CUDA_SCRIPT = b'import torch\nmodel = Net().cuda()\nbatch = batch.cuda(3)\n'
 CLEAN_SCRIPT = b'import torch\nprint("no device code here")\n'
+#: what `fix` puts above the first host-aware edit: the file keeps its CUDA hosts on the neuron target
+ON_NEURON = (b'import torch\n\n\ndef on_neuron() -> bool:\n'
+             b'    """True on an AWS Trainium (Neuron) device, False elsewhere."""\n'
+             b'    return (\n        hasattr(torch, "accelerator")\n        and torch.accelerator.is_available()\n'
+             b'        and torch.accelerator.current_accelerator().type == "neuron"\n    )\n\n\n')
+#: CUDA_SCRIPT after its safe fix: `.cuda()` is host-aware, `.cuda(3)` (unsafe) is left
+SAFE_FIXED = ON_NEURON + b'model = Net().to("neuron" if on_neuron() else "cuda")\nbatch = batch.cuda(3)\n'
 
 
 @pytest.fixture
@@ -73,14 +80,17 @@ def test_json_contract(repo):
 def test_fix_applies_safe_fixes_only_and_exits_1_while_findings_remain(repo):
     proc = neuronize("fix", ".", cwd=repo)
     assert proc.returncode == 1
-    assert (repo / "train.py").read_bytes() == b'import torch\nmodel = Net().to("neuron")\nbatch = batch.cuda(3)\n'
+    assert (repo / "train.py").read_bytes() == SAFE_FIXED
     assert b"NRN102 [unsafe fix]" in proc.stdout
 
 
 def test_fix_with_unsafe_fixes_leaves_nothing_and_exits_0(repo):
     proc = neuronize("fix", "--unsafe-fixes", ".", cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    assert b"cuda" not in (repo / "train.py").read_bytes()
+    # nothing is left to do; the CUDA calls stay only as the CUDA hosts' arms
+    assert (repo / "train.py").read_bytes() == ON_NEURON + (
+        b'model = Net().to("neuron" if on_neuron() else "cuda")\n'
+        b'batch = batch.to("neuron") if on_neuron() else batch.cuda(3)\n')
     assert neuronize("check", ".", cwd=repo).returncode == 0
 
 
@@ -133,7 +143,7 @@ def test_syntax_error_is_one_line_and_other_files_still_processed(repo):
     [line] = [l for l in err.splitlines() if "broken.py" in l]
     assert line.startswith("error: broken.py:")
     assert "Traceback" not in err
-    assert b'.to("neuron")' in (repo / "train.py").read_bytes()
+    assert (repo / "train.py").read_bytes() == SAFE_FIXED
 
 
 def test_binary_and_undecodable_files(repo):
@@ -150,7 +160,7 @@ def test_binary_and_undecodable_files(repo):
 
 def test_stdin_fix_writes_result_to_stdout(repo):
     proc = neuronize("fix", "-", "--stdin-filename", "x.py", stdin=CUDA_SCRIPT)
-    assert proc.stdout == b'import torch\nmodel = Net().to("neuron")\nbatch = batch.cuda(3)\n'
+    assert proc.stdout == SAFE_FIXED
     assert b"x.py:3:9 NRN102" in proc.stderr
     assert proc.returncode == 1
 

@@ -157,7 +157,8 @@ def test_full_format_shows_the_line_and_a_caret(repo: Path) -> None:
     out = _out(proc)
     assert "\x1b[" not in out  # NO_COLOR, and not a terminal
     assert out.startswith(
-        "NRN102 [safe fix] `.cuda()` -> `.to(\"neuron\")`\n"
+        "NRN102 [safe fix] `.cuda()` -> `.to(\"neuron\" if <the accelerator is Neuron> else \"cuda\")`: "
+        "CUDA hosts keep CUDA, as the program's device choice does\n"
         "  --> tabs.py:3:6\n"
         "  |\n"
         "3 |         m = net.cuda()  # one tab\n"

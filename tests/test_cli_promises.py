@@ -143,7 +143,8 @@ def test_the_report_shows_one_diff_block_for_two_findings_on_a_line(tmp_path: Pa
     (tmp_path / "a.py").write_bytes(b"import torch\nx = a.cuda() + b.cuda()\ny = c.cuda()\n")
     report = _out(neuronize("report", "a.py", cwd=tmp_path))
     assert report.count("-x = a.cuda() + b.cuda()") == 1
-    assert "[a.py:2](a.py#L2) NRN102 (safe): `.cuda()` -> `.to(\"neuron\")` (2 on this line)\n" in report
+    assert ("[a.py:2](a.py#L2) NRN102 (safe): `.cuda()` -> `.to(\"neuron\" if <the accelerator is Neuron> else "
+            "\"cuda\")`: CUDA hosts keep CUDA, as the program's device choice does (2 on this line)\n") in report
     assert report.count("```diff") == 2
 
 

@@ -257,16 +257,16 @@ def test_rewrite_keeps_what_passed(runs, target, fixes, host):
 
 def test_regressions_script_lists_a_broken_test(tmp_path):
     """scripts/regressions.py on a two-test repository: the test the migration breaks is listed
-    (a test of a cuDNN flag, which an unsafe fix removes)."""
+    (a test of a float16 cast, which an unsafe fix makes bfloat16)."""
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "lib.py").write_text(
-        "import torch\n\n\ndef tuned():\n"
-        "    torch.backends.cudnn.benchmark = True\n    return torch.backends.cudnn.benchmark\n"
+        'import torch\n\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n\n\n'
+        "def halved(x):\n    return x.to(DEVICE).half()\n"
     )
     (repo / "tests" / "test_lib.py").write_text(
-        "from lib import tuned\n\n\ndef test_tuned():\n"
-        "    assert tuned() is True\n\n\ndef test_untouched():\n    assert True\n"
+        "import torch\nfrom lib import halved\n\n\ndef test_tuned():\n"
+        "    assert halved(torch.ones(1)).dtype == torch.float16\n\n\ndef test_untouched():\n    assert True\n"
     )
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the repository needs no plugin
     done = subprocess.run(
@@ -275,4 +275,4 @@ def test_regressions_script_lists_a_broken_test(tmp_path):
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "regressed: 1\n  tests.test_lib::test_tuned (failed)" in done.stdout, done.stdout
-    assert "benchmark = True" in (repo / "lib.py").read_text()  # the original is never modified
+    assert ".half()" in (repo / "lib.py").read_text()  # the original is never modified

@@ -10,7 +10,9 @@ import pytest
 from helpers import neuronize
 from neuronize.sources.write import TEMP_SUFFIX, WriteRefused, write_atomic
 
-FIXED_LINE = b'm = Net().to("neuron")'
+#: the CPU target makes `.cuda()` a one-line edit: these tests are about the bytes around it
+ONE_LINE = ("--target", "cpu")
+FIXED_LINE = b'm = Net().to("cpu")'
 
 
 @pytest.mark.parametrize(
@@ -34,7 +36,7 @@ FIXED_LINE = b'm = Net().to("neuron")'
 def test_bytes_survive_a_fix(tmp_path, before, after):
     target = tmp_path / "a.py"
     target.write_bytes(before)
-    proc = neuronize("fix", str(target))
+    proc = neuronize("fix", *ONE_LINE, str(target))
     assert proc.returncode == 0, proc.stderr
     assert target.read_bytes() == after
 
@@ -44,7 +46,7 @@ def test_unchanged_file_is_not_rewritten(tmp_path):
     target.write_bytes(b"import torch\nx = torch.zeros(3, device=dev)  # cuda is mentioned\n")
     os.utime(target, ns=(1_000_000_000, 1_000_000_000))
     before = target.stat()
-    assert neuronize("fix", str(target)).returncode == 0
+    assert neuronize("fix", *ONE_LINE, str(target)).returncode == 0
     after = target.stat()
     assert (after.st_mtime_ns, after.st_ino) == (before.st_mtime_ns, before.st_ino)
 
@@ -53,7 +55,7 @@ def test_mode_bits_are_kept(tmp_path):
     target = tmp_path / "run.py"
     target.write_bytes(b"m = Net().cuda()\n")
     target.chmod(0o754)
-    assert neuronize("fix", str(target)).returncode == 0
+    assert neuronize("fix", *ONE_LINE, str(target)).returncode == 0
     assert stat.S_IMODE(target.stat().st_mode) == 0o754
     assert target.read_bytes() == FIXED_LINE + b"\n"
 
@@ -62,7 +64,7 @@ def test_read_only_file_is_refused(tmp_path):
     target = tmp_path / "ro.py"
     target.write_bytes(b"m = Net().cuda()\n")
     target.chmod(0o444)
-    proc = neuronize("fix", str(target))
+    proc = neuronize("fix", *ONE_LINE, str(target))
     assert proc.returncode == 2
     assert b"read-only" in proc.stderr
     assert target.read_bytes() == b"m = Net().cuda()\n"
@@ -82,7 +84,7 @@ def test_symlink_stays_a_link_and_its_target_is_written(tmp_path):
     real.write_bytes(b"m = Net().cuda()\n")
     link = tmp_path / "link.py"
     link.symlink_to(real)
-    assert neuronize("fix", str(link)).returncode == 0
+    assert neuronize("fix", *ONE_LINE, str(link)).returncode == 0
     assert link.is_symlink()
     assert real.read_bytes() == FIXED_LINE + b"\n"
 
@@ -96,7 +98,7 @@ def test_symlink_pointing_outside_the_given_tree_is_not_written(tmp_path):
     tree.mkdir()
     (tree / "link.py").symlink_to(secret)
     (tree / "own.py").write_bytes(b"m = Net().cuda()\n")
-    proc = neuronize("fix", str(tree))
+    proc = neuronize("fix", *ONE_LINE, str(tree))
     assert secret.read_bytes() == b"m = Net().cuda()\n"
     assert (tree / "own.py").read_bytes() == FIXED_LINE + b"\n"
     assert b"outside the given paths" in proc.stderr
@@ -106,7 +108,7 @@ def test_symlink_loop_and_py_directory(tmp_path):
     (tmp_path / "loop").symlink_to(tmp_path)
     (tmp_path / "pkg.py").mkdir()
     (tmp_path / "pkg.py" / "inner.py").write_bytes(b"m = Net().cuda()\n")
-    proc = neuronize("fix", str(tmp_path))
+    proc = neuronize("fix", *ONE_LINE, str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "pkg.py" / "inner.py").read_bytes() == FIXED_LINE + b"\n"
 
@@ -136,5 +138,5 @@ def test_path_given_twice_is_processed_once(tmp_path):
 def test_no_temp_files_left_behind(tmp_path):
     for i in range(5):
         (tmp_path / f"f{i}.py").write_bytes(b"m = Net().cuda()\n")
-    assert neuronize("fix", str(tmp_path)).returncode == 0
+    assert neuronize("fix", *ONE_LINE, str(tmp_path)).returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"f{i}.py" for i in range(5)]

@@ -70,7 +70,9 @@ def test_the_report_names_the_import_that_blocks_the_script(tmp_path):
     (tmp_path / "apps" / "plain.py").write_bytes(b"import torch\nfrom pkg import layers\nnet = layers.Net().cuda()\n")
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert (tmp_path / "apps" / "train.py").read_bytes().endswith(b"net = Net().cuda()\n")
-    assert (tmp_path / "apps" / "plain.py").read_bytes().endswith(b'net = layers.Net().to("neuron")\n')
+    # a script free of kernel code moves, host-aware (the neuron target keeps its CUDA hosts)
+    assert (tmp_path / "apps" / "plain.py").read_bytes().endswith(
+        b'net = layers.Net().to("neuron" if on_neuron() else "cuda")\n')
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert ("not applied: this file imports GPU-kernel code (imports `pkg.model`, which through the project's "
             "modules imports triton), which has no Neuron kernels: on Neuron it fails to import, or at its first "
@@ -199,7 +201,8 @@ def test_a_function_that_imports_kernel_code_lazily_keeps_its_devices(tmp_path):
         b'def place(x):\n    return x.to("cuda")\n')
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     fixed = (tmp_path / "quant.py").read_text()
-    assert 'device="cuda")' in fixed and 'x.to("neuron")' in fixed  # the kernel's buffer stays CUDA's
+    # the kernel's buffer stays CUDA's; the free function moves, host-aware (CUDA hosts are kept)
+    assert 'device="cuda")' in fixed and 'return x.to("neuron" if on_neuron() else "cuda")\n' in fixed
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert "function `gemm` holds GPU-kernel code (imports the project's compiled CUDA extension `fast_gemm`)" in full
 
@@ -214,7 +217,8 @@ def test_a_function_that_always_imports_a_cuda_only_library_keeps_its_devices(tm
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     fixed = (tmp_path / "merge.py").read_text()
     assert 'torch.device("cuda") if device is None' in fixed  # the library's device
-    assert 'model.to("neuron")' in fixed  # a conditional import leaves the rest of the function free
+    # a conditional import leaves the rest of the function free: it moves, host-aware (CUDA hosts are kept)
+    assert 'return model.to("neuron" if on_neuron() else "cuda")\n' in fixed
     full = full_report(str(tmp_path))
     assert "function `roundtrip` serves a CUDA-only library (it imports `bitsandbytes`" in full
 

@@ -35,7 +35,8 @@ def test_a_script_calling_one_keeps_the_placements_beside_it(tmp_path):
         b"def warm_up(x):\n    return x.to(\"cuda\")\n")
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     fixed = (tmp_path / "infer.py").read_text()
-    # the closure's batch waits with the model its function loads; the other function's move is made
-    assert 'inputs.to("cuda")' in fixed and 'x.to("neuron")' in fixed
+    # the closure's batch waits with the model its function loads; the other function's move is made,
+    # host-aware (the neuron target keeps CUDA hosts)
+    assert 'inputs.to("cuda")' in fixed and 'return x.to("neuron" if on_neuron() else "cuda")\n' in fixed
     full = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode()
     assert "`load_model()` returns a model its loader places on GPUs" in " ".join(full.split())

@@ -108,18 +108,32 @@ def test_host_aware_compile_backend_written_already_is_left():
 
 
 @pytest.mark.parametrize(("code", "target", "expected"), [
-    ("import torch\nm = torch.compile(net.cuda())\n", "neuron", False),  # hard-codes CUDA
-    ('import torch\nd = "cuda" if torch.cuda.is_available() else "cpu"\n', "neuron", True),
-    ("import torch\nm = torch.compile(net.cuda())\n", "accelerator", True),
-    ("import torch\nm = torch.compile(net.cuda())\n", "cpu", True),
+    # the neuron target: every file keeps its CUDA hosts, so the backend is host-aware even where
+    # the file hard-codes CUDA (it used to move to "neuron" outright there)
+    ("import torch\nm = torch.compile(net.cuda())\n", "neuron", '"neuron" if {test} else {kept}'),
+    ('import torch\nd = "cuda" if torch.cuda.is_available() else "cpu"\n', "neuron", '"neuron" if {test} else {kept}'),
+    # accelerator: chosen from the detected device, Inductor elsewhere; cpu: none (Inductor compiles for the CPU)
+    ("import torch\nm = torch.compile(net.cuda())\n", "accelerator",
+     '"neuron" if torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+     'else "inductor"'),
+    ("import torch\nm = torch.compile(net.cuda())\n", "cpu", None),
 ])
-def test_compile_keeps_other_hosts(code, target, expected):
-    from neuronize.transforms._helpers.hosts import compile_keeps_other_hosts
+def test_compile_backend_keeps_other_hosts(code, target, expected):
+    from neuronize.transforms._helpers.hosts import host_compile_backend
 
     module = cst.parse_module(code)
     ctx = FileContext(module=module, names=collect_imports(module), source=code.encode(),
                       options=Options(target=target))
-    assert compile_keeps_other_hosts(ctx) is expected
+    test = ('hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
+            'torch.accelerator.current_accelerator().type == "neuron"')
+    for original, kept in ((None, '"inductor"'), (cst.SimpleString('"cudagraphs"'), '"cudagraphs"')):
+        chosen = host_compile_backend(ctx, original)
+        if expected is None:
+            assert chosen is None
+            continue
+        assert chosen is not None
+        want = expected.format(test=test, kept=kept) if target == "neuron" else expected
+        assert short(chosen[0], None) == want
 
 
 # -- value flow (NRN401) --------------------------------------------------------------------------
@@ -219,7 +233,13 @@ def test_backend_edit_and_table_entry():
 
     ctx = _ctx("import torch.distributed as dist\n")
     plain = backend_edit(ctx, cst.SimpleString("'nccl'"))
-    assert short(plain.replacement) == "'neuron'" and plain.safety is Safety.SAFE
+    # the neuron target keeps CUDA hosts: NCCL stays on them (the Neuron value takes the literal's quotes)
+    assert short(plain.replacement, None) == (
+        "'neuron' if hasattr(torch, \"accelerator\") and torch.accelerator.is_available() and "
+        "torch.accelerator.current_accelerator().type == \"neuron\" else 'nccl'")
+    assert plain.safety is Safety.SAFE and "CUDA hosts keep NCCL" in plain.message
+    # `import torch.distributed as dist` binds no `torch`: the test's `torch` is imported
+    assert [(i.module, i.obj) for i in plain.imports] == [("torch", None)]
     assert backend_edit(ctx, cst.SimpleString('"cpu:gloo,cuda:nccl"')).safety is Safety.UNSAFE
     assert short(backend_edit(_ctx("", "cpu"), cst.SimpleString('"nccl"')).replacement) == '"gloo"'
     table = cst.parse_expression('{"cuda": "nccl", "cpu": "gloo"}')
@@ -605,9 +625,10 @@ def test_config_values_planned_by_key_and_value():
     ('import torch\nwith torch.autocast("cuda", enabled=device == "cuda"):\n    pass\n',
      ['torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=device == "neuron")',
       'torch.autocast(torch.device(device).type, enabled=device == "neuron")']),
-    # hard-coded CUDA: the plain device; an explicit dtype is kept, with no bf16 fix
+    # hard-coded CUDA: host-aware all the same (the neuron target keeps CUDA hosts); an explicit
+    # dtype is kept, with no bf16 fix
     ('import torch\nx = torch.ones(1).cuda()\nwith torch.autocast("cuda", dtype=torch.float16):\n    pass\n',
-     ['torch.autocast("neuron", dtype=torch.float16)']),
+     ['torch.autocast("neuron" if N else "cuda", dtype=torch.float16)']),
 ])
 def test_autocast_plan(code, expected):
     ctx = FileContext(module=cst.parse_module(code), names=collect_imports(cst.parse_module(code)),

@@ -7,6 +7,10 @@ import json
 from helpers import neuronize
 
 CUDA = b"import torch\nmodel = Net().cuda()\n"
+#: the helper `fix` defines for its host-aware edits: on the neuron target a file keeps its CUDA hosts
+HELPER = (b'\n\ndef on_neuron() -> bool:\n    """True on an AWS Trainium (Neuron) device, False elsewhere."""\n'
+          b'    return (\n        hasattr(torch, "accelerator")\n        and torch.accelerator.is_available()\n'
+          b'        and torch.accelerator.current_accelerator().type == "neuron"\n    )\n\n\n')
 
 
 def _pyproject(tmp_path, body: str) -> None:
@@ -32,7 +36,9 @@ def test_config_unsafe_fixes_and_command_line_override(tmp_path):
     assert neuronize("fix", "--no-unsafe-fixes", "a.py", cwd=tmp_path).returncode == 1
     assert (tmp_path / "a.py").read_bytes() == b"x = x.cuda(3)\n"
     assert neuronize("fix", "a.py", cwd=tmp_path).returncode == 0
-    assert (tmp_path / "a.py").read_bytes() == b'x = x.to("neuron")\n'
+    # the unsafe fix applied: Neuron gains `.to("neuron")`, the CUDA box keeps its `.cuda(3)`
+    assert (tmp_path / "a.py").read_bytes() == (
+        b"import torch\n" + HELPER + b'x = x.to("neuron") if on_neuron() else x.cuda(3)\n')
 
 
 def test_config_exclude(tmp_path):
@@ -64,9 +70,12 @@ def test_suppressions_silence_findings_and_their_fixes(tmp_path):
     (tmp_path / "a.py").write_bytes(source)
     proc = neuronize("fix", "--unused-suppressions", "a.py", cwd=tmp_path)
     lines = proc.stdout.decode().splitlines()
-    assert (tmp_path / "a.py").read_bytes() == source.replace(b'c = Net().cuda()', b'c = Net().to("neuron")')
+    # only `c` is edited; the helper its host-aware edit calls goes below the import
+    assert (tmp_path / "a.py").read_bytes() == source.replace(
+        b"import torch\n", b"import torch\n" + HELPER).replace(
+        b'c = Net().cuda()', b'c = Net().to("neuron" if on_neuron() else "cuda")')
     assert [line.split()[1] for line in lines] == ["NRN000"]
-    assert lines[0].startswith("a.py:6:1 NRN000")
+    assert lines[0].startswith("a.py:17:1 NRN000")  # line 6 as written, below the 11 lines of the helper
 
 
 def test_baseline_ratchet(tmp_path):
@@ -94,7 +103,7 @@ def test_fix_with_a_baseline_leaves_baselined_findings_unedited(tmp_path):
     proc = neuronize("fix", "--baseline", "baseline.json", ".", cwd=tmp_path)
     # the accepted line stays as it was; the new one is fixed, and the summary counts that fix
     assert (tmp_path / "old.py").read_bytes() == (
-        b'import torch\nx = Net().cuda()\ny = torch.zeros(2).to("neuron")\n')
+        b"import torch\n" + HELPER + b'x = Net().cuda()\ny = torch.zeros(2).to("neuron" if on_neuron() else "cuda")\n')
     assert b"fixes applied: 1 safe" in proc.stderr and b"1 baselined finding not shown" in proc.stderr
     assert proc.returncode == 0
     # nothing new: nothing written, the summary says no fix was applied
@@ -127,10 +136,12 @@ def test_notebook_code_cells_are_fixed_and_everything_else_kept(tmp_path):
     assert out[1].startswith("train.ipynb:cell 2:4:9 NRN102")
     assert neuronize("fix", "train.ipynb", cwd=tmp_path).returncode == 1  # `!nvidia-smi` is left to do
     after = path.read_text()
-    expected = NOTEBOOK["cells"][1]["source"][:]
-    expected[3] = 'model = Net().to("neuron")\n'
-    assert json.loads(after)["cells"][1]["source"] == expected
-    assert after == text.replace("model = Net().cuda()", 'model = Net().to(\\"neuron\\")')
+    expected = json.loads(text)
+    # the host-aware move and, above it, the helper it calls (the cell keeps its CUDA hosts)
+    expected["cells"][1]["source"][3:4] = [*HELPER.decode().splitlines(keepends=True),
+                                           'model = Net().to("neuron" if on_neuron() else "cuda")\n']
+    assert json.loads(after) == expected
+    assert after == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"  # everything else as it was
 
 
 def test_invalid_notebook_is_an_error_for_that_file_only(tmp_path):
@@ -139,7 +150,8 @@ def test_invalid_notebook_is_an_error_for_that_file_only(tmp_path):
     proc = neuronize("fix", ".", cwd=tmp_path)
     assert proc.returncode == 2
     assert "error: bad.ipynb" in proc.stderr.decode()
-    assert (tmp_path / "a.py").read_bytes() == b'import torch\nmodel = Net().to("neuron")\n'
+    assert (tmp_path / "a.py").read_bytes() == (
+        b"import torch\n" + HELPER + b'model = Net().to("neuron" if on_neuron() else "cuda")\n')
 
 
 LIBRARY = b"import torch\n\n\ndef place(x):\n    return x.to(\"cuda\")\n"
@@ -176,7 +188,9 @@ def test_a_module_run_by_a_program_that_keeps_cuda_keeps_the_cuda_box(tmp_path):
         neuronize("fix", "--no-cache", "-q", ".", cwd=root)
     assert b'x.to(device="neuron" if on_neuron() else "cuda")' in (tmp_path / "kept" / "evals" / "score.py").read_bytes()
     assert b'x.to(device="neuron" if on_neuron() else "cuda") * 2' in (tmp_path / "moved" / "evals" / "score.py").read_bytes()
-    assert (tmp_path / "moved" / "train.py").read_bytes().startswith(b'import torch\nmodel = torch.nn.Linear(2, 2).to("neuron")\n')
+    # the trainer itself keeps its CUDA hosts too: its placement is host-aware
+    assert (tmp_path / "moved" / "train.py").read_bytes().startswith(
+        b"import torch\n" + HELPER + b'model = torch.nn.Linear(2, 2).to("neuron" if on_neuron() else "cuda")\n')
 
 
 def test_a_branch_on_a_flag_another_module_stored_from_a_cuda_probe_stays_cudas(tmp_path):
@@ -252,8 +266,9 @@ def test_a_script_that_runs_a_module_choosing_its_host_keeps_the_cuda_box(tmp_pa
         neuronize("fix", "--no-cache", "-q", "helpers.py", "demo.py", cwd=project)
     # the demo runs the helpers' choice among hosts: the CUDA box keeps CUDA, Neuron gains its own
     assert b'.to("neuron" if on_neuron() else "cuda")' in (tmp_path / "demo.py").read_bytes()
-    # where nothing the script runs chooses, it names CUDA with no choice: it moves to Neuron
-    assert (tmp_path / "other" / "demo.py").read_bytes().endswith(b'.to("neuron")\n')
+    # where nothing the script runs chooses, it keeps its CUDA hosts all the same (every file does)
+    assert (tmp_path / "other" / "demo.py").read_bytes().endswith(
+        HELPER + b'if __name__ == "__main__":\n    x = ones().to("neuron" if on_neuron() else "cuda")\n')
 
 
 def test_a_script_beside_a_library_module_that_keeps_the_cuda_box_keeps_it_too(tmp_path):

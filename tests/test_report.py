@@ -200,9 +200,13 @@ def test_summary_after_every_run(tmp_path, command):
 
 
 # -- a report ready for a pull request (issue 14 item 7) ----------------------------------------
-#: `fix --unsafe-fixes` deletes lines 2-3 and edits line 4
+#: on the neuron target `fix --unsafe-fixes` keeps lines 2-3 for CUDA hosts (line 3 below the 11-line
+#: `on_neuron` helper, at 14) and lays line 4's host-aware move out over lines 15-17; on the CPU target
+#: it deletes lines 2-3 and edits line 4 in place, now line 2
 PR_SOURCE = (b"import torch\nfrom torch.backends import cudnn\ncudnn.benchmark = True\n"
              b"x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n")
+#: the links' tests are about addresses, not the device policy: the CPU target's one-line edits
+ONE_LINE = ("--target", "cpu")
 
 
 def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_path):
@@ -210,11 +214,17 @@ def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_pat
     proc = neuronize("fix", "--unsafe-fixes", "--report", "MIGRATION.md", "t.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr  # NRN115 is left
     text = (tmp_path / "MIGRATION.md").read_text()
-    assert ("- [t.py:2](t.py#L2) NRN350 (unsafe): `cudnn.benchmark = True` removed: a cuDNN setting, "
-            "meaningless on Neuron [evidence: INF]\n  ```diff\n  -cudnn.benchmark = True\n  ```\n") in text
-    assert ("- [t.py:2](t.py#L2) NRN102 (safe): `.cuda()` -> `.to(\"neuron\")`\n  ```diff\n"
+    # the cuDNN flag is kept for CUDA hosts: no edit, a finding left at its written line
+    assert "NRN350 (unsafe)" not in text and "  -cudnn.benchmark = True\n" not in text
+    assert ("| [t.py:14](t.py#L14) | NRN350 `cudnn-flag` | report-only | - | medium | `cudnn.benchmark = True` "
+            "kept for CUDA hosts: a cuDNN setting, meaningless on Neuron, but harmless there,") in text
+    # the host-aware move: the whole statement it became, from its first written line
+    assert ("- [t.py:15](t.py#L15) NRN102 (safe): `.cuda()` -> `.to(\"neuron\" if <the accelerator is Neuron> "
+            "else \"cuda\")`: CUDA hosts keep CUDA, as the program's device choice does\n  ```diff\n"
             "  -x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n"
-            "  +x = torch.zeros(2).to(\"neuron\"); y = torch.cuda.get_device_capability()\n  ```\n") in text
+            "  +x = torch.zeros(2).to(\n"
+            "  +    \"neuron\" if on_neuron() else \"cuda\"\n"
+            "  +); y = torch.cuda.get_device_capability()\n  ```\n") in text
     # every evidence mark the report uses is explained in it, as `neuronize explain` explains it
     legend = text.split("## Evidence marks", 1)[1]
     for mark in ("INF", "3P"):
@@ -261,12 +271,12 @@ def test_links_follow_the_git_remote_commit_and_branch(tmp_path):
     sha = _git(tmp_path, "rev-parse", "HEAD")
     base = "https://github.com/acme/train/blob"
     # `report` reads the commit: links at that commit, paths from the repository's top
-    text = neuronize("report", "--unsafe-fixes", ".", cwd=tmp_path / "src").stdout.decode()
+    text = neuronize("report", "--unsafe-fixes", *ONE_LINE, ".", cwd=tmp_path / "src").stdout.decode()
     assert f"[t.py:4]({base}/{sha}/src/t.py#L4) NRN102" in text
-    relative = neuronize("report", "--link-base", "none", ".", cwd=tmp_path / "src").stdout.decode()
+    relative = neuronize("report", "--link-base", "none", *ONE_LINE, ".", cwd=tmp_path / "src").stdout.decode()
     assert "[t.py:4](t.py#L4)" in relative
     # `fix --report`: the lines as written, on the branch the edits will be pushed on
-    neuronize("fix", "--unsafe-fixes", "--report", "../MIGRATION.md", ".", cwd=tmp_path / "src")
+    neuronize("fix", "--unsafe-fixes", *ONE_LINE, "--report", "../MIGRATION.md", ".", cwd=tmp_path / "src")
     text = (tmp_path / "MIGRATION.md").read_text()
     assert f"[t.py:2]({base}/migrate/src/t.py#L2) NRN102" in text
 

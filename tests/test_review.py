@@ -29,6 +29,8 @@ from neuronize.presenting.review import (
     split_hunks,
 )
 from neuronize.sources.lines import byte_lines
+from neuronize.analysis.positions import position_map
+from neuronize.types import Finding, Target
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -50,6 +52,9 @@ def train(model, batch):
     return loss.half()
 """
 AMP_HUNKS = 3  # the imports, the cuDNN flag deletion, the .half() call
+#: the AMP tests are about import hunks, not the device policy: on the neuron target the cuDNN flag
+#: is kept for CUDA hosts (and reported), so no import is removed there; the CPU target deletes it
+AMP_TARGET = ["--target", "cpu"]
 
 #: two safe edits and one unsafe one, far apart
 MIXED = (b"import torch\n" + b"model = Net().cuda()\n" + b"".join(b"a%d = %d\n" % (i, i) for i in range(10))
@@ -60,8 +65,8 @@ PROMPT = re.compile(r"\((\d+)/(\d+)\) Apply this hunk to (\S+) \[y,n,a,d,(?:s,)?
 AGAIN = re.compile(r"Review (\S+) again \(r\) or leave it unchanged \(s\) \[r,s\]\? ")
 
 
-def _analyse(path: Path, unsafe: bool = True):  # type: ignore[no-untyped-def]
-    run = api.analyse_paths([str(path)], all_rules(), Options(unsafe_fixes=unsafe), jobs=1)
+def _analyse(path: Path, unsafe: bool = True, target: Target = Target.NEURON):  # type: ignore[no-untyped-def]
+    run = api.analyse_paths([str(path)], all_rules(), Options(unsafe_fixes=unsafe, target=target), jobs=1)
     [f] = run.files
     return f.source, f.result.output, f.result.findings
 
@@ -75,7 +80,7 @@ def test_byte_lines_keep_every_byte():
 
 def test_hunks_carry_their_findings_and_imports_are_linked(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
-    before, after, findings = _analyse(tmp_path / "a.py")
+    before, after, findings = _analyse(tmp_path / "a.py", target=Target.CPU)  # see AMP_TARGET
     hunks = split_hunks(before, after, findings)
     assert len(hunks) == AMP_HUNKS
     imports, flag, half = hunks
@@ -95,7 +100,9 @@ def test_rebuild_is_byte_exact_for_every_subset(tmp_path, newline, final_newline
     if not final_newline:
         source = source[: -len(newline)]
     (tmp_path / "m.py").write_bytes(source)
-    before, after, findings = _analyse(tmp_path / "m.py")
+    # the CPU target: the subject is bytes; on the neuron target hunk 1 also defines `on_neuron`,
+    # which hunk 2 calls, so not every subset would be a valid file
+    before, after, findings = _analyse(tmp_path / "m.py", target=Target.CPU)
     hunks = split_hunks(before, after, findings)
     assert len(hunks) == 3
     assert rebuild(before, after, hunks, {h.index for h in hunks}) == after
@@ -107,13 +114,13 @@ def test_rebuild_is_byte_exact_for_every_subset(tmp_path, newline, final_newline
             assert (b"\r\n" in out) == (newline == b"\r\n")
             assert check_rebuilt(before, after, out, hunks, accepted) == []
             ast.parse(out)
-            assert (b'Net().to("neuron")' in out) == (0 in accepted)
-            assert (b"batch.to(\"neuron\")" in out) == (1 in accepted)
+            assert (b'Net().to("cpu")' in out) == (0 in accepted)
+            assert (b'batch.to("cpu")' in out) == (1 in accepted)
 
 
 def test_check_finds_a_use_whose_import_was_removed_and_a_dangling_name(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
-    before, after, findings = _analyse(tmp_path / "a.py")
+    before, after, findings = _analyse(tmp_path / "a.py", target=Target.CPU)  # see AMP_TARGET
     hunks = split_hunks(before, after, findings)
     problems = check_rebuilt(before, after, rebuild(before, after, hunks, {0, 2}), hunks, {0, 2})
     assert problems == ["line 6: `cudnn` would be used but not defined: hunk 1, which removes its "
@@ -153,7 +160,9 @@ def _script(*answers: str):  # type: ignore[no-untyped-def]
 
 def test_prompt_loop_keys(tmp_path):
     (tmp_path / "m.py").write_bytes(MIXED)
-    before, after, findings = _analyse(tmp_path / "m.py")
+    # the CPU target: the subject is the keys; on the neuron target refusing hunk 1 (which also
+    # defines `on_neuron`) would leave hunk 2's call to it undefined
+    before, after, findings = _analyse(tmp_path / "m.py", target=Target.CPU)
     said: list[str] = []
     outcomes = {}
     for answers in (("y", "n", "y"), ("?", "x", "n", "a"), ("d",), ("y", "q"), ()):
@@ -176,13 +185,14 @@ def test_prompt_loop_asks_only_for_the_chosen_class(tmp_path):
     said: list[str] = []
     outcome = review_file("m.py", before, after, findings, ask=ask, say=said.append, style=Style(),
                           prompt_for=lambda h: h.safety.value != "safe")
-    assert len(prompts) == 1 and outcome.accepted == {0, 2}
+    # hunk 0 defines `on_neuron` for the safe edits (1, 3) and goes in with them; 2 is refused
+    assert len(prompts) == 1 and outcome.accepted == {0, 1, 3}
     assert sum("applied without asking" in s for s in said) == 2
 
 
 def test_a_broken_choice_is_explained_and_never_returned(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
-    before, after, findings = _analyse(tmp_path / "a.py")
+    before, after, findings = _analyse(tmp_path / "a.py", target=Target.CPU)  # see AMP_TARGET
     said: list[str] = []
     # skip the cuDNN flag, keep the .half() edit: the import hunk both adds `torch` (needed) and
     # removes `cudnn` (still used), so it is put to the reviewer, after the edits it serves
@@ -226,7 +236,7 @@ def _drive(child, answer):  # type: ignore[no-untyped-def]
 
 def test_pty_an_import_hunk_follows_the_edits_it_serves(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
-    child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
+    child = _spawn(["fix", "-i", "--unsafe-fixes", *AMP_TARGET, "a.py"], tmp_path)
     transcript: list[str] = []
     given = _drive(child, lambda name, index, total, shown: transcript.append(shown) or "y")
     # asked about the two edits only, in file order; the imports follow them without a question
@@ -234,7 +244,7 @@ def test_pty_an_import_hunk_follows_the_edits_it_serves(tmp_path):
     rest = child.before or ""
     assert "a.py: hunk 1/3 (imports) applied, following hunks 2, 3" in "".join(transcript) + rest
     (tmp_path / "orig.py").write_bytes(AMP)
-    assert (tmp_path / "a.py").read_bytes() == _analyse(tmp_path / "orig.py")[1]  # fully migrated
+    assert (tmp_path / "a.py").read_bytes() == _analyse(tmp_path / "orig.py", target=Target.CPU)[1]  # fully migrated
 
 
 def test_pty_a_conflicting_import_hunk_is_asked_and_checked(tmp_path):
@@ -242,7 +252,7 @@ def test_pty_a_conflicting_import_hunk_is_asked_and_checked(tmp_path):
     # skip the cuDNN flag, keep .half(): the imports add `torch` (needed) and remove `cudnn`
     # (still used): asked after the edits; accepting it breaks the file, which is not written
     answers = iter(["n", "y", "y", "s"])
-    child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
+    child = _spawn(["fix", "-i", "--unsafe-fixes", *AMP_TARGET, "a.py"], tmp_path)
     transcript: list[str] = []
 
     def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
@@ -263,7 +273,7 @@ def test_pty_a_conflicting_import_hunk_is_asked_and_checked(tmp_path):
 def test_pty_reject_the_conflicting_import_then_review_again(tmp_path):
     (tmp_path / "a.py").write_bytes(AMP)
     answers = iter(["n", "y", "n", "r", "y", "n"])
-    child = _spawn(["fix", "-i", "--unsafe-fixes", "a.py"], tmp_path)
+    child = _spawn(["fix", "-i", "--unsafe-fixes", *AMP_TARGET, "a.py"], tmp_path)
     seen: list[str] = []
 
     def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
@@ -274,7 +284,7 @@ def test_pty_reject_the_conflicting_import_then_review_again(tmp_path):
     assert "`torch` would be used but not defined: hunk 1, which adds its import, was rejected" in \
         "".join(seen)
     (tmp_path / "orig.py").write_bytes(AMP)
-    before, after, findings = _analyse(tmp_path / "orig.py")
+    before, after, findings = _analyse(tmp_path / "orig.py", target=Target.CPU)
     hunks = split_hunks(before, after, findings)
     on_disk = (tmp_path / "a.py").read_bytes()
     # second pass: the flag edit kept, .half() skipped; the imports follow the flag edit
@@ -293,6 +303,10 @@ y = model(batch)
 #: a project whose lines may run to 120: the author's layout of STRADDLE stays as it is, so its
 #: edits stay on the lines they straddle (a longer line would be split one argument a line)
 WIDE = "line-length = 120\n"
+#: the STRADDLE tests are about hunks, not the device policy: on the neuron target the host-aware
+#: forms make the lines longer than 120, so the `with` is split one argument a line and nothing
+#: straddles; the CPU target's one-line `.to("cpu")` keeps the author's layout
+STRADDLE_TARGET = ["--target", "cpu"]
 STRADDLE = b"""import torch
 with torch.autocast("cuda",
                     dtype=torch.float16, enabled=x.cuda().is_cuda):
@@ -302,7 +316,9 @@ with torch.autocast("cuda",
 
 def test_neighbouring_safe_and_unsafe_fixes_are_two_hunks(tmp_path):
     (tmp_path / "n.py").write_bytes(NEIGHBOURS)
-    before, after, findings = _analyse(tmp_path / "n.py")
+    # the CPU target: on the neuron target the `on_neuron` helper inserted above them makes the two
+    # one-line edits one block of the diff, so one hunk
+    before, after, findings = _analyse(tmp_path / "n.py", target=Target.CPU)
     hunks = split_hunks(before, after, findings)
     assert [h.safety.value for h in hunks] == ["safe", "unsafe"]
     assert [h.ops for h in hunks] == [(("replace", 1, 2, 1, 2),), (("replace", 2, 3, 2, 3),)]
@@ -314,14 +330,15 @@ def test_pty_review_unsafe_keeps_the_safe_neighbour(tmp_path):
     given = _drive(child, lambda *a: "n")
     assert len(given) == 1
     out = (tmp_path / "n.py").read_bytes()
-    assert b'model = Net().to("neuron")' in out and b"batch = batch.cuda(3)" in out
+    assert b'model = Net().to("neuron" if on_neuron() else "cuda")\nbatch = batch.cuda(3)\n' in out
+    ast.parse(out)
 
 
 def test_pty_split_a_hunk_like_git_add_p(tmp_path):
     (tmp_path / "s.py").write_bytes(STRADDLE)
     (tmp_path / "ruff.toml").write_text(WIDE)
     answers = iter(["s", "y", "n"])
-    child = _spawn(["fix", "-i", "--unsafe-fixes", "s.py"], tmp_path)
+    child = _spawn(["fix", "-i", "--unsafe-fixes", *STRADDLE_TARGET, "s.py"], tmp_path)
     prompts: list[tuple[int, int]] = []
 
     def answer(name, index, total, shown):  # type: ignore[no-untyped-def]
@@ -332,7 +349,7 @@ def test_pty_split_a_hunk_like_git_add_p(tmp_path):
     assert [g[2] for g in given] == ["s", "y", "n"]
     assert prompts == [(1, 1), (1, 2), (2, 2)]
     out = (tmp_path / "s.py").read_bytes()
-    assert b'torch.autocast("neuron",' in out and b"enabled=x.cuda().is_cuda" in out
+    assert b'torch.autocast("cpu",' in out and b"enabled=x.cuda().is_cuda" in out
     ast.parse(out)
 
 
@@ -342,7 +359,7 @@ def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
     # safe edit
     (tmp_path / "s.py").write_bytes(STRADDLE)
     (tmp_path / "ruff.toml").write_text(WIDE)
-    child = _spawn(["fix", "--review", "unsafe", "s.py"], tmp_path)
+    child = _spawn(["fix", "--review", "unsafe", *STRADDLE_TARGET, "s.py"], tmp_path)
     shown: list[str] = []
     given = _drive(child, lambda name, index, total, before: shown.append(before) or "n")
     assert [(g[1], g[2]) for g in given] == [(1, "n")]
@@ -352,14 +369,14 @@ def test_pty_review_unsafe_splits_a_mixed_hunk_without_asking(tmp_path):
     assert "s.py: hunk 1/1, line 3 [unsafe]" in said and "[NRN104 unsafe]" in said
     assert "[NRN201 safe]" not in said.split("on top of the safe ones")[-1]
     out = (tmp_path / "s.py").read_bytes()  # what plain `fix` writes
-    assert b'with torch.autocast("neuron",\n' in out and b'enabled=x.to("neuron").is_cuda):' in out
+    assert b'with torch.autocast("cpu",\n' in out and b'enabled=x.to("cpu").is_cuda):' in out
     ast.parse(out)
 
 
 def test_split_by_safety_keeps_a_hunk_of_one_safety_whole(tmp_path):
     (tmp_path / "s.py").write_bytes(STRADDLE)
     (tmp_path / "ruff.toml").write_text(WIDE)
-    before, after, findings = _analyse(tmp_path / "s.py")
+    before, after, findings = _analyse(tmp_path / "s.py", target=Target.CPU)  # see STRADDLE_TARGET
     (mixed,) = split_hunks(before, after, findings)
     parts = split_by_safety(mixed, mixed.findings)
     assert [p.safety.value for p in parts] == ["safe", "unsafe"]
@@ -389,7 +406,8 @@ def test_pty_quit_keeps_accepted_hunks_and_touches_nothing_else(tmp_path):
     (tmp_path / "orig.py").write_bytes(MIXED)
     before, after, findings = _analyse(tmp_path / "orig.py")
     hunks = split_hunks(before, after, findings)
-    assert (tmp_path / "a_first.py").read_bytes() == rebuild(before, after, hunks, {0})
+    # the accepted edit (hunk 1) takes the helper it calls (hunk 0) with it
+    assert (tmp_path / "a_first.py").read_bytes() == rebuild(before, after, hunks, {0, 1})
     assert (tmp_path / "b_second.py").read_bytes() == MIXED
     assert child.exitstatus == 1
 
@@ -400,7 +418,8 @@ def test_pty_review_unsafe_asks_only_for_unsafe_hunks(tmp_path):
     given = _drive(child, lambda *a: "n")
     assert len(given) == 1  # the .cuda(3) edit; the two safe ones are applied without asking
     out = (tmp_path / "m.py").read_bytes()
-    assert b'model = Net().to("neuron")' in out and b"batch = batch.cuda(3)" in out
+    assert b'model = Net().to("neuron" if on_neuron() else "cuda")\n' in out and b"batch = batch.cuda(3)\n" in out
+    assert b"def on_neuron() -> bool:" in out
     # no torch requirement in the folder: an older torch is admitted, where torch.cuda serves
     assert b'getattr(torch, "accelerator", torch.cuda).synchronize()' in out
 
@@ -469,16 +488,20 @@ def test_migrate_a_repository_through_fix_i_and_report_it(tmp_path):
         assert on_disk == (outcome.output if outcome.output is not None else original), name
         decided = outcome.findings if outcome.output is not None else tuple(
             dataclasses.replace(f, applied=False) for f in findings)
-        now = line_map(before, on_disk)
+        moved = position_map(before, on_disk)  # an edit laid out over lines: where its own text went
+
+        def now(f: Finding) -> int:
+            return moved(f.line, f.column)[0]
+
         for f in decided:
-            link = f"[{name}:{now(f.line)}]({name}#L{now(f.line)})"
+            link = f"[{name}:{now(f)}]({name}#L{now(f)})"
             if f.applied:
                 assert f"- {link} {f.rule} ({f.safety.value}): " in report, (name, f)
             elif f.fixable:
                 assert f"| {link} | {f.rule} `{f.name}` | {f.safety.value} fix not applied |" in report, (name, f)
         for f in findings:
             if not f.fixable:  # a row of its own, or one of the places of a repeated finding's row
-                link = f"[{name}:{now(f.line)}]({name}#L{now(f.line)})"
+                link = f"[{name}:{now(f)}]({name}#L{now(f)})"
                 assert f"| {link} | {f.rule} `{f.name}` | report-only |" in report \
                     or f"| {link} (and " in report or f"like it: {link}" in report or f", {link}" in report, (name, f)
         for f in findings:
@@ -530,6 +553,10 @@ def test_pty_the_hunks_of_an_edit_group_follow_one_answer(tmp_path, key):
     assert f"p.py: hunk 3/3 (NRN115) {verb}, like the hunk already decided in its edit group" in said
     out = (tmp_path / "p.py").read_bytes()
     if key == "y":
-        assert b'torch.device("neuron")' in out and b"torch_neuronx.get_device_properties(0).name" in out
+        assert b'    device = torch.device("neuron" if on_neuron() else "cuda")\n' in out
+        assert (b"    if on_neuron():\n        import torch_neuronx\n"
+                b"        print(torch_neuronx.get_device_properties(0).name)\n"
+                b"    else:\n        print(torch.cuda.get_device_name(0))\n") in out
+        ast.parse(out)
     else:
         assert out == PAIR

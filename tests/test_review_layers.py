@@ -65,7 +65,13 @@ def test_pty_all_n_after_the_safe_edits_is_plain_fix(tmp_path, name, data, mode)
         hunk = text.rsplit(f"{name}: hunk", 1)[-1]
         assert not ("[NRN101 safe]" in hunk and "[NRN112 unsafe]" in hunk), hunk
     assert (tmp_path / name).read_bytes() == expected
-    assert expected.count(b"neuron") == 2  # both safe edits, around the refused seed call
+    # both safe edits, host-aware (CUDA hosts keep CUDA), around the refused seed call
+    code = expected.decode()
+    if name.endswith(".ipynb"):
+        code = "".join("".join(cell["source"]) for cell in json.loads(code)["cells"])
+    moved = '.to("neuron" if on_neuron() else "cuda")'
+    assert (f'model{moved}\ntorch.cuda.manual_seed(42)\nx = torch.ones(2){moved}\n') in code
+    assert "def on_neuron() -> bool:" in code and "torch.neuron" not in code
 
 
 def test_pty_a_split_notebook_hunk_keeps_classes_reasons_and_counts(tmp_path):

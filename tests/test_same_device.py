@@ -53,7 +53,8 @@ def test_a_move_in_another_function_is_free() -> None:
             return model.cuda()
     """
     safe, result = _run(code, unsafe=False)
-    assert 'model.to("neuron")' in safe and "torch.cuda.get_device_name(0)" in safe
+    # the move is host-aware (the neuron target keeps CUDA hosts), and free of the other function's call
+    assert 'model.to("neuron" if on_neuron() else "cuda")' in safe and "torch.cuda.get_device_name(0)" in safe
     assert _groups(result) == {"NRN102": "", "NRN115": ""}
 
 
@@ -83,13 +84,16 @@ def test_the_call_joins_the_process_group_its_placement_belongs_to() -> None:
     assert groups["NRN101"] == groups["NRN115"] == groups["NRN401"] == "process-group"
     assert safe == textwrap.dedent(code)  # backend, placement and the call move together
     full, _ = _run(code, unsafe=True)
-    assert 'init_process_group("neuron")' in full and 'to("neuron")' in full and "torch_neuronx" in full
+    # all three host-aware: CUDA hosts keep NCCL, CUDA and the CUDA call
+    assert 'init_process_group("neuron" if on_neuron() else "nccl")' in full
+    assert 'Net().to("neuron" if on_neuron() else "cuda")' in full and "torch_neuronx" in full
+    assert "else:\n        print(torch.cuda.get_device_name(0))" in full
 
 
-def test_a_workers_device_that_cannot_move_safely_holds_its_process_group() -> None:
-    """A worker started per rank pins its GPU by index: dropping the index is unsafe, so the
-    process group of the same function waits with it (a "neuron" group beside "cuda:<rank>"
-    tensors runs on no host); --unsafe-fixes moves both."""
+def test_a_workers_device_that_cannot_move_safely_leaves_its_host_aware_process_group() -> None:
+    """A worker started per rank pins its GPU by index: dropping the index is unsafe. Each edit
+    keeps the CUDA box's value (the backend NCCL, the device its indexed GPU), so the safe backend
+    edit is made alone and no host is worse for it; --unsafe-fixes moves the device too."""
     code = """\
         import torch
         import torch.distributed as dist
@@ -98,12 +102,11 @@ def test_a_workers_device_that_cannot_move_safely_holds_its_process_group() -> N
             device = torch.device("cuda", rank)
             return torch.ones(4, device=device)
     """
-    safe, result = _run(code, unsafe=False)
-    groups = _groups(result)
-    assert groups["NRN101"] == groups["NRN401"] == "process-group"
-    assert safe == textwrap.dedent(code)
+    safe, _ = _run(code, unsafe=False)
+    assert '"neuron" if on_neuron() else "nccl", rank=rank' in safe
+    assert 'device = torch.device("cuda", rank)' in safe
     full, _ = _run(code, unsafe=True)
-    assert 'init_process_group("neuron"' in full and 'torch.device("neuron")' in full
+    assert 'device = torch.device("neuron") if on_neuron() else torch.device("cuda", rank)' in full
 
 
 def test_a_suppressed_call_holds_the_move_back() -> None:
@@ -141,7 +144,7 @@ def test_a_checkpoints_save_and_load_are_one_group_with_the_move_beside_them() -
     assert {f.group for f in result.findings if f.rule in ("NRN112", "NRN102")} == {"rng-state"}
     unsafe, _ = _run(RESUME, unsafe=True)
     assert "torch.neuron.get_rng_state() if on_neuron() else torch.cuda.get_rng_state()" in " ".join(unsafe.split())
-    assert "torch.neuron.set_rng_state(" in unsafe and 'model.to("neuron")' in unsafe
+    assert "torch.neuron.set_rng_state(" in unsafe and 'model.to("neuron" if on_neuron() else "cuda")' in unsafe
 
 
 def test_one_rng_state_call_without_a_counterpart_holds_the_others_back() -> None:

@@ -107,6 +107,11 @@ TARGET_SPECIFIC = {
     # a device with a rank index is written host-aware on neuron (CUDA keeps its index); the other
     # targets write their own device
     "autocast_in_device_type_arm": "indexed CUDA device kept beside Neuron on neuron only",
+    # every file keeps its CUDA hosts on neuron: a `.cuda(<rank>)` move keeps its index beside
+    # Neuron's (`model.to("neuron") if <Neuron> else model.cuda(<rank>)`) and `backend="nccl"` stays
+    # for CUDA (`"neuron" if <Neuron> else "nccl"`); the other targets move both outright
+    "autocast_beside_process_group": "indexed CUDA move and NCCL backend kept beside Neuron on neuron only",
+    "placements_beside_main_block_process_group": "indexed CUDA move and NCCL backend kept beside Neuron on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

@@ -30,22 +30,28 @@ PROJECT = ROOT / "fixtures" / "differential" / "tinytrain"
 
 PLANTED = '''import torch
 
-
-def device_name():
-    """The device this module's buffers live on."""
-    return torch.device("cuda").type
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-if __name__ == "__main__":
-    print(device_name())
+def rounded(x):
+    """``x`` at the precision of the kernels this feeds."""
+    return x.to(DEVICE).half()
+
+
+def checked(x, expected):
+    got = rounded(x).float()
+    if not torch.equal(got, expected):
+        raise ValueError(f"the kernels round {x} to {expected}, not {got}")
+    return got
 '''
-# run by name, not imported: a module another file imports keeps its CUDA hosts (host-aware), while
-# this one moves to Neuron outright, which a CPU host cannot build a device for
-PLANTED_TEST = '''import runpy
+# an unsafe fix (NRN205) makes the cast bfloat16 on every host: the module's own check fails there
+PLANTED_TEST = '''import torch
+
+from tinytrain.planted import checked
 
 
-def test_device_name_is_a_string():
-    assert runpy.run_module("tinytrain.planted")["device_name"]().isalpha()
+def test_rounding_is_the_kernels():
+    checked(torch.tensor([1.001]), torch.tensor([1.0009765625]))
 '''
 
 DIFF = '''# comment lines of fix --diff are skipped
@@ -127,22 +133,23 @@ def _digest(project: Path) -> dict[str, bytes]:
 def test_verify_finds_the_planted_regression_with_its_hunk(tmp_path):
     project = _planted_copy(tmp_path)
     untouched = _digest(project)
-    done = _neuronize(project, "verify", "--hosts", "cpu,neuron", "--output-format", "json", "--",
-                      sys.executable, "-m", "pytest", "-q")
+    done = _neuronize(project, "verify", "--unsafe-fixes", "--hosts", "cpu,neuron", "--output-format", "json",
+                      "--", sys.executable, "-m", "pytest", "-q")
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads(done.stdout)
     cpu, neuron = report["hosts"]
     assert cpu["per_test"] and cpu["compared"] > 20
-    regression = {r["test"]: r for r in cpu["regressions"]}["tests/test_planted.py::test_device_name_is_a_string"]
-    assert regression["after"] == "failed" and regression["rules"] == ["NRN101"]
+    regression = {r["test"]: r for r in cpu["regressions"]}["tests/test_planted.py::test_rounding_is_the_kernels"]
+    assert regression["after"] == "failed" and "NRN205" in regression["rules"]
     assert [h["path"] for h in regression["hunks"]] == ["tinytrain/planted.py"]
-    assert '+    return torch.device("neuron").type' in regression["hunks"][0]["diff"]
-    assert ["tinytrain/planted.py", 6] in regression["traceback"]
+    assert "+    return x.to(DEVICE).to(torch.bfloat16)" in regression["hunks"][0]["diff"]
+    assert any(path == "tinytrain/planted.py" for path, _ in regression["traceback"])
     # on the simulated Neuron host the same code runs: the migration is what the goals wanted, but
-    # for the differential harness's known rows of this run (the default: neuron, safe fixes only)
+    # for the differential harness's known rows of this run (neuron, with the unsafe fixes)
     known = {test for target, fixes, host, test in KNOWN_REGRESSIONS
-             if (target, fixes, host) == ("neuron", "safe", "neuron")}
-    assert {r["test"] for r in neuron["regressions"]} <= known, neuron["regressions"]
+             if (target, fixes, host) == ("neuron", "unsafe", "neuron")}
+    planted = {"tests/test_planted.py::test_rounding_is_the_kernels"}  # bfloat16 on every host
+    assert {r["test"] for r in neuron["regressions"]} <= known | planted, neuron["regressions"]
     assert {f["test"].rsplit("::", 1)[1] for f in neuron["fixed"]} >= {"test_goal_picks_neuron"}
     assert "neuron_path" in neuron and neuron["neuron_path"]["device_uses"] > 0
     assert "no Neuron compiler" in neuron["simulation"]
@@ -153,10 +160,10 @@ def test_verify_finds_the_planted_regression_with_its_hunk(tmp_path):
 def test_fix_verify_holds_back_the_file_a_regression_points_to(tmp_path):
     project = _planted_copy(tmp_path)
     planted = (project / "tinytrain" / "planted.py").read_bytes()
-    done = _neuronize(project, "fix", "--verify", "--", sys.executable, "-m", "pytest", "-q",
+    done = _neuronize(project, "fix", "--unsafe-fixes", "--verify", "--", sys.executable, "-m", "pytest", "-q",
                       "tests/test_planted.py", "tests/test_devices.py")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "held back tinytrain/planted.py: cpu: tests/test_planted.py::test_device_name_is_a_string" in done.stderr
+    assert "held back tinytrain/planted.py: cpu: tests/test_planted.py::test_rounding_is_the_kernels" in done.stderr
     assert (project / "tinytrain" / "planted.py").read_bytes() == planted
     assert '"neuron"' in (project / "tinytrain" / "devices.py").read_text()  # verified edits are written
 

@@ -1,24 +1,15 @@
-"""Whether code checks which host it runs on, or is bound to CUDA hosts, judged from its bytes: a
-fact about the files of a run and the cells of a notebook, found before any of them is parsed.
+"""Whether code checks which host it runs on, judged from its bytes: a fact about the files of a
+run, found before any of them is parsed.
 
 A program whose code asks ``torch.cuda.is_available()`` (or any other ``is_available()``), or
-places a model with ``device_map="auto"``, runs on more than one kind of host. Its parts that
-hard-code CUDA are then run on each of those hosts too: a library module by whichever script
-calls it, a notebook cell after the cell that chose the device. Those parts gain Neuron host-aware (``"neuron" if <Neuron is here> else "cuda"``)
-instead of moving to Neuron outright, which would break the CUDA box the choice still serves.
-
-A program that imports a CUDA-only compute package at its top level, unguarded (Unsloth, xFormers,
-FlashAttention...), runs on CUDA hosts only until that package is replaced by hand: its hard-coded
-CUDA gains Neuron host-aware too, so the CUDA box keeps running it meanwhile (an outright move
-broke it, and Neuron could not run it either).
+places a model with ``device_map="auto"``, or chooses between CUDA and the CPU, runs on more than
+one kind of host: a checkpoint its library modules load may come from either.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 
-from neuronize.analysis.cuda_packages import PACKAGES, Path
 
 #: an availability check the code makes itself (not the accelerator test a migration writes: a
 #: second run must find the choices the first one found, no more), also through a library's helper
@@ -54,23 +45,3 @@ def _crosses(choice: bytes) -> bool:
 
 
 _QUOTED_DEVICE = re.compile(rb"""['"](cuda|cpu)\b""")
-
-
-@functools.cache
-def _cuda_import() -> re.Pattern[bytes]:
-    """An unindented (so unguarded, top-level) import of a package whose code runs on CUDA only and
-    has a replacement to port to (monitoring tools bind no device)."""
-    names = sorted(name for name, package in PACKAGES.items() if package.cuda_only and package.path is not Path.NONE)
-    alternatives = b"|".join(re.escape(name.encode()) for name in names)
-    return re.compile(rb"^(?:import|from)[ \t]+(?:%s)\b" % alternatives, re.MULTILINE)
-
-
-def needs_cuda_package(source: bytes) -> bool:
-    """``source`` imports a CUDA-only compute package at its top level, unguarded (see the module)."""
-    return b"import" in source and _cuda_import().search(source) is not None
-
-
-def serves_cuda_hosts(source: bytes) -> bool:
-    """``source`` keeps CUDA hosts among the hosts it runs on: it checks for a host, or it needs a
-    CUDA-only package (see the module); code it runs, or that runs after it, serves them too."""
-    return checks_host(source) or needs_cuda_package(source)

@@ -243,22 +243,6 @@ def imported_modules(graph: ImportGraph) -> set[Path]:
     return {module for path, module in graph.links() if module != path}
 
 
-def importers_of(graph: ImportGraph, imported: set[Path]) -> set[Path]:
-    """The files of ``graph`` that import one of ``imported`` (one of them too), directly or through
-    other modules of the project, lazily too: a program runs the choices of the modules it imports."""
-    importers: dict[Path, set[Path]] = {}  # a module -> the files that import it
-    for path, module in graph.links():
-        importers.setdefault(module, set()).add(path)
-    reached: set[Path] = set()
-    pending = list(imported)
-    while pending:
-        for importer in importers.get(pending.pop(), ()):
-            if importer not in reached:
-                reached.add(importer)
-                pending.append(importer)
-    return reached
-
-
 def kernel_sources(graph: ImportGraph, extensions: tuple[str, ...] = (),
                    operators: dict[Path, str] | None = None, made: bool = True) -> dict[Path, str]:
     """For each file of ``graph`` that holds GPU-kernel code itself, why: it imports a kernel

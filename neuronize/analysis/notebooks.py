@@ -11,7 +11,6 @@ import warnings
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.engine import not_rewritten, run_source
-from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.import_safety import NEURON_TEST_NAME
 from neuronize.analysis.prefilter import TokenFilter
 from neuronize.analysis.notebook_magics import gpu_magics
@@ -143,8 +142,7 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
     except NotebookError as exc:
         return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
     # a notebook is a program of its own: its cells serve the hosts its own cells check for
-    options = dataclasses.replace(options, project_checks_host=False, notebook_checks_host=any(
-        serves_cuda_hosts(cell.source) for cell in cells))
+    options = dataclasses.replace(options, project_checks_host=False)
     results = _run_cells(cells, rules, options, path, prefilter, fix)
     pins = next((result.pins for result in results if result.pins is not None), None)
     if pins is not None:  # the cells run before and after it meet the model it places: run them again

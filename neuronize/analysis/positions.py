@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import difflib
+import os
 import re
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
@@ -163,7 +164,13 @@ def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int,
             j = counterpart(text, new, j1, j2, i - i1, encoding)
             if j is None:
                 return min(j1 + i - i1, j2 - 1) + 1, 1
-            return j + 1, _column(text, new[j].decode(encoding, "replace"), column)
+            # the statement it became, to the line the next old line became: an edit may have
+            # laid it out over several lines
+            after_it = counterpart(old[i + 1].decode(encoding, "replace"), new, j1, j2, i + 1 - i1, encoding) \
+                if i + 1 < i2 else None
+            became = "".join(n.decode(encoding, "replace") for n in new[j:after_it if after_it and after_it > j else j2])
+            at = _column(text, became, column) - 1
+            return j + became.count("\n", 0, at) + 1, at - (became.rfind("\n", 0, at) + 1) + 1
         return line, column
 
     return mapped
@@ -171,14 +178,27 @@ def position_map(before: bytes, after: bytes) -> Callable[[int, int], tuple[int,
 
 def counterpart(text: str, lines: Sequence[bytes], start: int, stop: int, offset: int,
                 encoding: str) -> int | None:
-    """The line of ``lines[start:stop]`` (a replacement block) that ``text`` became: the most
-    similar one (an edit keeps most of a line; in a long block, the line at the same
-    ``offset``), or None when none is similar enough (the line was removed, not edited)."""
+    """The line of ``lines[start:stop]`` (a replacement block) that ``text`` became: the one that
+    opens as it does (a statement the edit split over lines starts on it), else the most similar
+    one (an edit keeps most of a line; in a long block, the line at the same ``offset``), or None
+    when none is similar enough (the line was removed, not edited)."""
     candidates = range(start, stop) if stop - start <= 50 else [min(start + offset, stop - 1)]
+    opening = max(candidates, key=lambda k: (_common_start(text, lines[k].decode(encoding, "replace")), -k))
+    if _common_start(text, lines[opening].decode(encoding, "replace")) >= _OPENING:
+        return opening
     score, best = max(((difflib.SequenceMatcher(None, text, lines[k].decode(encoding, "replace"),
                                                 autojunk=False).ratio(), k) for k in candidates),
                       key=lambda pair: (pair[0], -pair[1]))  # a tie: the first line
     return best if score >= 0.5 else None
+
+
+#: how many characters a line and the line it became share at their start, at least, for that to
+#: tell them apart from the lines around (a helper defined above it, the rest of a split statement)
+_OPENING = 12
+
+
+def _common_start(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
 
 
 #: how far apart (old lines + new lines) two stretches of equal lines may be re-synchronised

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-14"
+_FORMAT = "facts-15"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,10 +46,6 @@ class ProjectFacts:
     checks_host: bool = False
     #: the CUDA extensions the project declares (in a build script, or a notebook cell)
     extensions: tuple[str, ...] = ()
-    #: the modules another file imports (lazily too): their code runs in the importers' programs, on
-    #: whatever hosts those run, the CUDA box among them; and, where the project checks for a host,
-    #: the files that import a module naming CUDA
-    served: set[Path] = dataclasses.field(default_factory=set)
     #: the modules another file of the run imports (lazily too): their top level runs in the
     #: importers' programs, even where the module is a script as well
     imported: set[Path] = dataclasses.field(default_factory=set)
@@ -109,9 +105,9 @@ def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None)
 def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], python: int) -> ProjectFacts:
     """The facts read from the files' bytes (the first ``python`` are Python files, the others
     notebooks)."""
-    from neuronize.analysis.host_choice import checks_host, serves_cuda_hosts
+    from neuronize.analysis.host_choice import checks_host
     from neuronize.analysis.kernel_imports import (
-        declared_extensions, import_graph, imported_modules, importers_of, kernel_bound, kernel_exports,
+        declared_extensions, import_graph, imported_modules, kernel_bound, kernel_exports,
         kernel_sources, extension_packages)
     from neuronize.analysis.backend_keys import backend_keys
     from neuronize.analysis.cuda_setups import cuda_setups
@@ -128,12 +124,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     graph = import_graph(files_code)
     declared = declared_extensions(code)
     extensions = extension_packages(graph, declared)
-    chooses = {path for path, _, text in files_code if serves_cuda_hosts(text)}
     checks = any(map(checks_host, sources))
-    # where the project checks for a host, its modules that name CUDA keep their CUDA hosts too
-    # (Options.project_checks_host): a script that runs one of them runs on those hosts
-    run = chooses | ({path for path, text in zip(paths[:python], sources, strict=True) if b"cuda" in text}
-                     if checks else set())
     namespaces = defined_namespaces(code)
     operators = {path: namespace for path, text in zip(paths[:python], sources, strict=True)
                  if (namespace := compiled_namespace(text, namespaces)) is not None}
@@ -144,7 +135,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
         return {module: tuple(sorted((name, shown[importer].as_posix()) for name, importer in names.items()))
                 for module, names in kernel_exports(graph, importers).items()}
     imported = imported_modules(graph)
-    return ProjectFacts(kernels, checks, extensions, imported | importers_of(graph, run), imported, probe_flags(sources),
+    return ProjectFacts(kernels, checks, extensions, imported, probe_flags(sources),
                         library_wrappers(sources, declared), placed_loaders(zip(relative[:python], sources, strict=True)),
                         device_sinks(zip(relative[:python], sources, strict=True)),
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
@@ -176,7 +167,6 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "kernels": [[index[path], why] for path, why in facts.kernels.items()],
         "checks_host": facts.checks_host,
         "extensions": list(facts.extensions),
-        "served": sorted(index[path] for path in facts.served),
         "imported": sorted(index[path] for path in facts.imported),
         "probe_flags": sorted(facts.probe_flags),
         "wrappers": [[name, list(params), list(fed)] for name, params, fed in facts.wrappers],
@@ -198,7 +188,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
     try:
         data: Any = json.loads(stored)
         kernels = {paths[_index(i, paths)]: _text(why) for i, why in data["kernels"]}
-        served, imported = ({paths[_index(i, paths)] for i in data[key]} for key in ("served", "imported"))
+        imported = {paths[_index(i, paths)] for i in data["imported"]}
         extensions = tuple(_text(name) for name in data["extensions"])
         flags = frozenset(_text(name) for name in data["probe_flags"])
         loaders = frozenset(_text(name) for name in data["placed_loaders"])
@@ -215,7 +205,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
             raise ValueError("checks_host is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
-    return ProjectFacts(kernels, checks, extensions, served, imported, flags, wrappers, loaders, sinks, setups, exports, feeds,
+    return ProjectFacts(kernels, checks, extensions, imported, flags, wrappers, loaders, sinks, setups, exports, feeds,
                         keys, namespaces, pins)
 
 

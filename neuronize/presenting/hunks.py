@@ -20,7 +20,7 @@ import difflib
 import re
 import textwrap
 from dataclasses import dataclass
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set as AbstractSet
 
 from neuronize.sources.lines import byte_lines, encoding_of
 from neuronize.types import Finding, Safety
@@ -207,7 +207,9 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
     """
     old, new = byte_lines(before), byte_lines(after)
     applied = [f for f in findings if f.applied]
-    blocks = _refine(_blocks(old, new), applied)
+    found = _blocks(old, new)
+    blocks = _refine(_lines_added_first(found, old, new, encoding_of(before)), applied)
+    added = set(blocks) - set(found) - {block for block in blocks if block[0] != "insert"}  # no finding's lines
     if whole:
         if not blocks:
             return []
@@ -227,7 +229,8 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
 
     owners: dict[int, list[Finding]] = {}
     for finding in applied:
-        touched = [i for i, (_, i1, i2, _, _) in enumerate(blocks) if findings_touching([finding], i1, i2)]
+        touched = [i for i, (_, i1, i2, _, _) in enumerate(blocks)
+                   if blocks[i] not in added and findings_touching([finding], i1, i2)]
         for i in touched[1:]:
             parent[find(i)] = find(touched[0])
         if touched:
@@ -244,12 +247,13 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
             merged[-1] = list(range(merged[-1][0], merged[-1][-1] + 1))
         else:
             merged.append(list(range(members[0], members[-1] + 1)))
-    hunks = [_hunk(index, [blocks[k] for k in members], applied) for index, members in enumerate(merged)]
+    hunks = [_hunk(index, [blocks[k] for k in members], applied, added) for index, members in enumerate(merged)]
     return _link_imports(hunks, old, new, encoding_of(before))
 
 
-def _hunk(index: int, blocks: Sequence[Op], applied: Sequence[Finding]) -> Hunk:
-    """One review hunk made of change ``blocks`` (in order), with the equal stretches between."""
+def _hunk(index: int, blocks: Sequence[Op], applied: Sequence[Finding], added: AbstractSet[Op] = frozenset()) -> Hunk:
+    """One review hunk made of change ``blocks`` (in order), with the equal stretches between;
+    ``added``: blocks of lines written for the edits below them, which hold no finding."""
     ops: list[Op] = []
     for block in blocks:
         if ops:
@@ -257,10 +261,42 @@ def _hunk(index: int, blocks: Sequence[Op], applied: Sequence[Finding]) -> Hunk:
             if pi2 < block[1]:
                 ops.append(("equal", pi2, block[1], pj2, block[3]))
         ops.append(block)
-    inside = sorted({f for b in blocks for f in applied if findings_touching([f], b[1], b[2])})
+    inside = sorted({f for b in blocks if b not in added for f in applied if findings_touching([f], b[1], b[2])})
     first, last = blocks[0], blocks[-1]
     return Hunk(index, first[1], last[2], first[3], last[4], tuple(ops), tuple(inside),
                 safety=safety_of(inside))
+
+
+def _lines_added_first(blocks: Sequence[Op], old: Sequence[bytes], new: Sequence[bytes], encoding: str) -> list[Op]:
+    """Blocks whose replacement opens with whole statements no old line became (a helper
+    definition or an import the edits below need, written right above the first edited line)
+    cut in two: those added lines, then the replacement, so that they are a hunk of their own as
+    anywhere else."""
+    out: list[Op] = []
+    for block in blocks:
+        tag, i1, i2, j1, j2 = block
+        first = _became(old[i1], new[j1:j2], encoding) + j1 if tag == "replace" and j2 - j1 > i2 - i1 else j1
+        if first == j1 or not _parses(b"".join(new[j1:first])):
+            out.append(block)
+            continue
+        out += [("insert", i1, i1, j1, first), ("replace", i1, i2, first, j2)]
+    return out
+
+
+def _became(line: bytes, lines: Sequence[bytes], encoding: str) -> int:
+    """The index of the line of ``lines`` most like ``line`` (the first, on a tie)."""
+    text = line.decode(encoding, "replace")
+    scores = [difflib.SequenceMatcher(None, text, other.decode(encoding, "replace"), autojunk=False).ratio()
+              for other in lines]
+    return max(range(len(scores)), key=lambda n: (scores[n], -n))
+
+
+def _parses(code: bytes) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _refine(blocks: Sequence[Op], applied: Sequence[Finding]) -> list[Op]:

@@ -169,9 +169,11 @@ def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.Base
     autocast then follows the device the code chose, everywhere); else, in a file with a CPU
     path, the host-aware value, which keeps
     ``"cuda"`` (a harmless no-op there) where the target's device is absent; the host-aware value
-    too where the file keeps its CUDA hosts (:func:`hosts.serves_every_host`: its placements keep
+    too where the file keeps its CUDA hosts (:func:`device_model.keeps_cuda_hosts`: its placements keep
     CUDA there, and the autocast region must agree with them). A file that hard-codes CUDA gets
     the target's device."""
+    from neuronize.transforms._helpers.device_model import keeps_cuda_hosts  # it builds on this module
+
     followed = followed_device(ctx, enabled)
     if followed is not None:
         _, imports = qualified_expr(ctx, "torch.device")
@@ -182,7 +184,7 @@ def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.Base
         return AmpDevice(expr, imports, per_target.say(ctx, "; {kind} only where that device is present: this "
                                                     "file also runs without it, where the CUDA value is "
                                                     'harmless and `"neuron"` would raise'), False)
-    if per_target.target(ctx) != per_target.CPU and hosts.serves_every_host(ctx):
+    if keeps_cuda_hosts(ctx):
         expr, imports = hosts.host_aware(ctx, original)
         return AmpDevice(expr, imports, per_target.say(ctx, "; {kind} only where that device is present: CUDA "
                                                     "hosts keep CUDA, as the file's device placements do"), False)

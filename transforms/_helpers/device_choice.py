@@ -23,7 +23,7 @@ from neuronize.transforms._helpers.literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
 from neuronize.transforms._helpers.names import last_name, target_name
-from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, read_paths, small_statements
+from neuronize.transforms._helpers.nodes import in_place, iter_conditions, parenthesized, read_paths, small_statements
 from neuronize.transforms._helpers.value_flow import LOOKUPS, alternatives, assigned, option_names
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -608,9 +608,12 @@ def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested:
     return LiteralEdit(new, imports, index_note(ctx) if kind.drops_index else "", kind.drops_index)
 
 
-def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index: cst.Arg) -> LiteralEdit:
+def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index: cst.Arg, keep_cuda: bool
+                        ) -> LiteralEdit:
     """``torch.device("cuda", i)`` as ``torch.device(<the target's device>)``: the index goes
-    (unsafe unless it is a literal 0)."""
+    (unsafe unless it is a literal 0). ``keep_cuda`` (the file keeps its CUDA hosts): only on
+    Neuron, ``torch.device("neuron") if <Neuron is here> else <the call>``, so the CUDA box keeps
+    its index."""
     if per_target.target(ctx) == per_target.NEURON:
         new_first, imports = string_like(first.value, "neuron"), ()
     else:
@@ -618,7 +621,13 @@ def indexed_device_edit(ctx: FileContext, call: cst.Call, first: cst.Arg, index:
     args = [first.with_changes(value=new_first) if a is first else a for a in call.args if a is not index]
     args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
     zero = isinstance(index.value, cst.Integer) and index.value.evaluated_value == 0
-    return LiteralEdit(call.with_changes(args=args), imports, "" if zero else index_note(ctx), not zero)
+    moved = call.with_changes(args=args)
+    if not keep_cuda:
+        return LiteralEdit(moved, imports, "" if zero else index_note(ctx), not zero)
+    test, more = per_target.available(ctx)
+    return LiteralEdit(in_place(cst.IfExp(test=test, body=moved, orelse=call), call, ctx.parent), (*imports, *more),
+                       "" if zero else index_note(ctx), not zero,
+                       f"{short(moved)} if <the accelerator is Neuron> else {short(call)}")
 
 
 def in_selection_if(ctx: FileContext) -> bool:

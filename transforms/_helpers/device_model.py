@@ -19,7 +19,6 @@ from typing import Any
 
 import libcst as cst
 
-from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.analysis.probe_flags import stores
 from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
@@ -31,12 +30,12 @@ from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword, with_function
 from neuronize.transforms._helpers.device_choice import (
-    OPTION_CALLS, LiteralEdit, asks_if_neuron, available_side, device_named, device_option, has_is_available,
+    LiteralEdit, asks_if_neuron, available_side, device_named, has_is_available,
     neuron_arm, neuron_first, triton_keyword, with_choice)
 from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
-from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group, is_library_module
+from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
 from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
@@ -80,8 +79,6 @@ class DeviceModel:
     detection_links: set[int] = field(default_factory=set)
     #: ``if torch.cuda.is_available(): device = "cuda"`` links with no Neuron branch before them
     detections: list[tuple[cst.If, list[cst.If]]] = field(default_factory=list)
-    #: the file keeps its CUDA hosts (see :func:`keeps_cuda_hosts`)
-    keeps_cuda: bool = False
     #: id of an ``if <flag>:`` -> the check the flag was stored from, once, earlier in its block
     #: (``use_cuda = args.cuda and torch.cuda.is_available()``): the check the ``if`` asks
     flag_checks: dict[int, cst.BaseExpression] = field(default_factory=dict)
@@ -108,8 +105,6 @@ def _build(ctx: FileContext) -> DeviceModel:
         return built  # the CPU target moves every CUDA path to the CPU instead
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
-    # a device option, or a device parameter with a CUDA default: its user or caller chooses the host
-    offers_choice = b"device" in ctx.source and any(_offers_device(node) for node in iter_syntax(ctx.module))
     # `if` statements live in blocks of statements: no need to walk the expressions for them
     stores_checks = b"is_available" in ctx.source  # a flag can hold a check only where one is made
     for statements in iter_blocks(ctx.module.body):
@@ -139,12 +134,6 @@ def _build(ctx: FileContext) -> DeviceModel:
                 if not served and rejecting_consumer(ctx) is None:
                     built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
     _whole_flags(built)
-    counts = b"device_count" in ctx.source and any(  # a side of a test of how many GPUs answer is CUDA's
-        isinstance(statement, cst.If) and _count_test(ctx, statement.test, functions) is not None
-        for statement, functions in scoped_statements(ctx.module.body))
-    built.keeps_cuda = per_target.target(ctx) == per_target.NEURON and (
-        offers_choice or counts or bool(built.dispatches or built.cuda_links) or serves_cuda_hosts(ctx.source)
-        or device_choice_group(ctx) is not None or _chosen_elsewhere(ctx))
     return built
 
 
@@ -183,50 +172,15 @@ def _runtime_calls_only(ctx: FileContext, body: cst.BaseSuite) -> bool:
         for line in lines)
 
 
-def _chosen_elsewhere(ctx: FileContext) -> bool:
-    """The program chooses its host in another part that this code runs after or for: an earlier
-    cell of the notebook, or (for a library module, run by whichever script calls it) another
-    file of the project (:mod:`neuronize.analysis.host_choice`), or another file of the project
-    imports this module: its code runs in their programs, whose safe-only run may keep CUDA
-    (``Options.hosts_chosen_elsewhere``)."""
-    if ctx.options.notebook_checks_host or ctx.options.hosts_chosen_elsewhere:
-        return True
-    return ctx.options.project_checks_host and is_library_module(ctx)
-
-
-def _offers_device(node: cst.CSTNode) -> bool:
-    """``node`` is a device option (``add_argument("--device", default="cuda")``), or a device
-    parameter or setting whose value names CUDA (``def run(model, device="cuda")``, ``device =
-    "cuda"``)."""
-    if isinstance(node, cst.Call):
-        return last_name(node.func) in OPTION_CALLS and device_option(node) is not None
-    if isinstance(node, cst.Assign):
-        return any(device_named(target_name(t.target)) for t in node.targets) and _cuda_default(node.value)
-    return isinstance(node, cst.Param) and device_named(node.name.value) and node.default is not None \
-        and _cuda_default(node.default)
-
-
-def _cuda_default(value: cst.BaseExpression) -> bool:
-    return (string_value(value) or "").startswith("cuda")
-
-
-def _names_other_host(listed: cst.List | cst.Tuple) -> bool:
-    values = [string_value(e.value) for e in listed.elements if isinstance(e, cst.Element)]
-    return any(v is not None and v.split(":")[0] in OTHER_DEVICES for v in values)
-
-
 def keeps_cuda_hosts(ctx: FileContext) -> bool:
-    """On the neuron target, the file keeps its CUDA hosts: its code already chooses among hosts
-    (an availability check, a detection, a dispatch over device values, a fallback that compares
-    the device with ``"cuda"``, a device option, parameter or setting that its user or callers
-    set), so its device choice
-    is, or after the migration will be, host-aware (``"neuron" if <Neuron is here> else "cuda"``:
-    see :func:`default_plan`). The CUDA box it was written for runs it still, so every edit that
-    removes or replaces CUDA-only code asks this first: CUDA settings harmless elsewhere stay, a
-    ``torch.cuda.set_device`` is kept for CUDA, the process-group backend becomes host-aware.
-    Where the file names CUDA outright with no choice, its device moves to Neuron outright and
-    this is False. Computed once, with the file's :class:`DeviceModel`."""
-    return model(ctx).keeps_cuda
+    """On the neuron target, every file keeps its CUDA hosts: the migrated program runs on the CUDA
+    box it was written for as before, and takes Neuron where Neuron is. Code that chooses among
+    hosts gains a Neuron choice; code that names CUDA outright gains it host-aware (``"neuron" if
+    <Neuron is here> else "cuda"``). So every edit that removes or replaces CUDA-only code asks
+    this first: CUDA settings harmless elsewhere stay, a ``torch.cuda.set_device`` is kept for
+    CUDA, the process-group backend becomes host-aware. The other targets move CUDA's paths to
+    the accelerator or the CPU by design."""
+    return per_target.target(ctx) == per_target.NEURON
 
 
 def process_group_edits(ctx: FileContext) -> str:
@@ -829,12 +783,10 @@ def kernel_export(ctx: FileContext) -> str | None:
 @dataclass(frozen=True)
 class DefaultPlan:
     """What becomes of a device default (``--device`` option, ``device = "cuda"`` setting,
-    parameter default): its edit group, why it stays (or None), and whether it is written
-    host-aware (``"neuron" if <Neuron is here> else "cuda"``)."""
+    parameter default): its edit group, and why it stays (or None)."""
 
     group: str | None
     kept: str | None
-    aware: bool
 
 
 def backend_key(ctx: FileContext, name: str | None) -> str | None:
@@ -855,29 +807,24 @@ def backend_key(ctx: FileContext, name: str | None) -> str | None:
             "project a Neuron backend first")
 
 
-def default_plan(ctx: FileContext, choices: cst.BaseExpression | None = None, name: str | None = None) -> DefaultPlan:
-    """For a device default of the file (``choices``: its option's accepted values). It moves in
-    one edit group with the fallbacks that test it (:func:`hosts.device_choice_group`) and the
-    Neuron branches of the dispatches that consume it; it stays where a dispatch would reject
-    ``"neuron"``. Where the file keeps its CUDA hosts (:func:`keeps_cuda_hosts`), or the
-    option's own ``choices`` name another host, the neuron target writes it host-aware: every
-    host keeps the value it had, and the program's own fallback keeps working; Neuron gets
-    ``"neuron"``. A default of a name that picks one of the project's own backends (``name``:
-    :func:`backend_key`) stays."""
+def default_plan(ctx: FileContext, name: str | None = None) -> DefaultPlan:
+    """For a device default of the file. It moves in one edit group with the fallbacks that test
+    it (:func:`hosts.device_choice_group`) and the Neuron branches of the dispatches that consume
+    it; it stays where a dispatch would reject ``"neuron"``. A default of a name that picks one of
+    the project's own backends (``name``: :func:`backend_key`) stays."""
     kept_key = backend_key(ctx, name)
     if kept_key is not None:
-        return DefaultPlan(None, kept_key, False)
+        return DefaultPlan(None, kept_key)
     blocked = blocking(ctx)
     if blocked is not None:
         return DefaultPlan(None, f"kept: the dispatch over `{blocked.subject}` (`{short(blocked.cuda.test)}`) "
                                  f"rejects a device it does not list and cannot get a Neuron branch "
-                                 f"({blocked.blocked})", False)
+                                 f"({blocked.blocked})")
     consumer = rejecting_consumer(ctx)
     if consumer is not None:
-        return DefaultPlan(None, kept_for_consumer(consumer), False)
+        return DefaultPlan(None, kept_for_consumer(consumer))
     group = PROCESS_GROUP if in_process_group_branch(ctx) else device_choice_group(ctx) or dispatch_group(ctx)
-    listed = isinstance(choices, (cst.List, cst.Tuple)) and _names_other_host(choices)
-    return DefaultPlan(group, None, keeps_cuda_hosts(ctx) or (listed and per_target.target(ctx) == per_target.NEURON))
+    return DefaultPlan(group, None)
 
 
 def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: LiteralEdit,

@@ -129,10 +129,9 @@ def backend_edit(ctx: FileContext, literal: cst.BaseExpression) -> BackendEdit:
     """``literal`` (``"nccl"``, ``"cpu:gloo,cuda:nccl"``, ``dist.Backend.NCCL``) as the target's
     process-group backend. A mixed backend is unsafe: collectives on CPU tensors lose gloo. In a
     file that keeps its CUDA hosts, host-aware: ``"neuron" if <Neuron is here> else <literal>``
-    (NCCL stays with the CUDA device that the host-aware device choice keeps); so is a parameter's
-    default in a library module, which callers on every host rely on."""
+    (NCCL stays with the CUDA device that the host-aware device choice keeps)."""
     from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
-    from neuronize.transforms._helpers.hosts import host_aware, library_default
+    from neuronize.transforms._helpers.hosts import host_aware
 
     value = string_value(literal)
     mixed = value is not None and nccl_backend(value) == "mixed"
@@ -140,8 +139,7 @@ def backend_edit(ctx: FileContext, literal: cst.BaseExpression) -> BackendEdit:
     why = MIXED_WHY if mixed and per_target.target(ctx) == per_target.NEURON else BACKEND_WHY[per_target.target(ctx)]
     old = f'backend `"{value}"`' if value is not None else "`dist.Backend.NCCL`"
     message = per_target.say(ctx, "{old} -> {backend}: {why}", old=old, why=why)
-    param = ctx.parents.get(id(literal))
-    if keeps_cuda_hosts(ctx) or (isinstance(param, cst.Param) and param.default is literal and library_default(ctx)):
+    if keeps_cuda_hosts(ctx):
         replacement, imports = host_aware(ctx, literal)
         message = (f"{old} -> `\"neuron\" if <the accelerator is Neuron> else {short(literal)}`: {why} on "
                    "Neuron; CUDA hosts keep NCCL, as this file's host-aware device choice keeps them on CUDA")

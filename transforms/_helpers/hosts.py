@@ -16,13 +16,12 @@ from collections.abc import Callable
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
-from neuronize.analysis.host_choice import serves_cuda_hosts
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
 from neuronize.transforms._helpers.literals import cuda_literal, make_string
 from neuronize.transforms._helpers.names import qualified_expr
-from neuronize.analysis.syntax import is_main_test, is_script
+from neuronize.analysis.syntax import is_main_test
 from neuronize.analysis.walk import visit
 
 #: the edit group of a file's device defaults and the comparisons that choose a fallback from them
@@ -158,32 +157,6 @@ def _finds_device_choice(ctx: FileContext) -> bool:
     finder = _ChoiceFinder(ctx)
     visit(ctx.module, finder)
     return finder.found
-
-
-def serves_every_host(ctx: FileContext) -> bool:
-    """The code being visited runs on every host its file ran on: the file's code chooses among
-    hosts, or it is a library module's code run when called (its callers run on every host, the
-    CUDA box included). A CUDA value there gains Neuron host-aware instead of moving outright."""
-    from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
-
-    return keeps_cuda_hosts(ctx) or (library_default(ctx) and not at_import_time(ctx))
-
-
-def library_default(ctx: FileContext) -> bool:
-    """On the neuron target, the parameter default being visited is a library's: its module is no
-    script (no work at its top level, no ``__main__`` guard), so callers on every host, the CUDA
-    box included, rely on the default: it gains Neuron host-aware, never moves outright."""
-    return per_target.target(ctx) == per_target.NEURON and is_library_module(ctx)
-
-
-def is_library_module(ctx: FileContext) -> bool:
-    """The file is a library module: no work at its top level, no ``__main__`` guard."""
-    return _once(ctx, "library-module", _is_library_module)
-
-
-def _is_library_module(ctx: FileContext) -> bool:
-    return not is_script(ctx.module) and not any(
-        isinstance(stmt, cst.If) and is_main_test(stmt.test) for stmt in ctx.module.body)
 
 
 #: what shows that a file sets up CUDA processes: its device placement moves with that set-up
@@ -396,39 +369,14 @@ def at_import_time(ctx: FileContext) -> bool:
     return True
 
 
-def compile_keeps_other_hosts(ctx: FileContext) -> bool:
-    """The file's compiles keep hosts other than Neuron: Inductor still compiles its code on
-    them, so what only Inductor reads (CUDA ``mode=`` values, Inductor ``options=``,
-    ``torch._inductor.config``) still matters there. True under ``--target accelerator`` (the
-    backend follows the detected device) and ``cpu`` (Inductor compiles for the CPU), and on the
-    neuron target in a file with a CPU path (:func:`has_cpu_path`) or that keeps CUDA hosts
-    (:func:`~neuronize.analysis.host_choice.serves_cuda_hosts`: its model placed by
-    ``device_map="auto"``, or a CUDA-only package imported), whose compiles get a host-aware
-    backend (:func:`host_compile_backend`).
-
-    False in a file that hard-codes CUDA with no choice, even where one of its compiles is built
-    at import time (a decorator) and so gets a host-aware backend too: that backend is host-aware
-    so that the module still imports without torch-neuronx; the file's own code moves to Neuron
-    outright, so no other host runs its compiles. True too where the file's device edits keep its
-    CUDA hosts (:func:`~neuronize.transforms._helpers.device_model.keeps_cuda_hosts`: the project
-    runs it on several hosts): its compiles run on the devices those edits leave."""
-    from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
-
-    return per_target.target(ctx) != per_target.NEURON or has_cpu_path(ctx) or serves_cuda_hosts(ctx.source) \
-        or keeps_cuda_hosts(ctx)
-
-
 def host_compile_backend(ctx: FileContext, original: cst.BaseExpression | None) -> per_target.Built | None:
     """The ``backend=`` a ``torch.compile`` gets: :func:`per_target.compile_backend`, except that on
-    the neuron target, where the wrapper is built at import time or the file keeps its other hosts
-    (:func:`compile_keeps_other_hosts`), ``"neuron" if <Neuron is here> else <original backend,
+    the neuron target, ``"neuron" if <Neuron is here> else <original backend,
     or "inductor">``: ``torch.compile`` looks the backend up when it builds the wrapper, and
     ``"neuron"`` raises without torch-neuronx."""
     chosen = per_target.compile_backend(ctx)
     if per_target.target(ctx) != per_target.NEURON:
         return chosen  # accelerator: chosen from the detected device already; cpu: Inductor
-    if not (at_import_time(ctx) or compile_keeps_other_hosts(ctx)):
-        return chosen
     test, imports = per_target.available(ctx)
     kept = original.with_changes(lpar=(), rpar=()) if original is not None else make_string("inductor")
     neuron = make_string(per_target.NEURON, kept if isinstance(kept, cst.SimpleString) else None)

@@ -47,13 +47,11 @@ class CompileBackend(KeepsCudaBranches, Transform):
         `fullgraph=True` is not inserted: with graph breaks in the model it turns a working
         compile into an error. The message suggests it instead. `dynamic=False` is added where
         the call says nothing about `dynamic` (NRN302 turns a `dynamic=True` into `False`).
-        Where `"neuron"` would break a host the code ran on, the backend is host-aware
+        On the `neuron` target the backend is host-aware, so that every host the code ran on keeps
+        its compile
         (`"neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and
         torch.accelerator.current_accelerator().type == "neuron" else "inductor"`, or the original backend on the other side; the module
-        names the test once, as `on_neuron()`): at import time (module- and class-level
-        statements, decorators) and in files with a CPU path (a `torch.cuda.is_available()`
-        check, a `"cpu"` device, a device parameter or option, or no CUDA at all) and in files
-        whose device edits keep their CUDA hosts; a script that hard-codes CUDA gets `"neuron"`.
+        names the test once, as `on_neuron()`).
         A compile inside a block kept for CUDA (the body of `if torch.cuda.is_available():`
         around CUDA-only calls) stays as it is and is reported: it never runs on Trainium. A host-aware call keeps what the other hosts' Inductor
         reads: its CUDA `mode=` stays (Neuron ignores it with a warning and uses the default
@@ -75,14 +73,15 @@ class CompileBackend(KeepsCudaBranches, Transform):
         log a warning and fall back) and reads only a few `options` keys.
 
     Example:
-        # a script that hard-codes CUDA
+        # a script written for CUDA
         model = torch.compile(model.cuda(), mode="max-autotune")
 
         # a file that also runs without CUDA (a CPU path)
         compiled = torch.compile(model, mode="max-autotune", options={"epilogue_fusion": True})
 
     Use instead:
-        model = torch.compile(model.cuda(), backend="neuron", dynamic=False)
+        model = torch.compile(model.cuda(), mode="max-autotune",
+                              backend="neuron" if on_neuron() else "inductor")
 
         compiled = torch.compile(
             model,
@@ -94,8 +93,8 @@ class CompileBackend(KeepsCudaBranches, Transform):
     Fix safety:
         Safe for `torch.compile` and `torch._dynamo.optimize`: the documented backend, and the
         removed settings have no effect on Neuron; `torch.compile` looks the backend up when it
-        builds the wrapper, so `"neuron"` is written only where the code already needed CUDA
-        (elsewhere the host-aware backend keeps Inductor, with its mode and options). Unsafe for
+        builds the wrapper, so the host-aware backend keeps Inductor, with its mode and options,
+        on every other host. Unsafe for
         `model.compile(...)`: that the `nn.Module` method forwards its arguments unchanged is
         inferred (and a `.compile` method on another kind of object would be a false match). A
         backend chosen by host joins the file's device choice when that gains Neuron through edits
@@ -124,12 +123,16 @@ class CompileBackend(KeepsCudaBranches, Transform):
     targets = per_target.ALL
     examples = (
         Example("import torch\ndef build(model):\n    return torch.compile(model.cuda())\n",
-                'import torch\ndef build(model):\n    return torch.compile(model.cuda(), backend="neuron", dynamic=False)\n'),
+                ('import torch\n'
+                'def build(model):\n'
+                '    return torch.compile(model.cuda(), backend="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "inductor")\n')),
         Example(
             'import torch\ndef build(model):\n    model.cuda()\n'
             '    return torch.compile(model, backend="inductor", mode="max-autotune", fullgraph=True)\n',
-            'import torch\ndef build(model):\n    model.cuda()\n'
-            '    return torch.compile(model, backend="neuron", fullgraph=True, dynamic=False)\n',
+            ('import torch\n'
+                'def build(model):\n'
+                '    model.cuda()\n'
+                '    return torch.compile(model, backend="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "inductor", mode="max-autotune", fullgraph=True)\n'),
         ),
         Example(
             "import torch\n@torch.compile\ndef f(x):\n    return x.cuda() + 1\n",
@@ -151,7 +154,9 @@ class CompileBackend(KeepsCudaBranches, Transform):
         ),
         Example(
             'import torch\ndef build(model):\n    model.cuda().compile(mode="reduce-overhead")\n',
-            'import torch\ndef build(model):\n    model.cuda().compile(backend="neuron", dynamic=False)\n',
+            ('import torch\n'
+                'def build(model):\n'
+                '    model.cuda().compile(mode="reduce-overhead", backend="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "inductor")\n'),
         ),
         Example("import torch\ncompiled = torch.compile(model, backend=args.backend)\n"),
         Example("import torch\nfrom torch.nn.attention.flex_attention import flex_attention\n"

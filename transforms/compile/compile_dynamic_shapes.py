@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from neuronize.transforms._helpers import hosts, per_target
+from neuronize.transforms._helpers import per_target
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword
@@ -113,7 +113,10 @@ class CompileDynamicShapes(Transform):
         ),
         Example(
             "import torch\ntorch._dynamo.mark_dynamic(x, 1)\ny = model(x.cuda())\n",
-            "import torch\ny = model(x.cuda())\n",
+            ('import torch\n'
+                'if not (hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"):\n'
+                '    torch._dynamo.mark_dynamic(x, 1)\n'
+                'y = model(x.cuda())\n'),
         ),
         Example(
             "import torch\ntorch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n",
@@ -182,8 +185,7 @@ class CompileDynamicShapes(Transform):
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if self._kept_off_neuron():
             return  # `if not <Neuron>: <marker>`: kept for the other hosts already
-        if isinstance(line, cst.SimpleStatementLine) and per_target.target(self.ctx) != per_target.CPU \
-                and hosts.compile_keeps_other_hosts(self.ctx):
+        if isinstance(line, cst.SimpleStatementLine) and per_target.target(self.ctx) != per_target.CPU:
             new, imports = kept_for_cuda(self.ctx, line)  # the other hosts' Inductor keeps the dimension
             self.fix(line, new, f"`{short(node.func, 50)}(...)` kept for the other hosts under `if not <the "
                      "accelerator is Neuron>:` (this file's compiles keep them): Neuron compiles static shapes "

@@ -104,14 +104,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         "ascend", "maca"]`, `--device` with `choices=["cuda", "ascend"]`): a key of the project's
         backend table, which has no Neuron entry (that list gains no `"neuron"` either). A build
         script's device names (`setup.py`, a file importing setuptools) pick what to build, and stay.
-        Where the code chooses among hosts (a device option, parameter or setting, a fallback
-        that tests the default, an availability check in the file, a conditional expression
-        choosing CUDA or the CPU by a user's flag, `"cuda" if args.cuda else "cpu"`), the
-        device is written
-        host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`: every other host keeps
-        its value and the program's own fallback, Neuron gets `"neuron"`. A script that names
-        CUDA only in placements (`model.cuda()`), with no device value to choose, moves to Neuron.
-        A placement there (`.to("cuda")`, `device="cuda"`) that can see the program's own device
+        Every other CUDA device is written host-aware, `"neuron" if <the accelerator is Neuron>
+        else "cuda"`: the CUDA box the code was written for keeps its value, and so does every
+        other host with the program's own fallback; Neuron gets `"neuron"`. A placement (`.to("cuda")`, `device="cuda"`) that can see the program's own device
         variable, bound once and earlier in its scope or in an earlier notebook cell to the
         availability idiom (`device = "cuda" if torch.cuda.is_available() else "cpu"`), names
         that variable instead (`.to(device)`). Device strings in a dispatch's CUDA branch stay
@@ -185,9 +180,12 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
                 'import torch\ndevice = "neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda" if torch.cuda.is_available() '
                 'else "cpu"\n'),
-        Example('x = torch.zeros(4, device="cuda")\n', 'x = torch.zeros(4, device="neuron")\n'),
-        Example('model.to("cuda:0")\n', 'model.to("neuron")\n'),
-        Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', 'import torch\ndef f(r):\n    return torch.device("neuron")\n'),
+        Example('x = torch.zeros(4, device="cuda")\n', ('import torch\n'
+                '\n'
+                'x = torch.zeros(4, device="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda")\n')),
+        Example('import torch\ndef f(r):\n    return torch.device("cuda", r)\n', ('import torch\n'
+                'def f(r):\n'
+                '    return torch.device("neuron") if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else torch.device("cuda", r)\n')),
         Example('p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])\n',
                 'import torch\n\np.add_argument("--device", default="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and '
                 'torch.accelerator.current_accelerator().type == "neuron" else "cuda", choices=["cpu", "cuda", "neuron"])\n'),
@@ -199,35 +197,33 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
 
     # -- reporting ---------------------------------------------------------------------------
     def _fix_literal(self, node: cst.BaseExpression, kind: Kind, where: str, nested: bool = False,
-                     group: str | None = None, aware: bool = False, placement: bool = False) -> None:
+                     group: str | None = None, placement: bool = False) -> None:
         if id(node) in self._done:
             return
         self._done.add(id(node))
         if (kept := _kept_literal(self.ctx, node, kind)) is not None:
             return self.report(node, f"{where}: `{short(node)}` {kept}", evidence=Evidence.INF)
         edit = literal_edit(self.ctx, node, kind, nested)
-        if aware or keeps_cuda_hosts(self.ctx):  # the original value stays on every host but Neuron
+        if keeps_cuda_hosts(self.ctx):  # the original value stays on every host but Neuron
             edit = aware_edit(self.ctx, node, nested, edit, placement)
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
                  imports=edit.imports, group=group, **extra)
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None,
-                 aware: bool = False, placement: bool = True) -> None:  # not a default other code reads
+                 placement: bool = True) -> None:  # not a default other code reads
         if expr is None:
             return
         group = group or hosts.same_device_group(self.ctx) or hosts.placement_group(self.ctx)
         for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, node is not expr, group, aware, placement)
+            self._fix_literal(node, kind, where, node is not expr, group, placement)
 
-    def _fix_default(self, expr: cst.BaseExpression | None, where: str, choices: cst.BaseExpression | None = None,
-                     library: bool = False, name: str | None = None) -> None:
-        """A device default (option, parameter, setting: ``name``), as ``device_model.default_plan`` says;
-        host-aware too in a library (``library``: callers on every host rely on the default)."""
-        plan = default_plan(self.ctx, choices, name)
+    def _fix_default(self, expr: cst.BaseExpression | None, where: str, name: str | None = None) -> None:
+        """A device default (option, parameter, setting: ``name``), as ``device_model.default_plan`` says."""
+        plan = default_plan(self.ctx, name)
         if plan.kept is not None:
             self._keep(expr, where, plan.kept)
-        self._fix_all(expr, where, group=plan.group, aware=plan.aware or library, placement=False)
+        self._fix_all(expr, where, group=plan.group, placement=False)
 
     def _keep(self, expr: cst.BaseExpression | None, where: str, why: str, pins: str | None = None,
               evidence: Evidence | None = Evidence.INF) -> None:
@@ -286,8 +282,7 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         elif name in OPTION_CALLS:
             if (option := device_option(node)) is not None:
                 name = option[0].lstrip("-").replace("-", "_")
-                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", option[2],
-                                  name=name)
+                self._fix_default(option[1].value if option[1] is not None else None, f"`{option[0]}` default", name)
                 if option[2] is not None and backend_key(self.ctx, name) is None:
                     self._add_choice(option[2], f"`{option[0]}` choices")
 
@@ -302,9 +297,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if string_value(first.value) != "cuda":
             return  # torch.device("cuda:0", 1) is an error; leave it for the user
         self._done.add(id(first.value))
-        edit = indexed_device_edit(self.ctx, node, first, index)
+        edit = indexed_device_edit(self.ctx, node, first, index, keeps_cuda_hosts(self.ctx))
         extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
-        self.fix(node, edit.replacement, f"`{short(node)}` -> `{per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
+        self.fix(node, edit.replacement, f"`{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
                  imports=edit.imports, group=hosts.same_device_group(self.ctx), **extra)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
@@ -329,10 +324,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if node.default is not None and device_named(node.name.value) and not default_serves_nothing(self.ctx, node):
             kept = kept_parameter_default(self.ctx, node)
             (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
-             else self._fix_default(node.default, f"default of parameter `{node.name.value}`",
-                                    library=hosts.library_default(self.ctx), name=node.name.value))
+             else self._fix_default(node.default, f"default of parameter `{node.name.value}`", node.name.value))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)
         if device_named(key):
-            self._fix_default(node.value, f'`"{key}"` entry', name=key)
+            self._fix_default(node.value, f'`"{key}"` entry', key)

@@ -30,9 +30,10 @@ class CudaMethod(KeepsCudaBranches, Transform):
     """Finds `.cuda()` calls that place a tensor or module on a CUDA device.
 
     What it does:
-        Rewrites `x.cuda()`, `x.cuda(i)` and `x.cuda(non_blocking=True)` to `x.to("neuron")`,
-        keeping `non_blocking=`. In a file that keeps its CUDA hosts the move is host-aware
-        (`.to("neuron" if <the accelerator is Neuron> else "cuda")`), names the program's device
+        Rewrites `x.cuda()`, `x.cuda(i)` and `x.cuda(non_blocking=True)`, keeping
+        `non_blocking=`. On the `neuron` target the move is host-aware, so that the CUDA box the
+        code was written for keeps it (`.to("neuron" if <the accelerator is Neuron> else "cuda")`;
+        with an index, `x.to("neuron") if <the accelerator is Neuron> else x.cuda(i)`), names the program's device
         variable where it can see one (`.to(device)`), or, in a method of a class that places its
         data with `.to(self.device)`, that attribute. A `.cuda()` in code only CUDA runs (under
         `with torch.cuda.device(i):`, a branch kept for CUDA) is reported, not moved.
@@ -72,9 +73,15 @@ class CudaMethod(KeepsCudaBranches, Transform):
     tokens = (b".cuda(",)
     targets = per_target.ALL
     examples = (
-        Example("model = Net().cuda()\n", 'model = Net().to("neuron")\n'),
-        Example("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
-        Example("x = x.cuda(rank)\n", 'x = x.to("neuron")\n'),
+        Example("model = Net().cuda()\n", ('import torch\n'
+                '\n'
+                'model = Net().to("neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda")\n')),
+        Example("x = x.cuda(non_blocking=True)\n", ('import torch\n'
+                '\n'
+                'x = x.to("neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda", non_blocking=True)\n')),
+        Example("x = x.cuda(rank)\n", ('import torch\n'
+                '\n'
+                'x = x.to("neuron") if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else x.cuda(rank)\n')),
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import argument
-from neuronize.transforms._helpers.device_model import process_group_edits
+from neuronize.transforms._helpers.device_model import keeps_cuda_hosts, process_group_edits
 from neuronize.transforms._helpers.literals import string_value
 from neuronize.transforms._helpers.names import last_name
 
@@ -70,8 +70,10 @@ class CudaDeviceMesh(Transform):
         Example(
             'from torch.distributed.device_mesh import init_device_mesh\n'
             'mesh = init_device_mesh("cuda", (8,), mesh_dim_names=("dp",))\n',
-            'from torch.distributed.device_mesh import init_device_mesh\n'
-            'mesh = init_device_mesh("neuron", (8,), mesh_dim_names=("dp",))\n',
+            ('from torch.distributed.device_mesh import init_device_mesh\n'
+                'import torch\n'
+                '\n'
+                'mesh = init_device_mesh("neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda", (8,), mesh_dim_names=("dp",))\n'),
         ),
         Example(
             "from torch.distributed.device_mesh import init_device_mesh\n\n\n"
@@ -83,7 +85,10 @@ class CudaDeviceMesh(Transform):
         ),
         Example(
             "import torch.distributed as dist\nmesh = dist.device_mesh.DeviceMesh(device_type='cuda', mesh=[0, 1])\n",
-            "import torch.distributed as dist\nmesh = dist.device_mesh.DeviceMesh(device_type='neuron', mesh=[0, 1])\n",
+            ('import torch.distributed as dist\n'
+                'import torch\n'
+                '\n'
+                "mesh = dist.device_mesh.DeviceMesh(device_type='neuron' if hasattr(torch, 'accelerator') and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == 'neuron' else 'cuda', mesh=[0, 1])\n"),
         ),
     )
 
@@ -103,7 +108,7 @@ class CudaDeviceMesh(Transform):
             return
         message = per_target.say(self.ctx, '`{fn}("{value}", ...)` -> `{device}`: {why}', fn=last, value=value,
                                  why=WHY[per_target.target(self.ctx)])
-        if per_target.target(self.ctx) != per_target.CPU and hosts.serves_every_host(self.ctx):
+        if keeps_cuda_hosts(self.ctx):
             # callers on every host, the CUDA box included: the mesh gains Neuron, CUDA keeps its own
             new, imports = hosts.host_aware(self.ctx, arg.value)
             message += "; only where that device is present: this file also runs without it"

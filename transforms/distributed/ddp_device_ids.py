@@ -6,8 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers import hosts, per_target
-from neuronize.transforms._helpers.device_model import KeepsCudaBranches, process_group_edits
+from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts, process_group_edits
 from neuronize.transforms._helpers.calls import keyword, without_args
 from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.transforms._helpers.distributed import dist_function
@@ -27,9 +27,11 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
     """Finds CUDA device indices passed to DistributedDataParallel and to `dist.barrier`.
 
     What it does:
-        Removes `device_ids=` and `output_device=` from `DistributedDataParallel(...)` (any
-        spelling: `DDP`, `nn.parallel.DistributedDataParallel`) and `device_ids=` from
-        `dist.barrier(...)`. Positional device ids are reported, not rewritten.
+        Drops `device_ids=` and `output_device=` of `DistributedDataParallel(...)` (any
+        spelling: `DDP`, `nn.parallel.DistributedDataParallel`) and `device_ids=` of
+        `dist.barrier(...)` on Neuron: on the `neuron` target they become `None if <the
+        accelerator is Neuron> else <the CUDA value>`, which the CUDA hosts still need; the other
+        targets remove them. Positional device ids are reported, not rewritten.
 
     Why on TorchNeuron:
         Under the `"neuron"` process group each process sees exactly one NeuronCore (the backend
@@ -66,11 +68,17 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
         Example(
             "from torch.nn.parallel import DistributedDataParallel as DDP\n"
             "model = DDP(model, device_ids=[rank], output_device=rank)\n",
-            "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n",
+            ('from torch.nn.parallel import DistributedDataParallel as DDP\n'
+                'import torch\n'
+                '\n'
+                'model = DDP(model, device_ids=None if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else [rank], output_device=None if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else rank)\n'),
         ),
         Example(
             "import torch.distributed as dist\ndist.barrier(device_ids=[local_rank])\n",
-            "import torch.distributed as dist\ndist.barrier()\n",
+            ('import torch.distributed as dist\n'
+                'import torch\n'
+                '\n'
+                'dist.barrier(device_ids=None if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else [local_rank])\n'),
         ),
         Example(
             "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -127,7 +135,7 @@ class DdpDeviceIds(KeepsCudaBranches, Transform):
         """In a file that keeps its CUDA hosts or a library module (its callers run on every
         host), the arguments become ``None if <Neuron> else <the CUDA value>``: dropped on Neuron
         only, as the CUDA box still needs them (a wrapper forwards its caller's ``device_ids``)."""
-        if not hosts.serves_every_host(self.ctx):
+        if not keeps_cuda_hosts(self.ctx):
             return False
         args = [a for a in args if not (isinstance(a.value, cst.IfExp) and says_only_neuron(a.value.test))]
         if not args:

@@ -28,7 +28,8 @@ class NcclBackend(Transform):
 
     What it does:
         Rewrites the backend of `dist.init_process_group(...)` and `dist.new_group(...)` from
-        `"nccl"` / `"cuda:nccl"` / `dist.Backend.NCCL` to `"neuron"`, under any import spelling.
+        `"nccl"` / `"cuda:nccl"` / `dist.Backend.NCCL` to the target's (on the `neuron` target
+        host-aware, see below), under any import spelling.
         When the backend is a variable it follows it within the file: an assignment of a literal
         in the same function or at module level, a parameter default, an `os.environ.get(..., "nccl")`
         default, an argparse `default="nccl"` (and adds `"neuron"` to that option's `choices`), an
@@ -48,12 +49,9 @@ class NcclBackend(Transform):
         such as `ProcessGroupNCCL.Options` belong to NCCL), and so does a value whose name or attribute is
         also passed to a CUDA-only function (`torch.cuda.*`). Reports comparisons with `"nccl"`,
         `dist.is_nccl_available()`, backends it cannot follow, and transformers'
-        `ddp_backend="nccl"`. Strings in messages and logs are left alone. In a file that keeps
-        its CUDA hosts (it already chooses among hosts, so its device choice is or becomes
-        host-aware), the backend is host-aware too, `"neuron" if <the accelerator is Neuron> else
-        "nccl"`, and joins the device's edit group: the GPU box keeps NCCL with its CUDA device. So
-        is a parameter's default in a library module (`def new_group(ranks, backend="nccl")`), which
-        callers on every host rely on.
+        `ddp_backend="nccl"`. Strings in messages and logs are left alone. On the `neuron` target
+        the backend is host-aware, `"neuron" if <the accelerator is Neuron> else "nccl"`, and
+        joins the device's edit group: the GPU box keeps NCCL with its CUDA device.
         The backend, the
         `device_id` drop, NRN116's `set_device` deletion and NRN403's device ids form one edit
         group (`process-group`): applied together or not at all, at the weakest safety among them.
@@ -71,7 +69,7 @@ class NcclBackend(Transform):
 
     Use instead:
         import torch.distributed as dist
-        dist.init_process_group(backend="neuron")
+        dist.init_process_group(backend="neuron" if on_neuron() else "nccl")
 
     Fix safety:
         Safe for `"nccl"`, `"cuda:nccl"` and a backend followed to its literal. Unsafe for a mixed
@@ -99,19 +97,22 @@ class NcclBackend(Transform):
     examples = (
         Example(
             'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
-            'import torch.distributed as dist\ndist.init_process_group(backend="neuron")\n',
+            ('import torch.distributed as dist\n'
+                'import torch\n'
+                '\n'
+                'dist.init_process_group(backend="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "nccl")\n'),
         ),
         Example(
             "from torch.distributed import init_process_group\nBACKEND = 'nccl'\n\n\n"
             "def setup():\n    init_process_group(BACKEND)\n",
-            "from torch.distributed import init_process_group\n"
-            "BACKEND = 'neuron'\n\n\ndef setup():\n    init_process_group(BACKEND)\n",
-        ),
-        Example(
-            'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
-            'dist.init_process_group(backend="nccl")\n',
-            'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
-            'dist.init_process_group(backend="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" else "nccl")\n',
+            ('from torch.distributed import init_process_group\n'
+                'import torch\n'
+                '\n'
+                "BACKEND = 'neuron' if hasattr(torch, 'accelerator') and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == 'neuron' else 'nccl'\n"
+                '\n'
+                '\n'
+                'def setup():\n'
+                '    init_process_group(BACKEND)\n'),
         ),
         Example('import logging\nlogging.info("using nccl for collectives")\n'
                 'import torch.distributed as dist\nif dist.get_backend() == "nccl":\n    pass\n'),

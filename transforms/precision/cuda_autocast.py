@@ -52,7 +52,8 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         None`, so that CUDA keeps its float16 default. The device is host-aware too in a file
         that keeps its CUDA hosts (it imports a CUDA-only library such as bitsandbytes, or
         chooses among hosts): its tensors keep CUDA there, and the autocast region agrees with
-        them. A file that hard-codes CUDA gets `"neuron"`. A
+        them; on the `neuron` target every file keeps its CUDA hosts, so the device is host-aware
+        wherever it does not follow a device the code chose. A
         `torch.cuda.amp.autocast` passed on without being called (`partial(autocast, ...)`) is
         reported, and so is one in the `except` branch of a `try` that uses `torch.autocast`
         (a fallback for old PyTorch).
@@ -105,12 +106,17 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
     examples = (
         Example(
             "import torch\nmodel = model.cuda()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            'import torch\nmodel = model.cuda()\nwith torch.autocast(device_type="neuron", dtype=torch.bfloat16):\n'
-            "    y = model(x)\n",
+            ('import torch\n'
+                'model = model.cuda()\n'
+                'with torch.autocast(device_type="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda", dtype=torch.bfloat16 if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else None):\n'
+                '    y = model(x)\n'),
         ),
         Example(
             "import torch\nmodel = model.cuda()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            'import torch\nmodel = model.cuda()\nwith torch.autocast(device_type="neuron"):\n    y = model(x)\n',
+            ('import torch\n'
+                'model = model.cuda()\n'
+                'with torch.autocast(device_type="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda"):\n'
+                '    y = model(x)\n'),
             unsafe_fixes=False,
         ),
         Example(
@@ -124,7 +130,10 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         ),
         Example(
             "import torch\nx = x.cuda()\nwith torch.autocast('cuda', enabled=False):\n    y = model(x)\n",
-            "import torch\nx = x.cuda()\nwith torch.autocast('neuron', enabled=False):\n    y = model(x)\n",
+            ('import torch\n'
+                'x = x.cuda()\n'
+                "with torch.autocast('neuron' if hasattr(torch, 'accelerator') and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == 'neuron' else 'cuda', enabled=False):\n"
+                '    y = model(x)\n'),
             unsafe_fixes=False,
         ),
     )

@@ -12,18 +12,18 @@ class CudaBackendFlag(CudaOnlySettings):
     """Finds CUDA matmul and attention-kernel settings (`torch.backends.cuda.*`), which mean nothing on Neuron.
 
     What it does:
-        Deletes assignments to `torch.backends.cuda.<setting>` (`matmul.allow_tf32`,
+        On the `neuron` target, reports as kept for CUDA hosts the assignments to
+        `torch.backends.cuda.<setting>` (`matmul.allow_tf32`,
         `matmul.allow_bf16_reduced_precision_reduction`,
         `matmul.allow_fp16_reduced_precision_reduction`, `matmul.fp32_precision` ...) and the
         statements `torch.backends.cuda.enable_flash_sdp(...)`, `enable_mem_efficient_sdp(...)`,
         `enable_math_sdp(...)`, `enable_cudnn_sdp(...)`, `preferred_linalg_library(...)` and
         `preferred_blas_library(...)`, keeping comments and inserting `pass` where a block would be
-        empty. Reports reads of these settings and calls used as values, which cannot be deleted.
-        Also reports `torch.set_float32_matmul_precision(...)` and leaves it: it is harmless, and on
-        CPU it still means something. In a file that keeps its CUDA hosts (it already chooses
-        among hosts, so its device choice is or becomes host-aware), the settings stay and are
-        reported: the GPU box still runs this file (TF32 stays on there), and they are harmless
-        elsewhere.
+        empty, under the other targets. The GPU box still runs the migrated file on the `neuron`
+        target (TF32 stays on there), and the settings are harmless elsewhere. Reports reads of
+        these settings and calls used as values, which cannot be deleted. Also reports
+        `torch.set_float32_matmul_precision(...)` and leaves it: it is harmless, and on CPU it still
+        means something.
         `with torch.backends.cuda.sdp_kernel(...)` belongs to NRN352.
 
     Why on TorchNeuron:
@@ -57,7 +57,6 @@ class CudaBackendFlag(CudaOnlySettings):
         Example(
             "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cuda.enable_flash_sdp(True)\n"
             "x = 1\n",
-            "import torch\nx = 1\n",
         ),
         Example('import torch\ntorch.set_float32_matmul_precision("high")\n'),
         Example('import torch\nif torch.cuda.is_available():\n    device = "cuda"\nelse:\n    device = "cpu"\n'

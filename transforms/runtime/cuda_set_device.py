@@ -18,17 +18,14 @@ class CudaSetDevice(_CudaApiRule):
     """Finds CUDA current-device selection (`torch.cuda.set_device(local_rank)`, `with torch.cuda.device(i):`).
 
     What it does:
-        In a file that calls `init_process_group` (torchrun / DDP / FSDP code), deletes
-        `torch.cuda.set_device(...)` statements, keeping comments and a valid block (`pass`), and
-        reports `torch.cuda.device(...)` contexts. Elsewhere, rewrites
-        `torch.cuda.set_device(i)` to `torch.neuron.set_device(i)` and `torch.cuda.device(i)`
-        to `torch.neuron.device(i)`. A `set_device` call whose value is used, or one whose
-        argument mentions a rank in a file without `init_process_group` (the process group is
-        created in another module), is reported. In a file that keeps its CUDA hosts (it already
-        chooses among hosts, so its device choice is or becomes host-aware), the call stays for
-        CUDA: `if not <the accelerator is Neuron>: torch.cuda.set_device(...)` in torchrun code,
-        `if <the accelerator is Neuron>: torch.neuron.set_device(...) else: <the call>` elsewhere;
-        `torch.cuda.device(i)` there is reported.
+        On the `neuron` target the call stays for the CUDA hosts the file still runs on: `if not
+        <the accelerator is Neuron>: torch.cuda.set_device(...)` in a file that calls
+        `init_process_group` (torchrun / DDP / FSDP code), `if <the accelerator is Neuron>:
+        torch.neuron.set_device(...) else: <the call>` elsewhere; `torch.cuda.device(i)` contexts
+        are reported. A `set_device` call whose value is used, or one whose argument mentions a
+        rank in a file without `init_process_group` (the process group is created in another
+        module), is reported. The `accelerator` target deletes the call in torchrun code (keeping
+        comments and a valid block) and writes the accelerator's `set_device` elsewhere.
 
     Why on TorchNeuron:
         The `neuron` process group pins each process to one NeuronCore itself (it exports
@@ -73,13 +70,21 @@ class CudaSetDevice(_CudaApiRule):
         Example(
             "import torch\nimport torch.distributed as dist\n\n"
             "def setup(local_rank):\n    torch.cuda.set_device(local_rank)\n    dist.init_process_group(\"nccl\")\n",
-            "import torch\nimport torch.distributed as dist\n\n"
-            "def setup(local_rank):\n    dist.init_process_group(\"nccl\")\n",
+            ('import torch\n'
+                'import torch.distributed as dist\n'
+                '\n'
+                'def setup(local_rank):\n'
+                '    if not (hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"):\n'
+                '        torch.cuda.set_device(local_rank)\n'
+                '    dist.init_process_group("nccl")\n'),
         ),
-        Example("import torch\ntorch.cuda.set_device(1)\n", "import torch\ntorch.neuron.set_device(1)\n"),
+        Example("import torch\ntorch.cuda.set_device(1)\n", ('import torch\n'
+                'if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":\n'
+                '    torch.neuron.set_device(1)\n'
+                'else:\n'
+                '    torch.cuda.set_device(1)\n')),
         Example(
             "import torch\nwith torch.cuda.device(1):\n    x = torch.ones(2)\n",
-            "import torch\nwith torch.neuron.device(1):\n    x = torch.ones(2)\n",
         ),
         Example(
             'import torch\nimport torch.distributed as dist\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n\n'

@@ -12,17 +12,16 @@ class CudnnFlag(CudaOnlySettings):
     """Finds cuDNN settings (`torch.backends.cudnn.benchmark = True` and friends), which mean nothing on Neuron.
 
     What it does:
-        Deletes assignments to `torch.backends.cudnn.<setting>` (`benchmark`, `deterministic`,
+        On the `neuron` target, reports as kept for CUDA hosts the assignments to
+        `torch.backends.cudnn.<setting>`: the GPU box still runs the migrated file, and the flags
+        are harmless elsewhere. Under the other targets, deletes them (`benchmark`, `deterministic`,
         `enabled`, `allow_tf32`, `benchmark_limit`, and the rest of the namespace), in any
         spelling (`from torch.backends import cudnn`, `import torch.backends.cudnn as cudnn`),
         with its own comments (the one on its line, and those right above it when nothing else
         follows them), inserting `pass` where a block would be empty; drops the `cudnn`
         import once unused. Unwraps `with torch.backends.cudnn.flags(...):` blocks (in a
         multi-item `with`, only that item goes). Reports reads of these flags (`if
-        torch.backends.cudnn.benchmark:`), which cannot be deleted. In a file that keeps its CUDA
-        hosts (it already chooses among hosts, so its device choice is or becomes host-aware:
-        `"neuron" if <the accelerator is Neuron> else "cuda"`), the settings stay and are reported:
-        the GPU box still runs this file, and the flags are harmless elsewhere.
+        torch.backends.cudnn.benchmark:`), which cannot be deleted.
 
     Why on TorchNeuron:
         cuDNN is NVIDIA's library; no Neuron code path reads these flags. They are harmless plain
@@ -57,11 +56,9 @@ class CudnnFlag(CudaOnlySettings):
     examples = (
         Example(
             "import torch\ntorch.backends.cudnn.benchmark = True  # autotune convs\nmodel = Net()\n",
-            "import torch\nmodel = Net()\n",
         ),
         Example(
             "import torch\nif args.fast:\n    torch.backends.cudnn.benchmark = True\n",
-            "import torch\n",
         ),
         Example("import torch\nprint(torch.backends.cudnn.benchmark)\n"),
         Example('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'

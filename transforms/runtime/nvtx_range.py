@@ -17,7 +17,9 @@ class NvtxRange(CudaOnlySettings):
     """Finds NVTX profiling annotations and CUDA profiler hooks, which have no Neuron equivalent.
 
     What it does:
-        Deletes the statements `torch.cuda.nvtx.range_push(...)`, `range_pop()`, `mark(...)`,
+        On the `neuron` target keeps them for the CUDA hosts the file still runs on, under `if not
+        <the accelerator is Neuron>:`. Under the other targets, deletes the statements
+        `torch.cuda.nvtx.range_push(...)`, `range_pop()`, `mark(...)`,
         `range_start(...)`, `range_end(...)` and `torch.cuda.profiler.start()` / `stop()` /
         `init(...)`, keeping comments and inserting `pass` where a block would be empty, and
         unwraps `with torch.cuda.nvtx.range(...):`, `with torch.autograd.profiler.emit_nvtx():`
@@ -59,7 +61,12 @@ class NvtxRange(CudaOnlySettings):
     examples = (
         Example(
             'import torch\ntorch.cuda.nvtx.range_push("fwd")\ny = model(x)\ntorch.cuda.nvtx.range_pop()\n',
-            "import torch\ny = model(x)\n",
+            ('import torch\n'
+                'if not (hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"):\n'
+                '    torch.cuda.nvtx.range_push("fwd")\n'
+                'y = model(x)\n'
+                'if not (hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron"):\n'
+                '    torch.cuda.nvtx.range_pop()\n'),
         ),
         Example(
             'import torch\nwith torch.cuda.nvtx.range("step"):\n    step()\n',
