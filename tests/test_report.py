@@ -74,7 +74,7 @@ def test_check_markdown_and_fix_report_file(tmp_path):
     proc = neuronize("fix", "--report", "r.md", "t.py", cwd=tmp_path)
     text = (tmp_path / "r.md").read_text()
     assert "| files edited | 1 |" in text and "| edits made | 1 (1 safe) |" in text
-    assert "[t.py:1](t.py#L1) NRN102 (safe)" in text
+    assert "[t.py:13](t.py#L13) NRN102 (safe)" in text  # below the `on_neuron` helper the fix added
     # the line of the import in the file as fixed (the edit above it added lines)
     assert re.search(r"\[t\.py:(\d+)\]\(t\.py#L\1\) \| NRN903 `cuda-only-library` \| report-only \| hard \| medium \|", text)
 

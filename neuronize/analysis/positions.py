@@ -192,13 +192,17 @@ def counterpart(text: str, lines: Sequence[bytes], start: int, stop: int, offset
     return best if score >= 0.5 else None
 
 
-#: how many characters a line and the line it became share at their start, at least, for that to
-#: tell them apart from the lines around (a helper defined above it, the rest of a split statement)
-_OPENING = 12
+#: how many characters a line and the line it became share at their start (past the same
+#: indentation), at least, for that to tell them apart from the lines around (a helper defined
+#: above it, the rest of a split statement)
+_OPENING = 8
 
 
 def _common_start(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
+    code = a.lstrip()
+    if a[: len(a) - len(code)] != b[: len(b) - len(b.lstrip())]:
+        return 0
+    return len(os.path.commonprefix([code, b.lstrip()]))
 
 
 #: how far apart (old lines + new lines) two stretches of equal lines may be re-synchronised

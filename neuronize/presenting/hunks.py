@@ -22,6 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from collections.abc import Iterable, Sequence, Set as AbstractSet
 
+from neuronize.analysis.positions import counterpart
 from neuronize.sources.lines import byte_lines, encoding_of
 from neuronize.types import Finding, Safety
 
@@ -275,20 +276,13 @@ def _lines_added_first(blocks: Sequence[Op], old: Sequence[bytes], new: Sequence
     out: list[Op] = []
     for block in blocks:
         tag, i1, i2, j1, j2 = block
-        first = _became(old[i1], new[j1:j2], encoding) + j1 if tag == "replace" and j2 - j1 > i2 - i1 else j1
-        if first == j1 or not _parses(b"".join(new[j1:first])):
+        first = counterpart(old[i1].decode(encoding, "replace"), new, j1, j2, 0, encoding) \
+            if tag == "replace" and j2 - j1 > i2 - i1 else None
+        if first is None or first == j1 or not _parses(b"".join(new[j1:first])):
             out.append(block)
             continue
         out += [("insert", i1, i1, j1, first), ("replace", i1, i2, first, j2)]
     return out
-
-
-def _became(line: bytes, lines: Sequence[bytes], encoding: str) -> int:
-    """The index of the line of ``lines`` most like ``line`` (the first, on a tie)."""
-    text = line.decode(encoding, "replace")
-    scores = [difflib.SequenceMatcher(None, text, other.decode(encoding, "replace"), autojunk=False).ratio()
-              for other in lines]
-    return max(range(len(scores)), key=lambda n: (scores[n], -n))
 
 
 def _parses(code: bytes) -> bool:
