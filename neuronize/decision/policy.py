@@ -562,8 +562,7 @@ def _held_scope(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
         return scope  # one way of loading among others (`if autogptq: self.model = ...from_quantized(...)`)
     targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else []
     if any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" for t in targets):
-        owner = next((a for a in ancestors(scope, parents) if isinstance(a, (cst.ClassDef, cst.FunctionDef))), None)
-        return owner if isinstance(owner, cst.ClassDef) else scope
+        return _class_of_method(node, parents)
     stored = {t.value for t in targets if isinstance(t, cst.Name)}
     return None if stored and _hands_to_own_function(scope, stored, parents) else scope
 
@@ -571,7 +570,8 @@ def _held_scope(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
 def _class_of_method(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
     """The class whose method holds ``node``, else the function around it (None at module level)."""
     scope = _scope_of(node, parents)
-    owner = parents.get(id(parents.get(id(scope)))) if scope is not None else None  # the method's block, its class
+    owner = next((a for a in ancestors(scope, parents) if isinstance(a, (cst.ClassDef, cst.FunctionDef))), None) \
+        if scope is not None else None
     return owner if isinstance(owner, cst.ClassDef) else scope
 
 

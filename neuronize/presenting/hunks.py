@@ -210,7 +210,7 @@ def split_hunks(before: bytes, after: bytes, findings: Iterable[Finding] = (), w
     applied = [f for f in findings if f.applied]
     found = _blocks(old, new)
     blocks = _refine(_lines_added_first(found, old, new, encoding_of(before)), applied)
-    added = set(blocks) - set(found) - {block for block in blocks if block[0] != "insert"}  # no finding's lines
+    added = {block for block in blocks if block[0] == "insert" and block not in found}  # no finding's lines
     if whole:
         if not blocks:
             return []

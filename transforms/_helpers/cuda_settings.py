@@ -134,8 +134,7 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
                             evidence=kw.get("evidence"))
             return
         line = self.ctx.statement_to_remove(statement)
-        if per_target.target(self.ctx) == per_target.NEURON and keeps_cuda_hosts(self.ctx) \
-                and not self.harmless_elsewhere and isinstance(line, cst.SimpleStatementLine):
+        if keeps_cuda_hosts(self.ctx) and not self.harmless_elsewhere and isinstance(line, cst.SimpleStatementLine):
             # the CUDA box keeps its path: the call stays there, Neuron skips it
             new, imports = kept_for_cuda(self.ctx, line)
             self.fix(line, new, f"{what} kept for every host but Neuron: {reason}", safety=kw.get("safety"),

@@ -1522,13 +1522,13 @@ def _cuda_case(ctx: FileContext, call: cst.Call) -> str | None:
 
 
 def cuda_device_context(ctx: FileContext, node: cst.With) -> str | None:
-    """The ``torch.cuda.device(i)`` that ``node`` enters, where NRN116 keeps it (the accelerator
-    target, a file that keeps its CUDA hosts): the block runs on CUDA's device ``i`` only, as on a
-    host without CUDA entering it raises."""
+    """The ``torch.cuda.device(i)`` that ``node`` enters, where NRN116 keeps it (every target but
+    ``cpu``: the accelerator target, and the neuron target, whose files keep their CUDA hosts): the
+    block runs on CUDA's device ``i`` only, as on a host without CUDA entering it raises."""
     for item in node.items:
         call = item.item
         if isinstance(call, cst.Call) and ctx.qualify(call.func) == "torch.cuda.device" \
-                and (per_target.target(ctx) == per_target.ACCELERATOR or keeps_cuda_hosts(ctx)):
+                and per_target.target(ctx) != per_target.CPU:
             return short(call, 50)
     return None
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import libcst as cst
 from neuronize.transforms._helpers.calls import new_keyword
 from neuronize.transforms._helpers.imports import removal_of
-from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, string_value
+from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, make_string, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import qualified_expr
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
-from neuronize.transforms._helpers.literals import make_string
 from neuronize.analysis.context import FileContext
 from neuronize.decision.policy import DEFAULT_TYPE, LEGACY_TYPES
 from neuronize.transform import Evidence, Example, Safety, Transform
