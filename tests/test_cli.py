@@ -11,7 +11,8 @@ import pytest
 
 from helpers import neuronize, neuronize_process
 
-CUDA_SCRIPT = b'import torch\nmodel = Net().cuda()\nbatch = batch.cuda(3)\n'
+#: a safe edit, and an unsafe one in a branch of its own (its tensors meet no others there)
+CUDA_SCRIPT = b'import torch\nmodel = Net().cuda()\nif resume:\n    batch = batch.cuda(3)\n'
 CLEAN_SCRIPT = b'import torch\nprint("no device code here")\n'
 #: what `fix` puts above the first host-aware edit: the file keeps its CUDA hosts on the neuron target
 ON_NEURON = (b'import torch\n\n\ndef on_neuron() -> bool:\n'
@@ -19,7 +20,7 @@ ON_NEURON = (b'import torch\n\n\ndef on_neuron() -> bool:\n'
              b'    return (\n        hasattr(torch, "accelerator")\n        and torch.accelerator.is_available()\n'
              b'        and torch.accelerator.current_accelerator().type == "neuron"\n    )\n\n\n')
 #: CUDA_SCRIPT after its safe fix: `.cuda()` is host-aware, `.cuda(3)` (unsafe) is left
-SAFE_FIXED = ON_NEURON + b'model = Net().to("neuron" if on_neuron() else "cuda")\nbatch = batch.cuda(3)\n'
+SAFE_FIXED = ON_NEURON + b'model = Net().to("neuron" if on_neuron() else "cuda")\nif resume:\n    batch = batch.cuda(3)\n'
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def test_check_reports_and_exits_1_without_writing(repo):
     assert proc.returncode == 1
     out = proc.stdout.decode()
     assert "train.py:2:9 NRN102" in out
-    assert "train.py:3:9 NRN102" in out
+    assert "train.py:4:13 NRN102" in out
     assert (repo / "train.py").read_bytes() == CUDA_SCRIPT
     assert proc.stderr.decode() == (
         "Found 2 findings in 1 file (1 fixable with `neuronize fix`, 1 with `--unsafe-fixes`).\n")
@@ -90,7 +91,7 @@ def test_fix_with_unsafe_fixes_leaves_nothing_and_exits_0(repo):
     # nothing is left to do; the CUDA calls stay only as the CUDA hosts' arms
     assert (repo / "train.py").read_bytes() == ON_NEURON + (
         b'model = Net().to("neuron" if on_neuron() else "cuda")\n'
-        b'batch = batch.to("neuron") if on_neuron() else batch.cuda(3)\n')
+        b'if resume:\n    batch = batch.to("neuron") if on_neuron() else batch.cuda(3)\n')
     assert neuronize("check", ".", cwd=repo).returncode == 0
 
 
@@ -161,7 +162,7 @@ def test_binary_and_undecodable_files(repo):
 def test_stdin_fix_writes_result_to_stdout(repo):
     proc = neuronize("fix", "-", "--stdin-filename", "x.py", stdin=CUDA_SCRIPT)
     assert proc.stdout == SAFE_FIXED
-    assert b"x.py:3:9 NRN102" in proc.stderr
+    assert b"x.py:4:13 NRN102" in proc.stderr
     assert proc.returncode == 1
 
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import neuronize
 
 #: NRN102: two safe `.cuda()` and one unsafe `.cuda(3)`; NRN205: one unsafe `.half()`
-MIXED = b"import torch\nmodel = Net().cuda()\ny = x.cuda()\nbatch = batch.cuda(3)\nmodel.half()\n"
+MIXED = b"import torch\nmodel = Net().cuda()\ny = x.cuda()\nif resume:\n    batch = batch.cuda(3)\nmodel.half()\n"
 #: a CUDA-kernel file: its NRN102 `.cuda()` is report-only
 KERNEL = b"import torch\nimport pycuda.autoinit\nz = w.cuda()\n"
 

@@ -46,7 +46,7 @@ def test_locate_matches_position_provider(name, source):
 #: `fix --unsafe-fixes` keeps lines 2-3 for CUDA hosts, inserts the 11-line `on_neuron` helper above
 #: line 3 and lays line 4's host-aware `.cuda()` move out over three lines, before the leftover
 MOVES = (b"import torch\nfrom torch.backends import cudnn\ncudnn.benchmark = True\n"
-         b"x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n")
+         b"x = torch.zeros(2).cuda(); y = torch.cuda.max_memory_allocated()\n")
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown"])
@@ -56,14 +56,14 @@ def test_after_fix_findings_point_into_the_file_as_written(tmp_path, fmt):
     (tmp_path / "m.py").write_bytes(MOVES)
     proc = neuronize("fix", "--unsafe-fixes", "--output-format", fmt, "m.py", cwd=tmp_path)
     written = (tmp_path / "m.py").read_text().splitlines()
-    assert written[16].index("torch.cuda.get_device_capability") + 1 == 8
+    assert written[16].index("torch.cuda.max_memory_allocated") + 1 == 8
     out = proc.stdout.decode()
     expected = {
-        "text": "m.py:17:8 NRN115 [report-only]",
+        "text": "m.py:17:8 NRN113 [report-only]",
         "json": '"line": 17,\n      "column": 8,',
         "sarif": '"startLine": 17,\n                  "startColumn": 8,',
         "github": "file=m.py,line=17,col=8,",
-        "markdown": "| [m.py:17](m.py#L17) | NRN115",
+        "markdown": "| [m.py:17](m.py#L17) | NRN113",
     }[fmt]
     assert expected in out, out
 

@@ -145,7 +145,7 @@ def test_sarif_validates_against_the_schema_when_available():
 
 
 def test_github_annotations(tmp_path):
-    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport apex\nx.cuda(1)\n")
+    (tmp_path / "a,b.py").write_bytes(b"m = Net().cuda()\nimport apex\nif resume:\n    x.cuda(1)\n")
     proc = neuronize("check", "--output-format", "github", ".", cwd=tmp_path)
     assert proc.returncode == 1
     lines = proc.stdout.decode().splitlines()
@@ -181,7 +181,7 @@ def test_dependency_is_a_field_of_the_finding():
 
 @pytest.mark.parametrize("command", [("check",), ("fix",), ("fix", "--diff")])
 def test_summary_after_every_run(tmp_path, command):
-    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nx.cuda(1)\nimport apex\n")
+    (tmp_path / "t.py").write_bytes(b"m = Net().cuda()\nif resume:\n    x.cuda(1)\nimport apex\n")
     (tmp_path / "clean.py").write_bytes(b"print(1)\n")
     (tmp_path / "bad.py").write_bytes(b"y = x.cuda(\n")
     proc = neuronize(*command, "-v", ".", cwd=tmp_path)  # check's detailed summary needs -v
@@ -204,7 +204,7 @@ def test_summary_after_every_run(tmp_path, command):
 #: `on_neuron` helper, at 14) and lays line 4's host-aware move out over lines 15-17; on the CPU target
 #: it deletes lines 2-3 and edits line 4 in place, now line 2
 PR_SOURCE = (b"import torch\nfrom torch.backends import cudnn\ncudnn.benchmark = True\n"
-             b"x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n")
+             b"x = torch.zeros(2).cuda(); y = torch.cuda.max_memory_allocated()\n")
 #: the links' tests are about addresses, not the device policy: the CPU target's one-line edits
 ONE_LINE = ("--target", "cpu")
 
@@ -212,7 +212,7 @@ ONE_LINE = ("--target", "cpu")
 def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_path):
     (tmp_path / "t.py").write_bytes(PR_SOURCE)
     proc = neuronize("fix", "--unsafe-fixes", "--report", "MIGRATION.md", "t.py", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr  # NRN115 is left
+    assert proc.returncode == 1, proc.stderr  # NRN113 is left
     text = (tmp_path / "MIGRATION.md").read_text()
     # the cuDNN flag is kept for CUDA hosts: no edit, a finding left at its written line
     assert "NRN350 (unsafe)" not in text and "  -cudnn.benchmark = True\n" not in text
@@ -221,13 +221,13 @@ def test_fix_report_shows_each_edit_before_and_after_at_its_written_line(tmp_pat
     # the host-aware move: the whole statement it became, from its first written line
     assert ("- [t.py:15](t.py#L15) NRN102 (safe): `.cuda()` -> `.to(\"neuron\" if <the accelerator is Neuron> "
             "else \"cuda\")`: CUDA hosts keep CUDA, as the program's device choice does\n  ```diff\n"
-            "  -x = torch.zeros(2).cuda(); y = torch.cuda.get_device_capability()\n"
+            "  -x = torch.zeros(2).cuda(); y = torch.cuda.max_memory_allocated()\n"
             "  +x = torch.zeros(2).to(\n"
             "  +    \"neuron\" if on_neuron() else \"cuda\"\n"
-            "  +); y = torch.cuda.get_device_capability()\n  ```\n") in text
+            "  +); y = torch.cuda.max_memory_allocated()\n  ```\n") in text
     # every evidence mark the report uses is explained in it, as `neuronize explain` explains it
     legend = text.split("## Evidence marks", 1)[1]
-    for mark in ("INF", "3P"):
+    for mark in ("INF", "SRC"):
         tag, meaning = neuronize("explain", mark).stdout.decode().strip().split("]: ", 1)
         assert f"- `{tag}]`: {meaning}" in legend
 

@@ -58,7 +58,7 @@ AMP_TARGET = ["--target", "cpu"]
 
 #: two safe edits and one unsafe one, far apart
 MIXED = (b"import torch\n" + b"model = Net().cuda()\n" + b"".join(b"a%d = %d\n" % (i, i) for i in range(10))
-         + b"batch = batch.cuda(3)\n" + b"".join(b"b%d = %d\n" % (i, i) for i in range(10))
+         + b"if resume:\n    batch = batch.cuda(3)\n" + b"".join(b"b%d = %d\n" % (i, i) for i in range(10))
          + b"torch.cuda.synchronize()\n")
 
 PROMPT = re.compile(r"\((\d+)/(\d+)\) Apply this hunk to (\S+) \[y,n,a,d,(?:s,)?q,\?\]\? ")
@@ -293,11 +293,11 @@ def test_pty_reject_the_conflicting_import_then_review_again(tmp_path):
     assert b"cudnn" not in on_disk and b"return loss.half()" in on_disk
 
 
-#: a safe fix and an unsafe one on neighbouring lines, and a safe fix spanning two lines around
-#: an unsafe one
+#: a safe fix and an unsafe one on neighbouring lines (in a branch of its own, where its tensors
+#: meet no others), and a safe fix spanning two lines around an unsafe one
 NEIGHBOURS = b"""import torch
 model = Net().cuda()
-batch = batch.cuda(3)
+if resume: batch = batch.cuda(3)
 y = model(batch)
 """
 #: a project whose lines may run to 120: the author's layout of STRADDLE stays as it is, so its
@@ -330,7 +330,7 @@ def test_pty_review_unsafe_keeps_the_safe_neighbour(tmp_path):
     given = _drive(child, lambda *a: "n")
     assert len(given) == 1
     out = (tmp_path / "n.py").read_bytes()
-    assert b'model = Net().to("neuron" if on_neuron() else "cuda")\nbatch = batch.cuda(3)\n' in out
+    assert b'model = Net().to("neuron" if on_neuron() else "cuda")\nif resume: batch = batch.cuda(3)\n' in out
     ast.parse(out)
 
 

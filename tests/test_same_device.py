@@ -90,10 +90,10 @@ def test_the_call_joins_the_process_group_its_placement_belongs_to() -> None:
     assert "else:\n        print(torch.cuda.get_device_name(0))" in full
 
 
-def test_a_workers_device_that_cannot_move_safely_leaves_its_host_aware_process_group() -> None:
-    """A worker started per rank pins its GPU by index: dropping the index is unsafe. Each edit
-    keeps the CUDA box's value (the backend NCCL, the device its indexed GPU), so the safe backend
-    edit is made alone and no host is worse for it; --unsafe-fixes moves the device too."""
+def test_a_workers_device_that_cannot_move_safely_holds_its_host_aware_process_group() -> None:
+    """A worker started per rank pins its GPU by index: dropping the index is unsafe. The process
+    group and the device it places on move together: a safe-only run leaves both (a Neuron process
+    group beside a CUDA device gains nothing); --unsafe-fixes moves both."""
     code = """\
         import torch
         import torch.distributed as dist
@@ -103,9 +103,10 @@ def test_a_workers_device_that_cannot_move_safely_leaves_its_host_aware_process_
             return torch.ones(4, device=device)
     """
     safe, _ = _run(code, unsafe=False)
-    assert '"neuron" if on_neuron() else "nccl", rank=rank' in safe
+    assert 'dist.init_process_group("nccl", rank=rank' in safe
     assert 'device = torch.device("cuda", rank)' in safe
     full, _ = _run(code, unsafe=True)
+    assert '"neuron" if on_neuron() else "nccl", rank=rank' in full
     assert 'device = torch.device("neuron") if on_neuron() else torch.device("cuda", rank)' in full
 
 
@@ -169,3 +170,53 @@ def test_only_a_test_that_holds_only_on_neuron_makes_a_neuron_branch() -> None:
     assert holds('on_neuron() and step % 10 == 0')
     assert not holds("not on_neuron()") and not holds('device.type != "neuron"')
     assert not holds('on_neuron() or device.type == "cuda"') and not holds('device.type == "cuda"')
+
+
+def test_a_cuda_entry_of_a_list_of_devices_offered_holds_no_placement() -> None:
+    """A list of the devices a function accepts offers CUDA; it places nothing: the fallback choice
+    beside it gains Neuron in a safe-only run."""
+    code = """\
+        import torch
+        def pick(device, gpus):
+            offered = ["cpu", "cuda", "mps"] + [f"cuda:{i}" for i in range(gpus)]
+            if device in offered:
+                return torch.device(device)
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """
+    safe, _ = _run(code, unsafe=False)
+    assert '"neuron" if on_neuron() else "cuda" if torch.cuda.is_available() else "cpu"' in " ".join(safe.split())
+
+
+def test_an_unsafe_placement_in_a_conditional_expression_holds_only_its_choice() -> None:
+    """A rank's GPU chosen when a process group runs (``cuda:<rank>`` if initialised) is a choice
+    of its own: the autocast of the function beside it still gains Neuron in a safe-only run."""
+    code = """\
+        import torch
+        import torch.distributed as dist
+        def generate(model, batch):
+            device = torch.device(f"cuda:{dist.get_rank()}") if dist.is_initialized() else model.device
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return model(batch.to(device))
+    """
+    safe, _ = _run(code, unsafe=False)
+    assert 'torch.autocast("neuron" if on_neuron() else "cuda", dtype=torch.bfloat16)' in safe
+    assert 'torch.device(f"cuda:{dist.get_rank()}") if dist.is_initialized()' in safe
+
+
+def test_a_constructor_that_asks_cuda_for_its_device_holds_its_class() -> None:
+    """``torch.cuda.current_device()`` raises without CUDA: an object whose constructor asks it is
+    not made on Neuron, so its methods' placements gain nothing there until that call moves too
+    (unsafe): a safe-only run leaves the class as it is, --unsafe-fixes moves it whole."""
+    code = """\
+        import torch
+        class Detector:
+            def __init__(self, net):
+                self.device = torch.cuda.current_device()
+                self.net = net.cuda()
+            def detect(self, image):
+                return self.net(image.cuda())
+    """
+    safe, _ = _run(code, unsafe=False)
+    assert "on_neuron" not in safe
+    full, _ = _run(code, unsafe=True)
+    assert "torch.cuda.current_device()" not in full and full.count('.to("neuron" if on_neuron() else "cuda")') == 2

@@ -112,6 +112,7 @@ TARGET_SPECIFIC = {
     # for CUDA (`"neuron" if <Neuron> else "nccl"`); the other targets move both outright
     "autocast_beside_process_group": "indexed CUDA move and NCCL backend kept beside Neuron on neuron only",
     "placements_beside_main_block_process_group": "indexed CUDA move and NCCL backend kept beside Neuron on neuron only",
+    "placements_wait_in_their_branch": "indexed CUDA moves and NCCL backend kept beside Neuron on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

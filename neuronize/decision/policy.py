@@ -21,11 +21,13 @@ around it). This module decides, in this order, each step seeing what the previo
    reported, not applied (note ``import-safety``; Python only, :mod:`neuronize.analysis.import_safety`);
 7. **edit groups**: the fixes of one group are applied together or not at all, at the weakest
    safety among them; a member suppressed or held back holds back the group (note ``group``).
-   The device edits that move outright in the function of a process group moved outright join
-   its group (a ``"neuron"`` group beside tensors kept on ``"cuda:<rank>"`` runs on no host).
-   A CUDA device string that no rule migrates (the catch-all's finding: ``move_embed(model,
-   "cuda")``) forms a group with the device edits of its function (Python only): moved without
-   it, the code's tensors and what it hands on sit on two devices, on every host; a placement
+   The device edits of one region of code (a function, or the branch of an ``if`` in it: where
+   the tensors they place meet) wait for what the region holds (Python only): a process group
+   moved to Neuron (a ``"neuron"`` group beside tensors kept on ``"cuda:<rank>"`` runs on no
+   host), an unsafe placement (``.cuda(rank)``: a safe-only run moves none of its neighbours), a
+   CUDA call kept there that raises without CUDA (``torch.cuda.current_device()``; a
+   constructor's holds its class), a CUDA device string that no rule migrates (the catch-all's finding: ``move_embed(model,
+   "cuda")``): moved without it, the code's tensors and what it hands on sit on two devices; a placement
    pinned to CUDA that no rule moves (a model placed on GPUs by its loader, ``device_map="auto"``
    or ``{"": 0}``; a legacy CUDA tensor type, ``torch.cuda.FloatTensor if cuda else
    torch.FloatTensor``) forms one with the device edits of its function, or of the file where it
@@ -64,7 +66,8 @@ from neuronize.analysis.import_safety import (
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
-    binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_false_or_none, is_script, one_line,
+    binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_false_or_none, is_main_test, is_script,
+    one_line,
     stored_once,
 )
 from neuronize.decision.suppressions import Suppression, unknown_codes
@@ -115,7 +118,7 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     if tree is not None:
         device = options.target.value
-        joined = _one_decision_joins(_leftovers_join_moves(kept, tree.parents, device), tree.parents)
+        joined = _one_decision_joins(_regions_hold_moves(kept, tree.parents, device), tree.parents)
         kept, grouped = _pins_hold_devices(joined, tree.parents, device, _pinned_elsewhere(options))
         held = {**held, **grouped}
     settled = _settle_groups(kept, held)
@@ -342,44 +345,142 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     return out
 
 
-def _leftovers_join_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
-    """The device edits that move to the target's ``device`` outright in the function (or at the
-    module level) of a process group moved outright join that process group's edit group: its
-    processes and their tensors move together (a ``"neuron"`` process group beside a model kept on
-    ``"cuda"``, or the other way round, runs on no host); so do those of the file's other functions
-    (the training loop beside the ``__main__`` block that creates the group). Each CUDA device
-    string the catch-all reports (no rule migrates it) and the outright device edits of its
-    function form one edit group too, or join the function's process group; elsewhere in the
-    file, it joins the group of a process group moved outright. The groups are settled by :func:`_settle_groups`: the edits
-    wait for their weakest member. An edit already in a group keeps it."""
-    process_groups = {id(_scope_of(r.node, parents)): r.group for r, _ in located if r.group is not None
-                      and r.fixable and r.rule.section == "distributed" and _moves_outright(r, device)}
-    left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)]
-    if not left and not process_groups:
+def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
+    """The device edits one region of code makes (a function, or the branch of an ``if``/``else``
+    in it, where the tensors they place meet) wait for what the region holds:
+    - a process group moved to the target's ``device`` (outright or host-aware): its processes and
+      their tensors move together (a ``"neuron"`` process group beside a model kept on ``"cuda"``,
+      or the other way round, runs on no host); the device edits of the file's functions that
+      create none join it too (the training loop beside the ``__main__`` block that creates it);
+    - a CUDA device string the catch-all reports (no rule migrates it): moved without it, the
+      code's tensors and what it hands on sit on two devices; at a script's module level it holds
+      the whole file, and elsewhere it joins a process group moved outright (a ``"neuron"`` group
+      beside it breaks the CUDA box; a host-aware one keeps every host without it);
+    - an unsafe placement (a GPU index dropped): a safe-only run moves none of its neighbours;
+    - a CUDA call kept there that raises without CUDA (``torch.cuda.current_device()``,
+      ``torch.cuda.set_device(0)`` run first): on Neuron the region stops there, moved or not.
+    What a constructor (``__init__``) holds, its class holds: the object is not made without it.
+    The edits of a region join the edit group of what holds it, settled by :func:`_settle_groups`:
+    they wait for their weakest member. An edit already in a group keeps it."""
+    creating = [r for r, _ in located if r.group is not None and r.fixable and r.rule.section == "distributed"
+                and _writes_device(r, device)]
+    left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)
+            and not isinstance(parents.get(id(r.node)), _ENTRIES)]
+    holds = [r for r, _ in located if r.group is None and r.fixable and r.safety is not Safety.SAFE
+              and _places_on_cuda(r.node) and r.rule.section == "device" and _writes_device(r, device)]
+    raising = [r for r, _ in located if (not r.fixable or r.safety is not Safety.SAFE) and _raises_without_cuda(r.node)]
+    if not creating and not left and not holds and not raising:
         return located
     moves = [r for r, _ in located  # autocast's device type too: it runs where the tensors are
-             if r.group is None and r.fixable and r.rule.section in ("device", "precision") and _moves_outright(r, device)]
-    moved_in = {id(_function_of(r.node, parents)) for r in moves}
-    names: dict[int, str] = dict(process_groups)
+             if r.group is None and r.fixable and r.rule.section in ("device", "precision") and _writes_device(r, device)]
+    holds += [r for r in raising if _holds_any(_region_of(r.node, parents), moves, parents)]
+    def holding(region: cst.CSTNode | None) -> str:
+        """The group a region's edits join: a process group created in it (``if distributed:``
+        within the function holding it), else the region's own."""
+        return min((r.group for r in creating if region is None or _inside(r.node, region, parents)),
+                   default=_devices_in(region, parents))
+
+    regions: dict[int, str] = {}  # id of a region (of None: the module level) -> the group holding it
+    for r in creating:
+        regions.setdefault(id(_region_of(r.node, parents)), r.group)
     script_level = None  # a script's own flow keeps a CUDA device: what its functions make meets it
     for r in left:
-        scope = _function_of(r.node, parents)
-        where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "module level"
-        if scope is None and moves and is_script(_module_of(r.node, parents)):
-            script_level = names.setdefault(id(None), f"devices in {where}")
-        elif id(scope) in moved_in:
-            names.setdefault(id(scope), f"devices in {where}")
-    members = {id(r) for r in [*left, *moves]}
+        region = _region_of(r.node, parents)
+        if region is None and moves and is_script(_module_of(r.node, parents)):
+            script_level = regions.setdefault(id(None), holding(region))
+        elif region is not None and _holds_any(region, moves, parents):
+            regions.setdefault(id(region), holding(region))
+    # a GPU index in a function that creates a process group is the rank's: it moves with the group
+    groups_in = {id(_function_of(r.node, parents)): r.group for r in creating}
+    for r in holds:
+        region = _region_of(r.node, parents)
+        regions.setdefault(id(region), r.group or groups_in.get(id(_function_of(r.node, parents))) or holding(region))
+    # a group created in a branch (``if distributed:``) leaves the program a path without it
+    process_group = min((r.group for r in creating if not _branched(_region_of(r.node, parents))), default=None)
+    outright = min((r.group for r in creating if _moves_outright(r, device)), default=None)
+    moved = {id(r) for r in moves}
+    leftover = {id(r) for r in left}
+    holders = {id(r) for r in holds}
     out: Located[R] = []
     for r, f in located:
-        if r.group is None and id(r) in members:
-            name = names.get(id(_function_of(r.node, parents))) or script_level
-            if name is None and process_groups:
-                name = sorted(process_groups.values())[0]
+        if r.group is None and (id(r) in moved or id(r) in leftover or id(r) in holders):
+            name = next((regions[id(a)] for a in ancestors(r.node, parents) if id(a) in regions),
+                        regions.get(id(None)) or script_level)
+            if name is None and id(r) in moved and id(_function_of(r.node, parents)) not in groups_in:
+                name = process_group
+            elif name is None and id(r) in leftover:
+                name = outright
             if name is not None:
                 r = dataclasses.replace(r, group=name)
         out.append((r, f))
     return out
+
+
+#: the nodes whose value is an entry of a table or a list (``device_list = ["cuda", "cpu"]``): a
+#: CUDA string there is a choice offered, not a placement the code's tensors meet
+_ENTRIES = (cst.Element, cst.ListComp, cst.SetComp, cst.GeneratorExp)
+
+
+def _branch_of_choice(node: cst.CSTNode | None) -> bool:
+    """``node`` (the owner of a block) is an ``if`` or ``else`` that chooses a path: not the
+    script's ``if __name__ == "__main__":``, whose body is the program itself."""
+    return isinstance(node, cst.Else) or (isinstance(node, cst.If) and not is_main_test(node.test))
+
+
+def _branched(region: cst.CSTNode | None) -> bool:
+    return isinstance(region, (cst.BaseSuite, cst.IfExp))
+
+
+def _region_of(node: cst.CSTNode, parents: Parents) -> cst.CSTNode | None:
+    """The code where the tensors ``node`` places meet the others': the branch of an ``if`` (or
+    its ``else``) or the conditional expression it is in, else its function (its class, for a
+    constructor: the object's methods meet what it made), else None (the module level)."""
+    child = node
+    for a in ancestors(node, parents):
+        if isinstance(a, cst.FunctionDef):
+            owner = parents.get(id(parents.get(id(a))))
+            return owner if a.name.value == "__init__" and isinstance(owner, cst.ClassDef) else a
+        if (isinstance(a, cst.IfExp) and child is not a.test) or (
+                isinstance(a, cst.BaseSuite) and _branch_of_choice(parents.get(id(a)))):
+            return a
+        child = a
+    return None
+
+
+def _holds_any(region: cst.CSTNode | None, moves: Sequence[Any], parents: Parents) -> bool:
+    """A device edit of ``moves`` lies in ``region`` (None: the module, which holds them all)."""
+    return bool(moves) if region is None else any(_inside(m.node, region, parents) for m in moves)
+
+
+#: CUDA calls that raise on a host without CUDA (the others answer, or do nothing, there)
+_RAISING = frozenset({
+    "torch.cuda.current_device", "torch.cuda.set_device", "torch.cuda.get_device_properties",
+    "torch.cuda.get_device_name", "torch.cuda.get_device_capability", "torch.cuda.synchronize",
+    "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.mem_get_info",
+})
+
+
+def _raises_without_cuda(node: cst.CSTNode) -> bool:
+    """``node`` is a call of a CUDA function that raises without CUDA (or names the function of one)."""
+    call = node if isinstance(node, cst.Call) else None
+    return dotted_name(call.func if call is not None else node) in _RAISING
+
+
+def _devices_in(region: cst.CSTNode | None, parents: Parents) -> str:
+    """The name of the edit group of the device edits of a region (:func:`_region_of`)."""
+    if isinstance(region, cst.FunctionDef):
+        return f"devices in {region.name.value}()"
+    if isinstance(region, cst.ClassDef):
+        return f"devices of class {region.name.value}"
+    if region is None:
+        return "devices in module level"
+    if isinstance(region, cst.IfExp):
+        return f"devices chosen on {one_line(region.test)}"
+    branch = parents[id(region)]
+    test = next(a.test for a in ancestors(region, parents) if isinstance(a, cst.If))
+    if isinstance(branch, cst.Else):
+        return f"devices in the `else` of `if {one_line(test)}`"
+    return f"devices under `if {one_line(test)}`"
 
 
 #: the keywords by which a call that wraps a model names the devices it runs on
@@ -650,10 +751,14 @@ def top_level_pin(located: Located[R], parents: Parents) -> str | None:
 
 
 def _writes_device(report: Any, device: str) -> bool:
-    """``report``'s fix writes the target's ``device`` (``"neuron"``) somewhere: a placement."""
+    """``report``'s fix writes the target's ``device`` (``"neuron"``) as a value somewhere: a
+    placement, a backend (the ``"neuron"`` an inline Neuron test compares with is no value)."""
     replacement = report.replacement
-    return isinstance(replacement, cst.CSTNode) and any(
-        isinstance(n, cst.SimpleString) and n.evaluated_value == device for n in iter_syntax(replacement))
+    if not isinstance(replacement, cst.CSTNode):
+        return False
+    tested = {id(n) for c in iter_syntax(replacement) if isinstance(c, cst.Comparison) for n in iter_syntax(c)}
+    return any(isinstance(n, cst.SimpleString) and n.evaluated_value == device and id(n) not in tested
+               for n in iter_syntax(replacement))
 
 
 def _moves_outright(report: Any, device: str) -> bool:
@@ -662,6 +767,14 @@ def _moves_outright(report: Any, device: str) -> bool:
     <Neuron is here> else "cuda"``, keeps the CUDA box's device, so the string left beside it
     still matches there)."""
     return _writes_device(report, device) and not any(isinstance(n, cst.IfExp) for n in iter_syntax(report.replacement))
+
+
+def _places_on_cuda(node: cst.CSTNode) -> bool:
+    """``node`` places tensors on CUDA: a CUDA device string, ``torch.device(...)`` or ``.cuda(...)``."""
+    if isinstance(node, cst.Call):
+        return dotted_name(node.func) == "torch.device" or (
+            isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda")
+    return _names_cuda_device(node)
 
 
 def _names_cuda_device(node: cst.CSTNode) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 from neuronize.transforms._helpers.calls import new_keyword
+from neuronize.transforms._helpers.cuda_runtime import NEURON
 from neuronize.transforms._helpers.imports import removal_of
 from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, make_string, string_value
 from neuronize.transforms._helpers.messages import short
@@ -13,7 +14,7 @@ from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
 from neuronize.analysis.context import FileContext
 from neuronize.decision.policy import DEFAULT_TYPE, LEGACY_TYPES
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 
 DTYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -44,12 +45,14 @@ class LegacyCudaTensorType(Transform):
 
     What it does:
         Constructor calls whose arguments are clear are rewritten: sizes (two or more arguments,
-        or one int literal, `len()`, `x.size()`, `x.shape`) or no argument -> `torch.empty(..., dtype=..., device="neuron")`;
-        one list or tuple literal (data) -> `torch.tensor(..., dtype=..., device="neuron")`.
+        or one int literal, `len()`, `x.size()`, `x.shape`) or no argument -> `torch.empty(..., dtype=..., device=...)`;
+        one list or tuple literal (data) -> `torch.tensor(..., dtype=..., device=...)`.
         Casts `x.type(torch.cuda.FloatTensor)` and `x.type("torch.cuda.FloatTensor")` become
-        `x.to("neuron", dtype=torch.float32)`. `torch.set_default_tensor_type(torch.cuda.FloatTensor)`
-        (or its string) becomes `torch.set_default_device(...)`, host-aware where the file chooses
-        among hosts; the device edits of the program wait for it. Every other use is reported with
+        `x.to(..., dtype=torch.float32)`. `torch.set_default_tensor_type(torch.cuda.FloatTensor)`
+        (or its string) becomes `torch.set_default_device(...)`; the device edits of the program
+        wait for it. The device is host-aware on the neuron target (`"neuron" if on_neuron() else
+        "cuda"`: the CUDA box keeps the CUDA device the type meant), the target's device on the
+        others. Every other use is reported with
         its replacement: constructor calls with variables (a size or data?), `isinstance(x,
         torch.cuda.FloatTensor)`, `x.type() == "torch.cuda.FloatTensor"`, other default types, and
         aliases such as `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`.
@@ -64,9 +67,9 @@ class LegacyCudaTensorType(Transform):
         y = x.type(torch.cuda.HalfTensor)
 
     Use instead:
-        buf = torch.empty(4, 16, dtype=torch.float32, device="neuron")
-        idx = torch.tensor([0, 2, 3], dtype=torch.int64, device="neuron")
-        y = x.to("neuron", dtype=torch.float16)
+        buf = torch.empty(4, 16, dtype=torch.float32, device="neuron" if on_neuron() else "cuda")
+        idx = torch.tensor([0, 2, 3], dtype=torch.int64, device="neuron" if on_neuron() else "cuda")
+        y = x.to("neuron" if on_neuron() else "cuda", dtype=torch.float16)
 
     Fix safety:
         Unsafe: the rewritten tensor is an ordinary `torch.Tensor` (type checks against the
@@ -93,9 +96,10 @@ class LegacyCudaTensorType(Transform):
     targets = per_target.ALL
     examples = (
         Example("import torch\nbuf = torch.cuda.FloatTensor(4, 16)\n",
-                'import torch\nbuf = torch.empty(4, 16, dtype=torch.float32, device="neuron")\n'),
+                'import torch\nbuf = torch.empty(4, 16, dtype=torch.float32, device="neuron" if '
+                f'{NEURON} else "cuda")\n'),
         Example("import torch\ny = x.type(torch.cuda.HalfTensor)\n",
-                'import torch\ny = x.to("neuron", dtype=torch.float16)\n'),
+                f'import torch\ny = x.to("neuron" if {NEURON} else "cuda", dtype=torch.float16)\n'),
         Example("import torch\nok = isinstance(x, torch.cuda.FloatTensor)\n", None),
     )
 
@@ -162,7 +166,7 @@ class LegacyCudaTensorType(Transform):
             return
         func, imports = qualified_expr(self.ctx, f"torch.{factory}")
         dtype_expr, more = qualified_expr(self.ctx, f"torch.{dtype}")
-        device, on = per_target.device(self.ctx)
+        device, on, said = _device(self.ctx)
         last = args[-1]
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         new_args = [*args[:-1], last.with_changes(comma=comma),
@@ -174,7 +178,7 @@ class LegacyCudaTensorType(Transform):
             imports = imports + ((removal,) if removal is not None else ())
         self.fix(call, replacement, per_target.say(
                  self.ctx, "`{code}(...)` -> `torch.{factory}(..., dtype=torch.{dtype}, device={device})`: "
-                 "no legacy tensor types on Neuron", code=code, factory=factory, dtype=dtype),
+                 "no legacy tensor types on Neuron", code=code, factory=factory, dtype=dtype, **said),
                  imports=(*imports, *more, *on))
 
     def _cast(self, node: cst.BaseExpression, dtype: str, cls: str) -> bool:
@@ -191,14 +195,14 @@ class LegacyCudaTensorType(Transform):
         if self.ctx.qualify(func) is not None:
             return False
         dtype_expr, imports = qualified_expr(self.ctx, f"torch.{dtype}")
-        device, on = per_target.device(self.ctx)
+        device, on, said = _device(self.ctx)
         replacement = call.with_changes(
             func=func.with_changes(attr=cst.Name("to")),
             args=[cst.Arg(value=device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                   new_keyword("dtype", dtype_expr)])
         self.fix(call, replacement, per_target.say(
                  self.ctx, "`.type(torch.cuda.{cls})` -> `.to({device}, dtype=torch.{dtype})`: "
-                 "no legacy tensor types on Neuron", cls=cls, dtype=dtype), imports=(*imports, *on))
+                 "no legacy tensor types on Neuron", cls=cls, dtype=dtype, **said), imports=(*imports, *on))
         return True
 
     def _default_type(self, node: cst.BaseExpression, dtype: str) -> bool:
@@ -213,11 +217,10 @@ class LegacyCudaTensorType(Transform):
                 and self.ctx.qualify(call.func) == "torch.set_default_tensor_type"):
             return False
         func, imports = qualified_expr(self.ctx, "torch.set_default_device")
-        device, on = (hosts.host_aware(self.ctx, make_string("cuda", node if isinstance(node, cst.SimpleString) else None))
-                      if keeps_cuda_hosts(self.ctx) else per_target.device(self.ctx))
+        device, on, said = _device(self.ctx, node if isinstance(node, cst.SimpleString) else None)
         self.fix(call, call.with_changes(func=func, args=[cst.Arg(value=device)]), per_target.say(
                  self.ctx, "`torch.set_default_tensor_type(torch.cuda.FloatTensor)` -> "
-                 "`torch.set_default_device({device})`: no legacy tensor types on Neuron"),
+                 "`torch.set_default_device({device})`: no legacy tensor types on Neuron", **said),
                  imports=(*imports, *on), pins=DEFAULT_TYPE)
         return True
 
@@ -235,3 +238,14 @@ class LegacyCudaTensorType(Transform):
         self.report(node, f'`"torch.cuda.{cls}"` names a legacy CUDA tensor type: compare '
                     f'`x.dtype == torch.{dtype} and x.device.type == "neuron"`, or use '
                     f'`torch.set_default_device("neuron")` for a default tensor type')
+
+
+def _device(ctx: FileContext, like: cst.SimpleString | None = None) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...], dict[str, str]]:
+    """The device a legacy CUDA type's tensors go to, its imports, and how a message names it:
+    host-aware where the file keeps its CUDA hosts (the CUDA box keeps the current CUDA device the
+    type meant), else the target's device."""
+    if keeps_cuda_hosts(ctx):
+        device, on = hosts.host_aware(ctx, make_string("cuda", like))
+        return device, on, {"device": '"neuron" if <the accelerator is Neuron> else "cuda"'}
+    device, on = per_target.device(ctx)
+    return device, on, {}
