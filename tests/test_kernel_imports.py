@@ -296,3 +296,21 @@ def test_a_module_that_imports_a_library_loading_cuda_kernels_holds_its_importer
         "deploy/engine.py": "imports `tensorrt`: NVIDIA TensorRT",
         "deploy/show.py": "imports `engine`, which imports `tensorrt`: NVIDIA TensorRT",
     }
+
+
+def test_a_script_imports_the_module_below_its_own_folder(tmp_path):
+    """Two projects in one repository, each with its own ``src/model.py``: a script imports the one
+    below its folder (``sys.path[0]``), so only the script beside the kernel-built model is bound."""
+    files = {
+        "v1/src/model.py": b"import torch\nfrom torch.utils.cpp_extension import load\nops = load(name='k', sources=['k.cu'])\n",
+        "v1/train.py": b"import torch\nfrom src.model import GPT\n",
+        "v2/src/model.py": b"import torch\n",
+        "v2/train.py": b"import torch\nfrom src.model import GPT\n",
+    }
+    tree = []
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+        tree.append((tmp_path / name, PurePath(name), data))
+    found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(import_graph(tree))}
+    assert found == {"v1/src/model.py", "v1/train.py"}

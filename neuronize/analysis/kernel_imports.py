@@ -159,12 +159,22 @@ class ImportGraph:
     #: a dotted name of two dots or more that another file is named by too (a second copy of a
     #: package, ``archive/pkg/...`` beside ``pkg/...``) -> those files: an import of it may be of either
     twins: dict[str, list[Path]] = field(default_factory=dict)
+    #: every Python file of the project
+    files: set[Path] = field(default_factory=set)
+
+    def module_for(self, name: str, importer: Path) -> Path | None:
+        """The file ``importer`` gets for ``import name``: the one below its own folder first (the
+        first entry of ``sys.path`` when it runs as a script: each of several projects in one
+        repository can have its ``src/model.py``), else the one the project names so."""
+        beside = importer.parent.joinpath(*name.split("."))
+        return next((c for c in (beside.with_suffix(".py"), beside / "__init__.py") if c in self.files),
+                    self.by_name.get(name))
 
     def links(self) -> Iterator[tuple[Path, Path]]:
         """Each file with each module of the project it imports (lazily too), as (importer, module)."""
         for path, names in self.every.items():
             for name in names:
-                module = self.by_name.get(name)
+                module = self.module_for(name, path)
                 if module is not None:
                     yield path, module
                     yield from ((path, twin) for twin in self.twins.get(name, ()))
@@ -213,6 +223,8 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
 
     graph = ImportGraph({}, {}, {})
     for path, relative, source in files:
+        if relative.suffix == ".py":
+            graph.files.add(path)
         parts = list(relative.with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
@@ -280,7 +292,7 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
     """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
     the project's modules, why (``imports `apps.model`, which through the project's modules imports
     triton``); the files that hold it (:func:`kernel_sources`) among them."""
-    by_name, imports = graph.by_name, graph.top
+    imports = graph.top
     reasons = kernel_sources(graph, extensions, operators)
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain
@@ -290,7 +302,7 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
             if path in reasons:
                 continue
             for name in names:
-                bound = by_name.get(name)
+                bound = graph.module_for(name, path)
                 if bound is not None and bound != path and bound in reasons:
                     roots[path] = roots[bound]
                     through = "" if bound in seeds else " through the project's modules"
