@@ -149,6 +149,18 @@ def test_a_module_level_use_comes_after_the_definition_and_imports_still_work():
     assert run(out)["DEVICE"] == torch.device("cpu")
 
 
+def test_a_module_that_still_runs_on_python_2_gets_no_return_annotation():
+    # `from __future__ import print_function` keeps a module running on Python 2, where
+    # `def on_neuron() -> bool:` does not parse
+    out = migrate("""\
+        from __future__ import print_function
+        import torch
+        model = torch.nn.Linear(2, 2).cuda()
+    """)
+    assert "def on_neuron():\n" in out and "-> bool" not in out
+    assert "def on_neuron() -> bool:" in migrate("from __future__ import annotations\nimport torch\nx = torch.ones(1).cuda()\n")
+
+
 def test_tabs_and_crlf_are_kept():
     source = b"import torch\r\n\r\nif True:\r\n\tm = torch.compile(torch.nn.Identity())\r\n"
     result = run_source(source, all_rules(), Options(unsafe_fixes=True), path="t.py")

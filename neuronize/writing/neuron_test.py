@@ -16,7 +16,8 @@ once, as a person would, near the imports::
             and torch.accelerator.current_accelerator().type == "neuron"
         )
 
-and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"``. Its first line
+and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"`` (in a module that
+still runs on Python 2, ``from __future__ import print_function``, without the return annotation). Its first line
 keeps every host the code ran on: ``torch.accelerator`` is new in torch 2.6, and a project that
 admits an older torch (``torch>=2.4``) still runs where it did, the test being False there. The function
 is evaluated when called, never at import, so nothing initialises a device early. The function a
@@ -82,7 +83,8 @@ def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
     assert match is not None
     t, q = match["t"], match["q"]
     indent = module.default_indent
-    code = (f"def {name}() -> bool:\n"
+    returns = "" if _keeps_python2(module) else " -> bool"
+    code = (f"def {name}(){returns}:\n"
             f"{indent}{q * 3}{_DOC}{q * 3}\n"
             f"{indent}return (\n"
             f"{indent * 2}hasattr({t}, {q}accelerator{q})\n"
@@ -92,6 +94,19 @@ def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
     func = cst.parse_statement(code.replace("\n", module.default_newline), config=module.config_for_parsing)
     assert isinstance(func, cst.FunctionDef)
     return func
+
+
+#: the features a module asks ``__future__`` for to run on Python 2 too (``annotations`` is Python 3's)
+_PYTHON2_FUTURES = frozenset({"absolute_import", "division", "print_function", "unicode_literals", "with_statement"})
+
+
+def _keeps_python2(module: cst.Module) -> bool:
+    """``module`` still runs on Python 2 (``from __future__ import print_function``), where a
+    return annotation does not parse: the function is written without one."""
+    return any(isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name)
+               and small.module.value == "__future__" and not isinstance(small.names, cst.ImportStar)
+               and any(alias.name.value in _PYTHON2_FUTURES for alias in small.names if isinstance(alias.name, cst.Name))
+               for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body)
 
 
 def _opening(module: cst.Module, name: str) -> int:
