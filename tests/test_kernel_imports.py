@@ -314,3 +314,23 @@ def test_a_script_imports_the_module_below_its_own_folder(tmp_path):
         tree.append((tmp_path / name, PurePath(name), data))
     found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(import_graph(tree))}
     assert found == {"v1/src/model.py", "v1/train.py"}
+
+
+def test_the_fallback_import_of_a_prebuilt_extension_counts(tmp_path):
+    """``try: import _prebuilt`` ``except ImportError: from .backend import _backend`` (which builds
+    the extension at import): the fallback runs wherever no prebuilt extension is installed, so the
+    wrapper and its importers are bound; an ``except`` that falls back to plain torch binds nothing."""
+    files = {
+        "enc/__init__.py": b"",
+        "enc/backend.py": b"from torch.utils.cpp_extension import load\n_backend = load(name='enc', sources=['e.cu'])\n",
+        "enc/grid.py": b"import torch\ntry:\n    import _enc as _backend\nexcept ImportError:\n    from .backend import _backend\n",
+        "net.py": b"import torch\nfrom enc.grid import GridEncoder\n",
+        "norm.py": b"try:\n    from apex.normalization import FusedLayerNorm as LayerNorm\nexcept ImportError:\n    from torch.nn import LayerNorm\n",
+    }
+    tree = []
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+        tree.append((tmp_path / name, PurePath(name), data))
+    found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(import_graph(tree))}
+    assert found == {"enc/backend.py", "enc/grid.py", "net.py"}

@@ -12,7 +12,9 @@ report names the import that blocks it instead. The functions and classes a modu
 code imports from the project's other modules serve those kernels (:func:`kernel_exports`).
 
 Only imports at the start of a line (column 0) count: they run whenever the module is imported;
-an import under ``try:``, ``if`` or in a function is the author's own guard. The lines are found
+an import under ``try:``, ``if`` or in a function is the author's own guard. So do the imports of
+the ``except`` of a top-level ``try:``: the fallback runs wherever the first way failed (a
+prebuilt extension, else one built by the project's ``backend`` module). The lines are found
 with one regular expression per file: no parse.
 """
 
@@ -190,6 +192,10 @@ _EXTERNAL = frozenset({
 })
 
 _TOP_TRY = re.compile(rb"try\s*:")
+#: the ``except ImportError:`` of a top-level ``try:``: its imports run wherever the first way of
+#: importing failed (``try: import _prebuilt as _backend`` ``except ImportError: from .backend
+#: import _backend``, which builds the extension): the module's own fallback, not a guard
+_TOP_EXCEPT = re.compile(rb"except\b[^:]*:")
 #: a string that is a dotted module path (``"pkg.ops.scan"``)
 _DOTTED_STRING = re.compile(rb"""['"]([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)['"]""")
 
@@ -239,9 +245,10 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
             for match in _ANY_IMPORT.finditer(source):
                 names = _names(package, match)
                 every.extend(names)
-                if match.group(0)[:1] not in b" \t":
+                opener = _opener(source, match.start()) if match.group(0)[:1] in b" \t" else b""
+                if not opener or _TOP_EXCEPT.match(opener):
                     top.extend(names)
-                elif _TOP_TRY.match(_opener(source, match.start())):
+                elif _TOP_TRY.match(opener):
                     graph.tried.update(names)
         named = [match.group(1).decode() for match in _DOTTED_STRING.finditer(source)]
         if named:
