@@ -152,7 +152,8 @@ class Transform:
     - ``effort``: the work a report-only finding still needs by hand (``EFFORTS``; default medium);
     - ``references``: public documentation URLs, printed by ``neuronize explain``;
     - ``catch_all``: True for a report-only rule whose findings give way to every other rule's on
-      the same code (:mod:`neuronize.decision.claims`).
+      the same code (:mod:`neuronize.decision.claims`);
+    - ``stops_without_cuda``: True for a rule whose findings are on code that raises without CUDA.
     """
 
     id: ClassVar[str]
@@ -168,6 +169,9 @@ class Transform:
     #: any other target its fixes are reported, not applied (their code would be Neuron-only)
     targets: ClassVar[tuple[Target, ...]] = (Target.NEURON,)
     catch_all: ClassVar[bool] = False
+    #: every finding of the rule is on code that raises where CUDA is absent (an NVIDIA tool run
+    #: from Python): the device edits of the code around it wait for it (the decision stage)
+    stops_without_cuda: ClassVar[bool] = False
     #: the kinds of source the rule reads (neuronize/sources/kinds.py); Python rules read Python
     #: files and notebook cells, line rules (neuronize/line_rule.py) name theirs
     kinds: ClassVar[tuple[SourceKind, ...]] = CODE_KINDS

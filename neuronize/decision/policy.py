@@ -368,7 +368,8 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
             and not isinstance(parents.get(id(r.node)), _ENTRIES)]
     holds = [r for r, _ in located if r.group is None and r.fixable and r.safety is not Safety.SAFE
               and _places_on_cuda(r.node) and r.rule.section == "device" and _writes_device(r, device)]
-    raising = [r for r, _ in located if (not r.fixable or r.safety is not Safety.SAFE) and _raises_without_cuda(r.node)]
+    raising = [r for r, _ in located if (not r.fixable or r.safety is not Safety.SAFE)
+               and (r.rule.stops_without_cuda or _raises_without_cuda(r.node))]
     if not creating and not left and not holds and not raising:
         return located
     moves = [r for r, _ in located  # autocast's device type too: it runs where the tensors are
@@ -751,14 +752,17 @@ def top_level_pin(located: Located[R], parents: Parents) -> str | None:
 
 
 def _writes_device(report: Any, device: str) -> bool:
-    """``report``'s fix writes the target's ``device`` (``"neuron"``) as a value somewhere: a
-    placement, a backend (the ``"neuron"`` an inline Neuron test compares with is no value)."""
+    """``report``'s fix writes the target's ``device`` (``"neuron"``; the accelerator target's
+    ``torch.accelerator.current_accelerator()``) as a value somewhere: a placement, a backend (the
+    ``"neuron"`` an inline Neuron test compares with is no value)."""
     replacement = report.replacement
     if not isinstance(replacement, cst.CSTNode):
         return False
     tested = {id(n) for c in iter_syntax(replacement) if isinstance(c, cst.Comparison) for n in iter_syntax(c)}
-    return any(isinstance(n, cst.SimpleString) and n.evaluated_value == device and id(n) not in tested
-               for n in iter_syntax(replacement))
+    return any(id(n) not in tested and (
+        (isinstance(n, cst.SimpleString) and n.evaluated_value == device)
+        or (device == "accelerator" and isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator"))
+        for n in iter_syntax(replacement))
 
 
 def _moves_outright(report: Any, device: str) -> bool:

@@ -22,6 +22,16 @@ NRT_ENV_URL = f"{_DOCS}/neuron-runtime/api/nrt-env-var-reference.html"
 DISTRIBUTED_URL = f"{_DOCS}/torch/guides/torch-distributed.html"
 DIST_TUTORIAL_URL = f"{_DOCS}/torch/tutorials/tutorial-torch-distributed.html"
 TROUBLESHOOTING_URL = f"{_DOCS}/torch/troubleshooting.html"
+#: an NVIDIA command-line tool named in a command (a path before it too: ``/usr/bin/nvidia-smi``)
+NVIDIA_TOOL = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>nvidia-smi|nvcc|nvidia-docker|nvidia-container-cli)(?![\w.-])")
+#: what does each tool's job on a Trainium host
+NVIDIA_TOOL_INSTEAD = {
+    "nvidia-smi": "use `neuron-ls` (devices and cores) or `neuron-top` (utilisation)",
+    "nvcc": "there is no CUDA compiler on Trainium; custom kernels become NKI kernels "
+            "(registered with `torch_neuronx.nki_op`)",
+    "nvidia-docker": "use `docker run --device=/dev/neuron0` (one `--device` per Neuron device)",
+    "nvidia-container-cli": "use `docker run --device=/dev/neuron0` (one `--device` per Neuron device)",
+}
 CONTAINER_URL = f"{_DOCS}/containers/tutorials/build-run-neuron-container.html"
 TORCH_INDEX_URL = f"{_DOCS}/torch/index.html"
 

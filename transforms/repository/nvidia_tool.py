@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
-from neuronize.transforms._helpers.setup_files import COMMAND_KINDS, TROUBLESHOOTING_URL, code_lines
+from neuronize.transforms._helpers.setup_files import COMMAND_KINDS, NVIDIA_TOOL, NVIDIA_TOOL_INSTEAD, TROUBLESHOOTING_URL, code_lines
 
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.transform import Evidence, Example, Safety
-
-_TOOL = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?P<tool>nvidia-smi|nvcc|nvidia-docker|nvidia-container-cli)(?![\w.-])")
-_INSTEAD = {
-    "nvidia-smi": "use `neuron-ls` (devices and cores) or `neuron-top` (utilisation)",
-    "nvcc": "there is no CUDA compiler on Trainium; custom kernels become NKI kernels "
-            "(registered with `torch_neuronx.nki_op`)",
-    "nvidia-docker": "use `docker run --device=/dev/neuron0` (one `--device` per Neuron device)",
-    "nvidia-container-cli": "use `docker run --device=/dev/neuron0` (one `--device` per Neuron device)",
-}
 
 
 class NvidiaTool(LineRule):
@@ -56,7 +45,7 @@ class NvidiaTool(LineRule):
 
     def check(self, doc: TextDocument) -> None:
         for line in code_lines(doc):
-            for match in _TOOL.finditer(line.code):
+            for match in NVIDIA_TOOL.finditer(line.code):
                 tool = match.group("tool")
                 self.flag(Span(line.index, match.start(), match.end()),
-                          f"`{tool}` is an NVIDIA tool and fails on a Trainium host; {_INSTEAD[tool]}")
+                          f"`{tool}` is an NVIDIA tool and fails on a Trainium host; {NVIDIA_TOOL_INSTEAD[tool]}")
