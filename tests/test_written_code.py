@@ -161,6 +161,16 @@ def test_a_module_that_still_runs_on_python_2_gets_no_return_annotation():
     assert "def on_neuron() -> bool:" in migrate("from __future__ import annotations\nimport torch\nx = torch.ones(1).cuda()\n")
 
 
+def test_a_device_value_set_above_the_import_of_torch_is_left_as_it_is():
+    # `RUN_DEVICE = "cuda"` read by modules the script imports later: the Neuron test needs torch,
+    # which is not bound yet there (the module would raise NameError on every host)
+    source = "import os\nos.environ['RUN_DEVICE'] = 'cuda'\nimport torch\nx = torch.ones(1).cuda()\n"
+    result = run_source(source.encode(), all_rules(), Options(unsafe_fixes=True), path="verify.py")
+    out = (result.output or b"").decode()
+    assert "os.environ['RUN_DEVICE'] = 'cuda'\nimport torch\n" in out and "on_neuron() else" in out
+    compile(out, "verify.py", "exec")
+
+
 def test_tabs_and_crlf_are_kept():
     source = b"import torch\r\n\r\nif True:\r\n\tm = torch.compile(torch.nn.Identity())\r\n"
     result = run_source(source, all_rules(), Options(unsafe_fixes=True), path="t.py")

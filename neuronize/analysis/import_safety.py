@@ -25,7 +25,7 @@ import libcst as cst
 
 from neuronize.analysis.context import dotted_name
 from neuronize.analysis.syntax import is_docstring, is_main_test, one_line
-from neuronize.analysis.walk import Parents, iter_syntax
+from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.transform import Report
 
 IMPORT = "an unguarded `import torch_neuronx`"
@@ -231,6 +231,28 @@ def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_on
     return None
 
 
+def runs_before_torch(report: Report, module: cst.Module, parents: Parents, lazy_annotations: bool) -> bool:
+    """``report``'s fix needs ``torch`` (the Neuron test) in code that runs at import above the
+    module's ``import torch`` (``RUN_DEVICE = "cuda"`` set before it, as an environment value
+    read at import): there the name is not bound yet, and the module fails on every host."""
+    if not report.fixable or _needs_torch(report.node) or not any(_needs_torch(n) for n in _replacement_nodes(report)):
+        return False
+    top = next((a for a in [report.node, *ancestors(report.node, parents)] if parents.get(id(a)) is module), None)
+    if top is None or not _runs_at_import(report.node, parents, lazy_annotations, frozenset()):
+        return False
+    binding = next((i for i, stmt in enumerate(module.body) if isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Import) and _binds_torch(small) for small in stmt.body)), None)
+    return binding is not None and module.body.index(top) < binding
+
+
+def _binds_torch(node: cst.Import) -> bool:
+    """``import torch`` (or ``import torch.nn as nn``, which binds ``torch`` too; ``import x as torch``)."""
+    return any(
+        (a.asname is None and (dotted_name(a.name) or "").split(".")[0] == "torch")
+        or (a.asname is not None and isinstance(a.asname.name, cst.Name) and a.asname.name.value == "torch")
+        for a in node.names)
+
+
 def _needs_torch(node: cst.CSTNode) -> bool:
     """``node`` uses ``torch``: a ``torch.`` name, or the Neuron test (``on_neuron()``, which does)."""
     code = one_line(node)
@@ -241,17 +263,13 @@ def imports_torch_optionally(module: cst.Module) -> bool:
     """``module`` binds ``torch`` at its top level only under an ``if`` or a ``try`` (``if
     TORCH_AVAILABLE: import torch``): torch is an optional dependency, and code run at import must
     not need it."""
-    def binds_torch(node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Import) and any(
-            (a.asname is None and (dotted_name(a.name) or "").split(".")[0] == "torch")
-            or (a.asname is not None and isinstance(a.asname.name, cst.Name) and a.asname.name.value == "torch")
-            for a in node.names)
-
     nested = False
     for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine) and any(binds_torch(small) for small in stmt.body):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Import) and _binds_torch(small) for small in stmt.body):
             return False
-        nested = nested or isinstance(stmt, (cst.If, cst.Try)) and any(binds_torch(n) for n in iter_syntax(stmt))
+        nested = nested or isinstance(stmt, (cst.If, cst.Try)) and any(
+            isinstance(n, cst.Import) and _binds_torch(n) for n in iter_syntax(stmt))
     return nested
 
 

@@ -62,7 +62,7 @@ import libcst as cst
 
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import (
-    OPTIONAL_TORCH, hazard, imports_torch_optionally, lazy_annotations, neuron_tests,
+    OPTIONAL_TORCH, hazard, imports_torch_optionally, lazy_annotations, neuron_tests, runs_before_torch,
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
@@ -249,7 +249,11 @@ def _import_safe(located: Located[R], tree: Tree, imported: bool = False) -> Loc
     for pair in located:
         why = hazard(pair[0], tree.parents, lazy, defaults_only=script, tests=tests,
                      optional_torch=optional) if pair[0].fixable else None
-        if why is not None:
+        if why is None and runs_before_torch(pair[0], tree.module, tree.parents, lazy):
+            pair = _changed(pair, hold=True, note=(
+                "import-safety", "not applied: it runs above the module's `import torch`, and the test for "
+                                 "Neuron it writes needs torch; move the value below that import by hand"))
+        elif why is not None:
             host = "torch" if why == OPTIONAL_TORCH else "Neuron"
             pair = _changed(pair, hold=True, note=(
                 "import-safety", f"not applied, import safety: {why} would run at import; the module would no "
@@ -358,7 +362,11 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
       beside it breaks the CUDA box; a host-aware one keeps every host without it);
     - an unsafe placement (a GPU index dropped): a safe-only run moves none of its neighbours;
     - a CUDA call kept there that raises without CUDA (``torch.cuda.current_device()``,
-      ``torch.cuda.set_device(0)`` run first): on Neuron the region stops there, moved or not.
+      ``torch.cuda.set_device(0)`` run first), or a finding of a rule whose code does
+      (``stops_without_cuda``: ``subprocess.run(["nvidia-smi"])``): on Neuron the region stops
+      there, moved or not.
+    The device edits are placements, autocast device types and compile backends (those run where
+    the tensors are).
     What a constructor (``__init__``) holds, its class holds: the object is not made without it.
     The edits of a region join the edit group of what holds it, settled by :func:`_settle_groups`:
     they wait for their weakest member. An edit already in a group keeps it."""
@@ -367,13 +375,13 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     left = [r for r, _ in located if r.rule.catch_all and not r.fixable and _names_cuda_device(r.node)
             and not isinstance(parents.get(id(r.node)), _ENTRIES)]
     holds = [r for r, _ in located if r.group is None and r.fixable and r.safety is not Safety.SAFE
-              and _places_on_cuda(r.node) and r.rule.section == "device" and _writes_device(r, device)]
+             and _places_on_cuda(r.node) and r.rule.section == "device" and _writes_device(r, device)]
     raising = [r for r, _ in located if (not r.fixable or r.safety is not Safety.SAFE)
-               and (r.rule.stops_without_cuda or _raises_without_cuda(r.node))]
+               and (r.rule.stops_without_cuda or _raises_without_cuda(r.node, parents))]
     if not creating and not left and not holds and not raising:
         return located
-    moves = [r for r, _ in located  # autocast's device type too: it runs where the tensors are
-             if r.group is None and r.fixable and r.rule.section in ("device", "precision") and _writes_device(r, device)]
+    moves = [r for r, _ in located  # autocast and compile backends too: they run where the tensors are
+             if r.group is None and r.fixable and r.rule.section in ("device", "precision", "compile") and _writes_device(r, device)]
     holds += [r for r in raising if _holds_any(_region_of(r.node, parents), moves, parents)]
     def holding(region: cst.CSTNode | None) -> str:
         """The group a region's edits join: a process group created in it (``if distributed:``
@@ -461,10 +469,13 @@ _RAISING = frozenset({
 })
 
 
-def _raises_without_cuda(node: cst.CSTNode) -> bool:
-    """``node`` is a call of a CUDA function that raises without CUDA (or names the function of one)."""
-    call = node if isinstance(node, cst.Call) else None
-    return dotted_name(call.func if call is not None else node) in _RAISING
+def _raises_without_cuda(node: cst.CSTNode, parents: Parents) -> bool:
+    """``node`` is a call of a CUDA function that raises without CUDA, or the function it calls
+    (a reference that is not called raises nothing)."""
+    if isinstance(node, cst.Call):
+        return dotted_name(node.func) in _RAISING
+    call = parents.get(id(node))
+    return isinstance(call, cst.Call) and call.func is node and dotted_name(node) in _RAISING
 
 
 def _devices_in(region: cst.CSTNode | None, parents: Parents) -> str:
