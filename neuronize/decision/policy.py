@@ -383,6 +383,7 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     moves = [r for r, _ in located  # autocast and compile backends too: they run where the tensors are
              if r.group is None and r.fixable and r.rule.section in ("device", "precision", "compile") and _writes_device(r, device)]
     holds += [r for r in raising if _holds_any(_region_of(r.node, parents), moves, parents)]
+
     def holding(region: cst.CSTNode | None) -> str:
         """The group a region's edits join: a process group created in it (``if distributed:``
         within the function holding it), else the region's own."""
