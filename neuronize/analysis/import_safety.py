@@ -240,14 +240,14 @@ def runs_before_torch(report: Report, module: cst.Module, parents: Parents, lazy
     top = next((a for a in [report.node, *ancestors(report.node, parents)] if parents.get(id(a)) is module), None)
     if top is None or not _runs_at_import(report.node, parents, lazy_annotations, frozenset()):
         return False
-    binding = next((i for i, stmt in enumerate(module.body) if isinstance(stmt, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Import) and _binds_torch(small) for small in stmt.body)), None)
+    binding = next((i for i, stmt in enumerate(module.body)
+                    if isinstance(stmt, cst.SimpleStatementLine) and any(_binds_torch(small) for small in stmt.body)), None)
     return binding is not None and module.body.index(top) < binding
 
 
-def _binds_torch(node: cst.Import) -> bool:
-    """``import torch`` (or ``import torch.nn as nn``, which binds ``torch`` too; ``import x as torch``)."""
-    return any(
+def _binds_torch(node: cst.CSTNode) -> bool:
+    """``node`` is ``import torch`` (or ``import torch.nn as nn``, which binds ``torch`` too; ``import x as torch``)."""
+    return isinstance(node, cst.Import) and any(
         (a.asname is None and (dotted_name(a.name) or "").split(".")[0] == "torch")
         or (a.asname is not None and isinstance(a.asname.name, cst.Name) and a.asname.name.value == "torch")
         for a in node.names)
@@ -265,11 +265,9 @@ def imports_torch_optionally(module: cst.Module) -> bool:
     not need it."""
     nested = False
     for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(small, cst.Import) and _binds_torch(small) for small in stmt.body):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(_binds_torch(small) for small in stmt.body):
             return False
-        nested = nested or isinstance(stmt, (cst.If, cst.Try)) and any(
-            isinstance(n, cst.Import) and _binds_torch(n) for n in iter_syntax(stmt))
+        nested = nested or isinstance(stmt, (cst.If, cst.Try)) and any(_binds_torch(n) for n in iter_syntax(stmt))
     return nested
 
 
