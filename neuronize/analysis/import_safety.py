@@ -231,18 +231,25 @@ def hazard(report: Report, parents: Parents, lazy_annotations: bool, defaults_on
     return None
 
 
-def runs_before_torch(report: Report, module: cst.Module, parents: Parents, lazy_annotations: bool) -> bool:
+def torch_imported_at(module: cst.Module) -> int | None:
+    """The index of the first top-level statement of ``module`` that binds ``torch``, if any."""
+    return next((i for i, stmt in enumerate(module.body)
+                 if isinstance(stmt, cst.SimpleStatementLine) and any(_binds_torch(small) for small in stmt.body)), None)
+
+
+def runs_before_torch(report: Report, module: cst.Module, parents: Parents, lazy_annotations: bool,
+                      torch_at: int | None) -> bool:
     """``report``'s fix needs ``torch`` (the Neuron test) in code that runs at import above the
-    module's ``import torch`` (``RUN_DEVICE = "cuda"`` set before it, as an environment value
-    read at import): there the name is not bound yet, and the module fails on every host."""
-    if not report.fixable or _needs_torch(report.node) or not any(_needs_torch(n) for n in _replacement_nodes(report)):
+    module's ``import torch`` (``torch_at``, :func:`torch_imported_at`; ``RUN_DEVICE = "cuda"`` set
+    before it, as an environment value read at import): there the name is not bound yet, and the
+    module fails on every host."""
+    if torch_at is None or not report.fixable:
         return False
     top = next((a for a in [report.node, *ancestors(report.node, parents)] if parents.get(id(a)) is module), None)
-    if top is None or not _runs_at_import(report.node, parents, lazy_annotations, frozenset()):
+    if top is None or module.body.index(top) >= torch_at:
         return False
-    binding = next((i for i, stmt in enumerate(module.body)
-                    if isinstance(stmt, cst.SimpleStatementLine) and any(_binds_torch(small) for small in stmt.body)), None)
-    return binding is not None and module.body.index(top) < binding
+    return (_runs_at_import(report.node, parents, lazy_annotations, frozenset()) and not _needs_torch(report.node)
+            and any(_needs_torch(n) for n in _replacement_nodes(report)))
 
 
 def _binds_torch(node: cst.CSTNode) -> bool:

@@ -63,6 +63,7 @@ import libcst as cst
 from neuronize.decision.claims import is_claimer
 from neuronize.analysis.import_safety import (
     OPTIONAL_TORCH, hazard, imports_torch_optionally, lazy_annotations, neuron_tests, runs_before_torch,
+    torch_imported_at,
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
@@ -245,11 +246,12 @@ def _import_safe(located: Located[R], tree: Tree, imported: bool = False) -> Loc
     lazy = lazy_annotations(tree.module)
     tests = neuron_tests(tree.module)  # the module's own `on_neuron()`: a call of it is the test
     optional = imports_torch_optionally(tree.module)
+    torch_at = torch_imported_at(tree.module)
     out: Located[R] = []
     for pair in located:
         why = hazard(pair[0], tree.parents, lazy, defaults_only=script, tests=tests,
                      optional_torch=optional) if pair[0].fixable else None
-        if why is None and runs_before_torch(pair[0], tree.module, tree.parents, lazy):
+        if why is None and runs_before_torch(pair[0], tree.module, tree.parents, lazy, torch_at):
             pair = _changed(pair, hold=True, note=(
                 "import-safety", "not applied: it runs above the module's `import torch`, and the test for "
                                  "Neuron it writes needs torch; move the value below that import by hand"))
