@@ -26,7 +26,7 @@ class _Leftover(Transform):
     """Reports every ``"cuda"`` string (a catch-all)."""
 
     id, name, safety, evidence, tokens = "NRN998", "leftover", Safety.REPORT_ONLY, Evidence.DOC, (b"cuda",)
-    catch_all = True
+    catch_all, section = True, "device"
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if node.evaluated_value == "cuda":
@@ -38,6 +38,7 @@ class _Specific(Transform):
     (fixed to ``"neuron"``), and the argument of ``inner(...)``."""
 
     id, name, safety, evidence, tokens = "NRN101", "specific", Safety.SAFE, Evidence.DOC, (b"cuda",)
+    section = "device"
 
     def visit_Call(self, node: cst.Call) -> None:
         name = node.func.value if isinstance(node.func, cst.Name) else None

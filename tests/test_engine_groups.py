@@ -182,6 +182,7 @@ class _Legacy(Transform):
     """Reports every ``legacy()`` call (a CUDA-only call no rule can migrate)."""
 
     id, name, safety, evidence, tokens = "NRN997", "legacy", Safety.REPORT_ONLY, Evidence.DOC, (b"legacy",)
+    section = "unsupported"
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "legacy":

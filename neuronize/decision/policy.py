@@ -31,7 +31,8 @@ around it). This module decides, in this order, each step seeing what the previo
    pinned to CUDA that no rule moves (a model placed on GPUs by its loader, ``device_map="auto"``
    or ``{"": 0}``; a legacy CUDA tensor type, ``torch.cuda.FloatTensor if cuda else
    torch.FloatTensor``) forms one with the device edits of its function, or of the file where it
-   is at module level: the tensors it meets stay where it is. The findings of one decision
+   is at module level: the tensors it meets stay where it is. The device edits after an
+   ``if``/``elif``/``else`` every branch of which keeps CUDA wait with it. The findings of one decision
    written in one expression form a group too: the arms of a conditional expression that chooses
    between devices, the arguments of a call that wraps a model with its device ids, and a
    ``with torch.cuda.stream(s):`` with the work in its body;
@@ -125,6 +126,10 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
+    chained, why = _chains_hold_what_follows(settled, tree.parents, options.target.value, accepts(options))
+    if chained:  # settled again from before step 7, with the groups that now wait
+        kept = [(dataclasses.replace(r, group=chained[i]), f) if i in chained else (r, f) for i, (r, f) in enumerate(kept)]
+        settled = _settle_groups(kept, {**held, **why})
     settled = _guards_follow_bodies(settled, tree.parents)
     # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
     same_tests, groups = _same_tests_grouped(settled, tree.parents)
@@ -428,6 +433,75 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     return out
 
 
+def _chains_hold_what_follows(settled: Located[R], parents: Parents, device: str,
+                              accepted: Callable[[Any], bool]) -> tuple[dict[int, str], dict[str, str]]:
+    """The device edits after an ``if``/``elif``/``else`` chain every branch of which keeps CUDA
+    (a device edit there is not made, or a CUDA call kept there raises without CUDA: the model
+    ``if use_pp: load(device="cuda:0") else: load(device=f"cuda:{rank}")`` places) wait with it:
+    the tensors placed after the chain meet what its branches placed, which stays on CUDA on every
+    path. Returns the index (in ``settled``) of each such edit with the group it joins (its own,
+    else one named after the chain), and the groups that wait with why."""
+    pins = [(r, f) for r, f in settled if not accepted(r) and _keeps_cuda(r, parents, device)]
+    pinned: dict[int, tuple[cst.If, set[int]]] = {}  # id of a chain's head -> (head, ids of its branches pinned)
+    for r, _ in pins:
+        for a in ancestors(r.node, parents):
+            owner = parents.get(id(a))
+            head = _chain_head(owner, parents) if isinstance(a, cst.BaseSuite) and _branch_of_choice(owner) else None
+            if head is not None:
+                pinned.setdefault(id(head), (head, set()))[1].add(id(a))
+    waiting = [head for head, branches in pinned.values() if _every_branch(head, branches)]
+    joined: dict[int, str] = {}
+    why: dict[str, str] = {}
+    for head in waiting:
+        line = next(f.line for r, f in pins if _inside(r.node, head, parents))
+        name = f"devices after the choice on {one_line(head.test)}"
+        for i, (r, _) in enumerate(settled):
+            if (i not in joined and accepted(r) and r.rule.section in ("device", "precision", "compile")
+                    and _writes_device(r, device) and _follows(r.node, head, parents)):
+                joined[i] = r.group or name
+                why[joined[i]] = (f"every branch of `if {one_line(head.test)}` above keeps CUDA (line {line}), "
+                                  "and what it places meets what they placed")
+    return joined, why
+
+
+def _keeps_cuda(report: Any, parents: Parents, device: str) -> bool:
+    """A report not applied keeps CUDA where it is: a device edit, a CUDA placement reported, a
+    CUDA call that raises without CUDA."""
+    return ((report.rule.section in ("device", "distributed") and (
+        _writes_device(report, device) or _places_on_cuda(report.node)))
+        or report.rule.stops_without_cuda or _raises_without_cuda(report.node, parents))
+
+
+def _chain_head(owner: cst.CSTNode | None, parents: Parents) -> cst.If | None:
+    """The first ``if`` of the ``if``/``elif``/``else`` chain whose branch ``owner`` (an ``if`` or
+    an ``else``) is, if it is one (not the ``else`` of a loop or a ``try``)."""
+    head = parents.get(id(owner)) if isinstance(owner, cst.Else) else owner
+    if not isinstance(head, cst.If):
+        return None
+    while isinstance(parent := parents.get(id(head)), cst.If) and parent.orelse is head:
+        head = parent
+    return head
+
+
+def _every_branch(head: cst.If, branches: set[int]) -> bool:
+    """Every branch of the chain ``head`` starts is in ``branches`` (ids of bodies), and it ends
+    in an ``else``: no path through it misses one."""
+    node: cst.If | cst.Else | None = head
+    while isinstance(node, cst.If):
+        if id(node.body) not in branches:
+            return False
+        node = node.orelse
+    return node is not None and id(node.body) in branches
+
+
+def _follows(node: cst.CSTNode, head: cst.If, parents: Parents) -> bool:
+    """``node`` is in a statement of the block of ``head`` that comes after it."""
+    body = getattr(parents.get(id(head)), "body", ())
+    statement = next((a for a in ancestors(node, parents) if any(a is s for s in body)), None)
+    order = [id(s) for s in body] if isinstance(body, (list, tuple)) else []
+    return statement is not None and order.index(id(statement)) > order.index(id(head))
+
+
 #: the nodes whose value is an entry of a table or a list (``device_list = ["cuda", "cpu"]``): a
 #: CUDA string there is a choice offered, not a placement the code's tensors meet
 _ENTRIES = (cst.Element, cst.ListComp, cst.SetComp, cst.GeneratorExp)
@@ -473,8 +547,10 @@ _RAISING = frozenset({
 
 
 def _raises_without_cuda(node: cst.CSTNode, parents: Parents) -> bool:
-    """``node`` is a call of a CUDA function that raises without CUDA, or the function it calls
-    (a reference that is not called raises nothing)."""
+    """``node`` is a call of a CUDA function that raises without CUDA, the function it calls (a
+    reference that is not called raises nothing), or the statement that is the call."""
+    if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr):
+        node = node.body[0].value
     if isinstance(node, cst.Call):
         return dotted_name(node.func) in _RAISING
     call = parents.get(id(node))
