@@ -48,3 +48,43 @@ def test_a_shared_module_keeps_its_choice_with_the_pinned_program(tmp_path) -> N
     assert (tmp_path / "other.py").read_bytes() != OTHER  # joined to no pinned program
     full = full_report(str(tmp_path))
     assert "a program that shares modules with this file: moved alone, these tensors would meet its model" in full
+
+
+MASKS = (b"import torch\n\n\ndef padding_mask(lengths):\n    longest = int(lengths.max())\n"
+         b"    ids = torch.arange(0, longest, out=torch.cuda.LongTensor(longest))\n    return ids < lengths.unsqueeze(1)\n")
+NET = (b"import torch\nfrom masks import padding_mask\n\n\nclass Net(torch.nn.Module):\n"
+       b"    def forward(self, x, lengths):\n        return x * padding_mask(lengths)\n")
+RUN = b"import torch\nfrom net import Net\n\nmodel = Net().cuda()\n"
+
+
+def test_a_model_calling_a_helper_that_makes_a_legacy_cuda_type_pins_its_program(tmp_path) -> None:
+    files = _files(tmp_path, {"masks.py": MASKS, "net.py": NET, "run.py": RUN, "other.py": OTHER})
+    pins = program_pins(files, import_graph(files))
+    assert set(pins) == {tmp_path / "masks.py", tmp_path / "net.py", tmp_path / "run.py"}
+    assert ("`net.py`, whose `forward` calls `padding_mask` of `masks.py`, which makes tensors with "
+            "`torch.cuda.LongTensor` on every call," in pins[tmp_path / "run.py"])
+    cast = MASKS.replace(b"out=torch.cuda.LongTensor(longest))", b").type(torch.cuda.LongTensor)")
+    files = _files(tmp_path, {"masks.py": cast, "net.py": NET, "run.py": RUN})
+    assert set(program_pins(files, import_graph(files))) == {tmp_path / "masks.py", tmp_path / "net.py", tmp_path / "run.py"}
+
+
+def test_a_guarded_checked_or_occasional_legacy_cuda_type_pins_nothing(tmp_path) -> None:
+    guarded = MASKS.replace(b"    ids = torch.arange(0, longest, out=torch.cuda.LongTensor(longest))\n",
+                            b"    if lengths.is_cuda:\n        ids = torch.arange(0, longest, out=torch.cuda.LongTensor(longest))\n"
+                            b"    else:\n        ids = torch.arange(0, longest)\n")
+    checked = b"import torch\n\n\ndef on_gpu(x):\n    return isinstance(x, torch.cuda.FloatTensor)\n"
+    for masks in (guarded, checked):
+        files = _files(tmp_path, {"masks.py": masks, "net.py": NET, "run.py": RUN})
+        assert program_pins(files, import_graph(files)) == {}
+    scored = NET.replace(b"    def forward(self, x, lengths):\n        return x * padding_mask(lengths)\n",
+                         b"    def forward(self, x):\n        return x\n\n\ndef score(x, lengths):\n    return x * padding_mask(lengths)\n")
+    files = _files(tmp_path, {"masks.py": MASKS, "net.py": scored, "run.py": RUN})
+    assert program_pins(files, import_graph(files)) == {}  # not on every forward pass
+
+
+def test_a_program_calling_a_cuda_only_helper_keeps_its_placements(tmp_path) -> None:
+    _files(tmp_path, {"masks.py": MASKS, "net.py": NET, "run.py": RUN, "other.py": OTHER})
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "run.py").read_bytes() == RUN
+    assert (tmp_path / "other.py").read_bytes() != OTHER
+    assert "whose `forward` calls `padding_mask` of `masks.py`" in full_report(str(tmp_path))

@@ -4,7 +4,9 @@ fact about the run, found before any file is analysed.
 A script that wraps its model in ``DataParallel`` on every host, or makes its data with a legacy
 CUDA tensor type (``torch.cuda.FloatTensor if cuda else torch.FloatTensor``), keeps its device
 choice: on Neuron the one would scatter over CUDA's collectives, the other makes CPU tensors (the
-file's own findings say so). A module it imports that repeats the choice
+file's own findings say so). So does a model whose ``forward`` calls a helper of the project that
+makes a legacy CUDA tensor type outside any ``if`` (a mask helper's ``torch.arange(0, n,
+out=torch.cuda.LongTensor(n))``): on Neuron every forward pass stops there. A module it imports that repeats the choice
 (``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` at its top) must keep it
 too, or on Trainium the tensors the module makes meet a model on the CPU; so must the other
 programs that share those modules. The files joined to such a script by the project's imports, in
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 
 from neuronize.analysis.kernel_imports import ImportGraph
@@ -26,13 +28,14 @@ from neuronize.analysis.kernel_imports import ImportGraph
 LIMIT = 40
 _LEGACY_CHOICE = re.compile(rb"torch\.cuda\.[A-Z]\w*Tensor\s+if\b[^\n]*\belse\s+torch\.[A-Z]\w*Tensor|"
                             rb"torch\.[A-Z]\w*Tensor\s+if\b[^\n]*\belse\s+torch\.cuda\.[A-Z]\w*Tensor")
+_LEGACY_NAME = re.compile(r"[A-Z]\w*Tensor")
 
 
 def program_pins(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGraph) -> dict[Path, str]:
     """For each Python file joined by imports to a script whose placements stay (see the module):
     why its device edits wait."""
     pinned = {path: f"`{relative.as_posix()}`, which {why}," for path, relative, source in files
-              if (why := _pin(source)) is not None}
+              if (why := _pin(source)) is not None} | _forward_calls_legacy_helper(files, graph)
     if not pinned:
         return {}
     neighbours: dict[Path, set[Path]] = {}
@@ -58,25 +61,72 @@ def program_pins(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGra
 def _pin(source: bytes) -> str | None:
     if b"Tensor" in source and _LEGACY_CHOICE.search(source):
         return "makes its data with a legacy CUDA tensor type, on the CPU wherever CUDA is missing"
-    if b"DataParallel(" in source and _wraps_always(source):
+    if b"DataParallel(" in source and (tree := _parsed(source)) is not None and _always(tree, _data_parallel):
         return "wraps its model in `DataParallel` on every host"
     return None
 
 
-def _wraps_always(source: bytes) -> bool:
-    """``source`` calls ``DataParallel(...)`` (not ``DistributedDataParallel``) outside any ``if``."""
+def _forward_calls_legacy_helper(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGraph) -> dict[Path, str]:
+    """Each file whose ``forward`` calls a function it imports from another module of the project
+    that makes a legacy CUDA tensor type outside any ``if``, with why it pins its program."""
+    helpers: dict[tuple[Path, str], tuple[PurePath, str]] = {}  # (module, function) -> (its path shown, the type)
+    for path, relative, source in files:
+        if b"torch.cuda." in source and b"Tensor" in source and (tree := _parsed(source)) is not None:
+            helpers.update(((path, f.name), (relative, made)) for f in tree.body
+                           if isinstance(f, ast.FunctionDef) and (made := _always(f, _legacy_type)) is not None)
+    found: dict[Path, str] = {}
+    for path, relative, source in files if helpers else ():
+        for name in graph.top.get(path, ()) if b"def forward" in source else ():
+            module, _, function = name.rpartition(".")
+            defined = graph.module_for(module, path) if module else None
+            helper = helpers.get((defined, function)) if defined is not None else None
+            if helper is not None and (tree := _parsed(source)) is not None and _forward_calls(tree, function):
+                found[path] = (f"`{relative.as_posix()}`, whose `forward` calls `{function}` of "
+                               f"`{helper[0].as_posix()}`, which makes tensors with `{helper[1]}` on every call,")
+                break
+    return found
+
+
+def _forward_calls(tree: ast.AST, function: str) -> bool:
+    """A ``forward`` method of ``tree`` calls ``function`` (by its name) outside any ``if``."""
+    return any(isinstance(f, ast.FunctionDef) and f.name == "forward" and _always(
+        f, lambda call: function if isinstance(call.func, ast.Name) and call.func.id == function else None)
+        for f in ast.walk(tree))
+
+
+def _parsed(source: bytes) -> ast.Module | None:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError):
-        return False
+        return None
+
+
+def _always(tree: ast.AST, match: Callable[[ast.Call], str | None]) -> str | None:
+    """What ``match`` says of the first call in ``tree`` outside any ``if`` (or conditional
+    expression) it says something of."""
     pending: list[tuple[ast.AST, bool]] = [(tree, False)]
     while pending:
         node, conditional = pending.pop()
-        if isinstance(node, ast.Call) and not conditional:
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-            if name == "DataParallel":
-                return True
+        if isinstance(node, ast.Call) and not conditional and (found := match(node)) is not None:
+            return found
         under = conditional or isinstance(node, (ast.If, ast.IfExp))
         pending.extend((child, under) for child in ast.iter_child_nodes(node))
-    return False
+    return None
+
+
+def _data_parallel(call: ast.Call) -> str | None:
+    """``DataParallel(...)`` (not ``DistributedDataParallel``)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name if name == "DataParallel" else None
+
+
+def _legacy_type(call: ast.Call) -> str | None:
+    """A legacy CUDA tensor type made (``torch.cuda.LongTensor(n)``) or cast to
+    (``x.type(torch.cuda.FloatTensor)``); not a check (``isinstance(x, torch.cuda.FloatTensor)``)."""
+    made = [call.func] if not (isinstance(call.func, ast.Attribute) and call.func.attr == "type") else call.args[:1]
+    for node in made:
+        if (isinstance(node, ast.Attribute) and _LEGACY_NAME.fullmatch(node.attr) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "cuda" and isinstance(node.value.value, ast.Name) and node.value.value.id == "torch"):
+            return f"torch.cuda.{node.attr}"
+    return None
