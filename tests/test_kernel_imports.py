@@ -322,3 +322,22 @@ def test_the_fallback_import_of_a_prebuilt_extension_counts(tmp_path):
         "norm.py": b"try:\n    from apex.normalization import FusedLayerNorm as LayerNorm\nexcept ImportError:\n    from torch.nn import LayerNorm\n",
     }
     assert set(_kernel_bound(tmp_path, files)) == {"enc/backend.py", "enc/grid.py", "net.py"}
+
+
+def test_a_script_that_picks_among_kernel_built_networks_is_bound(tmp_path):
+    """``if opt.fast: from nets.fused import Net`` ``elif ...`` ``else: from nets.grid import Net``,
+    each built on a compiled extension: one of them is imported whenever the script runs. A choice
+    with a branch that imports plain torch code, or with no ``else``, binds nothing."""
+    built = b"from torch.utils.cpp_extension import load\n_ext = load(name='k', sources=['k.cu'])\n"
+    main = (b"import torch\n\nif __name__ == '__main__':\n    fast, grid = True, False\n    if fast:\n"
+            b"        from nets.fused import Net\n    elif grid:\n        from nets.grid import Net\n    else:\n"
+            b"        from nets.fused import Net as Slow\n        Net = Slow\n    model = Net().cuda()\n")
+    files = {"nets/__init__.py": b"", "nets/fused.py": built, "nets/grid.py": b"from .fused import _ext\n",
+             "nets/plain.py": b"import torch\n", "train.py": main}
+    found = _kernel_bound(tmp_path, files)
+    assert set(found) == {"nets/fused.py", "nets/grid.py", "train.py"}
+    assert "one of `nets.fused`, `nets.grid` (one in each branch of an `if`)" in found["train.py"]
+    files["train.py"] = main.replace(b"from nets.grid import Net", b"from nets.plain import Net")
+    assert "train.py" not in _kernel_bound(tmp_path, files)
+    files["train.py"] = main.replace(b"    else:\n        from nets.fused import Net as Slow\n        Net = Slow\n", b"")
+    assert "train.py" not in _kernel_bound(tmp_path, files)

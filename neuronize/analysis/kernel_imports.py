@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from neuronize.analysis.cuda_packages import PACKAGES, is_cuda_extension_module, module_matches
+from neuronize.analysis.import_choices import BRANCH_OPENER, import_choices
 from neuronize.analysis.cuda_packages import Path as KernelPath
 
 #: kernel languages and GPU array libraries: importing one makes a module GPU-kernel code
@@ -163,6 +164,9 @@ class ImportGraph:
     twins: dict[str, list[Path]] = field(default_factory=dict)
     #: every Python file of the project
     files: set[Path] = field(default_factory=set)
+    #: the imports each script chooses among, one of which runs whenever it does: each choice's
+    #: branches, each with the modules it imports (:mod:`neuronize.analysis.import_choices`)
+    choices: dict[Path, list[list[list[str]]]] = field(default_factory=dict)
 
     def module_for(self, name: str, importer: Path) -> Path | None:
         """The file ``importer`` gets for ``import name``: the one below its own folder first (the
@@ -250,6 +254,8 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
                     top.extend(names)
                 elif _TOP_TRY.match(opener):
                     graph.tried.update(names)
+                elif path not in graph.choices and BRANCH_OPENER.match(opener.lstrip()):
+                    graph.choices[path] = import_choices(source, package)
         named = [match.group(1).decode() for match in _DOTTED_STRING.finditer(source)]
         if named:
             graph.named[path] = named
@@ -314,6 +320,15 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
                     roots[path] = roots[bound]
                     through = "" if bound in seeds else " through the project's modules"
                     more[path] = f"imports `{name}`, which{through} {roots[bound]}"
+                    break
+            for branches in graph.choices.get(path, ()) if path not in more else ():
+                picked = [next((n for n in branch if graph.module_for(n, path) in reasons), "") for branch in branches]
+                first = graph.module_for(picked[0], path) if all(picked) else None
+                if first is not None:
+                    roots[path] = roots[first]
+                    listed = ", ".join(f"`{name}`" for name in dict.fromkeys(picked))
+                    more[path] = (f"imports one of {listed} (one in each branch of an `if`), each GPU-kernel code: "
+                                  f"`{picked[0]}` through the project's modules {roots[first]}")
                     break
         if not more:
             return reasons | _importing_by_name(graph, reasons)
