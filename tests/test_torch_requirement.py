@@ -1,5 +1,7 @@
 """A project whose requirements admit a torch before 2.6 (no ``torch.accelerator``) gets host-neutral
-calls that fall back to ``torch.cuda`` there; one that requires 2.6 or later gets the plain call."""
+calls that fall back to ``torch.cuda`` there; one that requires 2.6 or later gets the plain call.
+A project whose requirements stop below the torch that has the API a fix writes (``torch==1.6.0``
+and ``torch.autocast``, new in 1.10) gets the finding, not the fix."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from helpers import neuronize
 from neuronize.analysis.context import Options
 from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
-from neuronize.sources.torch_requirement import _declared, admits_old_torch
+from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_torch
 
 SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch.cuda.empty_cache()\n    return x\n"
 
@@ -61,3 +63,38 @@ def test_the_accelerator_test_of_a_host_neutral_call_asks_for_torch_accelerator_
     out = run_source(SCRIPT, rules, Options(unsafe_fixes=True, old_torch=True)).output
     assert out is not None
     assert b'if hasattr(torch, "accelerator") and torch.accelerator.is_available():' in out
+
+
+@pytest.mark.parametrize(("spec", "newest"), [
+    ("==1.6.0", (1, 6)), ("=1.6", (1, 6)), ("~=1.6.0", (1, 6)), ("<=1.9.1", (1, 9)), (">=1.4,<1.10", (1, 9)),
+    ("<2", (1, 99)), ("<2.0", (1, 99)), ("~=1.6", (1, 99)), ("==1.*", (1, 99)),
+    (">=1.6", None), ("!=1.7", None), ("", None),
+])
+def test_the_newest_torch_a_requirement_admits_is_read(spec, newest):
+    assert _ceiling(spec) == newest
+
+
+def test_the_newest_torch_is_bounded_only_where_every_requirement_is(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch==1.6.0\n")
+    (tmp_path / "environment.yml").write_text("dependencies:\n  - pytorch=1.8\n")
+    assert newest_torch(str(tmp_path)) == (1, 8)
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "requirements-dev.txt").write_text("torch>=1.6\n")
+    assert newest_torch(str(tmp_path / "loose")) is None
+
+
+AMP = (b"import torch\nfrom torch.cuda.amp import autocast\n\nmodel = torch.nn.Linear(2, 2).cuda()\n\n\n"
+       b"def step(x):\n    with autocast(enabled=True):\n        return model(x)\n")
+
+
+@pytest.mark.parametrize(("requirement", "rewritten"), [("torch==1.6.0\n", False), ("torch>=1.6\n", True)])
+def test_a_fix_that_writes_an_api_newer_than_the_pinned_torch_is_a_finding(tmp_path, requirement, rewritten):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_bytes(AMP)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (b"torch.autocast(" in (tmp_path / "train.py").read_bytes()) is rewritten
+    checked = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path))
+    assert ("it writes an API new in torch 1.10, and the project's torch requirement stops at 1.6"
+            in checked.stdout.decode()) is not rewritten

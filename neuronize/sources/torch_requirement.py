@@ -9,6 +9,10 @@ first folder that declares torch decides: ``requirements*.txt``, ``pyproject.tom
 admits an older one: the calls a migration writes must then run there too (a host-neutral call
 falls back to ``torch.cuda`` where ``torch.accelerator`` is missing). Never raises: a file that
 cannot be read says nothing.
+
+The same declarations say the newest torch the project admits, where every one of them has an
+upper bound (``torch==1.6.0``): a fix that writes an API newer than that (``torch.autocast``, new in
+1.10) would break the CUDA box that keeps that torch.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 #: the first release with ``torch.accelerator``
@@ -39,17 +44,38 @@ def _floor(spec: str) -> tuple[int, int] | None:
     return max(bounds) if bounds else None
 
 
-def _declared(text: str, name: str) -> list[tuple[int, int] | None] | None:
-    """The floor of each torch requirement in ``text`` (the file ``name``); None when it names
-    torch nowhere."""
+#: an upper bound: an exact pin (``==1.6.0``, conda's ``=1.6``, ``==1.*``), a cap (``<1.10``,
+#: ``<=1.9``) or a compatible release (``~=1.6``: any 1.x)
+_UPPER = re.compile(r"(?<![<>!~=])(===?|=|<=|<|~=)\s*(\d+)(?:\.(\d+|\*))?(?:\.(\d+))?")
+
+
+def _ceiling(spec: str) -> tuple[int, int] | None:
+    """The newest release (major, minor) ``spec`` (``>=1.4,<1.10``) admits; None without an upper bound."""
+    ceilings = []
+    for operator, major, minor, micro in _UPPER.findall(spec):
+        x = int(major)
+        if operator == "<":
+            ceilings.append((x, int(minor) - 1) if minor not in ("", "*", "0") else (x - 1, 99))
+        elif minor in ("", "*") or (operator == "~=" and not micro):
+            ceilings.append((x, 99))  # ``==1.*``, ``~=1.6``: every 1.x
+        else:
+            ceilings.append((x, int(minor)))
+    return min(ceilings) if ceilings else None
+
+
+def _declared(text: str, name: str, bound: Callable[[str], tuple[int, int] | None] = _floor
+              ) -> list[tuple[int, int] | None] | None:
+    """The bound (``bound``: the floor, or the ceiling) of each torch requirement in ``text`` (the
+    file ``name``); None when it names torch nowhere."""
     quoted = name in ("setup.py", "pyproject.toml")
-    found = [_floor(m.group("spec")) for m in (_QUOTED if quoted else _LINE).finditer(text)]
+    found = [bound(m.group("spec")) for m in (_QUOTED if quoted else _LINE).finditer(text)]
     if name == "pyproject.toml":
-        found += [_floor(m.group(1).replace("^", ">=")) for m in _POETRY.finditer(text)]
+        found += [bound(m.group(1).replace("^", ">=")) for m in _POETRY.finditer(text)]
     return found or None
 
 
-def _in_folder(folder: Path) -> list[tuple[int, int] | None] | None:
+def _in_folder(folder: Path, bound: Callable[[str], tuple[int, int] | None] = _floor
+               ) -> list[tuple[int, int] | None] | None:
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -64,10 +90,24 @@ def _in_folder(folder: Path) -> list[tuple[int, int] | None] | None:
             text = (folder / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        found = _declared(text, lower)
+        found = _declared(text, lower, bound)
         if found is not None:
             floors += found
     return floors or None
+
+
+@functools.lru_cache(maxsize=1024)
+def newest_torch(folder: str) -> tuple[int, int] | None:
+    """The newest torch release (major, minor) the project governing ``folder`` admits, where every
+    torch requirement it declares has an upper bound (``torch==1.6.0``); None otherwise. The fixes
+    do not write an API newer than it: the CUDA box keeps running the migrated code on that torch."""
+    path = Path(folder)
+    ceilings = _in_folder(path, _ceiling)
+    if ceilings is not None:
+        return None if None in ceilings else max(c for c in ceilings if c is not None)
+    if (path / ".git").exists() or path.parent == path:
+        return None
+    return newest_torch(os.path.dirname(folder))
 
 
 @functools.lru_cache(maxsize=1024)
