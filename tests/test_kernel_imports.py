@@ -341,3 +341,20 @@ def test_a_script_that_picks_among_kernel_built_networks_is_bound(tmp_path):
     assert "train.py" not in _kernel_bound(tmp_path, files)
     files["train.py"] = main.replace(b"    else:\n        from nets.fused import Net as Slow\n        Net = Slow\n", b"")
     assert "train.py" not in _kernel_bound(tmp_path, files)
+
+
+def test_an_extension_of_torch_ffi_is_bound_where_its_build_script_puts_it(tmp_path):
+    """``create_extension("_ext.nms", ..., relative_to=__file__)`` (torch before 1.0) builds beside
+    its build script, so ``from ._ext import nms`` there imports it; no later torch builds it."""
+    files = {
+        "lib/__init__.py": b"", "lib/nms/__init__.py": b"",
+        "lib/nms/build.py": b"from torch.utils.ffi import create_extension\n"
+                            b"ffi = create_extension(\n    '_ext.nms',\n    headers=['src/nms.h'],\n    relative_to=__file__,\n)\n",
+        "lib/nms/nms_gpu.py": b"import torch\nfrom ._ext import nms\n",
+        "lib/detector.py": b"import torch\nfrom lib.nms.nms_gpu import nms\n",
+        "demo.py": b"import torch\nfrom lib.detector import nms\n",
+        "plain.py": b"import torch\n",
+    }
+    found = _kernel_bound(tmp_path, files)
+    assert set(found) == {"lib/nms/nms_gpu.py", "lib/detector.py", "demo.py"}
+    assert "imports the project's compiled CUDA extension `_ext`" in found["lib/nms/nms_gpu.py"]

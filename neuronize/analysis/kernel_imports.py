@@ -68,6 +68,10 @@ KERNEL_LOADING = tuple(name for name, p in PACKAGES.items() if p.loads_kernels)
 #: ``Ext(f"pkg._{name}_{kind}", ...)`` after ``Ext = CUDAExtension if cuda else CppExtension``): its
 #: module, or the part of it written before a placeholder (``%s``: the names of the extension classes)
 _DECLARED_EXTENSION = rb"\b(?:%s)\(\s*(?:name\s*=\s*)?[rRbBuUfF]{0,2}['\"]([\w.]*)['\"{]"
+#: what declares an extension in a build script: setuptools' classes of torch and CMake, and the
+#: ``torch.utils.ffi.create_extension`` of torch before 1.0 (``create_extension("_ext.nms", ...)``),
+#: whose extensions no later torch builds
+_EXTENSION_CLASSES = (b"CUDAExtension", b"CppExtension", b"CMakeExtension", b"create_extension")
 #: a name bound to an extension class (``Ext = CUDAExtension if cuda else CppExtension``)
 _EXTENSION_ALIAS = re.compile(rb"^[ \t]*(\w+)[ \t]*=[^=\n]*\b(?:CUDA|Cpp)Extension\b", re.MULTILINE)
 
@@ -77,8 +81,8 @@ def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
     among them) declare, sorted, by their full names (``torch_scatter._scatter_cuda``)."""
     found = set()
     for source in sources:
-        if b"CUDAExtension" in source or b"CppExtension" in source or b"CMakeExtension" in source:
-            classes = {b"CUDAExtension", b"CppExtension", b"CMakeExtension", *(m.group(1) for m in _EXTENSION_ALIAS.finditer(source))}
+        if any(name in source for name in _EXTENSION_CLASSES):
+            classes = {*_EXTENSION_CLASSES, *(m.group(1) for m in _EXTENSION_ALIAS.finditer(source))}
             declared = re.compile(_DECLARED_EXTENSION % b"|".join(sorted(map(re.escape, classes))))
             for match in declared.finditer(source):
                 name = match.group(1).decode().rstrip("._")
@@ -99,13 +103,22 @@ def extension_packages(graph: ImportGraph, modules: tuple[str, ...]) -> tuple[st
                          if module not in graph.tried or module in always}))
 
 
+def _names_built(module: str, built: tuple[str, ...]) -> str | None:
+    """The package of ``built`` (the project's declared extensions) that ``module`` is or is in,
+    named from the project's root or from a folder below it: an extension built beside its build
+    script (``create_extension("_ext.nms", relative_to=__file__)`` in ``lib/nms/build.py``) is
+    imported as ``lib.nms._ext``, a relative import resolved against the importer's own path."""
+    dotted = f".{module}."
+    return next((package for package in built if f".{package}." in dotted), None)
+
+
 @functools.lru_cache(maxsize=4096)  # a project imports the same modules file after file
 def kernel_reason(module: str, built: tuple[str, ...] = (), triton_client: bool = False,
                   made: bool = True) -> str | None:
     """Why importing ``module`` is importing GPU-kernel code (``built``: the project's declared
     CUDA extensions), or None. ``made``: a package made of CUDA kernels (``mamba_ssm``) counts,
     whose importer builds models on them; without it only what launches kernels counts."""
-    package = module_matches(module, built)
+    package = _names_built(module, built)
     if package is not None:
         return f"imports the project's compiled CUDA extension `{package}`"
     package = module_matches(module, KERNEL_PACKAGES)
