@@ -1,4 +1,5 @@
-"""NRN901: custom CUDA C++ extensions (``CUDAExtension``, ``load``/``load_inline`` with CUDA sources)."""
+"""NRN901: custom CUDA C++ extensions (``CUDAExtension``, ``load``/``load_inline`` with CUDA sources,
+``torch.utils.ffi.create_extension``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ CPP_EXT = "torch.utils.cpp_extension"
 CUDA_EXTENSION = f"{CPP_EXT}.CUDAExtension"
 LOAD = f"{CPP_EXT}.load"
 LOAD_INLINE = f"{CPP_EXT}.load_inline"
-BUILDERS = frozenset({CUDA_EXTENSION, LOAD, LOAD_INLINE})
+#: torch's extension builder before 1.0, removed since: no torch TorchNeuron runs on builds it
+FFI = "torch.utils.ffi.create_extension"
+BUILDERS = frozenset({CUDA_EXTENSION, LOAD, LOAD_INLINE, FFI})
 CUDA_SUFFIXES = (".cu", ".cuh")
 
 
@@ -42,7 +45,8 @@ class CudaExtension(Transform):
     What it does:
         Reports `CUDAExtension(...)` (in a `setup.py`), `load(...)` whose sources contain a
         `.cu`/`.cuh` file or that passes `extra_cuda_cflags=` / `with_cuda=True`, `load_inline(...)`
-        with `cuda_sources=` or `with_cuda=True`, in any import spelling. Also reports a literal
+        with `cuda_sources=` or `with_cuda=True`, and `torch.utils.ffi.create_extension(...)` (torch
+        before 1.0, removed since), in any import spelling. Also reports a literal
         path ending in `.cu` / `.cuh` used as a list element or call argument elsewhere (a sources
         list kept in a variable, a glob pattern). Pure C++ extensions (`CppExtension`, `load` of
         `.cpp` files only) run on the CPU and are not reported.
@@ -76,7 +80,7 @@ class CudaExtension(Transform):
     section = "kernels"
     effort = "high"
     references = KERNEL_REFERENCES
-    tokens = (b"cpp_extension", b".cu\"", b".cu'", b".cuh\"", b".cuh'", b"CUDAExtension")
+    tokens = (b"cpp_extension", b".cu\"", b".cu'", b".cuh\"", b".cuh'", b"CUDAExtension", b"create_extension")
     examples = (
         Example(
             "from torch.utils.cpp_extension import CUDAExtension\n"
@@ -88,6 +92,8 @@ class CudaExtension(Transform):
             "mod = cpp_extension.load_inline('k', cpp_sources=[src], cuda_sources=[cu_src])\n",
             None,
         ),
+        Example("from torch.utils.ffi import create_extension\nffi = create_extension('_ext.nms', headers=headers, "
+                "sources=sources, relative_to=__file__, with_cuda=True)\n", None),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -99,7 +105,11 @@ class CudaExtension(Transform):
         label = f" (extension `{name}`)" if name else ""
         with_cuda = keyword(node, "with_cuda")
         cuda_on = with_cuda is not None and not switches_off(with_cuda.value)
-        if qualified == CUDA_EXTENSION:
+        if qualified == FFI:
+            self.report(node, f"`create_extension(...)`{label} builds with `torch.utils.ffi`, which torch removed in "
+                              f"1.0: no torch that TorchNeuron runs on builds it; {NKI_PATH}, or replace it with "
+                              "stock PyTorch ops")
+        elif qualified == CUDA_EXTENSION:
             self.report(node, f"`CUDAExtension(...)`{label} builds CUDA kernels, which cannot run on "
                               f"Trainium; {NKI_PATH}, or replace it with stock PyTorch ops")
         elif qualified == LOAD:
