@@ -6,7 +6,8 @@ CUDA tensor type (``torch.cuda.FloatTensor if cuda else torch.FloatTensor``), ke
 choice: on Neuron the one would scatter over CUDA's collectives, the other makes CPU tensors (the
 file's own findings say so). So does a model whose ``forward`` calls a helper of the project that
 makes a legacy CUDA tensor type outside any ``if`` (a mask helper's ``torch.arange(0, n,
-out=torch.cuda.LongTensor(n))``): on Neuron every forward pass stops there. A module it imports that repeats the choice
+out=torch.cuda.LongTensor(n))``): on Neuron every forward pass stops there. A module such a file
+imports that repeats the choice
 (``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` at its top) must keep it
 too, or on Trainium the tensors the module makes meet a model on the CPU; so must the other
 programs that share those modules. The files joined to such a script by the project's imports, in

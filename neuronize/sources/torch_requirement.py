@@ -80,7 +80,7 @@ def _in_folder(folder: Path, bound: Callable[[str], tuple[int, int] | None] = _f
         names = sorted(os.listdir(folder))
     except OSError:
         return None
-    floors: list[tuple[int, int] | None] = []
+    bounds: list[tuple[int, int] | None] = []
     for name in names:
         lower = name.lower()
         if not (lower in _DECLARING or (lower.startswith("requirements") and lower.endswith(".txt"))
@@ -92,8 +92,8 @@ def _in_folder(folder: Path, bound: Callable[[str], tuple[int, int] | None] = _f
             continue
         found = _declared(text, lower, bound)
         if found is not None:
-            floors += found
-    return floors or None
+            bounds += found
+    return bounds or None
 
 
 @functools.lru_cache(maxsize=1024)
