@@ -26,7 +26,8 @@ class TorchNeuronxFamily(LineRule):
         `torch-neuronx` line, adds `torch-neuronx==2.13.*` after it, limited by an environment
         marker to Linux x86_64. Reports a torch pin with no TorchNeuron family (for example
         2.12 or 2.15), an unpinned torch, a pyproject table (add the line by hand there), and
-        conda's own `pytorch` package in an environment file (TorchNeuron installs with pip).
+        conda's own `pytorch` package in an environment file (TorchNeuron installs with pip) or
+        in a requirements file (where pip installs it as `torch`).
 
     Why on TorchNeuron:
         TorchNeuron is the `torch-neuronx` package; each family is built for one PyTorch
@@ -76,11 +77,14 @@ class TorchNeuronxFamily(LineRule):
                           "installs with pip, " + (f"`torch` with `torch-neuronx=={family}` in the `pip:` list"
                                                    if family else f"and {advice}"))
         for item in items:
-            if item.key != "torch":
+            if item.key not in ("torch", "pytorch"):
                 continue
             span = Span(item.line, item.start, item.end)
             version = plain_version(item)
             family, message = torch_family_advice(version)
+            if item.key == "pytorch":  # conda's name: pip's `pytorch` only raises an error on install
+                self.flag(span, f"`pytorch` is conda's name for torch, which pip installs as `torch`; {message}")
+                continue
             if family is None or version is None or not in_place or doc.lines[item.line].text.rstrip().endswith("\\"):
                 self.flag(span, message)
             else:
