@@ -77,14 +77,18 @@ def _forward_calls_legacy_helper(files: Sequence[tuple[Path, PurePath, bytes]], 
                            if isinstance(f, ast.FunctionDef) and (made := _always(f, _legacy_type)) is not None)
     found: dict[Path, str] = {}
     for path, relative, source in files if helpers else ():
+        imported = {}  # the helpers the file imports by name: function -> (its module shown, the type)
         for name in graph.top.get(path, ()) if b"def forward" in source else ():
             module, _, function = name.rpartition(".")
             defined = graph.module_for(module, path) if module else None
-            helper = helpers.get((defined, function)) if defined is not None else None
-            if helper is not None and (tree := _parsed(source)) is not None and _forward_calls(tree, function):
-                found[path] = (f"`{relative.as_posix()}`, whose `forward` calls `{function}` of "
-                               f"`{helper[0].as_posix()}`, which makes tensors with `{helper[1]}` on every call,")
-                break
+            if defined is not None and (defined, function) in helpers:
+                imported[function] = helpers[(defined, function)]
+        tree = _parsed(source) if imported else None  # parsed once, for every helper it imports
+        called = next((f for f in imported if tree is not None and _forward_calls(tree, f)), None)
+        if called is not None:
+            shown, made = imported[called]
+            found[path] = (f"`{relative.as_posix()}`, whose `forward` calls `{called}` of `{shown.as_posix()}`, "
+                           f"which makes tensors with `{made}` on every call,")
     return found
 
 

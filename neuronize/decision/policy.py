@@ -119,15 +119,15 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     # a member suppressed, or held back by import safety (a new report), holds back its group
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
+    device = options.target.value
     if tree is not None:
-        device = options.target.value
         joined = _one_decision_joins(_regions_hold_moves(kept, tree.parents, device), tree.parents)
         kept, grouped = _pins_hold_devices(joined, tree.parents, device, _pinned_elsewhere(options))
         held = {**held, **grouped}
     settled = _settle_groups(kept, held)
     if tree is None:
         return settled, unused
-    chained, why = _chains_hold_what_follows(settled, tree.parents, options.target.value, accepts(options))
+    chained, why = _chains_hold_what_follows(settled, tree.parents, device, accepts(options))
     if chained:  # settled again from before step 7, with the groups that now wait
         kept = [(dataclasses.replace(r, group=chained[i]), f) if i in chained else (r, f) for i, (r, f) in enumerate(kept)]
         settled = _settle_groups(kept, {**held, **why})
@@ -363,6 +363,11 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     return out
 
 
+#: the sections of the rules whose edits run where the tensors are: placements, and autocast device
+#: types and compile backends (:func:`_regions_hold_moves`, :func:`_chains_hold_what_follows`)
+_PLACING = ("device", "precision", "compile")
+
+
 def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> Located[R]:
     """The device edits one region of code makes (a function, or the branch of an ``if``/``else``
     in it, where the tensors they place meet) wait for what the region holds:
@@ -394,8 +399,8 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
                and (r.rule.stops_without_cuda or _raises_without_cuda(r.node, parents))]
     if not creating and not left and not holds and not raising:
         return located
-    moves = [r for r, _ in located  # autocast and compile backends too: they run where the tensors are
-             if r.group is None and r.fixable and r.rule.section in ("device", "precision", "compile") and _writes_device(r, device)]
+    moves = [r for r, _ in located
+             if r.group is None and r.fixable and r.rule.section in _PLACING and _writes_device(r, device)]
     holds += [r for r in raising if _holds_any(_region_of(r.node, parents), moves, parents)]
 
     def holding(region: cst.CSTNode | None) -> str:
@@ -453,7 +458,7 @@ def _chains_hold_what_follows(settled: Located[R], parents: Parents, device: str
     for r, _ in pins:
         for a in ancestors(r.node, parents):
             owner = parents.get(id(a))
-            head = _chain_head(owner, parents) if isinstance(a, cst.BaseSuite) and _branch_of_choice(owner) else None
+            head = _chain_of(owner, parents) if isinstance(a, cst.BaseSuite) and _branch_of_choice(owner) else None
             if head is not None:
                 pinned.setdefault(id(head), (head, set()))[1].add(id(a))
     waiting = [head for head, branches in pinned.values() if _every_branch(head, branches)]
@@ -461,13 +466,12 @@ def _chains_hold_what_follows(settled: Located[R], parents: Parents, device: str
     why: dict[str, str] = {}
     for head in waiting:
         line = next(f.line for r, f in pins if _inside(r.node, head, parents))
-        name = f"devices after the choice on {one_line(head.test)}"
+        test = one_line(head.test)
         for i, (r, _) in enumerate(settled):
-            if (i not in joined and accepted(r) and r.rule.section in ("device", "precision", "compile")
+            if (i not in joined and accepted(r) and r.rule.section in _PLACING
                     and _writes_device(r, device) and _follows(r.node, head, parents)):
-                joined[i] = r.group or name
-                why[joined[i]] = (f"every branch of `if {one_line(head.test)}` above keeps CUDA (line {line}), "
-                                  "and what it places meets what they placed")
+                joined[i] = r.group or f"devices after the choice on {test}"
+                why[joined[i]] = f"every branch of `if {test}` above keeps CUDA (line {line}), and what it places meets what they placed"
     return joined, why
 
 
@@ -479,15 +483,11 @@ def _keeps_cuda(report: Any, parents: Parents, device: str) -> bool:
         or report.rule.stops_without_cuda or _raises_without_cuda(report.node, parents))
 
 
-def _chain_head(owner: cst.CSTNode | None, parents: Parents) -> cst.If | None:
+def _chain_of(owner: cst.CSTNode | None, parents: Parents) -> cst.If | None:
     """The first ``if`` of the ``if``/``elif``/``else`` chain whose branch ``owner`` (an ``if`` or
     an ``else``) is, if it is one (not the ``else`` of a loop or a ``try``)."""
-    head = parents.get(id(owner)) if isinstance(owner, cst.Else) else owner
-    if not isinstance(head, cst.If):
-        return None
-    while isinstance(parent := parents.get(id(head)), cst.If) and parent.orelse is head:
-        head = parent
-    return head
+    branch = parents.get(id(owner)) if isinstance(owner, cst.Else) else owner
+    return chain_head(branch, parents) if isinstance(branch, cst.If) else None
 
 
 def _every_branch(head: cst.If, branches: set[int]) -> bool:
@@ -503,10 +503,10 @@ def _every_branch(head: cst.If, branches: set[int]) -> bool:
 
 def _follows(node: cst.CSTNode, head: cst.If, parents: Parents) -> bool:
     """``node`` is in a statement of the block of ``head`` that comes after it."""
-    body = getattr(parents.get(id(head)), "body", ())
-    statement = next((a for a in ancestors(node, parents) if any(a is s for s in body)), None)
-    order = [id(s) for s in body] if isinstance(body, (list, tuple)) else []
-    return statement is not None and order.index(id(statement)) > order.index(id(head))
+    block = parents.get(id(head))
+    statement = next((a for a in ancestors(node, parents) if parents.get(id(a)) is block), None)
+    order = {id(s): i for i, s in enumerate(getattr(block, "body", ()))}
+    return statement is not None and order[id(statement)] > order[id(head)]
 
 
 #: the nodes whose value is an entry of a table or a list (``device_list = ["cuda", "cpu"]``): a

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 #: the first release with ``torch.accelerator``
@@ -63,24 +62,29 @@ def _ceiling(spec: str) -> tuple[int, int] | None:
     return min(ceilings) if ceilings else None
 
 
-def _declared(text: str, name: str, bound: Callable[[str], tuple[int, int] | None] = _floor
-              ) -> list[tuple[int, int] | None] | None:
-    """The bound (``bound``: the floor, or the ceiling) of each torch requirement in ``text`` (the
-    file ``name``); None when it names torch nowhere."""
+def _specs(text: str, name: str) -> list[str]:
+    """The version specifier of each torch requirement in ``text`` (the file ``name``; Poetry's
+    ``^2.1`` as its floor, ``>=2.1``)."""
     quoted = name in ("setup.py", "pyproject.toml")
-    found = [bound(m.group("spec")) for m in (_QUOTED if quoted else _LINE).finditer(text)]
+    found = [m.group("spec") for m in (_QUOTED if quoted else _LINE).finditer(text)]
     if name == "pyproject.toml":
-        found += [bound(m.group(1).replace("^", ">=")) for m in _POETRY.finditer(text)]
-    return found or None
+        found += [m.group(1).replace("^", ">=") for m in _POETRY.finditer(text)]
+    return found
 
 
-def _in_folder(folder: Path, bound: Callable[[str], tuple[int, int] | None] = _floor
-               ) -> list[tuple[int, int] | None] | None:
+def _declared(text: str, name: str) -> list[tuple[int, int] | None] | None:
+    """The floor of each torch requirement in ``text`` (the file ``name``); None when it names
+    torch nowhere."""
+    return [_floor(spec) for spec in _specs(text, name)] or None
+
+
+def _in_folder(folder: Path) -> tuple[str, ...] | None:
+    """The specifiers of the torch requirements the files of ``folder`` declare; None if none does."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return None
-    bounds: list[tuple[int, int] | None] = []
+    specs: list[str] = []
     for name in names:
         lower = name.lower()
         if not (lower in _DECLARING or (lower.startswith("requirements") and lower.endswith(".txt"))
@@ -90,34 +94,31 @@ def _in_folder(folder: Path, bound: Callable[[str], tuple[int, int] | None] = _f
             text = (folder / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        found = _declared(text, lower, bound)
-        if found is not None:
-            bounds += found
-    return bounds or None
+        specs += _specs(text, lower)
+    return tuple(specs) or None
 
 
 @functools.lru_cache(maxsize=1024)
+def _governing(folder: str) -> tuple[str, ...] | None:
+    """The torch requirements that decide for ``folder`` (an absolute path): those of the first
+    folder from it up to the repository's root that declares torch; None if none does."""
+    path = Path(folder)
+    specs = _in_folder(path)
+    if specs is not None or (path / ".git").exists() or path.parent == path:
+        return specs
+    return _governing(os.path.dirname(folder))
+
+
 def newest_torch(folder: str) -> tuple[int, int] | None:
     """The newest torch release (major, minor) the project governing ``folder`` admits, where every
     torch requirement it declares has an upper bound (``torch==1.6.0``); None otherwise. The fixes
     do not write an API newer than it: the CUDA box keeps running the migrated code on that torch."""
-    path = Path(folder)
-    ceilings = _in_folder(path, _ceiling)
-    if ceilings is not None:
-        return None if None in ceilings else max(c for c in ceilings if c is not None)
-    if (path / ".git").exists() or path.parent == path:
-        return None
-    return newest_torch(os.path.dirname(folder))
+    ceilings = [_ceiling(spec) for spec in _governing(folder) or ()]
+    return max(c for c in ceilings if c is not None) if ceilings and None not in ceilings else None
 
 
-@functools.lru_cache(maxsize=1024)
 def admits_old_torch(folder: str) -> bool:
     """Whether the project governing ``folder`` (an absolute path) may run on a torch before 2.6:
     it declares no torch, or some torch requirement without a lower bound of at least 2.6."""
-    path = Path(folder)
-    floors = _in_folder(path)
-    if floors is not None:
-        return any(floor is None or floor < ACCELERATOR_RELEASE for floor in floors)
-    if (path / ".git").exists() or path.parent == path:
-        return True
-    return admits_old_torch(os.path.dirname(folder))
+    specs = _governing(folder)
+    return specs is None or any(floor is None or floor < ACCELERATOR_RELEASE for floor in map(_floor, specs))
