@@ -29,7 +29,8 @@ exact criterion of "a device choice":
    ``!= <D>``); an ``else:`` block
    repeating the statement of its ``if`` goes; and NRN107's Neuron branches (``elif device ==
    <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go; a bf16
-   choice's ``<Neuron> or (<the original test>)`` is the original test.
+   choice's ``<Neuron> or (<the original test>)`` is the original test; a Neuron arm in front of a
+   choice by a flag (``x.to(<D>) if <Neuron> else x.cuda() if use_cuda else x``) goes.
 8. what a host-aware ``torch.compile`` keeps for the other hosts' Inductor (NRN301, NRN302),
    where ``--target cpu`` compiles for the CPU alone (:data:`HOST_AWARE_COMPILE`): a CUDA
    ``mode=`` (Neuron ignores it and uses the default mode; cpu drops it), ``options=None if
@@ -195,6 +196,10 @@ REWRITES: list[tuple[re.Pattern[str], str, str]] = [
 #: the neuron target's additive forms (item 7 of the module docstring), erased line by line
 _KEPT = r"""(?:f?(["'])[^"']*\2|<RT>\w+\([^()]*\)|\w+\([^()]*\)|torch\.device\([^()]*\))"""
 ADDITIVE: list[tuple[re.Pattern[str], str]] = [
+    # a Neuron arm in front of a choice by a flag (`x.to(<D>) if <Neuron> else x.cuda() if use_cuda
+    # else x`): the other targets keep the flag's choice
+    (re.compile(r"\S+ if (?:not )?(?:[\w.]+ and )*" + re.escape(RT) + r"is_available\(\) else (?=\S+ if [\w.]+ else )"),
+     ""),
     (re.compile(r"(" + re.escape(D) + r"|torch\.device\(" + re.escape(D) + r"\)|" + re.escape(RT) + r"\w+\([^()]*\)) if "
                 + re.escape(RT) + r"is_available\(\) else " + _KEPT + r"(?: if [^,]*? else (?:" + _KEPT.replace("\\2", "\\3")
                 + "|" + re.escape(D) + "))?"), r"\1"),
@@ -214,7 +219,8 @@ _CUDA_STRING = re.compile(r"""(["'])cuda\1""")
 _CUDA_MOVE = re.compile(r"\.cuda\(\)")
 _NCCL_STRING = re.compile(r"""(["'])nccl\1""")
 _REPEATED = re.compile(r"(?:" + re.escape(D) + r", )+" + re.escape(D))  # a device list's entries, one each
-_NEURON_BRANCH = re.compile(r"^(\s*)(?:elif .*(?:== |\()" + re.escape(D) + r"\)?:|if " + re.escape(RT) + r"is_available\(\):)$")
+_NEURON_BRANCH = re.compile(r"^(\s*)(?:elif .*(?:== |\()" + re.escape(D) + r"\)?:|if (?:not )?(?:[\w.]+ and )*"
+                            + re.escape(RT) + r"is_available\(\):)$")
 
 
 def _drop_additive_blocks(lines: list[str]) -> list[str]:

@@ -179,9 +179,13 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
     ``torch.device(<literal>)``.
     """
     side = available_side(ctx, ifexp) or flag_side(ctx, ifexp)
-    if side is None:
-        return None
-    branch = getattr(ifexp, side)
+    found = idiom_literal(ctx, getattr(ifexp, side)) if side is not None else None
+    return (side, *found) if side is not None and found is not None else None
+
+
+def idiom_literal(ctx: FileContext, branch: cst.BaseExpression) -> tuple[cst.BaseExpression, Kind] | None:
+    """The CUDA device literal a branch of the idiom names (``"cuda"``, or the argument of
+    ``torch.device("cuda")``), and its kind; None for any other branch."""
     literal = branch
     if is_torch_device_call(ctx, branch):
         call = branch
@@ -190,9 +194,7 @@ def idiom_branch(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpre
             return None
         literal = call.args[0].value
     kind = cuda_literal(literal)
-    if kind is None:
-        return None
-    return side, literal, kind
+    return (literal, kind) if kind is not None else None
 
 
 def flag_side(ctx: FileContext, ifexp: cst.IfExp) -> str | None:
@@ -374,17 +376,19 @@ def is_available_calls(ctx: FileContext, test: cst.BaseExpression) -> Iterator[c
 
 
 def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExpression,
-               available: cst.BaseExpression) -> cst.IfExp:
+               available: cst.BaseExpression, flag: cst.BaseExpression | None = None) -> cst.IfExp:
     """``<branch> if <Neuron is here> else <node>``: a choice by ``torch.cuda.is_available()``
     (its CUDA value in ``side``) with a Neuron arm in front, ``branch`` being the CUDA value made
     Neuron's (``"neuron"``, bf16). Additive: the original, whole, keeps serving CUDA and every host
     its fallback served; the other conditions of an ``and`` (``args.gpu and
     torch.cuda.is_available()``, in the test or in the flag it reads) still apply to Neuron.
-    ``available``: the target's test."""
-    flagged = flag_check(ctx, node) if side == "body" else None
+    ``available``: the target's test; ``flag``: the check the flag ``node`` tests was stored from,
+    where the caller knows it."""
+    if flag is None and side == "body":
+        flag = (flag_check(ctx, node) or (side, None))[1]
     neuron_test = without_cuda_probes(ctx, replace_is_available(ctx, node.test, available)) \
-        if side == "body" and only_and(node.test) and has_is_available(ctx, node.test) \
-        else without_cuda_probes(ctx, replace_is_available(ctx, flagged[1], available)) if flagged is not None \
+        if flag is None and side == "body" and only_and(node.test) and has_is_available(ctx, node.test) \
+        else without_cuda_probes(ctx, replace_is_available(ctx, flag, available)) if flag is not None \
         else available
     # a choice its author spread one part a line (`"cuda"` / `if ...` / `else ...`) gets its Neuron
     # arm laid out the same way, in front

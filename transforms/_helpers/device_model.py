@@ -30,7 +30,7 @@ from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword, with_function
 from neuronize.transforms._helpers.device_choice import (
-    LiteralEdit, asks_if_neuron, available_side, device_named, has_is_available,
+    LiteralEdit, asks_if_neuron, available_side, device_named, has_is_available, idiom_literal,
     neuron_arm, neuron_first, triton_keyword, with_choice)
 from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, nccl_backend
@@ -82,6 +82,10 @@ class DeviceModel:
     #: id of an ``if <flag>:`` -> the check the flag was stored from, once, earlier in its block
     #: (``use_cuda = args.cuda and torch.cuda.is_available()``): the check the ``if`` asks
     flag_checks: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    #: the conditional expressions choosing a CUDA value by such a flag (``model.cuda() if use_cuda
+    #: else model``), each with the branch that runs where CUDA is and the flag's check: they gain a
+    #: Neuron arm in front, as the flag's ``if`` tests gain a Neuron branch (one choice)
+    flag_arms: list[tuple[cst.IfExp, str, cst.BaseExpression]] = field(default_factory=list)
     #: the flag tests (by id) whose body only calls the CUDA runtime (``torch.cuda.empty_cache()``)
     runtime_only_tests: set[int] = field(default_factory=set)
     #: id of a class of device rows without Neuron -> it with a Neuron member, and that member
@@ -110,8 +114,9 @@ def _build(ctx: FileContext) -> DeviceModel:
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
+    choices: list[tuple[cst.IfExp, str, cst.BaseExpression]] = []
     if stores_checks:
-        built.flag_checks = _flag_checks(ctx)
+        built.flag_checks, choices = _flag_checks(ctx)
     cuda_autocast = _under_cuda_autocast_state(ctx)
     for node in iter_statements(ctx.module.body):
         if isinstance(node, cst.ClassDef) and (entry := member_entry(ctx, node)) is not None:
@@ -133,7 +138,7 @@ def _build(ctx: FileContext) -> DeviceModel:
                 served = before is not None and asks_if_neuron(before.test) or _any_accelerator_first(ctx, links, link)
                 if not served and rejecting_consumer(ctx) is None:
                     built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
-    _whole_flags(built)
+    _whole_flags(ctx, built, choices)
     return built
 
 
@@ -146,20 +151,43 @@ def _any_accelerator_first(ctx: FileContext, links: Sequence[cst.If], link: cst.
                for before in earlier for atom in iter_conditions(before.test) if isinstance(atom, cst.Call))
 
 
-def _whole_flags(built: DeviceModel) -> None:
+def _whole_flags(ctx: FileContext, built: DeviceModel,
+                 choices: Sequence[tuple[cst.IfExp, str, cst.BaseExpression]]) -> None:
     """A flag's tests are one choice: where one of them cannot gain a Neuron branch (``if use_cuda:
-    net = DataParallel(net.cuda())``), none does, or Neuron would place the data and not the
-    model; the flag's check then stays CUDA's, reported (NRN110). A test whose body only calls the
-    CUDA runtime (``if has_cuda: torch.cuda.empty_cache()``) places nothing: it splits no program."""
+    net = DataParallel(net.cuda())``) or arm (``net.cuda(1) if use_cuda else net``), none does, or
+    Neuron would place the data and not the model; the flag's check then stays CUDA's, reported
+    (NRN110). A test whose body only calls the CUDA runtime (``if has_cuda:
+    torch.cuda.empty_cache()``) places nothing: it splits no program, nor does a conditional
+    expression choosing no CUDA value (``pin_memory=True if use_cuda else False``) or a device
+    string (NRN101 puts Neuron in front of it)."""
     tests: dict[int, list[int]] = {}
     for key, check in built.flag_checks.items():
         if key not in built.runtime_only_tests:
             tests.setdefault(id(check), []).append(key)
-    partial = {key for keys in tests.values() if not all(k in built.detection_links for k in keys) for key in keys}
+    split = {check for check, keys in tests.items() if not all(k in built.detection_links for k in keys)}
+    arms = []
+    for node, side, check in choices:
+        arm = _flag_arm(ctx, node, side)
+        if arm is False:
+            split.add(id(check))
+        elif arm:
+            arms.append((node, side, check))
+    built.flag_arms = [arm for arm in arms if id(arm[2]) not in split]
+    partial = {key for check in split for key in tests.get(check, ())}
     if partial:
         built.detection_links -= partial
         built.cuda_links -= partial
         built.detections = [(link, chain) for link, chain in built.detections if id(link) not in partial]
+
+
+def _flag_arm(ctx: FileContext, node: cst.IfExp, side: str) -> bool | None:
+    """Whether a conditional expression by a flag (its CUDA branch in ``side``) gains a Neuron arm
+    in front (True), cannot (False: its CUDA value has no Neuron copy, or the target is not
+    Neuron's, whose arm a flag hides), or chooses nothing of CUDA's to give one (None)."""
+    branch = getattr(node, side)
+    if idiom_literal(ctx, branch) is not None or not _holds_cuda_value(branch):
+        return None
+    return per_target.target(ctx) == per_target.NEURON and not _blocked(ctx, branch.visit(_ToNeuron(ctx)))
 
 
 def _runtime_calls_only(ctx: FileContext, body: cst.BaseSuite) -> bool:
@@ -858,7 +886,8 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
     return isinstance(parent, cst.IfExp) and parent.orelse is node and neuron_first(parent)
 
 
-def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
+def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
+                                             list[tuple[cst.IfExp, str, cst.BaseExpression]]]:
     """The ``if <flag>:`` statements (and ``elif <flag>:`` links) whose flag an earlier statement
     of the file stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``),
     the only binding of that name in its scope: by their id, the check. Every test that reads
@@ -867,35 +896,71 @@ def _flag_checks(ctx: FileContext) -> dict[int, cst.BaseExpression]:
     branch. A function's parameter of the same name (``def mix(x, use_cuda=True)``) is another
     variable, which its callers set. An attribute the file assigns once, from such a check
     (``args.cuda = not args.no_cuda and torch.cuda.is_available()``), is a flag of the same kind
-    wherever the file reads it."""
+    wherever the file reads it. Second, the conditional expressions of simple statements that test
+    such a flag (``model.cuda() if use_cuda else model``, or ``... if not use_cuda else ...``),
+    each with the branch that runs where CUDA is and the check."""
     from neuronize.transforms._helpers.device_choice import stored_attributes
 
     stored: dict[tuple[int, str], cst.BaseExpression] = {}  # (id of its scope, name) -> the check
     found: dict[int, tuple[cst.CSTNode, str, cst.BaseExpression]] = {}
+    choices: list[tuple[cst.IfExp, str]] = []
     attributes = stored_attributes(ctx)
+
+    def read(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...]
+             ) -> tuple[cst.CSTNode, str, cst.BaseExpression] | None:
+        if isinstance(test, cst.Name) and any(name == test.value for _, name in stored):
+            scope = binding_scope(test.value, functions, ctx.module)
+            check = stored.get((id(scope), test.value))
+            return (scope, test.value, check) if check is not None else None
+        if isinstance(test, cst.Attribute) and (values := attributes.get(dotted_name(test) or "")):
+            return ctx.module, dotted_name(test) or "", values[0]
+        return None
+
     for statement, functions in scoped_statements(ctx.module.body):
-        for link in _links(statement) if isinstance(statement, cst.If) and (stored or attributes) else ():
-            if isinstance(link.test, cst.Name) and any(name == link.test.value for _, name in stored):
-                scope = binding_scope(link.test.value, functions, ctx.module)
-                if (check := stored.get((id(scope), link.test.value))) is not None:
-                    found[id(link)] = (scope, link.test.value, check)
-            elif isinstance(link.test, cst.Attribute) and (values := attributes.get(dotted_name(link.test) or "")):
-                found[id(link)] = (ctx.module, dotted_name(link.test) or "", values[0])
+        for node, test, side in _flag_tests(statement) if stored or attributes else ():
+            if (flag := read(test, functions)) is not None:
+                found[id(node)] = flag
+                if isinstance(node, cst.IfExp):
+                    choices.append((node, side))
         bound = assigned_value(statement)
         if bound is not None and _neuron_test(ctx, bound[1]) is not None:
             scope = functions[-1] if functions else ctx.module
             stored[(id(scope), bound[0])] = bound[1]
-    return {key: check for key, (scope, name, check) in found.items()
-            if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
-                if "." in name else stored_once(scope, name))}
+    flags = {key: check for key, (scope, name, check) in found.items()
+             if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
+                 if "." in name else stored_once(scope, name))}
+    expressions = {id(node) for node, _ in choices}
+    return ({key: check for key, check in flags.items() if key not in expressions},
+            [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags])
+
+
+def _flag_tests(statement: cst.CSTNode) -> Iterator[tuple[cst.If | cst.IfExp, cst.BaseExpression, str]]:
+    """The tests ``statement`` makes that may read a flag, each with its ``if`` link or conditional
+    expression and the branch that runs where the test holds (``"orelse"`` under ``not``). A
+    conditional expression behind a Neuron arm (``x.to("neuron") if <Neuron> else <it>``) has
+    its Neuron choice already."""
+    if isinstance(statement, cst.If):
+        for link in _links(statement):
+            yield link, link.test, "body"
+    elif isinstance(statement, cst.SimpleStatementLine):
+        choices = [node for node in iter_syntax(statement) if isinstance(node, cst.IfExp)]
+        served = {id(node.orelse) for node in choices if asks_if_neuron(node.test)}
+        for node in choices:
+            if id(node) not in served:
+                test, side = node.test, "body"
+                while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                    test, side = test.expression, "orelse" if side == "body" else "body"
+                yield node, test, side
 
 
 def feeds_detection(ctx: FileContext, stored: cst.CSTNode) -> bool:
     """``stored`` (``use_cuda = <check>``) is the flag a detection tests (``if use_cuda: device =
-    "cuda"``), which gains a Neuron branch in front: the flag stays CUDA's."""
+    "cuda"``) or a choice of a CUDA value reads (``model.cuda() if use_cuda else model``), which
+    gains a Neuron branch or arm in front: the flag stays CUDA's."""
     found = model(ctx)
     value = getattr(stored, "value", None)
-    return any(check is value and key in found.detection_links for key, check in found.flag_checks.items())
+    return any(check is value and key in found.detection_links for key, check in found.flag_checks.items()) \
+        or any(check is value for _, _, check in found.flag_arms)
 
 
 def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = (),
@@ -1048,13 +1113,15 @@ class Arm:
     why: str = ""
 
 
-def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
+def value_choice(ctx: FileContext, node: cst.IfExp,
+                 flag: tuple[str, cst.BaseExpression] | None = None) -> Arm | None:
     """``torch.float16 if torch.cuda.is_available() else torch.float32``, ``"nccl" if ... else
     "gloo"``: a conditional expression choosing a CUDA value, with a Neuron arm in front
     (``torch.bfloat16 if <Neuron> else <the original>``, see ``_device_choice.neuron_arm``), the
     CUDA value made Neuron's by :class:`_ToNeuron`. None where the CUDA side names no CUDA value
-    (``4 if torch.cuda.is_available() else 0``: works on both, so the check is extended instead)."""
-    side = available_side(ctx, node)
+    (``4 if torch.cuda.is_available() else 0``: works on both, so the check is extended instead).
+    ``flag``: for a choice by a flag (:attr:`DeviceModel.flag_arms`), its CUDA side and check."""
+    side = flag[0] if flag is not None else available_side(ctx, node)
     branch = getattr(node, side) if side is not None else None
     if side is None or branch is None or not _holds_cuda_value(branch):
         return None
@@ -1064,7 +1131,8 @@ def value_choice(ctx: FileContext, node: cst.IfExp) -> Arm | None:
     if blocked:
         return Arm(None, why=f"its CUDA value {blocked}")
     available, imports = per_target.available(ctx)
-    return Arm(neuron_arm(ctx, node, side, copy, available), (*imports, *copier.imports))
+    check = flag[1] if flag is not None else None
+    return Arm(neuron_arm(ctx, node, side, copy, available, check), (*imports, *copier.imports))
 
 
 def choice_group(ctx: FileContext, node: cst.CSTNode, default: str | None) -> str | None:

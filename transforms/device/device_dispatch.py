@@ -8,7 +8,8 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, registry_hosts, table_entry, with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, registry_hosts, table_entry, value_choice,
+    with_neuron_branch)
 from neuronize.transforms._helpers.device_choice import INDEX_NOTE
 from neuronize.transforms._helpers.messages import short
 
@@ -31,7 +32,8 @@ class DeviceDispatch(Transform):
         `elif use_cuda:` after another host's flag: the
         Neuron branch asks `not args.no_cuda and <the accelerator is Neuron>`, the flag stays
         CUDA's; every test of the flag gains its branch, in loops too, or none does where one
-        cannot); in a chain whose every branch sets one variable
+        cannot; a conditional expression reading the flag, `model.cuda() if use_cuda else model`,
+        gains a Neuron arm in front with them: `model.to("neuron") if <Neuron> else <it>`); in a chain whose every branch sets one variable
         to a device, the Neuron branch sets that variable only. A dispatch over a device value
         (`if device == "cpu": ... elif device == "cuda": ... elif device == "mps": ... else:
         raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`, each perhaps
@@ -144,6 +146,13 @@ class DeviceDispatch(Transform):
             self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
                      f"CUDA branch; CUDA and the other hosts keep theirs{_dropped(dropped)}", imports=imports,
                      group=choice_group(self.ctx, link, DEVICE_CHOICE), safety=Safety.UNSAFE if dropped else None)
+        for choice, side, check in found.flag_arms:
+            arm = value_choice(self.ctx, choice, (side, check))
+            if arm is not None and arm.replacement is not None:
+                self.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the "
+                         "accelerator is Neuron> else <the original choice>`: a Neuron arm in front, as the flag's "
+                         "other tests gain; CUDA and the other hosts keep theirs", imports=arm.imports,
+                         group=choice_group(self.ctx, choice, DEVICE_CHOICE))
         for dispatch in found.dispatches:
             if dispatch.served:
                 continue
