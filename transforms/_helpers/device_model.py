@@ -890,7 +890,8 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
                                              list[tuple[cst.IfExp, str, cst.BaseExpression]]]:
     """The ``if <flag>:`` statements (and ``elif <flag>:`` links) whose flag an earlier statement
     of the file stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``),
-    the only binding of that name in its scope: by their id, the check. Every test that reads
+    the only binding of that name in its scope, which the scope keeps to itself
+    (:func:`_handed_on`): by their id, the check. Every test that reads
     that binding counts, in loops and functions too (``if use_cuda: img = img.cuda()`` in the
     training loop): the flag is one choice, and each place it decides gains the same Neuron
     branch. A function's parameter of the same name (``def mix(x, use_cuda=True)``) is another
@@ -928,10 +929,39 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             stored[(id(scope), bound[0])] = bound[1]
     flags = {key: check for key, (scope, name, check) in found.items()
              if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
-                 if "." in name else stored_once(scope, name))}
+                 if "." in name else stored_once(scope, name) and not _handed_on(ctx, scope, name))}
     expressions = {id(node) for node, _ in choices}
     return ({key: check for key, check in flags.items() if key not in expressions},
             [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags])
+
+
+#: callees a flag may be handed to without deciding anything of the program's placements: what
+#: prints, logs or formats it
+_SHOWS = frozenset({"print", "str", "repr", "format", "info", "debug", "warning", "warn", "error", "log", "write"})
+
+
+def _handed_on(ctx: FileContext, scope: cst.CSTNode, name: str) -> bool:
+    """The flag ``name`` leaves its scope's tests: passed to code of the project (``do_detect(model,
+    img, use_cuda)``, whose ``if use_cuda: img = img.cuda()`` the file does not see), returned, or
+    stored in an attribute or a container. Its tests in the file are then not the whole choice:
+    a Neuron branch in front of them would place the model while the code it is handed to keeps
+    the data on the CPU. PyTorch's own APIs (``DataLoader(pin_memory=use_cuda)``) and printing
+    decide no placement."""
+    for node in iter_syntax(scope):
+        if isinstance(node, cst.Call) and any(_is_name(arg.value, name) for arg in node.args):
+            callee = ctx.qualify(node.func) or dotted_name(node.func) or ""
+            if callee.split(".")[0] != "torch" and callee.rsplit(".", 1)[-1] not in _SHOWS:
+                return True
+        elif isinstance(node, cst.Return) and node.value is not None and _is_name(node.value, name):
+            return True
+        elif isinstance(node, cst.Assign) and _is_name(node.value, name) \
+                and any(not isinstance(target.target, cst.Name) for target in node.targets):
+            return True
+    return False
+
+
+def _is_name(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
 
 
 def _flag_tests(statement: cst.CSTNode) -> Iterator[tuple[cst.If | cst.IfExp, cst.BaseExpression, str]]:
