@@ -181,7 +181,7 @@ def iter_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
     an expression (so never inside a lambda or comprehension)."""
     for stmt in body:
         yield stmt
-        for block in _blocks_of(stmt):
+        for block in blocks_of(stmt):
             yield from iter_statements(block)
 
 
@@ -190,11 +190,12 @@ def iter_blocks(body: Sequence[cst.CSTNode]) -> Iterator[Sequence[cst.CSTNode]]:
     parents before children, in source order; never an expression."""
     yield body
     for stmt in body:
-        for block in _blocks_of(stmt):
+        for block in blocks_of(stmt):
             yield from iter_blocks(block)
 
 
-def _blocks_of(stmt: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
+def blocks_of(stmt: cst.CSTNode) -> Iterable[Sequence[cst.CSTNode]]:
+    """The statement lists of the blocks ``stmt`` holds (an ``elif`` is a block of its own)."""
     for clause in _clauses_of(stmt):
         yield [clause] if isinstance(clause, cst.If) else clause.body
 
@@ -350,7 +351,7 @@ def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.Function
     for stmt in body:
         yield stmt, functions
         inner = (*functions, stmt) if isinstance(stmt, cst.FunctionDef) else functions
-        for block in _blocks_of(stmt):
+        for block in blocks_of(stmt):
             yield from scoped_statements(block, inner)
 
 

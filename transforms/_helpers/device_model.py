@@ -39,6 +39,7 @@ from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_gro
 from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
+from neuronize.transforms._helpers.unplaced_module import unplaced_module
 from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, read_paths, small_statements, target_names
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
@@ -86,6 +87,9 @@ class DeviceModel:
     #: else model``), each with the branch that runs where CUDA is and the flag's check: they gain a
     #: Neuron arm in front, as the flag's ``if`` tests gain a Neuron branch (one choice)
     flag_arms: list[tuple[cst.IfExp, str, cst.BaseExpression]] = field(default_factory=list)
+    #: detections whose CUDA branch places the inputs of a module the file never places, and its
+    #: name (:func:`unplaced_module.unplaced_module`): kept for CUDA, with no Neuron branch
+    unplaced: list[tuple[cst.If, str]] = field(default_factory=list)
     #: the flag tests (by id) whose body only calls the CUDA runtime (``torch.cuda.empty_cache()``)
     runtime_only_tests: set[int] = field(default_factory=set)
     #: id of a class of device rows without Neuron -> it with a Neuron member, and that member
@@ -136,8 +140,12 @@ def _build(ctx: FileContext) -> DeviceModel:
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
                 served = before is not None and asks_if_neuron(before.test) or _any_accelerator_first(ctx, links, link)
-                if not served and rejecting_consumer(ctx) is None:
-                    built.detections.append((link, links))  # no Neuron branch in front yet (nor a consumer refusing one)
+                if served or rejecting_consumer(ctx) is not None:
+                    continue  # a Neuron branch in front already, or a consumer refusing one
+                if (consumer := unplaced_module(ctx, node, link)) is not None:
+                    built.unplaced.append((link, consumer))
+                else:
+                    built.detections.append((link, links))
     _whole_flags(ctx, built, choices)
     return built
 
@@ -159,7 +167,8 @@ def _whole_flags(ctx: FileContext, built: DeviceModel,
     (NRN110). A test whose body only calls the CUDA runtime (``if has_cuda:
     torch.cuda.empty_cache()``) places nothing: it splits no program, nor does a conditional
     expression choosing no CUDA value (``pin_memory=True if use_cuda else False``) or a device
-    string (NRN101 puts Neuron in front of it)."""
+    string (NRN101 puts Neuron in front of it). Where one test places the inputs of a module never
+    placed (:attr:`DeviceModel.unplaced`), the flag stays CUDA's in all its tests."""
     tests: dict[int, list[int]] = {}
     for key, check in built.flag_checks.items():
         if key not in built.runtime_only_tests:
@@ -174,6 +183,11 @@ def _whole_flags(ctx: FileContext, built: DeviceModel,
             arms.append((node, side, check))
     built.flag_arms = [arm for arm in arms if id(arm[2]) not in split]
     partial = {key for check in split for key in tests.get(check, ())}
+    unplaced = {id(link) for link, _ in built.unplaced}
+    kept = {key for keys in tests.values() if unplaced.intersection(keys) for key in keys}
+    if kept:
+        built.flag_arms = [arm for arm in built.flag_arms if not unplaced.intersection(tests.get(id(arm[2]), ()))]
+        built.detections = [(link, chain) for link, chain in built.detections if id(link) not in kept]
     if partial:
         built.detection_links -= partial
         built.cuda_links -= partial

@@ -55,7 +55,11 @@ class DeviceDispatch(Transform):
         the CPU), the Neuron branch is modelled on the MPS branch when that one places on the
         dispatched device without naming MPS. Where a dispatch that rejects unknown devices
         cannot be given a Neuron branch (its CUDA branch calls CUDA-only code), it is reported,
-        and the device defaults of the file stay. A registry of hosts, a list of records one per
+        and the device defaults of the file stay. A detection whose CUDA branch places the inputs
+        of a module that the same code makes and never places (`model = Net()`, then `if
+        torch.cuda.is_available(): x = x.cuda()` and `model(x)`) is reported: on CUDA the original
+        meets CPU weights there, and every other host ran it on the CPU. A registry of hosts, a
+        list of records one per
         device (`[DeviceSpec(name="cuda", ...), DeviceSpec(name="mps", ...)]`), is reported: a
         Neuron record needs its own availability test, counts and cache calls.
 
@@ -146,6 +150,11 @@ class DeviceDispatch(Transform):
             self.fix(link, new, f"choice `if {short(link.test)}:` gains a Neuron branch in front, modelled on its "
                      f"CUDA branch; CUDA and the other hosts keep theirs{_dropped(dropped)}", imports=imports,
                      group=choice_group(self.ctx, link, DEVICE_CHOICE), safety=Safety.UNSAFE if dropped else None)
+        for link, consumer in found.unplaced:
+            self.report(link.test, f"choice `if {short(link.test)}:` places the inputs of `{consumer}`, which this code "
+                        f"makes and never places: on CUDA they meet its weights on the CPU, and every other host ran "
+                        f"it on the CPU; a Neuron branch would bring that failure to Trainium, so the choice stays; "
+                        f"place `{consumer}` with its inputs by hand", evidence=Evidence.INF)
         for choice, side, check in found.flag_arms:
             arm = value_choice(self.ctx, choice, (side, check))
             if arm is not None and arm.replacement is not None:

@@ -1,0 +1,96 @@
+"""A detection that places a module's inputs while the module itself is never placed.
+
+``model = handpose_model()`` then, in a loop, ``if torch.cuda.is_available(): data = data.cuda()``
+and ``model(data)``: on CUDA the inputs meet CPU weights (a latent bug of the original), and on
+every other host, Trainium included, the whole forward ran on the CPU. A Neuron branch in front
+would copy the bug onto Trainium, where the CPU path worked, so such a choice stays, reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from neuronize.analysis.context import FileContext
+from neuronize.analysis.syntax import blocks_of
+from neuronize.analysis.walk import iter_syntax
+from neuronize.transforms._helpers.nodes import assigned_names, small_statements
+
+#: the methods that place a module (or make a placed copy of it)
+_PLACING = frozenset({"cuda", "to", "to_empty", "half", "bfloat16", "type", "_apply", "apply", "share_memory"})
+
+
+def unplaced_module(ctx: FileContext, head: cst.If, link: cst.If) -> str | None:
+    """The name of the module that the statements after ``head`` (the chain ``link`` is in) call
+    on what ``link``'s body places, where the same scope makes that module once and never places
+    it nor hands it on (:func:`_never_placed`); None where there is none. A class of the file
+    that makes no layer (a loss that builds its buffers on its input's device) is no such module."""
+    placed = {name for small in small_statements(link.body) for name in assigned_names(small)}
+    found = _position(ctx.module.body, head, ctx.module) if placed else None
+    if found is None:
+        return None
+    after, scope = found
+    for statement in after:
+        for node in iter_syntax(statement):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and any(
+                    isinstance(part, cst.Name) and part.value in placed
+                    for arg in node.args for part in iter_syntax(arg.value)) \
+                    and (made := _never_placed(scope, node.func.value)) is not None and _holds_layers(ctx, made):
+                return node.func.value
+    return None
+
+
+def _position(body: Sequence[cst.CSTNode], head: cst.If, scope: cst.CSTNode
+              ) -> tuple[Sequence[cst.CSTNode], cst.CSTNode] | None:
+    """The statements after ``head`` in its block, and the function (or module) it runs in."""
+    for index, statement in enumerate(body):
+        if statement is head:
+            return body[index + 1:], scope
+        inner = statement if isinstance(statement, cst.FunctionDef) else scope
+        for block in blocks_of(statement):
+            if (found := _position(block, head, inner)) is not None:
+                return found
+    return None
+
+
+def _never_placed(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """What ``scope`` makes ``name`` with, where it binds ``name`` once, to what a call makes
+    (``model = handpose_model()``), and every other use calls it or reads an attribute of it other
+    than a placing method (``model.eval()``): nothing places it, nor gets it to place."""
+    bindings = 0
+    for use, parent in _uses(scope, name):
+        if isinstance(parent, cst.Attribute) and parent.attr is use or isinstance(parent, cst.Arg) and parent.keyword is use:
+            continue  # `self.model`, `f(model=...)`: another name
+        if isinstance(parent, cst.AssignTarget):
+            bindings += 1
+            continue
+        calls = isinstance(parent, cst.Call) and parent.func is use
+        reads = isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value not in _PLACING
+        if not (calls or reads):
+            return None
+    if bindings != 1:
+        return None
+    return next((node.value.func for node in iter_syntax(scope)
+                 if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
+                 and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == name), None)
+
+
+def _holds_layers(ctx: FileContext, maker: cst.BaseExpression) -> bool:
+    """``maker`` builds a module with weights: a class of the file that makes a layer or a parameter
+    (``nn.Conv2d(...)``, ``nn.Parameter(...)``), or anything made elsewhere (a network imported
+    from the project)."""
+    own = next((node for node in ctx.module.body if isinstance(node, cst.ClassDef) and isinstance(maker, cst.Name)
+                and node.name.value == maker.value), None)
+    if own is None:
+        return True
+    return any(isinstance(node, cst.Call) and (name := ctx.qualify(node.func) or "").startswith("torch.nn.")
+               and name.rsplit(".", 1)[-1][:1].isupper() for node in iter_syntax(own))
+
+
+def _uses(node: cst.CSTNode, name: str, parent: cst.CSTNode | None = None) -> Iterator[tuple[cst.Name, cst.CSTNode | None]]:
+    """Every ``Name`` node spelling ``name`` under ``node``, with its parent."""
+    if isinstance(node, cst.Name) and node.value == name:
+        yield node, parent
+    for child in node.children:
+        yield from _uses(child, name, node)
