@@ -8,11 +8,8 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import keyword, with_keyword
-from neuronize.transforms._helpers.literals import is_false, make_string
-from neuronize.transforms._helpers.nodes import read_paths
-
-#: what a checkpoint's value may be read through on its way into ``load_state_dict``
-_CARRIERS = (cst.Subscript, cst.SubscriptElement, cst.Index, cst.Arg, cst.Attribute, cst.Call)
+from neuronize.transforms._helpers.literals import make_string
+from neuronize.transforms._helpers.state_flow import into_load_state_dict, state_only
 
 
 class CheckpointLoadDevice(Transform):
@@ -21,8 +18,10 @@ class CheckpointLoadDevice(Transform):
     What it does:
         Adds `map_location="cpu"`. Where everything loaded goes into `load_state_dict(...)`
         (`model.load_state_dict(torch.load(path))`, or a checkpoint variable whose every read
-        is an argument of one, `ckpt["model"]` included), the fix is safe; elsewhere it is
-        proposed as unsafe. A file that names no CUDA gets the safe fix where another file of
+        is an argument of one, `ckpt["model"]` included, or keeps its tensors in a dictionary
+        that one takes: keys renamed or deleted in place, a filtered copy `{k: v for k, v in
+        state.items() if ...}`, a merge `own.update(state)`, a shape read to build the model),
+        the fix is safe; elsewhere it is proposed as unsafe. A file that names no CUDA gets the safe fix where another file of
         the project chooses among hosts (its checkpoints are saved where the program ran, a
         CUDA GPU among them), and nothing else. A call that spreads arguments (`torch.load(path,
         **kw)`) is left alone: they may hold a `map_location` already.
@@ -81,39 +80,23 @@ class CheckpointLoadDevice(Transform):
             return
         if sum(a.keyword is None and not a.star for a in node.args) != 1 or any(a.star for a in node.args):
             return  # `torch.load(f, "cpu")`: the location is the second positional argument; `**kw` may hold it
-        state_only = _into_load_state_dict(list(self.ctx.stack)) or _stored_state(self.ctx, node)
-        if b"cuda" not in self.ctx.source and not (state_only and self.ctx.options.project_checks_host):
+        feeds_state = into_load_state_dict(self.ctx.stack) or _stored_state(self.ctx, node)
+        if b"cuda" not in self.ctx.source and not (feeds_state and self.ctx.options.project_checks_host):
             return  # a file that names no CUDA, in a project that chooses no host: nothing says CUDA saved it
         self.fix(node, with_keyword(node, "map_location", make_string("cpu")),
                  '`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
-                 "CUDA, Trainium's" + (", and `load_state_dict` copies it onto the model's device" if state_only
+                 "CUDA, Trainium's" + (", and `load_state_dict` copies it onto the model's device" if feeds_state
                                        else "; move what it loads onto the device with `.to(...)`"),
-                 safety=Safety.SAFE if state_only else None)
+                 safety=Safety.SAFE if feeds_state else None)
 
-
-def _into_load_state_dict(path: list[cst.CSTNode]) -> bool:
-    """The value at the end of ``path`` (its ancestors, outermost first) is an argument of a
-    ``load_state_dict(...)`` call, taken as it is or through subscripts and ``.get(...)``."""
-    for node, child in zip(reversed(path[:-1]), reversed(path[1:]), strict=True):
-        if isinstance(node, cst.Call) and child is not node.func:
-            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-            if name == "load_state_dict":  # `assign=True` keeps the loaded tensors where they are
-                return not any(a.keyword is not None and a.keyword.value == "assign" and not is_false(a.value)
-                               for a in node.args)
-            if name != "get":
-                return False
-        elif not isinstance(node, _CARRIERS):
-            return False
-    return False
 
 
 def _stored_state(ctx: FileContext, call: cst.Call) -> bool:
-    """``call`` is the value of ``name = torch.load(...)``, each of whose reads in its function
-    (or module) goes into ``load_state_dict`` (:func:`_into_load_state_dict`)."""
+    """``call`` is the value of ``name = torch.load(...)``, whose every read in its function (or
+    module) keeps the tensors on their way into ``load_state_dict`` (:func:`state_flow.state_only`)."""
     parent = ctx.parent
     if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
             and isinstance(target := parent.targets[0].target, cst.Name)):
         return False
     scope = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), ctx.module)
-    reads = read_paths(scope, target.value, parent)
-    return bool(reads) and all(_into_load_state_dict(path) for path in reads)
+    return state_only(scope, target.value, parent)
