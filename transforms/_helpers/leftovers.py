@@ -71,6 +71,21 @@ def cuda_value(node: cst.CSTNode) -> str | None:
     return BACKEND if value is not None and nccl_backend(value) else None
 
 
+def compared_device(stack: Sequence[cst.CSTNode]) -> bool:
+    """The value at the end of ``stack`` (a device string, ``torch.device(...)`` itself, a backend
+    name) is an operand of a comparison, perhaps through ``torch.device(...)`` and its ``.type``
+    (``self.device.type == torch.device("cuda").type``, ``get_backend(group) !=
+    dist.Backend.NCCL``): it asks what a device or a group is, like ``device == "cuda"`` (NRN103's),
+    and names nothing to run on."""
+    for child, parent in zip(reversed(stack), reversed(stack[:-1]), strict=False):
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return True
+        through_call = isinstance(parent, cst.Arg) or isinstance(parent, cst.Call) and last_name(parent.func) == "device"
+        if not (through_call or isinstance(parent, cst.Attribute) and parent.value is child):
+            return False
+    return False
+
+
 def labels(stack: Sequence[cst.CSTNode]) -> bool:
     """The value at the end of ``stack`` is a label, not a device: a member of an enumeration
     (`class TimerKind(Enum): CUDA = "cuda"`), or given to a keyword, parameter, variable or call

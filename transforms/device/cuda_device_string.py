@@ -19,6 +19,7 @@ from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, backend_key, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
     kept_argument, served_by_neuron_first)
 from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, cuda_literal, string_value
+from neuronize.transforms._helpers.leftovers import compared_device
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, target_name
 from neuronize.transforms._helpers.value_flow import assigned
@@ -29,25 +30,6 @@ from neuronize.transforms._helpers.value_flow import assigned
 _AMP_DEVICE_TYPE = ("is the device type of `custom_fwd`/`custom_bwd` here; kept: `\"neuron\"` would raise at "
                     "every call on a host without torch-neuronx; pass `device_type=\"neuron\"` only where Neuron "
                     "is present, by hand")
-
-
-def _compared_in_fallback(ctx: FileContext) -> bool:
-    """The call being visited (or an attribute of it: ``torch.device("cuda").type``) is an operand
-    of a comparison in a test that also asks whether CUDA is available: it names the device a
-    fallback asks about (``if device.type == torch.device("cuda").type and not
-    torch.cuda.is_available(): return torch.device("cpu")``), which stays CUDA's like ``device ==
-    "cuda"`` there, so that a device moved to Neuron does not fall back to the CPU."""
-    child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
-    compared = False
-    for anc in ctx.ancestors():
-        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.test:
-            return compared and has_is_available(ctx, anc.test)
-        if isinstance(anc, (cst.Comparison, cst.ComparisonTarget)):
-            compared = True
-        elif not compared and not (isinstance(anc, cst.Attribute) and anc.value is child):
-            return False
-        child = anc
-    return False
 
 
 def _kept_literal(ctx: FileContext, node: cst.BaseExpression, kind: Kind) -> str | None:
@@ -275,9 +257,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
                 (self._fix_default if expr is node else self._fix_all)(expr, where)  # a lookup's default
         if name == "device" and is_torch_device_call(self.ctx, node) and id(node) not in self._done:
             parent = self.ctx.parent
-            # `torch.device("cuda") if d == "cuda" else ...` is NRN103's to rewrite whole; the device a
-            # CUDA fallback tests for is not one placed on
-            if not (isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent) or _compared_in_fallback(self.ctx)):
+            # `torch.device("cuda") if d == "cuda" else ...` is NRN103's to rewrite whole; a device
+            # compared with is not one placed on
+            if not (isinstance(parent, cst.IfExp) and selection_ifexp(self.ctx, parent) or compared_device(self.ctx.stack)):
                 self._torch_device(node)
         elif name in OPTION_CALLS:
             if (option := device_option(node)) is not None:

@@ -13,7 +13,7 @@ from neuronize.transforms._helpers.calls import is_cuda_available_call
 from neuronize.transforms._helpers.distributed import cuda_only_test
 from neuronize.transforms._helpers.leftovers import (
     BACKEND, FSDP, SELECTORS, branches, cuda_value, gpu_index, in_message, is_neuron_check, required, gpu_indexed_device, index_message, leftover_message, list_message, listed, site,
-    PG_DEVICE_ID, labels, pg_device_id, test_message, validates,
+    PG_DEVICE_ID, compared_device, labels, pg_device_id, test_message, validates,
 )
 from neuronize.analysis.roles import TEST
 from neuronize.transforms._helpers.literals import string_value
@@ -136,8 +136,9 @@ class CudaLeftover(Transform):
         kind = kind or cuda_value(value)
         holder = stack[-2]
         if kind is None or isinstance(holder, (cst.Expr, cst.ConcatenatedString)) or in_message(stack) \
-                or self._cuda_only() or labels(stack):
-            return  # not CUDA; a docstring, a piece of a longer text, a message; dead code on Trainium; a label
+                or self._cuda_only() or labels(stack) or compared_device(stack):
+            return  # not CUDA; a docstring, a piece of a longer text, a message; dead code on Trainium; a label;
+            # a device compared with
         if isinstance(holder, cst.DictElement):
             if self._listing(stack[-3], stack[:-2]) or value is holder.key:
                 return  # a key names what its entry is for (a remap's source device, a table's)
