@@ -13,7 +13,7 @@ from neuronize.transforms._helpers.cuda_runtime import Context, CudaRef, classif
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.analysis.walk import visit
+from neuronize.analysis.walk import iter_syntax, visit
 
 # Parents under which a comparison needs no parentheses (it binds tighter than these).
 NO_PARENS = (
@@ -91,6 +91,9 @@ class IsCudaAttribute(Transform):
         rewritten only when that code just places data or is device-agnostic; when it calls a
         kernel wrapper, imports, or reaches a CUDA-only path (`DataParallel`, fp16, Triton...),
         it is kept and reported: `if x.is_cuda: return fused_cuda_op(x)` must stay off on Neuron.
+        A check whose branch only places values where the tensor is (`if x.is_cuda: eye =
+        eye.cuda()`, or `.cuda(x.get_device())`) gets that said outright, safely: `if
+        x.device.type in ("cuda", "neuron"): eye = eye.to(x.device)`.
         In a file whose `is_cuda` checks choose or feed a CUDA kernel (a `torch.cuda.device(...)`
         context, a kernel language such as Triton, Helion, TileLang or CUTLASS, a
         `kernel[grid](...)` launch, an `is_cuda` line naming a kernel or a fused path), every `is_cuda` is kept and reported, asserts included: the assert that keeps
@@ -112,7 +115,9 @@ class IsCudaAttribute(Transform):
 
     Fix safety:
         Unsafe: the check becomes "is on CUDA or Neuron"; code that used `is_cuda` to mean "is on
-        CUDA specifically" (to pick a CUDA kernel) must be reviewed.
+        CUDA specifically" (to pick a CUDA kernel) must be reviewed. Safe where the branch only
+        places values on the tensor's device: a CUDA tensor's branch places them where it did, a
+        CPU tensor still skips it, and a Neuron tensor gets them on its device.
         `x.is_neuron` (added by PyTorch's PrivateUse1 method generator) also works but is not
         documented.
 
@@ -194,8 +199,26 @@ class IsCudaAttribute(Transform):
                 isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)):
             comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         code = short(node)
+        follows = _follows(parent, node, comparison) \
+            if per_target.target(self.ctx) != per_target.CPU and self._only_follows() else None
+        if follows is not None and parent is not None:
+            self.fix(parent, follows, f"`if {code}:` placing on CUDA -> `if {short(comparison)}:` "
+                     f"placing on `{short(node.value)}.device`: what it places follows that tensor on every host",
+                     safety=Safety.SAFE, evidence=Evidence.DOC)
+            return
         self.fix(node, comparison, f"`{code}` -> `{short(comparison)}`: {REASON[per_target.target(self.ctx)]}",
                  imports=imports)
+
+    def _only_follows(self) -> bool:
+        """Every ``is_cuda`` check of the function being visited (or of the module, outside any) is
+        the test of a branch that only places values where its tensor is (:func:`_follows`): one
+        check kept for CUDA beside it (``if x.is_cuda: y = y.type(torch.cuda.FloatTensor)``) keeps
+        the values of the function on the path it chooses."""
+        scope = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), self.ctx.module)
+        checks = [n for n in iter_syntax(scope) if isinstance(n, cst.Attribute) and n.attr.value == "is_cuda"]
+        following = [n for n in iter_syntax(scope) if isinstance(n, cst.If) and isinstance(n.test, cst.Attribute)
+                     and _follows(n, n.test, n.test) is not None]
+        return len(checks) == len(following)
 
     def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
         """What the check switches on, when it is a test (``if``, conditional expression, a stored
@@ -217,3 +240,35 @@ class IsCudaAttribute(Transform):
         else:
             return None
         return verdict.marker or verdict.opaque
+
+
+def _follows(parent: cst.CSTNode | None, node: cst.Attribute, comparison: cst.BaseExpression) -> cst.If | None:
+    """``if t.is_cuda: y = y.cuda()`` (or ``y.cuda(t.get_device())``), with no ``else``: ``y`` only
+    follows ``t``, so ``if <t on CUDA or Neuron>: y = y.to(t.device)`` keeps every host's path (a
+    CPU tensor still skips it) and gives Neuron its own; None for any other use of ``node``."""
+    if not (isinstance(parent, cst.If) and parent.test is node and parent.orelse is None
+            and isinstance(parent.body, cst.IndentedBlock)):
+        return None
+    tensor = dotted_name(node.value)
+    lines = []
+    for line in parent.body.body:
+        small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        call = small.value if isinstance(small, cst.Assign) else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda"
+                and dotted_name(small.targets[0].target) == dotted_name(call.func.value) is not None
+                and _current_device(call, tensor)):
+            return None
+        moved = call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(
+            cst.Attribute(value=node.value, attr=cst.Name("device")))])
+        lines.append(line.with_changes(body=[small.with_changes(value=moved)]))
+    return parent.with_changes(test=comparison, body=parent.body.with_changes(body=lines))
+
+
+def _current_device(call: cst.Call, tensor: str | None) -> bool:
+    """``.cuda()`` places on the current device, and ``.cuda(t.get_device())`` on ``t``'s."""
+    if not call.args:
+        return True
+    arg = call.args[0].value
+    return len(call.args) == 1 and isinstance(arg, cst.Call) and not arg.args and isinstance(arg.func, cst.Attribute) \
+        and arg.func.attr.value == "get_device" and dotted_name(arg.func.value) == tensor is not None
