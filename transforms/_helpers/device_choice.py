@@ -384,8 +384,8 @@ def neuron_arm(ctx: FileContext, node: cst.IfExp, side: str, branch: cst.BaseExp
     torch.cuda.is_available()``, in the test or in the flag it reads) still apply to Neuron.
     ``available``: the target's test; ``flag``: the check the flag ``node`` tests was stored from,
     where the caller knows it."""
-    if flag is None and side == "body":
-        flag = (flag_check(ctx, node) or (side, None))[1]
+    if flag is None and side == "body" and (found := flag_check(ctx, node)) is not None:
+        flag = found[1]
     neuron_test = without_cuda_probes(ctx, replace_is_available(ctx, node.test, available)) \
         if flag is None and side == "body" and only_and(node.test) and has_is_available(ctx, node.test) \
         else without_cuda_probes(ctx, replace_is_available(ctx, flag, available)) if flag is not None \

@@ -181,13 +181,12 @@ def _whole_flags(ctx: FileContext, built: DeviceModel,
             split.add(id(check))
         elif arm:
             arms.append((node, side, check))
-    built.flag_arms = [arm for arm in arms if id(arm[2]) not in split]
-    partial = {key for check in split for key in tests.get(check, ())}
     unplaced = {id(link) for link, _ in built.unplaced}
-    kept = {key for keys in tests.values() if unplaced.intersection(keys) for key in keys}
-    if kept:
-        built.flag_arms = [arm for arm in built.flag_arms if not unplaced.intersection(tests.get(id(arm[2]), ()))]
-        built.detections = [(link, chain) for link, chain in built.detections if id(link) not in kept]
+    kept = {check for check, keys in tests.items() if unplaced.intersection(keys)}  # every test stays CUDA's
+    built.flag_arms = [arm for arm in arms if id(arm[2]) not in split | kept]
+    kept_tests = {key for check in kept for key in tests[check]}
+    built.detections = [(link, chain) for link, chain in built.detections if id(link) not in kept_tests]
+    partial = {key for check in split for key in tests.get(check, ())}
     if partial:
         built.detection_links -= partial
         built.cuda_links -= partial

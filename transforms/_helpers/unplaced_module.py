@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from neuronize.analysis.context import FileContext
+from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.syntax import blocks_of
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers.nodes import assigned_names, small_statements
@@ -59,7 +59,8 @@ def _never_placed(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     (``model = handpose_model()``), and every other use calls it or reads an attribute of it other
     than a placing method (``model.eval()``): nothing places it, nor gets it to place."""
     bindings = 0
-    for use, parent in _uses(scope, name):
+    for use, path in _uses(scope, name):
+        parent = path[-1] if path else None
         if isinstance(parent, cst.Attribute) and parent.attr is use or isinstance(parent, cst.Arg) and parent.keyword is use:
             continue  # `self.model`, `f(model=...)`: another name
         if isinstance(parent, cst.AssignTarget):
@@ -67,7 +68,7 @@ def _never_placed(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
             continue
         calls = isinstance(parent, cst.Call) and parent.func is use
         reads = isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value not in _PLACING
-        if not (calls or reads):
+        if not (calls or reads or _into_own_state(path, name)):
             return None
     if bindings != 1:
         return None
@@ -79,7 +80,10 @@ def _never_placed(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
 def _holds_layers(ctx: FileContext, maker: cst.BaseExpression) -> bool:
     """``maker`` builds a module with weights: a class of the file that makes a layer or a parameter
     (``nn.Conv2d(...)``, ``nn.Parameter(...)``), or anything made elsewhere (a network imported
-    from the project)."""
+    from the project). A method of the object the code runs in (``self.get_gru_cell(self.rnn1)``)
+    hands out what that object holds, placed with it: no new module."""
+    if (dotted_name(maker) or "").split(".")[0] in ("", "self", "cls"):
+        return False
     own = next((node for node in ctx.module.body if isinstance(node, cst.ClassDef) and isinstance(maker, cst.Name)
                 and node.name.value == maker.value), None)
     if own is None:
@@ -88,9 +92,20 @@ def _holds_layers(ctx: FileContext, maker: cst.BaseExpression) -> bool:
                and name.rsplit(".", 1)[-1][:1].isupper() for node in iter_syntax(own))
 
 
-def _uses(node: cst.CSTNode, name: str, parent: cst.CSTNode | None = None) -> Iterator[tuple[cst.Name, cst.CSTNode | None]]:
-    """Every ``Name`` node spelling ``name`` under ``node``, with its parent."""
+def _into_own_state(path: Sequence[cst.CSTNode], name: str) -> bool:
+    """The use at the end of ``path`` (its ancestors) is an argument of a call whose value the
+    module loads as its state (``model.load_state_dict(transfer(model, weights))``): a helper
+    that reads its keys, not one that places it."""
+    return len(path) >= 4 and isinstance(path[-1], cst.Arg) and isinstance(path[-3], cst.Arg) \
+        and isinstance(call := path[-4], cst.Call) and isinstance(call.func, cst.Attribute) \
+        and call.func.attr.value == "load_state_dict" and isinstance(call.func.value, cst.Name) \
+        and call.func.value.value == name
+
+
+def _uses(node: cst.CSTNode, name: str, path: tuple[cst.CSTNode, ...] = ()
+          ) -> Iterator[tuple[cst.Name, tuple[cst.CSTNode, ...]]]:
+    """Every ``Name`` node spelling ``name`` under ``node``, with its ancestors (outermost first)."""
     if isinstance(node, cst.Name) and node.value == name:
-        yield node, parent
+        yield node, path
     for child in node.children:
-        yield from _uses(child, name, node)
+        yield from _uses(child, name, (*path, node))

@@ -33,12 +33,13 @@ class DeviceDispatch(Transform):
         Neuron branch asks `not args.no_cuda and <the accelerator is Neuron>`, the flag stays
         CUDA's; every test of the flag gains its branch, in loops too, or none does where one
         cannot; a conditional expression reading the flag, `model.cuda() if use_cuda else model`,
-        gains a Neuron arm in front with them: `model.to("neuron") if <Neuron> else <it>`); in a chain whose every branch sets one variable
-        to a device, the Neuron branch sets that variable only. A dispatch over a device value
-        (`if device == "cpu": ... elif device == "cuda": ... elif device == "mps": ... else:
-        raise`, with `==`, `in (...)`, `.startswith(...)` or `"cuda" in device`, each perhaps
-        joined by `and` to a setting of the user's, `args.use_gpu and args.gpu_type == "cuda"`,
-        which the Neuron test keeps) gets `elif device == "neuron": ...` after its CUDA branch,
+        gains a Neuron arm in front with them: `model.to("neuron") if <Neuron> else <it>`); in a
+        chain whose every branch sets one variable to a device, the Neuron branch sets that
+        variable only. A dispatch over a device value (`if device == "cpu": ... elif device ==
+        "cuda": ... elif device == "mps": ... else: raise`, with `==`, `in (...)`,
+        `.startswith(...)` or `"cuda" in device`, each perhaps joined by `and` to a setting of the
+        user's, `args.use_gpu and args.gpu_type == "cuda"`, which the Neuron test keeps) gets `elif
+        device == "neuron": ...` after its CUDA branch,
         modelled on it (where the CUDA branch does more that stays CUDA's, such as setting
         `CUDA_VISIBLE_DEVICES`, and every branch sets one variable to a device, the Neuron branch
         sets that variable alone): CUDA device strings become
