@@ -167,9 +167,13 @@ def test_the_branch_of_a_setting_the_user_chose_cuda_with_keeps_cuda() -> None:
     assert _role_at(source.replace("self.cuda", "args.use_gpu"), "x.to('cuda')") == CUDA_FLAG
     # a check kept in a local is followed by NRN110, not taken as the user's choice
     assert _role_at(source.replace("self.cuda", "use_cuda"), "x.to('cuda')") is None
-    # a parameter of that name with a boolean default is the caller's choice
+    # a parameter of that name with a boolean default is the caller's choice where its branch does
+    # CUDA's work; where the branch only moves values to the GPU, that move is the function's default
+    # placement, which a host-aware move keeps for CUDA
     chosen = source.replace("def run(self, x)", "def run(self, x, use_cuda=True)").replace("self.cuda", "use_cuda")
-    assert _role_at(chosen, "x.to('cuda')") == CUDA_FLAG
+    assert _role_at(chosen, "x.to('cuda')") is None
+    packing = chosen.replace("x = x.to('cuda')", "x = pack_int4(x.to('cuda'))")
+    assert _role_at(packing, "x.to('cuda')") == CUDA_FLAG
 
 
 def test_a_vendored_cuda_only_library_keeps_cuda() -> None:

@@ -670,7 +670,9 @@ class FileRoles:
                     role = Role(FAKE, "under `FakeTensorMode`", "this `with` block")
             elif isinstance(stmt, cst.If) and inductor and _INDUCTOR_BRANCH.search(self._code(stmt.test)):
                 role = Role(INDUCTOR, "a branch taken when the backend is \"inductor\"", "this `if`")
-            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, functions, self._stored_checks):
+            elif isinstance(stmt, cst.If) and flags and _cuda_flag(stmt.test, functions, self._stored_checks) \
+                    and not (isinstance(stmt.test, cst.Name) and _on_by_default(stmt.test.value, functions)
+                             and _moves_only(stmt.body)):
                 # the body only: a Neuron choice put in front of the whole `if` is no edit inside it
                 regions[id(stmt.body)] = Role(CUDA_FLAG, f"`{self._code(stmt.test)}`", "this branch")
             if isinstance(stmt, cst.If) and lazy and isinstance(stmt.body, cst.IndentedBlock) \
@@ -746,6 +748,36 @@ def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...],
         return any(test.value in _flag_parameters(function) for function in functions)
     return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None \
         and dotted_name(test) not in stored
+
+
+def _on_by_default(name: str, functions: Sequence[cst.FunctionDef]) -> bool:
+    """``name`` is a parameter of the innermost of ``functions`` that has it, with a ``True`` default."""
+    for function in reversed(functions):
+        for param in (*function.params.params, *function.params.kwonly_params):
+            if param.name.value == name:
+                return isinstance(param.default, cst.Name) and param.default.value == "True"
+    return False
+
+
+def _moves_only(body: cst.BaseSuite) -> bool:
+    """``body`` only moves values to the GPU (``if gpu: model.cuda()``, ``x = x.to("cuda")``): under a ``gpu=True`` parameter that is where the function puts its model by
+    default, which a host-aware move keeps for CUDA and gives Neuron where it raised before; work
+    done for CUDA's kernels (a packing, a kernel's layout) stays the branch's."""
+    lines = body.body if isinstance(body, cst.IndentedBlock) else ()
+    if not lines or not all(isinstance(line, cst.SimpleStatementLine) for line in lines):
+        return False
+    return all(isinstance(small, (cst.Expr, cst.Assign)) and _bare_cuda(small.value)
+               for line in lines for small in line.body)  # type: ignore[attr-defined]
+
+
+def _bare_cuda(value: cst.BaseExpression) -> bool:
+    """``x.cuda()`` or ``x.to("cuda")``: a move to the current GPU, nothing more."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    if value.func.attr.value == "cuda":
+        return not value.args
+    return value.func.attr.value == "to" and len(value.args) == 1 and value.args[0].keyword is None \
+        and isinstance(value.args[0].value, cst.SimpleString) and value.args[0].value.evaluated_value == "cuda"
 
 
 def _flag_parameters(func: cst.FunctionDef) -> set[str]:
