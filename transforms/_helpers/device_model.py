@@ -84,9 +84,9 @@ class DeviceModel:
     #: (``use_cuda = args.cuda and torch.cuda.is_available()``): the check the ``if`` asks
     flag_checks: dict[int, cst.BaseExpression] = field(default_factory=dict)
     #: the conditional expressions choosing a CUDA value by such a flag (``model.cuda() if use_cuda
-    #: else model``), each with the branch that runs where CUDA is and the flag's check: they gain a
-    #: Neuron arm in front, as the flag's ``if`` tests gain a Neuron branch (one choice)
-    flag_arms: list[tuple[cst.IfExp, str, cst.BaseExpression]] = field(default_factory=list)
+    #: else model``), each with the Neuron arm it gains in front (:func:`value_choice`), as the
+    #: flag's ``if`` tests gain a Neuron branch (one choice), and the flag's check
+    flag_arms: list[tuple[cst.IfExp, Arm, cst.BaseExpression]] = field(default_factory=list)
     #: detections whose CUDA branch places the inputs of a module the file never places, and its
     #: name (:func:`unplaced_module.unplaced_module`): kept for CUDA, with no Neuron branch
     unplaced: list[tuple[cst.If, str]] = field(default_factory=list)
@@ -176,11 +176,13 @@ def _whole_flags(ctx: FileContext, built: DeviceModel,
     split = {check for check, keys in tests.items() if not all(k in built.detection_links for k in keys)}
     arms = []
     for node, side, check in choices:
-        arm = _flag_arm(ctx, node, side)
-        if arm is False:
-            split.add(id(check))
-        elif arm:
-            arms.append((node, side, check))
+        arm = value_choice(ctx, node, (side, check)) if idiom_literal(ctx, getattr(node, side)) is None else None
+        if arm is None:
+            continue  # nothing of CUDA's chosen, or a device string (NRN101 puts Neuron in front of it)
+        if arm.replacement is None or per_target.target(ctx) != per_target.NEURON:
+            split.add(id(check))  # no Neuron copy of its CUDA value; on the other targets a flag hides the arm
+        else:
+            arms.append((node, arm, check))
     unplaced = {id(link) for link, _ in built.unplaced}
     kept = {check for check, keys in tests.items() if unplaced.intersection(keys)}  # every test stays CUDA's
     built.flag_arms = [arm for arm in arms if id(arm[2]) not in split | kept]
@@ -191,16 +193,6 @@ def _whole_flags(ctx: FileContext, built: DeviceModel,
         built.detection_links -= partial
         built.cuda_links -= partial
         built.detections = [(link, chain) for link, chain in built.detections if id(link) not in partial]
-
-
-def _flag_arm(ctx: FileContext, node: cst.IfExp, side: str) -> bool | None:
-    """Whether a conditional expression by a flag (its CUDA branch in ``side``) gains a Neuron arm
-    in front (True), cannot (False: its CUDA value has no Neuron copy, or the target is not
-    Neuron's, whose arm a flag hides), or chooses nothing of CUDA's to give one (None)."""
-    branch = getattr(node, side)
-    if idiom_literal(ctx, branch) is not None or not _holds_cuda_value(branch):
-        return None
-    return per_target.target(ctx) == per_target.NEURON and not _blocked(ctx, branch.visit(_ToNeuron(ctx)))
 
 
 def _runtime_calls_only(ctx: FileContext, body: cst.BaseSuite) -> bool:

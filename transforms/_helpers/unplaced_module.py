@@ -58,23 +58,21 @@ def _never_placed(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     """What ``scope`` makes ``name`` with, where it binds ``name`` once, to what a call makes
     (``model = handpose_model()``), and every other use calls it or reads an attribute of it other
     than a placing method (``model.eval()``): nothing places it, nor gets it to place."""
-    bindings = 0
+    makers: list[cst.BaseExpression | None] = []  # what each binding of `name` makes it with
     for use, path in _uses(scope, name):
         parent = path[-1] if path else None
         if isinstance(parent, cst.Attribute) and parent.attr is use or isinstance(parent, cst.Arg) and parent.keyword is use:
             continue  # `self.model`, `f(model=...)`: another name
         if isinstance(parent, cst.AssignTarget):
-            bindings += 1
+            assign = path[-2]
+            single = isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Call)
+            makers.append(assign.value.func if single else None)  # type: ignore[attr-defined]
             continue
         calls = isinstance(parent, cst.Call) and parent.func is use
         reads = isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value not in _PLACING
         if not (calls or reads or _into_own_state(path, name)):
             return None
-    if bindings != 1:
-        return None
-    return next((node.value.func for node in iter_syntax(scope)
-                 if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and len(node.targets) == 1
-                 and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == name), None)
+    return makers[0] if len(makers) == 1 else None
 
 
 def _holds_layers(ctx: FileContext, maker: cst.BaseExpression) -> bool:

@@ -8,8 +8,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, registry_hosts, table_entry, value_choice,
-    with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, registry_hosts, table_entry, with_neuron_branch)
 from neuronize.transforms._helpers.device_choice import INDEX_NOTE
 from neuronize.transforms._helpers.messages import short
 
@@ -156,13 +155,12 @@ class DeviceDispatch(Transform):
                         f"makes and never places: on CUDA they meet its weights on the CPU, and every other host ran "
                         f"it on the CPU; a Neuron branch would bring that failure to Trainium, so the choice stays; "
                         f"place `{consumer}` with its inputs by hand", evidence=Evidence.INF)
-        for choice, side, check in found.flag_arms:
-            arm = value_choice(self.ctx, choice, (side, check))
-            if arm is not None and arm.replacement is not None:
-                self.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the "
-                         "accelerator is Neuron> else <the original choice>`: a Neuron arm in front, as the flag's "
-                         "other tests gain; CUDA and the other hosts keep theirs", imports=arm.imports,
-                         group=choice_group(self.ctx, choice, DEVICE_CHOICE))
+        for choice, arm, _ in found.flag_arms:
+            assert arm.replacement is not None  # the model keeps the arms it could make
+            self.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the "
+                     "accelerator is Neuron> else <the original choice>`: a Neuron arm in front, as the flag's "
+                     "other tests gain; CUDA and the other hosts keep theirs", imports=arm.imports,
+                     group=choice_group(self.ctx, choice, DEVICE_CHOICE))
         for dispatch in found.dispatches:
             if dispatch.served:
                 continue

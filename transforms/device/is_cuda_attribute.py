@@ -215,10 +215,15 @@ class IsCudaAttribute(Transform):
         check kept for CUDA beside it (``if x.is_cuda: y = y.type(torch.cuda.FloatTensor)``) keeps
         the values of the function on the path it chooses."""
         scope = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), self.ctx.module)
-        checks = [n for n in iter_syntax(scope) if isinstance(n, cst.Attribute) and n.attr.value == "is_cuda"]
-        following = [n for n in iter_syntax(scope) if isinstance(n, cst.If) and isinstance(n.test, cst.Attribute)
-                     and _follows(n, n.test, n.test) is not None]
-        return len(checks) == len(following)
+        key = ("is-cuda-checks-follow", id(scope))
+        if key not in self.ctx.memo:  # once per function, for every check in it
+            checks = following = 0
+            for n in iter_syntax(scope):
+                checks += isinstance(n, cst.Attribute) and n.attr.value == "is_cuda"
+                following += isinstance(n, cst.If) and isinstance(n.test, cst.Attribute) \
+                    and _follows(n, n.test, n.test) is not None
+            self.ctx.memo[key] = checks == following
+        return bool(self.ctx.memo[key])
 
     def _guards_cuda_only_code(self, node: cst.Attribute) -> str | None:
         """What the check switches on, when it is a test (``if``, conditional expression, a stored
