@@ -221,7 +221,7 @@ class IsCudaAttribute(Transform):
             for n in iter_syntax(scope):
                 checks += isinstance(n, cst.Attribute) and n.attr.value == "is_cuda"
                 following += isinstance(n, cst.If) and isinstance(n.test, cst.Attribute) \
-                    and _follows(n, n.test, n.test) is not None
+                    and n.test.attr.value == "is_cuda" and _follows(n, n.test, n.test) is not None
             self.ctx.memo[key] = checks == following
         return bool(self.ctx.memo[key])
 
