@@ -198,7 +198,7 @@ _KEPT = r"""(?:f?(["'])[^"']*\2|<RT>\w+\([^()]*\)|\w+\([^()]*\)|torch\.device\([
 ADDITIVE: list[tuple[re.Pattern[str], str]] = [
     # a Neuron arm in front of a choice by a flag (`x.to(<D>) if <Neuron> else x.cuda() if use_cuda
     # else x`): the other targets keep the flag's choice
-    (re.compile(r"\S+ if (?:not )?(?:[\w.]+ and )*" + re.escape(RT) + r"is_available\(\) else (?=\S+ if [\w.]+ else )"),
+    (re.compile(r"\S+ if (?:not )?(?:[\w.]+ and )*" + re.escape(RT) + r"is_available\(\) else (?=\S+ if (?:not )?[\w.]+ else )"),
      ""),
     (re.compile(r"(" + re.escape(D) + r"|torch\.device\(" + re.escape(D) + r"\)|" + re.escape(RT) + r"\w+\([^()]*\)) if "
                 + re.escape(RT) + r"is_available\(\) else " + _KEPT + r"(?: if [^,]*? else (?:" + _KEPT.replace("\\2", "\\3")

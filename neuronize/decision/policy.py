@@ -333,7 +333,7 @@ def _guards_follow_bodies(located: Located[R], parents: Parents) -> Located[R]:
     body_safety: dict[int, Safety] = {}
     for tested in {id(g): g for g in guards.values()}.values():
         weakest = Safety.SAFE
-        body, *past = _guarded_code(tested, parents)
+        body, past = tested.body, _code_after(tested, parents)
         for r, _ in located:
             # code past an early exit runs on Neuron once the exit lets Neuron through: kept code
             # that is harmless there does not hold the exit back (around a body, it leaves no edit to make)
@@ -966,6 +966,21 @@ def _fields(guard: cst.If | cst.IfExp) -> set[str]:
     return found
 
 
+def _guarded_arm(guard: cst.If | cst.IfExp) -> cst.CSTNode | None:
+    """The code that runs where the condition of ``guard`` holds: the body (an ``if`` body, a
+    conditional expression's first arm), or for a test ``not <X>`` the ``else`` (None when there is
+    none, or when it is an ``elif``, which tests a condition of its own)."""
+    if not _negated(guard.test):
+        return guard.body
+    if isinstance(guard, cst.IfExp):
+        return guard.orelse
+    return guard.orelse if isinstance(guard.orelse, cst.Else) else None
+
+
+def _negated(test: cst.BaseExpression) -> bool:
+    return isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+
+
 def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
     """``test`` without a ``not`` in front (and the parentheses it needed)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -1080,10 +1095,14 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
     if not stored and not attributes:
         return {}
     names = {name for _, name in stored}
-    tests = [node for node in iter_syntax(module) if isinstance(node, (cst.If, cst.IfExp))
-             and (isinstance(node.test, cst.Name) and node.test.value in names
-                  or isinstance(node.test, cst.Attribute) and dotted_name(node.test) in attributes)]
-    tested = {node.test.value for node in tests if isinstance(node.test, cst.Name)}
+    tests: list[tuple[cst.If | cst.IfExp, cst.BaseExpression]] = []
+    for node in iter_syntax(module):
+        if isinstance(node, (cst.If, cst.IfExp)):
+            flag = _condition(node.test)  # ``if not <flag>:`` too: its guarded arm is the ``else``
+            if isinstance(flag, cst.Name) and flag.value in names \
+                    or isinstance(flag, cst.Attribute) and dotted_name(flag) in attributes:
+                tests.append((node, flag))
+    tested = {flag.value for _, flag in tests if isinstance(flag, cst.Name)}
     scopes: dict[int, tuple[cst.CSTNode, set[str]]] = {}
     for (key, name), (scope, _) in stored.items():
         if name in tested:
@@ -1092,18 +1111,17 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
     assigned = [dotted_name(t.target) for node in iter_syntax(module) if isinstance(node, cst.Assign) and attributes
                 for t in node.targets]  # an attribute is one flag where the file assigns it once
     guards: dict[int, tuple[cst.If | cst.IfExp, cst.CSTNode]] = {}
-    for node in tests:
-        if isinstance(node.test, cst.Attribute):
-            dotted = dotted_name(node.test) or ""
+    for node, flag in tests:
+        if isinstance(flag, cst.Attribute):
+            dotted = dotted_name(flag) or ""
             if assigned.count(dotted) == 1:
                 guards[id(node)] = (node, attributes[dotted])
-            continue
-        name = node.test.value  # type: ignore[attr-defined]
-        # the binding the test reads: of a function it sits in, else of the module
-        functions = tuple(a for a in reversed(list(ancestors(node, parents))) if isinstance(a, cst.FunctionDef))
-        flag = (id(binding_scope(name, functions, module)), name)
-        if flag in once:
-            guards[id(node)] = (node, stored[flag][1])
+        elif isinstance(flag, cst.Name):
+            # the binding the test reads: of a function it sits in, else of the module
+            functions = tuple(a for a in reversed(list(ancestors(node, parents))) if isinstance(a, cst.FunctionDef))
+            binding = (id(binding_scope(flag.value, functions, module)), flag.value)
+            if binding in once:
+                guards[id(node)] = (node, stored[binding][1])
     return guards
 
 
@@ -1125,7 +1143,7 @@ def _innermost_guarded(node: cst.CSTNode, guards: dict[int, cst.If | cst.IfExp],
     """The innermost of ``guards`` whose guarded code (:func:`_guarded_code`) holds ``node``."""
     child = node
     while (parent := parents.get(id(child))) is not None:
-        if id(parent) in guards and child is parent.body:  # type: ignore[attr-defined]
+        if id(parent) in guards and child is _guarded_arm(guards[id(parent)]):
             return guards[id(parent)]
         statements = getattr(parent, "body", None)
         if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(statements, (list, tuple)):
@@ -1138,20 +1156,23 @@ def _innermost_guarded(node: cst.CSTNode, guards: dict[int, cst.If | cst.IfExp],
 
 
 def _guarded_code(guard: cst.If | cst.IfExp, parents: Parents) -> list[cst.CSTNode]:
-    """What the test of ``guard`` lets run: an ``if`` body or a conditional expression's first arm;
-    for ``if not <X>: <leave>`` (``return``, ``raise``..., no ``else``), also the statements after it
+    """What the test of ``guard`` lets run: its guarded arm (:func:`_guarded_arm`) and the code
+    after it that runs only where the test holds (:func:`_code_after`)."""
+    arm = _guarded_arm(guard)
+    return ([arm] if arm is not None else []) + _code_after(guard, parents)
+
+
+def _code_after(guard: cst.If | cst.IfExp, parents: Parents) -> list[cst.CSTNode]:
+    """For ``if not <X>: <leave>`` (``return``, ``raise``..., no ``else``), the statements after it
     in its block, which run only where ``<X>`` holds, as an ``if <X>:`` body would; and so for an
     ``if``/``elif`` whose chain closes with an ``else`` that leaves."""
-    region: list[cst.CSTNode] = [guard.body]
     if not isinstance(guard, cst.If):
-        return region
-    test = guard.test
-    leaves_unless = guard.orelse is None and ends_early(guard.body) \
-        and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        return []
+    leaves_unless = guard.orelse is None and ends_early(guard.body) and _negated(guard.test)
     if leaves_unless or else_ends_early(guard):
         head = chain_head(guard, parents)
         statements = getattr(parents.get(id(head)), "body", None)
         if isinstance(statements, (list, tuple)):
             index = next((i for i, s in enumerate(statements) if s is head), len(statements))
-            region.extend(statements[index + 1:])
-    return region
+            return list(statements[index + 1:])
+    return []

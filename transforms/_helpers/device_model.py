@@ -119,8 +119,9 @@ def _build(ctx: FileContext) -> DeviceModel:
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
     choices: list[tuple[cst.IfExp, str, cst.BaseExpression]] = []
+    negated: set[int] = set()
     if stores_checks:
-        built.flag_checks, choices = _flag_checks(ctx)
+        built.flag_checks, choices, negated = _flag_checks(ctx)
     cuda_autocast = _under_cuda_autocast_state(ctx)
     for node in iter_statements(ctx.module.body):
         if isinstance(node, cst.ClassDef) and (entry := member_entry(ctx, node)) is not None:
@@ -146,7 +147,7 @@ def _build(ctx: FileContext) -> DeviceModel:
                     built.unplaced.append((link, consumer))
                 else:
                     built.detections.append((link, links))
-    _whole_flags(ctx, built, choices)
+    _whole_flags(ctx, built, choices, negated)
     return built
 
 
@@ -160,7 +161,7 @@ def _any_accelerator_first(ctx: FileContext, links: Sequence[cst.If], link: cst.
 
 
 def _whole_flags(ctx: FileContext, built: DeviceModel,
-                 choices: Sequence[tuple[cst.IfExp, str, cst.BaseExpression]]) -> None:
+                 choices: Sequence[tuple[cst.IfExp, str, cst.BaseExpression]], negated: set[int]) -> None:
     """A flag's tests are one choice: where one of them cannot gain a Neuron branch (``if use_cuda:
     net = DataParallel(net.cuda())``) or arm (``net.cuda(1) if use_cuda else net``), none does, or
     Neuron would place the data and not the model; the flag's check then stays CUDA's, reported
@@ -168,12 +169,13 @@ def _whole_flags(ctx: FileContext, built: DeviceModel,
     torch.cuda.empty_cache()``) places nothing: it splits no program, nor does a conditional
     expression choosing no CUDA value (``pin_memory=True if use_cuda else False``) or a device
     string (NRN101 puts Neuron in front of it). Where one test places the inputs of a module never
-    placed (:attr:`DeviceModel.unplaced`), the flag stays CUDA's in all its tests."""
+    placed (:attr:`DeviceModel.unplaced`), the flag stays CUDA's in all its tests; so it does where
+    an ``if not <flag>:`` decides the flag's side (``negated``: the checks of such flags)."""
     tests: dict[int, list[int]] = {}
     for key, check in built.flag_checks.items():
         if key not in built.runtime_only_tests:
             tests.setdefault(id(check), []).append(key)
-    split = {check for check, keys in tests.items() if not all(k in built.detection_links for k in keys)}
+    split = {check for check, keys in tests.items() if not all(k in built.detection_links for k in keys)} | negated
     arms = []
     for node, side, check in choices:
         arm = value_choice(ctx, node, (side, check)) if idiom_literal(ctx, getattr(node, side)) is None else None
@@ -892,7 +894,7 @@ def served_by_neuron_first(ctx: FileContext, node: cst.IfExp) -> bool:
 
 
 def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
-                                             list[tuple[cst.IfExp, str, cst.BaseExpression]]]:
+                                             list[tuple[cst.IfExp, str, cst.BaseExpression]], set[int]]:
     """The ``if <flag>:`` statements (and ``elif <flag>:`` links) whose flag an earlier statement
     of the file stored from a CUDA check (``use_cuda = args.cuda and torch.cuda.is_available()``),
     the only binding of that name in its scope, which the scope keeps to itself
@@ -904,7 +906,9 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
     (``args.cuda = not args.no_cuda and torch.cuda.is_available()``), is a flag of the same kind
     wherever the file reads it. Second, the conditional expressions of simple statements that test
     such a flag (``model.cuda() if use_cuda else model``, or ``... if not use_cuda else ...``),
-    each with the branch that runs where CUDA is and the check."""
+    each with the branch that runs where CUDA is and the check. Third, the ids of the checks of
+    flags that an ``if not <flag>:`` decides code for where the flag holds (:func:`_decides_where_true`),
+    which has no Neuron branch."""
     from neuronize.transforms._helpers.device_choice import stored_attributes
 
     stored: dict[tuple[int, str], cst.BaseExpression] = {}  # (id of its scope, name) -> the check
@@ -922,12 +926,15 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             return ctx.module, dotted_name(test) or "", values[0]
         return None
 
+    negated: list[cst.If] = []  # ``if not <flag>:`` links
     for statement, functions in scoped_statements(ctx.module.body):
         for node, test, side in _flag_tests(statement) if stored or attributes else ():
             if (flag := read(test, functions)) is not None:
                 found[id(node)] = flag
                 if isinstance(node, cst.IfExp):
                     choices.append((node, side))
+                elif side == "orelse":
+                    negated.append(node)
         bound = assigned_value(statement)
         if bound is not None and _neuron_test(ctx, bound[1]) is not None:
             scope = functions[-1] if functions else ctx.module
@@ -935,9 +942,17 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
     flags = {key: check for key, (scope, name, check) in found.items()
              if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
                  if "." in name else stored_once(scope, name) and not _handed_on(ctx, scope, name))}
-    expressions = {id(node) for node, _ in choices}
-    return ({key: check for key, check in flags.items() if key not in expressions},
-            [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags])
+    others = {id(node) for node, _ in choices} | {id(node) for node in negated}
+    return ({key: check for key, check in flags.items() if key not in others},
+            [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags],
+            {id(flags[id(link)]) for link in negated if id(link) in flags and _decides_where_true(link)})
+
+
+def _decides_where_true(link: cst.If) -> bool:
+    """``if not <flag>:`` has code that runs where the flag holds: an ``else`` (or ``elif``), or,
+    past a body that leaves the block, the statements after it. That code is CUDA's side, which
+    gains no Neuron branch there."""
+    return link.orelse is not None or ends_early(link.body)
 
 
 #: callees a flag may be handed to without deciding anything of the program's placements: what
@@ -976,16 +991,21 @@ def _flag_tests(statement: cst.CSTNode) -> Iterator[tuple[cst.If | cst.IfExp, cs
     its Neuron choice already."""
     if isinstance(statement, cst.If):
         for link in _links(statement):
-            yield link, link.test, "body"
+            yield link, *_unnegated(link.test)
     elif isinstance(statement, cst.SimpleStatementLine):
         choices = [node for node in iter_syntax(statement) if isinstance(node, cst.IfExp)]
         served = {id(node.orelse) for node in choices if asks_if_neuron(node.test)}
         for node in choices:
             if id(node) not in served:
-                test, side = node.test, "body"
-                while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-                    test, side = test.expression, "orelse" if side == "body" else "body"
-                yield node, test, side
+                yield node, *_unnegated(node.test)
+
+
+def _unnegated(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str]:
+    """``test`` without its ``not``s, and the branch that runs where it holds."""
+    side = "body"
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, side = test.expression, "orelse" if side == "body" else "body"
+    return test, side
 
 
 def feeds_detection(ctx: FileContext, stored: cst.CSTNode) -> bool:
