@@ -122,6 +122,17 @@ PACKAGES: dict[str, Package] = {
     "cudf": Package("RAPIDS cuDF GPU data frames", "use pandas on the host", Evidence.INF,
                     distributions=("cudf-cu11", "cudf-cu12")),
     "pycuda": Package("PyCUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    # 3D vision and neural rendering: fused kernels with no CPU build
+    "tinycudann": Package("tiny-cuda-nn fused MLP and hash-grid CUDA kernels",
+                          "use `nn.Sequential` MLPs and a pure-PyTorch hash-grid encoding", Evidence.INF,
+                          loads_kernels=True),
+    "spconv": Package("spconv sparse convolution CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI,
+                      distributions=("spconv-cu118", "spconv-cu120", "spconv-cu121")),
+    "nvdiffrast": Package("nvdiffrast rasterization on NVIDIA GPUs",
+                          NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    "diff_gaussian_rasterization": Package("Gaussian-splatting rasterizer CUDA kernels", NKI_PATH_KERNELS,
+                                           Evidence.INF, path=Path.NKI, loads_kernels=True),
+    "gsplat": Package("gsplat Gaussian-splatting CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
     "numba.cuda": Package("Numba CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
     "torchao": Package(
         "TorchAO quantization / FP8 training",

@@ -74,6 +74,8 @@ def cuda_state_default(ctx: FileContext, call: cst.Call) -> str | None:
 
 
 DEFAULT_NOTE = "; the dtype stays the Neuron default (the unsafe fix sets `dtype=torch.bfloat16`)"
+NULL_CONTEXT_NOTE = ("; the dtype stays the default: the callee may be `nullcontext`, which takes no `dtype=` "
+                     "(for bf16, pass it where the name is bound)")
 #: a loss scaler in the file (``torch.cuda.amp.GradScaler()``, ``fp16_scaler``, ``loss_scaler(...)``):
 #: the training scales its fp16 loss, and a CUDA scaler turns itself off elsewhere
 _SCALER = re.compile(rb"GradScaler|NativeScaler|\b(?:\w+_)?scaler\b", re.IGNORECASE)
@@ -206,12 +208,13 @@ def bf16_dtype(ctx: FileContext, device: AmpDevice) -> per_target.Built:
     return cst.IfExp(test=test, body=bf16, orelse=cst.Name("None")), imports
 
 
-def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
+def plan_autocast(ctx: FileContext, call: cst.Call, head: str, dtype_taken: bool = True) -> list[AmpFix]:
     """The fixes of ``call``, a ``torch.autocast`` call whose ``device_type`` (keyword or first
     argument) is ``"cuda"``: the device (:func:`amp_device`), ``enabled=`` following it, and where
     no dtype is given and the region is not disabled, an unsafe fix that also sets bf16
-    (:func:`bf16_dtype`), next to the safe one on the neuron target. ``head`` names the change in
-    the message (a :func:`per_target.say` template)."""
+    (:func:`bf16_dtype`), next to the safe one on the neuron target; not where the callee may be
+    ``nullcontext`` (``dtype_taken`` false), which takes no ``dtype=``. ``head`` names the change
+    in the message (a :func:`per_target.say` template)."""
     device = argument(call, "device_type", 0)
     assert device is not None
     dtype, enabled = argument(call, "dtype", 1), argument(call, "enabled", 2)
@@ -225,6 +228,8 @@ def plan_autocast(ctx: FileContext, call: cst.Call, head: str) -> list[AmpFix]:
     if dtype is not None or (enabled is not None and is_false(enabled.value)) or has_star(call):
         note = FP16_NOTE if dtype is not None and mentions(ctx, dtype.value, FLOAT16) else ""
         return [AmpFix(new, head + tail + note, amp.imports, False)]
+    if not dtype_taken:
+        return [AmpFix(new, head + tail + NULL_CONTEXT_NOTE, amp.imports, False)]
     value, imports = bf16_dtype(ctx, amp)
     full = insert_args(new, index_of(call, device) + 1, [new_keyword("dtype", value)])
     branch = per_target.fill(per_target.NEURON, BRANCH_NOTE) if isinstance(value, cst.IfExp) else ""  # bf16: Neuron only
@@ -295,27 +300,49 @@ class AmpRule(Transform):
 
 
 def local_autocast(ctx: FileContext, func: cst.BaseExpression) -> bool:
-    """``func`` is a name bound once, to ``torch.autocast``, in the innermost scope that binds it
-    (its function, else the module: ``precision_scope = autocast``): its calls are the
-    constructor's own, which NRN201 moves (and NRN204 leaves to it). Read from the scopes' code,
-    whatever order the walk meets it in."""
+    """``func`` is a name bound once to ``torch.autocast`` (:func:`autocast_alias`)."""
+    return autocast_alias(ctx, func) is not None
+
+
+def autocast_alias(ctx: FileContext, func: cst.BaseExpression) -> str | None:
+    """``"autocast"`` where ``func`` is a name bound once, to ``torch.autocast``, in the innermost
+    scope that binds it (its function, else the module: ``precision_scope = autocast``);
+    ``"either"`` where that value chooses between it and ``contextlib.nullcontext`` (``autocast if
+    opt.precision == "autocast" else nullcontext``), which takes the device as the unused value it
+    enters with, and no other argument. Its calls are the constructor's own, which NRN201 moves
+    (and NRN204 leaves to it). Read from the scopes' code, whatever order the walk meets it in."""
     if not isinstance(func, cst.Name):
-        return False
+        return None
     for scope in dict.fromkeys((enclosing_scope(ctx), ctx.module)):
         bound, aliases = _autocast_aliases(ctx, scope)
         if func.value in bound:
-            return func.value in aliases
-    return False
+            return aliases.get(func.value)
+    return None
 
 
-def _autocast_aliases(ctx: FileContext, scope: cst.CSTNode) -> tuple[frozenset[str], frozenset[str]]:
-    """The names ``scope`` assigns, and those of them bound once there, to ``torch.autocast``."""
+def _autocast_aliases(ctx: FileContext, scope: cst.CSTNode) -> tuple[frozenset[str], dict[str, str]]:
+    """The names ``scope`` assigns, and those of them bound once there to ``torch.autocast``, with
+    the kind of alias each is (:func:`autocast_alias`)."""
     key = ("autocast aliases", id(scope))
     if key not in ctx.memo:
         assigned = [(t.target.value, n.value) for n in iter_syntax(scope) if isinstance(n, cst.Assign)
                     for t in n.targets if isinstance(t.target, cst.Name)]
         counts = binding_counts(scope, {name for name, _ in assigned})
-        ctx.memo[key] = (frozenset(counts), frozenset(
-            name for name, value in assigned if counts[name] == 1
-            and isinstance(value, (cst.Name, cst.Attribute)) and ctx.qualify(value) in AUTOCAST))
+        kinds = {name: _alias_kind(ctx, value) for name, value in assigned if counts[name] == 1}
+        ctx.memo[key] = (frozenset(counts), {name: kind for name, kind in kinds.items() if kind is not None})
     return ctx.memo[key]
+
+
+def _alias_kind(ctx: FileContext, value: cst.BaseExpression) -> str | None:
+    """``"autocast"`` for ``torch.autocast``, ``"either"`` for a choice between it and
+    ``contextlib.nullcontext``."""
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return "autocast" if ctx.qualify(value) in AUTOCAST else None
+    if not isinstance(value, cst.IfExp):
+        return None
+    arms = {_alias_kind(ctx, arm) or ("null" if _is_null_context(ctx, arm) else None) for arm in (value.body, value.orelse)}
+    return "autocast" if arms == {"autocast"} else "either" if "null" in arms and None not in arms and len(arms) > 1 else None
+
+
+def _is_null_context(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.Name, cst.Attribute)) and ctx.qualify(value) == "contextlib.nullcontext"

@@ -23,6 +23,12 @@ GPU_ACCELERATORS = ("gpu", "cuda")
 FP16 = ("16", "16-mixed", "16-true")
 
 
+_NO_NEURON = ("Lightning has no Neuron accelerator (`accelerator=\"neuron\"` is rejected) and a Lightning run on "
+              "TorchNeuron is not documented; established: the model's PyTorch code runs on `\"neuron\"`, "
+              "`torch.distributed` takes `backend=\"neuron\"`, Trainium trains in bf16")
+_FOR_TRAINIUM = ("for Trainium move the loop to plain PyTorch, or try a custom `Accelerator` for `neuron` with "
+                 "`DDPStrategy(process_group_backend=\"neuron\")` and `precision=\"bf16-mixed\"` (unverified)")
+
 #: Lightning's classes that pick the device (``LightningLite``: Fabric's name before Lightning 2.0)
 KINDS = ("Trainer", "Fabric", "LightningLite")
 
@@ -77,7 +83,9 @@ class LightningGpuTrainer(Transform):
         (`accelerator="auto"`, or none given) is reported too: Lightning picks a GPU where there
         is one, and on Trainium the CPU, so the program's device choice is Lightning's. A call
         that asks for GPUs holds the device edits of its function (or file, at the top level):
-        the Trainer places that model on a GPU, so a `.cuda()` beside it must not move alone.
+        the Trainer places that model on a GPU, so a `.cuda()` beside it must not move alone. So
+        does `Trainer.from_argparse_args(args)`, which takes `--accelerator` and `--gpus` from the
+        command line (Lightning before 2.0).
 
     Why on TorchNeuron:
         Established: the model's PyTorch code runs on the `"neuron"` device, `torch.distributed`
@@ -119,10 +127,19 @@ class LightningGpuTrainer(Transform):
     examples = (
         Example("import lightning as L\ntrainer = L.Trainer(accelerator='gpu', devices=4)\n", None),
         Example("from pytorch_lightning import Trainer\nt = Trainer(gpus=2)\n", None),
+        Example("from pytorch_lightning import Trainer\nt = Trainer.from_argparse_args(args)\n", None),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        kind = _lightning_kind(self.ctx, node.func)
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "from_argparse_args":
+            kind = _lightning_kind(self.ctx, func.value)
+            if kind is not None:
+                self.report(node, f"Lightning `{kind}.from_argparse_args(...)` takes its accelerator and `--gpus` "
+                            f"from the command line: {_NO_NEURON}. Keep this {kind} for GPUs; {_FOR_TRAINIUM}",
+                            pins=pins_outside_cuda_code(self.ctx, GPU_WORD_PINS))
+            return
+        kind = _lightning_kind(self.ctx, func)
         if kind is None:
             return
         asks = _gpu_arguments(node)
@@ -141,10 +158,5 @@ class LightningGpuTrainer(Transform):
                 arg.keyword.value == "precision" and (string_value(arg.value) or short(arg.value)) in FP16))]
         also = f" with `{', '.join(sized)}`" if sized else ""
         self.report(accelerator or keyword(node, "gpus") or node,
-                    f"Lightning `{kind}({', '.join(asks)})`{also}: Lightning has no Neuron accelerator "
-                    "(`accelerator=\"neuron\"` is rejected) and a Lightning run on TorchNeuron is not documented; "
-                    "established: the model's PyTorch code runs on `\"neuron\"`, `torch.distributed` takes "
-                    f"`backend=\"neuron\"`, Trainium trains in bf16. Keep this {kind} for GPUs; for Trainium "
-                    "move the loop to plain PyTorch, or try a custom `Accelerator` for `neuron` with "
-                    "`DDPStrategy(process_group_backend=\"neuron\")` and `precision=\"bf16-mixed\"` (unverified)",
-                    pins=pins_outside_cuda_code(self.ctx, GPU_WORD_PINS))
+                    f"Lightning `{kind}({', '.join(asks)})`{also}: {_NO_NEURON}. Keep this {kind} for GPUs; "
+                    f"{_FOR_TRAINIUM}", pins=pins_outside_cuda_code(self.ctx, GPU_WORD_PINS))

@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches
-from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, local_autocast, plan_autocast, run_time_bf16
+from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, autocast_alias, plan_autocast, run_time_bf16
 from neuronize.transforms._helpers.calls import argument, as_keyword, has_star, insert_args, keyword, new_keyword
 from neuronize.transforms._helpers.imports import cuda_import_removals
 from neuronize.transforms._helpers.literals import is_string_literal, make_string, string_value
@@ -146,8 +146,10 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         name = last_name(node.func)
-        if local_autocast(self.ctx, node.func):
-            self._device_type_call(node)
+        alias = autocast_alias(self.ctx, node.func)
+        if alias is not None:
+            # a choice that may be `nullcontext` takes no `dtype=`: the device alone moves
+            self._device_type_call(node, dtype=alias == "autocast")
             return
         if name is None or name not in self.callable_names:
             return
@@ -163,16 +165,17 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
             else:
                 self._cuda_amp_call(node)
 
-    def _device_type_call(self, node: cst.Call) -> None:
-        """`torch.autocast("cuda", ...)`: swap the device, keep the function and the layout."""
+    def _device_type_call(self, node: cst.Call, dtype: bool = True) -> None:
+        """`torch.autocast("cuda", ...)`: swap the device, keep the function and the layout;
+        ``dtype``: the call may take a `dtype=` (bf16, unsafe)."""
         device = argument(node, "device_type", 0)
         if device is not None and not _names_device(device.value):  # the program's own choice of device
-            fix = run_time_bf16(self.ctx, node)
+            fix = run_time_bf16(self.ctx, node) if dtype else None
             self._apply(node, [fix] if fix is not None else [])
             return
         if device is None or string_value(device.value) != "cuda":
             return  # "cpu", "neuron", or not an autocast call we understand
-        self._apply(node, plan_autocast(self.ctx, node, 'autocast on `"cuda"` -> `{device}`'))
+        self._apply(node, plan_autocast(self.ctx, node, 'autocast on `"cuda"` -> `{device}`', dtype))
 
     def _cuda_amp_call(self, node: cst.Call) -> None:
         """`torch.cuda.amp.autocast(...)` -> `torch.autocast(device_type="neuron", ...)`."""

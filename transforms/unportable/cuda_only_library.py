@@ -105,7 +105,9 @@ class CudaOnlyLibrary(Transform):
         plugin), SGLang, LightLLM and TensorRT-LLM,
         flash-linear-attention (`fla`), Helion, MegaBlocks, grouped_gemm, fbgemm_gpu, vLLM's
         compiled ops, sgl_kernel, CUTLASS, CUDA symmetric memory
-        (`torch.distributed._symmetric_memory`), the Hugging Face kernel hub (`from kernels import
+        (`torch.distributed._symmetric_memory`), the neural-rendering and 3D kernels tiny-cuda-nn,
+        nvdiffrast, Gaussian-splatting rasterizers (`diff_gaussian_rasterization`, gsplat) and
+        spconv, the Hugging Face kernel hub (`from kernels import
         get_kernel`, and `kernels.get_kernel(...)` calls), and any top-level module named
         `*_cuda` (by convention a compiled CUDA extension). `neuronize explain packages` prints the
         whole table with the path forward for each (stock PyTorch, NKI, or none yet).
@@ -174,6 +176,7 @@ class CudaOnlyLibrary(Transform):
         b"BitsAndBytesConfig", b"GPTQConfig", b"AwqConfig", b"optim=",
         b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
         b"fbgemm_gpu", b"sgl_kernel", b"cutlass", b"_symmetric_memory", b"_cuda", b"attention_backend",
+        b"tinycudann", b"spconv", b"nvdiffrast", b"diff_gaussian_rasterization", b"gsplat",
     )
     examples = (
         Example("from flash_attn import flash_attn_func\n", None),
