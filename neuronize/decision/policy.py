@@ -659,7 +659,10 @@ REQUIRED_CUDA = "devices of a program that stops where CUDA is missing"
 #: ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``: every tensor the program makes
 #: without a device is CUDA's, which every Neuron placement of the program would then meet
 DEFAULT_TYPE = "devices of a program whose default tensor type is CUDA's"
-PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE})
+#: a pool of worker processes whose task places work on a device: on Neuron the first worker's
+#: runtime takes the NeuronCores, and the others find none free
+WORKER_POOL = "devices of a program whose worker processes each place work on the device"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE, WORKER_POOL})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function
