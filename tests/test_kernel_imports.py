@@ -358,3 +358,23 @@ def test_an_extension_of_torch_ffi_is_bound_where_its_build_script_puts_it(tmp_p
     found = _kernel_bound(tmp_path, files)
     assert set(found) == {"lib/nms/nms_gpu.py", "lib/detector.py", "demo.py"}
     assert "imports the project's compiled CUDA extension `_ext`" in found["lib/nms/nms_gpu.py"]
+
+
+def test_a_package_whose_functions_import_its_own_extension_lazily_is_kernel_code(tmp_path):
+    files = {
+        "acc/__init__.py": b"from .grid import traverse\n",
+        "acc/cuda/__init__.py": b"def _lazy(name):\n    def call(*args):\n        from ._backend import _C\n\n"
+                                b"        return getattr(_C, name)(*args)\n\n    return call\n\n\n"
+                                b"traverse_grids = _lazy(\"traverse_grids\")\n",
+        "acc/cuda/_backend.py": b"from torch.utils.cpp_extension import load\n\n"
+                                b"_C = load(name=\"acc_cuda\", sources=[\"grid.cu\"])\n",
+        "acc/grid.py": b"import torch\nfrom . import cuda as _C\n\n\ndef traverse(rays):\n"
+                       b"    return _C.traverse_grids(rays)\n",
+        "examples/train.py": b"import torch\nfrom acc import traverse\n\ndevice = \"cuda:0\"\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    graph = import_graph([(tmp_path / name, PurePath(name), data) for name, data in files.items()])
+    found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(graph)}
+    assert {"acc/cuda/_backend.py", "acc/cuda/__init__.py", "acc/grid.py", "examples/train.py"} <= found

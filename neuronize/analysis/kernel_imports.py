@@ -168,6 +168,10 @@ class ImportGraph:
     #: the modules some file imports in the block of a ``try:`` at its top level (``try: from pkg
     #: import _C``), whose ``except`` is the author's fallback
     tried: set[str] = field(default_factory=set)
+    #: the modules of its own package each file imports in a function's body, not under an ``if``
+    #: or a ``try:`` (``def call(*args): from ._backend import _C``, a package's lazy wrappers of
+    #: its extension's operators): each call of the function runs them
+    called: dict[Path, list[str]] = field(default_factory=dict)
     #: the dotted module paths each file writes as strings (``import_path="pkg.ops.scan"``): modules it
     #: imports by name, with ``importlib``
     named: dict[Path, list[str]] = field(default_factory=dict)
@@ -209,6 +213,8 @@ _EXTERNAL = frozenset({
 })
 
 _TOP_TRY = re.compile(rb"try\s*:")
+_FUNCTION = re.compile(rb"(?:async\s+)?def\b")
+_RELATIVE = re.compile(rb"from\s+\.")
 #: the ``except ImportError:`` of a top-level ``try:``: its imports run wherever the first way of
 #: importing failed (``try: import _prebuilt as _backend`` ``except ImportError: from .backend
 #: import _backend``, which builds the extension): the module's own fallback, not a guard
@@ -267,6 +273,8 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
                     top.extend(names)
                 elif _TOP_TRY.match(opener):
                     graph.tried.update(names)
+                elif _FUNCTION.match(opener.lstrip()) and _RELATIVE.match(match.group(0).lstrip()):
+                    graph.called.setdefault(path, []).extend(names)
                 elif path not in graph.choices and BRANCH_OPENER.match(opener.lstrip()):
                     graph.choices[path] = import_choices(source, package)
         named = [match.group(1).decode() for match in _DOTTED_STRING.finditer(source)]
@@ -317,8 +325,12 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
                  operators: dict[Path, str] | None = None) -> dict[Path, str]:
     """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
     the project's modules, why (``imports `apps.model`, which through the project's modules imports
-    triton``); the files that hold it (:func:`kernel_sources`) among them."""
-    imports = graph.top
+    triton``); the files that hold it (:func:`kernel_sources`) among them. A module of its own
+    package a function imports (``def traverse(*args): from ._backend import _C``, a lazy wrapper
+    of the package's extension) counts: each call runs its kernels. Another import in a function
+    (a script's ``def build(): from pkg.model import Net``) is not followed."""
+    imports = {path: [*graph.top.get(path, ()), *graph.called.get(path, ())]
+               for path in {*graph.top, *graph.called}}
     reasons = kernel_sources(graph, extensions, operators)
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain

@@ -91,6 +91,20 @@ def _apex_advice(module: str, names: tuple[str, ...]) -> str | None:
     return None
 
 
+
+#: what else names a CUDA-only path: the quantization switches and configs, execution providers,
+#: attention backends and the conventional name of a compiled extension (``*_cuda``)
+_OTHER_TOKENS = (b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit", b"BitsAndBytesConfig", b"GPTQConfig",
+                 b"AwqConfig", b"optim=", b"flash_attention", b"_cuda", b"attention_backend", b"nvml")
+
+
+def _tokens() -> tuple[bytes, ...]:
+    """The rule's prefilter: every package of the table by its top-level name (a part of torch by
+    its own last name, or every file that imports torch would be read), and :data:`_OTHER_TOKENS`."""
+    names = (name.rsplit(".", 1)[-1] if name.startswith("torch.") else name.split(".")[0] for name in PACKAGES)
+    return tuple(dict.fromkeys((*(name.encode() for name in names), *_OTHER_TOKENS)))
+
+
 class CudaOnlyLibrary(Transform):
     """Finds imports of CUDA-only libraries and the Hugging Face switches that load them.
 
@@ -167,17 +181,7 @@ class CudaOnlyLibrary(Transform):
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/troubleshooting.html",
         "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/pytorch-native-overview.html",
     )
-    tokens = (
-        b"flash_attn", b"xformers", b"flashinfer", b"apex", b"bitsandbytes", b"deepspeed",
-        b"transformer_engine", b"liger_kernel", b"mamba_ssm", b"causal_conv1d", b"nvml",
-        b"nvidia_smi", b"GPUtil", b"nvitop", b"cupy", b"cuml", b"cudf", b"pycuda", b"numba", b"torchao",
-        b"tensorrt", b"nvidia.dali", b"auto_gptq", b"awq", b"exllama", b"sglang", b"lightllm", b"varlen",
-        b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit",
-        b"BitsAndBytesConfig", b"GPTQConfig", b"AwqConfig", b"optim=",
-        b"flash_attention", b"deep_ep", b"fla", b"helion", b"kernels", b"vllm", b"megablocks", b"grouped_gemm",
-        b"fbgemm_gpu", b"sgl_kernel", b"cutlass", b"_symmetric_memory", b"_cuda", b"attention_backend",
-        b"tinycudann", b"spconv", b"nvdiffrast", b"diff_gaussian_rasterization", b"gsplat",
-    )
+    tokens = _tokens()
     examples = (
         Example("from flash_attn import flash_attn_func\n", None),
         Example("try:\n    import apex\nexcept ImportError:\n    apex = None\n", None),
