@@ -14,7 +14,9 @@ resolves it first::
 
 Only defaults this run wrote and holding a call are moved (a plain ``"neuron"`` is a constant; a
 default the source already held, beside one the run rewrote, keeps the value the ``def`` gave it);
-lambdas keep theirs (they have no statements). An annotation admits ``None`` as the
+lambdas keep theirs (they have no statements), and so does a framework's declaration whose
+argument the run rewrote (FastAPI's ``device: str = Query("neuron" if on_neuron() else "cuda")``:
+the framework reads the default from the signature). An annotation admits ``None`` as the
 file can evaluate it: ``str | None`` where the file postpones annotations (``from __future__
 import annotations``) or writes ``X | None`` already, or the annotation is a ``|`` union itself
 (``str | torch.device | None``), else ``Optional[str]`` (a module-level
@@ -28,6 +30,7 @@ import re
 
 import libcst as cst
 
+from neuronize.analysis.context import dotted_name
 from neuronize.analysis.import_safety import lazy_annotations
 from neuronize.analysis.syntax import is_docstring, iter_statements
 from neuronize.analysis.subtrees import code as _code, has_call, paths_to
@@ -35,6 +38,10 @@ from neuronize.types import ImportRequest
 from neuronize.writing.imports import apply_imports
 
 
+#: callees whose call as a default declares a parameter to a framework that reads the signature
+#: (FastAPI's ``Query``, ``Form``..., pydantic's ``Field``, Typer's ``Option``): never moved
+_DECLARATIONS = frozenset({"Query", "Form", "Body", "Header", "Cookie", "Path", "File", "Depends", "Field",
+                           "Option", "Argument"})
 #: ``X | None`` the file already writes: it runs on a Python that evaluates it
 _UNION_WRITTEN = re.compile(rb"\|\s*None\b")
 
@@ -90,6 +97,8 @@ def late_defaults(module: cst.Module, source: bytes) -> cst.Module:
         # a default the source already held (`dtype=torch.get_default_dtype()` beside a device the
         # run rewrote, on the same line) keeps its value from the `def`'s run
         default = param.default
+        if isinstance(default, cst.Call) and (dotted_name(default.func) or "").rsplit(".", 1)[-1] in _DECLARATIONS:
+            continue  # the framework reads the declaration from the signature
         if default is not None and id(default) in written and _code(default).encode() not in source:
             moved.setdefault(id(func), []).append(param)
     if not moved:

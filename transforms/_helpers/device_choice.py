@@ -742,6 +742,21 @@ def default_serves_nothing(ctx: FileContext, param: cst.Param) -> bool:
                                         for read in (param.name.value, "locals", "vars"))
 
 
+#: FastAPI's declarations of a request parameter, whose default is their first argument
+#: (``device: str = Query("cuda", description=...)``)
+_DECLARED_PARAMETERS = frozenset(f"fastapi.{name}" for name in ("Query", "Form", "Body", "Header", "Cookie", "Path"))
+
+
+def parameter_default(ctx: FileContext, param: cst.Param) -> cst.BaseExpression | None:
+    """The value ``param`` defaults to: its default, or the default a FastAPI declaration gives
+    (``Query("cuda", ...)``, ``Form(default="cuda")``)."""
+    default = param.default
+    if isinstance(default, cst.Call) and ctx.qualify(default.func) in _DECLARED_PARAMETERS:
+        given = argument(default, "default", 0)
+        return given.value if given is not None else None
+    return default
+
+
 def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
     """Why the CUDA default of ``param`` (the node being visited) stays, when its function passes
     the parameter, by its bare name, to a query of :data:`DEVICE_TYPE_QUERIES` (``def
@@ -752,7 +767,8 @@ def kept_parameter_default(ctx: FileContext, param: cst.Param) -> str | None:
     a module-level function, to a CUDA-only library (``Options.library_wrappers``)."""
     scopes = [a for a in ctx.ancestors() if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
     function = scopes[0] if scopes and isinstance(scopes[0], cst.FunctionDef) else None
-    if function is None or param.default is None or cuda_literal(param.default) is None:
+    default = parameter_default(ctx, param)
+    if function is None or default is None or cuda_literal(default) is None:
         return None
     name = param.name.value
     if len(scopes) == 1 and any(wrapper == function.name.value and name in fed

@@ -14,7 +14,7 @@ from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
     has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     default_serves_nothing, indexed_device, indexed_device_edit, is_torch_device_call, literal_edit,
-    kept_parameter_default, rewrite_idiom, selection_ifexp, validation_list)
+    kept_parameter_default, parameter_default, rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, backend_key, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
     kept_argument, served_by_neuron_first)
@@ -303,10 +303,11 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
     visit_AnnAssign = visit_Assign
 
     def visit_Param(self, node: cst.Param) -> None:
-        if node.default is not None and device_named(node.name.value) and not default_serves_nothing(self.ctx, node):
+        default = parameter_default(self.ctx, node)
+        if default is not None and device_named(node.name.value) and not default_serves_nothing(self.ctx, node):
             kept = kept_parameter_default(self.ctx, node)
-            (self.report(node.default, kept, evidence=Evidence.INF) if kept is not None
-             else self._fix_default(node.default, f"default of parameter `{node.name.value}`", node.name.value))
+            (self.report(default, kept, evidence=Evidence.INF) if kept is not None
+             else self._fix_default(default, f"default of parameter `{node.name.value}`", node.name.value))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = string_value(node.key)
