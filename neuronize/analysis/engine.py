@@ -142,6 +142,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     later: list[Finding] = []
     # by the rule's own message: the group note may change from one round to the next
     seen = {(r.rule.id, r.message) for r, _ in located if accepted(r)}
+    made_later: set[tuple[str, str]] = set()  # the fixes the rounds after the first made
     for round_no in range(MAX_ROUNDS):
         batch = outermost(pending)
         new = apply_imports(apply(new, batch, parents), [req for r in batch for req in r.imports])
@@ -159,6 +160,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
         pending = [r for r, _ in again if accepted(r)]
         if not pending:
             break
+        made_later.update((r.rule.id, r.message) for r in pending)
         later.extend(dataclasses.replace(f, applied=True) for r, f in again
                      if accepted(r) and (r.rule.id, r.message) not in seen)
         if round_no == MAX_ROUNDS - 1:
@@ -166,9 +168,14 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     new, code = finished(module, new, code, source, options, tidy, inherited)
     output = _bytes(new, code) + tail
     source += tail
-    # Of several accepted fixes for one node only the first is applied (see outermost).
-    first_per_node = {id(r) for r in outermost([r for r, _ in located if accepted(r)], nested=True)}
-    findings = _findings(located, lambda r: id(r) in first_per_node, [*unused, *later])
+    # Of several accepted fixes for one node only the first is applied (see outermost); a fix
+    # nested in another is made only if a later round made it again (the outer one may replace
+    # its node: a statement rewritten whole)
+    accepted_first = [r for r, _ in located if accepted(r)]
+    outer = {id(r) for r in outermost(accepted_first)}
+    first_per_node = {id(r) for r in outermost(accepted_first, nested=True)}
+    findings = _findings(located, lambda r: id(r) in outer or (
+        id(r) in first_per_node and (r.rule.id, r.message) in made_later), [*unused, *later])
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings), pins=pins)
     error = output_error(source, output, module, new, inherited_source)
