@@ -753,10 +753,21 @@ def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...],
 def _on_by_default(name: str, functions: Sequence[cst.FunctionDef]) -> bool:
     """``name`` is a parameter of the innermost of ``functions`` that has it, with a ``True`` default."""
     for function in reversed(functions):
-        for param in (*function.params.params, *function.params.kwonly_params):
+        for param in _parameters(function):
             if param.name.value == name:
-                return isinstance(param.default, cst.Name) and param.default.value == "True"
+                return _boolean_default(param) is True
     return False
+
+
+def _parameters(func: cst.FunctionDef) -> tuple[cst.Param, ...]:
+    """The parameters of ``func`` that take a name (positional or keyword)."""
+    return (*func.params.params, *func.params.kwonly_params)
+
+
+def _boolean_default(param: cst.Param) -> bool | None:
+    """The default of ``param`` where it is ``True`` or ``False``, else None."""
+    default = param.default
+    return default.value == "True" if isinstance(default, cst.Name) and default.value in ("True", "False") else None
 
 
 def _moves_only(body: cst.BaseSuite) -> bool:
@@ -782,9 +793,8 @@ def _bare_cuda(value: cst.BaseExpression) -> bool:
 
 def _flag_parameters(func: cst.FunctionDef) -> set[str]:
     """The parameters of ``func`` named like a CUDA setting with a boolean default."""
-    return {p.name.value for p in (*func.params.params, *func.params.kwonly_params)
-            if isinstance(p.default, cst.Name) and p.default.value in ("True", "False")
-            and _CUDA_FLAG.fullmatch(p.name.value) is not None}
+    return {p.name.value for p in _parameters(func)
+            if _boolean_default(p) is not None and _CUDA_FLAG.fullmatch(p.name.value) is not None}
 
 
 def _skips_unless_cuda(stmt: cst.If, code: Callable[[cst.CSTNode], str]) -> bool:
