@@ -378,3 +378,11 @@ def test_a_package_whose_functions_import_its_own_extension_lazily_is_kernel_cod
     graph = import_graph([(tmp_path / name, PurePath(name), data) for name, data in files.items()])
     found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(graph)}
     assert {"acc/cuda/_backend.py", "acc/cuda/__init__.py", "acc/grid.py", "examples/train.py"} <= found
+
+
+def test_a_build_of_cpp_extensions_only_makes_no_kernel_code():
+    cpu_only = (b"from torch.utils.cpp_extension import CppExtension\nextension = CppExtension\n"
+                b"sources = glob.glob('csrc/**/*.cpp')\next = [extension('vision._C', sources)]\n")
+    either = cpu_only.replace(b"extension = CppExtension", b"extension = CUDAExtension if cuda else CppExtension")
+    assert declared_extensions([cpu_only]) == ()
+    assert declared_extensions([either]) == ("vision._C",)

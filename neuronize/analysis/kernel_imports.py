@@ -78,9 +78,12 @@ _EXTENSION_ALIAS = re.compile(rb"^[ \t]*(\w+)[ \t]*=[^=\n]*\b(?:CUDA|Cpp)Extensi
 
 def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
     """The modules of the CUDA and C++ extensions ``sources`` (a project's files; its build scripts
-    among them) declare, sorted, by their full names (``torch_scatter._scatter_cuda``)."""
+    among them) declare, sorted, by their full names (``torch_scatter._scatter_cuda``); not those
+    of a build of C++ extensions only (:func:`_cpu_only_build`)."""
     found = set()
     for source in sources:
+        if _cpu_only_build(source):
+            continue
         if any(name in source for name in _EXTENSION_CLASSES):
             classes = {*_EXTENSION_CLASSES, *(m.group(1) for m in _EXTENSION_ALIAS.finditer(source))}
             declared = re.compile(_DECLARED_EXTENSION % b"|".join(sorted(map(re.escape, classes))))
@@ -89,6 +92,14 @@ def declared_extensions(sources: Iterable[bytes]) -> tuple[str, ...]:
                 if name:
                     found.add(name)
     return tuple(sorted(found))
+
+
+def _cpu_only_build(source: bytes) -> bool:
+    """``source`` builds C++ extensions only (``CppExtension``, no CUDA class and no ``.cu``
+    source): their operators run on the host's memory, the data a CUDA program hands them is
+    host data too, and they make nothing of the program GPU-kernel code (a COCO evaluator)."""
+    return b"CppExtension" in source and re.search(rb"CUDAExtension|CMakeExtension|create_extension|\.cu\b|"
+                                                   rb"\.cuh\b|CUDA_HOME|nvcc", source) is None
 
 
 def extension_packages(graph: ImportGraph, modules: tuple[str, ...]) -> tuple[str, ...]:
