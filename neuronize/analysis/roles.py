@@ -772,8 +772,9 @@ def _boolean_default(param: cst.Param) -> bool | None:
 
 def _moves_only(body: cst.BaseSuite) -> bool:
     """``body`` only moves values to the GPU (``if gpu: model.cuda()``, ``x = x.to("cuda")``): under
-    a ``gpu=True`` parameter that is where the function puts its model by default, which a host-aware move keeps for CUDA and gives Neuron where it raised before; work
-    done for CUDA's kernels (a packing, a kernel's layout) stays the branch's."""
+    a ``gpu=True`` parameter that is where the function puts its model by default, which a
+    host-aware move keeps for CUDA and gives Neuron where it raised before; work done for CUDA's
+    kernels (a packing, a kernel's layout) stays the branch's."""
     lines = body.body if isinstance(body, cst.IndentedBlock) else ()
     if not lines or not all(isinstance(line, cst.SimpleStatementLine) for line in lines):
         return False

@@ -986,7 +986,7 @@ def _negated(test: cst.BaseExpression) -> bool:
 
 def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
     """``test`` without a ``not`` in front (and the parentheses it needed)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if isinstance(test, cst.UnaryOperation) and _negated(test):
         return test.expression.with_changes(lpar=(), rpar=()) if hasattr(test.expression, "lpar") else test.expression
     return test
 

@@ -38,10 +38,12 @@ from neuronize.types import ImportRequest
 from neuronize.writing.imports import apply_imports
 
 
+#: FastAPI's declarations of a request parameter, whose first argument is its default
+#: (``device: str = Query("cuda", description=...)``)
+FASTAPI_PARAMETERS = ("Query", "Form", "Body", "Header", "Cookie", "Path")
 #: callees whose call as a default declares a parameter to a framework that reads the signature
-#: (FastAPI's ``Query``, ``Form``..., pydantic's ``Field``, Typer's ``Option``): never moved
-_DECLARATIONS = frozenset({"Query", "Form", "Body", "Header", "Cookie", "Path", "File", "Depends", "Field",
-                           "Option", "Argument"})
+#: (FastAPI's, pydantic's ``Field``, Typer's ``Option``): never moved
+_DECLARATIONS = frozenset({*FASTAPI_PARAMETERS, "File", "Depends", "Field", "Option", "Argument"})
 #: ``X | None`` the file already writes: it runs on a Python that evaluates it
 _UNION_WRITTEN = re.compile(rb"\|\s*None\b")
 

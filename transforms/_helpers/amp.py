@@ -341,7 +341,9 @@ def _alias_kind(ctx: FileContext, value: cst.BaseExpression) -> str | None:
     if not isinstance(value, cst.IfExp):
         return None
     arms = {_alias_kind(ctx, arm) or ("null" if _is_null_context(ctx, arm) else None) for arm in (value.body, value.orelse)}
-    return "autocast" if arms == {"autocast"} else "either" if "null" in arms and None not in arms and len(arms) > 1 else None
+    if arms == {"autocast"}:
+        return "autocast"
+    return "either" if arms in ({"autocast", "null"}, {"either", "null"}) else None
 
 
 def _is_null_context(ctx: FileContext, value: cst.BaseExpression) -> bool:

@@ -15,6 +15,7 @@ from neuronize.analysis.syntax import (
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
+from neuronize.writing.late_defaults import FASTAPI_PARAMETERS
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.imports import removal_of
 from neuronize.transforms._helpers.messages import short
@@ -742,9 +743,7 @@ def default_serves_nothing(ctx: FileContext, param: cst.Param) -> bool:
                                         for read in (param.name.value, "locals", "vars"))
 
 
-#: FastAPI's declarations of a request parameter, whose default is their first argument
-#: (``device: str = Query("cuda", description=...)``)
-_DECLARED_PARAMETERS = frozenset(f"fastapi.{name}" for name in ("Query", "Form", "Body", "Header", "Cookie", "Path"))
+_DECLARED_PARAMETERS = frozenset(f"fastapi.{name}" for name in FASTAPI_PARAMETERS)
 
 
 def parameter_default(ctx: FileContext, param: cst.Param) -> cst.BaseExpression | None:

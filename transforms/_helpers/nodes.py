@@ -176,21 +176,27 @@ def is_read(node: cst.Name | cst.Attribute, parent: cst.CSTNode | None) -> bool:
         isinstance(parent, cst.Arg) and parent.keyword is node)
 
 
-def read_paths(scope: cst.CSTNode, name: str, skipped: cst.CSTNode) -> list[list[cst.CSTNode]]:
+def read_paths(scope: cst.CSTNode, name: str, skipped: cst.CSTNode | None = None) -> list[list[cst.CSTNode]]:
     """The path (ancestors under ``scope``, outermost first, the read last) to each read of the
     variable ``name`` in ``scope``, outside ``skipped`` (its assignment)."""
+    return [path for path in name_paths(scope, name, skipped)
+            if isinstance(read := path[-1], cst.Name) and is_read(read, path[-2] if len(path) > 1 else None)]
+
+
+def name_paths(scope: cst.CSTNode, name: str, skipped: cst.CSTNode | None = None) -> list[list[cst.CSTNode]]:
+    """The path (ancestors under ``scope``, outermost first, the name last) to each ``Name`` node
+    spelling ``name`` in ``scope``, outside ``skipped``: reads, bindings, attribute and keyword
+    names alike."""
     stack: list[cst.CSTNode] = []
-    reads: list[list[cst.CSTNode]] = []
+    found: list[list[cst.CSTNode]] = []
 
     def enter(node: cst.CSTNode) -> None:
-        parent = stack[-1] if stack else None
         stack.append(node)
-        if isinstance(node, cst.Name) and node.value == name and is_read(node, parent) and not any(
-                n is skipped for n in stack):
-            reads.append(list(stack))
+        if isinstance(node, cst.Name) and node.value == name and not any(n is skipped for n in stack):
+            found.append(list(stack))
 
     def leave(node: cst.CSTNode) -> None:
         stack.pop()
 
     walk(scope, enter, leave)
-    return reads
+    return found

@@ -27,8 +27,6 @@ _MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "__setitem__", 
 #: the comprehensions and containers a filtered copy of a state is built with
 _BUILDERS = (cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.SetComp, cst.Arg, cst.Call, cst.List, cst.Element,
              cst.Tuple)
-#: stands for "no assignment to skip" in :func:`read_paths`
-_NOTHING = cst.Pass()
 
 
 def into_load_state_dict(path: Sequence[cst.CSTNode]) -> bool:
@@ -54,7 +52,7 @@ def state_only(scope: cst.CSTNode, name: str, assign: cst.CSTNode | None, seen: 
     after ``state = {... zip(state.items(), own)}``)."""
     if name in seen:
         return True
-    reads = read_paths(scope, name, assign if assign is not None else _NOTHING)
+    reads = read_paths(scope, name, assign)
     return bool(reads) and all(_keeps_state(scope, path, seen | {name}) for path in reads)
 
 

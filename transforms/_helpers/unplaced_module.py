@@ -8,14 +8,14 @@ would copy the bug onto Trainium, where the CPU path worked, so such a choice st
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.syntax import blocks_of
 from neuronize.analysis.walk import iter_syntax
-from neuronize.transforms._helpers.nodes import assigned_names, small_statements
+from neuronize.transforms._helpers.nodes import assigned_names, name_paths, small_statements
 
 #: the methods that place a module (or make a placed copy of it)
 _PLACING = frozenset({"cuda", "to", "to_empty", "half", "bfloat16", "type", "_apply", "apply", "share_memory"})
@@ -59,18 +59,18 @@ def _never_placed(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     (``model = handpose_model()``), and every other use calls it or reads an attribute of it other
     than a placing method (``model.eval()``): nothing places it, nor gets it to place."""
     makers: list[cst.BaseExpression | None] = []  # what each binding of `name` makes it with
-    for use, path in _uses(scope, name):
-        parent = path[-1] if path else None
+    for path in name_paths(scope, name):
+        use, parent = path[-1], path[-2] if len(path) > 1 else None
         if isinstance(parent, cst.Attribute) and parent.attr is use or isinstance(parent, cst.Arg) and parent.keyword is use:
             continue  # `self.model`, `f(model=...)`: another name
         if isinstance(parent, cst.AssignTarget):
-            assign = path[-2]
+            assign = path[-3]
             single = isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Call)
             makers.append(assign.value.func if single else None)  # type: ignore[attr-defined]
             continue
         calls = isinstance(parent, cst.Call) and parent.func is use
         reads = isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value not in _PLACING
-        if not (calls or reads or _into_own_state(path, name)):
+        if not (calls or reads or _into_own_state(path[:-1], name)):
             return None
     return makers[0] if len(makers) == 1 else None
 
@@ -99,11 +99,3 @@ def _into_own_state(path: Sequence[cst.CSTNode], name: str) -> bool:
         and call.func.attr.value == "load_state_dict" and isinstance(call.func.value, cst.Name) \
         and call.func.value.value == name
 
-
-def _uses(node: cst.CSTNode, name: str, path: tuple[cst.CSTNode, ...] = ()
-          ) -> Iterator[tuple[cst.Name, tuple[cst.CSTNode, ...]]]:
-    """Every ``Name`` node spelling ``name`` under ``node``, with its ancestors (outermost first)."""
-    if isinstance(node, cst.Name) and node.value == name:
-        yield node, path
-    for child in node.children:
-        yield from _uses(child, name, (*path, node))

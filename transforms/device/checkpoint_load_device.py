@@ -21,9 +21,9 @@ class CheckpointLoadDevice(Transform):
         is an argument of one, `ckpt["model"]` included, or keeps its tensors in a dictionary
         that one takes: keys renamed or deleted in place, a filtered copy `{k: v for k, v in
         state.items() if ...}`, a merge `own.update(state)`, a shape read to build the model),
-        the fix is safe; elsewhere it is proposed as unsafe. A file that names no CUDA gets the safe fix where another file of
-        the project chooses among hosts (its checkpoints are saved where the program ran, a
-        CUDA GPU among them), and nothing else. A call that spreads arguments (`torch.load(path,
+        the fix is safe; elsewhere it is proposed as unsafe. A file that names no CUDA gets the
+        safe fix where another file of the project chooses among hosts (its checkpoints are saved
+        where the program ran, a CUDA GPU among them), and nothing else. A call that spreads arguments (`torch.load(path,
         **kw)`) is left alone: they may hold a `map_location` already.
 
     Why on TorchNeuron:
@@ -88,7 +88,6 @@ class CheckpointLoadDevice(Transform):
                  "CUDA, Trainium's" + (", and `load_state_dict` copies it onto the model's device" if feeds_state
                                        else "; move what it loads onto the device with `.to(...)`"),
                  safety=Safety.SAFE if feeds_state else None)
-
 
 
 def _stored_state(ctx: FileContext, call: cst.Call) -> bool:

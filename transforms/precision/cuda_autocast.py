@@ -149,7 +149,7 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         alias = autocast_alias(self.ctx, node.func)
         if alias is not None:
             # a choice that may be `nullcontext` takes no `dtype=`: the device alone moves
-            self._device_type_call(node, dtype=alias == "autocast")
+            self._device_type_call(node, dtype_taken=alias == "autocast")
             return
         if name is None or name not in self.callable_names:
             return
@@ -165,17 +165,17 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
             else:
                 self._cuda_amp_call(node)
 
-    def _device_type_call(self, node: cst.Call, dtype: bool = True) -> None:
+    def _device_type_call(self, node: cst.Call, dtype_taken: bool = True) -> None:
         """`torch.autocast("cuda", ...)`: swap the device, keep the function and the layout;
-        ``dtype``: the call may take a `dtype=` (bf16, unsafe)."""
+        ``dtype_taken``: the call may take a `dtype=` (bf16, unsafe)."""
         device = argument(node, "device_type", 0)
         if device is not None and not _names_device(device.value):  # the program's own choice of device
-            fix = run_time_bf16(self.ctx, node) if dtype else None
+            fix = run_time_bf16(self.ctx, node) if dtype_taken else None
             self._apply(node, [fix] if fix is not None else [])
             return
         if device is None or string_value(device.value) != "cuda":
             return  # "cpu", "neuron", or not an autocast call we understand
-        self._apply(node, plan_autocast(self.ctx, node, 'autocast on `"cuda"` -> `{device}`', dtype))
+        self._apply(node, plan_autocast(self.ctx, node, 'autocast on `"cuda"` -> `{device}`', dtype_taken))
 
     def _cuda_amp_call(self, node: cst.Call) -> None:
         """`torch.cuda.amp.autocast(...)` -> `torch.autocast(device_type="neuron", ...)`."""
