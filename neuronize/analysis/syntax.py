@@ -311,6 +311,17 @@ def _bound_after_defaults(block: Sequence[cst.BaseStatement], name: str) -> int:
     return 0
 
 
+def without_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``test`` without the ``not``s in front (and the parentheses they needed), and whether they
+    are an odd number: the condition then holds where the rest does not."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+        if getattr(test, "lpar", ()):
+            test = test.with_changes(lpar=(), rpar=())
+    return test, negated
+
+
 def is_false_or_none(node: cst.BaseExpression) -> bool:
     """``False`` or ``None``."""
     return isinstance(node, cst.Name) and node.value in ("False", "None")

@@ -70,8 +70,7 @@ from neuronize.analysis.import_safety import (
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
     binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_false_or_none, is_main_test, is_script,
-    one_line,
-    stored_once,
+    one_line, stored_once, without_not,
 )
 from neuronize.decision.suppressions import Suppression, unknown_codes
 from neuronize.transform import Transform
@@ -930,7 +929,7 @@ def _families(guards: list[cst.If | cst.IfExp], parents: Parents) -> list[list[c
     families: list[list[cst.If | cst.IfExp]] = []
     for guard in guards:
         for family in families:
-            if _condition(family[0].test).deep_equals(_condition(guard.test)) and any(
+            if without_not(family[0].test)[0].deep_equals(without_not(guard.test)[0]) and any(
                     _paired(other, guard, parents) for other in family):
                 family.append(guard)
                 break
@@ -973,22 +972,11 @@ def _guarded_arm(guard: cst.If | cst.IfExp) -> cst.CSTNode | None:
     """The code that runs where the condition of ``guard`` holds: the body (an ``if`` body, a
     conditional expression's first arm), or for a test ``not <X>`` the ``else`` (None when there is
     none, or when it is an ``elif``, which tests a condition of its own)."""
-    if not _negated(guard.test):
+    if not without_not(guard.test)[1]:
         return guard.body
     if isinstance(guard, cst.IfExp):
         return guard.orelse
     return guard.orelse if isinstance(guard.orelse, cst.Else) else None
-
-
-def _negated(test: cst.BaseExpression) -> bool:
-    return isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-
-
-def _condition(test: cst.BaseExpression) -> cst.BaseExpression:
-    """``test`` without a ``not`` in front (and the parentheses it needed)."""
-    if isinstance(test, cst.UnaryOperation) and _negated(test):
-        return test.expression.with_changes(lpar=(), rpar=()) if hasattr(test.expression, "lpar") else test.expression
-    return test
 
 
 def _function_of(node: cst.CSTNode, parents: Parents) -> cst.FunctionDef | None:
@@ -1101,7 +1089,7 @@ def _flag_guards(located: Located[R], module: cst.Module, parents: Parents) -> d
     tests: list[tuple[cst.If | cst.IfExp, cst.BaseExpression]] = []
     for node in iter_syntax(module):
         if isinstance(node, (cst.If, cst.IfExp)):
-            flag = _condition(node.test)  # ``if not <flag>:`` too: its guarded arm is the ``else``
+            flag = without_not(node.test)[0]  # ``if not <flag>:`` too: its guarded arm is the ``else``
             if isinstance(flag, cst.Name) and flag.value in names \
                     or isinstance(flag, cst.Attribute) and dotted_name(flag) in attributes:
                 tests.append((node, flag))
@@ -1171,7 +1159,7 @@ def _code_after(guard: cst.If | cst.IfExp, parents: Parents) -> list[cst.CSTNode
     ``if``/``elif`` whose chain closes with an ``else`` that leaves."""
     if not isinstance(guard, cst.If):
         return []
-    leaves_unless = guard.orelse is None and ends_early(guard.body) and _negated(guard.test)
+    leaves_unless = guard.orelse is None and ends_early(guard.body) and without_not(guard.test)[1]
     if leaves_unless or else_ends_early(guard):
         head = chain_head(guard, parents)
         statements = getattr(parents.get(id(head)), "body", None)

@@ -67,6 +67,13 @@ def is_cuda_available_call(ctx: FileContext, node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and not node.args and ctx.qualify(node.func) in CUDA_AVAILABLE
 
 
+def partial_function(ctx: FileContext, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The function that ``functools.partial(function, ...)`` binds; None when ``node`` is not such a call."""
+    if isinstance(node, cst.Call) and node.args and ctx.qualify(node.func) == "functools.partial":
+        return node.args[0].value
+    return None
+
+
 # -- building arguments --------------------------------------------------------------------
 def new_keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
     """``name=value``, written the PEP 8 way (no spaces around ``=``)."""

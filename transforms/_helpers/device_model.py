@@ -25,7 +25,7 @@ from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
     assigned_value, binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements,
-    scope_statements, scoped_statements, stored_once)
+    scope_statements, scoped_statements, stored_once, without_not)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.calls import argument, is_cuda_available_call, keyword, with_function
@@ -1001,11 +1001,9 @@ def _flag_tests(statement: cst.CSTNode) -> Iterator[tuple[cst.If | cst.IfExp, cs
 
 
 def _unnegated(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str]:
-    """``test`` without its ``not``s, and the branch that runs where it holds."""
-    side = "body"
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test, side = test.expression, "orelse" if side == "body" else "body"
-    return test, side
+    """``test`` without its ``not``s (:func:`without_not`), and the branch that runs where it holds."""
+    flag, negated = without_not(test)
+    return flag, "orelse" if negated else "body"
 
 
 def feeds_detection(ctx: FileContext, stored: cst.CSTNode) -> bool:

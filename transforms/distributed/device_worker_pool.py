@@ -8,7 +8,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.analysis.walk import iter_syntax
 from neuronize.decision.policy import WORKER_POOL
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers.calls import argument, keyword
+from neuronize.transforms._helpers.calls import argument, keyword, partial_function
 from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
@@ -19,7 +19,6 @@ POOLS = frozenset({"multiprocessing.Pool", "multiprocessing.pool.Pool", "torch.m
 #: the methods that hand a pool its task, the function first
 TASK_METHODS = frozenset({"map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async", "apply",
                           "apply_async", "submit"})
-PARTIAL = frozenset({"functools.partial"})
 
 
 class DeviceWorkerPool(Transform):
@@ -115,8 +114,7 @@ def _pool_names(ctx: FileContext) -> frozenset[str]:
 def _task_name(ctx: FileContext, task: cst.BaseExpression) -> str | None:
     """The name of the function a pool runs: ``task`` itself, or the first argument of a
     ``functools.partial`` around it."""
-    if isinstance(task, cst.Call) and ctx.qualify(task.func) in PARTIAL and task.args:
-        task = task.args[0].value
+    task = partial_function(ctx, task) or task
     return task.value if isinstance(task, cst.Name) else None
 
 

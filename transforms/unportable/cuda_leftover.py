@@ -9,7 +9,7 @@ from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import cuda_keeping, in_detection, in_dispatch_test, in_fallback_test
-from neuronize.transforms._helpers.calls import is_cuda_available_call
+from neuronize.transforms._helpers.calls import is_cuda_available_call, partial_function
 from neuronize.transforms._helpers.distributed import cuda_only_test
 from neuronize.transforms._helpers.leftovers import (
     BACKEND, FSDP, SELECTORS, branches, cuda_value, gpu_index, in_message, is_neuron_check, required, gpu_indexed_device, index_message, leftover_message, list_message, listed, site,
@@ -211,8 +211,7 @@ class CudaLeftover(Transform):
 
     def _builds_fsdp(self, call: cst.Call) -> bool:
         """``FSDP(..., device_id=...)`` or ``partial(FSDP, device_id=...)``."""
-        wrapped = call.args[0].value if last_name(call.func) == "partial" and call.args else call.func
-        return self.ctx.qualify(wrapped) in FSDP
+        return self.ctx.qualify(partial_function(self.ctx, call) or call.func) in FSDP
 
     def _index(self, call: str, expr: cst.BaseExpression, node: cst.CSTNode | None = None,
                selects: bool = False) -> None:
