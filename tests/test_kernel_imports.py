@@ -380,6 +380,27 @@ def test_a_package_whose_functions_import_its_own_extension_lazily_is_kernel_cod
     assert {"acc/cuda/_backend.py", "acc/cuda/__init__.py", "acc/grid.py", "examples/train.py"} <= found
 
 
+def test_a_function_that_builds_its_extension_on_first_use_is_kernel_code(tmp_path):
+    # the prebuilt module first, the package's own build as the fallback, behind a cache
+    files = {
+        "march/__init__.py": b"from .ops import *\n",
+        "march/ops.py": b"import torch\n\n_BACKEND = None\n\n\ndef backend():\n    global _BACKEND\n"
+                        b"    if _BACKEND is None:\n        try:\n            import _march as _b\n"
+                        b"        except ImportError:\n            from .build import _b\n        _BACKEND = _b\n"
+                        b"    return _BACKEND\n\n\ndef march(rays):\n    return backend().march(rays.cuda())\n",
+        "march/build.py": b"from torch.utils.cpp_extension import load\n\n_b = load(name=\"march\", sources=[\"march.cu\"])\n",
+        "march/optional.py": b"def extra(flag):\n    if flag:\n        from .build import tool\n",
+        "render.py": b"import torch\nfrom march import march\n\ndevice = \"cuda\"\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    graph = import_graph([(tmp_path / name, PurePath(name), data) for name, data in files.items()])
+    found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(graph)}
+    assert {"march/build.py", "march/ops.py", "render.py"} <= found
+    assert "march/optional.py" not in found
+
+
 def test_a_build_of_cpp_extensions_only_makes_no_kernel_code():
     cpu_only = (b"from torch.utils.cpp_extension import CppExtension\nextension = CppExtension\n"
                 b"sources = glob.glob('csrc/**/*.cpp')\next = [extension('vision._C', sources)]\n")

@@ -181,7 +181,9 @@ class ImportGraph:
     tried: set[str] = field(default_factory=set)
     #: the modules of its own package each file imports in a function's body, not under an ``if``
     #: or a ``try:`` (``def call(*args): from ._backend import _C``, a package's lazy wrappers of
-    #: its extension's operators): each call of the function runs them
+    #: its extension's operators): each call of the function runs them; so does the ``except``
+    #: of a ``try:`` in a function (``try: import _prebuilt as _backend`` ``except ImportError:
+    #: from .backend import _backend``): the author's way of building the extension on first use
     called: dict[Path, list[str]] = field(default_factory=dict)
     #: the dotted module paths each file writes as strings (``import_path="pkg.ops.scan"``): modules it
     #: imports by name, with ``importlib``
@@ -234,21 +236,27 @@ _TOP_EXCEPT = re.compile(rb"except\b[^:]*:")
 _DOTTED_STRING = re.compile(rb"""['"]([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)['"]""")
 
 
-def _opener(source: bytes, start: int) -> bytes:
-    """The line that opens the block of the indented line at ``start``: the nearest line above it
-    with less indentation that is not blank or a comment (read upwards, line by line)."""
+def _openers(source: bytes, start: int) -> Iterator[bytes]:
+    """The lines that open the blocks around the indented line at ``start``, innermost first:
+    each the nearest line above with less indentation that is not blank or a comment (read
+    upwards, line by line)."""
     line_end = source.find(b"\n", start)
     line = source[start:line_end if line_end >= 0 else len(source)]
     depth = len(line) - len(line.lstrip(b" \t"))
     end = start  # the start of a line: the import pattern is anchored at one
-    while end > 0:
+    while end > 0 and depth:
         begin = source.rfind(b"\n", 0, end - 1) + 1
         above = source[begin:end].rstrip(b"\r\n")
         text = above.lstrip(b" \t")
         if text and not text.startswith(b"#") and len(above) - len(text) < depth:
-            return above
+            yield above
+            depth = len(above) - len(text)
         end = begin
-    return b""
+
+
+def _in_function(openers: Iterator[bytes]) -> bool:
+    """One of ``openers`` opens a function."""
+    return any(_FUNCTION.match(opener.lstrip()) for opener in openers)
 
 
 def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
@@ -279,12 +287,15 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
             for match in _ANY_IMPORT.finditer(source):
                 names = _names(package, match)
                 every.extend(names)
-                opener = _opener(source, match.start()) if match.group(0)[:1] in b" \t" else b""
+                openers = _openers(source, match.start()) if match.group(0)[:1] in b" \t" else iter(())
+                opener = next(openers, b"")
+                own_package = _RELATIVE.match(match.group(0).lstrip())
                 if not opener or _TOP_EXCEPT.match(opener):
                     top.extend(names)
                 elif _TOP_TRY.match(opener):
                     graph.tried.update(names)
-                elif _FUNCTION.match(opener.lstrip()) and _RELATIVE.match(match.group(0).lstrip()):
+                elif own_package and (_FUNCTION.match(opener.lstrip())
+                                   or _TOP_EXCEPT.match(opener.lstrip()) and _in_function(openers)):
                     graph.called.setdefault(path, []).extend(names)
                 elif path not in graph.choices and BRANCH_OPENER.match(opener.lstrip()):
                     graph.choices[path] = import_choices(source, package)
