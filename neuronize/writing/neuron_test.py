@@ -112,14 +112,15 @@ def _keeps_python2(module: cst.Module) -> bool:
 def _opening(module: cst.Module, name: str) -> int:
     """Where the function goes: after the docstring, imports and environment settings the module
     opens with (a library may read those when it is imported); where ``name`` (``torch``) is
-    imported at the top level after other code, after the imports around that import."""
+    imported at the top level after other code, after that import and the imports that follow it."""
     opening = _imports_from(module, 0)
     plain = _lines_with(module, lambda small: isinstance(small, cst.Import) and any(
         imported.local == name for imported in imported_names(small)))
     # where only star imports bind it (`from .utils import *`), the run read it as bound by them
     binding = plain or _lines_with(module, is_star_import)
     later = next((i for i in binding if i >= opening), None)
-    return opening if later is None else _imports_from(module, later)
+    # past that line even where it goes on with code (``import torch; torch.set_grad_enabled(False)``)
+    return opening if later is None else _imports_from(module, later + 1)
 
 
 def _lines_with(module: cst.Module, test: Callable[[cst.BaseSmallStatement], bool]) -> list[int]:
