@@ -17,8 +17,8 @@ class CheckpointLoadDevice(Transform):
 
     What it does:
         Adds `map_location="cpu"`. Where everything loaded goes into `load_state_dict(...)`
-        (`model.load_state_dict(torch.load(path))`, or a checkpoint variable whose every read
-        is an argument of one, `ckpt["model"]` included, or keeps its tensors in a dictionary
+        (`model.load_state_dict(torch.load(path))`, or a checkpoint variable, or one entry of it
+        (`state = torch.load(path)["model"]`), whose every read is an argument of one, `ckpt["model"]` included, or keeps its tensors in a dictionary
         that one takes: keys renamed or deleted in place, a filtered copy `{k: v for k, v in
         state.items() if ...}`, a merge `own.update(state)`, a shape read to build the model),
         the fix is safe; elsewhere it is proposed as unsafe. A file that names no CUDA gets the
@@ -91,10 +91,16 @@ class CheckpointLoadDevice(Transform):
 
 
 def _stored_state(ctx: FileContext, call: cst.Call) -> bool:
-    """``call`` is the value of ``name = torch.load(...)``, whose every read in its function (or
-    module) keeps the tensors on their way into ``load_state_dict`` (:func:`state_flow.state_only`)."""
-    parent = ctx.parent
-    if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
+    """``call``, or an entry of what it loads (``torch.load(path)["model"]``), is the value of
+    ``name = ...``, whose every read in its function (or module) keeps the tensors on their way
+    into ``load_state_dict`` (:func:`state_flow.state_only`)."""
+    value: cst.BaseExpression = call
+    parent = None
+    for parent in ctx.ancestors():
+        if not (isinstance(parent, cst.Subscript) and parent.value is value):
+            break
+        value = parent
+    if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
             and isinstance(target := parent.targets[0].target, cst.Name)):
         return False
     scope = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), ctx.module)
