@@ -133,6 +133,8 @@ PACKAGES: dict[str, Package] = {
     "diff_gaussian_rasterization": Package("Gaussian-splatting rasterizer CUDA kernels", NKI_PATH_KERNELS,
                                            Evidence.INF, path=Path.NKI, loads_kernels=True),
     "gsplat": Package("gsplat Gaussian-splatting CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    "cubvh": Package("cubvh BVH ray and distance queries in CUDA kernels",
+                     "query distances and rays on the host (`trimesh` proximity, `pysdf`)", Evidence.INF),
     "numba.cuda": Package("Numba CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
     "torchao": Package(
         "TorchAO quantization / FP8 training",

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
 from neuronize.transforms._helpers.imports import classify_import, imported_modules
-from neuronize.transforms._helpers.literals import string_value, switches_off
+from neuronize.transforms._helpers.literals import is_true, string_value, switches_off
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
+from neuronize.analysis.syntax import assigned_value, is_main_test, stored_once
 from neuronize.analysis.cuda_packages import NKI_PATH_KERNELS, PACKAGES, imported_package, is_cuda_extension_module
 
 # Apex advice by what is imported (submodule or class name).
@@ -31,6 +34,19 @@ QUANTIZATION_CONFIGS = {
                   "fallback), none of them for Neuron",
     "AwqConfig": "AWQ quantization runs AutoAWQ's CUDA kernels",
 }
+#: the mark a hub id gives a checkpoint published already quantized (``TheBloke/Mistral-7B-AWQ``,
+#: ``unsloth/llama-3-8b-bnb-4bit``): the checkpoint's config loads it on that method's kernels
+QUANTIZED_CHECKPOINT = re.compile(r"(?i)(?:^|[-_./])(awq|gptq|bnb-4bit|bnb-8bit)(?=$|[-_.])")
+#: each mark, by the config of :data:`QUANTIZATION_CONFIGS` its checkpoint carries
+QUANTIZED_BY = {"awq": "AwqConfig", "gptq": "GPTQConfig", "bnb-4bit": "BitsAndBytesConfig",
+                "bnb-8bit": "BitsAndBytesConfig"}
+#: the methods of diffusers' models and pipelines that switch attention to xformers' kernels, and
+#: the edit group of the device edits beside a switch that runs whenever its code does: the
+#: switch raises where CUDA is not available, so the program never reaches Neuron past it
+XFORMERS_SWITCHES = ("enable_xformers_memory_efficient_attention", "set_use_memory_efficient_attention_xformers")
+XFORMERS_ATTENTION = "devices beside attention switched to xformers"
+#: the loaders of a checkpoint's other parts, which read no weights
+NOT_MODELS = ("Tokenizer", "TokenizerFast", "Processor", "Config", "FeatureExtractor")
 #: the edit group of the placements beside a model quantized on CUDA-only kernels (policy step 7):
 #: the model stays on CUDA's quantized kernels, so inputs moved to Neuron would meet it nowhere
 QUANTIZED_ON_CUDA = "devices beside a model quantized by CUDA-only kernels"
@@ -92,10 +108,11 @@ def _apex_advice(module: str, names: tuple[str, ...]) -> str | None:
 
 
 
-#: what else names a CUDA-only path: the quantization switches and configs, execution providers,
+#: what else names a CUDA-only path: the quantization switches, configs and checkpoint marks, execution providers,
 #: attention backends and the conventional name of a compiled extension (``*_cuda``)
 _OTHER_TOKENS = (b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit", b"BitsAndBytesConfig", b"GPTQConfig",
-                 b"AwqConfig", b"optim=", b"flash_attention", b"_cuda", b"attention_backend", b"nvml")
+                 b"AwqConfig", b"AWQ", b"awq", b"GPTQ", b"gptq", b"bnb-", b"optim=", b"flash_attention", b"_cuda",
+                 b"attention_backend", b"nvml", b"xformers")
 
 
 def _tokens() -> tuple[bytes, ...]:
@@ -120,8 +137,8 @@ class CudaOnlyLibrary(Transform):
         flash-linear-attention (`fla`), Helion, MegaBlocks, grouped_gemm, fbgemm_gpu, vLLM's
         compiled ops, sgl_kernel, CUTLASS, CUDA symmetric memory
         (`torch.distributed._symmetric_memory`), the neural-rendering and 3D kernels tiny-cuda-nn,
-        nvdiffrast, Gaussian-splatting rasterizers (`diff_gaussian_rasterization`, gsplat) and
-        spconv, the Hugging Face kernel hub (`from kernels import
+        nvdiffrast, Gaussian-splatting rasterizers (`diff_gaussian_rasterization`, gsplat), cubvh
+        and spconv, the Hugging Face kernel hub (`from kernels import
         get_kernel`, and `kernels.get_kernel(...)` calls), and any top-level module named
         `*_cuda` (by convention a compiled CUDA extension). `neuronize explain packages` prints the
         whole table with the path forward for each (stock PyTorch, NKI, or none yet).
@@ -136,9 +153,13 @@ class CudaOnlyLibrary(Transform):
         replacement. An OPTIONAL import whose `except ImportError:` sets a function to None that a
         function of the file calls with no test of the fallback's names says so: that path needs
         the package. Also reports `BitsAndBytesConfig(...)`, `GPTQConfig(...)`, `AwqConfig(...)`,
+        `from_pretrained` of a checkpoint its hub id marks as published quantized
+        (`"TheBloke/Mistral-7B-AWQ"`, `-GPTQ`, `-bnb-4bit`), given as a literal or a name the
+        module assigns once,
         `load_in_8bit=` / `load_in_4bit=` (unless `False`), Hugging Face optimizer names that load bitsandbytes
         (`optim="paged_adamw_32bit"`, `"adamw_bnb_8bit"`, `"lion_8bit"`), and
-        `attn_implementation="flash_attention_2"` /
+        diffusers' `enable_xformers_memory_efficient_attention()` (holding the file's device edits
+        where it runs unguarded), `attn_implementation="flash_attention_2"` /
         `use_flash_attention_2=True` in calls, and switches to FlashAttention kernels:
         `torch.nn.attention.activate_flash_attention_impl("FA3")` and diffusers'
         `set_attention_backend("flash")` / `attention_backend("_flash_3")` (native backends pass).
@@ -233,6 +254,32 @@ class CudaOnlyLibrary(Transform):
             dependency=dep.kind,
         )
 
+    def _guarded(self) -> bool:
+        """The node being visited runs only where a test of its function (or module) lets it: under
+        an ``if`` (not the main block's), in a conditional expression or a ``try:``."""
+        for anc in self.ctx.ancestors():
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(anc, (cst.IfExp, cst.Try)) or isinstance(anc, cst.If) and not is_main_test(anc.test):
+                return True
+        return False
+
+    def _quantized_checkpoint(self, call: cst.Call) -> str | None:
+        """The hub id ``call`` (``from_pretrained``) loads, where it names a checkpoint published
+        quantized (:data:`QUANTIZED_CHECKPOINT`): a literal, or (read at module level) a name the
+        module assigns once."""
+        owner = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if last_name(call.func) != "from_pretrained" or owner is None or (last_name(owner) or "").endswith(
+                NOT_MODELS) or (arg := argument(call, "pretrained_model_name_or_path", 0)) is None:
+            return None
+        value = arg.value
+        if isinstance(value, cst.Name) and stored_once(self.ctx.module, value.value) and not any(
+                isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in self.ctx.ancestors()):
+            value = next((bound[1] for stmt in self.ctx.module.body
+                          if (bound := assigned_value(stmt)) is not None and bound[0] == value.value), value)
+        checkpoint = string_value(value)
+        return checkpoint if checkpoint is not None and QUANTIZED_CHECKPOINT.search(checkpoint) else None
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "ExecutionProvider" in node.value and string_value(node) in ORT_GPU_PROVIDERS:
             self.report(node, f"ONNX Runtime's `{string_value(node)}` runs on NVIDIA GPUs only, and ONNX Runtime "
@@ -268,6 +315,21 @@ class CudaOnlyLibrary(Transform):
                 evidence=Evidence.INF, pins=pins_outside_cuda_code(self.ctx, QUANTIZED_ON_CUDA),
             )
             return
+        if last_name(node.func) in XFORMERS_SWITCHES and not (node.args and switches_off(node.args[0].value)):
+            # a switch given a value (`set_use_memory_efficient_attention_xformers(valid)`) may be off
+            guarded = self._guarded() or bool(node.args) and not is_true(node.args[0].value)
+            self.report(node, f"`{short(node, 60, tight=True)}` switches attention to xformers' kernels, which are "
+                        "CUDA-only (diffusers raises where CUDA is not available); on Neuron keep the default "
+                        "attention (PyTorch SDPA)", evidence=Evidence.THIRD_PARTY,
+                        pins=None if guarded else pins_outside_cuda_code(self.ctx, XFORMERS_ATTENTION))
+            return
+        checkpoint = self._quantized_checkpoint(node)
+        if checkpoint is not None:
+            config = QUANTIZED_BY[QUANTIZED_CHECKPOINT.search(checkpoint).group(1).lower()]  # type: ignore[union-attr]
+            self.report(node, f"`{short(node.func, 50)}(\"{checkpoint}\")` loads a checkpoint published quantized: "
+                        f"{QUANTIZATION_CONFIGS[config]}; load the model it was quantized from in bf16 "
+                        "(`torch_dtype=torch.bfloat16`) instead", evidence=Evidence.INF,
+                        pins=pins_outside_cuda_code(self.ctx, QUANTIZED_ON_CUDA))
         package = imported_package(qualified) if qualified is not None else None
         if package is not None and PACKAGES[package].cuda_only and last_name(node.func) in QUANTIZED_LOADERS:
             self.report(node, f"`{short(node.func, 50)}(...)` loads a model onto {PACKAGES[package].what}: "
