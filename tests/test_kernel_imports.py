@@ -372,11 +372,7 @@ def test_a_package_whose_functions_import_its_own_extension_lazily_is_kernel_cod
                        b"    return _C.traverse_grids(rays)\n",
         "examples/train.py": b"import torch\nfrom acc import traverse\n\ndevice = \"cuda:0\"\n",
     }
-    for name, data in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(data)
-    graph = import_graph([(tmp_path / name, PurePath(name), data) for name, data in files.items()])
-    found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(graph)}
+    found = set(_kernel_bound(tmp_path, files))
     assert {"acc/cuda/_backend.py", "acc/cuda/__init__.py", "acc/grid.py", "examples/train.py"} <= found
 
 
@@ -392,11 +388,7 @@ def test_a_function_that_builds_its_extension_on_first_use_is_kernel_code(tmp_pa
         "march/optional.py": b"def extra(flag):\n    if flag:\n        from .build import tool\n",
         "render.py": b"import torch\nfrom march import march\n\ndevice = \"cuda\"\n",
     }
-    for name, data in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(data)
-    graph = import_graph([(tmp_path / name, PurePath(name), data) for name, data in files.items()])
-    found = {path.relative_to(tmp_path).as_posix() for path in kernel_bound(graph)}
+    found = set(_kernel_bound(tmp_path, files))
     assert {"march/build.py", "march/ops.py", "render.py"} <= found
     assert "march/optional.py" not in found
 
