@@ -6,9 +6,10 @@ import re
 
 import libcst as cst
 
+from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
-from neuronize.transforms._helpers.device_model import pins_outside_cuda_code
+from neuronize.transforms._helpers.device_model import cuda_keeping, pins_outside_cuda_code
 from neuronize.transforms._helpers.imports import classify_import, imported_modules
 from neuronize.transforms._helpers.literals import is_true, string_value, switches_off
 from neuronize.transforms._helpers.messages import short
@@ -89,6 +90,35 @@ def _flash_attention_choice(node: cst.BaseExpression) -> str | None:
         return _flash_attention_choice(node.body) or _flash_attention_choice(node.orelse)
     value = string_value(node)
     return value if value is not None and value.startswith("flash_attention") else None
+
+
+def _runs_conditionally(ctx: FileContext) -> bool:
+    """The node being visited runs only where a test of its function (or module) lets it: under
+    an ``if`` (not the main block's), in a conditional expression or a ``try:``."""
+    for anc in ctx.ancestors():
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(anc, (cst.IfExp, cst.Try)) or isinstance(anc, cst.If) and not is_main_test(anc.test):
+            return True
+    return False
+
+
+def _quantized_checkpoint(ctx: FileContext, call: cst.Call) -> tuple[str, str] | None:
+    """The hub id ``call`` (a model's ``from_pretrained``) loads, where it names a checkpoint
+    published quantized (:data:`QUANTIZED_CHECKPOINT`): a literal, or (read at module level) a
+    name the module assigns once; with the config (:data:`QUANTIZATION_CONFIGS`) it carries."""
+    owner = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if last_name(call.func) != "from_pretrained" or owner is None or (last_name(owner) or "").endswith(
+            NOT_MODELS) or (arg := argument(call, "pretrained_model_name_or_path", 0)) is None:
+        return None
+    value = arg.value
+    if isinstance(value, cst.Name) and stored_once(ctx.module, value.value) and not any(
+            isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in ctx.ancestors()):
+        value = next((bound[1] for stmt in ctx.module.body
+                      if (bound := assigned_value(stmt)) is not None and bound[0] == value.value), value)
+    checkpoint = string_value(value)
+    mark = QUANTIZED_CHECKPOINT.search(checkpoint) if checkpoint is not None else None
+    return (checkpoint, QUANTIZED_BY[mark.group(1).lower()]) if checkpoint is not None and mark else None
 
 
 def bnb_optimizer(node: cst.BaseExpression) -> bool:
@@ -254,32 +284,6 @@ class CudaOnlyLibrary(Transform):
             dependency=dep.kind,
         )
 
-    def _guarded(self) -> bool:
-        """The node being visited runs only where a test of its function (or module) lets it: under
-        an ``if`` (not the main block's), in a conditional expression or a ``try:``."""
-        for anc in self.ctx.ancestors():
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
-                return False
-            if isinstance(anc, (cst.IfExp, cst.Try)) or isinstance(anc, cst.If) and not is_main_test(anc.test):
-                return True
-        return False
-
-    def _quantized_checkpoint(self, call: cst.Call) -> str | None:
-        """The hub id ``call`` (``from_pretrained``) loads, where it names a checkpoint published
-        quantized (:data:`QUANTIZED_CHECKPOINT`): a literal, or (read at module level) a name the
-        module assigns once."""
-        owner = call.func.value if isinstance(call.func, cst.Attribute) else None
-        if last_name(call.func) != "from_pretrained" or owner is None or (last_name(owner) or "").endswith(
-                NOT_MODELS) or (arg := argument(call, "pretrained_model_name_or_path", 0)) is None:
-            return None
-        value = arg.value
-        if isinstance(value, cst.Name) and stored_once(self.ctx.module, value.value) and not any(
-                isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in self.ctx.ancestors()):
-            value = next((bound[1] for stmt in self.ctx.module.body
-                          if (bound := assigned_value(stmt)) is not None and bound[0] == value.value), value)
-        checkpoint = string_value(value)
-        return checkpoint if checkpoint is not None and QUANTIZED_CHECKPOINT.search(checkpoint) else None
-
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "ExecutionProvider" in node.value and string_value(node) in ORT_GPU_PROVIDERS:
             self.report(node, f"ONNX Runtime's `{string_value(node)}` runs on NVIDIA GPUs only, and ONNX Runtime "
@@ -316,16 +320,17 @@ class CudaOnlyLibrary(Transform):
             )
             return
         if last_name(node.func) in XFORMERS_SWITCHES and not (node.args and switches_off(node.args[0].value)):
-            # a switch given a value (`set_use_memory_efficient_attention_xformers(valid)`) may be off
-            guarded = self._guarded() or bool(node.args) and not is_true(node.args[0].value)
-            self.report(node, f"`{short(node, 60, tight=True)}` switches attention to xformers' kernels, which are "
-                        "CUDA-only (diffusers raises where CUDA is not available); on Neuron keep the default "
-                        "attention (PyTorch SDPA)", evidence=Evidence.THIRD_PARTY,
-                        pins=None if guarded else pins_outside_cuda_code(self.ctx, XFORMERS_ATTENTION))
+            if cuda_keeping(self.ctx) is None:  # code that runs only on CUDA keeps its switch
+                # a switch given a value (`set_use_memory_efficient_attention_xformers(valid)`) may be off
+                guarded = _runs_conditionally(self.ctx) or bool(node.args) and not is_true(node.args[0].value)
+                self.report(node, f"`{short(node, 60, tight=True)}` switches attention to xformers' kernels, which "
+                            "are CUDA-only (diffusers raises where CUDA is not available); on Neuron keep the default "
+                            "attention (PyTorch SDPA)", evidence=Evidence.THIRD_PARTY,
+                            pins=None if guarded else XFORMERS_ATTENTION)
             return
-        checkpoint = self._quantized_checkpoint(node)
-        if checkpoint is not None:
-            config = QUANTIZED_BY[QUANTIZED_CHECKPOINT.search(checkpoint).group(1).lower()]  # type: ignore[union-attr]
+        quantized = _quantized_checkpoint(self.ctx, node)
+        if quantized is not None:
+            checkpoint, config = quantized
             self.report(node, f"`{short(node.func, 50)}(\"{checkpoint}\")` loads a checkpoint published quantized: "
                         f"{QUANTIZATION_CONFIGS[config]}; load the model it was quantized from in bf16 "
                         "(`torch_dtype=torch.bfloat16`) instead", evidence=Evidence.INF,
