@@ -142,7 +142,7 @@ def _apex_advice(module: str, names: tuple[str, ...]) -> str | None:
 #: attention backends and the conventional name of a compiled extension (``*_cuda``)
 _OTHER_TOKENS = (b"ExecutionProvider", b"load_in_8bit", b"load_in_4bit", b"BitsAndBytesConfig", b"GPTQConfig",
                  b"AwqConfig", b"AWQ", b"awq", b"GPTQ", b"gptq", b"bnb-", b"optim=", b"flash_attention", b"_cuda",
-                 b"attention_backend", b"nvml", b"xformers")
+                 b"attention_backend", b"nvml")
 
 
 def _tokens() -> tuple[bytes, ...]:
