@@ -221,7 +221,7 @@ def flag_check(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpress
         values = stored_attributes(ctx).get(dotted_name(test) or "", [])
         stored = values[0] if len(values) == 1 else None
     elif isinstance(test, cst.Name) and test.value in _stored_checks(ctx):
-        stored = _stored_name(ctx, ifexp, test.value)
+        stored = stored_value(ctx, ifexp, test.value)
     else:
         return None
     if stored is None or not _positive_check(ctx, stored):
@@ -229,11 +229,11 @@ def flag_check(ctx: FileContext, ifexp: cst.IfExp) -> tuple[str, cst.BaseExpress
     return ("orelse" if negated else "body"), stored
 
 
-def _stored_name(ctx: FileContext, ifexp: cst.IfExp, name: str) -> cst.BaseExpression | None:
-    """The value the one binding of ``name`` that ``ifexp`` reads stores, if it is bound once in its scope."""
-    # where the walk has reached `ifexp`, its parents are known; else it sits below the node being
+def stored_value(ctx: FileContext, node: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value the one binding of ``name`` that ``node`` reads stores, if it is bound once in its scope."""
+    # where the walk has reached `node`, its parents are known; else it sits below the node being
     # visited (the call it is an argument of, or later in the function of a flag being visited)
-    path: list[cst.CSTNode] = [ifexp]
+    path: list[cst.CSTNode] = [node]
     while id(path[-1]) in ctx.parents:
         path.append(ctx.parents[id(path[-1])])
     around = reversed(path) if len(path) > 1 else list(ctx.ancestors())[::-1] + ctx.stack[-1:]

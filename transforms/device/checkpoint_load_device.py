@@ -21,11 +21,11 @@ class CheckpointLoadDevice(Transform):
         (`state = torch.load(path)["model"]`), whose every read is an argument of one,
         `ckpt["model"]` included, or keeps its tensors in a dictionary that one takes: keys
         renamed or deleted in place, a filtered copy `{k: v for k, v in state.items() if ...}`,
-        a merge `own.update(state)`, a shape read to build the model),
-        the fix is safe; elsewhere it is proposed as unsafe. A file that names no CUDA gets the
-        safe fix where another file of the project chooses among hosts (its checkpoints are saved
-        where the program ran, a CUDA GPU among them), and nothing else. A call that spreads arguments (`torch.load(path,
-        **kw)`) is left alone: they may hold a `map_location` already.
+        a merge `own.update(state)`, a shape read to build the model), the fix is safe; elsewhere
+        it is proposed as unsafe. A file that names no CUDA gets the safe fix where another file
+        of the project chooses among hosts (its checkpoints are saved where the program ran, a
+        CUDA GPU among them), and nothing else. A call that spreads arguments
+        (`torch.load(path, **kw)`) is left alone: they may hold a `map_location` already.
 
     Why on TorchNeuron:
         `torch.load` puts each tensor back on the device it was saved from, and raises when that

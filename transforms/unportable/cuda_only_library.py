@@ -9,12 +9,13 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
+from neuronize.transforms._helpers.device_choice import stored_value
 from neuronize.transforms._helpers.device_model import cuda_keeping, pins_outside_cuda_code
 from neuronize.transforms._helpers.imports import classify_import, imported_modules
 from neuronize.transforms._helpers.literals import is_true, string_value, switches_off
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
-from neuronize.analysis.syntax import assigned_value, is_main_test, stored_once
+from neuronize.analysis.syntax import is_main_test
 from neuronize.analysis.cuda_packages import NKI_PATH_KERNELS, PACKAGES, imported_package, is_cuda_extension_module
 
 # Apex advice by what is imported (submodule or class name).
@@ -112,10 +113,8 @@ def _quantized_checkpoint(ctx: FileContext, call: cst.Call) -> tuple[str, str] |
             NOT_MODELS) or (arg := argument(call, "pretrained_model_name_or_path", 0)) is None:
         return None
     value = arg.value
-    if isinstance(value, cst.Name) and stored_once(ctx.module, value.value) and not any(
-            isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in ctx.ancestors()):
-        value = next((bound[1] for stmt in ctx.module.body
-                      if (bound := assigned_value(stmt)) is not None and bound[0] == value.value), value)
+    if isinstance(value, cst.Name) and not any(isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in ctx.ancestors()):
+        value = stored_value(ctx, value, value.value) or value
     checkpoint = string_value(value)
     mark = QUANTIZED_CHECKPOINT.search(checkpoint) if checkpoint is not None else None
     return (checkpoint, QUANTIZED_BY[mark.group(1).lower()]) if checkpoint is not None and mark else None
@@ -135,7 +134,6 @@ def _apex_advice(module: str, names: tuple[str, ...]) -> str | None:
             if parts & set(keys):
                 return advice
     return None
-
 
 
 #: what else names a CUDA-only path: the quantization switches, configs and checkpoint marks, execution providers,
