@@ -76,7 +76,7 @@ from neuronize.analysis.kernel_imports import (
     JIT_BUILDERS, KERNEL_LOADING, KERNEL_MADE, KERNEL_PACKAGES, extension_or_kernel_module, kernel_reason)
 from neuronize.analysis.syntax import (
     ImportedName, assigned_value, dotted_name, imported_names, is_main_test, is_script, iter_statements, module_matches,
-    scoped_statements)
+    named_parameters, scoped_statements)
 from neuronize.analysis.walk import visit
 
 KERNEL, TEST, INDUCTOR, CUDA_GRAPH, FAKE = "gpu-kernel", "cuda-test", "inductor", "cuda-graph", "fake-tensor"
@@ -753,15 +753,10 @@ def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...],
 def _on_by_default(name: str, functions: Sequence[cst.FunctionDef]) -> bool:
     """``name`` is a parameter of the innermost of ``functions`` that has it, with a ``True`` default."""
     for function in reversed(functions):
-        for param in _parameters(function):
+        for param in named_parameters(function):
             if param.name.value == name:
                 return _boolean_default(param) is True
     return False
-
-
-def _parameters(func: cst.FunctionDef) -> tuple[cst.Param, ...]:
-    """The parameters of ``func`` that take a name (positional or keyword)."""
-    return (*func.params.params, *func.params.kwonly_params)
 
 
 def _boolean_default(param: cst.Param) -> bool | None:
@@ -794,7 +789,7 @@ def _bare_cuda(value: cst.BaseExpression) -> bool:
 
 def _flag_parameters(func: cst.FunctionDef) -> set[str]:
     """The parameters of ``func`` named like a CUDA setting with a boolean default."""
-    return {p.name.value for p in _parameters(func)
+    return {p.name.value for p in named_parameters(func)
             if _boolean_default(p) is not None and _CUDA_FLAG.fullmatch(p.name.value) is not None}
 
 

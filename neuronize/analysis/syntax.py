@@ -366,6 +366,11 @@ def scoped_statements(body: Sequence[cst.CSTNode], functions: tuple[cst.Function
             yield from scoped_statements(block, inner)
 
 
+def named_parameters(func: cst.FunctionDef) -> tuple[cst.Param, ...]:
+    """The parameters of ``func`` that take a name (positional or keyword)."""
+    return (*func.params.params, *func.params.kwonly_params)
+
+
 def binding_scope(name: str, functions: tuple[cst.FunctionDef, ...], module: cst.Module) -> cst.CSTNode:
     """The scope a read of ``name`` in ``functions`` (outermost first) resolves to: the innermost
     of them that binds it, else the module."""

@@ -11,7 +11,8 @@ import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.syntax import (
-    assigned_attribute, assigned_value, binding_scope, is_stub, iter_statements, scope_statements, stored_once)
+    assigned_attribute, assigned_value, binding_counts, binding_scope, is_stub, iter_statements, named_parameters,
+    scope_statements, stored_once, without_not)
 from neuronize.analysis.import_safety import calls_neuron_test, is_neuron_test, is_neuron_test_call
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import ImportRequest
@@ -243,6 +244,64 @@ def stored_value(ctx: FileContext, node: cst.CSTNode, name: str) -> cst.BaseExpr
         return None
     return next((found[1] for statement in iter_statements(scope_statements(scope))
                  if (found := assigned_value(statement)) is not None and found[0] == name), None)
+
+
+def rebound_check(ctx: FileContext, ifexp: cst.IfExp) -> tuple[cst.Call, bool] | None:
+    """On the neuron target, the CUDA check of a choice by a parameter its function rebinds from
+    that check and the wish it was given (``def f(use_cuda=None): use_cuda =
+    torch.cuda.is_available() and (True if use_cuda is None else use_cuda)``, then
+    ``torch.device("cuda" if use_cuda else "cpu")``), and whether every read of the flag is the
+    test of such a choice of a device. The flag is False on Neuron, so the choice's Neuron arm
+    runs only with the check widened to Neuron, in one edit with it, which only such reads allow;
+    no test put in front of the choice could read the wish, which the rebinding hides. None for
+    any other choice."""
+    test, negated = without_not(ifexp.test)
+    if per_target.target(ctx) != per_target.NEURON or not isinstance(test, cst.Name) \
+            or idiom_literal(ctx, ifexp.orelse if negated else ifexp.body) is None:
+        return None
+    name = test.value
+    function = next((anc for anc in ctx.ancestors() if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    if not isinstance(function, cst.FunctionDef) or name not in {p.name.value for p in named_parameters(function)} \
+            or binding_counts(function, (name,), own_scope=True)[name] != 2:
+        return None
+    rebinding = next((statement for statement in scope_statements(function)
+                      if (bound := assigned_value(statement)) is not None and bound[0] == name), None)
+    found = assigned_value(rebinding) if rebinding is not None else None
+    operands = list(_and_operands(found[1])) if found is not None else []
+    checks = [operand for operand in operands if is_cuda_available_call(ctx, operand)]
+    if len(checks) != 1 or any(has_is_available(ctx, o) for o in operands if o is not checks[0]) \
+            or not any(isinstance(n, cst.Name) and n.value == name for o in operands for n in iter_syntax(o)):
+        return None
+    return cst.ensure_type(checks[0], cst.Call), all(
+        _tests_device_choice(ctx, path) for path in read_paths(function, name, rebinding))
+
+
+def _and_operands(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The operands of ``a and b and ...`` (``value`` itself where it is no ``and``)."""
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And) and not value.lpar:
+        yield from _and_operands(value.left)
+        yield from _and_operands(value.right)
+    else:
+        yield value
+
+
+def _tests_device_choice(ctx: FileContext, path: list[cst.CSTNode]) -> bool:
+    """The read at the end of ``path`` is the test (under any ``not``) of a choice whose branch for
+    a true test names a CUDA device."""
+    child, negated = path[-1], False
+    for parent in reversed(path[:-1]):
+        if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+            child, negated = parent, not negated
+            continue
+        return isinstance(parent, cst.IfExp) and parent.test is child \
+            and idiom_literal(ctx, parent.orelse if negated else parent.body) is not None
+    return False
+
+
+def extended_check(available: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression:
+    """``<Neuron is here> or <the check as written>``: the check gains Neuron and keeps every host
+    it was true on (the CUDA box keeps its path)."""
+    return cst.BooleanOperation(left=available, operator=cst.Or(), right=call.with_changes(lpar=(), rpar=()))
 
 
 def _positive_check(ctx: FileContext, value: cst.BaseExpression) -> bool:

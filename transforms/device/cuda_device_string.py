@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
-from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.analysis.syntax import without_not
+from neuronize.transform import Evidence, Example, ImportRequest, Safety, Transform
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import argument
 from neuronize.transforms._helpers.device_choice import (
     OPTION_CALLS, call_devices, device_literals, device_named, device_option, device_setting,
-    has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
+    extended_check, has_is_available, idiom_branch, in_excluded_call, in_selection_if, in_test_file, index_note,
     default_serves_nothing, indexed_device, indexed_device_edit, is_torch_device_call, literal_edit,
-    kept_parameter_default, parameter_default, rewrite_idiom, selection_ifexp, validation_list)
+    kept_parameter_default, parameter_default, rebound_check, rewrite_idiom, selection_ifexp, validation_list)
 from neuronize.transforms._helpers.device_model import (
     KeepsCudaBranches, aware_edit, backend_key, choice_addition, default_plan, idiom_kept, kernel_export, in_detection, keeps_cuda_hosts,
     kept_argument, served_by_neuron_first)
@@ -22,7 +24,9 @@ from neuronize.transforms._helpers.literals import Kind, branches_mention_cuda, 
 from neuronize.transforms._helpers.leftovers import compared_device
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, target_name
+from neuronize.transforms._helpers.nodes import parenthesized
 from neuronize.transforms._helpers.value_flow import assigned
+from neuronize.analysis.walk import iter_syntax
 
 
 #: ``kwargs["device_type"] = "cuda"`` next to ``custom_fwd``: the AMP device type, which the
@@ -92,7 +96,13 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         variable, bound once and earlier in its scope or in an earlier notebook cell to the
         availability idiom (`device = "cuda" if torch.cuda.is_available() else "cpu"`), names
         that variable instead (`.to(device)`). Device strings in a dispatch's CUDA branch stay
-        CUDA's.
+        CUDA's. A choice by a parameter its function rebinds from the check and the wish it was
+        given (`def __init__(self, use_cuda=None): use_cuda = torch.cuda.is_available() and
+        (use_cuda is None or use_cuda)`, then `"cuda" if use_cuda else "cpu"`), False on Neuron,
+        gains its Neuron arm together with the check's widening, `(<the accelerator is Neuron> or
+        torch.cuda.is_available()) and ...`, one edit group, where the flag decides only device
+        choices: the wish still decides on every host. Where it decides more, the choice stays
+        (reported): its Neuron arm could never run.
         Strings that are not a device are never touched: messages, docstrings, dict keys,
         capability lists such as `("cuda", "xpu")`, `accelerator="cuda"` (Lightning),
         `device_types="cuda"` (custom ops), `device_type=` of autocast (NRN2xx), the `device=` of
@@ -188,17 +198,20 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         edit = literal_edit(self.ctx, node, kind, nested)
         if keeps_cuda_hosts(self.ctx):  # the original value stays on every host but Neuron
             edit = aware_edit(self.ctx, node, nested, edit, placement)
-        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
         self.fix(node, edit.replacement, f"{where}: `{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
-                 imports=edit.imports, group=group, **extra)
+                 imports=edit.imports, group=group, **_unsafe_if(edit.unsafe))
 
     def _fix_all(self, expr: cst.BaseExpression | None, where: str, group: str | None = None,
                  placement: bool = True) -> None:  # not a default other code reads
-        if expr is None:
-            return
         group = group or hosts.same_device_group(self.ctx) or hosts.placement_group(self.ctx)
-        for node, kind in device_literals(self.ctx, expr):
-            self._fix_literal(node, kind, where, node is not expr, group, placement)
+        for node, kind in device_literals(self.ctx, expr) if expr is not None else ():
+            flag = _rebound_flag(self.ctx, expr, node, kind)  # type: ignore[arg-type]
+            if flag is not None and flag.kept is not None:
+                self._keep(node, where, flag.kept)
+            elif flag is not None and id(flag.edit[0]) not in self._done:  # one serves every choice of the flag
+                self._done.add(id(flag.edit[0]))
+                self.fix(*flag.edit, imports=flag.imports, group=group or flag.group)
+            self._fix_literal(node, kind, where, node is not expr, group or (flag.group if flag else None), placement)
 
     def _fix_default(self, expr: cst.BaseExpression | None, where: str, name: str | None = None) -> None:
         """A device default (option, parameter, setting: ``name``), as ``device_model.default_plan`` says."""
@@ -240,9 +253,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
             return self._keep(found[1], f"device choice `{short(node)}`", kept)
         plan = rewrite_idiom(self.ctx, node, *found)
         self._done.update((id(plan.literal), id(plan.branch)))
-        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if plan.kind.drops_index else {}
         at, replacement, note = indexed_device(self.ctx, node, plan)  # `torch.device(<idiom>, local_rank)`
-        self.fix(at, replacement, plan.message + (index_note(self.ctx) if extra else note), imports=plan.imports, **extra)
+        self.fix(at, replacement, plan.message + (index_note(self.ctx) if plan.kind.drops_index else note),
+                 imports=plan.imports, **_unsafe_if(plan.kind.drops_index))
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -276,13 +289,11 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         if index is None or cuda_literal(first.value) is None:
             self._fix_all(first.value, "`torch.device`")
             return
-        if string_value(first.value) != "cuda":
-            return  # torch.device("cuda:0", 1) is an error; leave it for the user
-        self._done.add(id(first.value))
-        edit = indexed_device_edit(self.ctx, node, first, index, keeps_cuda_hosts(self.ctx))
-        extra = {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if edit.unsafe else {}
-        self.fix(node, edit.replacement, f"`{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`{edit.note}",
-                 imports=edit.imports, group=hosts.same_device_group(self.ctx), **extra)
+        if string_value(first.value) == "cuda":  # torch.device("cuda:0", 1) is an error; left for the user
+            self._done.add(id(first.value))
+            edit = indexed_device_edit(self.ctx, node, first, index, keeps_cuda_hosts(self.ctx))
+            self.fix(node, edit.replacement, f"`{short(node)}` -> `{edit.shown or per_target.spell(self.ctx, edit.replacement)}`"
+                     f"{edit.note}", imports=edit.imports, group=hosts.same_device_group(self.ctx), **_unsafe_if(edit.unsafe))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         """``assert device in ["cuda", "cpu"]`` accepts the migrated default too (like ``choices``)."""
@@ -313,3 +324,41 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         key = string_value(node.key)
         if device_named(key):
             self._fix_default(node.value, f'`"{key}"` entry', key)
+
+
+def _unsafe_if(unsafe: bool) -> dict[str, Safety | Evidence]:
+    """The keywords of a fix that rests on inference, where it does."""
+    return {"safety": Safety.UNSAFE, "evidence": Evidence.INF} if unsafe else {}
+
+
+@dataclass(frozen=True)
+class _ReboundFlag:
+    """A choice by a flag rebound from the CUDA check: the check's widening (the check, what it
+    becomes, and why), made with the choice's Neuron arm; or why the choice stays."""
+
+    edit: tuple[cst.Call, cst.BaseExpression, str]
+    imports: tuple[ImportRequest, ...] = ()
+    group: str = ""
+    kept: str | None = None
+
+
+def _rebound_flag(ctx: FileContext, expr: cst.BaseExpression, literal: cst.BaseExpression,
+                  kind: Kind) -> _ReboundFlag | None:
+    """Where ``literal`` is the CUDA device of a choice in ``expr`` by a flag rebound from the CUDA
+    check (``device_choice.rebound_check``) and gains its Neuron arm, the check's widening; where
+    the flag is read elsewhere too, why the literal stays (its Neuron arm could never run)."""
+    for choice in iter_syntax(expr):
+        if isinstance(choice, cst.IfExp) and literal in (choice.body, choice.orelse) \
+                and (found := rebound_check(ctx, choice)) is not None and _kept_literal(ctx, literal, kind) is None:
+            (check, widens), name = found, cst.ensure_type(without_not(choice.test)[0], cst.Name).value
+            if not widens:
+                return _ReboundFlag((check, check, ""), kept=(
+                    f"is chosen by `{name}`, rebound from `{short(check)}`, which is False on Neuron: kept, a Neuron "
+                    f"arm could never run there, and `{name}` decides more than devices; widen the check with what it "
+                    "decides by hand"))
+            available, imports = per_target.available(ctx)
+            return _ReboundFlag((check, parenthesized(extended_check(available, check)), (
+                f"`{name}` is rebound from `{short(check)}` and the wish it was given: the check -> `<the accelerator "
+                f"is Neuron> or {short(check)}`, with the Neuron arm of the choices the flag makes (every other host "
+                "keeps its path, and the wish still decides)")), tuple(imports), f"{name} rebound from the CUDA check")
+    return None

@@ -26,7 +26,8 @@ from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE, REQUIRED_CUDA
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, cuda_device_context, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
-from neuronize.transforms._helpers.device_choice import available_polarities, idiom_branch, says_only_neuron
+from neuronize.transforms._helpers.device_choice import (
+    available_polarities, extended_check, idiom_branch, rebound_check, says_only_neuron)
 from neuronize.transforms._helpers.messages import short
 
 _TARGETS = {
@@ -218,7 +219,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         else:
             available, note = _only_if_asked(self.ctx, ref, available) if neuron else (available, "")
             message += note
-            new = _extended(available, ref.call) if neuron else available
+            new = extended_check(available, ref.call) if neuron else available
         parent = _call_parent(self.ctx, ref)
         if ref.call.lpar:
             new = new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar)
@@ -305,7 +306,8 @@ def _feeds_choices(ctx: FileContext, stored: cst.CSTNode) -> bool:
     choice that gains Neuron in front (``"cuda" if has_gpu else "cpu"``, :func:`flag_side`): the
     flag stays CUDA's, and Neuron has its path without it."""
     uses = flag_uses(ctx, assigned_names(stored), stored)
-    return bool(uses) and all(isinstance(use, cst.IfExp) and idiom_branch(ctx, use) is not None for use in uses)
+    return bool(uses) and all(isinstance(use, cst.IfExp) and (
+        idiom_branch(ctx, use) is not None or (rebound_check(ctx, use) or (None, False))[1]) for use in uses)
 
 
 def _in_map_location(ctx: FileContext) -> bool:
@@ -321,12 +323,6 @@ def _call_parent(ctx: FileContext, ref: CudaRef) -> cst.CSTNode | None:
         if anc is ref.call:
             return next(ancestors, None)
     return None
-
-
-def _extended(available: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression:
-    """``<Neuron is here> or <the check as written>``: the check gains Neuron and keeps every host
-    it was true on (the CUDA box keeps its path)."""
-    return cst.BooleanOperation(left=available, operator=cst.Or(), right=call.with_changes(lpar=(), rpar=()))
 
 
 def _asked_device(ctx: FileContext, ref: CudaRef) -> tuple[cst.BaseExpression, cst.SimpleString] | None:
@@ -368,7 +364,7 @@ def _only_if_asked(ctx: FileContext, ref: CudaRef, available: cst.BaseExpression
 
 def _is_extension(ctx: FileContext, ref: CudaRef) -> bool:
     """``ref`` is the kept check of ``<Neuron is here> or torch.cuda.is_available()`` (written by
-    :func:`_extended` in an earlier run)."""
+    :func:`extended_check` in an earlier run)."""
     parent = ctx.parent
     if isinstance(parent, cst.Call) and parent is ref.call:
         parent = next((a for a in ctx.ancestors() if a is not ref.call and a is not ref.node), None)
