@@ -133,8 +133,8 @@ class Options:
     #: the edit group of a placement pinned to CUDA at the top level of a cell of the notebook
     #: (``Report.pins``: a model its loader places on GPUs): the device edits of every cell wait for it
     notebook_pins: str | None = None
-    #: why the file's device edits wait for another program of the run whose placements stay
-    #: (neuronize/analysis/program_pins.py), None where none does
+    #: why the file's device edits wait for other programs of the run whose placements stay
+    #: (neuronize/analysis/program_pins.py, kernel_imports.kernel_servants), None where none do
     program_pin: str | None = None
 
     def __post_init__(self) -> None:

@@ -279,6 +279,34 @@ def test_a_script_built_on_a_kernel_package_does_not_hold_the_helpers_it_shares(
     assert "class `Checkpointer` holds GPU-kernel code" not in full_report(str(tmp_path))
 
 
+def test_a_module_only_kernel_programs_import_waits_for_them(tmp_path):
+    """Timing helpers that only kernel benchmarks import (directly, or through another such helper)
+    are reached by no program that runs on Neuron: their device edits wait, named in the report. A
+    portable importer, or an entry point of the module's own, lets them move as anywhere else."""
+    timing = (b"import torch\n\n\ndef timed(fn, *args, amp=False):\n"
+              b"    with torch.autocast('cuda', enabled=amp):\n        return fn(*args)\n")
+    files = {
+        "pkg/__init__.py": b"from .conv import Conv\n",
+        "pkg/conv.py": b"import torch\nimport fastconv_cuda\n",
+        "bench/run_bench.py": b"import torch\nfrom pkg import Conv\nfrom report import timed\n",
+        "bench/report.py": b"from timing import timed\n",
+        "bench/timing.py": timing,
+        "bench/own_entry.py": timing + b"\nif __name__ == '__main__':\n    timed(print)\n",
+        "bench/run_other.py": b"import torch\nfrom pkg import Conv\nfrom own_entry import timed\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "bench" / "timing.py").read_bytes() == timing
+    assert (tmp_path / "bench" / "own_entry.py").read_bytes() != files["bench/own_entry.py"]
+    assert ("it waits for the programs it serves (`bench/report.py`), which import GPU-kernel code"
+            in full_report(str(tmp_path)))
+    (tmp_path / "bench" / "portable.py").write_bytes(b"from timing import timed\ntimed(print)\n")
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (tmp_path / "bench" / "timing.py").read_bytes() != timing
+
+
 def test_a_module_that_imports_a_library_loading_cuda_kernels_holds_its_importers(tmp_path):
     """A sibling module that imports TensorRT (or FlashAttention) unguarded does not import without
     CUDA, so neither does the script that imports it; a package's own modules are not held by

@@ -397,6 +397,35 @@ def _importing_by_name(graph: ImportGraph, reasons: dict[Path, str]) -> dict[Pat
     return found
 
 
+#: a script's entry point: a module run as a program has a user of its own
+_MAIN = re.compile(rb"^if[ \t(]+__name__[ \t]*==", re.MULTILINE)
+
+
+def kernel_servants(files: Iterable[tuple[Path, PurePath, bytes]], graph: ImportGraph,
+                    kernels: dict[Path, str]) -> dict[Path, str]:
+    """Each module of the project, no script, that only files importing GPU-kernel code import
+    (``kernels``, :func:`kernel_bound`), directly or through other such modules (the timing helpers
+    only a kernel benchmark uses): no program that runs on Neuron reaches it, so its Neuron arms
+    never would; why its device edits wait, a clause of the report."""
+    files = list(files)
+    shown = {path: relative.as_posix() for path, relative, _ in files}
+    scripts = {path for path, _, source in files if _MAIN.search(source)}
+    importers: dict[Path, set[Path]] = {}
+    named = ((path, graph.by_name.get(name)) for path, names in graph.named.items() for name in names)
+    for path, module in (*graph.links(), *named):
+        if module is not None and module != path:
+            importers.setdefault(module, set()).add(path)
+    found: dict[Path, str] = {}
+    while more := {module: users for module, users in importers.items()
+                   if module not in kernels and module not in found and module not in scripts
+                   and all(user in kernels or user in found for user in users)}:
+        for module, users in more.items():
+            listed = ", ".join(f"`{shown[user]}`" for user in sorted(users)[:3]) + (", ..." if len(users) > 3 else "")
+            found[module] = (f"it waits for the programs it serves ({listed}), which import GPU-kernel code: none of "
+                             "them runs on Neuron, so neither would its Neuron arms; move it with them")
+    return found
+
+
 def kernel_exports(graph: ImportGraph, kernels: dict[Path, str]) -> dict[Path, dict[str, Path]]:
     """For each module of the project, the names a GPU-kernel file (``kernels``, :func:`kernel_bound`)
     imports from it (``from utils import DEV``), each with one such file: what the module binds to

@@ -34,7 +34,7 @@ _LEGACY_NAME = re.compile(r"[A-Z]\w*Tensor")
 
 def program_pins(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGraph) -> dict[Path, str]:
     """For each Python file joined by imports to a script whose placements stay (see the module):
-    why its device edits wait."""
+    why its device edits wait, a clause of the report."""
     pinned = {path: f"`{relative.as_posix()}`, which {why}," for path, relative, source in files
               if (why := _pin(source)) is not None} | _forward_calls_legacy_helper(files, graph)
     if not pinned:
@@ -55,7 +55,8 @@ def program_pins(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGra
                     joined.add(other)
                     pending.append(other)
         if len(joined) <= LIMIT:
-            found.update((path, why) for path in joined)
+            found.update((path, f"it waits for {why} a program that shares modules with this file: moved alone, "
+                                 "these tensors would meet its model on another device") for path in joined)
     return found
 
 

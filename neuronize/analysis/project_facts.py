@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-15"
+_FORMAT = "facts-16"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,8 +72,9 @@ class ProjectFacts:
     backend_keys: frozenset[str] = frozenset()
     #: the operator namespaces the project defines in Python (:mod:`neuronize.analysis.custom_ops`)
     op_namespaces: frozenset[str] = frozenset()
-    #: the files joined by imports to a program whose placements stay, and why
-    #: (:mod:`neuronize.analysis.program_pins`)
+    #: the files joined by imports to a program whose placements stay
+    #: (:mod:`neuronize.analysis.program_pins`), or that only programs importing GPU-kernel code
+    #: import (:func:`neuronize.analysis.kernel_imports.kernel_servants`), and why
     program_pins: dict[Path, str] = dataclasses.field(default_factory=dict)
 
 
@@ -108,7 +109,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.host_choice import checks_host
     from neuronize.analysis.kernel_imports import (
         declared_extensions, import_graph, imported_modules, kernel_bound, kernel_exports,
-        kernel_sources, extension_packages)
+        kernel_servants, kernel_sources, extension_packages)
     from neuronize.analysis.backend_keys import backend_keys
     from neuronize.analysis.cuda_setups import cuda_setups
     from neuronize.analysis.custom_ops import compiled_namespace, defined_namespaces
@@ -140,7 +141,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         device_sinks(zip(relative[:python], sources, strict=True)),
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
                         exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),
-                        namespaces, program_pins(files_code[:python], graph))
+                        namespaces, kernel_servants(files_code, graph, kernels) | program_pins(files_code[:python], graph))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:

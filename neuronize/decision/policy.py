@@ -675,7 +675,7 @@ CLASS_PINS = frozenset({LEGACY_TYPES})
 
 
 #: the edit group of the device edits of a file another program of the run pins (Options.program_pin)
-SHARED_WITH_PINNED = "devices of modules shared with a program whose placements stay"
+SHARED_WITH_PINNED = "devices of modules shared with programs whose placements stay"
 
 
 def _pinned_elsewhere(options: Options) -> tuple[str, str] | None:
@@ -684,8 +684,7 @@ def _pinned_elsewhere(options: Options) -> tuple[str, str] | None:
     if options.notebook_pins is not None:
         return options.notebook_pins, "it waits for the loading in another cell of the notebook, which is not fixed here"
     if options.program_pin is not None:
-        return SHARED_WITH_PINNED, (f"it waits for {options.program_pin} a program that shares modules with this "
-                                    "file: moved alone, these tensors would meet its model on another device")
+        return SHARED_WITH_PINNED, options.program_pin
     return None
 
 
