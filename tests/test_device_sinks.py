@@ -53,7 +53,7 @@ def test_a_device_choice_that_reaches_one_stays_and_the_others_move(tmp_path):
     assert ((tmp_path / "serve.py").read_bytes(), (tmp_path / "app" / "weights.py").read_bytes()) == before
     assert b'"neuron" if on_neuron() else' in (tmp_path / "train.py").read_bytes()
     full = full_report(str(tmp_path))
-    assert "which hands it to a library that rejects \"neuron\"" in full
+    assert "which rejects \"neuron\" (`app.weights.load_encoder` asserts CUDA for any device but the CPU, or" in full
     assert "`read_weights(path, device=str(device))`, which rejects \"neuron\" (it parses the device itself)" in full
 
 
@@ -108,3 +108,26 @@ def test_a_cpu_fallback_for_a_device_kept_for_the_library_stays_too(tmp_path):
         b"args = parser.parse_args()\nif not torch.cuda.is_available():\n    args.device = \"cpu\"\n"
         b"asr = WhisperModel(\"small\", device=args.device)\n"))
     assert "decides a CPU fallback for `args.device`, whose CUDA value stays" in full, full
+
+
+SELECT = (b"import os\nimport torch\n\n\ndef pick_device(device=''):\n    device = str(device).replace('cuda:', '')\n"
+          b"    if device == 'cpu':\n        os.environ['CUDA_VISIBLE_DEVICES'] = '-1'\n    elif device:\n"
+          b"        assert torch.cuda.is_available() and torch.cuda.device_count() >= len(device.split(',')), device\n"
+          b"    return torch.device('cuda:0' if device != 'cpu' and torch.cuda.is_available() else 'cpu')\n")
+
+
+def test_a_helper_that_asserts_cuda_for_any_device_but_the_cpu_keeps_the_defaults_handed_to_it(tmp_path):
+    """YOLOv5-style device pickers assert CUDA, and count CUDA devices, for whatever non-empty device
+    they are given: a default handed to one stays (the report names it); a helper whose assert sits
+    in its CUDA branch only accepts "neuron"."""
+    cuda_branch = SELECT.replace(b"    elif device:", b"    elif device.startswith('0'):")
+    found = device_sinks([(PurePath("utils/torch_utils.py"), SELECT), (PurePath("utils/other.py"),
+                          cuda_branch.replace(b"pick_device", b"pick_other"))])
+    assert found == (("utils.torch_utils.pick_device", ("device",), ("device",)),)
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "torch_utils.py").write_bytes(SELECT)
+    full = kept_and_reported(tmp_path, "detector.py", (
+        b"from utils.torch_utils import pick_device\n\n\nclass Detector:\n"
+        b"    def __init__(self, weights, device='cuda:0'):\n        self.device = pick_device(device)\n"))
+    assert "`pick_device(device)`, which rejects \"neuron\" (`utils.torch_utils.pick_device` asserts CUDA" in full
+

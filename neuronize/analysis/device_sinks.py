@@ -8,8 +8,10 @@ other names) and raises ``device neuron is invalid`` for any other; CTranslate2 
 device=str(device))`` is such a consumer, and so is a function that hands its device on to one
 (``load_model(path, device=device)``), in any module: a script that calls it with its device
 choice would raise on Trainium if that choice became ``"neuron"``, so the choice stays (a
-consumer that blocks it, as the issue's standard says). Only files that name one of the
-libraries, or a function found so far, are parsed (with :mod:`ast`: read-only, and fast).
+consumer that blocks it, as the issue's standard says). So is a function that asserts CUDA, and
+counts CUDA devices, in a branch it takes for any device but the CPU (YOLOv5's ``select_device``:
+``elif device: assert torch.cuda.is_available() and torch.cuda.device_count() >= ...``). Only files that name one of the libraries, such an assert
+or a function found so far are parsed (with :mod:`ast`: read-only, and fast).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ LIBRARY_SINKS: dict[str, tuple[str, int]] = {
 }
 #: the top-level packages of :data:`LIBRARY_SINKS`, as named in a file's bytes
 LIBRARIES = (b"safetensors", b"ctranslate2", b"faster_whisper", b"lightning")
+#: the bytes of an assert that CUDA is available, which a function parsed for one must hold
+_CUDA_ASSERT = b"assert torch.cuda.is_available()"
+#: what an assert that rejects any device but CUDA's asks: CUDA, and a count of CUDA devices
+_CUDA_COUNTED = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 #: what to do where each library parses the device (by top-level package)
 _ADVICE = {"lightning": 'give it an accelerator it knows there (it has none for Neuron: "cpu", or place the model '
                         "yourself)", "pytorch_lightning": "give it an accelerator it knows there (it has none for Neuron)"}
@@ -63,7 +69,7 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
     bytes) that hand one of their parameters, as it is or through ``str()`` / ``torch.device()``,
     to the device of a :data:`LIBRARY_SINKS` call, or to that parameter of a function found so far
     (until nothing more is found)."""
-    found = found_functions(files, LIBRARIES, lambda function, module, imported, found: (
+    found = found_functions(files, (*LIBRARIES, _CUDA_ASSERT), lambda function, module, imported, found: (
         None if (sink := _sink(function, imported, found)) is None else (f"{module}.{function.name}", *sink)))
     return tuple(sorted(found.values()))
 
@@ -76,7 +82,7 @@ def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:
 def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
           found: dict[str, Sink]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     params = parameters(function)
-    fed: set[str] = set()
+    fed = _asserted(function, imported, params)
     for node in calls(function):
         called = dotted(node.func, imported)
         if called is None:
@@ -109,3 +115,28 @@ def _params_in(value: ast.expr | None, params: tuple[str, ...]) -> set[str]:
             or isinstance(value.func, ast.Attribute) and value.func.attr in _PASS_THROUGH):
         value = value.args[0]
     return {value.id} if isinstance(value, ast.Name) and value.id in params else set()
+
+
+def _asserted(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
+              params: tuple[str, ...]) -> set[str]:
+    """The parameters ``function`` tests in an ``if`` taken for any device but the CPU (``elif
+    device:``, ``if device != "cpu":``) whose body asserts that CUDA is available and counts CUDA
+    devices for the one asked (``torch.cuda.device_count() >= len(device)``): ``"neuron"`` fails
+    that assert, however its check is widened (no CUDA device is there to count)."""
+    return {param for node in ast.walk(function) if isinstance(node, ast.If)
+            and (param := _any_device_but_cpu(node.test, params)) is not None
+            and any(isinstance(inner, ast.Assert) and _CUDA_COUNTED <= {
+                dotted(call.func, imported) for call in ast.walk(inner.test) if isinstance(call, ast.Call)}
+                for statement in node.body for inner in ast.walk(statement))}
+
+
+
+def _any_device_but_cpu(test: ast.expr, params: tuple[str, ...]) -> str | None:
+    """The parameter ``test`` holds for whatever device it names but the CPU (``device``, ``device
+    != "cpu"``, ``device not in ("cpu", "")``), else None."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.NotEq, ast.NotIn)):
+        others = [n.value for n in ast.walk(test.comparators[0]) if isinstance(n, ast.Constant)]
+        if not all(isinstance(v, str) and "cuda" not in v and "neuron" not in v for v in others):
+            return None
+        test = test.left
+    return test.id if isinstance(test, ast.Name) and test.id in params else None

@@ -786,8 +786,8 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             handed, what = [argument(node, name, position)], f"which {_PARSES}; {advice(qualified)}"
         elif (sink := sink_of(qualified, sinks)) is not None:
             handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
-            what = ("which hands it to a library that rejects \"neuron\" (safetensors or CTranslate2 parse it); "
-                    f"{advice('')}")
+            what = (f"which rejects \"neuron\" (`{sink[0]}` asserts CUDA for any device but the CPU, or hands "
+                    "the device to a library that parses it itself); give it a Neuron path by hand")
         else:
             continue
         if any(a is not None and string_value(a.value) not in OTHER_DEVICES for a in handed):

@@ -79,8 +79,9 @@ class CudaDeviceString(KeepsCudaBranches, Transform):
         So do a default and the availability idiom of a file that hands its device to a library
         that parses it itself and rejects `"neuron"` (safetensors' `load_file` / `safe_open`,
         CTranslate2, Lightning's `Fabric` / `Trainer` accelerator), directly or through a project
-        function that hands it on to one (in any module); a CUDA literal handed to such a call
-        stays too. A choice stored in a variable read only under guards kept for CUDA stays. So
+        function that hands it on to one (in any module), or to a project function that asserts
+        CUDA and counts CUDA devices for any device but the CPU (YOLOv5's `select_device`); a CUDA
+        literal handed to such a call stays too. A choice stored in a variable read only under guards kept for CUDA stays. So
         does a device bound at a module's top level to a name that a GPU-kernel file of the
         project imports (`DEV = torch.device("cuda:0")`, read by `from utils import DEV` in a
         script built on Triton kernels), a parameter's default the object keeps and hands to CUDA
