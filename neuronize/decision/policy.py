@@ -423,6 +423,7 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     for r in holds:
         region = _region_of(r.node, parents)
         regions.setdefault(id(region), r.group or groups_in.get(id(_function_of(r.node, parents))) or holding(region))
+    makers = _makers_join(regions, moves, parents)
     # a group created in a branch (``if distributed:``) leaves the program a path without it
     process_group = min((r.group for r in creating if not _branched(_region_of(r.node, parents))), default=None)
     outright = min((r.group for r in creating if _moves_outright(r, device)), default=None)
@@ -433,7 +434,7 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     for r, f in located:
         if r.group is None and (id(r) in moved or id(r) in leftover or id(r) in holders):
             name = next((regions[id(a)] for a in ancestors(r.node, parents) if id(a) in regions),
-                        regions.get(id(None)) or script_level)
+                        regions.get(id(None)) or script_level or makers.get(id(_region_of(r.node, parents))))
             if name is None and id(r) in moved and id(_function_of(r.node, parents)) not in groups_in:
                 name = process_group
             elif name is None and id(r) in leftover:
@@ -442,6 +443,45 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
                 r = dataclasses.replace(r, group=name)
         out.append((r, f))
     return out
+
+
+def _makers_join(regions: dict[int, str], moves: Sequence[Any], parents: Parents) -> dict[int, str]:
+    """A region that makes an object of a class of the module whose device edits wait
+    (``self.stream = torch.cuda.Stream(device=device)`` in its constructor) meets what the object
+    keeps, or stops where its constructor does: the region's device edits join the class's group,
+    and so do those of the regions that make its objects in turn (a class's default device handed
+    to such a class). Those regions are added to ``regions``; the module's own statements (the
+    ``__main__`` block that builds one), which ``regions`` would read as the whole module, are
+    returned apart, by the id of None."""
+    makers: dict[int, str] = {}
+    if not moves:
+        return makers
+    module = _module_of(moves[0].node, parents)
+    classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    while True:
+        held = {name: regions[id(c)] for name, c in classes.items() if id(c) in regions}
+        joining = {id(region): held[made] for r in moves
+                   if id(region := _region_of(r.node, parents)) not in regions and id(region) not in makers
+                   and (made := _makes_one_of(region if region is not None else module, held)) is not None}
+        if not joining:
+            return makers
+        makers.update(joining)
+        regions.update((key, group) for key, group in joining.items() if key != id(None))
+
+
+def _makes_one_of(region: cst.CSTNode, classes: dict[str, str]) -> str | None:
+    """The first of ``classes`` (by name) whose object the code of ``region`` makes (``Llama(...)``):
+    a class's own methods, a function's body, else the module's own statements."""
+    if not classes:
+        return None
+    pending = list(region.children) if isinstance(region, cst.Module) else [region]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in classes:
+            return node.func.value
+        if not (isinstance(region, cst.Module) and isinstance(node, (cst.FunctionDef, cst.ClassDef))):
+            pending.extend(node.children)
+    return None
 
 
 def _chains_hold_what_follows(settled: Located[R], parents: Parents, device: str,
