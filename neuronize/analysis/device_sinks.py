@@ -43,8 +43,9 @@ LIBRARY_SINKS: dict[str, tuple[str, int]] = {
 }
 #: the top-level packages of :data:`LIBRARY_SINKS`, as named in a file's bytes
 LIBRARIES = (b"safetensors", b"ctranslate2", b"faster_whisper", b"lightning")
-#: the bytes of an assert that CUDA is available, which a function parsed for one must hold
-_CUDA_ASSERT = b"assert torch.cuda.is_available()"
+#: the bytes a function that asserts CUDA for its device must hold (its count of CUDA devices, which
+#: a migrated assert keeps beside Neuron's)
+_CUDA_ASSERT = b"torch.cuda.device_count()"
 #: what an assert that rejects any device but CUDA's asks: CUDA, and a count of CUDA devices
 _CUDA_COUNTED = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 #: what to do where each library parses the device (by top-level package)
