@@ -668,7 +668,8 @@ def literal_edit(ctx: FileContext, node: cst.BaseExpression, kind: Kind, nested:
         new, imports = string_like(node, "neuron"), ()
     else:
         new, imports = per_target.device(ctx, string_like(node, "neuron"), parens=nested)
-        new = new.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+        if getattr(node, "lpar", ()):  # the literal's own parentheses, else those `nested` asked for
+            new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
     return LiteralEdit(new, imports, index_note(ctx) if kind.drops_index else "", kind.drops_index)
 
 
