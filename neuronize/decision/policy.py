@@ -458,10 +458,10 @@ def _makers_join(regions: dict[int, str], moves: Sequence[Any], parents: Parents
         return makers
     module = _module_of(moves[0].node, parents)
     classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    unheld = {id(region): region for r in moves if id(region := _region_of(r.node, parents)) not in regions}
     while True:
         held = {name: regions[id(c)] for name, c in classes.items() if id(c) in regions}
-        joining = {id(region): held[made] for r in moves
-                   if id(region := _region_of(r.node, parents)) not in regions and id(region) not in makers
+        joining = {key: held[made] for key, region in unheld.items() if key not in makers
                    and (made := _makes_one_of(region if region is not None else module, held)) is not None}
         if not joining:
             return makers
