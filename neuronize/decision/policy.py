@@ -423,7 +423,7 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     for r in holds:
         region = _region_of(r.node, parents)
         regions.setdefault(id(region), r.group or groups_in.get(id(_function_of(r.node, parents))) or holding(region))
-    makers = _makers_join(regions, moves, parents)
+    made_at_module_level = _makers_join(regions, moves, parents)
     # a group created in a branch (``if distributed:``) leaves the program a path without it
     process_group = min((r.group for r in creating if not _branched(_region_of(r.node, parents))), default=None)
     outright = min((r.group for r in creating if _moves_outright(r, device)), default=None)
@@ -434,7 +434,8 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     for r, f in located:
         if r.group is None and (id(r) in moved or id(r) in leftover or id(r) in holders):
             name = next((regions[id(a)] for a in ancestors(r.node, parents) if id(a) in regions),
-                        regions.get(id(None)) or script_level or makers.get(id(_region_of(r.node, parents))))
+                        regions.get(id(None)) or script_level
+                        or (made_at_module_level if _region_of(r.node, parents) is None else None))
             if name is None and id(r) in moved and id(_function_of(r.node, parents)) not in groups_in:
                 name = process_group
             elif name is None and id(r) in leftover:
@@ -445,28 +446,29 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     return out
 
 
-def _makers_join(regions: dict[int, str], moves: Sequence[Any], parents: Parents) -> dict[int, str]:
+def _makers_join(regions: dict[int, str], moves: Sequence[Any], parents: Parents) -> str | None:
     """A region that makes an object of a class of the module whose device edits wait
     (``self.stream = torch.cuda.Stream(device=device)`` in its constructor) meets what the object
     keeps, or stops where its constructor does: the region's device edits join the class's group,
     and so do those of the regions that make its objects in turn (a class's default device handed
-    to such a class). Those regions are added to ``regions``; the module's own statements (the
-    ``__main__`` block that builds one), which ``regions`` would read as the whole module, are
-    returned apart, by the id of None."""
-    makers: dict[int, str] = {}
+    to such a class). Those regions are added to ``regions``. The group the module's own statements
+    join (the ``__main__`` block that builds one) is returned apart: ``regions`` reads the module
+    level as the whole module."""
     if not moves:
-        return makers
+        return None
     module = _module_of(moves[0].node, parents)
     classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
     unheld = {id(region): region for r in moves if id(region := _region_of(r.node, parents)) not in regions}
+    module_level: str | None = None
     while True:
         held = {name: regions[id(c)] for name, c in classes.items() if id(c) in regions}
-        joining = {key: held[made] for key, region in unheld.items() if key not in makers
+        joining = {key: held[made] for key, region in unheld.items()
+                   if key not in regions and (region is not None or module_level is None)
                    and (made := _makes_one_of(region if region is not None else module, held)) is not None}
         if not joining:
-            return makers
-        makers.update(joining)
-        regions.update((key, group) for key, group in joining.items() if key != id(None))
+            return module_level
+        module_level = joining.pop(id(None), module_level)
+        regions.update(joining)
 
 
 def _makes_one_of(region: cst.CSTNode, classes: dict[str, str]) -> str | None:
