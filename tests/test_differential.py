@@ -75,6 +75,8 @@ _KNOWN: list[tuple[str, str, str, str, str]] = [
      "--target cpu: CUDA's synchronize becomes the CPU's by design"),
     ("cpu", "safe unsafe", "cuda", "test_choices.py::test_cuda_box_moves_the_model_to_cuda",
      "--target cpu: `.cuda()` becomes `.to(\"cpu\")` by design"),
+    ("cpu", "safe unsafe", "cuda", "test_handoff.py::test_cuda_box_places_the_batch_on_cuda",
+     "--target cpu: `.cuda()` becomes `.to(\"cpu\")` by design"),
     ("accelerator", "unsafe", "mps", "test_choices.py::test_settle_runs",
      "NRN110 on --target accelerator: a CUDA check stored in a flag becomes \"an accelerator is here\" "
      "(unsafe), so the MPS host synchronizes through `torch.mps`, which the simulated MPS host cannot run"),
@@ -124,6 +126,9 @@ SAFE_ONLY_UNMET_GOALS: dict[str, str] = {
     "tests/test_choices.py::test_goal_doubles":
         "NRN110: `if not <check>: return x` lets the code after it run on Neuron, which returns a value the rule "
         "cannot judge: unsafe",
+    "tests/test_handoff.py::test_goal_places_the_batch_on_neuron":
+        "NRN110: a flag handed on to another module is extended only by an unsafe fix (what it switches "
+        "on there is not followed)",
     "tests/test_timing.py::test_goal_times_with_neuron_events": "NRN114 is unsafe (SRC evidence)",
     "tests/test_timing.py::test_goal_copies_on_a_neuron_stream": "NRN114 is unsafe (SRC evidence)",
     "tests/test_checkpoint.py::test_goal_saves_and_restores_the_neuron_generator":

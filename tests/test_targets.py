@@ -79,6 +79,10 @@ TARGET_SPECIFIC = {
     # a device chosen by a flag stored from the CUDA check gains Neuron in front on neuron only; the
     # other targets rewrite the check itself, which the flag hides
     "flag_feeds_device_choice": "a flag's device choice gains Neuron on neuron only",
+    # a flag stored from the CUDA check and handed on to code of the project widens on neuron only,
+    # where the `.cuda()` moves it guards become host-aware; the accelerator target keeps the flag
+    "flag_handed_on": "a handed-on flag widens on neuron only",
+    "flag_handed_on_safe": "a handed-on flag widens on neuron only",
     # a CUDA stream becomes a Neuron stream beside CUDA's on neuron, the current device's module's
     # stream on cpu and accelerator (`torch.get_device_module().stream`), in one statement or two
     "work_on_a_cuda_stream": "stream spelled per target",

@@ -40,7 +40,7 @@ from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, ma
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
 from neuronize.transforms._helpers.unplaced_module import unplaced_module
-from neuronize.transforms._helpers.nodes import iter_conditions, parenthesized, read_paths, small_statements, target_names
+from neuronize.transforms._helpers.nodes import assigned_names, iter_conditions, parenthesized, read_paths, small_statements, target_names
 
 #: the half-precision dtypes a CUDA branch sets, which its Neuron sibling writes as bfloat16
 HALF = frozenset({"float16", "half"})
@@ -941,7 +941,7 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             stored[(id(scope), bound[0])] = bound[1]
     flags = {key: check for key, (scope, name, check) in found.items()
              if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
-                 if "." in name else stored_once(scope, name) and not _handed_on(ctx, scope, name))}
+                 if "." in name else stored_once(scope, name) and _handed_on(ctx, scope, name) is None)}
     others = {id(node) for node, _ in choices} | {id(node) for node in negated}
     return ({key: check for key, check in flags.items() if key not in others},
             [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags],
@@ -960,24 +960,32 @@ def _decides_where_true(link: cst.If) -> bool:
 _SHOWS = frozenset({"print", "str", "repr", "format", "info", "debug", "warning", "warn", "error", "log", "write"})
 
 
-def _handed_on(ctx: FileContext, scope: cst.CSTNode, name: str) -> bool:
-    """The flag ``name`` leaves its scope's tests: passed to code of the project (``do_detect(model,
-    img, use_cuda)``, whose ``if use_cuda: img = img.cuda()`` the file does not see), returned, or
-    stored in an attribute or a container. Its tests in the file are then not the whole choice:
-    a Neuron branch in front of them would place the model while the code it is handed to keeps
-    the data on the CPU. PyTorch's own APIs (``DataLoader(pin_memory=use_cuda)``) and printing
-    decide no placement."""
+def _handed_on(ctx: FileContext, scope: cst.CSTNode, name: str) -> str | None:
+    """Where the flag ``name`` leaves its scope's tests, if it does: passed to code of the project
+    (``do_detect(model, img, use_cuda)``, whose ``if use_cuda: img = img.cuda()`` the file does not
+    see), returned, or stored in an attribute or a container. Its tests in the file are then not
+    the whole choice: a Neuron branch in front of them would place the model while the code it is
+    handed to keeps the data on the CPU. PyTorch's own APIs (``DataLoader(pin_memory=use_cuda)``)
+    and printing decide no placement."""
     for node in iter_syntax(scope):
         if isinstance(node, cst.Call) and any(_is_name(arg.value, name) for arg in node.args):
             callee = ctx.qualify(node.func) or dotted_name(node.func) or ""
             if callee.split(".")[0] != "torch" and callee.rsplit(".", 1)[-1] not in _SHOWS:
-                return True
+                return f"in `{callee or _source(node.func)}`, which it is handed to"
         elif isinstance(node, cst.Return) and node.value is not None and _is_name(node.value, name):
-            return True
+            return "in the callers it is returned to"
         elif isinstance(node, cst.Assign) and _is_name(node.value, name) \
                 and any(not isinstance(target.target, cst.Name) for target in node.targets):
-            return True
-    return False
+            return f"where `{_source(node.targets[0].target)}`, which stores it, is read"
+    return None
+
+
+def handed_on_flag(ctx: FileContext, stored: cst.CSTNode) -> str | None:
+    """Where the flag ``stored`` sets (``use_cuda = torch.cuda.is_available()``, the node being
+    visited in it) is handed on from its scope to code of the project (:func:`_handed_on`), if it is."""
+    scope = next((anc for anc in ctx.ancestors() if isinstance(anc, (cst.FunctionDef, cst.Lambda))), ctx.module)
+    return next((where for name in assigned_names(stored) if "." not in name
+                 and (where := _handed_on(ctx, scope, name)) is not None), None)
 
 
 def _is_name(node: cst.CSTNode, name: str) -> bool:
@@ -1218,32 +1226,41 @@ def in_value_arm(ctx: FileContext) -> bool:
 
 class _CudaValueFinder(cst.CSTVisitor):
     """The first CUDA value (device string, ``.cuda()``, ``"nccl"``) outside the choices that give
-    Neuron an arm of their own (availability choices, detections, dispatches)."""
+    Neuron an arm of their own (availability choices, detections, dispatches). With ``aware``, on
+    the neuron target, a move the placement rules write host-aware is no such value: a plain
+    ``.cuda()`` (NRN102) and ``"cuda"`` as the device of ``.to(...)`` or of a ``device=`` (NRN101)
+    become ``"neuron" if <Neuron is here> else "cuda"``."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileContext, aware: bool) -> None:
         super().__init__()
         self.ctx = ctx
         self.found: str | None = None
-        self.served = model(ctx).cuda_links
+        self.served = set(model(ctx).cuda_links)
+        self.aware = aware and keeps_cuda_hosts(ctx)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.found is not None or id(node) in self.served:
             return False
         if isinstance(node, cst.IfExp) and has_is_available(self.ctx, node.test):
             return False  # the idiom (NRN101) or a value choice (NRN110) gives Neuron its arm
+        if self.aware and isinstance(node, cst.Call):
+            self.served |= {id(arg.value) for arg in node.args if string_value(arg.value) == "cuda" and (
+                arg.keyword is None and target_name(node.func) == "to"
+                or arg.keyword is not None and arg.keyword.value == "device")}
         if cuda_literal(node) is not None or (isinstance(node, cst.SimpleString)
                                               and nccl_backend(string_value(node) or "") is not None):
             self.found = _source(node)
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value == "cuda" and self.ctx.qualify(node.func) is None:
+                and node.func.attr.value == "cuda" and self.ctx.qualify(node.func) is None \
+                and not (self.aware and not node.args):
             self.found = _source(node)
         return self.found is None
 
 
-def unserved_cuda_value(ctx: FileContext, nodes: list[cst.CSTNode | None]) -> str | None:
+def unserved_cuda_value(ctx: FileContext, nodes: list[cst.CSTNode | None], *, aware: bool = False) -> str | None:
     """The first CUDA value in ``nodes`` (:class:`_CudaValueFinder`): code that, under a check
     extended to Neuron, the placement rules would move to Neuron, taking CUDA off its path."""
-    finder = _CudaValueFinder(ctx)
+    finder = _CudaValueFinder(ctx, aware)
     for node in nodes:
         if node is not None and finder.found is None:
             node.visit(finder)

@@ -24,7 +24,7 @@ from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
 from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE, REQUIRED_CUDA
 from neuronize.transforms._helpers.device_model import (
-    bf16_choice, choice_group, cuda_device_context, feeds_detection, in_detection, in_fallback_test, unmoved_fallback,
+    bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
 from neuronize.transforms._helpers.device_choice import (
     available_polarities, extended_check, idiom_branch, rebound_check, says_only_neuron)
@@ -70,6 +70,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
           them: kept and reported (an extended check would send CUDA to Neuron's device);
           `if torch.cuda.is_available(): backend = "nccl"` whose copy can be (`.cuda()`, device
           strings, `"nccl"`, a half dtype as bf16) gets a Neuron branch in front from NRN107;
+        - a flag handed on to code of the project (`detect(net, frame, use_cuda)`, returned, or
+          stored in an attribute): its tests in the file are not the whole choice, so no Neuron
+          branch in front of them would reach that code. The stored check itself is extended
+          (unsafe: the finding names where the flag goes, to check what it switches on there),
+          and the plain moves it guards (`.cuda()`, `.to("cuda")`, `device="cuda"`) become
+          host-aware, `"neuron" if <the accelerator is Neuron> else "cuda"`, made with it;
         - a conditional expression choosing a CUDA value (`"nccl" if torch.cuda.is_available()
           else "gloo"`, `torch.float16 if ... else torch.float32`) gains a Neuron arm in front,
           the original kept whole: `"neuron" if <the accelerator is Neuron> else "nccl" if
@@ -290,7 +296,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
             return
         if flag:
             now = "is now true on Neuron" if ref.call is not None else "now checks for any accelerator"
-            self.rewrite(ref, target, f"{head}: {flag} {now}; check what it switches on",
+            handed = handed_on_flag(self.ctx, where) if kind is Context.FLAG and where is not None else None
+            there = f" here and {handed}" if handed else ""
+            self.rewrite(ref, target, f"{head}: {flag} {now}; check what it switches on{there}",
                          safety=Safety.UNSAFE, evidence=Evidence.INF)
         elif verdict.opaque is not None:
             self.rewrite(ref, target, f"{head}: check that the guarded code ({verdict.opaque}) runs on Neuron",
@@ -481,7 +489,11 @@ def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> s
     if kind is Context.IF and isinstance(where, (cst.If, cst.While)):
         return unserved_cuda_value(ctx, [where.body, where.orelse])
     if kind is Context.FLAG and where is not None:
-        return unserved_cuda_value(ctx, list(flag_uses(ctx, assigned_names(where), where)))
+        # the flag is handed on to code of the project (`predict(model, x, use_cuda)`): no Neuron
+        # branch in front of its tests would reach that code, so the flag itself widens, and the
+        # plain `.cuda()` moves it guards become host-aware with it
+        return unserved_cuda_value(ctx, list(flag_uses(ctx, assigned_names(where), where)),
+                                   aware=handed_on_flag(ctx, where) is not None)
     return None
 
 
