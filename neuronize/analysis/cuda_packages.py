@@ -133,6 +133,12 @@ PACKAGES: dict[str, Package] = {
     "diff_gaussian_rasterization": Package("Gaussian-splatting rasterizer CUDA kernels", NKI_PATH_KERNELS,
                                            Evidence.INF, path=Path.NKI, loads_kernels=True),
     "gsplat": Package("gsplat Gaussian-splatting CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
+    # DCNv2 (CharlesShang/DCNv2 and its forks, built by each detection repository's `make.sh`):
+    # deformable convolution v2 as a compiled extension; torchvision has the same operator
+    **dict.fromkeys(("dcn_v2", "DCNv2"), Package(
+        "DCNv2 deformable convolution, a compiled CUDA extension",
+        "use `torchvision.ops.DeformConv2d` (with `mask=`, DCNv2's modulated deformable convolution)",
+        Evidence.INF)),
     "cubvh": Package("cubvh BVH ray and distance queries in CUDA kernels",
                      "query distances and rays on the host (`trimesh` proximity, `pysdf`)", Evidence.INF),
     "numba.cuda": Package("Numba CUDA kernels", NKI_PATH_KERNELS, Evidence.INF, path=Path.NKI),
