@@ -262,7 +262,7 @@ def test_rewrite_keeps_what_passed(runs, target, fixes, host):
 
 def test_regressions_script_lists_a_broken_test(tmp_path):
     """scripts/regressions.py on a two-test repository: the test the migration breaks is listed
-    (a test of a float16 cast, which an unsafe fix makes bfloat16)."""
+    (a test of a float16 cast, which an unsafe fix of `--target cpu` makes bfloat16 on every host)."""
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "lib.py").write_text(
@@ -275,7 +275,8 @@ def test_regressions_script_lists_a_broken_test(tmp_path):
     )
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the repository needs no plugin
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "regressions.py"), str(repo), "--unsafe-fixes", "--", "-q"],
+        [sys.executable, str(ROOT / "scripts" / "regressions.py"), str(repo), "--target", "cpu", "--unsafe-fixes",
+         "--", "-q"],
         capture_output=True, text=True, timeout=300, env=env,
     )
     assert done.returncode == 1, done.stdout + done.stderr

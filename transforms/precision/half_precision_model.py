@@ -35,12 +35,12 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
         images = images.half()
 
     Use instead:
-        model = build_model().to(torch.bfloat16).eval()
-        images = images.to(torch.bfloat16)
+        model = build_model().to(torch.bfloat16 if on_neuron() else torch.float16).eval()
+        images = images.to(torch.bfloat16 if on_neuron() else torch.float16)
 
-        With `--target accelerator` the cast is bf16 only where the accelerator is Neuron
-        (`.to(torch.bfloat16 if <the accelerator is Neuron> else torch.float16)`): the CPU and a
-        CUDA box keep float16, as before.
+        The cast is bf16 only where the accelerator is Neuron: the CUDA box the code was written
+        for, and the CPU, keep float16, as before. `--target cpu` (a local check of the migration)
+        casts to bf16 everywhere.
 
     Fix safety:
         Unsafe: bfloat16 has fewer mantissa bits than float16, so outputs change, and every
@@ -62,8 +62,12 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
     #: the same edit on every `--target` (it names no device)
     targets = per_target.ALL
     examples = (
-        Example("import torch\nmodel = Net().half()\n", "import torch\nmodel = Net().to(torch.bfloat16)\n"),
-        Example("import torch as T\nx = x.half()\n", "import torch as T\nx = x.to(T.bfloat16)\n"),
+        Example("import torch\nmodel = Net().half()\n",
+                "import torch\nmodel = Net().to(torch.bfloat16 if hasattr(torch, \"accelerator\") and "
+                "torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == \"neuron\" "
+                "else torch.float16)\n"),
+        Example("import torch as T\nx = x.half()\n", "import torch as T\nx = x.to(T.bfloat16)\n",
+                target=per_target.CPU),
         Example("model = Net().half()\n", "model = Net().half()\n", unsafe_fixes=False),
     )
 
@@ -80,7 +84,7 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
             return
         dtype, imports = qualified_expr(self.ctx, "torch.bfloat16")
         shown, where = "torch.bfloat16", ""
-        if per_target.target(self.ctx) == per_target.ACCELERATOR:  # CPU and CUDA keep float16, as before
+        if per_target.target(self.ctx) != per_target.CPU:  # CPU and CUDA keep float16, as before
             neuron, more = per_target.neuron_present(self.ctx)
             fp16, most = qualified_expr(self.ctx, "torch.float16")
             dtype, imports = cst.IfExp(test=neuron, body=dtype, orelse=fp16), (*imports, *more, *most)
@@ -104,7 +108,7 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
                 if any(call in code for call in SAVES):
                     return f"`{anc.name.value}` saves or exports what it converts (the dtype is the format)"
                 break
-        if FLOAT16_ELSEWHERE.search(self.ctx.source.decode("utf-8", "replace")):
+        if FLOAT16_ELSEWHERE.search(HOST_AWARE_CAST.sub("", self.ctx.source.decode("utf-8", "replace"))):
             return ("the file still produces float16 elsewhere (`torch.float16`, `torch.half`, `fp16` "
                     "settings), which would meet a bf16 tensor")
         return None
@@ -116,3 +120,5 @@ FORMAT_WORDS = ("export", "convert", "onnx")
 SAVES = ("torch.save", "save_pretrained", "save_file", "torch.onnx", "jit.save")
 #: float16 produced other than by an argument-less `.half()` (which this rule converts as a whole)
 FLOAT16_ELSEWHERE = re.compile(r"(?<![bB])float16|torch\.half\b(?!\()|fp16|HalfTensor|\.half\([^)]")
+#: the cast this rule writes, which keeps float16 off Neuron: no float16 of the file's own
+HOST_AWARE_CAST = re.compile(r"bfloat16 if [^\n]*? else [\w.]*float16")
