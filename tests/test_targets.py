@@ -83,6 +83,13 @@ TARGET_SPECIFIC = {
     # where the `.cuda()` moves it guards become host-aware; the accelerator target keeps the flag
     "flag_handed_on": "a handed-on flag widens on neuron only",
     "flag_handed_on_safe": "a handed-on flag widens on neuron only",
+    # the static KV cache on Neuron only (neuron) waits with the device edits beside a model its
+    # loader places on GPUs; cpu's static cache names no device and is made
+    "loader_placed_model_handed_on": "the host-aware static cache waits with the held device edits on neuron only",
+    "loader_placed_model_on_instance": "the host-aware static cache waits with the held device edits on neuron only",
+    "model_placed_by_loader": "the host-aware static cache waits with the held device edits on neuron only",
+    "model_placed_by_loader_script": "the host-aware static cache waits with the held device edits on neuron only",
+    "quantized_loader": "the host-aware static cache waits with the held device edits on neuron only",
     # a CUDA stream becomes a Neuron stream beside CUDA's on neuron, the current device's module's
     # stream on cpu and accelerator (`torch.get_device_module().stream`), in one statement or two
     "work_on_a_cuda_stream": "stream spelled per target",
@@ -195,6 +202,11 @@ REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"torch\.bfloat16 if (?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D)
                 + r") else None"), "torch.bfloat16",
      "bf16 only on the target's branch of a host-aware autocast (the Neuron branch, named or written out)"),
+    # NRN304: the static KV cache only where the accelerator is Neuron (the other hosts keep the
+    # dynamic one); cpu passes it everywhere
+    (re.compile(r"""(["'])static\1 if (?:""" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == "
+                + re.escape(D) + r") else None"), r"\1static\1",
+     "the static KV cache on Neuron only, under neuron and accelerator"),
     # NRN115: `torch.cuda.get_device_name(i)` is `torch_neuronx.get_device_properties(i).name` on Neuron;
     # torch.cpu has no device properties, so cpu / accelerator report the call and leave it
     (re.compile(re.escape(RT) + r"get_device_properties\(([^()]*)\)\.name"), RT + r"get_device_name(\1)",

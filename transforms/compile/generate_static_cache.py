@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.transforms._helpers import per_target
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.types import ImportRequest
 from neuronize.transforms._helpers.calls import keyword, with_keyword
 from neuronize.transforms._helpers.literals import make_string
 from neuronize.transforms._helpers.messages import short
@@ -59,7 +60,13 @@ class GenerateStaticCache(Transform):
         out = model.generate(**inputs, max_new_tokens=64)
 
     Use instead:
-        out = model.generate(**inputs, max_new_tokens=64, cache_implementation="static")
+        out = model.generate(**inputs, max_new_tokens=64,
+                             cache_implementation="static" if on_neuron() else None)
+
+        The static cache only where the accelerator is Neuron: the CUDA box and the CPU keep the
+        dynamic cache (`None` is transformers' default; the keyword check of releases older than
+        the setting skips `None` values). `--target cpu` (a local check of the migration) passes
+        `"static"` everywhere.
 
     Fix safety:
         Unsafe: the static cache is allocated up front for `max_length` / `max_new_tokens` tokens
@@ -87,7 +94,17 @@ class GenerateStaticCache(Transform):
             "from transformers import AutoModelForCausalLM\n"
             "out = model.generate(**inputs, max_new_tokens=64)\n",
             "from transformers import AutoModelForCausalLM\n"
+            "import torch\n\n"
+            'out = model.generate(**inputs, max_new_tokens=64, cache_implementation="static" if hasattr(torch, '
+            '"accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type '
+            '== "neuron" else None)\n',
+        ),
+        Example(
+            "from transformers import AutoModelForCausalLM\n"
+            "out = model.generate(**inputs, max_new_tokens=64)\n",
+            "from transformers import AutoModelForCausalLM\n"
             'out = model.generate(**inputs, max_new_tokens=64, cache_implementation="static")\n',
+            target=per_target.CPU,
         ),
         Example("out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=32)\n"),
     )
@@ -175,9 +192,16 @@ class GenerateStaticCache(Transform):
             return
         limit = keyword(node, "max_new_tokens") or keyword(node, "max_length")
         note = "" if limit is not None else "; pass `max_new_tokens=` to size it"
-        self.fix(node, with_keyword(node, "cache_implementation", make_string("static")),
-                 f'{what}: `cache_implementation="static"` added: a fixed-size KV cache gives the decoding step '
-                 f"one shape, so Neuron compiles it once; the cache is allocated up front for the full length{note}")
+        value: cst.BaseExpression = make_string("static")
+        imports: tuple[ImportRequest, ...] = ()
+        where = ""
+        if per_target.target(self.ctx) != per_target.CPU:  # other hosts keep the dynamic cache, as before
+            neuron, imports = per_target.neuron_present(self.ctx)
+            value, where = cst.IfExp(test=neuron, body=value, orelse=cst.Name("None")), " on Neuron"
+        self.fix(node, with_keyword(node, "cache_implementation", value),
+                 f'{what}: `cache_implementation="static"` added{where}: a fixed-size KV cache gives the decoding '
+                 f"step one shape, so Neuron compiles it once; the cache is allocated up front for the full "
+                 f"length{note}", imports=imports)
 
     @staticmethod
     def _input_mapping(arg: cst.Arg) -> bool:
