@@ -18,13 +18,18 @@ _BACKEND_KEYS = frozenset({"backend", "dist_backend", "distributed_backend", "pr
 _FP16_PRECISION = frozenset({"16", "16-mixed", "fp16", "16-true"})
 
 
-def plan(entry: Entry) -> tuple[str | None, str] | None:
-    """(replacement or None to report, message) for one config value, or None if it is fine."""
+def plan(entry: Entry, number: bool = False) -> tuple[str | None, str] | None:
+    """(replacement or None to report, message) for one config value, or None if it is fine;
+    ``number``: the value is written as a number (no quotes)."""
     key, value = entry.key, entry.value
     if key in _DEVICE_KEYS and _CUDA_DEVICE.match(value):
         return "neuron", f"`{key}: {value}` -> `neuron` (the code that reads it then places work on Trainium)"
     if key in _BACKEND_KEYS and value == "nccl":
         return "neuron", f"`{key}: nccl` -> `neuron`: the TorchNeuron process-group backend"
+    if key == "precision" and value in _FP16_PRECISION and number:
+        return None, (f"`precision: {value}` is a number, as a typed config (`precision: int`) and Lightning "
+                      "before 2.0 read it, where `bf16-mixed` is a string of Lightning 2.x: Neuron trains in "
+                      "bf16; set it by hand in the form the reader takes (`bf16-mixed`, `bf16` before 2.0)")
     if key == "precision" and value in _FP16_PRECISION:
         new = "bf16-true" if value == "16-true" else "bf16-mixed"
         return new, f"`precision: {value}` -> `{new}`: Neuron trains in bf16, which needs no loss scaling"
@@ -41,7 +46,9 @@ class ConfigCudaValue(LineRule):
     What it does:
         In Lightning, Hydra, OmegaConf and similar configs, rewrites `device: cuda` / `cuda:N` to
         `neuron`, `backend: nccl` to `neuron`, and fp16 `precision` values to `bf16-mixed`; reports
-        `accelerator: gpu`. Only the value's characters change; quotes and comments stay.
+        `accelerator: gpu`, and a precision written as the number `16` (a typed config or Lightning
+        before 2.0 reads a number there, where `bf16-mixed` is a string). Only the value's
+        characters change; quotes and comments stay.
 
     Why on TorchNeuron:
         A config value feeds the same calls the Python rules migrate: `torch.device(cfg.device)`,
@@ -79,7 +86,9 @@ class ConfigCudaValue(LineRule):
     def check(self, doc: TextDocument) -> None:
         entries = json_entries(doc.lines) if doc.kind is SourceKind.JSON_CONFIG else yaml_entries(doc.lines)
         for entry in entries:
-            planned = plan(entry)
+            text = doc.lines[entry.line].text
+            number = entry.value.isdigit() and not (entry.start > 0 and text[entry.start - 1] in "\"'")
+            planned = plan(entry, number)
             if planned is None:
                 continue
             new, message = planned
