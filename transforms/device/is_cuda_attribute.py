@@ -179,7 +179,9 @@ class IsCudaAttribute(Transform):
             self.report(node, '`.is_cuda` is False on Neuron tensors: use `x.device.type == "neuron"`')
             return
         kept = "this file's `is_cuda` checks choose or feed a CUDA kernel" if self._kernel_file() else None
-        kept = kept or self._guards_cuda_only_code(node)
+        # a branch that only places values where its tensor is changes nothing the code after it sees
+        placing = _follows(parent, node, node) is not None and self._only_follows()
+        kept = kept or (None if placing else self._guards_cuda_only_code(node))
         if kept is not None:
             self.report(node, f"`{short(node)}` guards code that may be CUDA-only ({kept}): kept, "
                               "False on Neuron keeps that path off; if the path is device-agnostic, "
@@ -248,9 +250,10 @@ class IsCudaAttribute(Transform):
 
 
 def _follows(parent: cst.CSTNode | None, node: cst.Attribute, comparison: cst.BaseExpression) -> cst.If | None:
-    """``if t.is_cuda: y = y.cuda()`` (or ``y.cuda(t.get_device())``), with no ``else``: ``y`` only
-    follows ``t``, so ``if <t on CUDA or Neuron>: y = y.to(t.device)`` keeps every host's path (a
-    CPU tensor still skips it) and gives Neuron its own; None for any other use of ``node``."""
+    """``if t.is_cuda: y = y.cuda()`` (or ``y.cuda(t.get_device())``, or ``return y.cuda()``), with no
+    ``else``: ``y`` only follows ``t``, so ``if <t on CUDA or Neuron>: y = y.to(t.device)`` keeps
+    every host's path (a CPU tensor still skips it) and gives Neuron its own; None for any other
+    use of ``node``."""
     if not (isinstance(parent, cst.If) and parent.test is node and parent.orelse is None
             and isinstance(parent.body, cst.IndentedBlock)):
         return None
@@ -258,11 +261,11 @@ def _follows(parent: cst.CSTNode | None, node: cst.Attribute, comparison: cst.Ba
     lines = []
     for line in parent.body.body:
         small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
-        call = small.value if isinstance(small, cst.Assign) else None
-        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda"
-                and dotted_name(small.targets[0].target) == dotted_name(call.func.value) is not None
-                and _current_device(call, tensor)):
+        call = small.value if isinstance(small, (cst.Assign, cst.Return)) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda"
+                and _current_device(call, tensor) and (isinstance(small, cst.Return) or (
+                    isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and dotted_name(small.targets[0].target) == dotted_name(call.func.value) is not None))):
             return None
         moved = call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(
             cst.Attribute(value=node.value, attr=cst.Name("device")))])
