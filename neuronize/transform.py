@@ -154,7 +154,7 @@ class Transform:
     - ``catch_all``: True for a report-only rule whose findings give way to every other rule's on
       the same code (:mod:`neuronize.decision.claims`);
     - ``stops_without_cuda``: True for a rule whose findings are on code that raises without CUDA;
-    - ``needs_torch``: the first torch release with the API its fixes write.
+    - ``needs``: the first release of torch (or transformers) with the API its fixes write.
     """
 
     id: ClassVar[str]
@@ -173,9 +173,10 @@ class Transform:
     #: every finding of the rule is on code that raises where CUDA is absent (an NVIDIA tool run
     #: from Python): the device edits of the code around it wait for it (the decision stage)
     stops_without_cuda: ClassVar[bool] = False
-    #: the first torch release (major, minor) with the API the rule's fixes write (``torch.autocast``:
-    #: 1.10); in a project whose torch requirement stops below it, the fixes are reported, not applied
-    needs_torch: ClassVar[tuple[int, int] | None] = None
+    #: the first release (major, minor) of each package with the API the rule's fixes write
+    #: (``(("torch", (1, 10)),)`` for ``torch.autocast``); in a project whose requirement of it stops
+    #: below that, the fixes are reported, not applied
+    needs: ClassVar[tuple[tuple[str, tuple[int, int]], ...]] = ()
     #: the kinds of source the rule reads (neuronize/sources/kinds.py); Python rules read Python
     #: files and notebook cells, line rules (neuronize/line_rule.py) name theirs
     kinds: ClassVar[tuple[SourceKind, ...]] = CODE_KINDS

@@ -81,10 +81,11 @@ class Options:
     #: lower bound of at least 2.6, neuronize/sources/torch_requirement.py): the host-neutral calls
     #: the fixes write fall back to ``torch.cuda`` there
     old_torch: bool = False
-    #: the newest torch release (major, minor) the project admits, where every torch requirement it
-    #: declares has an upper bound (``torch==1.6.0``, neuronize/sources/torch_requirement.py); None:
-    #: no bound. A rule whose fixes write a newer API (``Transform.needs_torch``) only reports
-    newest_torch: tuple[int, int] | None = None
+    #: the newest release (major, minor) of torch and of transformers the project admits, each
+    #: where every requirement of it that the project declares has an upper bound (``torch==1.6.0``,
+    #: neuronize/sources/torch_requirement.py); a package absent has no bound, and None: not read
+    #: yet. A rule whose fixes write a newer API (``Transform.needs``) only reports
+    newest_releases: tuple[tuple[str, tuple[int, int]], ...] | None = None
     #: why the file imports GPU-kernel code through the project's own modules
     #: (neuronize/analysis/kernel_imports.py), which makes it GPU-kernel code too; None: it does not
     kernel_import: str | None = None

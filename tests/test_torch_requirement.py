@@ -11,7 +11,7 @@ from helpers import neuronize
 from neuronize.analysis.context import Options
 from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
-from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_torch
+from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_releases, newest_torch
 
 SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch.cuda.empty_cache()\n    return x\n"
 
@@ -98,3 +98,24 @@ def test_a_fix_that_writes_an_api_newer_than_the_pinned_torch_is_a_finding(tmp_p
     checked = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path))
     assert ("it writes an API new in torch 1.10, and the project's torch requirement stops at 1.6"
             in checked.stdout.decode()) is not rewritten
+
+
+def test_the_newest_transformers_is_read_like_torch(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\ntransformers==4.37.1\naccelerate\n")
+    assert newest_releases(str(tmp_path)) == (("transformers", (4, 37)),)
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "requirements.txt").write_text("transformers>=4.30\n")
+    assert newest_releases(str(tmp_path / "loose")) == ()
+
+
+GENERATE = (b"from transformers import AutoModelForCausalLM\n\nmodel = AutoModelForCausalLM.from_pretrained(\"m\")\n"
+            b"out = model.generate(**inputs, max_new_tokens=8)\n")
+
+
+@pytest.mark.parametrize(("requirement", "rewritten"), [("transformers==4.37.1\n", False), ("transformers>=4.37\n", True)])
+def test_a_static_cache_is_not_written_for_a_transformers_without_it(tmp_path, requirement, rewritten):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "generate.py").write_bytes(GENERATE)
+    assert neuronize("fix", "--unsafe-fixes", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (b"cache_implementation" in (tmp_path / "generate.py").read_bytes()) is rewritten

@@ -6,8 +6,9 @@ replacement and the facts of where the rule saw it (the role of the code, the de
 around it). This module decides, in this order, each step seeing what the previous ones left:
 
 1. **target**: a rule writes fixes for its ``targets`` only; under another ``--target`` its fix is
-   reported, not applied (note ``target``); so is a fix that writes a torch API newer than every
-   torch the project's requirements admit (``Transform.needs_torch``; note ``torch``);
+   reported, not applied (note ``target``); so is a fix that writes an API of torch (or
+   transformers) newer than every release the project's requirements admit (``Transform.needs``;
+   note ``requirement``);
 2. **role**: code whose role makes CUDA the point (GPU kernels, CUDA tests, Inductor, CUDA graphs:
    :mod:`neuronize.analysis.roles`) keeps CUDA (note ``role``; the finding leaves its edit group);
 3. **dispatch**: a branch of a dispatch over devices (``if cuda ... elif mps ...``) stays for the
@@ -165,12 +166,14 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
             "target", f"that is the `--target neuron` fix; no automatic `--target {options.target}` fix: "
                       "migrate by hand"))
-    needs, newest = r.rule.needs_torch, options.newest_torch
-    if needs is not None and newest is not None and newest < needs:
-        return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
-            "torch", f"not applied: it writes an API new in torch {needs[0]}.{needs[1]}, and the project's torch "
-                     f"requirement stops at {newest[0]}.{newest[1] if newest[1] != 99 else 'x'}, which CUDA hosts "
-                     "keep; raise that requirement first"))
+    bounds = dict(options.newest_releases or ())
+    for package, needs in r.rule.needs:
+        newest = bounds.get(package)
+        if newest is not None and newest < needs:
+            return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
+                "requirement", f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the project's "
+                         f"{package} requirement stops at {newest[0]}.{newest[1] if newest[1] != 99 else 'x'}, which "
+                         "CUDA hosts keep; raise that requirement first"))
     role = getattr(r, "role", None)
     if role is not None:
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, ungroup=True, note=("role", role))

@@ -100,7 +100,7 @@ def headline(message: str, width: int = WIDTH) -> str:
 
 #: what a concise line says of a fix the decision held back, by the kind of note that says why
 _HELD = {"group": "its edit group waits", "guard": "its guarded code stays", "dispatch": "a branch of a dispatch",
-         "import-safety": "it would run at import", "torch": "the project's torch is older"}
+         "import-safety": "it would run at import", "requirement": "the project's requirement is older"}
 _HELD_WIDTH = 44
 _CLAUSE_END = re.compile(r"\s\(|[;,:](?=\s)")
 

@@ -1,5 +1,5 @@
 """Whether a project may run on a torch without ``torch.accelerator`` (before 2.6), read from the
-torch requirement it declares.
+torch requirement it declares; and the newest torch and transformers releases it admits.
 
 Looked up from a file's folder upwards to the repository's root (a folder holding ``.git``); the
 first folder that declares torch decides: ``requirements*.txt``, ``pyproject.toml``
@@ -12,7 +12,8 @@ cannot be read says nothing.
 
 The same declarations say the newest torch the project admits, where every one of them has an
 upper bound (``torch==1.6.0``): a fix that writes an API newer than that (``torch.autocast``, new in
-1.10) would break the CUDA box that keeps that torch.
+1.10) would break the CUDA box that keeps that torch. Transformers' requirements are read the same
+way (``cache_implementation=`` is new in 4.38).
 """
 
 from __future__ import annotations
@@ -25,14 +26,23 @@ from pathlib import Path
 #: the first release with ``torch.accelerator``
 ACCELERATOR_RELEASE = (2, 6)
 
-_NAME = r"(?:py)?torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*"
-#: a torch requirement on a line of its own: requirements files, setup.cfg, conda files (``- pytorch=1.13``)
-_LINE = re.compile(rf"(?m)^\s*(?:-\s*)?(?:\w+::)?{_NAME}(?P<spec>[^#;\n]*)")
-#: a torch requirement in a string: setup.py, pyproject.toml
-_QUOTED = re.compile(rf"[\"']\s*{_NAME}(?P<spec>[^\"';]*)")
+#: how each package a fix may need is named in a requirement (torch's conda name is ``pytorch``)
+_NAMES = {"torch": r"(?:py)?torch", "transformers": r"transformers"}
+
+
+@functools.cache
+def _requirement(package: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns of a requirement of ``package``: on a line of its own (requirements files,
+    setup.cfg, conda files: ``- pytorch=1.13``), in a string (setup.py, pyproject.toml), and in
+    Poetry's dependencies."""
+    name = rf"{_NAMES[package]}(?![\w.-])\s*(?:\[[^\]]*\])?\s*"
+    return (re.compile(rf"(?m)^\s*(?:-\s*)?(?:\w+::)?{name}(?P<spec>[^#;\n]*)"),
+            re.compile(rf"[\"']\s*{name}(?P<spec>[^\"';]*)"),
+            re.compile(rf"(?m)^\s*{_NAMES[package]}\s*=\s*(?:\{{[^}}\n]*version\s*=\s*)?[\"']([^\"']*)[\"']"))
+
+
 #: a lower bound; the ``=`` of an upper bound (``<=2.8``) or an exclusion (``!=2.0``) is none
 _LOWER = re.compile(r"(?<![<!=~>])(>=|===|==|~=|>|=)\s*(\d+)(?:\.(\d+))?")
-_POETRY = re.compile(r"(?m)^\s*torch\s*=\s*(?:\{[^}\n]*version\s*=\s*)?[\"']([^\"']*)[\"']")
 _DECLARING = ("requirements.txt", "pyproject.toml", "setup.cfg", "setup.py", "environment.yml",
               "environment.yaml")
 
@@ -62,13 +72,13 @@ def _ceiling(spec: str) -> tuple[int, int] | None:
     return min(ceilings) if ceilings else None
 
 
-def _specs(text: str, name: str) -> list[str]:
-    """The version specifier of each torch requirement in ``text`` (the file ``name``; Poetry's
-    ``^2.1`` as its floor, ``>=2.1``)."""
-    quoted = name in ("setup.py", "pyproject.toml")
-    found = [m.group("spec") for m in (_QUOTED if quoted else _LINE).finditer(text)]
+def _specs(text: str, name: str, package: str = "torch") -> list[str]:
+    """The version specifier of each requirement of ``package`` in ``text`` (the file ``name``;
+    Poetry's ``^2.1`` as its floor, ``>=2.1``)."""
+    line, quoted, poetry = _requirement(package)
+    found = [m.group("spec") for m in (quoted if name in ("setup.py", "pyproject.toml") else line).finditer(text)]
     if name == "pyproject.toml":
-        found += [m.group(1).replace("^", ">=") for m in _POETRY.finditer(text)]
+        found += [m.group(1).replace("^", ">=") for m in poetry.finditer(text)]
     return found
 
 
@@ -78,8 +88,8 @@ def _declared(text: str, name: str) -> list[tuple[int, int] | None] | None:
     return [_floor(spec) for spec in _specs(text, name)] or None
 
 
-def _in_folder(folder: Path) -> tuple[str, ...] | None:
-    """The specifiers of the torch requirements the files of ``folder`` declare; None if none does."""
+def _in_folder(folder: Path, package: str) -> tuple[str, ...] | None:
+    """The specifiers of the requirements of ``package`` the files of ``folder`` declare; None if none does."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -94,27 +104,38 @@ def _in_folder(folder: Path) -> tuple[str, ...] | None:
             text = (folder / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        specs += _specs(text, lower)
+        specs += _specs(text, lower, package)
     return tuple(specs) or None
 
 
 @functools.lru_cache(maxsize=1024)
-def _governing(folder: str) -> tuple[str, ...] | None:
-    """The torch requirements that decide for ``folder`` (an absolute path): those of the first
-    folder from it up to the repository's root that declares torch; None if none does."""
+def _governing(folder: str, package: str = "torch") -> tuple[str, ...] | None:
+    """The requirements of ``package`` that decide for ``folder`` (an absolute path): those of the
+    first folder from it up to the repository's root that declares it; None if none does."""
     path = Path(folder)
-    specs = _in_folder(path)
+    specs = _in_folder(path, package)
     if specs is not None or (path / ".git").exists() or path.parent == path:
         return specs
-    return _governing(os.path.dirname(folder))
+    return _governing(os.path.dirname(folder), package)
+
+
+def newest_release(folder: str, package: str) -> tuple[int, int] | None:
+    """The newest release (major, minor) of ``package`` (a key of :data:`_NAMES`) the project
+    governing ``folder`` admits, where every requirement of it that the project declares has an
+    upper bound (``torch==1.6.0``, ``transformers==4.37.1``); None otherwise. The fixes do not
+    write an API newer than it: the CUDA box keeps running the migrated code on that release."""
+    ceilings = [_ceiling(spec) for spec in _governing(folder, package) or ()]
+    return max(c for c in ceilings if c is not None) if ceilings and None not in ceilings else None
+
+
+def newest_releases(folder: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """:func:`newest_release` of every package a fix may need, where it is bounded."""
+    return tuple((package, newest) for package in _NAMES if (newest := newest_release(folder, package)) is not None)
 
 
 def newest_torch(folder: str) -> tuple[int, int] | None:
-    """The newest torch release (major, minor) the project governing ``folder`` admits, where every
-    torch requirement it declares has an upper bound (``torch==1.6.0``); None otherwise. The fixes
-    do not write an API newer than it: the CUDA box keeps running the migrated code on that torch."""
-    ceilings = [_ceiling(spec) for spec in _governing(folder) or ()]
-    return max(c for c in ceilings if c is not None) if ceilings and None not in ceilings else None
+    """:func:`newest_release` of torch."""
+    return newest_release(folder, "torch")
 
 
 def admits_old_torch(folder: str) -> bool:

@@ -87,6 +87,7 @@ class GenerateStaticCache(Transform):
         "https://github.com/huggingface/transformers/pull/44757",
     )
     tokens = (b".generate(",)
+    needs = (("transformers", (4, 38)),)  # `cache_implementation=`, the static KV cache
     #: the same edit on every `--target` (it names no device)
     targets = per_target.ALL
     examples = (

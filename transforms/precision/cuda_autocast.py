@@ -94,7 +94,7 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
 
     id = "NRN201"
     targets = per_target.ALL
-    needs_torch = (1, 10)  # torch.autocast
+    needs = (("torch", (1, 10)),)  # torch.autocast
     name = "cuda-autocast"
     safety = Safety.SAFE
     evidence = Evidence.DOC

@@ -76,7 +76,7 @@ class CudaCustomFwd(AmpRule):
     """
 
     id = "NRN203"
-    needs_torch = (2, 4)  # torch.amp.custom_fwd(device_type=...)
+    needs = (("torch", (2, 4)),)  # torch.amp.custom_fwd(device_type=...)
     name = "cuda-custom-fwd"
     safety = Safety.UNSAFE
     evidence = Evidence.SRC
