@@ -86,18 +86,27 @@ def test_the_newest_torch_is_bounded_only_where_every_requirement_is(tmp_path):
 
 AMP = (b"import torch\nfrom torch.cuda.amp import autocast\n\nmodel = torch.nn.Linear(2, 2).cuda()\n\n\n"
        b"def step(x):\n    with autocast(enabled=True):\n        return model(x)\n")
+GENERATE = (b"from transformers import AutoModelForCausalLM\n\nmodel = AutoModelForCausalLM.from_pretrained(\"m\")\n"
+            b"out = model.generate(**inputs, max_new_tokens=8)\n")
+#: (requirement, source, what the fix writes, the finding where it is not written)
+_NEWER_API = {
+    "torch": ("torch==1.6.0\n", AMP, b"torch.autocast(", "new in torch 1.10, and the project's torch requirement stops at 1.6"),
+    "transformers": ("transformers==4.37.1\n", GENERATE, b"cache_implementation",
+                     "new in transformers 4.38, and the project's transformers requirement stops at 4.37"),
+}
 
 
-@pytest.mark.parametrize(("requirement", "rewritten"), [("torch==1.6.0\n", False), ("torch>=1.6\n", True)])
-def test_a_fix_that_writes_an_api_newer_than_the_pinned_torch_is_a_finding(tmp_path, requirement, rewritten):
+@pytest.mark.parametrize("package", sorted(_NEWER_API))
+@pytest.mark.parametrize("pinned", [True, False])
+def test_a_fix_that_writes_an_api_newer_than_the_pinned_release_is_a_finding(tmp_path, package, pinned):
+    requirement, source, written, finding = _NEWER_API[package]
     (tmp_path / ".git").mkdir()
-    (tmp_path / "requirements.txt").write_text(requirement)
-    (tmp_path / "train.py").write_bytes(AMP)
-    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (b"torch.autocast(" in (tmp_path / "train.py").read_bytes()) is rewritten
+    (tmp_path / "requirements.txt").write_text(requirement if pinned else requirement.replace("==", ">="))
+    (tmp_path / "code.py").write_bytes(source)
+    assert neuronize("fix", "--unsafe-fixes", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert (written in (tmp_path / "code.py").read_bytes()) is not pinned
     checked = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path))
-    assert ("it writes an API new in torch 1.10, and the project's torch requirement stops at 1.6"
-            in checked.stdout.decode()) is not rewritten
+    assert (finding in checked.stdout.decode()) is pinned
 
 
 def test_the_newest_transformers_is_read_like_torch(tmp_path):
@@ -106,16 +115,3 @@ def test_the_newest_transformers_is_read_like_torch(tmp_path):
     (tmp_path / "loose").mkdir()
     (tmp_path / "loose" / "requirements.txt").write_text("transformers>=4.30\n")
     assert newest_releases(str(tmp_path / "loose")) == ()
-
-
-GENERATE = (b"from transformers import AutoModelForCausalLM\n\nmodel = AutoModelForCausalLM.from_pretrained(\"m\")\n"
-            b"out = model.generate(**inputs, max_new_tokens=8)\n")
-
-
-@pytest.mark.parametrize(("requirement", "rewritten"), [("transformers==4.37.1\n", False), ("transformers>=4.37\n", True)])
-def test_a_static_cache_is_not_written_for_a_transformers_without_it(tmp_path, requirement, rewritten):
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "requirements.txt").write_text(requirement)
-    (tmp_path / "generate.py").write_bytes(GENERATE)
-    assert neuronize("fix", "--unsafe-fixes", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (b"cache_implementation" in (tmp_path / "generate.py").read_bytes()) is rewritten
