@@ -11,7 +11,7 @@ from helpers import neuronize
 from neuronize.analysis.context import Options
 from neuronize.analysis.engine import run_source
 from neuronize.registry import all_rules
-from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_releases, newest_torch
+from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_release, newest_releases
 
 SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch.cuda.empty_cache()\n    return x\n"
 
@@ -78,10 +78,10 @@ def test_the_newest_torch_is_bounded_only_where_every_requirement_is(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / "requirements.txt").write_text("torch==1.6.0\n")
     (tmp_path / "environment.yml").write_text("dependencies:\n  - pytorch=1.8\n")
-    assert newest_torch(str(tmp_path)) == (1, 8)
+    assert newest_release(str(tmp_path), "torch") == (1, 8)
     (tmp_path / "loose").mkdir()
     (tmp_path / "loose" / "requirements-dev.txt").write_text("torch>=1.6\n")
-    assert newest_torch(str(tmp_path / "loose")) is None
+    assert newest_release(str(tmp_path / "loose"), "torch") is None
 
 
 AMP = (b"import torch\nfrom torch.cuda.amp import autocast\n\nmodel = torch.nn.Linear(2, 2).cuda()\n\n\n"

@@ -171,9 +171,9 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
         newest = bounds.get(package)
         if newest is not None and newest < needs:
             return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
-                "requirement", f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the project's "
-                         f"{package} requirement stops at {newest[0]}.{newest[1] if newest[1] != 99 else 'x'}, which "
-                         "CUDA hosts keep; raise that requirement first"))
+                "requirement", f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the "
+                               f"project's {package} requirement stops at {newest[0]}."
+                               f"{newest[1] if newest[1] != 99 else 'x'}, which CUDA hosts keep; raise that requirement first"))
     role = getattr(r, "role", None)
     if role is not None:
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, ungroup=True, note=("role", role))

@@ -133,11 +133,6 @@ def newest_releases(folder: str) -> tuple[tuple[str, tuple[int, int]], ...]:
     return tuple((package, newest) for package in _NAMES if (newest := newest_release(folder, package)) is not None)
 
 
-def newest_torch(folder: str) -> tuple[int, int] | None:
-    """:func:`newest_release` of torch."""
-    return newest_release(folder, "torch")
-
-
 def admits_old_torch(folder: str) -> bool:
     """Whether the project governing ``folder`` (an absolute path) may run on a torch before 2.6:
     it declares no torch, or some torch requirement without a lower bound of at least 2.6."""

@@ -120,5 +120,5 @@ FORMAT_WORDS = ("export", "convert", "onnx")
 SAVES = ("torch.save", "save_pretrained", "save_file", "torch.onnx", "jit.save")
 #: float16 produced other than by an argument-less `.half()` (which this rule converts as a whole)
 FLOAT16_ELSEWHERE = re.compile(r"(?<![bB])float16|torch\.half\b(?!\()|fp16|HalfTensor|\.half\([^)]")
-#: the cast this rule writes, which keeps float16 off Neuron: no float16 of the file's own
+#: the cast this rule writes (bf16 on Neuron, float16 elsewhere): no float16 made elsewhere in the file
 HOST_AWARE_CAST = re.compile(r"bfloat16 if [^\n]*? else [\w.]*float16")
