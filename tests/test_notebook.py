@@ -167,8 +167,9 @@ def test_vscode_cells_in_another_language_are_skipped():
 
 @pytest.mark.parametrize(
     "first",
-    ["%%bash", "%%sh", "%%writefile train.py", "%%html", "%%javascript", "%%js", "%%script bash",
-     "%%latex", "%%markdown", "%%sql sqlite://", "%%cython", "%%perl", "%%ruby", "%%svg", "%%file x.py", "%%"],
+    ["%%bash", "%%sh", "%%writefile -a train.py", "%%writefile notes.txt", "%%html", "%%javascript", "%%js",
+     "%%script bash", "%%latex", "%%markdown", "%%sql sqlite://", "%%cython", "%%perl", "%%ruby", "%%svg",
+     "%%file x.yaml", "%%"],
 )
 def test_non_python_cell_magics_skip_the_cell(first):
     nb = notebook(
@@ -177,6 +178,14 @@ def test_non_python_cell_magics_skip_the_cell(first):
         code(f"%%capture out\n{first}\nx.cuda()"),
     )
     assert read_cells(jupyter_bytes(nb)) == []
+
+
+@pytest.mark.parametrize("first", ["%%writefile train.py", "%%file 'serve.py'", "%%capture out\n%%writefile train.py"])
+def test_a_cell_that_writes_a_python_file_is_that_file(first):
+    nb = notebook(code("import torch"), code(f"{first}\nimport torch\nmodel = model.cuda()\n"), code("x.cuda()"))
+    cells = read_cells(jupyter_bytes(nb))
+    assert [(cell.index, cell.script) for cell in cells] == [(1, False), (2, True), (3, False)]
+    assert cells[1].source.decode().endswith("import torch\nmodel = model.cuda()\n")
 
 
 @pytest.mark.parametrize("first", ["%%time", "%%timeit -n 3 -r 1", "%%capture captured", "%%prun -s cumulative"])

@@ -161,6 +161,18 @@ def test_cells_after_a_kernel_restart_define_what_they_use_again(tmp_path):
     assert kept[2] == 'import torch\ny = torch.ones(2).to(device)\n'
 
 
+def test_a_cell_that_writes_a_script_is_a_module_of_its_own(tmp_path):
+    first = _cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n')
+    script = _cell("%%writefile train.py\n", "import torch\n", "model = torch.nn.Linear(2, 2).cuda()\n")
+    after = _cell('x = torch.ones(2).to("cuda")\n')
+    cells = _fixed_cells(tmp_path, first, script, after)
+    # the script runs in a process of its own (`!python train.py`): it defines its own Neuron test,
+    # and the cells after it go on with the notebook's
+    assert cells[1].startswith("%%writefile train.py\nimport torch\n") and "def on_neuron() -> bool:" in cells[1]
+    assert "model = torch.nn.Linear(2, 2).to(\"neuron\" if on_neuron() else \"cuda\")" in cells[1]  # not `device`
+    assert cells[0].count("def on_neuron") == 1 and "def on_neuron" not in cells[2]
+
+
 def test_the_neuron_test_goes_below_a_cell_magic(tmp_path):
     cells = _fixed_cells(tmp_path, _cell("import torch\n"),
                          _cell("%%time\n", "with torch.autocast('cuda'):\n", "    y = torch.ones(2) * 2\n"),

@@ -88,7 +88,7 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
             earlier.clear()
             choices.clear()
         tree = _tree(cell.source)
-        if tree is None:
+        if tree is None or cell.script:  # a file the cell writes runs in a process of its own
             out.append(b"")
             continue
         own = _imports(tree)
@@ -185,8 +185,8 @@ def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options:
     for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
         helper = b"" if cell.restarts else helper
         result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
-                            prefilter=prefilter, fix=fix, inherited=inherited + helper)
-        helper = helper or neuron_helper(result.output or cell.source)
+                            prefilter=prefilter, fix=fix, inherited=b"" if cell.script else inherited + helper)
+        helper = helper or (b"" if cell.script else neuron_helper(result.output or cell.source))
         results.append(result)
     return results
 

@@ -5,7 +5,8 @@ Pure: bytes in, values or bytes out; no filesystem access.
 **Which cells.** Code cells only, and only in notebooks whose language is Python (or unspecified).
 Markdown and raw cells, outputs, execution counts and metadata are never touched. A cell whose
 first line is a cell magic that makes the body something other than Python (``%%bash``,
-``%%writefile``, ``%%html``, ... anything not in :data:`PYTHON_CELL_MAGICS`) is skipped entirely.
+``%%html``, ... anything not in :data:`PYTHON_CELL_MAGICS`) is skipped entirely; a cell that writes
+a Python file (``%%writefile train.py``) is that file, a module of its own (:attr:`Cell.script`).
 
 **Masking IPython syntax.** Cells may hold IPython syntax that is not Python: line magics
 (``%matplotlib inline``), shell escapes (``!pip install x``), captured output (``x = !ls``,
@@ -35,6 +36,7 @@ again and compared with the intended notebook before it is returned.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -43,7 +45,8 @@ from typing import Any
 __all__ = ["Cell", "NotebookError", "PYTHON_CELL_MAGICS", "read_cells", "write_cells"]
 
 #: Cell magics whose body is Python; the magic line is masked and the body migrated. Any other
-#: cell magic (``%%bash``, ``%%writefile``, ``%%html``, ``%%sql``, ``%%cython``...) skips the cell.
+#: cell magic (``%%bash``, ``%%html``, ``%%sql``, ``%%cython``...) skips the cell, but for
+#: ``%%writefile`` of a ``.py`` file.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3"})
 
 _ESCAPES = frozenset("%!?,;/")  # a logical line starting with one of these is IPython, not Python
@@ -80,6 +83,10 @@ class Cell:
     #: the kernel restarts before this cell: a text cell since the code cell before it tells the
     #: reader to restart it, or that code cell shuts it down; nothing defined above is left
     restarts: bool = False
+    #: the cell writes a Python file (``%%writefile train.py``, the magic masked): a module of its
+    #: own, run apart from the notebook's namespace, which sees nothing the cells above bound and
+    #: binds nothing for the cells below
+    script: bool = False
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -98,8 +105,9 @@ def read_cells(data: bytes) -> list[Cell]:
         masked, table, _ = _mask(_with_final_newline(source))
         magics = tuple((number, table[body.strip()][0].strip())
                        for number, body in enumerate(masked.splitlines(), start=1) if body.strip() in table)
-        cells.append(Cell(index, _encode(masked, text, index), magics, restarts))
-        restarts = _SHUTS_DOWN.search(source) is not None
+        script = any(map(_writes_script, _leading_magics(source)))
+        cells.append(Cell(index, _encode(masked, text, index), magics, restarts, script))
+        restarts = _SHUTS_DOWN.search(source) is not None if not script else restarts
     return cells
 
 
@@ -176,13 +184,24 @@ def _editable_source(text: str, nb: dict[str, Any], index: int) -> str | None:
         what = "has no" if source is None else "has an invalid"
         raise NotebookError(f'invalid notebook: code cell {index} {what} "source"', _cell_line(text, index))
     # A Python-body cell magic's body may start with another cell magic: `%%capture` + `%%bash`.
-    for line in (line.strip() for line in source.splitlines() if line.strip()):
-        if not line.startswith("%%"):
-            break
+    for line in _leading_magics(source):
         magic = _CELL_MAGIC.match(line)
         if magic is None or magic.group(1) not in PYTHON_CELL_MAGICS:
-            return None
+            return source if _writes_script(line) else None
     return source
+
+
+def _writes_script(line: str) -> bool:
+    """``line`` is ``%%writefile train.py`` (or its alias ``%%file``): the cell's body is a whole
+    Python file (not with ``-a``, which appends a part of one)."""
+    words = line.split()
+    return len(words) == 2 and words[0] in ("%%writefile", "%%file") and words[1].strip("\"'").endswith(".py")
+
+
+def _leading_magics(source: str) -> list[str]:
+    """The cell magic lines a cell starts with (``%%capture out``, then ``%%writefile x.py``)."""
+    lines = (line.strip() for line in source.splitlines() if line.strip())
+    return list(itertools.takewhile(lambda line: line.startswith("%%"), lines))
 
 
 def _with_final_newline(source: str) -> str:
