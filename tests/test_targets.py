@@ -202,6 +202,10 @@ REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"torch\.bfloat16 if (?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D)
                 + r") else None"), "torch.bfloat16",
      "bf16 only on the target's branch of a host-aware autocast (the Neuron branch, named or written out)"),
+    # NRN113: a runtime function chosen by host (`torch.accelerator.empty_cache if <Neuron> else
+    # torch.cuda.empty_cache`) on neuron, which keeps CUDA's; the other targets name one
+    (re.compile(r"\((" + re.escape(RT) + r"\w+) if " + re.escape(RT) + r"is_available\(\) else \1\)"),
+     r"\1", "a runtime function per host on neuron, one on the other targets"),
     # NRN304: the static KV cache only where the accelerator is Neuron (the other hosts keep the
     # dynamic one); cpu passes it everywhere
     (re.compile(r"""(["'])static\1 if (?:""" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == "
@@ -257,8 +261,8 @@ def _drop_additive_blocks(lines: list[str]) -> list[str]:
         while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent):
             j += 1
         block = [b.strip() for b in lines[i + 1:j]]
-        if line.strip() == "else:" and out and block == [out[-1].strip()]:
-            i = j
+        if line.strip() == "else:" and out and [b for b in block if b] == [out[-1].strip()]:
+            i = i + 1 + block.index(out[-1].strip()) + 1  # the blank lines after it stay
             continue
         m = _NEURON_BRANCH.match(line)
         if m and line.strip().startswith("elif "):

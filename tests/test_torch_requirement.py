@@ -8,9 +8,6 @@ from __future__ import annotations
 import pytest
 
 from helpers import neuronize
-from neuronize.analysis.context import Options
-from neuronize.analysis.engine import run_source
-from neuronize.registry import all_rules
 from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_release, newest_releases
 
 SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch.cuda.empty_cache()\n    return x\n"
@@ -56,13 +53,6 @@ def test_a_fix_run_writes_what_the_declared_torch_has(tmp_path, requirement, exp
     (tmp_path / "train.py").write_bytes(SCRIPT)
     assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
     assert expected in (tmp_path / "train.py").read_bytes()
-
-
-def test_the_accelerator_test_of_a_host_neutral_call_asks_for_torch_accelerator_first():
-    rules = [r for r in all_rules() if r.id == "NRN113"]
-    out = run_source(SCRIPT, rules, Options(unsafe_fixes=True, old_torch=True)).output
-    assert out is not None
-    assert b'if hasattr(torch, "accelerator") and torch.accelerator.is_available():' in out
 
 
 @pytest.mark.parametrize(("spec", "newest"), [

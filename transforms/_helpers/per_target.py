@@ -398,11 +398,8 @@ def backend_name(ctx: FileContext, like: cst.CSTNode | None = None) -> Built:
 
 
 def accelerator_present(ctx: FileContext) -> Built:
-    """The test "there is an accelerator" on any target: ``torch.accelerator.is_available()``. What
-    a host-neutral call (``torch.accelerator.empty_cache()``, which raises without an accelerator)
-    is written under: it keeps the CUDA call's effect on CUDA and runs on Neuron."""
+    """The test "there is an accelerator", ``torch.accelerator.is_available()``: what the accelerator
+    target writes a host-neutral call (``torch.accelerator.empty_cache()``, which raises without an
+    accelerator) under. That target needs a torch with ``torch.accelerator`` anyway."""
     t, imports = _torch(ctx)
-    present = f"{t}.accelerator.is_available()"
-    if ctx.options.old_torch:  # a torch before 2.6 has no torch.accelerator: no accelerator call there
-        present = f'hasattr({t}, "accelerator") and {present}'
-    return cst.parse_expression(present), imports
+    return cst.parse_expression(f"{t}.accelerator.is_available()"), imports

@@ -47,9 +47,10 @@ class CudaMemoryApi(_CudaApiRule):
         `memory_reserved`, `max_memory_reserved`, `memory_stats`, `memory_summary`,
         `reset_peak_memory_stats`, `reset_accumulated_memory_stats`, and the deprecated
         `memory_cached` / `max_memory_cached` / `reset_max_memory_*` aliases) to the same function
-        of `torch_neuronx`, adding `import torch_neuronx`; and `torch.cuda.empty_cache()` to the
-        host-neutral `torch.accelerator.empty_cache()` under `if torch.accelerator.is_available():`
-        (it raises without an accelerator), so CUDA keeps freeing its cache and Neuron frees its own. Arguments are kept; references that are not calls are
+        of `torch_neuronx`, adding `import torch_neuronx`; and `torch.cuda.empty_cache()` to
+        `torch.accelerator.empty_cache()` where the accelerator is Neuron, CUDA's call kept for every
+        other host (`torch.accelerator.empty_cache` is new in torch 2.9, which a CUDA box may not
+        have), so CUDA keeps freeing its cache and Neuron frees its own. Arguments are kept; references that are not calls are
         rewritten too (a table of per-backend cache cleaners keyed by `"cuda"` is reported
         instead). Reports `torch.cuda.mem_get_info()`, `torch.cuda.OutOfMemoryError` handlers
         and `torch.cuda.set_per_process_memory_fraction()`, which have no known counterpart.
@@ -73,7 +74,8 @@ class CudaMemoryApi(_CudaApiRule):
         device == "cuda":` around CUDA-only code, a dispatch's CUDA branch, the CUDA arm of `...
         if device == "cuda" else ...`) is left as it is; `torch.cuda.empty_cache` under a
         comparison that NRN103 widens (`clear = torch.cuda.empty_cache if device == "cuda" else
-        None`) becomes `torch.accelerator.empty_cache` in place, in one edit group with the widening. On
+        None`) becomes `torch.accelerator.empty_cache if <Neuron> else torch.cuda.empty_cache`, in
+        one edit group with the widening. On
         the accelerator target the `torch.accelerator` function is called where there is an
         accelerator (a statement under `if torch.accelerator.is_available():`, a value as
         `... if torch.accelerator.is_available() else <the CUDA call>`).
@@ -88,8 +90,10 @@ class CudaMemoryApi(_CudaApiRule):
             torch_neuronx.reset_peak_memory_stats()
         else:
             torch.cuda.reset_peak_memory_stats()
-        if torch.accelerator.is_available():
+        if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
             torch.accelerator.empty_cache()
+        else:
+            torch.cuda.empty_cache()
 
     Fix safety:
         Unsafe: the statistics functions are documented in the memory-profiling guide but their
@@ -113,7 +117,9 @@ class CudaMemoryApi(_CudaApiRule):
     examples = (
         Example("import torch\nused = torch.cuda.memory_allocated(0)\n", None),
         Example("import torch\ntorch.cuda.empty_cache()\n",
-                "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.empty_cache()\n"),
+                "import torch\nif hasattr(torch, \"accelerator\") and torch.accelerator.is_available() and "
+                "torch.accelerator.current_accelerator().type == \"neuron\":\n    torch.accelerator.empty_cache()\n"
+                "else:\n    torch.cuda.empty_cache()\n"),
         Example(
             "import torch\ntry:\n    step()\nexcept torch.cuda.OutOfMemoryError:\n    shrink()\n",
             None,
@@ -139,9 +145,10 @@ class CudaMemoryApi(_CudaApiRule):
                                        "this on the CUDA path or drop it")
             return
         if ref.fn == "empty_cache":
-            # host-neutral: CUDA keeps freeing its cache, Neuron frees its own
+            # CUDA keeps its own call: `torch.accelerator.empty_cache` is new in torch 2.9, which a
+            # CUDA box may not have; every torch TorchNeuron runs on has it
             shown = "`torch.accelerator.empty_cache()`" if ref.call is not None else "`torch.accelerator.empty_cache`"
-            self.neutral_rewrite(ref, "torch.accelerator.empty_cache", f"{spelled(ref)} -> {shown}")
+            self.guarded_rewrite(ref, "torch.accelerator.empty_cache", f"{spelled(ref)} -> {shown}")
             return
         target = MAPPED[ref.fn]
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
