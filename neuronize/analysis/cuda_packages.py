@@ -27,6 +27,8 @@ KERNEL_REFERENCES = (
 SDPA = "use `F.scaled_dot_product_attention` (on Neuron it lowers to an NKI flash-attention kernel)"
 NEURON_TOOLS = "use `neuron-ls` / `neuron-top` / Neuron Explorer"
 BF16_WEIGHTS = "load the model in bf16 (`torch_dtype=torch.bfloat16`)"
+_CPM_KERNELS = "cpm_kernels int8/int4 weight-quantization kernels, compiled for CUDA at run time"
+_UNQUANTIZED = "load the model in bf16 (`torch_dtype=torch.bfloat16`) without quantizing it"
 SERVE_ON_NEURON = ("serve with vLLM and its Neuron plugin (vllm-neuron), or with the model's own PyTorch code "
                    "under `torch.compile(backend=\"neuron\")`")
 
@@ -81,6 +83,11 @@ PACKAGES: dict[str, Package] = {
         "use `torch.optim.AdamW` and bf16 weights",
         Evidence.INF,
     ),
+    # int8/int4 weight quantization kernels compiled at run time with NVRTC: ChatGLM's
+    # quantization, and SwissArmyTransformer's `quantize`, whose package (`sat`) is otherwise
+    # portable: its code is no CUDA-only path
+    "cpm_kernels": Package(_CPM_KERNELS, _UNQUANTIZED, Evidence.INF),
+    "sat.quantization": Package(_CPM_KERNELS, _UNQUANTIZED, Evidence.INF, cuda_only=False),
     "deepspeed.ops": Package(
         "DeepSpeed ops: JIT-built CUDA kernels",
         "use `torch.optim.AdamW` and stock PyTorch layers",
