@@ -338,6 +338,21 @@ def test_a_script_imports_the_module_below_its_own_folder(tmp_path):
     assert set(_kernel_bound(tmp_path, files)) == {"v1/src/model.py", "v1/train.py"}
 
 
+def test_a_module_imports_the_module_below_the_nearest_folder_above_it(tmp_path):
+    """A module of the training folder's ``utils/`` imports ``utils.misc`` by the name its script's
+    folder gives it: the training folder's copy, not the kernel package's ``utils/misc.py`` of
+    another project in the repository."""
+    files = {
+        "kit/pkg/__init__.py": b"from torch.utils.cpp_extension import load\nops = load(name='k', sources=['k.cu'])\n",
+        "kit/pkg/utils/__init__.py": b"",
+        "kit/pkg/utils/misc.py": b"from pkg import ops\n",
+        "train/utils/misc.py": b"import torch\n",
+        "train/utils/loss.py": b"import torch\nimport utils.misc as misc\n",
+        "train/train.py": b"import torch\nfrom utils.loss import dice\n",
+    }
+    assert not {"train/utils/loss.py", "train/train.py"} & set(_kernel_bound(tmp_path, files))
+
+
 def test_the_fallback_import_of_a_prebuilt_extension_counts(tmp_path):
     """``try: import _prebuilt`` ``except ImportError: from .backend import _backend`` (which builds
     the extension at import): the fallback runs wherever no prebuilt extension is installed, so the

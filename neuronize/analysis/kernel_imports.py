@@ -199,12 +199,20 @@ class ImportGraph:
     choices: dict[Path, list[list[list[str]]]] = field(default_factory=dict)
 
     def module_for(self, name: str, importer: Path) -> Path | None:
-        """The file ``importer`` gets for ``import name``: the one below its own folder first (the
-        first entry of ``sys.path`` when it runs as a script: each of several projects in one
-        repository can have its ``src/model.py``), else the one the project names so."""
-        beside = importer.parent.joinpath(*name.split("."))
-        return next((c for c in (beside.with_suffix(".py"), beside / "__init__.py") if c in self.files),
-                    self.by_name.get(name))
+        """The file ``importer`` gets for ``import name``: the one below the nearest folder above it
+        that has one (the first entry of ``sys.path`` is the folder of the script it runs in: each of
+        several projects in one repository can have its ``utils/misc.py``, and a module of
+        ``train/utils/`` that imports ``utils.misc`` gets ``train/utils/misc.py``), else the one the
+        project names so. Above its own folder, a name of the standard library's or of a well-known
+        package's is that package."""
+        for folder in importer.parents:
+            if folder != importer.parent and name.split(".")[0] in _EXTERNAL:
+                break
+            beside = folder.joinpath(*name.split("."))
+            found = next((c for c in (beside.with_suffix(".py"), beside / "__init__.py") if c in self.files), None)
+            if found is not None:
+                return found
+        return self.by_name.get(name)
 
     def links(self) -> Iterator[tuple[Path, Path]]:
         """Each file with each module of the project it imports (lazily too), as (importer, module)."""
