@@ -966,7 +966,15 @@ def _handed_on(ctx: FileContext, scope: cst.CSTNode, name: str) -> str | None:
     see), returned, or stored in an attribute or a container. Its tests in the file are then not
     the whole choice: a Neuron branch in front of them would place the model while the code it is
     handed to keeps the data on the CPU. PyTorch's own APIs (``DataLoader(pin_memory=use_cuda)``)
-    and printing decide no placement."""
+    and printing decide no placement. Found once per scope and name: the model's flags and NRN110
+    both ask."""
+    key = (f"handed-on {name}", id(scope))
+    if key not in ctx.memo:
+        ctx.memo[key] = _handed_to(ctx, scope, name)
+    return ctx.memo[key]
+
+
+def _handed_to(ctx: FileContext, scope: cst.CSTNode, name: str) -> str | None:
     for node in iter_syntax(scope):
         if isinstance(node, cst.Call) and any(_is_name(arg.value, name) for arg in node.args):
             callee = ctx.qualify(node.func) or dotted_name(node.func) or ""

@@ -367,6 +367,16 @@ def compile_backend(ctx: FileContext) -> Built | None:
     return cst.IfExp(test=test, body=make_string(NEURON), orelse=make_string("inductor")), imports
 
 
+def neuron_only(ctx: FileContext, value: cst.BaseExpression, elsewhere: cst.BaseExpression) -> Built:
+    """``value if <the accelerator is Neuron> else elsewhere``: what a fix writes for Neuron alone
+    (bf16 for ``.half()``, the static KV cache), every other host keeping ``elsewhere`` as before;
+    on the cpu target, a local check of the migration, ``value`` itself."""
+    if ctx.options.target == CPU:
+        return value, ()
+    test, imports = neuron_present(ctx)
+    return cst.IfExp(test=test, body=value, orelse=elsewhere), imports
+
+
 def neuron_present(ctx: FileContext) -> Built:
     """The test "the accelerator here is Neuron", on any target: ``torch.accelerator.is_available()
     and torch.accelerator.current_accelerator().type == "neuron"`` (false on CPU, CUDA and MPS).

@@ -7,7 +7,6 @@ import libcst as cst
 from neuronize.transforms._helpers import per_target
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.types import ImportRequest
 from neuronize.transforms._helpers.calls import keyword, with_keyword
 from neuronize.transforms._helpers.literals import make_string
 from neuronize.transforms._helpers.messages import short
@@ -193,12 +192,9 @@ class GenerateStaticCache(Transform):
             return
         limit = keyword(node, "max_new_tokens") or keyword(node, "max_length")
         note = "" if limit is not None else "; pass `max_new_tokens=` to size it"
-        value: cst.BaseExpression = make_string("static")
-        imports: tuple[ImportRequest, ...] = ()
-        where = ""
-        if per_target.target(self.ctx) != per_target.CPU:  # other hosts keep the dynamic cache, as before
-            neuron, imports = per_target.neuron_present(self.ctx)
-            value, where = cst.IfExp(test=neuron, body=value, orelse=cst.Name("None")), " on Neuron"
+        static = make_string("static")
+        value, imports = per_target.neuron_only(self.ctx, static, cst.Name("None"))  # the others keep the dynamic cache
+        where = " on Neuron" if value is not static else ""
         self.fix(node, with_keyword(node, "cache_implementation", value),
                  f'{what}: `cache_implementation="static"` added{where}: a fixed-size KV cache gives the decoding '
                  f"step one shape, so Neuron compiles it once; the cache is allocated up front for the full "

@@ -82,13 +82,12 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
             self.report(node, f"`.half()` left as float16: {reason}; a bf16 edit must be whole (every "
                         "tensor meeting this one follows) or absent")
             return
-        dtype, imports = qualified_expr(self.ctx, "torch.bfloat16")
-        shown, where = "torch.bfloat16", ""
-        if per_target.target(self.ctx) != per_target.CPU:  # CPU and CUDA keep float16, as before
-            neuron, more = per_target.neuron_present(self.ctx)
-            fp16, most = qualified_expr(self.ctx, "torch.float16")
-            dtype, imports = cst.IfExp(test=neuron, body=dtype, orelse=fp16), (*imports, *more, *most)
-            shown, where = "torch.bfloat16 if <Neuron> else torch.float16", " on Neuron (float16 elsewhere, as before)"
+        bf16, imports = qualified_expr(self.ctx, "torch.bfloat16")
+        fp16, more = qualified_expr(self.ctx, "torch.float16")
+        dtype, most = per_target.neuron_only(self.ctx, bf16, fp16)  # CPU and CUDA keep float16, as before
+        imports = (*imports, *more, *most)
+        shown, where = ("torch.bfloat16 if <Neuron> else torch.float16", " on Neuron (float16 elsewhere, as before)") \
+            if dtype is not bf16 else ("torch.bfloat16", "")
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(value=dtype)])
         self.fix(node, new, f"`.half()` -> `.to({shown})`: bf16 is the Neuron reduced-precision type{where}; "
                             "make inputs, buffers and checkpoints that were float16 follow", imports=imports)
