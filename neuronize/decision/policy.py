@@ -166,9 +166,8 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
             "target", f"that is the `--target neuron` fix; no automatic `--target {options.target}` fix: "
                       "migrate by hand"))
-    bounds = dict(options.newest_releases or ())
     for package, needs in r.rule.needs:
-        newest = bounds.get(package)
+        newest = dict(options.newest_releases or ()).get(package)
         if newest is not None and newest < needs:
             return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
                 "requirement", f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the "
