@@ -11,7 +11,7 @@ that hard-codes CUDA (no fallback) had no such host to keep: there the plain Neu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import libcst as cst
 
@@ -290,6 +290,31 @@ def is_rng_state(ctx: FileContext, node: cst.CSTNode) -> bool:
     """``node`` names one of :data:`RNG_STATE_FUNCTIONS` (``torch.cuda.random.*`` included)."""
     name = ctx.qualify(node) or ""
     return name.startswith("torch.cuda.") and name.rsplit(".", 1)[-1] in RNG_STATE_FUNCTIONS
+
+
+#: ``torch.manual_seed(s)`` seeds every device's generator, Neuron's included
+_TORCH_SEED = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+#: the CUDA seeding calls it makes redundant on a host without CUDA, where they do nothing
+_CUDA_SEEDING = frozenset(f"torch.cuda.{module}{fn}" for module in ("", "random.") for fn in ("manual_seed", "manual_seed_all"))
+
+
+def seeded_by_torch(ctx: FileContext, call: cst.Call, ancestors: Iterable[cst.CSTNode]) -> bool:
+    """``call`` is ``torch.cuda.manual_seed(s)`` (or ``manual_seed_all``) with ``torch.manual_seed(s)``
+    of the same arguments in one of the blocks ``ancestors`` (innermost first) lists, up to its
+    function: the Neuron generator is seeded already, so Neuron needs nothing added for it."""
+    if ctx.qualify(call.func) not in _CUDA_SEEDING:
+        return False
+    wanted = [ctx.module.code_for_node(a.value) for a in call.args]
+    for anc in ancestors:
+        body = anc.body if isinstance(anc, (cst.Module, cst.IndentedBlock)) else ()
+        for line in body:
+            if isinstance(line, cst.SimpleStatementLine) and any(
+                    isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and ctx.qualify(s.value.func) in _TORCH_SEED
+                    and [ctx.module.code_for_node(a.value) for a in s.value.args] == wanted for s in line.body):
+                return True
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+    return False
 
 
 class _RngScopes(cst.CSTVisitor):

@@ -7,7 +7,7 @@ from typing import Any
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.analysis.syntax import ends_early, iter_statements
 from neuronize.analysis.walk import iter_syntax
-from neuronize.transforms._helpers import per_target
+from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, Safety
 import libcst as cst
 
@@ -276,8 +276,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
                                    "Neuron device by hand if wanted", evidence=Evidence.INF)
             return
         kind, where = classify(self.ctx, ref)
-        if kind is Context.FLAG and (feeds_detection(self.ctx, where) or _feeds_choices(self.ctx, where)):  # type: ignore[arg-type]
-            return  # NRN107 / NRN101 put a Neuron branch in front of the choices that test the flag
+        if _answered_elsewhere(self.ctx, kind, where):
+            return
         if kind is Context.SKIP:
             self.report(ref.outer, f"test skip marker on {spelled(ref)}: kept (CUDA tests usually test "
                                    "CUDA behaviour); enable device-agnostic tests on Neuron by hand",
@@ -307,6 +307,26 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.rewrite(ref, target, f"{head}: {_ASSERT_WIDENED}", pins=verdict.pins)
         else:
             self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
+
+
+def _answered_elsewhere(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> bool:
+    """Nothing for this rule to do: NRN107 / NRN101 put a Neuron branch in front of the choices
+    that test the stored flag; or the guarded code only seeds CUDA with what ``torch.manual_seed``
+    beside it gave Neuron already."""
+    if kind is Context.FLAG and where is not None:
+        return feeds_detection(ctx, where) or _feeds_choices(ctx, where)
+    return kind is Context.IF and isinstance(where, cst.If) and _seeds_what_torch_seeded(ctx, where)
+
+
+def _seeds_what_torch_seeded(ctx: FileContext, guard: cst.If) -> bool:
+    """``if torch.cuda.is_available(): torch.cuda.manual_seed_all(s)`` beside ``torch.manual_seed(s)``,
+    with no ``else``: widened, the check would only run a CUDA call that does nothing on Neuron."""
+    if guard.orelse is not None or not isinstance(guard.body, cst.IndentedBlock):
+        return False
+    smalls = [small for line in guard.body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body]
+    return len(smalls) == len(guard.body.body) and all(
+        isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+        and hosts.seeded_by_torch(ctx, small.value, ctx.ancestors()) for small in smalls)
 
 
 def _feeds_choices(ctx: FileContext, stored: cst.CSTNode) -> bool:

@@ -24,8 +24,6 @@ UNMAPPED = {
     "set_rng_state_all": "use `torch.neuron.set_rng_state(state)` (one device per process), under the same device "
                          "condition as the save side",
 }
-
-
 class CudaRngApi(_CudaApiRule):
     """Finds CUDA random-number-generator calls (`torch.cuda.manual_seed_all`, RNG state save/restore).
 
@@ -52,15 +50,16 @@ class CudaRngApi(_CudaApiRule):
         calls (`get_rng_state`, `set_rng_state` and their `_all` forms: a checkpoint's save and
         load) are one edit group: where one of them cannot be migrated (`*_all`, a per-backend
         table entry), none is (`torch.manual_seed(s)` already seeds the Neuron generator).
+        A `manual_seed` or `manual_seed_all` call with `torch.manual_seed` of the same seed in
+        its block, or in a block around it in the same function, is left as it is: Neuron is
+        seeded already, and the CUDA call does nothing on a host without CUDA.
 
     Example:
-        torch.manual_seed(seed)
         torch.cuda.manual_seed_all(seed)
         if torch.cuda.is_available():
             ckpt["cuda_rng"] = torch.cuda.get_rng_state()
 
     Use instead:
-        torch.manual_seed(seed)
         if on_neuron():
             torch.neuron.manual_seed_all(seed)
         else:
@@ -121,6 +120,8 @@ class CudaRngApi(_CudaApiRule):
             self.portable(ref, "the CUDA generator exists only on CUDA (`torch.manual_seed` seeds the CPU "
                                "and every accelerator)")
             return
+        if ref.call is not None and hosts.seeded_by_torch(self.ctx, ref.call, self.ctx.ancestors()):
+            return  # nothing to add for Neuron, and every other host keeps its call
         target = f"torch.neuron.{MAPPED[ref.fn]}"
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
         note = ""
