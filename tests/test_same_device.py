@@ -219,4 +219,5 @@ def test_a_constructor_that_asks_cuda_for_its_device_holds_its_class() -> None:
     safe, _ = _run(code, unsafe=False)
     assert "on_neuron" not in safe
     full, _ = _run(code, unsafe=True)
-    assert "torch.cuda.current_device()" not in full and full.count('.to("neuron" if on_neuron() else "cuda")') == 2
+    assert "torch.accelerator.current_device_index()" in full
+    assert full.count('.to("neuron" if on_neuron() else "cuda")') == 2

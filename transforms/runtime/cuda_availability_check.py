@@ -50,8 +50,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
         `torch.accelerator.is_available()`. `torch.cuda.device_count()` becomes
         `torch.accelerator.device_count()` (on the neuron target `torch.accelerator.device_count()
         if <the accelerator is Neuron> else torch.cuda.device_count()`: CUDA keeps its count) and
-        `torch.cuda.current_device()` `torch.accelerator.current_device_index()`, in every
-        spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
+        `torch.cuda.current_device()` `torch.accelerator.current_device_index()` (on the neuron
+        target likewise with CUDA's index kept elsewhere: `current_device_index` is new in torch
+        2.7, older CUDA hosts lack it), in every spelling (`import torch as T`, `from torch import cuda`, `from torch.cuda import
         is_available`, a function reference that is not called).
 
         Where the check decides something, the rule looks at what it decides first:
@@ -205,7 +206,7 @@ class CudaAvailabilityCheck(_CudaApiRule):
         counts only a Neuron accelerator (``... if <Neuron is here> else 0``: a Mac's MPS device
         is no CUDA device either); the rest is renamed."""
         neuron = per_target.target(self.ctx) == per_target.NEURON
-        if ref.call is None or ref.fn == "current_device" or (ref.fn == "device_count" and not neuron):
+        if ref.call is None or (ref.fn != "is_available" and not neuron):
             super().rewrite(ref, qualified, message, **kwargs)
             return
         if any(isinstance(anc, cst.FormattedString) for anc in self.ctx.ancestors()):
@@ -213,9 +214,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.report(ref.outer, f"{message}; inside an f-string: rewrite it by hand", evidence=Evidence.INF)
             return
         available, imports = per_target.available(self.ctx)
-        if ref.fn == "device_count":
+        if ref.fn != "is_available":
             count, more = qualified_expr(self.ctx, qualified)
-            # the CUDA count stays where the accelerator is not Neuron (0 without CUDA, as before)
+            # CUDA's count and index stay where the accelerator is not Neuron (a count is 0 without
+            # CUDA, as before; `current_device_index` is new in torch 2.7)
             new: cst.BaseExpression = cst.IfExp(
                 test=available, body=cst.Call(func=count, args=ref.call.args), orelse=ref.call.with_changes(lpar=(), rpar=()))
             self.fix(ref.call, new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar) if ref.call.lpar else (
@@ -260,10 +262,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
                                    "a path of its own by hand", evidence=Evidence.INF)
             return
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
-        if ref.call is not None and per_target.target(self.ctx) == per_target.NEURON and ref.fn != "current_device":
+        if ref.call is not None and per_target.target(self.ctx) == per_target.NEURON:
             # per_target.available(): false on a Mac's MPS; or-ed with the original, CUDA keeps its path
             shown = f"`<the accelerator is Neuron> or {spelled(ref).strip('`')}`"
-            if ref.fn == "device_count":
+            if ref.fn != "is_available":
                 shown = f"`{target}() if <the accelerator is Neuron> else {spelled(ref).strip('`')}`"
         head = f"{spelled(ref)} -> {shown}"
         if ref.fn == "current_device":
