@@ -25,7 +25,7 @@ from neuronize.transforms._helpers.literals import (
     CUDA_INDEXED, Kind, cuda_literal, is_device_word, make_string, quote_source, string_like, string_value,
 )
 from neuronize.transforms._helpers.names import last_name, target_name
-from neuronize.transforms._helpers.nodes import in_place, iter_conditions, parenthesized, read_paths, small_statements
+from neuronize.transforms._helpers.nodes import in_place, iter_conditions, parenthesized, read_paths
 from neuronize.transforms._helpers.value_flow import LOOKUPS, alternatives, assigned, option_names
 
 #: calls whose ``device=`` keyword is not a placement, or is owned by another rule family
@@ -706,12 +706,31 @@ def in_selection_if(ctx: FileContext) -> bool:
 
 
 # -- a device's own validation: `assert device in ["cuda", "cpu"]`, `if d not in (...): raise` --------
+#: calls that only say something or stop the program, in a block that validates
+_SAYS_OR_EXITS = frozenset({"exit", "error", "warning", "warn", "critical", "info", "print"})
+
+
 def _raises(block: cst.BaseSuite) -> bool:
-    """A block that only raises (or exits): the ``if`` around it validates."""
-    smalls = small_statements(block)  # none where a nested block does more than raise
-    return bool(smalls) and all(isinstance(s, cst.Raise) or (
-        isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and last_name(s.value.func) in ("exit", "error"))
-        for s in smalls)
+    """A block that raises or exits (``parser.error``), after at most saying why, in an ``if`` of
+    its own too (``if verbose: logger.error(...)``): the ``if`` around it validates."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = lines[-1] if lines else None
+    return isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and (
+        isinstance(last.body[-1], cst.Raise) or _call_named(last.body[-1], {"exit", "error"})) and _only_says(block)
+
+
+def _only_says(block: cst.BaseSuite) -> bool:
+    """Every statement of ``block`` says something, raises or exits (in an ``if`` too)."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    return bool(lines) and all(
+        isinstance(line, cst.If) and line.orelse is None and _only_says(line.body)
+        or isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        and all(isinstance(s, cst.Raise) or _call_named(s, _SAYS_OR_EXITS) for s in line.body)
+        for line in lines)
+
+
+def _call_named(small: cst.BaseSmallStatement, names: frozenset[str] | set[str]) -> bool:
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and last_name(small.value.func) in names
 
 
 def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tuple | None:
@@ -738,6 +757,60 @@ def validation_list(ctx: FileContext, node: cst.Comparison) -> cst.List | cst.Tu
             return container
         return None
     return None
+
+
+#: device types a validation chain accepts (one already accepting ``"neuron"`` needs nothing)
+_VALIDATED_DEVICES = frozenset({"cpu", "cuda", "mps", "xpu", "hpu", "npu", "meta"})
+
+
+def validation_chain(ctx: FileContext, statement: cst.If | cst.Assert) -> cst.BaseExpression | None:
+    """The test of a device validation written as one test per accepted device with Neuron's test
+    added, or None: ``if "cpu" not in device and "cuda" not in device: raise ...`` (``not in`` or ``!=``
+    joined by ``and``, the body only raising) gets ``and "neuron" not in device``; ``assert device
+    == "cpu" or device == "cuda"`` (``in`` or ``==`` joined by ``or``) gets ``or device == "neuron"``.
+    Every operand tests the same value against a device name, one of them CUDA's."""
+    if per_target.target(ctx) == per_target.CPU:
+        return None  # the CPU target moves the device to the CPU, which the validation accepts
+    if isinstance(statement, cst.If) and not _raises(statement.body):
+        return None
+    joiner: type[cst.BaseBooleanOp]
+    operators: tuple[type[cst.BaseCompOp], ...]
+    joiner, operators = (cst.And, (cst.NotIn, cst.NotEqual)) if isinstance(statement, cst.If) else (cst.Or, (cst.In, cst.Equal))
+    operands: list[cst.BaseExpression] = []
+    pending = [statement.test]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, joiner) and not node.lpar:
+            pending += [node.right, node.left]
+        else:
+            operands.append(node)
+    tested: set[str] = set()
+    neuron = None
+    for operand in operands:
+        if not (isinstance(operand, cst.Comparison) and len(operand.comparisons) == 1
+                and isinstance(operand.comparisons[0].operator, operators)):
+            return None
+        left, right = operand.left, operand.comparisons[0].comparator
+        named, value = (left, right) if string_value(left) is not None else (right, left)
+        if string_value(named) not in _VALIDATED_DEVICES or string_value(value) is not None:
+            return None
+        tested.add(ctx.module.code_for_node(value))
+        if string_value(named) == "cuda":
+            neuron = rewrite_cuda_comparison(operand)
+    if neuron is None or len(operands) < 2 or len(tested) != 1:
+        return None
+    return cst.BooleanOperation(left=statement.test, operator=joiner(), right=neuron)
+
+
+def device_settings(block: cst.BaseSuite | None) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """The CUDA device literals ``block`` assigns to a device-named target, with the target."""
+    lines = [] if block is None else block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for line in lines:
+        for small in getattr(line, "body", ()):
+            if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None and cuda_literal(small.value):
+                target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
+                if device_named(target_name(target)):
+                    yield small.value, target
 
 
 def available_polarities(ctx: FileContext, test: cst.BaseExpression) -> set[bool]:

@@ -7,12 +7,11 @@ import libcst as cst
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.analysis.context import FileContext
 from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers.device_choice import validation_list, cuda_membership_list, device_named, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
+from neuronize.transforms._helpers.device_choice import device_settings, validation_chain, validation_list, cuda_membership_list, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._helpers.literals import cuda_literal, string_like
 from neuronize.transforms._helpers.device_model import (
     after_neuron_choice, covered_calls, covered_side, covering, in_dispatch_test, is_fallback, neuron_first_choice, widening_group)
 from neuronize.transforms._helpers.messages import short
-from neuronize.transforms._helpers.names import target_name
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
@@ -147,13 +146,26 @@ class CudaDeviceComparison(Transform):
                          "{kind} device falls back to the CPU path", old=short(node.test), quote_test=True)
 
     def visit_If(self, node: cst.If) -> None:
-        if self._follows_body(node) or not selection_if(node) or self._neuron_first(node):
+        if self._validates(node) or self._follows_body(node) or not selection_if(node) or self._neuron_first(node):
             return
         self._covered.add(id(node))
         self._fix_choice(node.test, rewrite_condition(node.test), "device choice `if {old}:` -> `if {new}:`: "
                          "otherwise the {kind} device falls back to the CPU path", old=short(node.test))
         for block in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
             self._fix_block(block)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._validates(node)
+
+    def _validates(self, node: cst.If | cst.Assert) -> bool:
+        """A device validation with one test per accepted device gains Neuron's test, as a list of
+        accepted devices gains ``"neuron"`` (NRN101): a default moved to Neuron must pass it."""
+        joined = validation_chain(self.ctx, node)
+        if joined is not None:
+            self._covered.add(id(node))
+            self._fix_choice(node.test, joined, "device validation `{old}` accepts {kind} too: `{new}`",
+                             old=short(node.test), safety=Safety.SAFE, evidence=Evidence.DOC)
+        return joined is not None
 
     def _neuron_first(self, node: cst.If | cst.IfExp) -> bool:
         """Off the CPU target a choice gains Neuron in front and keeps every host's branch
@@ -193,19 +205,9 @@ class CudaDeviceComparison(Transform):
         return True
 
     def _fix_block(self, block: cst.BaseSuite | None) -> None:
-        if block is None:
-            return
-        lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
-        for line in lines:
-            for small in getattr(line, "body", ()):
-                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
-                    value = small.value
-                    if cuda_literal(value) is not None:
-                        target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
-                        if device_named(target_name(target)):
-                            self._fix_choice(value, string_like(value, "neuron"),
-                                             "`{name}` chosen by a CUDA comparison: `{old}` -> `{new}`",
-                                             name=short(target), old=short(value))
+        for value, target in device_settings(block):
+            self._fix_choice(value, string_like(value, "neuron"), "`{name}` chosen by a CUDA comparison: `{old}` -> "
+                             "`{new}`", name=short(target), old=short(value))
 
     # -- everything else: reported -------------------------------------------------------------
     def _owner_covered(self) -> bool:
@@ -216,7 +218,7 @@ class CudaDeviceComparison(Transform):
                     isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not)):
                 child = anc
                 continue
-            return isinstance(anc, (cst.IfExp, cst.If)) and anc.test is child and id(anc) in self._covered
+            return isinstance(anc, (cst.IfExp, cst.If, cst.Assert)) and anc.test is child and id(anc) in self._covered
         return False
 
     def _check(self, node: cst.BaseExpression) -> None:
