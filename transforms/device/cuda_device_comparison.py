@@ -44,7 +44,9 @@ class CudaDeviceComparison(Transform):
         made without the other (a test widened around a CUDA call would run it on Neuron). A
         CUDA arm that cannot be made host-neutral (`torch.cuda.max_memory_allocated`, which moves
         to a Neuron-only API) is left whole, its comparison reported. A device's own
-        validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`); the
+        validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`); one written
+        as a test per device (`if "cpu" not in device and "cuda" not in device: raise ...`) gains
+        Neuron's test (`and "neuron" not in device`) here; the
         tests of a dispatch over devices are NRN107's (it adds a Neuron branch).
         Every other comparison is reported and left as it is: on Neuron it is False.
 
