@@ -619,7 +619,7 @@ def test_config_values_planned_by_key_and_value():
 @pytest.mark.parametrize(("code", "expected"), [
     # a file with a CPU path: the device is host-aware, and bf16 only on the Neuron branch
     ('import torch\nd = "cpu"\nwith torch.autocast("cuda"):\n    pass\n',
-     ['torch.autocast("neuron" if N else "cuda", dtype=torch.bfloat16 if N else None)',
+     ['torch.autocast("neuron" if N else "cuda", dtype=torch.bfloat16 if N else torch.float16)',
       'torch.autocast("neuron" if N else "cuda")']),
     # the device follows `enabled=`: bf16 goes with it (the other hosts run autocast disabled)
     ('import torch\nwith torch.autocast("cuda", enabled=device == "cuda"):\n    pass\n',

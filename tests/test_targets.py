@@ -200,7 +200,7 @@ REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     # NRN201: a host-aware autocast sets bf16 on the target's branch only; cpu's autocast is not
     # host-aware (every host has a CPU), so its bf16 is unconditional
     (re.compile(r"torch\.bfloat16 if (?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D)
-                + r") else None"), "torch.bfloat16",
+                + r") else (?:None|torch\.float16)"), "torch.bfloat16",
      "bf16 only on the target's branch of a host-aware autocast (the Neuron branch, named or written out)"),
     # NRN113: a runtime function chosen by host (`torch.accelerator.empty_cache if <Neuron> else
     # torch.cuda.empty_cache`) on neuron, which keeps CUDA's; the other targets name one

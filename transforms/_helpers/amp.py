@@ -194,18 +194,30 @@ def amp_device(ctx: FileContext, original: cst.BaseExpression, enabled: cst.Base
     return AmpDevice(expr, imports, "", False)
 
 
+#: a program that sets CUDA autocast's default dtype itself (its regions then run in that one)
+_SETS_AUTOCAST_DTYPE = re.compile(rb"\bset_autocast_(?:gpu_)?dtype\b")
+
+
 def bf16_dtype(ctx: FileContext, device: AmpDevice) -> per_target.Built:
     """The ``dtype=`` the bf16 fix writes: ``torch.bfloat16``; where the device is host-aware
-    (``"neuron" if <Neuron> else "cuda"``), ``torch.bfloat16 if <Neuron> else None``, so that the
-    CUDA branch keeps its default dtype (float16) and only the target's device runs bf16."""
+    (``"neuron" if <Neuron> else "cuda"``), ``torch.bfloat16 if <Neuron> else torch.float16``, so
+    that only the target's device runs bf16 and the CUDA branch keeps CUDA autocast's default,
+    spelled out: ``dtype=None`` raises on torch 1.10 and 1.11. ``None`` (each device's default)
+    on the accelerator target, whose other devices may be MPS or XPU (and whose
+    ``torch.accelerator`` is newer than that), and in a program that sets CUDA's default itself
+    (``torch.set_autocast_gpu_dtype``)."""
     bf16, imports = qualified_expr(ctx, "torch.bfloat16")
     if device.follows or not isinstance(device.expr, cst.IfExp):
         return bf16, imports
     test: cst.BaseExpression = device.expr.test
-    if per_target.target(ctx) == per_target.ACCELERATOR:  # CUDA is an accelerator too: it keeps float16
+    accelerator = per_target.target(ctx) == per_target.ACCELERATOR
+    if accelerator:  # CUDA is an accelerator too: it keeps its default, as do MPS and XPU (bf16)
         test, more = per_target.neuron_present(ctx)
         imports = (*imports, *more)
-    return cst.IfExp(test=test, body=bf16, orelse=cst.Name("None")), imports
+    if accelerator or _SETS_AUTOCAST_DTYPE.search(ctx.source):
+        return cst.IfExp(test=test, body=bf16, orelse=cst.Name("None")), imports
+    fp16, more = qualified_expr(ctx, "torch.float16")
+    return cst.IfExp(test=test, body=bf16, orelse=fp16), (*imports, *more)
 
 
 def plan_autocast(ctx: FileContext, call: cst.Call, head: str, dtype_taken: bool = True) -> list[AmpFix]:

@@ -49,7 +49,9 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         "cuda"`: `torch.autocast("neuron")` raises on a host without torch-neuronx even when
         disabled (and a decorator runs at import), while CUDA autocast was a harmless no-op
         there; its unsafe bf16 fix then writes `dtype=torch.bfloat16 if <Neuron is present> else
-        None`, so that CUDA keeps its float16 default. The device is host-aware too in a file
+        torch.float16`, so that CUDA keeps its default, spelled out (`dtype=None` raises on torch
+        1.10 and 1.11; a program that sets the default with `torch.set_autocast_gpu_dtype` gets
+        `None`, which reads it). The device is host-aware too in a file
         that keeps its CUDA hosts (it imports a CUDA-only library such as bitsandbytes, or
         chooses among hosts): its tensors keep CUDA there, and the autocast region agrees with
         them; on the `neuron` target every file keeps its CUDA hosts, so the device is host-aware
@@ -109,7 +111,7 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
             "import torch\nmodel = model.cuda()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
             ('import torch\n'
                 'model = model.cuda()\n'
-                'with torch.autocast(device_type="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda", dtype=torch.bfloat16 if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else None):\n'
+                'with torch.autocast(device_type="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda", dtype=torch.bfloat16 if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else torch.float16):\n'
                 '    y = model(x)\n'),
         ),
         Example(
