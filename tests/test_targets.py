@@ -51,7 +51,9 @@ exact criterion of "a device choice":
 Justified exceptions (:data:`EXCEPTIONS`), also erased alike on both sides, each with its reason:
 CUDA-only statements that ``--target accelerator`` keeps under ``if torch.cuda.is_available():``
 while the other targets delete them (the guard is unwrapped, and the statements below go), and
-requirements that the device be there, which ``--target cpu`` deletes.
+requirements that the device be there, which ``--target cpu`` deletes. A CUDA kernel context
+(``with sdpa_kernel(...)``, ``with torch.backends.cudnn.flags(...)``) is unwrapped alike: the
+neuron target keeps it for the CUDA box (harmless on Neuron), the others unwrap it.
 Comments are left out on both sides: a deleted statement takes its own comments with it, so
 which comments remain follows what each target deletes.
 
@@ -176,6 +178,8 @@ _NEURONX_IMPORT = re.compile(r"^\s*import torch_neuronx\b.*$")
 #: the guarded import NRN401 adds to scripts on the neuron target (a block of four lines)
 _GUARDED_NEURONX = re.compile(r"^try:\n\s+import torch_neuronx\b.*\nexcept ImportError:.*\n\s+pass\n", re.M)
 _GUARD = re.compile(r"^(\s*)if " + re.escape(RT) + r"is_available\(\):\s*$")
+_KERNEL_CONTEXT = re.compile(r"^(\s*)with (?:torch\.backends\.cuda\.sdp_kernel|torch\.backends\.cudnn\.flags|sdpa_kernel)"
+                             r"\(.*\):\s*$")
 
 #: statements that are CUDA-only, with why they may be on one side only
 EXCEPTIONS: dict[str, re.Pattern[str]] = {
@@ -292,6 +296,45 @@ def named_devices(text: str) -> frozenset[str]:
     return frozenset(_NAMED.findall(text))
 
 
+def _unguarded(lines: list[str]) -> list[str]:
+    """``lines`` with each guard's block (and each CUDA kernel context's) dedented in its place."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        required = _REQUIREMENT.match(lines[i])
+        if required:  # the requirement's block goes with it
+            i += 1
+            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) > len(required.group(1)):
+                i += 1
+            continue
+        m = _GUARD.match(lines[i]) or _KERNEL_CONTEXT.match(lines[i])
+        if m:
+            # a guard block emptied by a deletion (only comments and `pass` left): its comments
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and \
+                    len(lines[j]) - len(lines[j].lstrip()) > len(m.group(1)):
+                j += 1
+            body = [b.strip() for b in lines[i + 1:j]]
+            if body and body.count("pass") == 1 and all(b == "pass" or b.startswith("#") for b in body):
+                out.extend(m.group(1) + b for b in body if b != "pass")
+                i = j
+                continue
+        if m and i + 1 < len(lines):
+            # the guard's statements (one, or several guards written next to each other, merged)
+            indent = m.group(1)
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) > len(indent):
+                j += 1
+            if j > i + 1:
+                step = len(lines[i + 1]) - len(lines[i + 1].lstrip()) - len(indent)
+                out.extend(line[step:] for line in lines[i + 1:j])
+                i = j
+                continue
+        out.append(lines[i])
+        i += 1
+    return out
+
+
 def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
     """The lines of ``text`` with every device choice erased (see the module docstring); ``named``:
     names that hold the device."""
@@ -324,41 +367,11 @@ def normalise(text: str, named: frozenset[str] = frozenset()) -> list[str]:
             continue  # a compile argument (backend, item 8) on a line of its own
         lines.append(line)
     lines = _drop_additive_blocks(lines)
-    # accelerator's CUDA-only guards: `if <RT>is_available():` over one statement -> the statement
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        required = _REQUIREMENT.match(lines[i])
-        if required:  # the requirement's block goes with it
-            i += 1
-            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) > len(required.group(1)):
-                i += 1
-            continue
-        m = _GUARD.match(lines[i])
-        if m:
-            # a guard block emptied by a deletion (only comments and `pass` left): its comments
-            j = i + 1
-            while j < len(lines) and lines[j].strip() and \
-                    len(lines[j]) - len(lines[j].lstrip()) > len(m.group(1)):
-                j += 1
-            body = [b.strip() for b in lines[i + 1:j]]
-            if body and body.count("pass") == 1 and all(b == "pass" or b.startswith("#") for b in body):
-                out.extend(m.group(1) + b for b in body if b != "pass")
-                i = j
-                continue
-        if m and i + 1 < len(lines):
-            # the guard's statements (one, or several guards written next to each other, merged)
-            indent = m.group(1)
-            j = i + 1
-            while j < len(lines) and lines[j].strip() and len(lines[j]) - len(lines[j].lstrip()) > len(indent):
-                j += 1
-            if j > i + 1:
-                step = len(lines[i + 1]) - len(lines[i + 1].lstrip()) - len(indent)
-                out.extend(line[step:] for line in lines[i + 1:j])
-                i = j
-                continue
-        out.append(lines[i])
-        i += 1
+    # accelerator's CUDA-only guards: `if <RT>is_available():` over one statement -> the statement;
+    # again, until none is left (a kernel context kept inside a guard)
+    out = _unguarded(lines)
+    while out != lines:
+        lines, out = out, _unguarded(out)
     # the exceptions: a CUDA-only statement goes; and comments: a deleted statement takes its
     # own comments with it, so which comments are left depends on what each target deletes
     result: list[str] = []

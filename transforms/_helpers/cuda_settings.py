@@ -125,14 +125,8 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
         """Delete the setting ``statement`` (``what`` it is, and why); under ``--target
         accelerator`` keep it for CUDA, guarded by ``if torch.cuda.is_available():``; in a file
         that keeps its CUDA hosts, keep a setting harmless elsewhere as it is (reported)."""
-        if per_target.in_cuda_only_block(self.ctx):
-            return  # already kept for CUDA under `if torch.cuda.is_available():`
-        if self.harmless_elsewhere and keeps_cuda_hosts(self.ctx):
-            if cuda_keeping(self.ctx) != "":  # "": a CUDA branch with a Neuron sibling, nothing to say
-                self.report(statement, f"{what} kept for CUDA hosts: {reason}, but harmless there, and this file "
-                            "keeps CUDA on its path (its device choice is host-aware), where it still applies",
-                            evidence=kw.get("evidence"))
-            return
+        if per_target.in_cuda_only_block(self.ctx) or _kept_for_cuda_hosts(self, statement, what, reason, kw.get("evidence")):
+            return  # already kept for CUDA under `if torch.cuda.is_available():`, or harmless: kept
         line = self.ctx.statement_to_remove(statement)
         if keeps_cuda_hosts(self.ctx) and not self.harmless_elsewhere and isinstance(line, cst.SimpleStatementLine):
             # the CUDA box keeps its path: the call stays there, Neuron skips it
@@ -258,9 +252,25 @@ class CudaOnlySettings(KeepsCudaBranches, Transform):
             self.report(node, kept)
             return
         first = found[0][1]
+        if _kept_for_cuda_hosts(self, node, f"`with {short(drop[0].item, 50)}:`", self.reason):
+            return
         result, message = plan_unwrap(node, drop, self.contexts[first], self.reason)
         if result is None:
             self.report(node, message)
             return
         self.fix(node, result, message + self.extra_note(first, node),
                  imports=removals_for(self.ctx, (*self.modules, *(q for _, q in found))))
+
+
+def _kept_for_cuda_hosts(rule: CudaOnlySettings, node: cst.CSTNode, what: str, reason: str, evidence: Any = None) -> bool:
+    """A setting harmless where CUDA is absent stays as it is in a file that keeps its CUDA hosts:
+    the CUDA box keeps what it set, and Neuron ignores it. A setting statement is reported; a
+    context (``with sdpa_kernel(...):``) is left silently, as its block is code Neuron runs too
+    (a report would hold back the guard around it)."""
+    if not (rule.harmless_elsewhere and keeps_cuda_hosts(rule.ctx)):
+        return False
+    if cuda_keeping(rule.ctx) != "" and not isinstance(node, cst.With):  # "": a CUDA branch with a Neuron sibling
+        rule.report(node, f"{what} kept for CUDA hosts: {reason}, but harmless there, and this file "
+                    "keeps CUDA on its path (its device choice is host-aware), where it still applies",
+                    evidence=evidence)
+    return True

@@ -20,7 +20,8 @@ class CudnnFlag(CudaOnlySettings):
         with its own comments (the one on its line, and those right above it when nothing else
         follows them), inserting `pass` where a block would be empty; drops the `cudnn`
         import once unused. Unwraps `with torch.backends.cudnn.flags(...):` blocks (in a
-        multi-item `with`, only that item goes). Reports reads of these flags (`if
+        multi-item `with`, only that item goes); on the `neuron` target they stay, with no
+        finding: the block is code Neuron runs too, and the flags are harmless there. Reports reads of these flags (`if
         torch.backends.cudnn.benchmark:`), which cannot be deleted.
 
     Why on TorchNeuron:

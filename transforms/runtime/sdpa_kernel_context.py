@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transform import Evidence, Example, Safety
+from neuronize.types import Target
 from neuronize.transforms._helpers.cuda_settings import CudaOnlySettings
 
 #: words in the names of functions that stand for one attention backend
@@ -17,8 +18,11 @@ class SdpaKernelContext(CudaOnlySettings):
     """Finds `with sdpa_kernel(...)` blocks that choose CUDA attention kernels for `scaled_dot_product_attention`.
 
     What it does:
-        Unwraps `with torch.nn.attention.sdpa_kernel(...):` and the older
-        `with torch.backends.cuda.sdp_kernel(...):` blocks: the body stays (dedented), the context
+        On the `neuron` target, leaves the `with torch.nn.attention.sdpa_kernel(...):` and older
+        `with torch.backends.cuda.sdp_kernel(...):` blocks as they are, with no finding: the GPU
+        box still runs the migrated file with the kernel its authors chose (the math kernel pinned
+        for exactness, flash for speed), and the context only sets flags that the Neuron kernel
+        ignores. Under the other targets, unwraps them: the body stays (dedented), the context
         goes, comments on the `with` line move above the body. In a multi-item `with` only that
         item is dropped. The `sdpa_kernel` / `SDPBackend` imports go once unused.
         Reported, not changed: an explicit `SDPBackend.X` choice in a function that is one entry of
@@ -62,6 +66,16 @@ class SdpaKernelContext(CudaOnlySettings):
             "import torch.nn.functional as F\n\n"
             "def attend(q, k, v):\n"
             "    return F.scaled_dot_product_attention(q, k, v)\n",
+            target=Target.CPU,
+        ),
+        # the neuron target keeps the CUDA box's kernel choice, which Neuron ignores
+        Example(
+            "from torch.nn.attention import SDPBackend, sdpa_kernel\n"
+            "import torch.nn.functional as F\n\n"
+            "def attend(q, k, v):\n"
+            "    with sdpa_kernel(SDPBackend.MATH):\n"
+            "        return F.scaled_dot_product_attention(q, k, v)\n",
+            finds=False,
         ),
     )
 
@@ -88,3 +102,5 @@ class SdpaKernelContext(CudaOnlySettings):
     }
     modules = ("torch.nn.attention.SDPBackend",)
     why = "on Neuron SDPA lowers to a Neuron kernel"
+    #: the context only sets SDPA's CUDA backend flags, which run anywhere and Neuron's kernel ignores
+    harmless_elsewhere = True
