@@ -18,12 +18,17 @@ _BACKEND_KEYS = frozenset({"backend", "dist_backend", "distributed_backend", "pr
 _FP16_PRECISION = frozenset({"16", "16-mixed", "fp16", "16-true"})
 
 
-def plan(entry: Entry, number: bool = False) -> tuple[str | None, str] | None:
+def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False) -> tuple[str | None, str] | None:
     """(replacement or None to report, message) for one config value, or None if it is fine;
-    ``number``: the value is written as a number (no quotes)."""
+    ``number``: the value is written as a number (no quotes); ``gpu_accelerator``: the config asks
+    Lightning for GPUs (``accelerator: gpu``), which stays, so its processes run on CUDA."""
     key, value = entry.key, entry.value
     if key in _DEVICE_KEYS and _CUDA_DEVICE.match(value):
         return "neuron", f"`{key}: {value}` -> `neuron` (the code that reads it then places work on Trainium)"
+    if key == "process_group_backend" and value == "nccl" and gpu_accelerator:  # Lightning's own strategy
+        return None, (f"`{key}: nccl` stays with the config's GPU accelerator, which runs its processes on CUDA "
+                      "(a `neuron` backend there would fail every CUDA run and give Neuron nothing): move both "
+                      "together by hand")
     if key in _BACKEND_KEYS and value == "nccl":
         return "neuron", f"`{key}: nccl` -> `neuron`: the TorchNeuron process-group backend"
     if key == "precision" and value in _FP16_PRECISION and number:
@@ -47,8 +52,10 @@ class ConfigCudaValue(LineRule):
         In Lightning, Hydra, OmegaConf and similar configs, rewrites `device: cuda` / `cuda:N` to
         `neuron`, `backend: nccl` to `neuron`, and fp16 `precision` values to `bf16-mixed`; reports
         `accelerator: gpu`, and a precision written as the number `16` (a typed config or Lightning
-        before 2.0 reads a number there, where `bf16-mixed` is a string). Only the value's
-        characters change; quotes and comments stay.
+        before 2.0 reads a number there, where `bf16-mixed` is a string). A strategy's
+        `process_group_backend: nccl` in a config whose `accelerator: gpu` stays is reported too:
+        Lightning runs those processes on CUDA. Only the
+        value's characters change; quotes and comments stay.
 
     Why on TorchNeuron:
         A config value feeds the same calls the Python rules migrate: `torch.device(cfg.device)`,
@@ -84,11 +91,12 @@ class ConfigCudaValue(LineRule):
     examples = (Example("device: cuda\nbackend: nccl\n", "device: neuron\nbackend: neuron\n"),)
 
     def check(self, doc: TextDocument) -> None:
-        entries = json_entries(doc.lines) if doc.kind is SourceKind.JSON_CONFIG else yaml_entries(doc.lines)
+        entries = list(json_entries(doc.lines) if doc.kind is SourceKind.JSON_CONFIG else yaml_entries(doc.lines))
+        gpu = any(e.key == "accelerator" and e.value in ("gpu", "cuda") for e in entries)
         for entry in entries:
             text = doc.lines[entry.line].text
             number = entry.value.isdigit() and not (entry.start > 0 and text[entry.start - 1] in "\"'")
-            planned = plan(entry, number)
+            planned = plan(entry, number, gpu)
             if planned is None:
                 continue
             new, message = planned
