@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.analysis.context import FileContext
 from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts
@@ -106,7 +107,9 @@ class CudaMethod(KeepsCudaBranches, Transform):
         chosen = chosen_device(self.ctx, cuda) if aware else None  # the program's device variable, if it has one
         value, imports = ((chosen.replacement, chosen.imports) if chosen is not None
                           else hosts.host_aware(self.ctx, cuda) if aware else per_target.device(self.ctx))
-        device = cst.Arg(value=value)
+        # a storage's `.to` takes its device by keyword only (a map_location's `storage.cuda()`)
+        device = cst.Arg(value=value, keyword=cst.Name("device"), equal=_TIGHT) if _is_storage(self.ctx, func.value) \
+            else cst.Arg(value=value)
         args = [device, *keep]
         if keep:
             # In a multi-line call the new first argument gets a line of its own, like the rest.
@@ -130,3 +133,22 @@ class CudaMethod(KeepsCudaBranches, Transform):
             self.fix(node, replacement, message,
                      imports=imports,
                      group=hosts.same_device_group(self.ctx))
+
+
+_TIGHT = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+_STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
+
+
+def _is_storage(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+    """``receiver`` is a storage: a ``.storage()`` of a tensor, or the first parameter of the
+    ``lambda storage, loc: ...`` that ``torch.load`` calls as its ``map_location``."""
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        return receiver.func.attr.value in _STORAGE_METHODS
+    if not isinstance(receiver, cst.Name):
+        return False
+    for anc, parent in zip(ctx.ancestors(), list(ctx.ancestors())[1:], strict=False):
+        if isinstance(anc, cst.Lambda):
+            params = anc.params.params
+            return bool(params) and params[0].name.value == receiver.value and isinstance(parent, cst.Arg) \
+                and parent.keyword is not None and parent.keyword.value == "map_location"
+    return False
