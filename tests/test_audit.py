@@ -66,7 +66,7 @@ def test_pretend_cuda_sites_match_the_static_findings(tmp_path: Path) -> None:
     assert code == 0, data
     sites = data["sites"]
     assert sites and all(s["path"] == script for s in sites)
-    assert [s for s in sites if s["status"] != "covered"] == []
+    assert [s for s in sites if s["status"] not in ("covered", "note")] == []  # a note touches no CUDA
     # every observable static finding on a line that ran was seen at run time, on its line
     never = {f["line"] for f in data["never_executed"]}
     by_line = {}
@@ -99,7 +99,7 @@ def test_torchrun_workers_are_merged(tmp_path: Path) -> None:
     assert {(119, "DistributedDataParallel(device_ids=[0])"),
             (119, "DistributedDataParallel(device_ids=[1])")} <= set(sites)
     assert sites[(48, "torch.cuda.set_device")]["processes"] == 2
-    assert [s for s in data["sites"] if s["status"] != "covered"] == []
+    assert [s for s in data["sites"] if s["status"] not in ("covered", "note")] == []
 
 
 @pytest.mark.execution

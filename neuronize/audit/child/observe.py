@@ -85,7 +85,7 @@ def _install_cuda_namespace(torch: Any, recorder: Recorder, pretend: bool) -> No
         redirect = ""
         if pretend:
             impl, redirect = _pretend_impl(torch, recorder, name, value, answers)
-        setattr(cuda, name, _recording(recorder, "cuda-api", what, impl, redirect, value))
+        setattr(cuda, name, _recording(recorder, "cuda-api", what, impl, redirect, value, touch=name not in _QUEUED))
     nvtx = getattr(cuda, "nvtx", None)
     for name in emulation.NVTX if nvtx is not None else ():
         if hasattr(nvtx, name):
@@ -93,6 +93,11 @@ def _install_cuda_namespace(torch: Any, recorder: Recorder, pretend: bool) -> No
             impl = emulation.NVTX[name] if pretend else original
             setattr(nvtx, name, _recording(recorder, "cuda-api", f"torch.cuda.nvtx.{name}", impl,
                                            "does nothing" if pretend else "", original))
+
+
+#: seeding calls torch queues until CUDA initialises: where CUDA never does, they touch nothing (the
+#: static rules leave one alone where ``torch.manual_seed`` beside it seeds every device)
+_QUEUED = frozenset({"manual_seed", "manual_seed_all"})
 
 
 def _pretend_impl(torch: Any, recorder: Recorder, name: str, original: Callable[..., Any],
