@@ -108,21 +108,6 @@ def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the
         'x = torch.ones(2).to("neuron" if on_neuron() else "cuda")\n')
 
 
-def test_a_flag_an_earlier_cell_stored_places_the_model_and_its_data_alike(tmp_path):
-    flag = _cell("import torch\n", "train_on_gpu = torch.cuda.is_available()\n")
-    models = _cell("model = torch.nn.Linear(4, 1)\n", "if train_on_gpu:\n", "    model.cuda()\n")
-    loss = _cell("def ones_like(out):\n", "    labels = torch.ones(out.size(0))\n", "    if train_on_gpu:\n",
-                 "        labels = labels.cuda()\n", "    return labels\n")
-    batch = _cell("x = torch.randn(3, 4)\n", "if train_on_gpu:\n", "    x = x.cuda()\n")
-    cells = _fixed_cells(tmp_path, flag, models, loss, batch)
-    # one choice across the cells: each test of the flag gains the same Neuron branch in front (a
-    # Neuron arm under `if train_on_gpu:` would never run, as the flag is False on Trainium)
-    assert "if on_neuron():\n    model.to(\"neuron\")\nelif train_on_gpu:\n    model.cuda()\n" in cells[1]
-    assert "    if on_neuron():\n        labels = labels.to(\"neuron\")\n    elif train_on_gpu:\n" in cells[2]
-    assert "if on_neuron():\n    x = x.to(\"neuron\")\nelif train_on_gpu:\n    x = x.cuda()\n" in cells[3]
-    assert cells[0] == "import torch\ntrain_on_gpu = torch.cuda.is_available()\n"
-
-
 def test_a_cell_names_the_chosen_device_only_while_the_choice_stands(tmp_path):
     cells = _fixed_cells(tmp_path, _cell("x = torch.ones(2).to(\"cuda\")\n"),  # runs before the choice
                          _cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'),

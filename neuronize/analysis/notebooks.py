@@ -45,15 +45,16 @@ def _imports(tree: ast.Module) -> list[tuple[str, str]]:
 
 
 def _device_choices(tree: ast.Module, source: str) -> dict[str, str]:
-    """name -> statement, for a cell's top-level ``name = <a value asking is_available()>``: a device
-    choice (``"cuda" if torch.cuda.is_available() else "cpu"``) or a flag (``train_on_gpu =
-    torch.cuda.is_available()``); the engine decides whether it is the program's device variable
-    (``device_variable``) or a flag whose tests gain a Neuron branch (``device_model``)."""
+    """name -> statement, for a cell's top-level ``name = <a choice asking is_available() for "cuda">``
+    (the engine decides whether it is the program's device variable: ``device_variable``)."""
     found = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            asks = any(isinstance(n, ast.Attribute) and n.attr == "is_available" for n in ast.walk(stmt.value))
-            text = ast.get_source_segment(source, stmt) if asks else None
+            parts = list(ast.walk(stmt.value))
+            asks = any(isinstance(n, ast.Attribute) and n.attr == "is_available" for n in parts)
+            names_cuda = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda")
+                             for n in parts)
+            text = ast.get_source_segment(source, stmt) if asks and names_cuda else None
             if text is not None:
                 found[stmt.targets[0].id] = text
     return found

@@ -114,8 +114,7 @@ def _build(ctx: FileContext) -> DeviceModel:
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
     # `if` statements live in blocks of statements: no need to walk the expressions for them
-    # a flag can hold a check only where one is made (in the file, or in a notebook's earlier cell)
-    stores_checks = b"is_available" in ctx.source or ctx.inherited is not None
+    stores_checks = b"is_available" in ctx.source  # a flag can hold a check only where one is made
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
@@ -927,8 +926,6 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             return ctx.module, dotted_name(test) or "", values[0]
         return None
 
-    inherited = _inherited_flags(ctx)
-    stored.update({(id(ctx.module), name): check for name, check in inherited.items()})
     negated: list[cst.If] = []  # ``if not <flag>:`` links
     for statement, functions in scoped_statements(ctx.module.body):
         for node, test, side in _flag_tests(statement) if stored or attributes else ():
@@ -944,28 +941,11 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             stored[(id(scope), bound[0])] = bound[1]
     flags = {key: check for key, (scope, name, check) in found.items()
              if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
-                 if "." in name else (stored_once(scope, name) or scope is ctx.module and name in inherited)
-                 and _handed_on(ctx, scope, name) is None)}
+                 if "." in name else stored_once(scope, name) and _handed_on(ctx, scope, name) is None)}
     others = {id(node) for node, _ in choices} | {id(node) for node in negated}
     return ({key: check for key, check in flags.items() if key not in others},
             [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags],
             {id(flags[id(link)]) for link in negated if id(link) in flags and _decides_where_true(link)})
-
-
-def _inherited_flags(ctx: FileContext) -> dict[str, cst.BaseExpression]:
-    """A notebook cell's flags from earlier cells: name -> the CUDA check an earlier cell stored
-    in it once at its top level (``train_on_gpu = torch.cuda.is_available()``), which this cell
-    reads and does not bind. Each cell's tests of it gain the same Neuron branch as the tests of
-    the cell that bound it: the notebook's one choice."""
-    if ctx.inherited is None:
-        return {}
-    found: dict[str, cst.BaseExpression] = {}
-    for statement in ctx.inherited.body:
-        bound = assigned_value(statement)
-        if bound is not None and _neuron_test(ctx, bound[1]) is not None and stored_once(ctx.inherited, bound[0]) \
-                and not binding_counts(ctx.module, (bound[0],), own_scope=True)[bound[0]]:
-            found[bound[0]] = bound[1]
-    return found
 
 
 def _decides_where_true(link: cst.If) -> bool:
