@@ -209,15 +209,15 @@ def bf16_dtype(ctx: FileContext, device: AmpDevice) -> per_target.Built:
     bf16, imports = qualified_expr(ctx, "torch.bfloat16")
     if device.follows or not isinstance(device.expr, cst.IfExp):
         return bf16, imports
-    test: cst.BaseExpression = device.expr.test
-    accelerator = per_target.target(ctx) == per_target.ACCELERATOR
-    if accelerator:  # CUDA is an accelerator too: it keeps its default, as do MPS and XPU (bf16)
-        test, more = per_target.neuron_present(ctx)
-        imports = (*imports, *more)
-    if accelerator or _SETS_AUTOCAST_DTYPE.search(ctx.source):
-        return cst.IfExp(test=test, body=bf16, orelse=cst.Name("None")), imports
-    fp16, more = qualified_expr(ctx, "torch.float16")
-    return cst.IfExp(test=test, body=bf16, orelse=fp16), (*imports, *more)
+    # CUDA is an accelerator too: on that target it keeps its default, as do MPS and XPU (bf16)
+    elsewhere: cst.BaseExpression
+    more: tuple[ImportRequest, ...]
+    if per_target.target(ctx) == per_target.ACCELERATOR or _SETS_AUTOCAST_DTYPE.search(ctx.source):
+        elsewhere, more = cst.Name("None"), ()
+    else:
+        elsewhere, more = qualified_expr(ctx, "torch.float16")
+    value, most = per_target.neuron_only(ctx, bf16, elsewhere)
+    return value, (*imports, *more, *most)
 
 
 def plan_autocast(ctx: FileContext, call: cst.Call, head: str, dtype_taken: bool = True) -> list[AmpFix]:
@@ -267,9 +267,8 @@ def run_time_bf16(ctx: FileContext, call: cst.Call) -> AmpFix | None:
     if device is None or dtype is not None or has_star(call) or target == per_target.CPU \
             or (enabled is not None and is_false(enabled.value)):
         return None
-    test, imports = per_target.available(ctx) if target == per_target.NEURON else per_target.neuron_present(ctx)
-    bf16, more = qualified_expr(ctx, "torch.bfloat16")
-    value = cst.IfExp(test=test, body=bf16, orelse=cst.Name("None"))
+    bf16, imports = qualified_expr(ctx, "torch.bfloat16")
+    value, more = per_target.neuron_only(ctx, bf16, cst.Name("None"))
     new = insert_args(call, index_of(call, device) + 1, [new_keyword("dtype", value)])
     scaled = SCALED_NOTE if _SCALER.search(ctx.source) is not None else ""
     return AmpFix(new, "autocast on a device chosen at run time, with no `dtype=`: `dtype=torch.bfloat16` on a "

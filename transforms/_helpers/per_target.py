@@ -369,8 +369,8 @@ def compile_backend(ctx: FileContext) -> Built | None:
 
 def neuron_only(ctx: FileContext, value: cst.BaseExpression, elsewhere: cst.BaseExpression) -> Built:
     """``value if <the accelerator is Neuron> else elsewhere``: what a fix writes for Neuron alone
-    (bf16 for ``.half()``, the static KV cache), every other host keeping ``elsewhere`` as before;
-    on the cpu target, a local check of the migration, ``value`` itself."""
+    (bf16 for ``.half()`` and in an autocast, the static KV cache), every other host keeping
+    ``elsewhere`` as before; on the cpu target, a local check of the migration, ``value`` itself."""
     if ctx.options.target == CPU:
         return value, ()
     test, imports = neuron_present(ctx)
