@@ -202,9 +202,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
 
     def rewrite(self, ref: CudaRef, qualified: str, message: str, **kwargs: Any) -> None:
         """``is_available()`` becomes the target's test (``per_target.available``: on the neuron target
-        "the accelerator is Neuron", false on a Mac's MPS); ``device_count()`` on the neuron target
-        counts only a Neuron accelerator (``... if <Neuron is here> else 0``: a Mac's MPS device
-        is no CUDA device either); the rest is renamed."""
+        "the accelerator is Neuron", false on a Mac's MPS); on the neuron target ``device_count()`` and
+        ``current_device()`` ask the accelerator only where it is Neuron, CUDA's call kept elsewhere
+        (a Mac's MPS device is no CUDA device either); on the other targets they are renamed."""
         neuron = per_target.target(self.ctx) == per_target.NEURON
         if ref.call is None or (ref.fn != "is_available" and not neuron):
             super().rewrite(ref, qualified, message, **kwargs)
@@ -213,21 +213,20 @@ class CudaAvailabilityCheck(_CudaApiRule):
             # the test holds a string literal, which an f-string's quotes may not allow
             self.report(ref.outer, f"{message}; inside an f-string: rewrite it by hand", evidence=Evidence.INF)
             return
-        available, imports = per_target.available(self.ctx)
         if ref.fn != "is_available":
-            count, more = qualified_expr(self.ctx, qualified)
             # CUDA's count and index stay where the accelerator is not Neuron (a count is 0 without
             # CUDA, as before; `current_device_index` is new in torch 2.7)
-            new: cst.BaseExpression = cst.IfExp(
-                test=available, body=cst.Call(func=count, args=ref.call.args), orelse=ref.call.with_changes(lpar=(), rpar=()))
+            count, imports = qualified_expr(self.ctx, qualified)
+            new, more = per_target.neuron_only(self.ctx, cst.Call(func=count, args=ref.call.args),
+                                               ref.call.with_changes(lpar=(), rpar=()))
             self.fix(ref.call, new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar) if ref.call.lpar else (
                 new if isinstance(_call_parent(self.ctx, ref), (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)) else parenthesized(new)),
                 message, imports=(*imports, *more), **kwargs)
             return
-        else:
-            available, note = _only_if_asked(self.ctx, ref, available) if neuron else (available, "")
-            message += note
-            new = extended_check(available, ref.call) if neuron else available
+        available, imports = per_target.available(self.ctx)
+        available, note = _only_if_asked(self.ctx, ref, available) if neuron else (available, "")
+        message += note
+        new = extended_check(available, ref.call) if neuron else available
         parent = _call_parent(self.ctx, ref)
         if ref.call.lpar:
             new = new.with_changes(lpar=ref.call.lpar, rpar=ref.call.rpar)
