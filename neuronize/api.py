@@ -219,6 +219,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, project_checks_host=True)
             if files[i].path in facts.imported:
                 options = dataclasses.replace(options, imported_elsewhere=True)
+            if facts.python2:
+                options = dataclasses.replace(options, python2=True)
             if facts.extensions:
                 options = dataclasses.replace(options, project_extensions=facts.extensions)
             if facts.probe_flags:

@@ -131,6 +131,9 @@ class Options:
     #: another file of the run imports this module (neuronize/analysis/project_facts.py): its top
     #: level runs in the importers' programs too, on every host, even where it is also a script
     imported_elsewhere: bool = False
+    #: a Python file of the run still runs on Python 2 (neuronize/analysis/python2.py): so do the
+    #: others, and the code the fixes write parses there
+    python2: bool = False
     #: the edit group of a placement pinned to CUDA at the top level of a cell of the notebook
     #: (``Report.pins``: a model its loader places on GPUs): the device edits of every cell wait for it
     notebook_pins: str | None = None

@@ -161,6 +161,17 @@ def test_a_module_that_still_runs_on_python_2_gets_no_return_annotation():
     assert "def on_neuron() -> bool:" in migrate("from __future__ import annotations\nimport torch\nx = torch.ones(1).cuda()\n")
 
 
+def test_a_project_that_still_runs_on_python_2_gets_no_return_annotation_in_any_module(tmp_path):
+    # one module's `from __future__ import division` says the project runs on Python 2: its
+    # trainer, with no `__future__` line of its own, runs under the same interpreter
+    (tmp_path / "utils.py").write_text("from __future__ import division\nimport torch\nx = torch.ones(1).cuda()\n")
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    neuronize("fix", "--unsafe-fixes", str(tmp_path))
+    for name in ("utils.py", "train.py"):
+        out = (tmp_path / name).read_text()
+        assert "def on_neuron():\n" in out and "-> bool" not in out, name
+
+
 def test_a_device_value_set_above_the_import_of_torch_is_left_as_it_is():
     # `RUN_DEVICE = "cuda"` read by modules the script imports later: the Neuron test needs torch,
     # which is not bound yet there (the module would raise NameError on every host)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-16"
+_FORMAT = "facts-17"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +76,8 @@ class ProjectFacts:
     #: (:mod:`neuronize.analysis.program_pins`), or that only programs importing GPU-kernel code
     #: import (:func:`neuronize.analysis.kernel_imports.kernel_servants`), and why
     program_pins: dict[Path, str] = dataclasses.field(default_factory=dict)
+    #: a Python file still runs on Python 2 (:mod:`neuronize.analysis.python2`)
+    python2: bool = False
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -118,6 +120,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
     from neuronize.analysis.program_pins import program_pins
+    from neuronize.analysis.python2 import keeps_python2
 
     sources = data[:python]
     code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
@@ -141,7 +144,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         device_sinks(zip(relative[:python], sources, strict=True)),
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
                         exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),
-                        namespaces, kernel_servants(files_code, graph, kernels) | program_pins(files_code[:python], graph))
+                        namespaces, kernel_servants(files_code, graph, kernels) | program_pins(files_code[:python], graph),
+                        any(map(keeps_python2, sources)))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -179,6 +183,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "backend_keys": sorted(facts.backend_keys),
         "op_namespaces": sorted(facts.op_namespaces),
         "program_pins": [[index[path], why] for path, why in facts.program_pins.items()],
+        "python2": facts.python2,
     }, separators=(",", ":")).encode()
 
 
@@ -201,13 +206,13 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         exports, feeds = ({paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
                            for i, names in data[key]} for key in ("kernel_exports", "kernel_feeds"))
-        checks = data["checks_host"]
-        if not isinstance(checks, bool):
-            raise ValueError("checks_host is not a boolean")
+        checks, python2 = data["checks_host"], data["python2"]
+        if not isinstance(checks, bool) or not isinstance(python2, bool):
+            raise ValueError("checks_host or python2 is not a boolean")
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
     return ProjectFacts(kernels, checks, extensions, imported, flags, wrappers, loaders, sinks, setups, exports, feeds,
-                        keys, namespaces, pins)
+                        keys, namespaces, pins, python2)
 
 
 def _index(value: object, paths: list[Path]) -> int:

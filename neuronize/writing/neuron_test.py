@@ -16,8 +16,9 @@ once, as a person would, near the imports::
             and torch.accelerator.current_accelerator().type == "neuron"
         )
 
-and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"`` (in a module that
-still runs on Python 2, ``from __future__ import print_function``, without the return annotation). Its first line
+and the places this run wrote call it: ``"neuron" if on_neuron() else "cuda"`` (in a project that
+still runs on Python 2, where one module says ``from __future__ import print_function``, without the
+return annotation). Its first line
 keeps every host the code ran on: ``torch.accelerator`` is new in torch 2.6, and a project that
 admits an older torch (``torch>=2.4``) still runs where it did, the test being False there. The function
 is evaluated when called, never at import, so nothing initialises a device early. The function a
@@ -36,6 +37,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from neuronize.analysis.import_safety import NEURON_TEST, NEURON_TEST_NAME, is_neuron_test, neuron_tests
+from neuronize.analysis.python2 import keeps_python2
 from neuronize.analysis.subtrees import code as _code, free_name, replaced
 from neuronize.analysis.syntax import imported_names, is_star_import, one_line
 from neuronize.analysis.walk import iter_syntax, walk
@@ -77,13 +79,14 @@ def _imported_at_top(module: cst.Module, name: str) -> bool:
                for node in iter_syntax(stmt))
 
 
-def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
-    """The function, in the module's indentation, newlines and quotes (those of ``test``)."""
+def _definition(module: cst.Module, name: str, test: str, python2: bool) -> cst.FunctionDef:
+    """The function, in the module's indentation, newlines and quotes (those of ``test``); with
+    ``python2``, without the return annotation Python 2 cannot parse."""
     match = NEURON_TEST.fullmatch(test)
     assert match is not None
     t, q = match["t"], match["q"]
     indent = module.default_indent
-    returns = "" if _keeps_python2(module) else " -> bool"
+    returns = "" if python2 else " -> bool"
     code = (f"def {name}(){returns}:\n"
             f"{indent}{q * 3}{_DOC}{q * 3}\n"
             f"{indent}return (\n"
@@ -94,19 +97,6 @@ def _definition(module: cst.Module, name: str, test: str) -> cst.FunctionDef:
     func = cst.parse_statement(code.replace("\n", module.default_newline), config=module.config_for_parsing)
     assert isinstance(func, cst.FunctionDef)
     return func
-
-
-#: the features a module asks ``__future__`` for to run on Python 2 too (``annotations`` is Python 3's)
-_PYTHON2_FUTURES = frozenset({"absolute_import", "division", "print_function", "unicode_literals", "with_statement"})
-
-
-def _keeps_python2(module: cst.Module) -> bool:
-    """``module`` still runs on Python 2 (``from __future__ import print_function``), where a
-    return annotation does not parse: the function is written without one."""
-    return any(isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name)
-               and small.module.value == "__future__" and not isinstance(small.names, cst.ImportStar)
-               and any(alias.name.value in _PYTHON2_FUTURES for alias in small.names if isinstance(alias.name, cst.Name))
-               for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body)
 
 
 def _opening(module: cst.Module, name: str) -> int:
@@ -168,10 +158,12 @@ def _apart(stmt: cst.BaseStatement, blank: int = 2) -> cst.BaseStatement:
     return stmt.with_changes(leading_lines=[_BLANK] * missing + lines)
 
 
-def name_neuron_test(module: cst.Module, source: bytes, inherited: cst.Module | None = None) -> cst.Module:
+def name_neuron_test(module: cst.Module, source: bytes, inherited: cst.Module | None = None,
+                     python2: bool = False) -> cst.Module:
     """``module`` (a rewrite of ``source``) with the tests this run wrote replaced by calls of one
     function the module defines (defined here unless the module already has one, or a notebook's
-    earlier cell defined it: ``inherited``)."""
+    earlier cell defined it: ``inherited``); without a return annotation where the project
+    (``python2``) or the module still runs on Python 2 (:mod:`neuronize.analysis.python2`)."""
     from neuronize.analysis.positions import on_changed_lines
 
     tests = list(_tests(module))
@@ -203,7 +195,7 @@ def name_neuron_test(module: cst.Module, source: bytes, inherited: cst.Module | 
     while at < len(module.body) and _masked_magic(module.body[at]):
         at += 1  # a cell magic (`%%time`) is the cell's first line or fails
     body = list(renamed.body)
-    definition = _definition(module, name, spelled)
+    definition = _definition(module, name, spelled, python2 or keeps_python2(source))
     if at:
         definition = _apart(definition)  # type: ignore[assignment]
     following = [_apart(body[at])] if at < len(body) else []

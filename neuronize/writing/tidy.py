@@ -42,7 +42,7 @@ def tidied(new: cst.Module, source: bytes, options: Options, code: str | None = 
     and most rewrites leave no line to split."""
     tidied = late_defaults(new, source)
     if code is None or tidied is not new or "current_accelerator" in code:
-        tidied = name_neuron_test(tidied, source, inherited)
+        tidied = name_neuron_test(tidied, source, inherited, options.python2)
     if tidied is not new or code is None:
         code = tidied.code
     limit = limit_for(source, options.line_length)
