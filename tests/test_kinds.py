@@ -254,6 +254,18 @@ def test_diff_then_fix_writes_the_same_bytes(tmp_path):
     assert patch.count("@@") == 2
 
 
+def test_a_config_of_a_project_that_also_runs_on_cuda_keeps_its_fp16_precision(tmp_path):
+    # the trainer checks for CUDA, so its GPU hosts read the same config: bf16 would change their
+    # numbers, and a config value cannot choose by host; its device still moves (the user's ask)
+    (tmp_path / "cfg.yaml").write_bytes(b"precision: 16-mixed\ndevice: cuda\n")
+    (tmp_path / "train.py").write_bytes(b"import torch\nuse_gpu = torch.cuda.is_available()\n")
+    (tmp_path / "data.py").write_bytes(b"import torch\n")
+    _neuronize("fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert (tmp_path / "cfg.yaml").read_bytes() == b"precision: 16-mixed\ndevice: neuron\n"
+    proc = _neuronize("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert proc.stdout == "cfg.yaml:1:12 NRN633 [report-only] `precision: 16-mixed` stays\n"
+
+
 def test_stdin_takes_its_kind_from_the_file_name(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "neuronize", "fix", "--unsafe-fixes", "-", "--stdin-filename",
                            "requirements-gpu.txt"], input="torch==2.14.0+cu124\n", capture_output=True, text=True,

@@ -18,10 +18,12 @@ _BACKEND_KEYS = frozenset({"backend", "dist_backend", "distributed_backend", "pr
 _FP16_PRECISION = frozenset({"16", "16-mixed", "fp16", "16-true"})
 
 
-def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False) -> tuple[str | None, str] | None:
+def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False,
+         cuda_hosts: bool = False) -> tuple[str | None, str] | None:
     """(replacement or None to report, message) for one config value, or None if it is fine;
     ``number``: the value is written as a number (no quotes); ``gpu_accelerator``: the config asks
-    Lightning for GPUs (``accelerator: gpu``), which stays, so its processes run on CUDA."""
+    Lightning for GPUs (``accelerator: gpu``), which stays, so its processes run on CUDA;
+    ``cuda_hosts``: the project's code checks for a host, so the config serves CUDA hosts too."""
     key, value = entry.key, entry.value
     if key in _DEVICE_KEYS and _CUDA_DEVICE.match(value):
         return "neuron", f"`{key}: {value}` -> `neuron` (the code that reads it then places work on Trainium)"
@@ -35,6 +37,11 @@ def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False) -> t
         return None, (f"`precision: {value}` is a number, as a typed config (`precision: int`) and Lightning "
                       "before 2.0 read it, where `bf16-mixed` is a string of Lightning 2.x: Neuron trains in "
                       "bf16; set it by hand in the form the reader takes (`bf16-mixed`, `bf16` before 2.0)")
+    if key == "precision" and value in _FP16_PRECISION and cuda_hosts:
+        return None, (f"`precision: {value}` stays: the project also runs on CUDA hosts (its code checks for one), "
+                      "which read this config too, and bf16 changes their numbers (pre-Ampere GPUs emulate it, "
+                      "slowly); Neuron trains in bf16: give the Trainium run `precision: bf16-mixed` (a config of "
+                      "its own, or an override)")
     if key == "precision" and value in _FP16_PRECISION:
         new = "bf16-true" if value == "16-true" else "bf16-mixed"
         return new, f"`precision: {value}` -> `{new}`: Neuron trains in bf16, which needs no loss scaling"
@@ -51,8 +58,10 @@ class ConfigCudaValue(LineRule):
     What it does:
         In Lightning, Hydra, OmegaConf and similar configs, rewrites `device: cuda` / `cuda:N` to
         `neuron`, `backend: nccl` to `neuron`, and fp16 `precision` values to `bf16-mixed`; reports
-        `accelerator: gpu`, and a precision written as the number `16` (a typed config or Lightning
-        before 2.0 reads a number there, where `bf16-mixed` is a string). A strategy's
+        `accelerator: gpu`, a precision written as the number `16` (a typed config or Lightning
+        before 2.0 reads a number there, where `bf16-mixed` is a string), and any fp16 precision in
+        a project whose code checks for a host: its CUDA hosts read the same value, and a config
+        cannot choose by host. A strategy's
         `process_group_backend: nccl` in a config whose `accelerator: gpu` stays is reported too:
         Lightning runs those processes on CUDA. Only the
         value's characters change; quotes and comments stay.
@@ -96,7 +105,7 @@ class ConfigCudaValue(LineRule):
         for entry in entries:
             text = doc.lines[entry.line].text
             number = entry.value.isdigit() and not (entry.start > 0 and text[entry.start - 1] in "\"'")
-            planned = plan(entry, number, gpu)
+            planned = plan(entry, number, gpu, self.kctx.options.project_checks_host)
             if planned is None:
                 continue
             new, message = planned
