@@ -206,7 +206,7 @@ REWRITES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"torch\.bfloat16 if (?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D)
                 + r") else (?:None|torch\.float16)"), "torch.bfloat16",
      "bf16 only on the target's branch of a host-aware autocast (the Neuron branch, named or written out)"),
-    # NRN113: a runtime function chosen by host (`torch.accelerator.empty_cache if <Neuron> else
+    # NRN113: a runtime function chosen by host (`torch.neuron.empty_cache if <Neuron> else
     # torch.cuda.empty_cache`) on neuron, which keeps CUDA's; the other targets name one
     (re.compile(r"\((" + re.escape(RT) + r"\w+) if " + re.escape(RT) + r"is_available\(\) else \1\)"),
      r"\1", "a runtime function per host on neuron, one on the other targets"),

@@ -432,10 +432,11 @@ def cuda_left(copy: cst.CSTNode) -> str:
 
 
 #: ``torch.cuda`` calls a Neuron branch asks through ``torch.accelerator`` (it runs where the
-#: accelerator is Neuron); ``is_available`` becomes the test "the accelerator is Neuron"
+#: accelerator is Neuron), the cache through ``torch.neuron`` (as NRN113 writes it);
+#: ``is_available`` becomes the test "the accelerator is Neuron"
 _ON_NEURON = {"torch.cuda.device_count": "torch.accelerator.device_count",
               "torch.cuda.synchronize": "torch.accelerator.synchronize",
-              "torch.cuda.empty_cache": "torch.accelerator.empty_cache",
+              "torch.cuda.empty_cache": "torch.neuron.empty_cache",
               "torch.cuda.current_device": "torch.accelerator.current_device_index"}
 
 

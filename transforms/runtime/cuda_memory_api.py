@@ -48,9 +48,9 @@ class CudaMemoryApi(_CudaApiRule):
         `reset_peak_memory_stats`, `reset_accumulated_memory_stats`, and the deprecated
         `memory_cached` / `max_memory_cached` / `reset_max_memory_*` aliases) to the same function
         of `torch_neuronx`, adding `import torch_neuronx`; and `torch.cuda.empty_cache()` to
-        `torch.accelerator.empty_cache()` where the accelerator is Neuron, CUDA's call kept for every
-        other host (`torch.accelerator.empty_cache` is new in torch 2.9, which a CUDA box may not
-        have), so CUDA keeps freeing its cache and Neuron frees its own. Arguments are kept; references that are not calls are
+        `torch.neuron.empty_cache()` where the accelerator is Neuron (the call Hugging Face
+        Accelerate makes there), CUDA's call kept for every other host, so CUDA keeps freeing its
+        cache and Neuron frees its own. Arguments are kept; references that are not calls are
         rewritten too (a table of per-backend cache cleaners keyed by `"cuda"` is reported
         instead). Reports `torch.cuda.mem_get_info()`, `torch.cuda.OutOfMemoryError` handlers
         and `torch.cuda.set_per_process_memory_fraction()`, which have no known counterpart.
@@ -74,7 +74,7 @@ class CudaMemoryApi(_CudaApiRule):
         device == "cuda":` around CUDA-only code, a dispatch's CUDA branch, the CUDA arm of `...
         if device == "cuda" else ...`) is left as it is; `torch.cuda.empty_cache` under a
         comparison that NRN103 widens (`clear = torch.cuda.empty_cache if device == "cuda" else
-        None`) becomes `torch.accelerator.empty_cache if <Neuron> else torch.cuda.empty_cache`, in
+        None`) becomes `torch.neuron.empty_cache if <Neuron> else torch.cuda.empty_cache`, in
         one edit group with the widening. On
         the accelerator target the `torch.accelerator` function is called where there is an
         accelerator (a statement under `if torch.accelerator.is_available():`, a value as
@@ -91,7 +91,7 @@ class CudaMemoryApi(_CudaApiRule):
         else:
             torch.cuda.reset_peak_memory_stats()
         if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron":
-            torch.accelerator.empty_cache()
+            torch.neuron.empty_cache()
         else:
             torch.cuda.empty_cache()
 
@@ -101,8 +101,9 @@ class CudaMemoryApi(_CudaApiRule):
         drop; the keys of `memory_stats()` may differ from CUDA's.
 
     Evidence:
-        DOC + SRC: the memory-profiling guide and the `torch_neuronx` import list. No source found
-        for the rest (reported).
+        DOC + SRC: the memory-profiling guide and the `torch_neuronx` import list; 3P: Hugging Face
+        Accelerate's `clear_device_cache` calls `torch.neuron.empty_cache()`. No source found for the
+        rest (reported).
     """
 
     id = "NRN113"
@@ -118,7 +119,7 @@ class CudaMemoryApi(_CudaApiRule):
         Example("import torch\nused = torch.cuda.memory_allocated(0)\n", None),
         Example("import torch\ntorch.cuda.empty_cache()\n",
                 "import torch\nif hasattr(torch, \"accelerator\") and torch.accelerator.is_available() and "
-                "torch.accelerator.current_accelerator().type == \"neuron\":\n    torch.accelerator.empty_cache()\n"
+                "torch.accelerator.current_accelerator().type == \"neuron\":\n    torch.neuron.empty_cache()\n"
                 "else:\n    torch.cuda.empty_cache()\n"),
         Example(
             "import torch\ntry:\n    step()\nexcept torch.cuda.OutOfMemoryError:\n    shrink()\n",
@@ -143,12 +144,6 @@ class CudaMemoryApi(_CudaApiRule):
             else:
                 self.report(ref.outer, f"{spelled(ref)}: the CPU has no caching-allocator statistics; keep "
                                        "this on the CUDA path or drop it")
-            return
-        if ref.fn == "empty_cache":
-            # CUDA keeps its own call: `torch.accelerator.empty_cache` is new in torch 2.9, which a
-            # CUDA box may not have; every torch TorchNeuron runs on has it
-            shown = "`torch.accelerator.empty_cache()`" if ref.call is not None else "`torch.accelerator.empty_cache`"
-            self.guarded_rewrite(ref, "torch.accelerator.empty_cache", f"{spelled(ref)} -> {shown}")
             return
         target = MAPPED[ref.fn]
         shown = f"`{target}()`" if ref.call is not None else f"`{target}`"
