@@ -147,7 +147,7 @@ class AmpFix(NamedTuple):
     """One fix an autocast call gets: the new call, its message and imports; ``bf16``: it sets
     ``dtype=torch.bfloat16`` (unsafe: it changes numerics, and rests on source, not documentation)."""
 
-    call: cst.Call
+    call: cst.BaseExpression
     message: str
     imports: tuple[ImportRequest, ...]
     bf16: bool
@@ -253,6 +253,32 @@ def plan_autocast(ctx: FileContext, call: cst.Call, head: str, dtype_taken: bool
     if neuron and not scaled:
         fixes.append(AmpFix(new, head + tail + DEFAULT_NOTE, amp.imports, False))
     return fixes
+
+
+#: the places a conditional expression stands without parentheses of its own (a `with` item gets
+#: them: its lines then split as an assignment's do)
+_BARE_CHOICE = (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)
+
+
+def cuda_call_kept(ctx: FileContext, original: cst.Call, fix: AmpFix) -> AmpFix:
+    """``fix`` of ``original``, a ``torch.cuda.amp.autocast`` call, in a project that may run on a
+    torch before 2.6 (``Options.old_torch``: it declares no newer floor): Neuron's region as
+    ``torch.autocast("neuron", ...)`` where the accelerator is Neuron, else ``original`` as it was,
+    since ``torch.autocast`` is new in torch 1.10. ``fix`` as it is where its device is not
+    host-aware, and for a decorator (a conditional expression there needs Python 3.9)."""
+    device = argument(fix.call, "device_type", 0) if isinstance(fix.call, cst.Call) else None
+    if (per_target.target(ctx) != per_target.NEURON or not ctx.options.old_torch or device is None
+            or not isinstance(device.value, cst.IfExp) or isinstance(ctx.parent, cst.Decorator)):
+        return fix
+    neuron = replace_value(fix.call, device, device.value.body)  # type: ignore[arg-type]
+    dtype = argument(neuron, "dtype", 1)
+    if dtype is not None and isinstance(dtype.value, cst.IfExp):
+        neuron = replace_value(neuron, dtype, dtype.value.body)
+    choice = cst.IfExp(test=device.value.test, body=neuron, orelse=original)
+    if not isinstance(ctx.parent, _BARE_CHOICE):
+        choice = choice.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return fix._replace(call=choice, message=f"{fix.message}; CUDA keeps its `torch.cuda.amp.autocast` call, "
+                        "which every torch the project admits has (`torch.autocast` is new in 1.10)")
 
 
 def run_time_bf16(ctx: FileContext, call: cst.Call) -> AmpFix | None:

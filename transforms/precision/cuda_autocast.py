@@ -7,7 +7,7 @@ import libcst as cst
 from neuronize.transform import Evidence, Example, ImportRequest, Safety
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches
-from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, in_fallback_branch, autocast_alias, plan_autocast, run_time_bf16
+from neuronize.transforms._helpers.amp import AUTOCAST, CUDA_AUTOCAST, CUDA_AUTOCAST_PARAMS, AmpFix, AmpRule, cuda_call_kept, in_fallback_branch, autocast_alias, plan_autocast, run_time_bf16
 from neuronize.transforms._helpers.calls import argument, as_keyword, has_star, insert_args, keyword, new_keyword
 from neuronize.transforms._helpers.imports import cuda_import_removals
 from neuronize.transforms._helpers.literals import is_string_literal, make_string, string_value
@@ -51,7 +51,11 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         there; its unsafe bf16 fix then writes `dtype=torch.bfloat16 if <Neuron is present> else
         torch.float16`, so that CUDA keeps its default, spelled out (`dtype=None` raises on torch
         1.10 and 1.11; a program that sets the default with `torch.set_autocast_gpu_dtype` gets
-        `None`, which reads it). The device is host-aware too in a file
+        `None`, which reads it). Where the project may run on a torch before 1.10 (it declares
+        no torch of 2.6 or later), a host-aware `torch.cuda.amp.autocast(...)` is kept as it is
+        for every host but Neuron: `torch.autocast(device_type="neuron", ...) if <Neuron is
+        present> else torch.cuda.amp.autocast(...)` (a decorator keeps the host-aware device:
+        a conditional expression there needs Python 3.9). The device is host-aware too in a file
         that keeps its CUDA hosts (it imports a CUDA-only library such as bitsandbytes, or
         chooses among hosts): its tensors keep CUDA there, and the autocast region agrees with
         them; on the `neuron` target every file keeps its CUDA hosts, so the device is host-aware
@@ -121,6 +125,15 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
                 'with torch.autocast(device_type="neuron" if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else "cuda"):\n'
                 '    y = model(x)\n'),
             unsafe_fixes=False,
+        ),
+        Example(
+            # a project that may run on a torch before 1.10, which has no torch.autocast
+            "import torch\nmodel = model.cuda()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            ('import torch\n'
+                'model = model.cuda()\n'
+                'with (torch.autocast(device_type="neuron", dtype=torch.bfloat16) if hasattr(torch, "accelerator") and torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" else torch.cuda.amp.autocast()):\n'
+                '    y = model(x)\n'),
+            facts=(("old_torch", True),),
         ),
         Example(
             # nothing here needs CUDA, so it ran on the CPU: the device is host-aware
@@ -196,8 +209,10 @@ class CudaAutocast(KeepsCudaBranches, AmpRule):
         func, imports = qualified_expr(self.ctx, "torch.autocast")
         args = [as_keyword(a, CUDA_AUTOCAST_PARAMS[i]) if a.keyword is None else a for i, a in enumerate(node.args)]
         generic = insert_args(node.with_changes(func=func, args=args), 0, [new_keyword("device_type", make_string("cuda"))])
-        plan = plan_autocast(self.ctx, generic, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`")
-        self._apply(node, plan, (*imports, *cuda_import_removals(self.ctx, node.func)))
+        plan = [cuda_call_kept(self.ctx, node, fix) for fix in plan_autocast(
+            self.ctx, generic, "`torch.cuda.amp.autocast` -> `torch.autocast(device_type={device})`")]
+        kept = any(isinstance(fix.call, cst.IfExp) for fix in plan)  # the CUDA call still uses its import
+        self._apply(node, plan, (*imports, *(() if kept else cuda_import_removals(self.ctx, node.func))))
 
     def _apply(self, node: cst.Call, plan: list[AmpFix], imports: tuple[ImportRequest, ...] = ()) -> None:
         for fix in plan:
