@@ -535,6 +535,15 @@ def _holds_cuda_value(node: cst.CSTNode) -> bool:
     return not copy.deep_equals(node)
 
 
+def _fetches(node: cst.IfExp, side: str) -> bool:
+    """The ``side`` of ``node`` fetches a tensor back to the host (``.cpu()``) and the other side
+    does not: the side for tensors on a device."""
+    def fetch(branch: cst.CSTNode) -> bool:
+        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cpu"
+                   and not n.args for n in iter_syntax(branch))
+    return fetch(getattr(node, side)) and not fetch(node.orelse if side == "body" else node.body)
+
+
 def table_entry(ctx: FileContext, table: cst.Dict) -> tuple[cst.Dict, cst.BaseExpression, tuple[ImportRequest, ...]] | None:
     """A table keyed by device types (``{"cuda": torch.float16, "cpu": torch.float32}``: a
     dispatch written as data) with a Neuron entry after CUDA's, modelled on it (half precision
@@ -1190,10 +1199,12 @@ def value_choice(ctx: FileContext, node: cst.IfExp,
     (``torch.bfloat16 if <Neuron> else <the original>``, see ``_device_choice.neuron_arm``), the
     CUDA value made Neuron's by :class:`_ToNeuron`. None where the CUDA side names no CUDA value
     (``4 if torch.cuda.is_available() else 0``: works on both, so the check is extended instead).
-    ``flag``: for a choice by a flag (:attr:`DeviceModel.flag_arms`), its CUDA side and check."""
+    ``flag``: for a choice by a flag (:attr:`DeviceModel.flag_arms`), its CUDA side and check; its
+    CUDA side may also be one that only fetches a tensor back to the host (``out.numpy() if not
+    use_cuda else out.cpu().numpy()``), which the tensors of Neuron's other branches need too."""
     side = flag[0] if flag is not None else available_side(ctx, node)
     branch = getattr(node, side) if side is not None else None
-    if side is None or branch is None or not _holds_cuda_value(branch):
+    if side is None or branch is None or not (_holds_cuda_value(branch) or flag is not None and _fetches(node, side)):
         return None
     copier = _ToNeuron(ctx)
     copy = branch.visit(copier)
