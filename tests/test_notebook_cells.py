@@ -108,6 +108,18 @@ def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the
         'x = torch.ones(2).to("neuron" if on_neuron() else "cuda")\n')
 
 
+def test_a_flag_that_later_cells_test_too_gains_no_neuron_branch_in_one_cell(tmp_path):
+    # the flag's tests in the later cells stay CUDA's (no cell there sees the flag stored): a
+    # Neuron branch in the first cell would place the model on Neuron and leave the data on the CPU
+    stored = _cell("import torch\n", "use_gpu = torch.cuda.is_available()\n", "if use_gpu:\n", "    net.cuda()\n")
+    later = _cell("if use_gpu:\n", "    x = x.cuda()\n", "y = net(x)\n")
+    cells = _fixed_cells(tmp_path, stored, later)
+    assert cells[0] == "".join(stored["source"])
+    # alone, a cell's flag is the whole choice, and gains Neuron
+    alone = _fixed_cells(tmp_path, stored, _cell("print(net)\n"), name="alone.ipynb")
+    assert "if on_neuron():\n    net.to(\"neuron\")\nelif use_gpu:\n" in alone[0]
+
+
 def test_a_cell_names_the_chosen_device_only_while_the_choice_stands(tmp_path):
     cells = _fixed_cells(tmp_path, _cell("x = torch.ones(2).to(\"cuda\")\n"),  # runs before the choice
                          _cell("import torch\n", 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'),

@@ -109,6 +109,35 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
     return out
 
 
+def _cuda_flags(tree: ast.Module) -> set[str]:
+    """The names a cell stores at its top level from a CUDA check (``train_on_gpu =
+    torch.cuda.is_available()``, ``use_cuda = args.cuda and torch.cuda.device_count() > 0``)."""
+    return {stmt.targets[0].id for stmt in tree.body
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and any(isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count")
+                    and isinstance(n.value, ast.Attribute) and n.value.attr == "cuda" for n in ast.walk(stmt.value))}
+
+
+def shared_flags(cells: Sequence[Cell]) -> list[frozenset[str]]:
+    """For each cell, the CUDA flags it stores that a later cell reads (until a restart, or a cell
+    that binds the name again): the flag's tests in this cell are not the whole choice, which no
+    one cell sees (:attr:`Options.notebook_flags`)."""
+    trees = [None if cell.script else _tree(cell.source) for cell in cells]
+    shared = []
+    for i, tree in enumerate(trees):
+        flags = _cuda_flags(tree) if tree is not None else set()
+        read: set[str] = set()
+        for cell, later in zip(cells[i + 1:], trees[i + 1:], strict=True):
+            if not flags or cell.restarts:
+                break
+            if later is None:
+                continue
+            read |= flags & {n.id for n in ast.walk(later) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            flags -= _rebound(later)
+        shared.append(frozenset(read))
+    return shared
+
+
 def neuron_helper(code: bytes) -> bytes:
     """The definition of the Neuron test (``def on_neuron() -> bool: ...``, as
     :mod:`neuronize.writing.neuron_test` writes it) at the top level of a cell's code, if any."""
@@ -182,9 +211,10 @@ def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options:
     """Each cell run as a module of its own, knowing what the cells above it bound."""
     results = []
     helper = b""  # the Neuron test an earlier cell defines, which later cells call
-    for cell, inherited in zip(cells, inherited_statements(cells), strict=True):
+    for cell, inherited, flags in zip(cells, inherited_statements(cells), shared_flags(cells), strict=True):
         helper = b"" if cell.restarts else helper
-        result = run_source(cell.source, rules, options, path=f"{path}:cell {cell.index}",
+        here = dataclasses.replace(options, notebook_flags=flags) if flags else options
+        result = run_source(cell.source, rules, here, path=f"{path}:cell {cell.index}",
                             prefilter=prefilter, fix=fix, inherited=b"" if cell.script else inherited + helper)
         helper = helper or (b"" if cell.script else neuron_helper(result.output or cell.source))
         results.append(result)

@@ -918,7 +918,8 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
     such a flag (``model.cuda() if use_cuda else model``, or ``... if not use_cuda else ...``),
     each with the branch that runs where CUDA is and the check. Third, the ids of the checks of
     flags that an ``if not <flag>:`` decides code for where the flag holds (:func:`_decides_where_true`),
-    which has no Neuron branch."""
+    which has no Neuron branch, and of a notebook's flags that later cells test too
+    (``Options.notebook_flags``)."""
     from neuronize.transforms._helpers.device_choice import stored_attributes
 
     stored: dict[tuple[int, str], cst.BaseExpression] = {}  # (id of its scope, name) -> the check
@@ -953,9 +954,12 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
              if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
                  if "." in name else stored_once(scope, name) and _handed_on(ctx, scope, name) is None)}
     others = {id(node) for node, _ in choices} | {id(node) for node in negated}
+    # a notebook's flag that later cells test too: this cell sees only part of the choice
+    elsewhere = {id(check) for scope, name, check in found.values()
+                 if scope is ctx.module and name in ctx.options.notebook_flags}
     return ({key: check for key, check in flags.items() if key not in others},
             [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags],
-            {id(flags[id(link)]) for link in negated if id(link) in flags and _decides_where_true(link)})
+            {id(flags[id(link)]) for link in negated if id(link) in flags and _decides_where_true(link)} | elsewhere)
 
 
 def _decides_where_true(link: cst.If) -> bool:
