@@ -34,6 +34,10 @@ NOT_FOR_NEURON = re.compile(rb"make_fx|symbolic_trace|torch\.export|torch\._expo
                             rb"GraphModule|aot_function|aot_module|aot_export|"
                             rb"""backend\s*=\s*["'](?:eager|aot_eager)""")
 
+#: a TorchScript trace, and a compile (whose Dynamo reads the marks)
+_TRACED_ONLY = re.compile(rb"\bjit\.trace(?:_module)?\s*\(")
+_COMPILES = re.compile(rb"\bcompile\s*\(")
+
 
 class CompileDynamicShapes(Transform):
     """Finds requests for dynamic (symbolic) shapes in compiled code, which Neuron does not support.
@@ -48,8 +52,9 @@ class CompileDynamicShapes(Transform):
         `dynamic=False` as part of migrating the call. Left alone: compiles with an explicit
         `"eager"`/`"aot_eager"` test backend; markers in files that trace symbolically (`make_fx`,
         `symbolic_trace`, `torch.export`) or drive Inductor (reported: the dynamic dimension is the
-        point there); a marker that is the only statement of a loop, `with` or `try` body is
-        reported, not removed (no `for ...: pass` is left behind).
+        point there); markers in a file that traces with TorchScript (`torch.jit.trace`) and
+        compiles nothing, where no Dynamo reads them; a marker that is the only statement of a
+        loop, `with` or `try` body is reported, not removed (no `for ...: pass` is left behind).
         Where the call's backend is host-aware (NRN301 writes, or already wrote, `backend="neuron"
         if on_neuron() else "inductor"`: in a file that also runs without Neuron, at import time,
         and under `--target accelerator`), only Neuron gets static shapes: `dynamic=False if
@@ -125,6 +130,8 @@ class CompileDynamicShapes(Transform):
             '== "neuron"):\n    torch._dynamo.mark_dynamic(x, 1)\ny = model(x)\n',
         ),
         Example("import torch\ntorch._dynamo.config.automatic_dynamic_shapes = True\n"),
+        # the marks feed a TorchScript trace, which ignores them: nothing to migrate
+        Example("import torch\ntorch._dynamo.mark_dynamic(x, 0)\ntraced = torch.jit.trace(model, x)\n", finds=False),
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -175,6 +182,8 @@ class CompileDynamicShapes(Transform):
         qualified = self.ctx.qualify(node.func)
         if qualified is None or not qualified.startswith("torch._dynamo."):
             return
+        if _TRACED_ONLY.search(self.ctx.source) and not _COMPILES.search(self.ctx.source):
+            return  # its tensors feed a TorchScript trace, which reads no Dynamo marks: inert everywhere
         if NOT_FOR_NEURON.search(self.ctx.source):
             self.report(node, f"`{short(node.func, 50)}(...)` left: this file traces or compiles with something "
                         "other than the Neuron backend (symbolic tracing, `make_fx`, eager/aot_eager test "
