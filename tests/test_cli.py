@@ -95,6 +95,16 @@ def test_fix_with_unsafe_fixes_leaves_nothing_and_exits_0(repo):
     assert neuronize("check", ".", cwd=repo).returncode == 0
 
 
+def test_fix_lists_no_fix_inside_code_another_fix_rewrote(tmp_path):
+    # the choice gains a Neuron arm and its CUDA arm stays for CUDA hosts: the `.cuda()` there is
+    # no fix left to make (a second run has none), so `fix` says nothing is left and exits 0
+    (tmp_path / "t.py").write_bytes(b"import torch\nmodel = model.cuda() if torch.cuda.is_available() else model\n")
+    proc = neuronize("fix", "t.py", cwd=tmp_path)
+    assert proc.returncode == 0 and b"NRN102" not in proc.stdout, proc.stdout
+    assert b"model.cuda()" in (tmp_path / "t.py").read_bytes()
+    assert neuronize("fix", "t.py", cwd=tmp_path).returncode == 0
+
+
 def test_fix_diff_writes_nothing_and_git_applies(repo):
     if shutil.which("git") is None:
         pytest.skip("git not installed")

@@ -174,8 +174,13 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     accepted_first = [r for r, _ in located if accepted(r)]
     outer = {id(r) for r in outermost(accepted_first)}
     first_per_node = {id(r) for r in outermost(accepted_first, nested=True)}
-    findings = _findings(located, lambda r: id(r) in outer or (
-        id(r) in first_per_node and (r.rule.id, r.message) in made_later), [*unused, *later])
+    made = {id(r) for r in accepted_first if id(r) in outer or (
+        id(r) in first_per_node and (r.rule.id, r.message) in made_later)}
+    # a nested fix no later round made again was superseded by the fix around it, which rewrote
+    # its code (a CUDA arm kept for CUDA hosts): the later rounds read that code, and had nothing
+    # to fix there, as a second run has not
+    kept = [(r, f) for r, f in located if id(r) not in first_per_node or id(r) in made]
+    findings = _findings(kept, lambda r: id(r) in made, [*unused, *later])
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings), pins=pins)
     error = output_error(source, output, module, new, inherited_source)
