@@ -34,9 +34,9 @@ NOT_FOR_NEURON = re.compile(rb"make_fx|symbolic_trace|torch\.export|torch\._expo
                             rb"GraphModule|aot_function|aot_module|aot_export|"
                             rb"""backend\s*=\s*["'](?:eager|aot_eager)""")
 
-#: a TorchScript trace, and a compile (whose Dynamo reads the marks)
+#: a TorchScript trace, and a compile (whose Dynamo reads the marks; not a regular expression's)
 _TRACED_ONLY = re.compile(rb"\bjit\.trace(?:_module)?\s*\(")
-_COMPILES = re.compile(rb"\bcompile\s*\(")
+_COMPILES = re.compile(rb"(?<!\bre\.)\bcompile\s*\(")
 
 
 class CompileDynamicShapes(Transform):
