@@ -4,7 +4,7 @@ when a cell changed. Pure, like the engine: bytes in, values out."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import ast
 import warnings
@@ -44,19 +44,25 @@ def _imports(tree: ast.Module) -> list[tuple[str, str]]:
     return found
 
 
+def _named_assignments(tree: ast.Module) -> Iterator[tuple[str, ast.Assign]]:
+    """A cell's top-level ``name = value`` statements, with the name."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            yield stmt.targets[0].id, stmt
+
+
 def _device_choices(tree: ast.Module, source: str) -> dict[str, str]:
     """name -> statement, for a cell's top-level ``name = <a choice asking is_available() for "cuda">``
     (the engine decides whether it is the program's device variable: ``device_variable``)."""
     found = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            parts = list(ast.walk(stmt.value))
-            asks = any(isinstance(n, ast.Attribute) and n.attr == "is_available" for n in parts)
-            names_cuda = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda")
-                             for n in parts)
-            text = ast.get_source_segment(source, stmt) if asks and names_cuda else None
-            if text is not None:
-                found[stmt.targets[0].id] = text
+    for name, stmt in _named_assignments(tree):
+        parts = list(ast.walk(stmt.value))
+        asks = any(isinstance(n, ast.Attribute) and n.attr == "is_available" for n in parts)
+        names_cuda = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cuda")
+                         for n in parts)
+        text = ast.get_source_segment(source, stmt) if asks and names_cuda else None
+        if text is not None:
+            found[name] = text
     return found
 
 
@@ -74,7 +80,13 @@ def _rebound(tree: ast.Module) -> set[str]:
     return names
 
 
-def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
+def _trees(cells: Sequence[Cell]) -> list[ast.Module | None]:
+    """Each cell's syntax tree, read once for the notebook's pre-passes; None for a cell that does
+    not parse or that writes a file (its code runs in a process of its own)."""
+    return [None if cell.script else _tree(cell.source) for cell in cells]
+
+
+def inherited_statements(cells: Sequence[Cell], trees: Sequence[ast.Module | None]) -> list[bytes]:
     """For each cell, the statements of earlier cells it relies on (a notebook runs its cells in one
     namespace, until the kernel restarts: `torch` imported in cell 2 is `torch` in cell 4): the imports it uses without importing
     them itself (only names the cell mentions, so no rule can pick a spelling the cell never used;
@@ -83,12 +95,11 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
     earlier: dict[str, str] = {}
     choices: dict[str, str] = {}
     out = []
-    for cell in cells:
+    for cell, tree in zip(cells, trees, strict=True):
         if cell.restarts:  # a fresh kernel: nothing an earlier cell bound is there
             earlier.clear()
             choices.clear()
-        tree = _tree(cell.source)
-        if tree is None or cell.script:  # a file the cell writes runs in a process of its own
+        if tree is None:  # a file the cell writes runs in a process of its own
             out.append(b"")
             continue
         own = _imports(tree)
@@ -112,17 +123,15 @@ def inherited_statements(cells: Sequence[Cell]) -> list[bytes]:
 def _cuda_flags(tree: ast.Module) -> set[str]:
     """The names a cell stores at its top level from a CUDA check (``train_on_gpu =
     torch.cuda.is_available()``, ``use_cuda = args.cuda and torch.cuda.device_count() > 0``)."""
-    return {stmt.targets[0].id for stmt in tree.body
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-            and any(isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count")
-                    and isinstance(n.value, ast.Attribute) and n.value.attr == "cuda" for n in ast.walk(stmt.value))}
+    return {name for name, stmt in _named_assignments(tree)
+            if any(isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count")
+                   and isinstance(n.value, ast.Attribute) and n.value.attr == "cuda" for n in ast.walk(stmt.value))}
 
 
-def shared_flags(cells: Sequence[Cell]) -> list[frozenset[str]]:
+def shared_flags(cells: Sequence[Cell], trees: Sequence[ast.Module | None]) -> list[frozenset[str]]:
     """For each cell, the CUDA flags it stores that a later cell reads (until a restart, or a cell
     that binds the name again): the flag's tests in this cell are not the whole choice, which no
     one cell sees (:attr:`Options.notebook_flags`)."""
-    trees = [None if cell.script else _tree(cell.source) for cell in cells]
     shared = []
     for i, tree in enumerate(trees):
         flags = _cuda_flags(tree) if tree is not None else set()
@@ -211,7 +220,9 @@ def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options:
     """Each cell run as a module of its own, knowing what the cells above it bound."""
     results = []
     helper = b""  # the Neuron test an earlier cell defines, which later cells call
-    for cell, inherited, flags in zip(cells, inherited_statements(cells), shared_flags(cells), strict=True):
+    trees = _trees(cells)
+    for cell, inherited, flags in zip(cells, inherited_statements(cells, trees), shared_flags(cells, trees),
+                                      strict=True):
         helper = b"" if cell.restarts else helper
         here = dataclasses.replace(options, notebook_flags=flags) if flags else options
         result = run_source(cell.source, rules, here, path=f"{path}:cell {cell.index}",

@@ -19,6 +19,7 @@ from neuronize.transforms._helpers import hosts, per_target
 from neuronize.transforms._helpers.calls import argument, has_star, index_of, insert_args, new_keyword, replace_value
 from neuronize.transforms._helpers.literals import is_false, string_value
 from neuronize.transforms._helpers.names import local_names, mentions, qualified_expr
+from neuronize.transforms._helpers.nodes import in_place
 from neuronize.transforms._helpers.value_flow import enclosing_scope
 
 #: ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``
@@ -255,11 +256,6 @@ def plan_autocast(ctx: FileContext, call: cst.Call, head: str, dtype_taken: bool
     return fixes
 
 
-#: the places a conditional expression stands without parentheses of its own (a `with` item gets
-#: them: its lines then split as an assignment's do)
-_BARE_CHOICE = (cst.Assign, cst.AnnAssign, cst.Return, cst.Arg)
-
-
 def cuda_call_kept(ctx: FileContext, original: cst.Call, fix: AmpFix) -> AmpFix:
     """``fix`` of ``original``, a ``torch.cuda.amp.autocast`` call, in a project that may run on a
     torch before 2.6 (``Options.old_torch``: it declares no newer floor): Neuron's region as
@@ -274,9 +270,8 @@ def cuda_call_kept(ctx: FileContext, original: cst.Call, fix: AmpFix) -> AmpFix:
     dtype = argument(neuron, "dtype", 1)
     if dtype is not None and isinstance(dtype.value, cst.IfExp):
         neuron = replace_value(neuron, dtype, dtype.value.body)
-    choice = cst.IfExp(test=device.value.test, body=neuron, orelse=original)
-    if not isinstance(ctx.parent, _BARE_CHOICE):
-        choice = choice.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    # a `with` item gets parentheses: its lines then split as an assignment's do
+    choice = in_place(cst.IfExp(test=device.value.test, body=neuron, orelse=original), original, ctx.parent)
     return fix._replace(call=choice, message=f"{fix.message}; CUDA keeps its `torch.cuda.amp.autocast` call, "
                         "which every torch the project admits has (`torch.autocast` is new in 1.10)")
 

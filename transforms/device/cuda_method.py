@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
@@ -10,7 +12,7 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches, keeps_cuda_hosts
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.literals import make_string
-from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.calls import keyword, new_keyword
 from neuronize.transforms._helpers.nodes import in_place
 
 
@@ -108,8 +110,7 @@ class CudaMethod(KeepsCudaBranches, Transform):
         value, imports = ((chosen.replacement, chosen.imports) if chosen is not None
                           else hosts.host_aware(self.ctx, cuda) if aware else per_target.device(self.ctx))
         # a storage's `.to` takes its device by keyword only (a map_location's `storage.cuda()`)
-        device = cst.Arg(value=value, keyword=cst.Name("device"), equal=_TIGHT) if _is_storage(self.ctx, func.value) \
-            else cst.Arg(value=value)
+        device = new_keyword("device", value) if _is_storage(self.ctx, func.value) else cst.Arg(value=value)
         args = [device, *keep]
         if keep:
             # In a multi-line call the new first argument gets a line of its own, like the rest.
@@ -135,7 +136,6 @@ class CudaMethod(KeepsCudaBranches, Transform):
                      group=hosts.same_device_group(self.ctx))
 
 
-_TIGHT = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 _STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
 
 
@@ -146,7 +146,7 @@ def _is_storage(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
         return receiver.func.attr.value in _STORAGE_METHODS
     if not isinstance(receiver, cst.Name):
         return False
-    for anc, parent in zip(ctx.ancestors(), list(ctx.ancestors())[1:], strict=False):
+    for anc, parent in pairwise(ctx.ancestors()):
         if isinstance(anc, cst.Lambda):
             params = anc.params.params
             return bool(params) and params[0].name.value == receiver.value and isinstance(parent, cst.Arg) \

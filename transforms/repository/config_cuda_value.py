@@ -16,6 +16,8 @@ _DEVICE_KEYS = frozenset({"device", "device_type", "train_device", "eval_device"
 _CUDA_DEVICE = re.compile(r"^cuda(?::\d+)?$")
 _BACKEND_KEYS = frozenset({"backend", "dist_backend", "distributed_backend", "process_group_backend"})
 _FP16_PRECISION = frozenset({"16", "16-mixed", "fp16", "16-true"})
+#: the Lightning accelerators that ask for CUDA GPUs
+_GPU_ACCELERATORS = frozenset({"gpu", "cuda"})
 
 
 def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False,
@@ -45,7 +47,7 @@ def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False,
     if key == "precision" and value in _FP16_PRECISION:
         new = "bf16-true" if value == "16-true" else "bf16-mixed"
         return new, f"`precision: {value}` -> `{new}`: Neuron trains in bf16, which needs no loss scaling"
-    if key == "accelerator" and value in ("gpu", "cuda"):
+    if key == "accelerator" and value in _GPU_ACCELERATORS:
         return None, (f"`accelerator: {value}` asks for GPUs; a Lightning accelerator for Trainium is not "
                       "documented: run the model on the `neuron` device (or `accelerator: auto` with a "
                       "Neuron-aware release)")
@@ -101,7 +103,7 @@ class ConfigCudaValue(LineRule):
 
     def check(self, doc: TextDocument) -> None:
         entries = list(json_entries(doc.lines) if doc.kind is SourceKind.JSON_CONFIG else yaml_entries(doc.lines))
-        gpu = any(e.key == "accelerator" and e.value in ("gpu", "cuda") for e in entries)
+        gpu = any(e.key == "accelerator" and e.value in _GPU_ACCELERATORS for e in entries)
         for entry in entries:
             text = doc.lines[entry.line].text
             number = entry.value.isdigit() and not (entry.start > 0 and text[entry.start - 1] in "\"'")
