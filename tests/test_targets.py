@@ -38,7 +38,10 @@ exact criterion of "a device choice":
    else True`` and ``dynamic=False`` (cpu adds it where the call says nothing; a host-aware call
    says nothing, which the Neuron docs allow as well); likewise DDP's and ``dist.barrier``'s
    ``device_ids=None if <Neuron> else [rank]`` (NRN403 keeps the CUDA box's device ids where the
-   other targets drop them): these arguments are left out, and a line left empty by that goes.
+   other targets drop them), and Hugging Face's ``fp16=not <Neuron>`` and ``half_precision_backend=
+   "auto" if <Neuron> else "apex"`` (NRN501 keeps the CUDA box's fp16 where the other targets write
+   ``bf16=True``, which its ``bf16=<Neuron>`` becomes): these arguments are left out, and a line
+   left empty by that goes.
 9. against ``--target cpu`` only: a ``"cuda"`` string is a device value, ``"nccl"`` a backend
    value, and ``.cuda()`` a move to the device (``.to(<D>)``). The CPU target moves
    every CUDA path to the CPU, the branches the neuron target keeps for CUDA (a dispatch's CUDA
@@ -235,13 +238,17 @@ ADDITIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"""\bin \((["'])cuda\1, """ + re.escape(D) + r"\)"), "== " + D),
     (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or \((.+?)\)(?= else\b|:$)"), r"if \1"),
     (re.compile(r"\bif " + re.escape(RT) + r"is_available\(\) or "), "if "),
+    # NRN501's per-host half precision (item 8 drops its `fp16=not <Neuron>`): bf16 where Neuron is
+    (re.compile(r"\b(bf16(?:_full_eval)?)=" + re.escape(RT) + r"is_available\(\)"), r"\1=True"),
 ]
 #: item 8: the settings a host-aware compile keeps for the other hosts, and the `dynamic=False` cpu adds
 _HOST_TEST = r"(?:" + re.escape(RT) + r"is_available\(\)|" + re.escape(D) + " == " + re.escape(D) + r")"
 _CUDA_MODE = r"(?:max-autotune|max-autotune-no-cudagraphs|reduce-overhead)"
 _KEPT_SETTING = (r"(?:mode=(?:\"" + _CUDA_MODE + r"\"|'" + _CUDA_MODE + r"')|options=None if " + _HOST_TEST
                  + r" else \{[^{}]*\}|dynamic=False(?: if " + _HOST_TEST + r" else True)?"
-                 + r"|(?:device_ids|output_device)=None if " + _HOST_TEST + r" else (?:\[[^\[\]]*\]|\w+))")
+                 + r"|(?:device_ids|output_device)=None if " + _HOST_TEST + r" else (?:\[[^\[\]]*\]|\w+)"
+                 + r"|fp16(?:_full_eval)?=not " + _HOST_TEST + r"|half_precision_backend=\"auto\" if " + _HOST_TEST
+                 + r" else \"apex\")")
 HOST_AWARE_COMPILE = re.compile(r",\s*(?<!\w)" + _KEPT_SETTING + r"|(?<!\w)" + _KEPT_SETTING + r",?\s*")
 _CUDA_STRING = re.compile(r"""(["'])cuda\1""")
 _CUDA_MOVE = re.compile(r"\.cuda\(\)")

@@ -5,12 +5,18 @@ from __future__ import annotations
 import libcst as cst
 
 from neuronize.transforms._helpers import per_target
-from neuronize.transform import Evidence, Example, Safety, Transform
-from neuronize.transforms._helpers.calls import keyword, without_args
+from neuronize.transform import Evidence, Example, ImportRequest, Safety, Target, Transform
+from neuronize.analysis.context import FileContext
+from neuronize.analysis.import_safety import is_neuron_test, is_neuron_test_call
+from neuronize.transforms._helpers.calls import index_of, insert_args, keyword, new_keyword, replace_value, without_args
+from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
+from neuronize.transforms._helpers.nodes import parenthesized
 from neuronize.transforms._helpers.hf import deepspeed_fp16_section, training_arguments_class
 from neuronize.analysis.syntax import is_false_or_none
-from neuronize.transforms._helpers.literals import is_true, string_value
+from neuronize.transforms._helpers.literals import is_true, make_string, string_value
 
+_NEURON = ("hasattr(torch, 'accelerator') and torch.accelerator.is_available() and "
+           "torch.accelerator.current_accelerator().type == 'neuron'")
 _PAIRS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
 _BACKENDS = ("half_precision_backend", "fp16_backend")
 
@@ -21,10 +27,14 @@ class HfFp16Training(Transform):
     What it does:
         In `TrainingArguments(...)`, `Seq2SeqTrainingArguments(...)` and the classes built on
         them (TRL's `SFTConfig`, `DPOConfig`, `GRPOConfig`..., Sentence Transformers'
-        `SentenceTransformerTrainingArguments`), rewrites `fp16=True` to `bf16=True` and
-        `fp16_full_eval=True` to `bf16_full_eval=True` (an existing `bf16=` is set to `True` and
-        `fp16=` dropped), and drops `half_precision_backend=` / `fp16_backend=` set to `"apex"`,
-        `"cuda_amp"` or `"amp"` (GPU-only mixed-precision engines). An fp16 flag taken from a variable
+        `SentenceTransformerTrainingArguments`), makes `fp16=True` per host: `fp16=not
+        <Neuron is here>, bf16=<Neuron is here>` (and so `fp16_full_eval=True`), so CUDA hosts keep
+        fp16 (GPUs before Ampere refuse bf16) and Trainium trains in bf16. It drops
+        `half_precision_backend=` / `fp16_backend=` set to `"cuda_amp"` or `"amp"` (what `"auto"`
+        chooses on CUDA anyway); `"apex"` stays for the CUDA hosts (`"auto"` on Neuron:
+        transformers refuses Apex beside bf16). `--target accelerator` and
+        `--target cpu` write `bf16=True` for every host (an existing `bf16=` is set to `True` and
+        `fp16=` dropped) and drop `"apex"` too. An fp16 flag taken from a variable
         (`fp16=args.fp16`) is reported. `fp16_opt_level` is left alone (only Apex reads it).
         Also reports, without a fix, fp16 with loss scaling configured elsewhere:
         `Accelerator(mixed_precision="fp16")` and the `"fp16"` section of a DeepSpeed config dict
@@ -40,7 +50,10 @@ class HfFp16Training(Transform):
         args = TrainingArguments("out", fp16=True, half_precision_backend="apex")
 
     Use instead:
-        args = TrainingArguments("out", bf16=True)
+        args = TrainingArguments(
+            "out", fp16=not on_neuron(), bf16=on_neuron(),
+            half_precision_backend="auto" if on_neuron() else "apex",
+        )
 
     Fix safety:
         Unsafe: bf16 has a wider range and less precision than fp16, so losses and metrics can
@@ -65,12 +78,18 @@ class HfFp16Training(Transform):
     targets = per_target.ALL
     examples = (
         Example(
-            "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",
-            "from transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n",
+            "import torch\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",
+            "import torch\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=not "
+            f"({_NEURON}), bf16={_NEURON})\n",
         ),
         Example(
-            "from trl import SFTConfig\ncfg = SFTConfig(output_dir='o', fp16=True, bf16=False)\n",
-            "from trl import SFTConfig\ncfg = SFTConfig(output_dir='o', bf16=True)\n",
+            "import torch\nfrom trl import SFTConfig\ncfg = SFTConfig(output_dir='o', fp16=True, bf16=False)\n",
+            f"import torch\nfrom trl import SFTConfig\ncfg = SFTConfig(output_dir='o', fp16=not ({_NEURON}), bf16={_NEURON})\n",
+        ),
+        Example(
+            "from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True)\n",
+            "from transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n",
+            target=Target.ACCELERATOR,
         ),
         Example("import transformers\nargs = transformers.TrainingArguments('out', fp16=opts.fp16)\n"),
     )
@@ -101,9 +120,10 @@ class HfFp16Training(Transform):
                         evidence=Evidence.THIRD_PARTY)
         new = node
         changes: list[str] = []
+        imports: tuple[ImportRequest, ...] = ()
         for fp16_name, bf16_name in _PAIRS:
             fp16 = keyword(new, fp16_name)
-            if fp16 is None or is_false_or_none(fp16.value):
+            if fp16 is None or is_false_or_none(fp16.value) or _elsewhere(fp16.value):
                 continue
             if not is_true(fp16.value):
                 code = cst.Module([]).code_for_node(fp16.value)
@@ -112,6 +132,10 @@ class HfFp16Training(Transform):
                             evidence=Evidence.THIRD_PARTY)
                 continue
             bf16 = keyword(new, bf16_name)
+            if keeps_cuda_hosts(self.ctx):
+                new, imports = _per_host(self.ctx, new, fp16, bf16, bf16_name)
+                changes.append(f"`{fp16_name}=True` -> `{bf16_name}=True` on Neuron")
+                continue
             if bf16 is None:
                 new = new.with_changes(args=[
                     a.with_changes(keyword=cst.Name(bf16_name)) if a is fp16 else a for a in new.args])
@@ -124,9 +148,33 @@ class HfFp16Training(Transform):
             if backend is None:
                 continue
             value = string_value(backend.value)
+            if value == "apex" and keeps_cuda_hosts(self.ctx):
+                # CUDA hosts keep their fp16 engine; transformers refuses apex beside bf16
+                per_host, more = per_target.neuron_only(self.ctx, make_string("auto", backend.value), backend.value)
+                new, imports = replace_value(new, backend, per_host), imports + more
+                changes.append(f'`{name}="apex"` on CUDA only')
+                continue
             if value in ("apex", "cuda_amp", "amp"):
                 new = without_args(new, backend)
                 changes.append(f'drops `{name}="{value}"` (GPU-only)')
         if changes:
             self.fix(node, new, f"{cls}: {'; '.join(changes)}: Trainium trains in bf16, with no fp16 "
-                     "loss scaling documented")
+                     "loss scaling documented", imports=imports)
+
+
+def _per_host(ctx: FileContext, call: cst.Call, fp16: cst.Arg, bf16: cst.Arg | None,
+              bf16_name: str) -> tuple[cst.Call, tuple[ImportRequest, ...]]:
+    """``fp16=not <Neuron>, bf16=<Neuron>``: the CUDA hosts keep fp16 (GPUs before Ampere refuse
+    bf16, and their runs keep their numbers), Neuron trains in bf16."""
+    test, imports = per_target.neuron_present(ctx)
+    position = index_of(call, fp16)
+    call = replace_value(call, fp16, cst.UnaryOperation(cst.Not(), parenthesized(test)))
+    if bf16 is not None:
+        return replace_value(call, bf16, test), imports
+    return insert_args(call, position + 1, [new_keyword(bf16_name, test)]), imports
+
+
+def _elsewhere(value: cst.BaseExpression) -> bool:
+    """``not <Neuron>``: the per-host value :func:`_per_host` wrote."""
+    return (isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not)
+            and (is_neuron_test_call(value.expression) or is_neuron_test(value.expression.with_changes(lpar=(), rpar=()))))
