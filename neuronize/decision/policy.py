@@ -716,6 +716,10 @@ BLOCK_PINS = frozenset({BRANCH_ASSERT})
 #: CUDA tensors that meet what the class's other methods place (its model, its batches)
 LEGACY_TYPES = "devices beside legacy CUDA tensor types"
 CLASS_PINS = frozenset({LEGACY_TYPES})
+#: a random generator made on a device the program chooses (``torch.Generator(device=device)``): a
+#: generator on the Neuron device was reported unavailable, so the placements beside it move only
+#: with the edit that gives it the CPU there
+GENERATOR = "devices beside a random generator made on their device"
 
 
 #: the edit group of the device edits of a file another program of the run pins (Options.program_pin)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuronize.decision.policy import GENERATOR
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import argument
@@ -30,8 +31,10 @@ class CudaGenerator(Transform):
     What it does:
         Rewrites the device of `torch.Generator(device="cuda")`, `torch.Generator("cuda:0")` and
         `torch.Generator(device="cuda" if torch.cuda.is_available() else "cpu")` to `"cpu"`.
-        A generator whose device is a variable is reported (it becomes a Neuron generator once
-        the device setting is migrated).
+        A generator whose device is a variable (`torch.Generator(device=device)`) gets the CPU on
+        Neuron only: `torch.Generator(device="cpu" if on_neuron() else device)`, every other host
+        keeping its device. The device edits of its function (of the file, at module level) are
+        made only with it: made alone, they would hand the generator the Neuron device.
 
     Why on TorchNeuron:
         A generator on the Neuron device was reported unavailable, and random ops such as
@@ -73,7 +76,10 @@ class CudaGenerator(Transform):
     examples = (
         Example('import torch\ng = torch.Generator(device="cuda").manual_seed(0)\n',
                 'import torch\ng = torch.Generator(device="cpu").manual_seed(0)\n'),
-        Example("import torch\ng = torch.Generator(device=device)\n", None),
+        Example("import torch\ng = torch.Generator(device=device)\n",
+                'import torch\ng = torch.Generator(device="cpu" if hasattr(torch, "accelerator") and '
+                'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+                'else device)\n'),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -96,7 +102,10 @@ class CudaGenerator(Transform):
         literal = string_value(value)
         if literal is not None or isinstance(value, (cst.FormattedString, cst.Integer)):
             return  # "cpu", "neuron", "mps"...: not CUDA
-        if isinstance(value, cst.Call) or isinstance(value, (cst.Name, cst.Attribute)):
-            self.report(node, f"`torch.Generator(device={short(value)})` becomes a "
-                        f"Neuron-device generator once the device is migrated, which was reported "
-                        f'unavailable: use `device="cpu"` and {ADVICE}', evidence=Evidence.THIRD_PARTY)
+        if isinstance(value, (cst.Call, cst.Name, cst.Attribute)):
+            # the device edits beside it wait for this one: made alone, they hand it the Neuron device
+            test, imports = per_target.neuron_present(self.ctx)
+            per_host = cst.IfExp(test=test, body=make_string("cpu"), orelse=value)
+            self.fix(value, per_host, f"`torch.Generator(device={short(value)})` gets the CPU on Neuron: a "
+                     f"Neuron-device generator was reported unavailable; {ADVICE}",
+                     evidence=Evidence.THIRD_PARTY, imports=imports, pins=GENERATOR)
