@@ -134,6 +134,10 @@ TARGET_SPECIFIC = {
     # unsafe fix), so the class and the code that makes its objects move; the other targets report
     # the stream, and that code waits with it
     "maker_of_held_class": "moves beside a held class's maker on neuron only",
+    # a flag stored from a check that reads itself widens on neuron, where the `.cuda()` moves it
+    # guards become host-aware; the other targets move outright, so its check stays as the moves
+    # it guards do (as for a flag handed on: `_CudaValueFinder`'s `aware`)
+    "flag_updated_from_itself": "flag widened beside host-aware moves on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

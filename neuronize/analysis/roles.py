@@ -745,9 +745,18 @@ def _cuda_flag(test: cst.BaseExpression, functions: tuple[cst.FunctionDef, ...],
     torch.cuda.is_available()``), which NRN110 follows, and so is an attribute the file stores
     such a check in (``args.cuda = not args.no_cuda and torch.cuda.is_available()``, ``stored``)."""
     if isinstance(test, cst.Name):
-        return any(test.value in _flag_parameters(function) for function in functions)
+        owner = next((f for f in reversed(functions) if test.value in _flag_parameters(f)), None)
+        return owner is not None and not _stores_check(owner, test.value)
     return isinstance(test, cst.Attribute) and _CUDA_FLAG.fullmatch(test.attr.value) is not None \
         and dotted_name(test) not in stored
+
+
+def _stores_check(function: cst.FunctionDef, name: str) -> bool:
+    """``function`` stores a CUDA availability check in its parameter ``name`` (``use_gpu = use_gpu
+    and torch.cuda.is_available()``): the parameter's tests are a host choice from there on."""
+    return any((bound := assigned_value(stmt)) is not None and bound[0] == name
+               and "cuda.is_available()" in cst.Module([]).code_for_node(bound[1])
+               for stmt in iter_statements(function.body.body) if isinstance(function.body, cst.IndentedBlock))
 
 
 def _on_by_default(name: str, functions: Sequence[cst.FunctionDef]) -> bool:

@@ -951,8 +951,9 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             scope = functions[-1] if functions else ctx.module
             stored[(id(scope), bound[0])] = bound[1]
     flags = {key: check for key, (scope, name, check) in found.items()
-             if (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
-                 if "." in name else stored_once(scope, name) and _handed_on(ctx, scope, name) is None)}
+             if not _reads_itself(name, check)
+             and (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
+                  if "." in name else stored_once(scope, name) and _handed_on(ctx, scope, name) is None)}
     others = {id(node) for node, _ in choices} | {id(node) for node in negated}
     # a notebook's flag that later cells test too: this cell sees only part of the choice
     elsewhere = {id(check) for scope, name, check in found.values()
@@ -960,6 +961,21 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
     return ({key: check for key, check in flags.items() if key not in others},
             [(node, side, flags[id(node)]) for node, side in choices if id(node) in flags],
             {id(flags[id(link)]) for link in negated if id(link) in flags and _decides_where_true(link)} | elsewhere)
+
+
+def reads_itself(stored: cst.CSTNode) -> bool:
+    """The flag ``stored`` sets (``args.cuda = args.cuda and torch.cuda.is_available()``) reads its
+    own earlier value: no Neuron branch can test it (:func:`_reads_itself`), so the check itself
+    takes Neuron in."""
+    value = getattr(stored, "value", None)
+    return value is not None and any(_reads_itself(name, value) for name in assigned_names(stored))
+
+
+def _reads_itself(name: str, check: cst.BaseExpression) -> bool:
+    """The flag ``name`` is stored from a check that reads its earlier value (``args.cuda =
+    args.cuda and torch.cuda.is_available()``): a Neuron branch testing the check's other
+    conditions would read the value stored, which is False on Trainium."""
+    return any(isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == name for node in iter_syntax(check))
 
 
 def _decides_where_true(link: cst.If) -> bool:

@@ -24,7 +24,7 @@ from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
 from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE, REQUIRED_CUDA
 from neuronize.transforms._helpers.device_model import (
-    bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, in_fallback_test, unmoved_fallback,
+    bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, reads_itself, in_fallback_test, unmoved_fallback,
     unserved_cuda_value, value_choice)
 from neuronize.transforms._helpers.device_choice import (
     available_polarities, extended_check, idiom_branch, rebound_check, says_only_neuron)
@@ -510,11 +510,11 @@ def _cuda_value(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> s
     if kind is Context.IF and isinstance(where, (cst.If, cst.While)):
         return unserved_cuda_value(ctx, [where.body, where.orelse])
     if kind is Context.FLAG and where is not None:
-        # the flag is handed on to code of the project (`predict(model, x, use_cuda)`): no Neuron
-        # branch in front of its tests would reach that code, so the flag itself widens, and the
-        # plain `.cuda()` moves it guards become host-aware with it
+        # the flag is handed on to code of the project (`predict(model, x, use_cuda)`), or reads
+        # its own earlier value: no Neuron branch in front of its tests would reach that code, so
+        # the flag itself widens, and the plain `.cuda()` moves it guards become host-aware with it
         return unserved_cuda_value(ctx, list(flag_uses(ctx, assigned_names(where), where)),
-                                   aware=handed_on_flag(ctx, where) is not None)
+                                   aware=handed_on_flag(ctx, where) is not None or reads_itself(where))
     return None
 
 
