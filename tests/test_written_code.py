@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
 import torch
 
 from helpers import neuronize
@@ -170,6 +171,36 @@ def test_a_project_that_still_runs_on_python_2_gets_no_return_annotation_in_any_
     for name in ("utils.py", "train.py"):
         out = (tmp_path / name).read_text()
         assert "def on_neuron():\n" in out and "-> bool" not in out, name
+
+
+@pytest.mark.parametrize("sign", ["notebook", "print statement"])
+def test_a_project_whose_notebook_kernel_or_syntax_is_python_2_gets_no_return_annotation(tmp_path, sign):
+    # no `__future__` line anywhere: a notebook run on the `python2` kernel, or a module written in
+    # Python 2's syntax (which does not parse as Python 3, so only its bytes say it)
+    if sign == "notebook":
+        cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                "source": ["import torch\n", "print('ready')\n"]}
+        (tmp_path / "demo.ipynb").write_text(json.dumps({
+            "cells": [cell], "nbformat": 4, "nbformat_minor": 2,
+            "metadata": {"kernelspec": {"display_name": "Python 2", "language": "python", "name": "python2"}}}))
+    else:
+        (tmp_path / "eval.py").write_text('import torch\nprint "PSNR:", 31.2\n')
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    neuronize("fix", "--unsafe-fixes", str(tmp_path))
+    out = (tmp_path / "train.py").read_text()
+    assert "def on_neuron():\n" in out and "-> bool" not in out
+
+
+def test_a_colab_notebook_recording_python_2_7_under_a_python_3_kernel_is_python_3(tmp_path):
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["import torch\n"]}
+    (tmp_path / "tutorial.ipynb").write_text(json.dumps({
+        "cells": [cell], "nbformat": 4, "nbformat_minor": 0,
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                     "language_info": {"codemirror_mode": {"name": "ipython", "version": 2}, "name": "python",
+                                       "pygments_lexer": "ipython2", "version": "2.7.6"}}}))
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    neuronize("fix", "--unsafe-fixes", str(tmp_path))
+    assert "def on_neuron() -> bool:" in (tmp_path / "train.py").read_text()
 
 
 def test_a_device_value_set_above_the_import_of_torch_is_left_as_it_is():

@@ -120,7 +120,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
     from neuronize.analysis.program_pins import program_pins
-    from neuronize.analysis.python2 import keeps_python2
+    from neuronize.analysis.python2 import keeps_python2, notebook_keeps_python2
 
     sources = data[:python]
     code = [*sources, *(_cells_or_empty(raw) for raw in data[python:])]
@@ -145,7 +145,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
                         exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),
                         namespaces, kernel_servants(files_code, graph, kernels) | program_pins(files_code[:python], graph),
-                        any(map(keeps_python2, sources)))
+                        any(map(keeps_python2, sources)) or any(map(notebook_keeps_python2, data[python:])))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
