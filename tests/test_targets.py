@@ -138,6 +138,8 @@ TARGET_SPECIFIC = {
     # guards become host-aware; the other targets move outright, so its check stays as the moves
     # it guards do (as for a flag handed on: `_CudaValueFinder`'s `aware`)
     "flag_updated_from_itself": "flag widened beside host-aware moves on neuron only",
+    # as in autocast_beside_process_group: `.cuda(rank)` keeps its index beside Neuron's on neuron
+    "gloo_group_beside_ddp": "indexed CUDA move kept beside Neuron on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

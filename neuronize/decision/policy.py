@@ -705,7 +705,11 @@ DEFAULT_TYPE = "devices of a program whose default tensor type is CUDA's"
 #: a pool of worker processes whose task places work on a device: on Neuron the first worker's
 #: runtime takes the NeuronCores, and the others find none free
 WORKER_POOL = "devices of a program whose worker processes each place work on the device"
-PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE, WORKER_POOL})
+#: the default process group on gloo beside DistributedDataParallel: DDP over gloo raises on a model
+#: moved to Neuron, so the program's placements move only with a Neuron group
+GLOO_GROUP = "devices of a program whose DDP process group is gloo"
+PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE, WORKER_POOL,
+                          GLOO_GROUP})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function
@@ -776,10 +780,20 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
         return located, {}
     groups = {id(r): name for r, name in edits if r.group is None}
     groups.update((id(r), names[id(pin_scopes[id(r)])]) for r in pins if r.group is None)
-    held = {r.group: f"one of its edits waits with edit group `{name}`" for r, name in edits if r.group is not None}
+    # a group an edit is in already: a fixable pin takes it whole (one decision with the pin), where
+    # no other pin group claims it too; else it waits for the pin
+    fixed = {names[id(pin_scopes[id(r)])] for r in pins if r.fixable}
+    claims: dict[str, set[str]] = {}
+    for r, name in edits:
+        if r.group is not None:
+            claims.setdefault(r.group, set()).add(name)
+    taken = {group: next(iter(by)) for group, by in claims.items() if len(by) == 1 and by <= fixed}
+    held = {group: f"one of its edits waits with edit group `{next(iter(by))}`" for group, by in claims.items()
+            if group not in taken}
     if elsewhere is not None:
         held[elsewhere[0]] = elsewhere[1]
-    return [(dataclasses.replace(r, group=groups[id(r)]) if id(r) in groups else r, f) for r, f in located], held
+    return [(dataclasses.replace(r, group=groups.get(id(r)) or taken[r.group]) if id(r) in groups or r.group in taken
+             else r, f) for r, f in located], held
 
 
 def _copies_guard(report: Any, parents: Parents) -> bool:
