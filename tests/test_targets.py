@@ -140,6 +140,9 @@ TARGET_SPECIFIC = {
     "flag_updated_from_itself": "flag widened beside host-aware moves on neuron only",
     # as in autocast_beside_process_group: `.cuda(rank)` keeps its index beside Neuron's on neuron
     "gloo_group_beside_ddp": "indexed CUDA move kept beside Neuron on neuron only",
+    # as in process_group_in_kept_branch: the `else`/`elif` side of `if not torch.cuda.is_available():`
+    # stays CUDA's except on cpu, and an indexed move outside it keeps its index beside Neuron's
+    "cpu_branch_first": "CUDA side of a kept negated check except on cpu; indexed move on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

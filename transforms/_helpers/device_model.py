@@ -1574,7 +1574,7 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
     key = ("kept-cuda-guard", id(side))
     if key not in ctx.memo:
         from neuronize.transforms._helpers.cuda_guard import guarded_code, scan
-        from neuronize.transforms._helpers.device_choice import available_polarities, selection_if, selection_ifexp
+        from neuronize.transforms._helpers.device_choice import selection_if, selection_ifexp
 
         if cuda_side(node) is not None:
             chooses = selection_if(node) if isinstance(node, cst.If) else selection_ifexp(ctx, node)
@@ -1584,11 +1584,26 @@ def _kept_guard(ctx: FileContext, node: cst.If | cst.IfExp, side: cst.CSTNode) -
         elif (counted := _count_test(ctx, node.test)) is not None:
             kept = side is (node.body if counted else node.orelse)
         else:
-            kept = (isinstance(node, cst.If) and side is node.body and available_polarities(ctx, node.test) == {False}
+            kept = (isinstance(node, cst.If) and side is _available_side(ctx, node)
                     and (scan(ctx, guarded_code(ctx, node)).marker is not None
                          or unserved_cuda_value(ctx, [node.body, node.orelse]) is not None))
         ctx.memo[key] = kept
     return ctx.memo[key]
+
+
+def _available_side(ctx: FileContext, node: cst.If) -> cst.CSTNode | None:
+    """The side of ``node`` that runs only where CUDA is available: the body of ``if
+    torch.cuda.is_available():``; the ``else`` (or ``elif`` chain) of ``if not
+    torch.cuda.is_available():``, alone or joined by ``or`` (``if not torch.cuda.is_available() or
+    args.cpu:``), which holds wherever CUDA is missing."""
+    from neuronize.transforms._helpers.device_choice import available_polarities
+
+    polarities = available_polarities(ctx, node.test)
+    if polarities == {False}:
+        return node.body
+    test = node.test
+    negated = isinstance(test, cst.UnaryOperation) or isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)
+    return node.orelse if polarities == {True} and negated else None
 
 
 #: comparisons of a count with a small constant, by whether they hold where there is a GPU
