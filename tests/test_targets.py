@@ -143,6 +143,9 @@ TARGET_SPECIFIC = {
     # as in process_group_in_kept_branch: the `else`/`elif` side of `if not torch.cuda.is_available():`
     # stays CUDA's except on cpu, and an indexed move outside it keeps its index beside Neuron's
     "cpu_branch_first": "CUDA side of a kept negated check except on cpu; indexed move on neuron only",
+    # a negated detection (`if not torch.cuda.is_available(): cpu else: cuda`): neuron puts a Neuron
+    # branch in front of the whole chain, cpu moves its CUDA branch to the CPU (two CPU branches)
+    "cpu_first_detection": "Neuron branch in front of a negated detection on neuron only",
 }
 SCRIPTS = sorted(p.name[: -len(".before.py")] for p in PIPELINE.glob("*.before.py")
                  if "_target-" not in p.name and p.name[: -len(".before.py")] not in TARGET_SPECIFIC)

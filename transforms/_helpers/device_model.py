@@ -1072,10 +1072,35 @@ def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = (),
     ``and`` (``not args.cpu and torch.cuda.is_available()``), which the Neuron branch keeps; and
     in a chain (``chain``: its links) whose every branch sets one variable to a device
     (``arg = "cuda:0"`` after CUDA's own logging, ``arg = "mps"``, ``arg = "cpu"``), the CUDA
-    branch is a detection whatever else it does (:func:`_chain_choice`)."""
+    branch is a detection whatever else it does (:func:`_chain_choice`). So is the ``else`` of
+    ``if not torch.cuda.is_available(): <the CPU's> else: <CUDA's>`` (:func:`_negated_detection`)."""
+    if _negated_detection(ctx, node):
+        return True
     if _neuron_test(ctx, (flags or {}).get(id(node), node.test)) is None:
         return False
     return _assigns_cuda(node.body) or _choice_body(ctx, node.body) or _chain_choice(node, chain) is not None
+
+
+def _negated_detection(ctx: FileContext, node: cst.If) -> bool:
+    """``if not torch.cuda.is_available(): device = "cpu" else: device = "cuda"``: the CUDA branch
+    is the ``else``, the check the negated test's operand."""
+    test = node.test
+    return (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(node.orelse, cst.Else)
+            and _neuron_test(ctx, test.expression) is not None
+            and (_assigns_cuda(node.orelse.body) or _choice_body(ctx, node.orelse.body) or _else_choice(node) is not None))
+
+
+def _else_choice(node: cst.If) -> cst.Assign | None:
+    """:func:`_chain_choice` of a negated detection: the ``else`` (``device = "cuda:0"``, then CUDA's
+    own set-up) chooses what the body sets to another device (``device = "cpu"``)."""
+    assert isinstance(node.orelse, cst.Else)
+    return _chain_choice(cst.If(test=node.test, body=node.orelse.body), [cst.If(test=node.test, body=node.body)])
+
+
+def cuda_branch(ctx: FileContext, link: cst.If) -> cst.CSTNode:
+    """The branch of the detection or dispatch link ``link`` that runs on CUDA: its body, or its
+    ``else`` where the test is negated (:func:`_negated_detection`)."""
+    return link.orelse if link.orelse is not None and _negated_detection(ctx, link) else link.body
 
 
 def _neuron_test(ctx: FileContext, test: cst.BaseExpression) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]] | None:
@@ -1315,7 +1340,7 @@ def in_detection(ctx: FileContext) -> bool:
         return False
     child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
     for anc in ctx.ancestors():
-        if isinstance(anc, cst.If) and id(anc) in kept and child is not anc.orelse:
+        if isinstance(anc, cst.If) and id(anc) in kept and (child is anc.test or child is cuda_branch(ctx, anc)):
             return True
         child = anc
     return False
@@ -1360,16 +1385,20 @@ def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.I
     its ``elif`` and keeps CUDA and every other host; in a chain that sets one variable in every
     branch (:func:`_chain_choice`), the Neuron body sets it to ``"neuron"`` and nothing else.
     Also its imports, and whether the copy drops a CUDA device index (``f"cuda:{rank}"``)."""
-    found = _neuron_test(ctx, model(ctx).flag_checks.get(id(node), node.test))
+    negated = _negated_detection(ctx, node)
+    asked = node.test.expression if negated else model(ctx).flag_checks.get(id(node), node.test)  # type: ignore[attr-defined]
+    found = _neuron_test(ctx, asked)
     assert found is not None  # a detection link (:func:`detection_link`)
     test, imports = found
-    chosen = None if _assigns_cuda(node.body) or _choice_body(ctx, node.body) else _chain_choice(node, chain)
+    cuda = node.orelse.body if negated else node.body  # type: ignore[union-attr]
+    chosen = None if _assigns_cuda(cuda) or _choice_body(ctx, cuda) else _else_choice(node) if negated \
+        else _chain_choice(node, chain)
     copier = _ToNeuron(ctx)
     if chosen is not None:
         assigned = chosen.with_changes(value=_as_neuron(chosen.value))
         body: cst.BaseSuite = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[assigned])])
     else:
-        body = node.body.visit(copier)  # type: ignore[assignment]
+        body = cuda.visit(copier)  # type: ignore[assignment]
     head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),
                   leading_lines=node.leading_lines)
     return head, (*imports, *copier.imports), copier.dropped_index
@@ -1679,7 +1708,7 @@ def cuda_keeping(ctx: FileContext) -> str | None:
     links = model(ctx).cuda_links
     child: cst.CSTNode | None = ctx.stack[-1] if ctx.stack else None
     for anc in ctx.ancestors():
-        if isinstance(anc, cst.If) and child is anc.body and id(anc) in links:
+        if isinstance(anc, cst.If) and id(anc) in links and child is cuda_branch(ctx, anc):
             return ""
         if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test and child is not None \
                 and _kept_guard(ctx, anc, child):
