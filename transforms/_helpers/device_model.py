@@ -1091,10 +1091,9 @@ def _negated_detection(ctx: FileContext, node: cst.If) -> bool:
 
 
 def _else_choice(node: cst.If) -> cst.Assign | None:
-    """:func:`_chain_choice` of a negated detection: the ``else`` (``device = "cuda:0"``, then CUDA's
+    """:func:`_block_choice` of a negated detection: the ``else`` (``device = "cuda:0"``, then CUDA's
     own set-up) chooses what the body sets to another device (``device = "cpu"``)."""
-    assert isinstance(node.orelse, cst.Else)
-    return _chain_choice(cst.If(test=node.test, body=node.orelse.body), [cst.If(test=node.test, body=node.body)])
+    return _block_choice(node.orelse.body, [node.body]) if isinstance(node.orelse, cst.Else) else None
 
 
 def cuda_branch(ctx: FileContext, link: cst.If) -> cst.CSTNode:
@@ -1162,34 +1161,43 @@ class _SettingsHidden(cst.CSTTransformer):
 def _chain_choice(cuda: cst.If, chain: Sequence[cst.If]) -> cst.Assign | None:
     """The assignment ``name = "<CUDA device>"`` among the statements of the CUDA branch of a
     chain whose every other branch (``else`` included, at least one) sets ``name`` to another
-    device string: the one statement of that branch a Neuron branch needs. The CUDA branch may
-    pick its CUDA device in an ``if``/``else`` of its own (``device = f"cuda:{rank}"`` when
-    distributed, else ``"cuda:0"``), each of whose branches sets ``name``."""
-    def device_set(block: cst.BaseSuite, cuda_side: bool) -> cst.Assign | None:
-        lines = block.body if isinstance(block, cst.IndentedBlock) else []
-        for line in reversed(lines):
-            small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-                value = string_value(_device_string(small.value))
-                kind = value.split(":")[0] if value is not None else None
-                if (kind == "cuda" or _cuda_value(small.value)) if cuda_side else kind in OTHER_DEVICES:
-                    return small
-            elif cuda_side and isinstance(line, cst.If) and isinstance(line.orelse, cst.Else):
-                sets = [device_set(line.body, True), device_set(line.orelse.body, True)]
-                if sets[0] is not None and sets[1] is not None \
-                        and target_name(sets[0].targets[0].target) == target_name(sets[1].targets[0].target):
-                    return sets[-1]
-        return None
-
-    chosen = device_set(cuda.body, True)
+    device string: the one statement of that branch a Neuron branch needs (:func:`_block_choice`)."""
     others = [link.body for link in chain if link is not cuda]
     tail = chain[-1].orelse if chain else None
     others += [tail.body] if isinstance(tail, cst.Else) else []
+    return _block_choice(cuda.body, others)
+
+
+def _block_choice(cuda: cst.BaseSuite, others: Sequence[cst.BaseSuite]) -> cst.Assign | None:
+    """The assignment ``name = "<CUDA device>"`` in the block ``cuda``, where every block of
+    ``others`` (at least one) sets ``name`` to another device string. The CUDA block may pick its
+    CUDA device in an ``if``/``else`` of its own (``device = f"cuda:{rank}"`` when distributed,
+    else ``"cuda:0"``), each of whose branches sets ``name``."""
+    chosen = _device_set(cuda, True)
     if chosen is None or not others:
         return None
     name = target_name(chosen.targets[0].target)
-    sets = [device_set(block, False) for block in others]
+    sets = [_device_set(block, False) for block in others]
     return chosen if all(s is not None and target_name(s.targets[0].target) == name for s in sets) else None
+
+
+def _device_set(block: cst.BaseSuite, cuda_side: bool) -> cst.Assign | None:
+    """The last statement of ``block`` that sets a name to a CUDA device (``cuda_side``), or to
+    another device."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else []
+    for line in reversed(lines):
+        small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            value = string_value(_device_string(small.value))
+            kind = value.split(":")[0] if value is not None else None
+            if (kind == "cuda" or _cuda_value(small.value)) if cuda_side else kind in OTHER_DEVICES:
+                return small
+        elif cuda_side and isinstance(line, cst.If) and isinstance(line.orelse, cst.Else):
+            sets = [_device_set(line.body, True), _device_set(line.orelse.body, True)]
+            if sets[0] is not None and sets[1] is not None \
+                    and target_name(sets[0].targets[0].target) == target_name(sets[1].targets[0].target):
+                return sets[-1]
+    return None
 
 
 #: the statements a choice's branch may hold: values set, returned, or calls made with them
@@ -1631,7 +1639,8 @@ def _available_side(ctx: FileContext, node: cst.If) -> cst.CSTNode | None:
     if polarities == {False}:
         return node.body
     test = node.test
-    negated = isinstance(test, cst.UnaryOperation) or isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)
+    negated = (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+               or isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or))
     return node.orelse if polarities == {True} and negated else None
 
 

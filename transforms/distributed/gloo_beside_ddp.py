@@ -37,7 +37,8 @@ class GlooBesideDdp(Transform):
 
     Use instead:
         dist.init_process_group(backend="neuron" if on_neuron() else "gloo", init_method="env://")
-        model = DDP(model.to("neuron"), device_ids=None) if on_neuron() else DDP(model.cuda(rank), device_ids=[rank])
+        model = DDP(model.to("neuron") if on_neuron() else model.cuda(rank),
+                    device_ids=None if on_neuron() else [rank])
 
     Fix safety:
         Unsafe: collectives the program runs on CPU tensors (gathering Python objects, CPU
@@ -77,7 +78,7 @@ class GlooBesideDdp(Transform):
             return
         test, imports = per_target.neuron_present(self.ctx)
         per_host = cst.IfExp(test=test, body=make_string("neuron", backend.value), orelse=backend.value)
-        self.fix(backend.value, in_place(per_host, backend.value, backend), '`backend="gloo"` beside '
+        self.fix(backend.value, in_place(per_host, backend.value, backend), 'process group on `"gloo"` beside '
                  "DistributedDataParallel -> `\"neuron\"` on Neuron: gloo has no Neuron tensors, so DDP over it "
                  "raises once the model is there; every other host keeps gloo", imports=imports, pins=pins)
         request_torch_neuronx(self, Safety.UNSAFE, group=pins)
