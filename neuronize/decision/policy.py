@@ -708,8 +708,13 @@ WORKER_POOL = "devices of a program whose worker processes each place work on th
 #: the default process group on gloo beside DistributedDataParallel: DDP over gloo raises on a model
 #: moved to Neuron, so the program's placements move only with a Neuron group
 GLOO_GROUP = "devices of a program whose DDP process group is gloo"
+#: a random generator made on a device the program chooses (``torch.Generator(device=device)``): a
+#: generator on the Neuron device was reported unavailable, so the placements of the file (where
+#: the device it is given is chosen, often at module level beside a function that seeds) move only
+#: with the edit that gives it the CPU there
+GENERATOR = "devices beside a random generator made on their device"
 PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE, WORKER_POOL,
-                          GLOO_GROUP})
+                          GLOO_GROUP, GENERATOR})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function
@@ -720,10 +725,6 @@ BLOCK_PINS = frozenset({BRANCH_ASSERT})
 #: CUDA tensors that meet what the class's other methods place (its model, its batches)
 LEGACY_TYPES = "devices beside legacy CUDA tensor types"
 CLASS_PINS = frozenset({LEGACY_TYPES})
-#: a random generator made on a device the program chooses (``torch.Generator(device=device)``): a
-#: generator on the Neuron device was reported unavailable, so the placements beside it move only
-#: with the edit that gives it the CPU there
-GENERATOR = "devices beside a random generator made on their device"
 
 
 #: the edit group of the device edits of a file another program of the run pins (Options.program_pin)

@@ -33,8 +33,9 @@ class CudaGenerator(Transform):
         `torch.Generator(device="cuda" if torch.cuda.is_available() else "cpu")` to `"cpu"`.
         A generator whose device is a variable (`torch.Generator(device=device)`) gets the CPU on
         Neuron only: `torch.Generator(device="cpu" if on_neuron() else device)`, every other host
-        keeping its device. The device edits of its function (of the file, at module level) are
-        made only with it: made alone, they would hand the generator the Neuron device.
+        keeping its device. The device edits of the file are made only with it: made alone, they
+        would hand the generator the Neuron device (a script often chooses its device at module
+        level and seeds a generator in a function).
 
     Why on TorchNeuron:
         A generator on the Neuron device was reported unavailable, and random ops such as
