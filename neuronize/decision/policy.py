@@ -784,12 +784,12 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     # a group an edit is in already: a fixable pin takes it whole (one decision with the pin), where
     # no other pin group claims it too; else it waits for the pin
     fixed = {names[id(pin_scopes[id(r)])] for r in pins if r.fixable}
-    claims: dict[str, set[str]] = {}
+    claims: dict[str, dict[str, None]] = {}  # group -> the pin groups of its edits, in order (a set's is not stable)
     for r, name in edits:
         if r.group is not None:
-            claims.setdefault(r.group, set()).add(name)
-    taken = {group: next(iter(by)) for group, by in claims.items() if len(by) == 1 and by <= fixed}
-    held = {group: f"one of its edits waits with edit group `{next(iter(by))}`" for group, by in claims.items()
+            claims.setdefault(r.group, {})[name] = None
+    taken = {group: next(iter(by)) for group, by in claims.items() if len(by) == 1 and by.keys() <= fixed}
+    held = {group: f"one of its edits waits with edit group `{list(by)[-1]}`" for group, by in claims.items()
             if group not in taken}
     if elsewhere is not None:
         held[elsewhere[0]] = elsewhere[1]

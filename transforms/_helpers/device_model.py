@@ -78,6 +78,9 @@ class DeviceModel:
     cuda_links: set[int] = field(default_factory=set)
     #: ids of the CUDA links of detections (a subset of ``cuda_links``)
     detection_links: set[int] = field(default_factory=set)
+    #: ids of the detection links whose CUDA branch is their ``else`` (``if not
+    #: torch.cuda.is_available(): device = "cpu" else: device = "cuda"``: :func:`_negated_detection`)
+    negated_links: set[int] = field(default_factory=set)
     #: ``if torch.cuda.is_available(): device = "cuda"`` links with no Neuron branch before them
     detections: list[tuple[cst.If, list[cst.If]]] = field(default_factory=list)
     #: id of an ``if <flag>:`` -> the check the flag was stored from, once, earlier in its block
@@ -137,9 +140,12 @@ def _build(ctx: FileContext) -> DeviceModel:
             built.dispatches.append(dispatch)
             built.cuda_links.add(id(dispatch.cuda))
         for before, link in zip([None, *links], links, strict=False):
-            if detection_link(ctx, link, links, built.flag_checks):
+            else_is_cuda = _negated_detection(ctx, link)
+            if else_is_cuda or detection_link(ctx, link, links, built.flag_checks):
                 built.cuda_links.add(id(link))
                 built.detection_links.add(id(link))
+                if else_is_cuda:
+                    built.negated_links.add(id(link))
                 served = before is not None and asks_if_neuron(before.test) or _any_accelerator_first(ctx, links, link)
                 if served or rejecting_consumer(ctx) is not None:
                     continue  # a Neuron branch in front already, or a consumer refusing one
@@ -1072,10 +1078,9 @@ def detection_link(ctx: FileContext, node: cst.If, chain: Sequence[cst.If] = (),
     ``and`` (``not args.cpu and torch.cuda.is_available()``), which the Neuron branch keeps; and
     in a chain (``chain``: its links) whose every branch sets one variable to a device
     (``arg = "cuda:0"`` after CUDA's own logging, ``arg = "mps"``, ``arg = "cpu"``), the CUDA
-    branch is a detection whatever else it does (:func:`_chain_choice`). So is the ``else`` of
-    ``if not torch.cuda.is_available(): <the CPU's> else: <CUDA's>`` (:func:`_negated_detection`)."""
-    if _negated_detection(ctx, node):
-        return True
+    branch is a detection whatever else it does (:func:`_chain_choice`). The model reads the
+    ``else`` of ``if not torch.cuda.is_available(): <the CPU's> else: <CUDA's>`` as one too
+    (:func:`_negated_detection`)."""
     if _neuron_test(ctx, (flags or {}).get(id(node), node.test)) is None:
         return False
     return _assigns_cuda(node.body) or _choice_body(ctx, node.body) or _chain_choice(node, chain) is not None
@@ -1098,8 +1103,8 @@ def _else_choice(node: cst.If) -> cst.Assign | None:
 
 def cuda_branch(ctx: FileContext, link: cst.If) -> cst.CSTNode:
     """The branch of the detection or dispatch link ``link`` that runs on CUDA: its body, or its
-    ``else`` where the test is negated (:func:`_negated_detection`)."""
-    return link.orelse if link.orelse is not None and _negated_detection(ctx, link) else link.body
+    ``else`` where the test is negated (:attr:`DeviceModel.negated_links`)."""
+    return link.orelse if link.orelse is not None and id(link) in model(ctx).negated_links else link.body
 
 
 def _neuron_test(ctx: FileContext, test: cst.BaseExpression) -> tuple[cst.BaseExpression, tuple[ImportRequest, ...]] | None:
@@ -1393,12 +1398,12 @@ def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.I
     its ``elif`` and keeps CUDA and every other host; in a chain that sets one variable in every
     branch (:func:`_chain_choice`), the Neuron body sets it to ``"neuron"`` and nothing else.
     Also its imports, and whether the copy drops a CUDA device index (``f"cuda:{rank}"``)."""
-    negated = _negated_detection(ctx, node)
+    negated = id(node) in model(ctx).negated_links
     asked = node.test.expression if negated else model(ctx).flag_checks.get(id(node), node.test)  # type: ignore[attr-defined]
     found = _neuron_test(ctx, asked)
     assert found is not None  # a detection link (:func:`detection_link`)
     test, imports = found
-    cuda = node.orelse.body if negated else node.body  # type: ignore[union-attr]
+    cuda = node.orelse.body if negated and isinstance(node.orelse, cst.Else) else node.body
     chosen = None if _assigns_cuda(cuda) or _choice_body(ctx, cuda) else _else_choice(node) if negated \
         else _chain_choice(node, chain)
     copier = _ToNeuron(ctx)

@@ -76,8 +76,7 @@ class GlooBesideDdp(Transform):
         pins = pins_outside_cuda_code(self.ctx, GLOO_GROUP)
         if backend is None or string_value(backend.value) != "gloo" or pins is None:
             return
-        test, imports = per_target.neuron_present(self.ctx)
-        per_host = cst.IfExp(test=test, body=make_string("neuron", backend.value), orelse=backend.value)
+        per_host, imports = per_target.neuron_only(self.ctx, make_string("neuron", backend.value), backend.value)
         self.fix(backend.value, in_place(per_host, backend.value, backend), 'process group on `"gloo"` beside '
                  "DistributedDataParallel -> `\"neuron\"` on Neuron: gloo has no Neuron tensors, so DDP over it "
                  "raises once the model is there; every other host keeps gloo", imports=imports, pins=pins)

@@ -7,12 +7,12 @@ import libcst as cst
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, ImportRequest, Safety, Target, Transform
 from neuronize.analysis.context import FileContext
-from neuronize.analysis.import_safety import is_neuron_test, is_neuron_test_call
 from neuronize.transforms._helpers.calls import index_of, insert_args, keyword, new_keyword, replace_value, without_args
+from neuronize.transforms._helpers.device_choice import says_only_neuron
 from neuronize.transforms._helpers.device_model import keeps_cuda_hosts
 from neuronize.transforms._helpers.nodes import parenthesized
 from neuronize.transforms._helpers.hf import deepspeed_fp16_section, training_arguments_class
-from neuronize.analysis.syntax import is_false_or_none
+from neuronize.analysis.syntax import is_false_or_none, without_not
 from neuronize.transforms._helpers.literals import is_true, make_string, string_value
 
 _NEURON = ("hasattr(torch, 'accelerator') and torch.accelerator.is_available() and "
@@ -133,7 +133,8 @@ class HfFp16Training(Transform):
                 continue
             bf16 = keyword(new, bf16_name)
             if keeps_cuda_hosts(self.ctx):
-                new, imports = _per_host(self.ctx, new, fp16, bf16, bf16_name)
+                new, more = _per_host(self.ctx, new, fp16, bf16, bf16_name)
+                imports += more
                 changes.append(f"`{fp16_name}=True` -> `{bf16_name}=True` on Neuron")
                 continue
             if bf16 is None:
@@ -176,5 +177,5 @@ def _per_host(ctx: FileContext, call: cst.Call, fp16: cst.Arg, bf16: cst.Arg | N
 
 def _elsewhere(value: cst.BaseExpression) -> bool:
     """``not <Neuron>``: the per-host value :func:`_per_host` wrote."""
-    return (isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not)
-            and (is_neuron_test_call(value.expression) or is_neuron_test(value.expression.with_changes(lpar=(), rpar=()))))
+    test, negated = without_not(value)
+    return negated and says_only_neuron(test)

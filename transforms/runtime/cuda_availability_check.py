@@ -24,7 +24,7 @@ from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
 from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE, REQUIRED_CUDA
 from neuronize.transforms._helpers.device_model import (
-    bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, reads_itself, in_fallback_test, unmoved_fallback,
+    bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, in_fallback_test, reads_itself, unmoved_fallback,
     unserved_cuda_value, value_choice)
 from neuronize.transforms._helpers.device_choice import (
     available_polarities, extended_check, idiom_branch, rebound_check, says_only_neuron)
