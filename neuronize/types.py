@@ -137,8 +137,8 @@ class Options:
     #: the edit group of a placement pinned to CUDA at the top level of a cell of the notebook
     #: (``Report.pins``: a model its loader places on GPUs): the device edits of every cell wait for it
     notebook_pins: str | None = None
-    #: the CUDA flags a notebook cell stores that later cells read (neuronize/analysis/notebooks.py):
-    #: the cell sees only some of the flag's tests, so none of them gains a Neuron branch
+    #: the CUDA flags a notebook cell stores that later cells read, where some test of one cannot
+    #: gain a Neuron branch (neuronize/analysis/notebooks.py): none of them gains one
     notebook_flags: frozenset[str] = frozenset()
     #: why the file's device edits wait for other programs of the run whose placements stay
     #: (neuronize/analysis/program_pins.py, kernel_imports.kernel_servants), None where none do

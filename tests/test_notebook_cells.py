@@ -108,16 +108,24 @@ def test_a_cell_that_names_cuda_keeps_the_cuda_box_when_another_cell_chooses_the
         'x = torch.ones(2).to("neuron" if on_neuron() else "cuda")\n')
 
 
-def test_a_flag_that_later_cells_test_too_gains_no_neuron_branch_in_one_cell(tmp_path):
-    # the flag's tests in the later cells stay CUDA's (no cell there sees the flag stored): a
-    # Neuron branch in the first cell would place the model on Neuron and leave the data on the CPU
+def test_a_flag_that_later_cells_test_gains_a_neuron_branch_in_every_cell(tmp_path):
+    # the flag is one choice over the notebook: each cell testing it places on Neuron what it
+    # places on CUDA, so the model and its data meet there
     stored = _cell("import torch\n", "use_gpu = torch.cuda.is_available()\n", "if use_gpu:\n", "    net.cuda()\n")
-    later = _cell("if use_gpu:\n", "    x = x.cuda()\n", "y = net(x)\n")
-    cells = _fixed_cells(tmp_path, stored, later)
-    assert cells[0] == "".join(stored["source"])
-    # alone, a cell's flag is the whole choice, and gains Neuron
-    alone = _fixed_cells(tmp_path, stored, _cell("print(net)\n"), name="alone.ipynb")
-    assert "if on_neuron():\n    net.to(\"neuron\")\nelif use_gpu:\n" in alone[0]
+    later = _cell("x = torch.ones(2)\n", "if use_gpu:\n", "    x = x.cuda()\n", "y = net(x)\n")
+    cells = _fixed_cells(tmp_path, stored, _cell(f"print(f'GPU: {{use_gpu}}')\n"), later)
+    assert "if on_neuron():\n    net.to(\"neuron\")\nelif use_gpu:\n    net.cuda()\n" in cells[0]
+    assert cells[2] == 'x = torch.ones(2)\nif on_neuron():\n    x = x.to("neuron")\nelif use_gpu:\n    x = x.cuda()\ny = net(x)\n'
+
+
+def test_a_flag_stays_cudas_in_every_cell_where_one_test_cannot_gain_neuron(tmp_path):
+    stored = _cell("import torch\n", "use_gpu = torch.cuda.is_available()\n", "if use_gpu:\n", "    net.cuda()\n")
+    # a test with no Neuron copy (a second GPU), and a flag handed on to the notebook's own code:
+    # a Neuron branch in the first cell would place the model on Neuron and leave the data on the CPU
+    for later in (_cell("if use_gpu:\n", "    x = x.cuda(1)\n"), _cell("x = prepare(x, use_gpu)\n")):
+        cells = _fixed_cells(tmp_path, stored, later)
+        assert cells[0] == "".join(stored["source"])
+        assert "neuron" not in cells[1]
 
 
 def test_a_cell_names_the_chosen_device_only_while_the_choice_stands(tmp_path):

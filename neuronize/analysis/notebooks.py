@@ -4,12 +4,15 @@ when a cell changed. Pure, like the engine: bytes in, values out."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import ast
 import warnings
 
 from neuronize.decision.claims import is_claimer
+from neuronize.decision.policy import accepts
 from neuronize.analysis.engine import not_rewritten, run_source
 from neuronize.analysis.import_safety import NEURON_TEST_NAME
 from neuronize.analysis.prefilter import TokenFilter
@@ -86,16 +89,18 @@ def _trees(cells: Sequence[Cell]) -> list[ast.Module | None]:
     return [None if cell.script else _tree(cell.source) for cell in cells]
 
 
-def inherited_statements(cells: Sequence[Cell], trees: Sequence[ast.Module | None]) -> list[bytes]:
+def inherited_statements(cells: Sequence[Cell], trees: Sequence[ast.Module | None],
+                         flags: Sequence[NotebookFlag] = ()) -> list[bytes]:
     """For each cell, the statements of earlier cells it relies on (a notebook runs its cells in one
     namespace, until the kernel restarts: `torch` imported in cell 2 is `torch` in cell 4): the imports it uses without importing
     them itself (only names the cell mentions, so no rule can pick a spelling the cell never used;
-    and a plain ``import torch``), and the device variable an earlier cell chose, with the imports
-    that choice reads."""
+    and a plain ``import torch``), and the device variable an earlier cell chose, or a CUDA flag of
+    ``flags`` it stored, with the imports that statement reads."""
     earlier: dict[str, str] = {}
     choices: dict[str, str] = {}
+    stored = {flag.cell: flag for flag in flags}
     out = []
-    for cell, tree in zip(cells, trees, strict=True):
+    for position, (cell, tree) in enumerate(zip(cells, trees, strict=True)):
         if cell.restarts:  # a fresh kernel: nothing an earlier cell bound is there
             earlier.clear()
             choices.clear()
@@ -117,6 +122,8 @@ def inherited_statements(cells: Sequence[Cell], trees: Sequence[ast.Module | Non
         for name in _rebound(tree):
             choices.pop(name, None)
         choices.update(_device_choices(tree, cell.source.decode("utf-8", "replace")))
+        if position in stored:
+            choices[stored[position].name] = stored[position].statement
     return out
 
 
@@ -128,23 +135,98 @@ def _cuda_flags(tree: ast.Module) -> set[str]:
                    and isinstance(n.value, ast.Attribute) and n.value.attr == "cuda" for n in ast.walk(stmt.value))}
 
 
-def shared_flags(cells: Sequence[Cell], trees: Sequence[ast.Module | None]) -> list[frozenset[str]]:
-    """For each cell, the CUDA flags it stores that a later cell reads (until a restart, or a cell
-    that binds the name again): the flag's tests in this cell are not the whole choice, which no
-    one cell sees (:attr:`Options.notebook_flags`)."""
+@dataclass(frozen=True)
+class NotebookFlag:
+    """A CUDA flag one cell stores and later cells read: one choice, which no one cell sees whole."""
+
+    name: str
+    cell: int  # the position of the cell that stores it
+    statement: str  # the line that stores it, which the cells reading it inherit
+    #: (position of the cell, line, 1-based column) of every ``if``/``elif`` and conditional
+    #: expression testing the flag, in any cell: each gains a Neuron branch, or none does
+    tests: tuple[tuple[int, int, int], ...]
+    #: every other read of the flag only shows it (a print, an f-string): the tests are the whole choice
+    tests_only: bool
+
+
+def shared_flags(cells: Sequence[Cell], trees: Sequence[ast.Module | None]) -> list[NotebookFlag]:
+    """The CUDA flags a cell stores that a later cell reads (until a restart, or a cell that binds
+    the name again)."""
     shared = []
     for i, tree in enumerate(trees):
-        flags = _cuda_flags(tree) if tree is not None else set()
-        read: set[str] = set()
-        for cell, later in zip(cells[i + 1:], trees[i + 1:], strict=True):
-            if not flags or cell.restarts:
-                break
-            if later is None:
-                continue
-            read |= flags & {n.id for n in ast.walk(later) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-            flags -= _rebound(later)
-        shared.append(frozenset(read))
+        for name in sorted(_cuda_flags(tree)) if tree is not None else ():
+            flag = _shared_flag(cells, trees, i, name)
+            if flag is not None:
+                shared.append(flag)
     return shared
+
+
+def _shared_flag(cells: Sequence[Cell], trees: Sequence[ast.Module | None], i: int, name: str) -> NotebookFlag | None:
+    """The flag ``name`` cell ``i`` stores, if a later cell reads it."""
+    tree = trees[i]
+    assert tree is not None
+    stores = sum(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
+    tests_only = stores == 1 and name not in _globals(tree)
+    readers = [(i, tree)]  # the cells where the stored value stands
+    for position in range(i + 1, len(cells)):
+        later = trees[position]
+        if cells[position].restarts:
+            break
+        if later is not None:
+            readers.append((position, later))
+            if name in _rebound(later):
+                tests_only = False
+                break
+    tests: list[tuple[int, int, int]] = []
+    read_later = False
+    for position, reader in readers:
+        for node, test in _reads(reader, name):
+            read_later = read_later or position != i
+            if test:
+                tests.append((position, node.lineno, node.col_offset + 1))
+            elif not _shows(reader, node):
+                tests_only = False
+    if not read_later:
+        return None
+    statement = next(stmt for n, stmt in _named_assignments(tree) if n == name)
+    text = ast.get_source_segment(cells[i].source.decode("utf-8", "replace"), statement) or ""
+    return NotebookFlag(name, i, text, tuple(tests), tests_only and bool(text))
+
+
+def _globals(tree: ast.Module) -> set[str]:
+    return {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+
+
+def _reads(tree: ast.Module, name: str) -> Iterator[tuple[ast.stmt | ast.expr, bool]]:
+    """Each read of ``name`` in ``tree``: the ``if``/``elif``/conditional expression it is the whole
+    test of (True), or the name itself (False)."""
+    tested = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.IfExp)) and isinstance(node.test, ast.Name) and node.test.id == name:
+            tested.add(id(node.test))
+            yield node, True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in tested:
+            yield node, False
+
+
+def _shows(tree: ast.Module, name: ast.AST) -> bool:
+    """``name`` is only shown: an argument of ``print`` or a field of an f-string."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FormattedValue) and node.value is name:
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" \
+                and any(arg is name for arg in node.args):
+            return True
+    return False
+
+
+def _unserved(flags: Sequence[NotebookFlag], results: Sequence[SourceResult], accepted: Callable[[Any], bool]
+              ) -> frozenset[str]:
+    """The flags of which some test did not gain its Neuron branch in ``results`` (no fix applied
+    where it stands): the others would place what that test keeps on the CPU."""
+    fixed = {(i, f.line, f.column) for i, result in enumerate(results) for f in result.findings if accepted(f)}
+    return frozenset(flag.name for flag in flags if not set(flag.tests) <= fixed)
 
 
 def neuron_helper(code: bytes) -> bytes:
@@ -181,10 +263,19 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
         return SourceResult(error=FileError(f"invalid notebook: {exc.message}", exc.line))
     # a notebook is a program of its own: its cells serve the hosts its own cells check for
     options = dataclasses.replace(options, project_checks_host=False)
-    results = _run_cells(cells, rules, options, path, prefilter, fix)
-    pins = next((result.pins for result in results if result.pins is not None), None)
-    if pins is not None:  # the cells run before and after it meet the model it places: run them again
-        results = _run_cells(cells, rules, dataclasses.replace(options, notebook_pins=pins), path, prefilter, fix)
+    trees = _trees(cells)
+    flags = shared_flags(cells, trees)
+    kept = frozenset(flag.name for flag in flags if not flag.tests_only)
+    results = _run_cells(cells, trees, flags, kept, rules, options, path, prefilter, fix)
+    # every test of a flag gains its Neuron branch, or the flag stays CUDA's in every cell; a
+    # placement pinned to CUDA in one cell holds the device edits of all
+    for _ in range(2):
+        unserved = kept | _unserved([flag for flag in flags if flag.name not in kept], results, accepts(options))
+        pins = options.notebook_pins or next((result.pins for result in results if result.pins is not None), None)
+        if unserved == kept and pins == options.notebook_pins:
+            break
+        kept, options = unserved, dataclasses.replace(options, notebook_pins=pins)
+        results = _run_cells(cells, trees, flags, kept, rules, options, path, prefilter, fix)
     findings: list[Finding] = []
     changed: dict[int, bytes] = {}
     errors: list[str] = []
@@ -215,16 +306,18 @@ def run_notebook(source: bytes, rules: Sequence[type[Transform]], options: Optio
                         would_change=would_change and error is None)
 
 
-def _run_cells(cells: Sequence[Cell], rules: Sequence[type[Transform]], options: Options, path: str,
+def _run_cells(cells: Sequence[Cell], trees: Sequence[ast.Module | None], flags: Sequence[NotebookFlag],
+               kept: frozenset[str], rules: Sequence[type[Transform]], options: Options, path: str,
                prefilter: TokenFilter, fix: bool) -> list[SourceResult]:
-    """Each cell run as a module of its own, knowing what the cells above it bound."""
+    """Each cell run as a module of its own, knowing what the cells above it bound: the flags of
+    ``kept`` stay CUDA's, the others are passed on to the cells that test them."""
     results = []
     helper = b""  # the Neuron test an earlier cell defines, which later cells call
-    trees = _trees(cells)
-    for cell, inherited, flags in zip(cells, inherited_statements(cells, trees), shared_flags(cells, trees),
-                                      strict=True):
+    passed = [flag for flag in flags if flag.name not in kept]
+    for position, (cell, inherited) in enumerate(zip(cells, inherited_statements(cells, trees, passed), strict=True)):
         helper = b"" if cell.restarts else helper
-        here = dataclasses.replace(options, notebook_flags=flags) if flags else options
+        own = frozenset(flag.name for flag in flags if flag.cell == position and flag.name in kept)
+        here = dataclasses.replace(options, notebook_flags=own) if own else options
         result = run_source(cell.source, rules, here, path=f"{path}:cell {cell.index}",
                             prefilter=prefilter, fix=fix, inherited=b"" if cell.script else inherited + helper)
         helper = helper or (b"" if cell.script else neuron_helper(result.output or cell.source))

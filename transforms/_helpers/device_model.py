@@ -117,7 +117,8 @@ def _build(ctx: FileContext) -> DeviceModel:
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
     # `if` statements live in blocks of statements: no need to walk the expressions for them
-    stores_checks = b"is_available" in ctx.source  # a flag can hold a check only where one is made
+    # a flag can hold a check only where one is made: here, or in an earlier cell of a notebook
+    stores_checks = b"is_available" in ctx.source or ctx.inherited is not None
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
@@ -924,8 +925,9 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
     such a flag (``model.cuda() if use_cuda else model``, or ``... if not use_cuda else ...``),
     each with the branch that runs where CUDA is and the check. Third, the ids of the checks of
     flags that an ``if not <flag>:`` decides code for where the flag holds (:func:`_decides_where_true`),
-    which has no Neuron branch, and of a notebook's flags that later cells test too
-    (``Options.notebook_flags``)."""
+    which has no Neuron branch, and of a notebook's flags that some cell cannot give a Neuron
+    branch (``Options.notebook_flags``). A flag an earlier cell stored, which the cell inherits, is
+    stored at the cell's top level."""
     from neuronize.transforms._helpers.device_choice import stored_attributes
 
     stored: dict[tuple[int, str], cst.BaseExpression] = {}  # (id of its scope, name) -> the check
@@ -943,6 +945,11 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
             return ctx.module, dotted_name(test) or "", values[0]
         return None
 
+    for earlier in ctx.inherited.body if ctx.inherited is not None else ():
+        # a flag an earlier cell of the notebook stored: every cell testing it is part of its choice
+        bound = assigned_value(earlier)
+        if bound is not None and _neuron_test(ctx, bound[1]) is not None:
+            stored[(id(ctx.module), bound[0])] = bound[1]
     negated: list[cst.If] = []  # ``if not <flag>:`` links
     for statement, functions in scoped_statements(ctx.module.body):
         for node, test, side in _flag_tests(statement) if stored or attributes else ():
@@ -1412,6 +1419,8 @@ def neuron_first_detection(ctx: FileContext, node: cst.If, chain: Sequence[cst.I
         body: cst.BaseSuite = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[assigned])])
     else:
         body = cuda.visit(copier)  # type: ignore[assignment]
+        if isinstance(body, cst.IndentedBlock):  # the blank lines and comments closing CUDA's block stay its own
+            body = body.with_changes(footer=())
     head = cst.If(test=test, body=body, orelse=node.with_changes(leading_lines=()),
                   leading_lines=node.leading_lines)
     return head, (*imports, *copier.imports), copier.dropped_index
