@@ -245,25 +245,28 @@ def test_sarif_and_json_name_the_other_kinds(tmp_path):
 
 
 def test_diff_then_fix_writes_the_same_bytes(tmp_path):
-    (tmp_path / "cfg.yaml").write_bytes(b"trainer:\r\n  precision: 16-mixed\r\nbackend: 'nccl'")
+    (tmp_path / "requirements.txt").write_bytes(b"torch==2.13.0+cu121\r\n" + b"numpy\r\n" * 7 + b"torchaudio==2.13.0+cu121")
     proc = _neuronize("fix", "--diff", "--unsafe-fixes", ".", cwd=tmp_path)
-    assert "+  precision: bf16-mixed" in proc.stdout and "\\ No newline at end of file" in proc.stdout
+    assert "+torchaudio==2.13.0" in proc.stdout and "\\ No newline at end of file" in proc.stdout
     patch = proc.stdout
     _neuronize("fix", "--unsafe-fixes", ".", cwd=tmp_path)
-    assert (tmp_path / "cfg.yaml").read_bytes() == b"trainer:\r\n  precision: bf16-mixed\r\nbackend: 'neuron'"
-    assert patch.count("@@") == 2
+    neuronx = b'torch-neuronx==2.13.*; platform_system == "Linux" and platform_machine == "x86_64"\r\n'
+    assert (tmp_path / "requirements.txt").read_bytes() == (b"torch==2.13.0\r\n" + neuronx + b"numpy\r\n" * 7
+                                                            + b"torchaudio==2.13.0")
+    assert sum(line.startswith("@@ ") for line in patch.splitlines()) == 2
 
 
-def test_a_config_of_a_project_that_also_runs_on_cuda_keeps_its_fp16_precision(tmp_path):
-    # the trainer checks for CUDA, so its GPU hosts read the same config: bf16 would change their
-    # numbers, and a config value cannot choose by host; its device still moves (the user's ask)
+def test_a_config_read_on_every_host_keeps_its_cuda_values(tmp_path):
+    # the trainer keeps its CUDA hosts (its placements become host-aware), and they read the same
+    # config: a value cannot choose by host, so each is reported with what Trainium needs
     (tmp_path / "cfg.yaml").write_bytes(b"precision: 16-mixed\ndevice: cuda\n")
-    (tmp_path / "train.py").write_bytes(b"import torch\nuse_gpu = torch.cuda.is_available()\n")
-    (tmp_path / "data.py").write_bytes(b"import torch\n")
+    (tmp_path / "train.py").write_bytes(b"import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
     _neuronize("fix", "--unsafe-fixes", ".", cwd=tmp_path)
-    assert (tmp_path / "cfg.yaml").read_bytes() == b"precision: 16-mixed\ndevice: neuron\n"
+    assert (tmp_path / "cfg.yaml").read_bytes() == b"precision: 16-mixed\ndevice: cuda\n"
+    assert b'"neuron" if on_neuron() else "cuda"' in (tmp_path / "train.py").read_bytes()
     proc = _neuronize("check", "--output-format", "concise", ".", cwd=tmp_path)
-    assert proc.stdout == "cfg.yaml:1:12 NRN633 [report-only] `precision: 16-mixed` stays\n"
+    assert proc.stdout.splitlines() == ["cfg.yaml:1:12 NRN633 [report-only] `precision: 16-mixed` stays",
+                                        "cfg.yaml:2:9 NRN633 [report-only] `device: cuda` stays"]
 
 
 def test_stdin_takes_its_kind_from_the_file_name(tmp_path):

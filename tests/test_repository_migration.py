@@ -58,8 +58,8 @@ def test_one_run_migrates_every_kind(migrated, snapshot):
     snapshot.snapshot_dir = PROJECT
     snapshot.assert_match_dir(_nested(_tree(work)), "after")
     changed = {k for k, v in _tree(work).items() if v != (PROJECT / "before" / k).read_bytes()}
-    assert changed == {"train.py", "requirements.txt", "pyproject.toml", "scripts/evaluate.sh",
-                       "configs/accelerate.yaml", "configs/train.yaml"}
+    # the configs are read on the CUDA hosts the program keeps too: their values are reported
+    assert changed == {"train.py", "requirements.txt", "pyproject.toml", "scripts/evaluate.sh"}
     left = "".join(f"{f['path']}:{f['line']}:{f['column']} {f['rule']} {f['safety']}\n"
                    for f in report["findings"] if not f["applied"])
     snapshot.assert_match(left, "findings.txt")

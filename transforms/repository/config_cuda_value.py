@@ -9,7 +9,6 @@ from neuronize.transforms._helpers.setup_files import CONFIG_KINDS, DISTRIBUTED_
 from neuronize.line_rule import LineRule, Span, TextDocument
 from neuronize.sources.configs import Entry, json_entries, yaml_entries
 from neuronize.sources.kinds import SourceKind
-from neuronize.sources.lines import Edit
 from neuronize.transform import Evidence, Example, Safety
 
 _DEVICE_KEYS = frozenset({"device", "device_type", "train_device", "eval_device"})
@@ -20,37 +19,39 @@ _FP16_PRECISION = frozenset({"16", "16-mixed", "fp16", "16-true"})
 _GPU_ACCELERATORS = frozenset({"gpu", "cuda"})
 
 
-def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False,
-         cuda_hosts: bool = False) -> tuple[str | None, str] | None:
-    """(replacement or None to report, message) for one config value, or None if it is fine;
-    ``number``: the value is written as a number (no quotes); ``gpu_accelerator``: the config asks
-    Lightning for GPUs (``accelerator: gpu``), which stays, so its processes run on CUDA;
-    ``cuda_hosts``: the project's code checks for a host, so the config serves CUDA hosts too."""
+#: why a config's value stays: every target keeps a host that reads it
+_READ_BY_CUDA = "CUDA hosts read this config too, and a config value cannot choose by host"
+
+
+def plan(entry: Entry, number: bool = False, gpu_accelerator: bool = False) -> str | None:
+    """The finding for one config value, or None if it is fine; ``number``: the value is written as
+    a number (no quotes); ``gpu_accelerator``: the config asks Lightning for GPUs (``accelerator:
+    gpu``), which stays, so its processes run on CUDA."""
     key, value = entry.key, entry.value
     if key in _DEVICE_KEYS and _CUDA_DEVICE.match(value):
-        return "neuron", f"`{key}: {value}` -> `neuron` (the code that reads it then places work on Trainium)"
+        return (f"`{key}: {value}` stays: {_READ_BY_CUDA} (a `neuron` there would fail every CUDA run); give the "
+                f"Trainium run `{key}: neuron` (a config of its own, or an override), or choose the device where "
+                "the code reads it")
     if key == "process_group_backend" and value == "nccl" and gpu_accelerator:  # Lightning's own strategy
-        return None, (f"`{key}: nccl` stays with the config's GPU accelerator, which runs its processes on CUDA "
-                      "(a `neuron` backend there would fail every CUDA run and give Neuron nothing): move both "
-                      "together by hand")
+        return (f"`{key}: nccl` stays with the config's GPU accelerator, which runs its processes on CUDA "
+                "(a `neuron` backend there would fail every CUDA run and give Neuron nothing): move both "
+                "together by hand")
     if key in _BACKEND_KEYS and value == "nccl":
-        return "neuron", f"`{key}: nccl` -> `neuron`: the TorchNeuron process-group backend"
+        return (f"`{key}: nccl` stays: {_READ_BY_CUDA}; give the Trainium run `{key}: neuron`, the TorchNeuron "
+                "process-group backend (a config of its own, or an override)")
     if key == "precision" and value in _FP16_PRECISION and number:
-        return None, (f"`precision: {value}` is a number, as a typed config (`precision: int`) and Lightning "
-                      "before 2.0 read it, where `bf16-mixed` is a string of Lightning 2.x: Neuron trains in "
-                      "bf16; set it by hand in the form the reader takes (`bf16-mixed`, `bf16` before 2.0)")
-    if key == "precision" and value in _FP16_PRECISION and cuda_hosts:
-        return None, (f"`precision: {value}` stays: the project also runs on CUDA hosts (its code checks for one), "
-                      "which read this config too, and bf16 changes their numbers (pre-Ampere GPUs emulate it, "
-                      "slowly); Neuron trains in bf16: give the Trainium run `precision: bf16-mixed` (a config of "
-                      "its own, or an override)")
+        return (f"`precision: {value}` is a number, as a typed config (`precision: int`) and Lightning "
+                "before 2.0 read it, where `bf16-mixed` is a string of Lightning 2.x: Neuron trains in "
+                "bf16; set it by hand in the form the reader takes (`bf16-mixed`, `bf16` before 2.0)")
     if key == "precision" and value in _FP16_PRECISION:
         new = "bf16-true" if value == "16-true" else "bf16-mixed"
-        return new, f"`precision: {value}` -> `{new}`: Neuron trains in bf16, which needs no loss scaling"
+        return (f"`precision: {value}` stays: {_READ_BY_CUDA}; bf16 would change the numbers of their runs "
+                f"(pre-Ampere GPUs emulate it, slowly). Neuron trains in bf16: give the Trainium run `precision: "
+                f"{new}` (a config of its own, or an override)")
     if key == "accelerator" and value in _GPU_ACCELERATORS:
-        return None, (f"`accelerator: {value}` asks for GPUs; a Lightning accelerator for Trainium is not "
-                      "documented: run the model on the `neuron` device (or `accelerator: auto` with a "
-                      "Neuron-aware release)")
+        return (f"`accelerator: {value}` asks for GPUs; a Lightning accelerator for Trainium is not "
+                "documented: run the model on the `neuron` device (or `accelerator: auto` with a "
+                "Neuron-aware release)")
     return None
 
 
@@ -58,15 +59,14 @@ class ConfigCudaValue(LineRule):
     """Finds CUDA values in YAML/JSON training configs: `device: cuda`, `backend: nccl`, `precision: 16-mixed`, `accelerator: gpu`.
 
     What it does:
-        In Lightning, Hydra, OmegaConf and similar configs, rewrites `device: cuda` / `cuda:N` to
-        `neuron`, `backend: nccl` to `neuron`, and fp16 `precision` values to `bf16-mixed`; reports
-        `accelerator: gpu`, a precision written as the number `16` (a typed config or Lightning
-        before 2.0 reads a number there, where `bf16-mixed` is a string), and any fp16 precision in
-        a project whose code checks for a host: its CUDA hosts read the same value, and a config
-        cannot choose by host. A strategy's
-        `process_group_backend: nccl` in a config whose `accelerator: gpu` stays is reported too:
-        Lightning runs those processes on CUDA. Only the
-        value's characters change; quotes and comments stay.
+        In Lightning, Hydra, OmegaConf and similar configs, reports `device: cuda` / `cuda:N`,
+        `backend: nccl`, fp16 `precision` values and `accelerator: gpu`, saying what the Trainium
+        run needs instead. Nothing is rewritten: the config is read on every host the program
+        runs on, the NVIDIA box it was written for included, and a value cannot choose by host
+        (`device: neuron` fails every CUDA run; bf16 changes the numbers of a GPU run, and
+        pre-Ampere GPUs emulate it slowly). A precision written as the number `16` is reported with
+        the form its reader takes (a typed config or Lightning before 2.0 reads a number there,
+        where `bf16-mixed` is a string).
 
     Why on TorchNeuron:
         A config value feeds the same calls the Python rules migrate: `torch.device(cfg.device)`,
@@ -78,12 +78,13 @@ class ConfigCudaValue(LineRule):
         backend: nccl
 
     Use instead:
-        device: neuron
-        backend: neuron
+        A config of the Trainium run's own (or an override on its command line, as Hydra takes
+        `device=neuron`), or a choice where the code reads the value:
+
+        device = "neuron" if on_neuron() else cfg.device
 
     Fix safety:
-        Unsafe: the code that reads the value is not seen here (it may compare it with
-        `"cuda"`), and a CUDA host running the same config then needs its own.
+        Report-only: an edit of the shared config would take the CUDA hosts off their path.
 
     Evidence:
         DOC for the device name and backend (TorchNeuron overview and distributed guide); INF for
@@ -93,13 +94,13 @@ class ConfigCudaValue(LineRule):
     id = "NRN633"
     name = "config-cuda-value"
     kinds = CONFIG_KINDS
-    safety = Safety.UNSAFE
+    safety = Safety.REPORT_ONLY
     evidence = Evidence.INF
     section = "setup"
     effort = "low"
     tokens = (b"cuda", b"nccl", b"16", b"gpu")
     references = (TORCH_INDEX_URL, DISTRIBUTED_URL)
-    examples = (Example("device: cuda\nbackend: nccl\n", "device: neuron\nbackend: neuron\n"),)
+    examples = (Example("device: cuda\nbackend: nccl\n"), Example("device: cpu\nname: cuda\n", finds=False))
 
     def check(self, doc: TextDocument) -> None:
         entries = list(json_entries(doc.lines) if doc.kind is SourceKind.JSON_CONFIG else yaml_entries(doc.lines))
@@ -107,12 +108,6 @@ class ConfigCudaValue(LineRule):
         for entry in entries:
             text = doc.lines[entry.line].text
             number = entry.value.isdigit() and not (entry.start > 0 and text[entry.start - 1] in "\"'")
-            planned = plan(entry, number, gpu, self.kctx.options.project_checks_host)
-            if planned is None:
-                continue
-            new, message = planned
-            span = Span(entry.line, entry.start, entry.end)
-            if new is None:
-                self.flag(span, message)
-            else:
-                self.propose(span, [Edit(entry.line, entry.start, entry.end, new)], message)
+            message = plan(entry, number, gpu)
+            if message is not None:
+                self.flag(Span(entry.line, entry.start, entry.end), message)
