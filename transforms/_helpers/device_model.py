@@ -117,8 +117,10 @@ def _build(ctx: FileContext) -> DeviceModel:
     elifs: set[int] = set()
     raised_after: set[int] = set()  # chains followed by a `raise`: unknown devices are rejected
     # `if` statements live in blocks of statements: no need to walk the expressions for them
-    # a flag can hold a check only where one is made: here, or in an earlier cell of a notebook
-    stores_checks = b"is_available" in ctx.source or ctx.inherited is not None
+    # a flag can hold a check only where one is made: here, or in an earlier cell of a notebook,
+    # which the cell inherits as an assignment
+    stores_checks = b"is_available" in ctx.source or ctx.inherited is not None and any(
+        assigned_value(earlier) is not None for earlier in ctx.inherited.body)
     for statements in iter_blocks(ctx.module.body):
         raised_after.update(id(s) for s, after in zip(statements, statements[1:], strict=False)
                             if isinstance(s, cst.If) and _smalls_raise(after))
@@ -968,7 +970,7 @@ def _flag_checks(ctx: FileContext) -> tuple[dict[int, cst.BaseExpression],
              and (len(attributes.get(name, ())) == 1 and _neuron_test(ctx, check) is not None
                   if "." in name else stored_once(scope, name) and _handed_on(ctx, scope, name) is None)}
     others = {id(node) for node, _ in choices} | {id(node) for node in negated}
-    # a notebook's flag that later cells test too: this cell sees only part of the choice
+    # a notebook's flag that some cell cannot give a Neuron branch: none of its tests here gains one
     elsewhere = {id(check) for scope, name, check in found.values()
                  if scope is ctx.module and name in ctx.options.notebook_flags}
     return ({key: check for key, check in flags.items() if key not in others},
