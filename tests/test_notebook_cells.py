@@ -118,6 +118,14 @@ def test_a_flag_that_later_cells_test_gains_a_neuron_branch_in_every_cell(tmp_pa
     assert cells[2] == 'x = torch.ones(2)\nif on_neuron():\n    x = x.to("neuron")\nelif use_gpu:\n    x = x.cuda()\ny = net(x)\n'
 
 
+def test_every_flag_a_cell_stores_reaches_the_cells_that_test_it(tmp_path):
+    stored = _cell("import torch\n", "gpu = torch.cuda.is_available()\n",
+                   "multi_gpu = torch.cuda.device_count() > 1\n")
+    later = _cell("if gpu:\n", "    net.cuda()\n", "if multi_gpu:\n", "    print('several')\n")
+    cells = _fixed_cells(tmp_path, stored, later)
+    assert "if on_neuron():\n    net.to('neuron')\nelif gpu:\n    net.cuda()\nif multi_gpu:\n" in cells[1]
+
+
 def test_a_flag_stays_cudas_in_every_cell_where_one_test_cannot_gain_neuron(tmp_path):
     stored = _cell("import torch\n", "use_gpu = torch.cuda.is_available()\n", "if use_gpu:\n", "    net.cuda()\n")
     # a test with no Neuron copy (a second GPU), and a flag handed on to the notebook's own code:

@@ -98,7 +98,9 @@ def inherited_statements(cells: Sequence[Cell], trees: Sequence[ast.Module | Non
     ``flags`` it stored, with the imports that statement reads."""
     earlier: dict[str, str] = {}
     choices: dict[str, str] = {}
-    stored = {flag.cell: flag for flag in flags}
+    stored: dict[int, list[NotebookFlag]] = {}
+    for flag in flags:
+        stored.setdefault(flag.cell, []).append(flag)
     out = []
     for position, (cell, tree) in enumerate(zip(cells, trees, strict=True)):
         if cell.restarts:  # a fresh kernel: nothing an earlier cell bound is there
@@ -122,8 +124,7 @@ def inherited_statements(cells: Sequence[Cell], trees: Sequence[ast.Module | Non
         for name in _rebound(tree):
             choices.pop(name, None)
         choices.update(_device_choices(tree, cell.source.decode("utf-8", "replace")))
-        if position in stored:
-            choices[stored[position].name] = stored[position].statement
+        choices.update((flag.name, flag.statement) for flag in stored.get(position, ()))
     return out
 
 
