@@ -367,6 +367,17 @@ def test_the_fallback_import_of_a_prebuilt_extension_counts(tmp_path):
     assert set(_kernel_bound(tmp_path, files)) == {"enc/backend.py", "enc/grid.py", "net.py"}
 
 
+def test_an_import_after_a_semicolon_counts(tmp_path):
+    """``sys.path.insert(0, "./ops"); import ops``: one line, two statements, the second an import."""
+    files = {
+        "ops/ops.py": b"import cupy\nimport torch\n",
+        "run.py": (b"import sys\nimport torch\ntry:\n    from .ops import ops\nexcept ImportError:\n"
+                   b"    sys.path.insert(0, './ops'); import ops\n"),
+        "tool.py": b"import sys; print(sys.argv)\n",
+    }
+    assert set(_kernel_bound(tmp_path, files)) == {"ops/ops.py", "run.py"}
+
+
 def test_a_script_that_picks_among_kernel_built_networks_is_bound(tmp_path):
     """``if opt.fast: from nets.fused import Net`` ``elif ...`` ``else: from nets.grid import Net``,
     each built on a compiled extension: one of them is imported whenever the script runs. A choice

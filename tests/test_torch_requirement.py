@@ -26,6 +26,8 @@ SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch
     ("pyproject.toml", '[project]\ndependencies = ["torch>=1.13.0,<=2.8.0"]\n', [(1, 13)]),
     ("requirements.txt", "torch!=2.0.0,>=1.12\n", [(1, 12)]),
     ("pyproject.toml", '[tool.poetry.dependencies]\ntorch = "^2.1"\n', [(2, 1)]),
+    ("cog.yaml", 'build:\n  python_packages:\n    - "torch==1.8.0"\n    - "torchvision==0.9.0"\n', [(1, 8)]),
+    ("cog.yaml", "build:\n  python_packages:\n    - torch>=2.6\n", [(2, 6)]),
 ])
 def test_the_declared_torch_floor_is_read(name, text, floors):
     assert _declared(text, name) == floors

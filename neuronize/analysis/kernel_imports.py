@@ -162,8 +162,9 @@ def _names(package: list[str], match: re.Match[bytes]) -> list[str]:
 
 
 #: an import line at any indentation (indented: under ``try:``, ``if`` or in a function, run when
-#: that code runs; at column 0: whenever the module is imported)
-_ANY_IMPORT = re.compile(rb"^[ \t]*" + _IMPORT.pattern[1:], re.MULTILINE)
+#: that code runs; at column 0: whenever the module is imported), or an import after a ``;`` of
+#: such a line (``sys.path.insert(0, "./ops"); import ops``)
+_ANY_IMPORT = re.compile(rb"^[ \t]*(?:[^\n#]*;[ \t]*)?" + _IMPORT.pattern[1:], re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,7 @@ def import_graph(files: Iterable[tuple[Path, PurePath, bytes]]) -> ImportGraph:
                 every.extend(names)
                 openers = _openers(source, match.start()) if match.group(0)[:1] in b" \t" else iter(())
                 opener = next(openers, b"")
-                own_package = _RELATIVE.match(match.group(0).lstrip())
+                own_package = _RELATIVE.match(match.group(0).rpartition(b";")[2].lstrip())
                 if not opener or _TOP_EXCEPT.match(opener):
                     top.extend(names)
                 elif _TOP_TRY.match(opener):

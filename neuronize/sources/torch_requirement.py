@@ -4,8 +4,9 @@ torch requirement it declares; and the newest torch and transformers releases it
 Looked up from a file's folder upwards to the repository's root (a folder holding ``.git``); the
 first folder that declares torch decides: ``requirements*.txt``, ``pyproject.toml``
 (``[project]`` dependencies and optional dependencies, Poetry's dependencies), ``setup.cfg``
-(``install_requires``), ``setup.py`` (the requirement strings in it) and conda environment files
-(``torch`` or ``pytorch``). A project that declares no torch, or no lower bound of at least 2.6,
+(``install_requires``), ``setup.py`` (the requirement strings in it), conda environment files
+(``torch`` or ``pytorch``) and Cog's ``cog.yaml`` (its ``python_packages``, quoted or not: the
+environment a model's container runs in). A project that declares no torch, or no lower bound of at least 2.6,
 admits an older one: the calls a migration writes must then run there too (a host-neutral call
 falls back to ``torch.cuda`` where ``torch.accelerator`` is missing). Never raises: a file that
 cannot be read says nothing.
@@ -44,7 +45,7 @@ def _requirement(package: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pat
 #: a lower bound; the ``=`` of an upper bound (``<=2.8``) or an exclusion (``!=2.0``) is none
 _LOWER = re.compile(r"(?<![<!=~>])(>=|===|==|~=|>|=)\s*(\d+)(?:\.(\d+))?")
 _DECLARING = ("requirements.txt", "pyproject.toml", "setup.cfg", "setup.py", "environment.yml",
-              "environment.yaml")
+              "environment.yaml", "cog.yaml")
 
 
 def _floor(spec: str) -> tuple[int, int] | None:
@@ -76,7 +77,8 @@ def _specs(text: str, name: str, package: str = "torch") -> list[str]:
     """The version specifier of each requirement of ``package`` in ``text`` (the file ``name``;
     Poetry's ``^2.1`` as its floor, ``>=2.1``)."""
     line, quoted, poetry = _requirement(package)
-    found = [m.group("spec") for m in (quoted if name in ("setup.py", "pyproject.toml") else line).finditer(text)]
+    patterns = {"setup.py": (quoted,), "pyproject.toml": (quoted,), "cog.yaml": (quoted, line)}.get(name, (line,))
+    found = [m.group("spec") for pattern in patterns for m in pattern.finditer(text)]
     if name == "pyproject.toml":
         found += [m.group(1).replace("^", ">=") for m in poetry.finditer(text)]
     return found
