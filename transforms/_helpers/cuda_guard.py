@@ -119,6 +119,9 @@ class _GuardScan(cst.CSTVisitor):
         raw = dotted_name(node)
         if raw is None:
             return
+        flagged = flag_marker(self.ctx, node)
+        if flagged is not None:
+            self._mark(flagged)
         qualified = self.ctx.qualify(node) or raw
         head = qualified.split(".")[0]
         last = qualified.rsplit(".", 1)[-1]
@@ -306,6 +309,51 @@ def _named_choice(node: cst.CSTNode) -> str | None:
 
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def import_flags(ctx: FileContext) -> dict[str, str]:
+    """The module-level flags that say whether a CUDA-only package imported (``try: from apex
+    import amp`` ``has_apex = True`` ``except ImportError: has_apex = False``), each with that
+    package: code a CUDA check and such a flag decide together is that package's path."""
+    key = ("import flags", id(ctx.module))
+    if key not in ctx.memo:
+        flags: dict[str, str] = {}
+        for stmt in ctx.module.body:
+            if not isinstance(stmt, cst.Try) or not stmt.handlers:
+                continue
+            package = next((top for node in iter_syntax(stmt.body) for top in _imported_tops(node)
+                            if top in CUDA_ONLY_PACKAGES), None)
+            if package is None:
+                continue
+            unset = set.intersection(*(_set_to(handler.body, False) for handler in stmt.handlers))
+            flags.update(dict.fromkeys(_set_to(stmt.body, True) & unset, package))
+        ctx.memo[key] = flags
+    return ctx.memo[key]
+
+
+def flag_marker(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """The first of :func:`import_flags` ``node`` reads, as a CUDA-only marker of a guard."""
+    flags = import_flags(ctx)
+    name = next((found for sub in iter_syntax(node) if (found := dotted_name(sub)) in flags), None) if flags else None
+    return None if name is None else f"`{name}`, true where `{flags[name]}` imports"
+
+
+def _imported_tops(node: cst.CSTNode) -> list[str]:
+    """The top-level packages an import statement names."""
+    if isinstance(node, cst.Import):
+        return [(dotted_name(alias.name) or "").split(".")[0] for alias in node.names]
+    if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+        return [(dotted_name(node.module) or "").split(".")[0]]
+    return []
+
+
+def _set_to(block: cst.BaseSuite, value: bool) -> set[str]:
+    """The names ``block`` assigns the constant ``value`` (``True`` or ``False``) at its own level."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    return {target.target.value for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+            for small in line.body if isinstance(small, cst.Assign)
+            and isinstance(small.value, cst.Name) and small.value.value == str(value)
+            for target in small.targets if isinstance(target.target, cst.Name)}
 
 
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_program: bool = False,

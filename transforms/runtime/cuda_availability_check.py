@@ -14,7 +14,7 @@ import libcst as cst
 from neuronize.transforms._helpers.names import last_name, qualified_expr
 from neuronize.transforms._helpers.nodes import assigned_names, enclosing_body, following_statements, parenthesized
 from neuronize.transforms._helpers.cuda_guard import (
-    Verdict, flag_uses, guarded_after, guarded_code, named_cuda_device, scan, switched_flags,
+    Verdict, flag_marker, flag_uses, guarded_after, guarded_code, named_cuda_device, scan, switched_flags,
 )
 from neuronize.transforms._helpers.cuda_runtime import (
     Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
@@ -140,8 +140,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
         widened safely: Neuron passes it to that arm, every other host meets it as before. A
         check that stops the program where CUDA is missing (`if not torch.cuda.is_available(): raise ...` in `main()` or at the module
         level) holds every device edit of its file: they are made with its widening (unsafe), or
-        wait, since no code of the program reaches Neuron before it. A Neuron arm is safe. The
-        CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
+        wait, since no code of the program reaches Neuron before it. A Neuron arm is safe. A
+        check tested with a flag that says a CUDA-only library imported (`has_apex = True` in a
+        `try:` importing apex, `False` in its `except`) is kept: the two decide that library's
+        path. The CUDA-only markers are a heuristic: review unsafe fixes. `device_count()` and
         `current_device()` are always unsafe: Neuron counts logical NeuronCores, and under
         `torchrun` with the `neuron` process group each process sees exactly one.
 
@@ -542,7 +544,9 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
                 ", ".join(f"`{n}`" for n in names) or "the stored value")
     if kind is Context.ASSERT:
         program = not any(isinstance(anc, (cst.FunctionDef, cst.Lambda)) for anc in ctx.ancestors())
+        # the assert's other conditions too (`assert has_apex and torch.cuda.is_available()`)
         verdict = scan(ctx, guarded_after(ctx, where), rest_of_program=program)  # type: ignore[arg-type]
+        verdict.marker = verdict.marker or flag_marker(ctx, where.test)  # type: ignore[union-attr]
         # kept, an assert in the body of its function (or at the module level: the whole program)
         # stops Neuron before any device edit there could run: they wait for it
         opens_body = isinstance(enclosing_body(list(ctx.ancestors()))[1], cst.SimpleStatementLine)
