@@ -869,9 +869,16 @@ def _places(report: Any, device: str) -> bool:
     accelerator the host has (``torch.accelerator.current_accelerator()``, the accelerator
     target's device)."""
     replacement = report.replacement
-    return isinstance(replacement, cst.CSTNode) and any(
-        (isinstance(n, cst.SimpleString) and n.evaluated_value in (device, "neuron"))
-        or (isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator") for n in iter_syntax(replacement))
+    if not isinstance(replacement, cst.CSTNode):
+        return False
+    nodes = list(iter_syntax(replacement))
+    hits = [n for n in nodes if (isinstance(n, cst.SimpleString) and n.evaluated_value in (device, "neuron"))
+            or (isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator")]
+    tested = {id(n) for c in nodes if isinstance(c, cst.Comparison) for n in iter_syntax(c)}
+    # the CPU's own value written for Neuron alone (`map_location="cpu" if <Neuron> else None`) serves
+    # whatever device the program reaches there: only an inline Neuron test names Neuron in it
+    cpu_value = any(isinstance(n, cst.SimpleString) and n.evaluated_value == "cpu" and id(n) not in tested for n in nodes)
+    return bool(hits) and not (cpu_value and all(id(n) in tested for n in hits))
 
 
 def _builds_own_model(node: cst.CSTNode, parents: Parents) -> bool:

@@ -16,13 +16,14 @@ class CheckpointLoadDevice(Transform):
     """Finds `torch.load(path)` with no `map_location` in a file written for CUDA.
 
     What it does:
-        Adds `map_location="cpu"`. Where everything loaded goes into `load_state_dict(...)`
+        Adds `map_location="cpu"` where everything loaded goes into `load_state_dict(...)`
         (`model.load_state_dict(torch.load(path))`, or a checkpoint variable, or one entry of it
         (`state = torch.load(path)["model"]`), whose every read is an argument of one,
         `ckpt["model"]` included, or keeps its tensors in a dictionary that one takes: keys
         renamed or deleted in place, a filtered copy `{k: v for k, v in state.items() if ...}`,
-        a merge `own.update(state)`, a shape read to build the model), the fix is safe; elsewhere
-        it is proposed as unsafe. A file that names no CUDA gets the safe fix where another file
+        a merge `own.update(state)`, a shape read to build the model). Elsewhere (a whole pickled
+        model, a tensor used as it is) it adds `map_location="cpu" if <the accelerator is Neuron>
+        else None`: every other host loads the checkpoint where it did. A file that names no CUDA gets the safe fix where another file
         of the project chooses among hosts (its checkpoints are saved where the program ran, a
         CUDA GPU among them), and nothing else. A call that spreads arguments
         (`torch.load(path, **kw)`) is left alone: they may hold a `map_location` already.
@@ -40,11 +41,12 @@ class CheckpointLoadDevice(Transform):
         model.load_state_dict(torch.load("model.pt", map_location="cpu"))
 
     Fix safety:
-        Safe where the loaded tensors only feed `load_state_dict`, which copies them onto the
+        Safe. Where the loaded tensors only feed `load_state_dict`, which copies them onto the
         parameters' device on every host (`Optimizer.load_state_dict` moves its state there too;
-        not with `assign=True`, which keeps the loaded tensors).
-        Unsafe elsewhere: a whole pickled model, or a tensor read from the checkpoint, now stays
-        on the CPU on a CUDA host as well; move it with `.to(device)`.
+        not with `assign=True`, which keeps the loaded tensors), the CPU is right everywhere.
+        Elsewhere only Neuron loads onto the CPU, where the original raised; a whole pickled model
+        there needs a `.to(device)` (its parameters) and may keep plain tensor attributes on the
+        CPU: review those on Trainium.
 
     Evidence:
         DOC: PyTorch's `torch.load` documentation (tensors are restored to the device they were
@@ -53,7 +55,7 @@ class CheckpointLoadDevice(Transform):
 
     id = "NRN108"
     name = "checkpoint-load-device"
-    safety = Safety.UNSAFE
+    safety = Safety.SAFE
     evidence = Evidence.DOC
     section = "device"
     references = ("https://docs.pytorch.org/docs/stable/generated/torch.load.html",)
@@ -68,7 +70,9 @@ class CheckpointLoadDevice(Transform):
                 'import torch\nckpt = torch.load(path, map_location="cpu")\nnet.load_state_dict(ckpt["net"])\n'
                 'opt.load_state_dict(ckpt["opt"])\nnet.cuda()\n', unsafe_fixes=False),
         Example('import torch\nmodel = torch.load("model.pt")\nmodel.cuda()\n',
-                'import torch\nmodel = torch.load("model.pt", map_location="cpu")\nmodel.cuda()\n'),
+                'import torch\nmodel = torch.load("model.pt", map_location="cpu" if hasattr(torch, "accelerator") and '
+                'torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == "neuron" '
+                'else None)\nmodel.cuda()\n'),
         Example('import torch\nstate = torch.load(path, "cpu")\nx.cuda()\n', finds=False),
     )
 
@@ -84,11 +88,22 @@ class CheckpointLoadDevice(Transform):
         feeds_state = into_load_state_dict(self.ctx.stack) or _stored_state(self.ctx, node)
         if b"cuda" not in self.ctx.source and not (feeds_state and self.ctx.options.project_checks_host):
             return  # a file that names no CUDA, in a project that chooses no host: nothing says CUDA saved it
-        self.fix(node, with_keyword(node, "map_location", make_string("cpu")),
-                 '`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
-                 "CUDA, Trainium's" + (", and `load_state_dict` copies it onto the model's device" if feeds_state
-                                       else "; move what it loads onto the device with `.to(...)`"),
-                 safety=Safety.SAFE if feeds_state else None)
+        if feeds_state:
+            self.fix(node, with_keyword(node, "map_location", make_string("cpu")),
+                     '`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
+                     "CUDA, Trainium's, and `load_state_dict` copies it onto the model's device", safety=Safety.SAFE)
+            return
+        # what it loads is used as it is (a pickled model, a tensor): every other host keeps
+        # loading it where it was saved, as the code after it expects
+        location, imports = per_target.neuron_only(self.ctx, make_string("cpu"), cst.Name("None"))
+        if per_target.target(self.ctx) == per_target.CPU:
+            said = ('`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
+                    "CUDA; move what it loads onto the device with `.to(...)`")
+        else:
+            said = ('`torch.load(...)` -> `map_location="cpu" if <the accelerator is Neuron> else None`: a checkpoint saved on CUDA '
+                    "raises on Trainium, which has no CUDA; every other host loads it where it did. Move what it "
+                    "loads onto the Neuron device with `.to(...)`")
+        self.fix(node, with_keyword(node, "map_location", location), said, safety=Safety.SAFE, imports=imports)
 
 
 def _stored_state(ctx: FileContext, call: cst.Call) -> bool:
