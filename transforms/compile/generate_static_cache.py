@@ -6,6 +6,7 @@ import libcst as cst
 
 from neuronize.transforms._helpers import per_target
 from neuronize.analysis.context import FileContext
+from neuronize.analysis.syntax import is_false_or_none
 from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.calls import keyword, with_keyword
 from neuronize.transforms._helpers.literals import make_string
@@ -45,7 +46,8 @@ class GenerateStaticCache(Transform):
         Receivers that are not models (`tokenizer`, `np.random`, a `Generator`, an API `client`,
         vLLM's `LLM` and its `sampling_params=`) are skipped.
         Reported, not changed: calls whose settings come from `**gen_kwargs` (the mapping may already
-        set the cache), and calls with Hugging Face-only keywords (`input_ids=`, `attention_mask=`,
+        set the cache), calls in a file that loads a model with `trust_remote_code=True` (its
+        modeling code comes with the checkpoint and may not support a static cache), and calls with Hugging Face-only keywords (`input_ids=`, `attention_mask=`,
         `num_beams=` ...) in files that do not import `transformers`. Calls that look like a custom
         `generate` (nanoGPT's `model.generate(idx, max_new_tokens)`) in such files are left alone.
 
@@ -120,6 +122,12 @@ class GenerateStaticCache(Transform):
         self._other_objects: set[str] = set()
         #: every assignment target, and whether a transformers call made its value
         self._assigned: list[tuple[cst.BaseAssignTargetExpression, bool]] = []
+        #: a loader of the file runs modeling code that comes with the checkpoint (`trust_remote_code=True`)
+        self._remote_code = False
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value == "trust_remote_code" and not is_false_or_none(node.value):
+            self._remote_code = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -185,6 +193,12 @@ class GenerateStaticCache(Transform):
         if not hugging_face:
             self.report(node, f"{what} looks like Hugging Face generation: if it is, pass "
                         '`cache_implementation="static"` so Neuron compiles the decoding step once')
+            return
+        if self._remote_code:
+            self.report(node, f"{what} generates with a model whose code comes with its checkpoint "
+                        "(`trust_remote_code=True`), which may not support a static KV cache (transformers raises "
+                        'for one that does not): where it does, pass `cache_implementation="static"` on Neuron, so '
+                        "Neuron compiles the decoding step once")
             return
         if settings:
             self.report(node, f"{what} takes settings from `{short(settings[0], 50)}`: unless they set the cache, "
