@@ -30,7 +30,9 @@ exact criterion of "a device choice":
    repeating the statement of its ``if`` goes; and NRN107's Neuron branches (``elif device ==
    <D>:`` in a dispatch, ``if <Neuron>: <device> = <D>`` in front of a detection) go; a bf16
    choice's ``<Neuron> or (<the original test>)`` is the original test; a Neuron arm in front of a
-   choice by a flag (``x.to(<D>) if <Neuron> else x.cuda() if use_cuda else x``) goes.
+   choice by a flag (``x.to(<D>) if <Neuron> else x.cuda() if use_cuda else x``) goes; a load
+   location Neuron alone is given where the original passed none (``map_location=<D> if <Neuron>
+   else None``) is ``map_location=<D>``.
 8. what a host-aware ``torch.compile`` keeps for the other hosts' Inductor (NRN301, NRN302),
    where ``--target cpu`` compiles for the CPU alone (:data:`HOST_AWARE_COMPILE`): a CUDA
    ``mode=`` (Neuron ignores it and uses the default mode; cpu drops it), ``options=None if
@@ -95,6 +97,9 @@ TARGET_SPECIFIC = {
     "model_placed_by_loader": "the host-aware static cache waits with the held device edits on neuron only",
     "model_placed_by_loader_script": "the host-aware static cache waits with the held device edits on neuron only",
     "quantized_loader": "the host-aware static cache waits with the held device edits on neuron only",
+    # likewise the Trainer's bf16 on Neuron only; cpu's `bf16=True` names no device and is made
+    "trainer_precision_beside_a_quantized_model": "the host-aware Trainer precision waits with the held device "
+                                                  "edits on neuron only",
     # a CUDA stream becomes a Neuron stream beside CUDA's on neuron, the current device's module's
     # stream on cpu and accelerator (`torch.get_device_module().stream`), in one statement or two
     "work_on_a_cuda_stream": "stream spelled per target",
@@ -170,6 +175,9 @@ _DEVICE_SUBS: list[tuple[re.Pattern[str], str]] = [
 _FOLD = [
     # autocast's device through a named device: `<name> if torch.accelerator.is_available() else "cuda"`
     (re.compile(re.escape(D) + r" if " + re.escape(RT) + r"is_available\(\) else (['\"])cuda\1"), D),
+    # a load location Neuron alone is given, where the original passed none (item 7)
+    (re.compile(r"map_location=" + re.escape(D) + r" if " + re.escape(RT) + r"is_available\(\) else None"),
+     "map_location=" + D),
     (re.compile(re.escape(D) + r" if (?:[^,()]|\(\))*? else " + re.escape(D)), D),
     (re.compile(r"(?<![\w)\]])\(" + re.escape(D) + r"\)"), D),
 ]

@@ -747,7 +747,8 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
     (of the whole file, where it is at module level: the module's functions and later cells use
     it) that write the target's ``device``, outright or host-aware (a placement, an autocast's
-    device, a compile backend, a process-group backend; not a runtime call made host-neutral), as
+    device, a compile backend, a process-group backend, a trainer's Neuron precision; not a runtime
+    call made host-neutral), as
     one edit group named by the pin, settled by :func:`_settle_groups`: the edits wait for it. A pin
     in :data:`PROGRAM_PINS` holds the whole file, and a fixable pin (an assert a fix widens) takes
     its edits with it. Made alone, they put tensors on Neuron beside what stays on CUDA (or on the
@@ -774,7 +775,7 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     # a placement: a device edit, or a device value a runtime check chooses by host (`x.to("neuron") if <Neuron>
     # else x.cuda() if torch.cuda.is_available() else x`), which is never a pin's way forward
     edits = [(r, name) for r, _ in located if r.fixable and _places(r, device) and not _builds_own_model(r.node, parents)
-             and (r.rule.section in ("review", "precision", "compile", "distributed")
+             and (r.rule.section in ("review", "precision", "compile", "distributed", "hf")
                   or r.rule.section == "device" and r.rule not in pinning)
              and (name := _pin_around(r.node, names, parents)) is not None]
     if not edits:
@@ -871,14 +872,13 @@ def _places(report: Any, device: str) -> bool:
     replacement = report.replacement
     if not isinstance(replacement, cst.CSTNode):
         return False
-    nodes = list(iter_syntax(replacement))
-    hits = [n for n in nodes if (isinstance(n, cst.SimpleString) and n.evaluated_value in (device, "neuron"))
-            or (isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator")]
-    tested = {id(n) for c in nodes if isinstance(c, cst.Comparison) for n in iter_syntax(c)}
-    # the CPU's own value written for Neuron alone (`map_location="cpu" if <Neuron> else None`) serves
-    # whatever device the program reaches there: only an inline Neuron test names Neuron in it
-    cpu_value = any(isinstance(n, cst.SimpleString) and n.evaluated_value == "cpu" and id(n) not in tested for n in nodes)
-    return bool(hits) and not (cpu_value and all(id(n) in tested for n in hits))
+    # where a checkpoint loads (`map_location="cpu" if <Neuron> else None`) places nothing: what
+    # it loads goes where `load_state_dict` or a `.to(...)` puts it, on whatever device the program reaches
+    loads = {id(n) for arg in iter_syntax(replacement) if isinstance(arg, cst.Arg) and arg.keyword is not None
+             and arg.keyword.value == "map_location" for n in iter_syntax(arg.value)}
+    return any(id(n) not in loads and (
+        (isinstance(n, cst.SimpleString) and n.evaluated_value in (device, "neuron"))
+        or (isinstance(n, cst.Attribute) and n.attr.value == "current_accelerator")) for n in iter_syntax(replacement))
 
 
 def _builds_own_model(node: cst.CSTNode, parents: Parents) -> bool:
