@@ -6,8 +6,8 @@ first folder that declares torch decides: ``requirements*.txt``, ``pyproject.tom
 (``[project]`` dependencies and optional dependencies, Poetry's dependencies), ``setup.cfg``
 (``install_requires``), ``setup.py`` (the requirement strings in it), conda environment files
 (``torch`` or ``pytorch``) and Cog's ``cog.yaml`` (its ``python_packages``, quoted or not: the
-environment a model's container runs in). A project that declares no torch, or no lower bound of at least 2.6,
-admits an older one: the calls a migration writes must then run there too (a host-neutral call
+environment a model's container runs in). A project that declares no torch, or no lower bound
+of at least 2.6, admits an older one: the calls a migration writes must then run there too (a host-neutral call
 falls back to ``torch.cuda`` where ``torch.accelerator`` is missing). Never raises: a file that
 cannot be read says nothing.
 

@@ -47,8 +47,9 @@ class GenerateStaticCache(Transform):
         vLLM's `LLM` and its `sampling_params=`) are skipped.
         Reported, not changed: calls whose settings come from `**gen_kwargs` (the mapping may already
         set the cache), calls in a file that loads a model with `trust_remote_code=True` (its
-        modeling code comes with the checkpoint and may not support a static cache), and calls with Hugging Face-only keywords (`input_ids=`, `attention_mask=`,
-        `num_beams=` ...) in files that do not import `transformers`. Calls that look like a custom
+        modeling code comes with the checkpoint and may not support a static cache), and calls
+        with Hugging Face-only keywords (`input_ids=`, `attention_mask=`, `num_beams=` ...) in
+        files that do not import `transformers`. Calls that look like a custom
         `generate` (nanoGPT's `model.generate(idx, max_new_tokens)`) in such files are left alone.
 
     Why on TorchNeuron:
@@ -197,8 +198,8 @@ class GenerateStaticCache(Transform):
         if self._remote_code:
             self.report(node, f"{what} generates with a model whose code comes with its checkpoint "
                         "(`trust_remote_code=True`), which may not support a static KV cache (transformers raises "
-                        'for one that does not): where it does, pass `cache_implementation="static"` on Neuron, so '
-                        "Neuron compiles the decoding step once")
+                        'for one that does not): where it does, pass `cache_implementation="static"` on Neuron, '
+                        "which then compiles the decoding step once")
             return
         if settings:
             self.report(node, f"{what} takes settings from `{short(settings[0], 50)}`: unless they set the cache, "

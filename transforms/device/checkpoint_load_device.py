@@ -23,9 +23,10 @@ class CheckpointLoadDevice(Transform):
         renamed or deleted in place, a filtered copy `{k: v for k, v in state.items() if ...}`,
         a merge `own.update(state)`, a shape read to build the model). Elsewhere (a whole pickled
         model, a tensor used as it is) it adds `map_location="cpu" if <the accelerator is Neuron>
-        else None`: every other host loads the checkpoint where it did. A file that names no CUDA gets the safe fix where another file
-        of the project chooses among hosts (its checkpoints are saved where the program ran, a
-        CUDA GPU among them), and nothing else. A call that spreads arguments
+        else None`: every other host loads the checkpoint where it did. A file that names no CUDA
+        gets the fix only where everything loaded feeds `load_state_dict` and another file of the
+        project chooses among hosts (its checkpoints are saved where the program ran, a CUDA GPU
+        among them). A call that spreads arguments
         (`torch.load(path, **kw)`) is left alone: they may hold a `map_location` already.
 
     Why on TorchNeuron:
@@ -100,9 +101,9 @@ class CheckpointLoadDevice(Transform):
             said = ('`torch.load(...)` -> `map_location="cpu"`: a checkpoint saved on CUDA raises on a host without '
                     "CUDA; move what it loads onto the device with `.to(...)`")
         else:
-            said = ('`torch.load(...)` -> `map_location="cpu" if <the accelerator is Neuron> else None`: a checkpoint saved on CUDA '
-                    "raises on Trainium, which has no CUDA; every other host loads it where it did. Move what it "
-                    "loads onto the Neuron device with `.to(...)`")
+            said = ('`torch.load(...)` -> `map_location="cpu" if <the accelerator is Neuron> else None`: a '
+                    "checkpoint saved on CUDA raises on Trainium, which has no CUDA; every other host loads it "
+                    "where it did. Move what it loads onto the Neuron device with `.to(...)`")
         self.fix(node, with_keyword(node, "map_location", location), said, safety=Safety.SAFE, imports=imports)
 
 

@@ -544,8 +544,8 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
                 ", ".join(f"`{n}`" for n in names) or "the stored value")
     if kind is Context.ASSERT:
         program = not any(isinstance(anc, (cst.FunctionDef, cst.Lambda)) for anc in ctx.ancestors())
-        # the assert's other conditions too (`assert has_apex and torch.cuda.is_available()`)
         verdict = scan(ctx, guarded_after(ctx, where), rest_of_program=program)  # type: ignore[arg-type]
+        # the assert's other conditions decide too (`assert has_apex and torch.cuda.is_available()`)
         verdict.marker = verdict.marker or flag_marker(ctx, where.test)  # type: ignore[union-attr]
         # kept, an assert in the body of its function (or at the module level: the whole program)
         # stops Neuron before any device edit there could run: they wait for it
