@@ -78,11 +78,15 @@ def test_the_newest_torch_is_bounded_only_where_every_requirement_is(tmp_path):
 
 AMP = (b"import torch\nfrom torch.cuda.amp import autocast\n\nmodel = torch.nn.Linear(2, 2).cuda()\n\n\n"
        b"def step(x):\n    with autocast(enabled=True):\n        return model(x)\n")
+#: a decorator runs at import, on every host: it can keep no CUDA call beside Neuron's
+AMP_DECORATOR = (b"import torch\nfrom torch.cuda.amp import autocast\n\nmodel = torch.nn.Linear(2, 2).cuda()\n\n\n"
+                 b"@autocast(enabled=True)\ndef step(x):\n    return model(x)\n")
 GENERATE = (b"from transformers import AutoModelForCausalLM\n\nmodel = AutoModelForCausalLM.from_pretrained(\"m\")\n"
             b"out = model.generate(**inputs, max_new_tokens=8)\n")
 #: (requirement, source, what the fix writes, the finding where it is not written)
 _NEWER_API = {
-    "torch": ("torch==1.6.0\n", AMP, b"torch.autocast(", "new in torch 1.10, and the project's torch requirement stops at 1.6"),
+    "torch": ("torch==1.6.0\n", AMP_DECORATOR, b"torch.autocast(",
+              "new in torch 1.10, and the project's torch requirement stops at 1.6"),
     "transformers": ("transformers==4.37.1\n", GENERATE, b"cache_implementation",
                      "new in transformers 4.38, and the project's transformers requirement stops at 4.37"),
 }
@@ -99,6 +103,16 @@ def test_a_fix_that_writes_an_api_newer_than_the_pinned_release_is_a_finding(tmp
     assert (written in (tmp_path / "code.py").read_bytes()) is not pinned
     checked = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path))
     assert (finding in checked.stdout.decode()) is pinned
+
+
+def test_a_fix_that_keeps_the_original_call_off_neuron_is_made_under_a_pinned_release(tmp_path):
+    """Only Neuron, whose torch is new, runs `torch.autocast`; every other host keeps its call."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch==1.6.0\n")
+    (tmp_path / "code.py").write_bytes(AMP)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    written = (tmp_path / "code.py").read_bytes()
+    assert b'torch.autocast(device_type="neuron"' in written and b"else autocast(enabled=True)" in written
 
 
 def test_the_newest_transformers_is_read_like_torch(tmp_path):
