@@ -168,7 +168,7 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
                       "migrate by hand"))
     for package, needs in r.rule.needs:
         newest = dict(options.newest_releases or ()).get(package)
-        if newest is not None and newest < needs and not _original_elsewhere(r):
+        if newest is not None and newest < needs and not _in_front(r):  # the newer API on Neuron alone
             return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
                 "requirement", f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the "
                                f"project's {package} requirement stops at {newest[0]}."
@@ -187,20 +187,15 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
     return pair
 
 
-def _original_elsewhere(r: Any) -> bool:
-    """``r``'s fix keeps the original code for every host but Neuron (``<new API> if <Neuron> else
-    <the original call>``): the newer API runs on Neuron alone, whose torch has it."""
-    return isinstance(r.replacement, cst.IfExp) and r.replacement.orelse.deep_equals(r.node)
-
-
 def _in_front(r: Any) -> bool:
     """``r``'s fix puts a choice in front of its node, which it keeps whole: the replacement is a
-    conditional expression whose ``else`` is the node (its own parentheses aside). Additive: the
-    dispatch the node heads is left as it was, behind the new test."""
+    conditional expression whose ``else`` is the node (parentheses aside). Additive: the dispatch
+    the node heads is left as it was, behind the new test; an API the test puts in front
+    (``torch.autocast(...) if <Neuron> else torch.cuda.amp.autocast(...)``) runs on Neuron alone."""
     node, new = getattr(r, "node", None), getattr(r, "replacement", None)
     if not isinstance(new, cst.IfExp) or not isinstance(node, cst.BaseExpression):
         return False
-    return new.orelse.deep_equals(node.with_changes(lpar=(), rpar=()))
+    return new.orelse.with_changes(lpar=(), rpar=()).deep_equals(node.with_changes(lpar=(), rpar=()))
 
 
 # -- step 5: suppressions ----------------------------------------------------------------------

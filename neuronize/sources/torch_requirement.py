@@ -35,7 +35,7 @@ _NAMES = {"torch": r"(?:py)?torch", "transformers": r"transformers"}
 def _requirement(package: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """The patterns of a requirement of ``package``: on a line of its own (requirements files,
     setup.cfg, conda files: ``- pytorch=1.13``), in a string (setup.py, pyproject.toml), and in
-    Poetry's dependencies."""
+    Poetry's dependencies; Cog's ``cog.yaml`` lists it either way."""
     name = rf"{_NAMES[package]}(?![\w.-])\s*(?:\[[^\]]*\])?\s*"
     return (re.compile(rf"(?m)^\s*(?:-\s*)?(?:\w+::)?{name}(?P<spec>[^#;\n]*)"),
             re.compile(rf"[\"']\s*{name}(?P<spec>[^\"';]*)"),

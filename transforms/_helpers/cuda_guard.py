@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from neuronize.analysis.context import FileContext, dotted_name
-from neuronize.analysis.syntax import chain_head, else_ends_early, ends_early
+from neuronize.analysis.syntax import chain_head, else_ends_early, ends_early, imported_names
 from neuronize.analysis.walk import iter_syntax, visit
 from neuronize.transforms._helpers.cuda_runtime import PREFIX, SUBMODULES, owned
 from neuronize.transforms._helpers.cuda_settings import SETTING_PREFIXES
@@ -19,7 +19,9 @@ from neuronize.transforms._helpers.hf import device_map_kind, entry_key
 from neuronize.transforms._helpers.literals import cuda_member, gpu_word, string_value
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name
-from neuronize.transforms._helpers.nodes import following_statements, is_read, iter_conditions, target_names
+from neuronize.transforms._helpers.nodes import (
+    assigned_names, following_statements, is_read, iter_conditions, target_names,
+)
 from neuronize.analysis.cuda_packages import CUDA_ONLY_PACKAGES
 
 # -- what guarded code does ----------------------------------------------------------------
@@ -321,8 +323,9 @@ def import_flags(ctx: FileContext) -> dict[str, str]:
         for stmt in ctx.module.body:
             if not isinstance(stmt, cst.Try) or not stmt.handlers:
                 continue
-            package = next((top for node in iter_syntax(stmt.body) for top in _imported_tops(node)
-                            if top in CUDA_ONLY_PACKAGES), None)
+            package = next((top for node in iter_syntax(stmt.body) if isinstance(node, (cst.Import, cst.ImportFrom))
+                            for imported in imported_names(node)
+                            if (top := imported.module.split(".")[0]) in CUDA_ONLY_PACKAGES), None)
             if package is None:
                 continue
             unset = set.intersection(*(_set_to(handler.body, False) for handler in stmt.handlers))
@@ -338,22 +341,13 @@ def flag_marker(ctx: FileContext, node: cst.CSTNode) -> str | None:
     return None if name is None else f"`{name}`, true where `{flags[name]}` imports"
 
 
-def _imported_tops(node: cst.CSTNode) -> list[str]:
-    """The top-level packages an import statement names."""
-    if isinstance(node, cst.Import):
-        return [(dotted_name(alias.name) or "").split(".")[0] for alias in node.names]
-    if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
-        return [(dotted_name(node.module) or "").split(".")[0]]
-    return []
-
-
 def _set_to(block: cst.BaseSuite, value: bool) -> set[str]:
     """The names ``block`` assigns the constant ``value`` (``True`` or ``False``) at its own level."""
     lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    return {target.target.value for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+    return {name for line in lines if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
             for small in line.body if isinstance(small, cst.Assign)
             and isinstance(small.value, cst.Name) and small.value.value == str(value)
-            for target in small.targets if isinstance(target.target, cst.Name)}
+            for name in assigned_names(small) if "." not in name}
 
 
 def scan(ctx: FileContext, nodes: Iterable[cst.CSTNode | None], *, rest_of_program: bool = False,
