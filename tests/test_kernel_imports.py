@@ -430,6 +430,20 @@ def test_a_package_whose_functions_import_its_own_extension_lazily_is_kernel_cod
     assert {"acc/cuda/_backend.py", "acc/cuda/__init__.py", "acc/grid.py", "examples/train.py"} <= found
 
 
+def test_a_method_that_imports_triton_kernels_of_its_package_is_the_authors_guard(tmp_path):
+    # the quantized path runs Triton kernels; the full-precision model never imports them
+    files = {
+        "lm/__init__.py": b"",
+        "lm/quant.py": b"import torch\nimport triton\nimport triton.language as tl\n\n\n"
+                       b"def quantize_layers(model, bits):\n    return model\n",
+        "lm/model.py": b"import torch\nfrom torch import nn\n\n\nclass LM(nn.Module):\n"
+                       b"    def quantize(self, bits):\n        from .quant import quantize_layers\n\n"
+                       b"        return quantize_layers(self, bits)\n",
+        "chat.py": b"import torch\nfrom lm.model import LM\n\nmodel = LM().cuda()\n",
+    }
+    assert set(_kernel_bound(tmp_path, files)) == {"lm/quant.py"}
+
+
 def test_a_function_that_builds_its_extension_on_first_use_is_kernel_code(tmp_path):
     # the prebuilt module first, the package's own build as the fallback, behind a cache
     files = {

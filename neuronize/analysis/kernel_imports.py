@@ -358,21 +358,31 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
     the project's modules, why (``imports `apps.model`, which through the project's modules imports
     triton``); the files that hold it (:func:`kernel_sources`) among them. A module of its own
     package a function imports (``def traverse(*args): from ._backend import _C``, a lazy wrapper
-    of the package's extension) counts: each call runs its kernels. Another import in a function
-    (a script's ``def build(): from pkg.model import Net``) is not followed."""
-    imports = {path: [*graph.top.get(path, ()), *graph.called.get(path, ())]
+    of the package's extension) counts when a compiled extension is behind it: each call runs its
+    kernels. One behind which is only a kernel language (``def quantize(self): from .quantization
+    import quantize_with_gptq``, Triton kernels of an optional quantized path) is the author's
+    guard, as is another import in a function (a script's ``def build(): from pkg.model import
+    Net``): neither is followed."""
+    top = {path: [(name, False) for name in names] for path, names in graph.top.items()}
+    imports = {path: [*top.get(path, ()), *((name, True) for name in graph.called.get(path, ()))]
                for path in {*graph.top, *graph.called}}
     reasons = kernel_sources(graph, extensions, operators)
     seeds = set(reasons)
     roots = dict(reasons)  # each file's first kernel import, at the end of the chain
+    languages = {path for path in seeds
+                 if any(module_matches(name, KERNEL_PACKAGES) for name in graph.top.get(path, ()))}
+    origins = {path: path for path in seeds}  # each file's seed, at the end of the chain
     while True:  # through the project's own modules, until nothing more is reached
         more = {}
         for path, names in imports.items():
             if path in reasons:
                 continue
-            for name in names:
+            for name, lazy in names:
                 bound = graph.module_for(name, path)
+                if lazy and bound is not None and origins.get(bound) in languages:
+                    continue
                 if bound is not None and bound != path and bound in reasons:
+                    origins[path] = origins[bound]
                     roots[path] = roots[bound]
                     through = "" if bound in seeds else " through the project's modules"
                     more[path] = f"imports `{name}`, which{through} {roots[bound]}"
@@ -381,7 +391,7 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
                 picked = [next((n for n in branch if graph.module_for(n, path) in reasons), "") for branch in branches]
                 first = graph.module_for(picked[0], path) if all(picked) else None
                 if first is not None:
-                    roots[path] = roots[first]
+                    roots[path], origins[path] = roots[first], origins[first]
                     listed = ", ".join(f"`{name}`" for name in dict.fromkeys(picked))
                     more[path] = (f"imports one of {listed} (one in each branch of an `if`), each GPU-kernel code: "
                                   f"`{picked[0]}` through the project's modules {roots[first]}")

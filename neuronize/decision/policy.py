@@ -761,12 +761,13 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if not pins and elsewhere is None:
         return located, {}
     names: dict[int, str] = {id(None): elsewhere[0]} if elsewhere is not None else {}  # id(None): module level
+    branches = {id(r): _one_way_of_placing(r, located, parents, device) for r in pins}
     pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
-                  else _class_of_method(r.node, parents) if r.pins in CLASS_PINS
-                  else _held_scope(r.node, parents) for r in pins}
+                  else branches[id(r)] or _class_of_method(r.node, parents) if r.pins in CLASS_PINS
+                  else branches[id(r)] or _held_scope(r.node, parents) for r in pins}
     for r in pins:
         scope = pin_scopes[id(r)]
-        function = _scope_of(r.node, parents) if r.pins in BLOCK_PINS else scope
+        function = _scope_of(r.node, parents) if isinstance(scope, cst.BaseSuite) else scope
         held_as = names.setdefault(id(scope), f"{r.pins} in {function.name.value}()" if isinstance(function, cst.FunctionDef)
                                 else f"{r.pins} in class {function.name.value}" if isinstance(function, cst.ClassDef)
                                 else r.pins)
@@ -797,6 +798,38 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
         held[elsewhere[0]] = elsewhere[1]
     return [(dataclasses.replace(r, group=groups.get(id(r)) or taken[r.group]) if id(r) in groups or r.group in taken
              else r, f) for r, f in located], held
+
+
+def _one_way_of_placing(pin: Any, located: Located[R], parents: Parents, device: str) -> cst.BaseSuite | None:
+    """The branch of an ``if`` chain that holds ``pin``, where another branch places the model
+    itself with an edit (``if num_gpus > 1:`` a loader spreads it over the GPUs, ``else:`` ``model =
+    ....half().cuda()``): the program chooses between the loader's placement and its own, so the
+    pin holds its branch only, and the edits elsewhere serve the other way. None where an edit
+    outside that branch moves its value outright: the CUDA box's tensors would leave the loader's
+    model in the pin's way."""
+    branch = _block_of(pin.node, parents)
+    head = _chain_of(parents.get(id(branch)), parents)
+    if not isinstance(branch, cst.BaseSuite) or head is None or _scope_of(head, parents) is not _scope_of(pin.node, parents):
+        return None
+    placing = [r for r, _ in located if r.fixable and r.pins is None and _places(r, device)]
+    pinned = [r.node for r, _ in located if r.pins is not None]
+    own_ways = [body for body in _branch_bodies(head) if body is not branch
+                and any(_inside(r.node, body, parents) for r in placing)
+                and not any(_inside(node, body, parents) for node in pinned)]
+    outside = [r for r in placing if not _inside(r.node, branch, parents)]
+    if not own_ways or any(_moves_outright(r, device) for r in outside):
+        return None
+    return branch
+
+
+def _branch_bodies(head: cst.If) -> list[cst.BaseSuite]:
+    """The bodies of the branches of the ``if``/``elif``/``else`` chain ``head`` starts."""
+    bodies: list[cst.BaseSuite] = []
+    node: cst.If | cst.Else | None = head
+    while isinstance(node, cst.If):
+        bodies.append(node.body)
+        node = node.orelse
+    return [*bodies, node.body] if node is not None else bodies
 
 
 def _copies_guard(report: Any, parents: Parents) -> bool:
