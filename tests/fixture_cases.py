@@ -2,7 +2,8 @@
 
 Case names choose options: a name ending in ``_safe`` runs without ``--unsafe-fixes`` (every other
 case runs with them, to show all a rule can do); ``_target-cpu`` / ``_target-accelerator`` pick a
-target. Such a variant needs no ``.before.py`` of its own when it runs ``<case>.before.py``. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
+target; ``_transformers-4.16`` runs in a project whose transformers requirement stops at that
+release. Such a variant needs no ``.before.py`` of its own when it runs ``<case>.before.py``. Cases in a rule's folder run that rule alone; ``fixtures/pipeline/`` runs every rule.
 
 Other kinds of source: ``<case>.before.<file name>`` (``deps.before.requirements.txt``,
 ``launch.before.train.sh``, ``image.before.Dockerfile``, ``ds.before.ds_config.json``) is read as
@@ -70,13 +71,17 @@ class Case:
         for candidate in ("cpu", "accelerator"):
             if f"_target-{candidate}" in self.name:
                 target = candidate
-        return Options(target=target, unsafe_fixes=not self.name.endswith("_safe"))
+        pinned = _TRANSFORMERS.search(self.name)
+        newest = (("transformers", (int(pinned[1]), int(pinned[2]))),) if pinned else None
+        return Options(target=target, unsafe_fixes=not self.name.endswith("_safe"), newest_releases=newest)
 
     def run(self, source: bytes | None = None) -> SourceResult:
         data = self.before.read_bytes() if source is None else source
         return run_kind(data, self.kind, self.rules, self.options, path=self.before.name)
 
 
+#: the newest transformers release a case's project admits (``_transformers-4.16``)
+_TRANSFORMERS = re.compile(r"_transformers-(\d+)\.(\d+)")
 #: the option suffixes of a case name (see the module docstring)
 _VARIANT = re.compile(r"(_safe|_target-(?:cpu|accelerator))+$")
 

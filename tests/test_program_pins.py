@@ -50,6 +50,17 @@ def test_a_shared_module_keeps_its_choice_with_the_pinned_program(tmp_path) -> N
     assert "a program that shares modules with this file: moved alone, these tensors would meet its model" in full
 
 
+def test_a_shared_module_without_a_device_of_its_own_joins_nothing(tmp_path) -> None:
+    # the builder places nothing: what it makes goes where each program puts it
+    builder = b"import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2)\n"
+    extract = (b"import torch\nfrom nets.builder import build\n\ndevice = 'cuda'\n"
+               b"model = torch.nn.DataParallel(build()).to(device)\n")
+    sample = b"import torch\nfrom nets.builder import build\n\nmodel = build().cuda()\n"
+    files = _files(tmp_path, {"extract.py": extract, "sample.py": sample, "nets/__init__.py": b"",
+                              "nets/builder.py": builder})
+    assert set(program_pins(files, import_graph(files))) == {tmp_path / "extract.py"}
+
+
 MASKS = (b"import torch\n\n\ndef padding_mask(lengths):\n    longest = int(lengths.max())\n"
          b"    ids = torch.arange(0, longest, out=torch.cuda.LongTensor(longest))\n    return ids < lengths.unsqueeze(1)\n")
 NET = (b"import torch\nfrom masks import padding_mask\n\n\nclass Net(torch.nn.Module):\n"

@@ -28,6 +28,11 @@ SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch
     ("pyproject.toml", '[tool.poetry.dependencies]\ntorch = "^2.1"\n', [(2, 1)]),
     ("cog.yaml", 'build:\n  python_packages:\n    - "torch==1.8.0"\n    - "torchvision==0.9.0"\n', [(1, 8)]),
     ("cog.yaml", "build:\n  python_packages:\n    - torch>=2.6\n", [(2, 6)]),
+    ("install_deps.sh", "#!/bin/bash\npip install -U torch==1.9.0 torchvision --no-cache-dir\n", [(1, 9)]),
+    ("setup_env.sh", "conda install -y pytorch=1.13 torchvision -c pytorch\n", [(1, 13)]),
+    ("dockerfile", "FROM python:3.11\nRUN pip install 'torch>=2.6' -f https://download.pytorch.org/whl/torch_stable.html\n",
+     [(2, 6)]),
+    ("install.sh", "pip install -r requirements.txt\n", None),
 ])
 def test_the_declared_torch_floor_is_read(name, text, floors):
     assert _declared(text, name) == floors
@@ -121,3 +126,20 @@ def test_the_newest_transformers_is_read_like_torch(tmp_path):
     (tmp_path / "loose").mkdir()
     (tmp_path / "loose" / "requirements.txt").write_text("transformers>=4.30\n")
     assert newest_releases(str(tmp_path / "loose")) == ()
+
+
+TRAINER = (b"import torch\nfrom transformers import Trainer\n\n"
+           b"device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n\n"
+           b"def predict(model, batch):\n    return model(batch.to(device))\n\n\n"
+           b"def train(model, args, data):\n    trainer = Trainer(model=model, args=args, train_dataset=data)\n"
+           b"    trainer.train()\n    return predict(trainer.model, data[0])\n")
+
+
+@pytest.mark.parametrize(("requirement", "moved"), [("transformers==4.16.2\n", False), ("transformers>=5.1\n", True)])
+def test_a_trainer_without_a_neuron_device_holds_the_devices_of_its_file(tmp_path, requirement, moved):
+    # transformers 4.x hands back a model on the CPU on Trainium, which Neuron inputs would meet
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_bytes(TRAINER)
+    assert neuronize("fix", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
+    assert ((tmp_path / "train.py").read_bytes() != TRAINER) is moved

@@ -10,8 +10,11 @@ out=torch.cuda.LongTensor(n))``): on Neuron every forward pass stops there. A mo
 imports that repeats the choice
 (``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` at its top) must keep it
 too, or on Trainium the tensors the module makes meet a model on the CPU; so must the other
-programs that share those modules. The files joined to such a script by the project's imports, in
-either direction, are one program for this purpose: their device edits wait with it. A large
+programs that share those modules. The files joined to such a script by imports of a module that
+holds that choice (the script itself, a module that binds a device at its top, the helper that
+makes the legacy type), in either direction, are one program for this purpose: their device edits
+wait with it. A module that binds no device of its own (a dataset, a model builder) joins nothing:
+the tensors its functions make go where their callers say. A large
 project (more files than :data:`LIMIT` so joined) is left to its files' own findings: there the
 join says little about which modules meet which model.
 """
@@ -30,18 +33,24 @@ LIMIT = 40
 _LEGACY_CHOICE = re.compile(rb"torch\.cuda\.[A-Z]\w*Tensor\s+if\b[^\n]*\belse\s+torch\.[A-Z]\w*Tensor|"
                             rb"torch\.[A-Z]\w*Tensor\s+if\b[^\n]*\belse\s+torch\.cuda\.[A-Z]\w*Tensor")
 _LEGACY_NAME = re.compile(r"[A-Z]\w*Tensor")
+#: a name bound to a device at a module's top (``device = torch.device("cuda" if ... else "cpu")``,
+#: ``DEVICE = "cuda:0"``): the module's tensors go where its own choice says
+_BINDS_DEVICE = re.compile(rb"^[A-Za-z_][\w.]*[ \t]*(?::[^=\n]*)?=(?!=)[^\n]*(?:torch\.device\(|['\"]cuda\b|"
+                           rb"cuda\.is_available\(\))", re.MULTILINE)
 
 
 def program_pins(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGraph) -> dict[Path, str]:
     """For each Python file joined by imports to a script whose placements stay (see the module):
     why its device edits wait, a clause of the report."""
+    calling, helpers = _forward_calls_legacy_helper(files, graph)
     pinned = {path: f"`{relative.as_posix()}`, which {why}," for path, relative, source in files
-              if (why := _pin(source)) is not None} | _forward_calls_legacy_helper(files, graph)
+              if (why := _pin(source)) is not None} | calling
     if not pinned:
         return {}
+    holding = {*pinned, *helpers, *(path for path, _, source in files if _BINDS_DEVICE.search(source))}
     neighbours: dict[Path, set[Path]] = {}
     for path, module in graph.links():
-        if module != path:
+        if module != path and module in holding:
             neighbours.setdefault(path, set()).add(module)
             neighbours.setdefault(module, set()).add(path)
     found: dict[Path, str] = {}
@@ -68,29 +77,34 @@ def _pin(source: bytes) -> str | None:
     return None
 
 
-def _forward_calls_legacy_helper(files: Sequence[tuple[Path, PurePath, bytes]], graph: ImportGraph) -> dict[Path, str]:
+def _forward_calls_legacy_helper(files: Sequence[tuple[Path, PurePath, bytes]],
+                                 graph: ImportGraph) -> tuple[dict[Path, str], set[Path]]:
     """Each file whose ``forward`` calls a function it imports from another module of the project
-    that makes a legacy CUDA tensor type outside any ``if``, with why it pins its program."""
+    that makes a legacy CUDA tensor type outside any ``if``, with why it pins its program; and the
+    modules of the helpers those files call."""
     helpers: dict[tuple[Path, str], tuple[PurePath, str]] = {}  # (module, function) -> (its path shown, the type)
     for path, relative, source in files:
         if b"torch.cuda." in source and b"Tensor" in source and (tree := _parsed(source)) is not None:
             helpers.update(((path, f.name), (relative, made)) for f in tree.body
                            if isinstance(f, ast.FunctionDef) and (made := _always(f, _legacy_type)) is not None)
     found: dict[Path, str] = {}
+    called: set[Path] = set()
     for path, relative, source in files if helpers else ():
         imported = {}  # the helpers the file imports by name: function -> (its module shown, the type)
+        modules = {}  # the same helpers: function -> its module
         for name in graph.top.get(path, ()) if b"def forward" in source else ():
             module, _, function = name.rpartition(".")
             defined = graph.module_for(module, path) if module else None
             if defined is not None and (defined, function) in helpers:
-                imported[function] = helpers[(defined, function)]
+                imported[function], modules[function] = helpers[(defined, function)], defined
         tree = _parsed(source) if imported else None  # parsed once, for every helper it imports
-        called = next((f for f in imported if tree is not None and _forward_calls(tree, f)), None)
-        if called is not None:
-            shown, made = imported[called]
-            found[path] = (f"`{relative.as_posix()}`, whose `forward` calls `{called}` of `{shown.as_posix()}`, "
+        calls = next((f for f in imported if tree is not None and _forward_calls(tree, f)), None)
+        if calls is not None:
+            shown, made = imported[calls]
+            found[path] = (f"`{relative.as_posix()}`, whose `forward` calls `{calls}` of `{shown.as_posix()}`, "
                            f"which makes tensors with `{made}` on every call,")
-    return found
+            called.add(modules[calls])
+    return found, called
 
 
 def _forward_calls(tree: ast.AST, function: str) -> bool:

@@ -714,8 +714,12 @@ GLOO_GROUP = "devices of a program whose DDP process group is gloo"
 #: the device it is given is chosen, often at module level beside a function that seeds) move only
 #: with the edit that gives it the CPU there
 GENERATOR = "devices beside a random generator made on their device"
+#: a Hugging Face ``Trainer`` of a transformers without a Neuron device (before 5.0): it moves the
+#: model to ``TrainingArguments.device``, the CPU on Trainium, which the Neuron placements of the
+#: program would then meet
+TRAINER_ON_CPU = "devices beside a Trainer whose transformers has no Neuron device"
 PROGRAM_PINS = frozenset({PROCESS_SET_UP, DATA_CHOICE, WRAPPED_MODEL, REQUIRED_CUDA, DEFAULT_TYPE, WORKER_POOL,
-                          GLOO_GROUP, GENERATOR})
+                          GLOO_GROUP, GENERATOR, TRAINER_ON_CPU})
 #: the pins that hold only the device edits of the block they are in: an assert that CUDA is
 #: available in one branch (``if engine == "ddp": assert torch.cuda.is_available()``) stops
 #: Neuron in that branch, not in the rest of the function

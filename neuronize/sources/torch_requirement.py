@@ -5,8 +5,9 @@ Looked up from a file's folder upwards to the repository's root (a folder holdin
 first folder that declares torch decides: ``requirements*.txt``, ``pyproject.toml``
 (``[project]`` dependencies and optional dependencies, Poetry's dependencies), ``setup.cfg``
 (``install_requires``), ``setup.py`` (the requirement strings in it), conda environment files
-(``torch`` or ``pytorch``) and Cog's ``cog.yaml`` (its ``python_packages``, quoted or not: the
-environment a model's container runs in). A project that declares no torch, or no lower bound
+(``torch`` or ``pytorch``), Cog's ``cog.yaml`` (its ``python_packages``, quoted or not: the
+environment a model's container runs in), and the ``pip install`` or ``conda install`` commands of
+a Dockerfile or of an install script (``install_req.sh``: ``pip install torch==1.9.0``). A project that declares no torch, or no lower bound
 of at least 2.6, admits an older one: the calls a migration writes must then run there too (a host-neutral call
 falls back to ``torch.cuda`` where ``torch.accelerator`` is missing). Never raises: a file that
 cannot be read says nothing.
@@ -40,6 +41,14 @@ def _requirement(package: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pat
     return (re.compile(rf"(?m)^\s*(?:-\s*)?(?:\w+::)?{name}(?P<spec>[^#;\n]*)"),
             re.compile(rf"[\"']\s*{name}(?P<spec>[^\"';]*)"),
             re.compile(rf"(?m)^\s*{_NAMES[package]}\s*=\s*(?:\{{[^}}\n]*version\s*=\s*)?[\"']([^\"']*)[\"']"))
+
+
+@functools.cache
+def _installed(package: str) -> re.Pattern[str]:
+    """A requirement of ``package`` with a version in an install command (``pip install -U
+    torch==1.9.0 torchvision``, ``conda install pytorch=1.13``): a word of that command's line."""
+    return re.compile(rf"(?m)\b(?:pip3?|conda|mamba)\s+install\b[^\n#]*?[\s\"']{_NAMES[package]}"
+                      rf"(?P<spec>(?:[=<>~!]=?|===)[^\s\"';#]*)")
 
 
 #: a lower bound; the ``=`` of an upper bound (``<=2.8``) or an exclusion (``!=2.0``) is none
@@ -77,11 +86,20 @@ def _specs(text: str, name: str, package: str = "torch") -> list[str]:
     """The version specifier of each requirement of ``package`` in ``text`` (the file ``name``;
     Poetry's ``^2.1`` as its floor, ``>=2.1``)."""
     line, quoted, poetry = _requirement(package)
-    patterns = {"setup.py": (quoted,), "pyproject.toml": (quoted,), "cog.yaml": (quoted, line)}.get(name, (line,))
+    patterns = {"setup.py": (quoted,), "pyproject.toml": (quoted,), "cog.yaml": (quoted, line)}.get(
+        name, (_installed(package),) if _installs(name) else (line,))
     found = [m.group("spec") for pattern in patterns for m in pattern.finditer(text)]
     if name == "pyproject.toml":
         found += [m.group(1).replace("^", ">=") for m in poetry.finditer(text)]
     return found
+
+
+def _installs(name: str) -> bool:
+    """The file ``name`` (lower case) sets up an environment with install commands: a Dockerfile,
+    or a shell script named for installing or setting up (``install_req.sh``, ``setup_env.sh``);
+    the project's other scripts run its programs."""
+    return name.startswith("dockerfile") or name.endswith(".dockerfile") or (
+        name.endswith(".sh") and any(word in name for word in ("install", "setup", "env", "requirement")))
 
 
 def _declared(text: str, name: str) -> list[tuple[int, int] | None] | None:
@@ -100,7 +118,7 @@ def _in_folder(folder: Path, package: str) -> tuple[str, ...] | None:
     for name in names:
         lower = name.lower()
         if not (lower in _DECLARING or (lower.startswith("requirements") and lower.endswith(".txt"))
-                or (lower.startswith("environment") and lower.endswith((".yml", ".yaml")))):
+                or (lower.startswith("environment") and lower.endswith((".yml", ".yaml"))) or _installs(lower)):
             continue
         try:
             text = (folder / name).read_text(encoding="utf-8", errors="replace")

@@ -227,6 +227,8 @@ class _GuardScan(cst.CSTVisitor):
         # ("nccl" is not a marker: NRN401 migrates it, and needs the check to see Neuron)
         if "flash_attention" in value or "flash_attn" in value or _names_gpu_build(value):
             self._mark(f"`{value!r}`")
+        elif _GPU_INDEX_KEY.fullmatch(value):
+            self._mark(f"`{value!r}`, the GPU index a framework hands in")
         elif self.gpu_words and gpu_word(value):
             if self.v.marker is None:
                 self.v.pins = GPU_WORD_PINS
@@ -264,6 +266,12 @@ class _GuardScan(cst.CSTVisitor):
         if self.v.opaque is None:
             self.v.opaque = f"`{short(node.func, 40)}(...)`"
         return None
+
+
+#: the key of a GPU index a serving framework hands the code (TorchServe's
+#: ``context.system_properties.get("gpu_id")``): set for a CUDA GPU only, so a Neuron host let into
+#: the code it guards builds ``"neuron:None"``
+_GPU_INDEX_KEY = re.compile(r"gpu_?(?:id|ids|index)", re.IGNORECASE)
 
 
 #: text naming a GPU build of a package (``onnxruntime-gpu``, ``paddlepaddle-gpu>=2``) or a CUDA

@@ -124,6 +124,17 @@ def plain_version(item: Requirement) -> str | None:
     return item.version.split("+")[0] if item.version else None
 
 
+#: the first release of each torch distribution with a TorchNeuron family (torch 2.13: ``torch-neuronx==2.13.*``)
+_FIRST_WITH_NEURON = {"torch": (2, 13), "torchvision": (0, 28), "torchaudio": (2, 13)}
+
+
+def before_neuron(item: Requirement) -> bool:
+    """``item`` pins a torch distribution to a release before any TorchNeuron family: the plain pin
+    gains Trainium nothing."""
+    numbers = re.match(r"(\d+)\.(\d+)", plain_version(item) or "")
+    return numbers is not None and (int(numbers[1]), int(numbers[2])) < _FIRST_WITH_NEURON.get(item.key, (0, 0))
+
+
 def cuda_build_message(item: Requirement) -> str | None:
     """The finding on a ``torch`` / ``torchvision`` / ``torchaudio`` pinned to a ``+cuXXX`` build (NRN601),
     or None for any other requirement."""
