@@ -240,3 +240,17 @@ def test_a_notebook_with_an_unreadable_cell_offers_no_fix_it_would_not_make(tmp_
     assert [(f["rule"], f["fixable"]) for f in findings] == [("NRN102", False)]
     assert "the notebook is not rewritten while a cell cannot be read" in findings[0]["message"]
     assert neuronize("fix", "n.ipynb", cwd=tmp_path).returncode == 2 and path.read_bytes() == before
+
+
+def test_a_neuron_only_import_under_an_earlier_cells_test_is_guarded(tmp_path):
+    # the test for Neuron is defined in the first cell that needs it; a later cell's Neuron branch
+    # imports torch_neuronx under a call of it, which runs only on Neuron
+    notebook = {"cells": [_cell("import torch\n", "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"),
+                          _cell("names = []\n", "if torch.cuda.is_available():\n",
+                                "    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]\n")],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    result = neuronize("fix", "--no-cache", "--unsafe-fixes", "n.ipynb", cwd=tmp_path)
+    assert "internal error" not in str(result.stderr)
+    cells = ["".join(c["source"]) for c in json.loads((tmp_path / "n.ipynb").read_text())["cells"]]
+    assert "if on_neuron():\n        import torch_neuronx" in cells[1]

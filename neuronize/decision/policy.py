@@ -398,7 +398,7 @@ def _regions_hold_moves(located: Located[R], parents: Parents, device: str) -> L
     holds = [r for r, _ in located if r.group is None and r.fixable and r.safety is not Safety.SAFE
              and _places_on_cuda(r.node) and r.rule.section == "device" and _writes_device(r, device)]
     raising = [r for r, _ in located if (not r.fixable or r.safety is not Safety.SAFE)
-               and (r.rule.stops_without_cuda or _raises_without_cuda(r.node, parents))]
+               and (r.rule.stops_without_cuda and not r.harmless or _raises_without_cuda(r.node, parents))]
     if not creating and not left and not holds and not raising:
         return located
     moves = [r for r, _ in located
@@ -524,7 +524,7 @@ def _keeps_cuda(report: Any, parents: Parents, device: str) -> bool:
     CUDA call that raises without CUDA."""
     return ((report.rule.section in ("device", "distributed") and (
         _writes_device(report, device) or _places_on_cuda(report.node)))
-        or report.rule.stops_without_cuda or _raises_without_cuda(report.node, parents))
+        or report.rule.stops_without_cuda and not report.harmless or _raises_without_cuda(report.node, parents))
 
 
 def _chain_of(owner: cst.CSTNode | None, parents: Parents) -> cst.If | None:

@@ -37,7 +37,8 @@ def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Modu
     if undefined:  # a rule wrote a name without asking for its import
         return FileError(f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
                          "left alone; please report it")
-    added = hazards(tree, neuron_tests(new), output) - (
+    tests = neuron_tests(new) | _inherited_tests(inherited)  # a notebook's earlier cell may define `on_neuron`
+    added = hazards(tree, tests, output) - (
         hazards(source_tree, neuron_tests(module), source) if source_tree is not None else Counter())
     if added:  # a safety net: the decision stage (policy._import_safe) should have held these fixes back
         return FileError(f"internal error: the rewritten module would evaluate {next(iter(added))} at import; "
@@ -50,3 +51,13 @@ def _python_tree(source: bytes) -> ast.Module | None:
         return ast.parse(source)
     except SyntaxError:
         return None
+
+
+def _inherited_tests(inherited: bytes) -> frozenset[str]:
+    """The Neuron tests (:func:`neuron_tests`) the statements run before the file define."""
+    if not inherited:
+        return frozenset()
+    try:
+        return neuron_tests(cst.parse_module(inherited))
+    except cst.ParserSyntaxError:
+        return frozenset()

@@ -1531,6 +1531,8 @@ def _covers_both(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
     if isinstance(node, cst.If):
         if side is not node.body or node.orelse is not None:
             return False
+        if places_on_tested(node):
+            return True
         calls = migrated_body_calls(ctx, node.body)
     else:
         other = node.orelse if side is node.body else node.body
@@ -1538,6 +1540,39 @@ def _covers_both(ctx: FileContext, node: cst.If | cst.IfExp) -> bool:
             return False
         calls = migrated_arm_call(ctx, side)  # type: ignore[arg-type]
     return calls is not None and set(calls) <= HOST_NEUTRAL
+
+
+def places_on_tested(node: cst.If) -> bool:
+    """Every statement of ``node``'s body moves a value onto the device its test compares with
+    ``"cuda"`` (``if "cuda" in args.device: w = w.to(self.device)``, the same name): device-agnostic
+    code that a device of any kind may take, so the guard covers Neuron too and CUDA keeps it."""
+    tested = _tested_device(node.test)
+    lines = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
+    if tested is None or not all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines):
+        return False
+    smalls = [small for line in lines for small in line.body]  # type: ignore[union-attr]
+    return bool(smalls) and all(
+        isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and isinstance(small.value.func, cst.Attribute)
+        and small.value.func.attr.value == "to" and len(small.value.args) == 1
+        and last_name(small.value.args[0].value) == tested for small in smalls)
+
+
+def _tested_device(test: cst.BaseExpression) -> str | None:
+    """The last name of the value ``test`` compares with ``"cuda"`` (``args.RUN_DEVICE`` in
+    ``"cuda" in args.RUN_DEVICE``, ``device`` in ``device == "cuda"`` or ``device.type ==
+    "cuda"``), for a single ``==`` or ``in`` comparison; None otherwise."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    if isinstance(target.operator, cst.In) and string_value(test.left) == "cuda":
+        value: cst.BaseExpression = target.comparator
+    elif isinstance(target.operator, cst.Equal) and "cuda" in (string_value(test.left), string_value(target.comparator)):
+        value = target.comparator if string_value(test.left) == "cuda" else test.left
+        if isinstance(value, cst.Attribute) and value.attr.value == "type":
+            value = value.value
+    else:
+        return None
+    return last_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
 
 
 def covered_side(ctx: FileContext, node: cst.If | cst.IfExp) -> cst.CSTNode | None:

@@ -10,11 +10,22 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.transforms._helpers.device_choice import device_settings, validation_chain, validation_list, cuda_membership_list, idiom_branch, is_torch_device_call, rewrite_condition, rewrite_cuda_comparison, selection_if, selection_ifexp
 from neuronize.transforms._helpers.literals import cuda_literal, string_like
 from neuronize.transforms._helpers.device_model import (
-    after_neuron_choice, covered_calls, covered_side, covering, in_dispatch_test, is_fallback, neuron_first_choice, widening_group)
+    after_neuron_choice, covered_calls, covered_side, covering, in_dispatch_test, is_fallback, neuron_first_choice, places_on_tested,
+    widening_group)
 from neuronize.transforms._helpers.messages import short
 
 GUARD_ADVICE = ("keep it if it guards a CUDA-only feature (fused AdamW, DataParallel, pinned memory, "
                 "bitsandbytes, CUDA kernels); add `\"neuron\"` if Neuron should take this path")
+
+
+def _widened(node: cst.If | cst.IfExp, placing: bool) -> str:
+    """The message template of a guard widened to cover both devices (``placing``: its body only
+    moves values onto the device it tests)."""
+    where = ("`if {old}:` -> `if {new}:`: its body only moves values onto the device it tests" if placing
+             else "`if {old}:` -> `if {new}:`: its body ({calls}) is migrated to host-neutral calls"
+             if isinstance(node, cst.If) else
+             "`... if {old} else ...` -> `... if {new} else ...`: its CUDA arm ({calls}) is migrated to host-neutral calls")
+    return f"guard {where}, so the guard takes {{kind}} too and CUDA keeps it"
 
 
 class CudaDeviceComparison(Transform):
@@ -42,6 +53,8 @@ class CudaDeviceComparison(Transform):
         torch.cuda.synchronize if device_type == "cuda" else (lambda: None)`, or with `!=` and the
         arms swapped. The widened test and the host-neutral edit are one edit group: neither is
         made without the other (a test widened around a CUDA call would run it on Neuron). A
+        guard whose body only moves values onto the device it tests (`if "cuda" in device: w =
+        w.to(self.device)`) does nothing CUDA-specific and covers both devices the same way. A
         CUDA arm that cannot be made host-neutral (`torch.cuda.max_memory_allocated`, which moves
         to a Neuron-only API) is left whole, its comparison reported. A device's own
         validation (`assert device in ["cuda", "cpu"]`) is NRN101's (it adds `"neuron"`); one written
@@ -198,12 +211,11 @@ class CudaDeviceComparison(Transform):
         if covered_side(self.ctx, node) is None:
             return False
         self._covered.add(id(node))
-        where = "`if {old}:` -> `if {new}:`: its body" if isinstance(node, cst.If) else \
-            "`... if {old} else ...` -> `... if {new} else ...`: its CUDA arm"
-        self._fix_choice(node.test, covering(node.test), "guard " + where + " ({calls}) is migrated to host-neutral "
-                         "calls, so the guard takes {kind} too and CUDA keeps it", old=short(node.test),
-                         calls=covered_calls(self.ctx, node), safety=Safety.SAFE, evidence=Evidence.DOC,
-                         group=widening_group(self.ctx, node), guard=node)
+        placing = isinstance(node, cst.If) and places_on_tested(node)  # no CUDA call to group with
+        self._fix_choice(node.test, covering(node.test), _widened(node, placing), old=short(node.test),
+                         calls="" if placing else covered_calls(self.ctx, node),
+                         safety=Safety.SAFE, evidence=Evidence.DOC, guard=None if placing else node,
+                         group=hosts.DEVICE_CHOICE if placing else widening_group(self.ctx, node))
         return True
 
     def _fix_block(self, block: cst.BaseSuite | None) -> None:

@@ -20,7 +20,8 @@ class CudaSetDevice(_CudaApiRule):
     What it does:
         On the `neuron` target the call stays for the CUDA hosts the file still runs on: `if not
         <the accelerator is Neuron>: torch.cuda.set_device(...)` in a file that calls
-        `init_process_group` (torchrun / DDP / FSDP code), `if <the accelerator is Neuron>:
+        `init_process_group` (torchrun / DDP / FSDP code) or for a device chosen per rank
+        (`set_device(local_rank)`, whose process group another module makes), `if <the accelerator is Neuron>:
         torch.neuron.set_device(...) else: <the call>` elsewhere; `torch.cuda.device(i)` contexts
         are reported. A `set_device` call whose value is used, or one whose argument mentions a
         rank in a file without `init_process_group` (the process group is created in another
@@ -132,7 +133,7 @@ class CudaSetDevice(_CudaApiRule):
         statement = enclosing_small_statement(self.ctx, ref)
         group = process_group_edits(self.ctx)
         if keeps_cuda:
-            self._keep_for_cuda(ref, statement, torchrun, group)
+            self._keep_for_cuda(ref, statement, torchrun or self._per_rank(ref), group)
             return
         if torchrun:
             if statement is None:
@@ -143,18 +144,23 @@ class CudaSetDevice(_CudaApiRule):
                                        "to one NeuronCore; call no Neuron API before `init_process_group`",
                             group=group)
             return
-        if ref.call is not None and "rank" in self.ctx.module.code_for_node(ref.call).lower():
+        if self._per_rank(ref):
             self.report(ref.outer, f"{spelled(ref)} per rank, but no `init_process_group` in this file: delete it "
                                    f"if the process group is `neuron` (it pins one NeuronCore per process), "
                                    f"else use {shown}")
             return
         self.rewrite(ref, target, f"{spelled(ref)} -> {shown}")
 
+    def _per_rank(self, ref: CudaRef) -> bool:
+        """The call selects a device per process (its argument names a rank: ``local_rank``)."""
+        return ref.call is not None and "rank" in self.ctx.module.code_for_node(ref.call).lower()
+
     def _keep_for_cuda(self, ref: CudaRef, statement: cst.BaseSmallStatement | None, torchrun: bool,
                        group: str) -> None:
         """In a file that keeps its CUDA hosts, the call stays for them: ``if not <Neuron>:`` in
-        torchrun code (the `neuron` process group pins each process's NeuronCore), else ``if
-        <Neuron>: torch.neuron.set_device(...) else: <the call>``."""
+        torchrun code or for a device chosen per rank (the `neuron` process group pins each
+        process's NeuronCore, wherever the group is made), else ``if <Neuron>:
+        torch.neuron.set_device(...) else: <the call>``."""
         line = self.ctx.statement_to_remove(statement) if statement is not None else None
         if not isinstance(line, cst.SimpleStatementLine):
             self.report(ref.outer, f"{spelled(ref)}: kept for CUDA hosts (this file's device choice is host-aware); "

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuronize.transforms._helpers.literals import string_value
+from neuronize.transforms._helpers.calls import keyword
+from neuronize.transforms._helpers.literals import is_true, string_value
 from neuronize.transforms._helpers.setup_files import NVIDIA_TOOL, NVIDIA_TOOL_INSTEAD, TROUBLESHOOTING_URL
 from neuronize.transform import Evidence, Example, Safety, Transform
 
+#: the runners that return the shell's status or output where the command is missing: the program
+#: goes on there (``os.system("nvidia-smi")`` prints an error and returns 127)
+_SHELL_RUNNERS = frozenset({"subprocess.getoutput", "subprocess.getstatusoutput", "os.system", "os.popen"})
 #: the functions that run a command given as their first argument
 RUNNERS = frozenset({
     "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen",
@@ -30,7 +34,10 @@ class NvidiaToolCall(Transform):
         `getoutput`, `getstatusoutput`, `os.system` or `os.popen` whose command (a string, or the
         first string of a list) runs `nvidia-smi`, `nvcc`, `nvidia-docker` or
         `nvidia-container-cli`, with the Neuron tool that does the job. The device edits of the
-        code around it wait for it: on a Trainium host the program stops there.
+        code around it wait for it where the call raises without the tool (`subprocess.run([...])`,
+        `check_output`, `Popen`, a `check=True`): on a Trainium host the program stops there. A
+        command the shell runs (`os.system`, `os.popen`, `getoutput`, `shell=True` without
+        `check=True`) only prints an error there, and the program goes on: it holds nothing.
 
     Why on TorchNeuron:
         A Trainium host has no NVIDIA driver or CUDA toolkit: the command is not found, and the
@@ -75,4 +82,12 @@ class NvidiaToolCall(Transform):
         if match is not None:
             tool = match.group("tool")
             self.report(node, f"runs `{tool}`, an NVIDIA tool that a Trainium host does not have: the call "
-                              f"fails there; {NVIDIA_TOOL_INSTEAD[tool]}")
+                              f"fails there; {NVIDIA_TOOL_INSTEAD[tool]}", harmless=self._goes_on(node))
+
+    def _goes_on(self, node: cst.Call) -> bool:
+        """The program goes on where the command is missing: the shell runs it and no check raises."""
+        if self.ctx.qualify(node.func) in _SHELL_RUNNERS:
+            return True
+        shell, check = keyword(node, "shell"), keyword(node, "check")
+        return (shell is not None and is_true(shell.value) and (check is None or not is_true(check.value))
+                and self.ctx.qualify(node.func) in ("subprocess.run", "subprocess.call"))
