@@ -7,10 +7,10 @@ first folder that declares torch decides: ``requirements*.txt``, ``pyproject.tom
 (``install_requires``), ``setup.py`` (the requirement strings in it), conda environment files
 (``torch`` or ``pytorch``), Cog's ``cog.yaml`` (its ``python_packages``, quoted or not: the
 environment a model's container runs in), and the ``pip install`` or ``conda install`` commands of
-a Dockerfile or of an install script (``install_req.sh``: ``pip install torch==1.9.0``). A project that declares no torch, or no lower bound
-of at least 2.6, admits an older one: the calls a migration writes must then run there too (a host-neutral call
-falls back to ``torch.cuda`` where ``torch.accelerator`` is missing). Never raises: a file that
-cannot be read says nothing.
+a Dockerfile or of an install script (``install_req.sh``: ``pip install torch==1.9.0``). A project
+that declares no torch, or no lower bound of at least 2.6, admits an older one: the calls a
+migration writes must then run there too (a host-neutral call falls back to ``torch.cuda`` where
+``torch.accelerator`` is missing). Never raises: a file that cannot be read says nothing.
 
 The same declarations say the newest torch the project admits, where every one of them has an
 upper bound (``torch==1.6.0``): a fix that writes an API newer than that (``torch.autocast``, new in

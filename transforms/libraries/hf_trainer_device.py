@@ -7,6 +7,7 @@ import libcst as cst
 from neuronize.analysis.context import FileContext
 from neuronize.decision.policy import TRAINER_ON_CPU
 from neuronize.transform import Evidence, Example, Safety, Transform
+from neuronize.transforms._helpers.names import last_name
 
 #: the first transformers release whose ``TrainingArguments`` can choose the Neuron device; every
 #: 4.x release lacks it (the branch was merged in March 2026, after 5.0)
@@ -92,8 +93,7 @@ class HfTrainerDevice(Transform):
         newest = dict(self.ctx.options.newest_releases or ()).get("transformers")
         if newest is None or newest >= NEURON_DEVICE_RELEASE or not self._trainer(node.func):
             return
-        name = getattr(node.func, "attr", node.func)
-        self.report(node.func, f"`{getattr(name, 'value', 'Trainer')}(...)` moves the model to `TrainingArguments.device`, "
+        self.report(node.func, f"`{last_name(node.func)}(...)` moves the model to `TrainingArguments.device`, "
                                f"and the project's transformers stops at {newest[0]}.{newest[1]}, which has no Neuron "
                                "device there: on Trainium the model trains on the CPU, beside which the file's device "
                                "edits wait; require a transformers release with the Neuron device (5.x) first",
