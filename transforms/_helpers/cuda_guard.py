@@ -274,10 +274,11 @@ class _GuardScan(cst.CSTVisitor):
 _GPU_INDEX_KEY = re.compile(r"gpu_?(?:id|ids|index)", re.IGNORECASE)
 
 
-#: text naming a GPU build of a package (``onnxruntime-gpu``, ``paddlepaddle-gpu>=2``) or a CUDA
-#: execution provider (``CUDAExecutionProvider``, ``TensorrtExecutionProvider``): chosen by a CUDA
-#: check, it is what the check is for
-_GPU_BUILD = re.compile(r"^[A-Za-z0-9_.\-]+-gpu\b|^(CUDA|Tensorrt)ExecutionProvider$")
+#: text naming a GPU build of a package (``onnxruntime-gpu``, ``paddlepaddle-gpu>=2``, or the bare
+#: suffix a CUDA check appends: ``"onnxruntime" + ("-gpu" if cuda else "")``) or a CUDA execution
+#: provider (``CUDAExecutionProvider``, ``TensorrtExecutionProvider``): chosen by a CUDA check, it is
+#: what the check is for
+_GPU_BUILD = re.compile(r"^[A-Za-z0-9_.\-]*-gpu\b|^(CUDA|Tensorrt)ExecutionProvider$")
 
 
 #: a comparison with the word "gpu" (``args.device == "gpu"``, ``"gpu" != kind``)
