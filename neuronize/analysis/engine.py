@@ -183,7 +183,7 @@ def _run_parsed(source: bytes, rules: Sequence[type[Transform]], options: Option
     findings = _findings(kept, lambda r: id(r) in made, [*unused, *later])
     if output == source:
         return SourceResult(findings=findings, warnings=tuple(warnings), pins=pins)
-    error = output_error(source, output, module, new, inherited_source)
+    error = output_error(source, output, module, new, inherited)
     if error is not None:
         return SourceResult(findings=_findings(located, _never, unused), error=error)
     return SourceResult(findings=findings, output=output, warnings=tuple(warnings), pins=pins)

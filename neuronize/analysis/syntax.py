@@ -111,10 +111,16 @@ def else_ends_early(stmt: cst.If) -> bool:
     """The ``else`` that closes ``stmt``'s ``elif`` chain ends the block early: the statements
     after the chain run only where the test of ``stmt`` or of another ``if`` of the chain held
     (``elif torch.cuda.is_available(): ... else: sys.exit(1)``)."""
-    orelse = stmt.orelse
-    while isinstance(orelse, cst.If):
-        orelse = orelse.orelse
-    return isinstance(orelse, cst.Else) and ends_early(orelse.body)
+    *_, last = chain_links(stmt)
+    return isinstance(last.orelse, cst.Else) and ends_early(last.orelse.body)
+
+
+def chain_links(stmt: cst.If) -> Iterator[cst.If]:
+    """``stmt`` and each ``elif`` after it in its chain, in order."""
+    link: cst.BaseSuite | cst.If | cst.Else | None = stmt
+    while isinstance(link, cst.If):
+        yield link
+        link = link.orelse
 
 
 def chain_head(stmt: cst.If, parents: Mapping[int, cst.CSTNode]) -> cst.If:

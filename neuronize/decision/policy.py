@@ -70,7 +70,7 @@ from neuronize.analysis.import_safety import (
 )
 from neuronize.analysis.walk import Parents, ancestors, iter_syntax
 from neuronize.analysis.syntax import (
-    binding_scope, chain_head, dotted_name, else_ends_early, ends_early, is_false_or_none, is_main_test, is_script,
+    binding_scope, chain_head, chain_links, dotted_name, else_ends_early, ends_early, is_false_or_none, is_main_test, is_script,
     one_line, stored_once, without_not,
 )
 from neuronize.decision.suppressions import Suppression, unknown_codes
@@ -537,12 +537,8 @@ def _chain_of(owner: cst.CSTNode | None, parents: Parents) -> cst.If | None:
 def _every_branch(head: cst.If, branches: set[int]) -> bool:
     """Every branch of the chain ``head`` starts is in ``branches`` (ids of bodies), and it ends
     in an ``else``: no path through it misses one."""
-    node: cst.If | cst.Else | None = head
-    while isinstance(node, cst.If):
-        if id(node.body) not in branches:
-            return False
-        node = node.orelse
-    return node is not None and id(node.body) in branches
+    *_, last = chain_links(head)
+    return isinstance(last.orelse, cst.Else) and all(id(body) in branches for body in _branch_bodies(head))
 
 
 def _follows(node: cst.CSTNode, head: cst.If, parents: Parents) -> bool:
@@ -765,10 +761,10 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     if not pins and elsewhere is None:
         return located, {}
     names: dict[int, str] = {id(None): elsewhere[0]} if elsewhere is not None else {}  # id(None): module level
-    branches = {id(r): _one_way_of_placing(r, located, parents, device) for r in pins}
     pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
-                  else branches[id(r)] or _class_of_method(r.node, parents) if r.pins in CLASS_PINS
-                  else branches[id(r)] or _held_scope(r.node, parents) for r in pins}
+                  else _one_way_of_placing(r, located, parents, device) or (
+                      _class_of_method(r.node, parents) if r.pins in CLASS_PINS else _held_scope(r.node, parents))
+                  for r in pins}
     for r in pins:
         scope = pin_scopes[id(r)]
         function = _scope_of(r.node, parents) if isinstance(scope, cst.BaseSuite) else scope
@@ -828,12 +824,9 @@ def _one_way_of_placing(pin: Any, located: Located[R], parents: Parents, device:
 
 def _branch_bodies(head: cst.If) -> list[cst.BaseSuite]:
     """The bodies of the branches of the ``if``/``elif``/``else`` chain ``head`` starts."""
-    bodies: list[cst.BaseSuite] = []
-    node: cst.If | cst.Else | None = head
-    while isinstance(node, cst.If):
-        bodies.append(node.body)
-        node = node.orelse
-    return [*bodies, node.body] if node is not None else bodies
+    links = list(chain_links(head))
+    tail = links[-1].orelse
+    return [*(link.body for link in links), *((tail.body,) if isinstance(tail, cst.Else) else ())]
 
 
 def _copies_guard(report: Any, parents: Parents) -> bool:

@@ -17,9 +17,9 @@ from neuronize.types import FileError
 
 
 def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Module,
-                 inherited: bytes = b"") -> FileError | None:
+                 inherited: cst.Module | None = None) -> FileError | None:
     """Why ``output`` (the code of ``new``, rewritten from ``module``, read from ``source``, run
-    after the statements ``inherited``) must not be written, or None."""
+    after the statements ``inherited``, a notebook's earlier cells) must not be written, or None."""
     try:
         tree = ast.parse(output)
     except SyntaxError as exc:
@@ -33,11 +33,12 @@ def output_error(source: bytes, output: bytes, module: cst.Module, new: cst.Modu
         return FileError(f"{problem}; left alone", exc.lineno)
     # the safety nets compare the output with the source: one AST of the source serves both
     source_tree = _python_tree(source)
-    undefined = introduced(source_tree, tree, _python_tree(inherited)) if source_tree is not None else set()
+    inherited_tree = _python_tree(inherited.bytes if inherited is not None else b"")
+    undefined = introduced(source_tree, tree, inherited_tree) if source_tree is not None else set()
     if undefined:  # a rule wrote a name without asking for its import
         return FileError(f"internal error: the fixes would use undefined name(s) {', '.join(sorted(undefined))}; "
                          "left alone; please report it")
-    tests = neuron_tests(new) | _inherited_tests(inherited)  # a notebook's earlier cell may define `on_neuron`
+    tests = neuron_tests(new) | (neuron_tests(inherited) if inherited is not None else frozenset())  # an earlier cell's
     added = hazards(tree, tests, output) - (
         hazards(source_tree, neuron_tests(module), source) if source_tree is not None else Counter())
     if added:  # a safety net: the decision stage (policy._import_safe) should have held these fixes back
@@ -52,12 +53,3 @@ def _python_tree(source: bytes) -> ast.Module | None:
     except SyntaxError:
         return None
 
-
-def _inherited_tests(inherited: bytes) -> frozenset[str]:
-    """The Neuron tests (:func:`neuron_tests`) the statements run before the file define."""
-    if not inherited:
-        return frozenset()
-    try:
-        return neuron_tests(cst.parse_module(inherited))
-    except cst.ParserSyntaxError:
-        return frozenset()

@@ -24,7 +24,7 @@ from neuronize.analysis.roles import CUDA_WORDS
 from neuronize.analysis.context import FileContext, dotted_name
 from neuronize.transform import ImportRequest
 from neuronize.analysis.syntax import (
-    assigned_value, binding_counts, binding_scope, ends_early, imported_names, iter_blocks, iter_statements,
+    assigned_value, binding_counts, binding_scope, chain_links, ends_early, imported_names, iter_blocks, iter_statements,
     scope_statements, scoped_statements, stored_once, without_not)
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
@@ -134,7 +134,7 @@ def _build(ctx: FileContext) -> DeviceModel:
             built.tables[id(node)] = entry
         if not isinstance(node, cst.If) or id(node) in elifs:
             continue
-        links = list(_links(node))
+        links = list(chain_links(node))
         elifs.update(id(link) for link in links[1:])
         built.runtime_only_tests.update(id(link) for link in links
                                         if id(link) in built.flag_checks and _runtime_calls_only(ctx, link.body))
@@ -283,13 +283,6 @@ def kept_for_cuda(ctx: FileContext, line: cst.SimpleStatementLine,
     statements[0] = statements[0].with_changes(leading_lines=())
     return cst.If(test=test, body=cst.IndentedBlock(body=statements),
                   orelse=cst.Else(body=kept), leading_lines=line.leading_lines), imports
-
-
-def _links(head: cst.If) -> Iterator[cst.If]:
-    link: cst.CSTNode | None = head
-    while isinstance(link, cst.If):
-        yield link
-        link = link.orelse
 
 
 # -- dispatches over a device value ----------------------------------------------------------------
@@ -900,7 +893,7 @@ def aware_edit(ctx: FileContext, node: cst.BaseExpression, nested: bool, edit: L
 
 def in_dispatch_test(ctx: FileContext) -> bool:
     """The comparison being visited is (part of) the test of a dispatch link the model handles."""
-    tests = {id(link.test) for d in model(ctx).dispatches for link in _links(d.head)}
+    tests = {id(link.test) for d in model(ctx).dispatches for link in chain_links(d.head)}
     return bool(tests) and any(id(n) in tests for n in ctx.stack)
 
 
@@ -1051,7 +1044,7 @@ def _flag_tests(statement: cst.CSTNode) -> Iterator[tuple[cst.If | cst.IfExp, cs
     conditional expression behind a Neuron arm (``x.to("neuron") if <Neuron> else <it>``) has
     its Neuron choice already."""
     if isinstance(statement, cst.If):
-        for link in _links(statement):
+        for link in chain_links(statement):
             yield link, *_unnegated(link.test)
     elif isinstance(statement, cst.SimpleStatementLine):
         choices = [node for node in iter_syntax(statement) if isinstance(node, cst.IfExp)]

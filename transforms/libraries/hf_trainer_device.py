@@ -72,6 +72,8 @@ class HfTrainerDevice(Transform):
         super().__init__(ctx)
         self._subclasses: set[str] = set()  # the file's own Trainers (`class DistillationTrainer(Trainer)`)
         self._defined: set[str] = set()  # every class the file defines
+        #: the newest transformers the project admits, where it is bounded
+        self._newest = dict(ctx.options.newest_releases or ()).get("transformers")
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if any(self._trainer(base.value) for base in node.bases):
@@ -90,7 +92,7 @@ class HfTrainerDevice(Transform):
         return qualified.startswith(_TRAINER_PACKAGES) and qualified.endswith("Trainer")
 
     def visit_Call(self, node: cst.Call) -> None:
-        newest = dict(self.ctx.options.newest_releases or ()).get("transformers")
+        newest = self._newest
         if newest is None or newest >= NEURON_DEVICE_RELEASE or not self._trainer(node.func):
             return
         self.report(node.func, f"`{last_name(node.func)}(...)` moves the model to `TrainingArguments.device`, "

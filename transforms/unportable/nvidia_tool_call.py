@@ -76,18 +76,21 @@ class NvidiaToolCall(Transform):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or self.ctx.qualify(node.func) not in RUNNERS:
+        runner = self.ctx.qualify(node.func)
+        if not node.args or runner not in RUNNERS:
             return
         match = NVIDIA_TOOL.search(_command(node.args[0].value) or "")
         if match is not None:
             tool = match.group("tool")
             self.report(node, f"runs `{tool}`, an NVIDIA tool that a Trainium host does not have: the call "
-                              f"fails there; {NVIDIA_TOOL_INSTEAD[tool]}", harmless=self._goes_on(node))
+                              f"fails there; {NVIDIA_TOOL_INSTEAD[tool]}", harmless=_goes_on(runner, node))
 
-    def _goes_on(self, node: cst.Call) -> bool:
-        """The program goes on where the command is missing: the shell runs it and no check raises."""
-        if self.ctx.qualify(node.func) in _SHELL_RUNNERS:
-            return True
-        shell, check = keyword(node, "shell"), keyword(node, "check")
-        return (shell is not None and is_true(shell.value) and (check is None or not is_true(check.value))
-                and self.ctx.qualify(node.func) in ("subprocess.run", "subprocess.call"))
+
+def _goes_on(runner: str, call: cst.Call) -> bool:
+    """The program goes on where the command ``runner`` runs is missing: the shell runs it and no
+    check raises."""
+    if runner in _SHELL_RUNNERS:
+        return True
+    shell, check = keyword(call, "shell"), keyword(call, "check")
+    return (runner in ("subprocess.run", "subprocess.call") and shell is not None and is_true(shell.value)
+            and (check is None or not is_true(check.value)))
