@@ -237,6 +237,9 @@ def analyse_paths(
                 options = dataclasses.replace(options, backend_keys=facts.backend_keys)
             if files[i].path in facts.program_pins:
                 options = dataclasses.replace(options, program_pin=facts.program_pins[files[i].path])
+            others = sorted(shown for path, shown in facts.float16_sources.items() if path != files[i].path)
+            if others:
+                options = dataclasses.replace(options, float16_elsewhere=others[0])
             if facts.op_namespaces:
                 options = dataclasses.replace(options, op_namespaces=facts.op_namespaces)
             engine = engine_of(absolute[i], engines) if engines else None

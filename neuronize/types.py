@@ -143,6 +143,9 @@ class Options:
     #: why the file's device edits wait for other programs of the run whose placements stay
     #: (neuronize/analysis/program_pins.py, kernel_imports.kernel_servants), None where none do
     program_pin: str | None = None
+    #: another Python file of the run that makes float16 other than by an argument-less ``.half()``
+    #: (neuronize/analysis/float16_sources.py), as shown; None where none does
+    float16_elsewhere: str | None = None
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

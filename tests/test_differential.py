@@ -262,7 +262,8 @@ def test_rewrite_keeps_what_passed(runs, target, fixes, host):
 
 def test_regressions_script_lists_a_broken_test(tmp_path):
     """scripts/regressions.py on a two-test repository: the test the migration breaks is listed
-    (a test of a float16 cast, which an unsafe fix of `--target cpu` makes bfloat16 on every host)."""
+    (a test of a float16 cast's rounding, which an unsafe fix of `--target cpu` makes bfloat16 on
+    every host; the test names no float16, which would keep the cast)."""
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "lib.py").write_text(
@@ -271,7 +272,7 @@ def test_regressions_script_lists_a_broken_test(tmp_path):
     )
     (repo / "tests" / "test_lib.py").write_text(
         "import torch\nfrom lib import halved\n\n\ndef test_tuned():\n"
-        "    assert halved(torch.ones(1)).dtype == torch.float16\n\n\ndef test_untouched():\n    assert True\n"
+        "    assert halved(torch.tensor([1.001])).item() == 1.0009765625\n\n\ndef test_untouched():\n    assert True\n"
     )
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the repository needs no plugin
     done = subprocess.run(

@@ -2,9 +2,9 @@
 migration on simulated hosts, regressions traced to the hunks that caused them.
 
 The slow tests run the command as a user does, on a copy of the differential harness's project
-(fixtures/differential/tinytrain) with a regression planted in it: a script's function that names
-CUDA outright, which the migration moves to ``"neuron"`` (a library module of this project, which
-checks for a host elsewhere, would keep CUDA host-aware), and a test that calls it on any host.
+(fixtures/differential/tinytrain) with a regression planted in it: a function that returns early
+where CUDA is missing, which an unsafe fix lets go on on Neuron, and a test that calls it on any
+host.
 """
 
 from __future__ import annotations
@@ -30,29 +30,30 @@ PROJECT = ROOT / "fixtures" / "differential" / "tinytrain"
 
 PLANTED = '''import torch
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
-
-def rounded(x):
-    """``x`` at the precision of the kernels this feeds."""
-    return x.to(DEVICE).half()
+def scaled(x):
+    """``x`` as the fused kernels scale it: they run where CUDA is; elsewhere it passes as it is."""
+    if not torch.cuda.is_available():
+        return x
+    return x * 2
 
 
 def checked(x, expected):
-    got = rounded(x).float()
+    got = scaled(x)
     if not torch.equal(got, expected):
-        raise ValueError(f"the kernels round {x} to {expected}, not {got}")
+        raise ValueError(f"the kernels scale {x} to {expected}, not {got}")
     return got
 '''
-# an unsafe fix (NRN205) makes the cast bfloat16 on Neuron, where NRN101 now places it: the module's
-# own check fails there (every other host keeps float16)
+# an unsafe fix (NRN110) lets the code after the early return run on Neuron, which doubles the
+# value: the module's own check fails there (every other host keeps its path)
 PLANTED_TEST = '''import torch
 
 from tinytrain.planted import checked
 
 
-def test_rounding_is_the_kernels():
-    checked(torch.tensor([1.001]), torch.tensor([1.0009765625]))
+def test_scaling_is_the_kernels():
+    x = torch.tensor([1.0])
+    checked(x, x * 2 if torch.cuda.is_available() else x)
 '''
 
 DIFF = '''# comment lines of fix --diff are skipped
@@ -144,15 +145,15 @@ def test_verify_finds_the_planted_regression_with_its_hunk(tmp_path):
     def known(host: str) -> set[str]:  # the differential harness's rows of this run (neuron, unsafe fixes)
         return {test for target, fixes, on, test in KNOWN_REGRESSIONS if (target, fixes, on) == ("neuron", "unsafe", host)}
 
-    assert {r["test"] for r in cpu["regressions"]} <= known("cpu"), cpu["regressions"]  # float16 kept there
-    regression = {r["test"]: r for r in neuron["regressions"]}["tests/test_planted.py::test_rounding_is_the_kernels"]
-    assert regression["after"] == "failed" and "NRN205" in regression["rules"]
+    assert {r["test"] for r in cpu["regressions"]} <= known("cpu"), cpu["regressions"]  # the early return kept there
+    regression = {r["test"]: r for r in neuron["regressions"]}["tests/test_planted.py::test_scaling_is_the_kernels"]
+    assert regression["after"] == "failed" and "NRN110" in regression["rules"]
     assert [h["path"] for h in regression["hunks"]] == ["tinytrain/planted.py"]
-    assert "+    return x.to(DEVICE).to(torch.bfloat16 if on_neuron() else torch.float16)" in regression["hunks"][0]["diff"]
+    assert "+    if not (on_neuron() or torch.cuda.is_available()):" in regression["hunks"][0]["diff"]
     assert any(path == "tinytrain/planted.py" for path, _ in regression["traceback"])
     # on the simulated Neuron host the migration is what the goals wanted, but for the planted
-    # cast and the harness's known rows
-    planted = {"tests/test_planted.py::test_rounding_is_the_kernels"}
+    # early return and the harness's known rows
+    planted = {"tests/test_planted.py::test_scaling_is_the_kernels"}
     assert {r["test"] for r in neuron["regressions"]} <= known("neuron") | planted, neuron["regressions"]
     assert {f["test"].rsplit("::", 1)[1] for f in neuron["fixed"]} >= {"test_goal_picks_neuron"}
     assert "neuron_path" in neuron and neuron["neuron_path"]["device_uses"] > 0
@@ -167,7 +168,7 @@ def test_fix_verify_holds_back_the_file_a_regression_points_to(tmp_path):
     done = _neuronize(project, "fix", "--unsafe-fixes", "--verify", "--", sys.executable, "-m", "pytest", "-q",
                       "tests/test_planted.py", "tests/test_devices.py")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "held back tinytrain/planted.py: neuron: tests/test_planted.py::test_rounding_is_the_kernels" in done.stderr
+    assert "held back tinytrain/planted.py: neuron: tests/test_planted.py::test_scaling_is_the_kernels" in done.stderr
     assert (project / "tinytrain" / "planted.py").read_bytes() == planted
     assert '"neuron"' in (project / "tinytrain" / "devices.py").read_text()  # verified edits are written
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-17"
+_FORMAT = "facts-18"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +78,9 @@ class ProjectFacts:
     program_pins: dict[Path, str] = dataclasses.field(default_factory=dict)
     #: a Python file still runs on Python 2 (:mod:`neuronize.analysis.python2`)
     python2: bool = False
+    #: the Python files that make float16 other than by an argument-less ``.half()``, each as shown
+    #: (:mod:`neuronize.analysis.float16_sources`)
+    float16_sources: dict[Path, str] = dataclasses.field(default_factory=dict)
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -116,6 +119,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.cuda_setups import cuda_setups
     from neuronize.analysis.custom_ops import compiled_namespace, defined_namespaces
     from neuronize.analysis.device_sinks import device_sinks
+    from neuronize.analysis.float16_sources import float16_sources
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
@@ -145,7 +149,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         cuda_setups(zip(relative[:python], sources, strict=True)), exports(kernels),
                         exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),
                         namespaces, kernel_servants(files_code, graph, kernels) | program_pins(files_code[:python], graph),
-                        any(map(keeps_python2, sources)) or any(map(notebook_keeps_python2, data[python:])))
+                        any(map(keeps_python2, sources)) or any(map(notebook_keeps_python2, data[python:])),
+                        float16_sources(zip(paths[:python], relative[:python], sources, strict=True)))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -184,6 +189,7 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
         "op_namespaces": sorted(facts.op_namespaces),
         "program_pins": [[index[path], why] for path, why in facts.program_pins.items()],
         "python2": facts.python2,
+        "float16_sources": [[index[path], shown] for path, shown in facts.float16_sources.items()],
     }, separators=(",", ":")).encode()
 
 
@@ -201,7 +207,8 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         setups = frozenset(_text(name) for name in data["cuda_setups"])
         keys = frozenset(_text(name) for name in data["backend_keys"])
         namespaces = frozenset(_text(name) for name in data["op_namespaces"])
-        pins = {paths[_index(i, paths)]: _text(why) for i, why in data["program_pins"]}
+        pins, float16 = ({paths[_index(i, paths)]: _text(why) for i, why in data[key]}
+                         for key in ("program_pins", "float16_sources"))
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         exports, feeds = ({paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
@@ -212,7 +219,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
     return ProjectFacts(kernels, checks, extensions, imported, flags, wrappers, loaders, sinks, setups, exports, feeds,
-                        keys, namespaces, pins, python2)
+                        keys, namespaces, pins, python2, float16)
 
 
 def _index(value: object, paths: list[Path]) -> int:

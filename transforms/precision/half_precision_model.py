@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from neuronize.analysis.float16_sources import FORMAT_WORDS, is_format_file, makes_float16
 from neuronize.transforms._helpers.device_model import KeepsCudaBranches
 from neuronize.transforms._helpers import per_target
 from neuronize.transform import Evidence, Example, Safety, Transform
@@ -18,13 +17,14 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
     What it does:
         Rewrites `model.half()` and `tensor.half()` (a method call without arguments) to
         `.to(torch.bfloat16)`, in the file's spelling of `torch` (`T.bfloat16` after
-        `import torch as T`), only where the edit is whole: where nothing else in the file
-        still produces float16 (`torch.float16`, `torch.half`, `.half(...)` with arguments, `fp16`
-        settings), and never in exports and converters whose float16 output is the point (files
-        or functions named export/convert/onnx, functions about fp16/half, functions that save
-        what they convert). Those are reported. `torch.Tensor.half(x)`, calls with arguments and
-        references to `.half` that are not called are left alone. An explicit `dtype=torch.float16` in
-        autocast is NRN201's business.
+        `import torch as T`), only where the edit is whole: where nothing else in the file, nor in
+        any other Python file of the project, still produces float16 (`torch.float16`,
+        `torch.half`, `.half(...)` with arguments, `fp16` settings: a model loaded in float16 in
+        one module meets the inputs another casts), and never in exports and converters whose
+        float16 output is the point (files or functions named export/convert/onnx, functions about
+        fp16/half, functions that save what they convert). Those are reported.
+        `torch.Tensor.half(x)`, calls with arguments and references to `.half` that are not called
+        are left alone. An explicit `dtype=torch.float16` in autocast is NRN201's business.
 
     Why on TorchNeuron:
         Every Neuron example runs reduced precision in bfloat16; float16 is not the documented
@@ -94,9 +94,9 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
 
     def _kept_reason(self) -> str | None:
         """Why this `.half()` must stay float16, if it must: float16 produced elsewhere in the
-        file (it would meet a bf16 tensor), or an export/converter whose output format is the point."""
-        path = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-        if any(word in path for word in FORMAT_WORDS):
+        file or in another of the project (it would meet a bf16 tensor), or an export/converter whose
+        output format is the point."""
+        if is_format_file(self.ctx.path):
             return "this file exports or converts, and the float16 output format is the point"
         for anc in self.ctx.ancestors():
             if isinstance(anc, cst.FunctionDef):
@@ -107,17 +107,14 @@ class HalfPrecisionModel(KeepsCudaBranches, Transform):
                 if any(call in code for call in SAVES):
                     return f"`{anc.name.value}` saves or exports what it converts (the dtype is the format)"
                 break
-        if FLOAT16_ELSEWHERE.search(HOST_AWARE_CAST.sub("", self.ctx.source.decode("utf-8", "replace"))):
+        if makes_float16(self.ctx.source.decode("utf-8", "replace")):
             return ("the file still produces float16 elsewhere (`torch.float16`, `torch.half`, `fp16` "
                     "settings), which would meet a bf16 tensor")
+        if self.ctx.options.float16_elsewhere is not None:
+            return (f"{self.ctx.options.float16_elsewhere} still produces float16 (`torch.float16`, `torch.half`, "
+                    "`fp16` settings), which would meet a bf16 tensor")
         return None
 
 
-#: words naming code whose output format is the point (file and function names)
-FORMAT_WORDS = ("export", "convert", "onnx")
 #: calls that write a converted model or state dict out
 SAVES = ("torch.save", "save_pretrained", "save_file", "torch.onnx", "jit.save")
-#: float16 produced other than by an argument-less `.half()` (which this rule converts as a whole)
-FLOAT16_ELSEWHERE = re.compile(r"(?<![bB])float16|torch\.half\b(?!\()|fp16|HalfTensor|\.half\([^)]")
-#: the cast this rule writes (bf16 on Neuron, float16 elsewhere): no float16 made elsewhere in the file
-HOST_AWARE_CAST = re.compile(r"bfloat16 if [^\n]*? else [\w.]*float16")
