@@ -24,7 +24,7 @@ from neuronize.analysis.project_facts import project_facts
 from neuronize.analysis.project_packages import top_level_packages
 from neuronize.analysis.vendor_engines import engine_of, vendor_engines
 from neuronize.sources.line_length import line_length_for
-from neuronize.sources.torch_requirement import admits_old_torch, newest_releases
+from neuronize.sources.torch_requirement import admits_old_torch, newest_releases, oldest_releases
 from neuronize.registry import SelectionError, all_rules
 from neuronize.rule_index import CLAIMER, by_id, catalogue
 from neuronize.sources.settings import Overrides, Resolver, describe
@@ -311,6 +311,8 @@ def _options_in(options: Options, folder: str, own: tuple[str, ...]) -> Options:
         options = dataclasses.replace(options, old_torch=True)
     if options.newest_releases is None:
         options = dataclasses.replace(options, newest_releases=newest_releases(folder))
+    if options.oldest_releases is None:
+        options = dataclasses.replace(options, oldest_releases=oldest_releases(folder))
     return options
 
 

@@ -86,6 +86,11 @@ class Options:
     #: neuronize/sources/torch_requirement.py); a package absent has no bound, and None: not read
     #: yet. A rule whose fixes write a newer API (``Transform.needs``) only reports
     newest_releases: tuple[tuple[str, tuple[int, int]], ...] | None = None
+    #: the oldest release (major, minor) of torch and of transformers the project says it runs on:
+    #: the lowest lower bound of its requirements (``torch>=1.8``; a package without one is absent)
+    #: (neuronize/sources/torch_requirement.py); None: not read. A rule whose fixes write a newer
+    #: API (``Transform.needs``) only reports, unless its fix keeps the older call where it ran
+    oldest_releases: tuple[tuple[str, tuple[int, int]], ...] | None = None
     #: why the file imports GPU-kernel code through the project's own modules
     #: (neuronize/analysis/kernel_imports.py), which makes it GPU-kernel code too; None: it does not
     kernel_import: str | None = None

@@ -1,14 +1,16 @@
 """A project whose requirements admit a torch before 2.6 (no ``torch.accelerator``) gets host-neutral
 calls that fall back to ``torch.cuda`` there; one that requires 2.6 or later gets the plain call.
 A project whose requirements stop below the torch that has the API a fix writes (``torch==1.6.0``
-and ``torch.autocast``, new in 1.10) gets the finding, not the fix."""
+and ``torch.autocast``, new in 1.10), or admit one below it (``torch>=2.1`` and
+``torch.amp.custom_fwd``, new in 2.4), gets the finding, not the fix."""
 
 from __future__ import annotations
 
 import pytest
 
 from helpers import neuronize
-from neuronize.sources.torch_requirement import _ceiling, _declared, admits_old_torch, newest_release, newest_releases
+from neuronize.sources.torch_requirement import (
+    _ceiling, _declared, admits_old_torch, newest_release, newest_releases, oldest_releases)
 
 SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch.cuda.empty_cache()\n    return x\n"
 
@@ -33,6 +35,10 @@ SCRIPT = b"import torch\n\ndef step(x):\n    torch.cuda.synchronize()\n    torch
     ("dockerfile", "FROM python:3.11\nRUN pip install 'torch>=2.6' -f https://download.pytorch.org/whl/torch_stable.html\n",
      [(2, 6)]),
     ("install.sh", "pip install -r requirements.txt\n", None),
+    ("readme.md", "## Install\n```\npip install torch==1.11.0+cu113 torchvision==0.12.0+cu113\n```\n", [(1, 11)]),
+    ("readme.md", "Requirements:\n```\ntorch==1.11 # recommended\nmmcv-full\n```\n", [(1, 11)]),
+    ("install.md", "- `torch>=1.10`\n", [(1, 10)]),
+    ("readme.md", "torch is all you need; we use torch 1.13.\npip install torch torchvision\n", None),
 ])
 def test_the_declared_torch_floor_is_read(name, text, floors):
     assert _declared(text, name) == floors
@@ -88,26 +94,43 @@ AMP_DECORATOR = (b"import torch\nfrom torch.cuda.amp import autocast\n\nmodel = 
                  b"@autocast(enabled=True)\ndef step(x):\n    return model(x)\n")
 GENERATE = (b"from transformers import AutoModelForCausalLM\n\nmodel = AutoModelForCausalLM.from_pretrained(\"m\")\n"
             b"out = model.generate(**inputs, max_new_tokens=8)\n")
-#: (requirement, source, what the fix writes, the finding where it is not written)
+CUSTOM_FWD = (b"import torch\n\n\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
+              b"    @torch.cuda.amp.custom_fwd\n    def forward(ctx, x):\n        return x * 2\n")
+#: (the API's release, source, what the fix writes, the finding of a pin below it, that of a floor below it)
 _NEWER_API = {
-    "torch": ("torch==1.6.0\n", AMP_DECORATOR, b"torch.autocast(",
-              "new in torch 1.10, and the project's torch requirement stops at 1.6"),
-    "transformers": ("transformers==4.37.1\n", GENERATE, b"cache_implementation",
-                     "new in transformers 4.38, and the project's transformers requirement stops at 4.37"),
+    "torch": ("1.10", AMP_DECORATOR, b"torch.autocast(", "new in torch 1.10, and the project's torch requirement "
+              "stops at 1.6", "new in torch 1.10, and the project's torch requirement admits 1.6"),
+    "transformers": ("4.38", GENERATE, b"cache_implementation", "new in transformers 4.38, and the project's "
+                     "transformers requirement stops at 4.37", "transformers requirement admits 4.37"),
+    "custom_fwd": ("2.4", CUSTOM_FWD, b"torch.amp.custom_fwd(", "new in torch 2.4, and the project's torch "
+                   "requirement stops at 2.3", "admits 2.3, which a CUDA host may keep; raise it to `torch>=2.4`"),
 }
 
 
-@pytest.mark.parametrize("package", sorted(_NEWER_API))
-@pytest.mark.parametrize("pinned", [True, False])
-def test_a_fix_that_writes_an_api_newer_than_the_pinned_release_is_a_finding(tmp_path, package, pinned):
-    requirement, source, written, finding = _NEWER_API[package]
+@pytest.mark.parametrize("api", sorted(_NEWER_API))
+@pytest.mark.parametrize("requirement", ["pinned below", "floor below", "floor at"])
+def test_a_fix_that_writes_an_api_newer_than_a_release_the_project_admits_is_a_finding(tmp_path, api, requirement):
+    release, source, written, pinned, floored = _NEWER_API[api]
+    package = "transformers" if api == "transformers" else "torch"
+    major, minor = map(int, release.split("."))
+    below = f"{major}.{minor - 1}" if api != "torch" else "1.6"
+    spec = {"pinned below": f"=={below}.0", "floor below": f">={below}", "floor at": f">={release}"}[requirement]
     (tmp_path / ".git").mkdir()
-    (tmp_path / "requirements.txt").write_text(requirement if pinned else requirement.replace("==", ">="))
+    (tmp_path / "requirements.txt").write_text(f"{package}{spec}\n")
     (tmp_path / "code.py").write_bytes(source)
     assert neuronize("fix", "--unsafe-fixes", "--no-cache", "-q", str(tmp_path)).returncode in (0, 1)
-    assert (written in (tmp_path / "code.py").read_bytes()) is not pinned
-    checked = neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path))
-    assert (finding in checked.stdout.decode()) is pinned
+    assert (written in (tmp_path / "code.py").read_bytes()) is (requirement == "floor at")
+    checked = " ".join(neuronize("check", "--no-cache", "--output-format", "full", str(tmp_path)).stdout.decode().split())
+    assert (pinned in checked) is (requirement == "pinned below")
+    assert (floored in checked) is (requirement == "floor below")
+
+
+def test_the_oldest_release_is_the_lowest_declared_floor(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\ntransformers\n")
+    (tmp_path / "environment.yml").write_text("dependencies:\n  - pytorch>=2.1\n")
+    # transformers without a floor says nothing of the release it runs on
+    assert oldest_releases(str(tmp_path)) == (("torch", (2, 1)),)
 
 
 def test_a_fix_that_keeps_the_original_call_off_neuron_is_made_under_a_pinned_release(tmp_path):

@@ -7,8 +7,8 @@ around it). This module decides, in this order, each step seeing what the previo
 
 1. **target**: a rule writes fixes for its ``targets`` only; under another ``--target`` its fix is
    reported, not applied (note ``target``); so is a fix that writes an API of torch (or
-   transformers) newer than every release the project's requirements admit (``Transform.needs``;
-   note ``requirement``);
+   transformers) newer than a release the project's requirements admit (``Transform.needs``;
+   note ``requirement``), unless it keeps the original call in front of the newer one's test;
 2. **role**: code whose role makes CUDA the point (GPU kernels, CUDA tests, Inductor, CUDA graphs:
    :mod:`neuronize.analysis.roles`) keeps CUDA (note ``role``; the finding leaves its edit group);
 3. **dispatch**: a branch of a dispatch over devices (``if cuda ... elif mps ...``) stays for the
@@ -167,12 +167,19 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
             "target", f"that is the `--target neuron` fix; no automatic `--target {options.target}` fix: "
                       "migrate by hand"))
     for package, needs in r.rule.needs:
+        if _in_front(r):  # the newer API on Neuron alone
+            break
         newest = dict(options.newest_releases or ()).get(package)
-        if newest is not None and newest < needs and not _in_front(r):  # the newer API on Neuron alone
+        oldest = dict(options.oldest_releases or ()).get(package)
+        new_in = f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the project's"
+        if newest is not None and newest < needs:
             return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
-                "requirement", f"not applied: it writes an API new in {package} {needs[0]}.{needs[1]}, and the "
-                               f"project's {package} requirement stops at {newest[0]}."
+                "requirement", f"{new_in} {package} requirement stops at {newest[0]}."
                                f"{newest[1] if newest[1] != 99 else 'x'}, which CUDA hosts keep; raise that requirement first"))
+        if oldest is not None and oldest < needs:
+            return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, note=(
+                "requirement", f"{new_in} {package} requirement admits {oldest[0]}.{oldest[1]}, which a "
+                               f"CUDA host may keep; raise it to `{package}>={needs[0]}.{needs[1]}` first"))
     role = getattr(r, "role", None)
     if role is not None:
         return _changed(pair, hold=True, safety=Safety.REPORT_ONLY, ungroup=True, note=("role", role))

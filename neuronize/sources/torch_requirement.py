@@ -6,16 +6,18 @@ first folder that declares torch decides: ``requirements*.txt``, ``pyproject.tom
 (``[project]`` dependencies and optional dependencies, Poetry's dependencies), ``setup.cfg``
 (``install_requires``), ``setup.py`` (the requirement strings in it), conda environment files
 (``torch`` or ``pytorch``), Cog's ``cog.yaml`` (its ``python_packages``, quoted or not: the
-environment a model's container runs in), and the ``pip install`` or ``conda install`` commands of
-a Dockerfile or of an install script (``install_req.sh``: ``pip install torch==1.9.0``). A project
+environment a model's container runs in), the ``pip install`` or ``conda install`` commands of
+a Dockerfile or of an install script (``install_req.sh``: ``pip install torch==1.9.0``), and those
+of a README or an installation guide, with its lines that pin a version (``torch==1.11``). A project
 that declares no torch, or no lower bound of at least 2.6, admits an older one: the calls a
 migration writes must then run there too (a host-neutral call falls back to ``torch.cuda`` where
 ``torch.accelerator`` is missing). Never raises: a file that cannot be read says nothing.
 
 The same declarations say the newest torch the project admits, where every one of them has an
-upper bound (``torch==1.6.0``): a fix that writes an API newer than that (``torch.autocast``, new in
-1.10) would break the CUDA box that keeps that torch. Transformers' requirements are read the same
-way (``cache_implementation=`` is new in 4.38).
+upper bound (``torch==1.6.0``), and the oldest: a fix that writes an API newer than a release the
+project admits (``torch.autocast``, new in 1.10; ``torch.amp.custom_fwd``, new in 2.4) would break
+the CUDA box that keeps that torch. Transformers' requirements are read the same way
+(``cache_implementation=`` is new in 4.38).
 """
 
 from __future__ import annotations
@@ -82,12 +84,20 @@ def _ceiling(spec: str) -> tuple[int, int] | None:
     return min(ceilings) if ceilings else None
 
 
+@functools.cache
+def _pinned_line(package: str) -> re.Pattern[str]:
+    """A line of a README that is a requirement of ``package`` with a version (``torch==1.11  #
+    recommend``, ``- torch>=1.10``): prose that names the package has no version after it."""
+    return re.compile(rf"(?m)^\s*(?:[-*]\s*)?`?{_NAMES[package]}(?P<spec>(?:[=<>~!]=?|===)\s*[^\s\"';#`]*)")
+
+
 def _specs(text: str, name: str, package: str = "torch") -> list[str]:
     """The version specifier of each requirement of ``package`` in ``text`` (the file ``name``;
     Poetry's ``^2.1`` as its floor, ``>=2.1``)."""
     line, quoted, poetry = _requirement(package)
     patterns = {"setup.py": (quoted,), "pyproject.toml": (quoted,), "cog.yaml": (quoted, line)}.get(
-        name, (_installed(package),) if _installs(name) else (line,))
+        name, (_installed(package), _pinned_line(package)) if _is_readme(name)
+        else (_installed(package),) if _installs(name) else (line,))
     found = [m.group("spec") for pattern in patterns for m in pattern.finditer(text)]
     if name == "pyproject.toml":
         found += [m.group(1).replace("^", ">=") for m in poetry.finditer(text)]
@@ -100,6 +110,12 @@ def _installs(name: str) -> bool:
     the project's other scripts run its programs."""
     return name.startswith("dockerfile") or name.endswith(".dockerfile") or (
         name.endswith(".sh") and any(word in name for word in ("install", "setup", "env", "requirement")))
+
+
+def _is_readme(name: str) -> bool:
+    """The file ``name`` (lower case) is a README or an installation guide: research code often
+    declares its environment there alone (``pip install torch==1.11.0+cu113``)."""
+    return name.startswith(("readme", "install")) and name.endswith((".md", ".rst", ".txt"))
 
 
 def _declared(text: str, name: str) -> list[tuple[int, int] | None] | None:
@@ -118,7 +134,8 @@ def _in_folder(folder: Path, package: str) -> tuple[str, ...] | None:
     for name in names:
         lower = name.lower()
         if not (lower in _DECLARING or (lower.startswith("requirements") and lower.endswith(".txt"))
-                or (lower.startswith("environment") and lower.endswith((".yml", ".yaml"))) or _installs(lower)):
+                or (lower.startswith("environment") and lower.endswith((".yml", ".yaml"))) or _installs(lower)
+                or _is_readme(lower)):
             continue
         try:
             text = (folder / name).read_text(encoding="utf-8", errors="replace")
@@ -151,6 +168,20 @@ def newest_release(folder: str, package: str) -> tuple[int, int] | None:
 def newest_releases(folder: str) -> tuple[tuple[str, tuple[int, int]], ...]:
     """:func:`newest_release` of every package a fix may need, where it is bounded."""
     return tuple((package, newest) for package in _NAMES if (newest := newest_release(folder, package)) is not None)
+
+
+def oldest_release(folder: str, package: str) -> tuple[int, int] | None:
+    """The oldest release (major, minor) of ``package`` (a key of :data:`_NAMES`) the project
+    governing ``folder`` says it runs on: the lowest lower bound of its requirements of it
+    (``torch>=1.8``); None where none has one. A fix that writes a newer API would break the CUDA
+    box that keeps that release."""
+    floors = [floor for spec in _governing(folder, package) or () if (floor := _floor(spec)) is not None]
+    return min(floors, default=None)
+
+
+def oldest_releases(folder: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """:func:`oldest_release` of every package a fix may need, where it is bounded."""
+    return tuple((package, oldest) for package in _NAMES if (oldest := oldest_release(folder, package)) is not None)
 
 
 def admits_old_torch(folder: str) -> bool:
