@@ -4,6 +4,8 @@ choice that reaches it: the consumer blocks it, and the report says which and wh
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import PurePath
 
 from helpers import full_report, neuronize
@@ -98,6 +100,16 @@ def test_a_speech_model_option_handed_to_faster_whisper_stays_cuda(tmp_path):
         b"parser = argparse.ArgumentParser()\nparser.add_argument(\"--device\", default=\"cuda\")\n"
         b"args = parser.parse_args()\nasr = WhisperModel(\"small\", device=args.device, compute_type=\"float16\")\n"))
     assert "kept: this file hands its device to `WhisperModel(\"small\", device=a" in full, full
+
+
+@pytest.mark.parametrize(("package", "init"), [("mmpose", "init_pose_model"), ("mmseg", "init_segmentor")])
+def test_a_device_option_handed_to_an_mmcv_1_inference_api_stays(tmp_path, package, init):
+    # the model goes where it is told, but each batch reaches it through mmcv's CUDA-only scatter
+    full = kept_and_reported(tmp_path, "demo.py", (
+        f"from argparse import ArgumentParser\n\nfrom {package}.apis import {init}\n\n"
+        "parser = ArgumentParser()\nparser.add_argument('--device', default='cuda:0')\n"
+        f"args = parser.parse_args()\nmodel = {init}('cfg.py', 'ckpt.pth', device=args.device.lower())\n").encode())
+    assert "its inference functions move each batch to the model's device only on CUDA" in full, full
 
 
 def test_a_cpu_fallback_for_a_device_kept_for_the_library_stays_too(tmp_path):

@@ -4,8 +4,10 @@ the run, found before any file is analysed.
 safetensors reads a device from a string it parses itself (``cpu``, ``cuda``, ``mps`` and a few
 other names) and raises ``device neuron is invalid`` for any other; CTranslate2 takes ``cpu``,
 ``cuda`` or ``auto``; Lightning's ``Fabric`` and ``Trainer`` take an accelerator name (``cpu``,
-``cuda``, ``gpu``, ``mps``, ``tpu``, ``auto``). ``def load_model(path, device="cuda"): return load_file(path,
-device=str(device))`` is such a consumer, and so is a function that hands its device on to one
+``cuda``, ``gpu``, ``mps``, ``tpu``, ``auto``); the mmcv 1.x inference APIs of MMPose and
+MMSegmentation place the model on the device they are given but move each batch there only on
+CUDA. ``def load_model(path, device="cuda"): return load_file(path, device=str(device))`` is
+such a consumer, and so is a function that hands its device on to one
 (``load_model(path, device=device)``), in any module: a script that calls it with its device
 choice would raise on Trainium if that choice became ``"neuron"``, so the choice stays (a
 consumer that blocks it, as the issue's standard says). So is a function that asserts CUDA, and
@@ -40,23 +42,38 @@ LIBRARY_SINKS: dict[str, tuple[str, int]] = {
     "lightning.Trainer": ("accelerator", 99),  # keyword-only
     "lightning.pytorch.Trainer": ("accelerator", 99),
     "pytorch_lightning.Trainer": ("accelerator", 99),
+    # OpenMMLab's mmcv 1.x inference APIs place the model on the device, then move each batch with
+    # mmcv's `scatter` only where the model is on CUDA: on any other device the batch stays on the CPU
+    "mmpose.apis.init_pose_model": ("device", 2),
+    "mmpose.apis.inference.init_pose_model": ("device", 2),
+    "mmseg.apis.init_segmentor": ("device", 2),
+    "mmseg.apis.inference.init_segmentor": ("device", 2),
 }
 #: the top-level packages of :data:`LIBRARY_SINKS`, as named in a file's bytes
-LIBRARIES = (b"safetensors", b"ctranslate2", b"faster_whisper", b"lightning")
+LIBRARIES = (b"safetensors", b"ctranslate2", b"faster_whisper", b"lightning", b"mmpose", b"mmseg")
 #: the bytes a function that asserts CUDA for its device must hold (its count of CUDA devices, which
 #: a migrated assert keeps beside Neuron's)
 _CUDA_ASSERT = b"torch.cuda.device_count()"
 #: what an assert that rejects any device but CUDA's asks: CUDA, and a count of CUDA devices
 _CUDA_COUNTED = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
-#: what to do where each library parses the device (by top-level package)
-_ADVICE = {"lightning": 'give it an accelerator it knows there (it has none for Neuron: "cpu", or place the model '
-                        "yourself)", "pytorch_lightning": "give it an accelerator it knows there (it has none for Neuron)"}
-_LOAD_ON_CPU = 'load on "cpu" there and move the result with `.to(device)`'
+_PARSES = 'rejects "neuron" (it parses the device itself)'
+_MMCV_SCATTER = ("cannot serve \"neuron\": its inference functions move each batch to the model's device only on "
+                 "CUDA (mmcv's `scatter`), so a Neuron model would get CPU batches; keep CUDA or the CPU there, or "
+                 "port the inference step by hand")
+#: why each library cannot take "neuron", and what to do there (by top-level package)
+_REJECTIONS = {"lightning": f'{_PARSES}; give it an accelerator it knows there (it has none for Neuron: "cpu", or '
+                            "place the model yourself)",
+               "pytorch_lightning": f"{_PARSES}; give it an accelerator it knows there (it has none for Neuron)",
+               "mmpose": _MMCV_SCATTER, "mmseg": _MMCV_SCATTER}
+_LOAD_ON_CPU = f'{_PARSES}; load on "cpu" there and move the result with `.to(device)`'
 
 
-def advice(library_call: str) -> str:
-    """What a report advises where ``library_call`` (a :data:`LIBRARY_SINKS` key) gets the device."""
-    return _ADVICE.get(library_call.split(".")[0], _LOAD_ON_CPU)
+def rejection(library_call: str) -> str:
+    """Why ``library_call`` (a :data:`LIBRARY_SINKS` key) cannot take ``"neuron"``, and what a report
+    advises there."""
+    return _REJECTIONS.get(library_call.split(".")[0], _LOAD_ON_CPU)
+
+
 #: calls that pass a device on unchanged in meaning (``str(device)``, ``torch.device(device)``)
 _PASS_THROUGH = frozenset({"str", "device"})
 

@@ -672,10 +672,6 @@ def blocking(ctx: FileContext) -> Dispatch | None:
     return next((d for d in model(ctx).dispatches if d.neuron is None and d.raises and not d.served), None)
 
 
-#: what a library that parses a device itself does with ``"neuron"``
-_PARSES = 'rejects "neuron" (it parses the device itself)'
-
-
 def kept_for_consumer(consumer: str) -> str:
     """What a report says of a device choice kept for a consumer that rejects ``"neuron"`` (the
     call and what to do there, :func:`rejecting_consumer`)."""
@@ -759,14 +755,14 @@ def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | 
     """Why the device ``call`` is given stays CUDA's: Triton kernels run on it (``use_triton=True``),
     or the call is a library's that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`), whose
     result stays on CUDA: then the placements beside it wait too (the pins, else None)."""
-    from neuronize.analysis.device_sinks import LIBRARY_SINKS, advice
+    from neuronize.analysis.device_sinks import LIBRARY_SINKS, rejection
 
     kernels = triton_keyword(call)
     if kernels is not None:
         return f"kept: the call runs Triton kernels (`{kernels}=True`), which need CUDA", None
     qualified = ctx.qualify(call.func)
     if qualified in LIBRARY_SINKS:
-        return f"kept: `{qualified}` {_PARSES}; {advice(qualified)}", LIBRARY_DEVICE_PINS
+        return f"kept: `{qualified}` {rejection(qualified)}", LIBRARY_DEVICE_PINS
     return None
 
 
@@ -784,7 +780,7 @@ def rejecting_consumer(ctx: FileContext) -> str | None:
 
 
 def _rejecting_consumer(ctx: FileContext) -> str | None:
-    from neuronize.analysis.device_sinks import LIBRARIES, LIBRARY_SINKS, advice, sink_of
+    from neuronize.analysis.device_sinks import LIBRARIES, LIBRARY_SINKS, rejection, sink_of
 
     sinks = ctx.options.device_sinks
     words = (*LIBRARIES, *(s[0].rsplit(".", 1)[-1].encode() for s in sinks))
@@ -795,7 +791,7 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             continue
         if qualified in LIBRARY_SINKS:
             name, position = LIBRARY_SINKS[qualified]
-            handed, what = [argument(node, name, position)], f"which {_PARSES}; {advice(qualified)}"
+            handed, what = [argument(node, name, position)], f"which {rejection(qualified)}"
         elif (sink := sink_of(qualified, sinks)) is not None:
             handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
             what = (f"which rejects \"neuron\" (`{sink[0]}` asserts CUDA for any device but the CPU, or hands "
