@@ -8,7 +8,8 @@ around it). This module decides, in this order, each step seeing what the previo
 1. **target**: a rule writes fixes for its ``targets`` only; under another ``--target`` its fix is
    reported, not applied (note ``target``); so is a fix that writes an API of torch (or
    transformers) newer than a release the project's requirements admit (``Transform.needs``;
-   note ``requirement``), unless it keeps the original call in front of the newer one's test;
+   note ``requirement``), unless it keeps the original call in front of the newer one's test (or
+   the code keeps CUDA for its role, step 2, which says so);
 2. **role**: code whose role makes CUDA the point (GPU kernels, CUDA tests, Inductor, CUDA graphs:
    :mod:`neuronize.analysis.roles`) keeps CUDA (note ``role``; the finding leaves its edit group);
 3. **dispatch**: a branch of a dispatch over devices (``if cuda ... elif mps ...``) stays for the
@@ -167,7 +168,8 @@ def _gate(pair: tuple[R, Finding], options: Options) -> tuple[R, Finding]:
             "target", f"that is the `--target neuron` fix; no automatic `--target {options.target}` fix: "
                       "migrate by hand"))
     for package, needs in r.rule.needs:
-        if _in_front(r):  # the newer API on Neuron alone
+        # the newer API runs on Neuron alone; or the code is CUDA's for its role, which step 2 says
+        if _in_front(r) or getattr(r, "role", None) is not None:
             break
         newest = dict(options.newest_releases or ()).get(package)
         oldest = dict(options.oldest_releases or ()).get(package)
