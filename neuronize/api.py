@@ -188,6 +188,8 @@ def analyse_paths(
     own = top_level_packages(f.display for f in files)  # NRN903: not the project's own imports
     store = _cache(str(cache_dir or default_directory())) if cache else None
     facts = project_facts(files, store)
+    # each file names the first other file that makes float16 (NRN205): sorted once, not per file
+    float16 = sorted((shown, path) for path, shown in facts.float16_sources.items())
     absolute = [Path(os.path.abspath(f.path)) for f in files]
     engines = vendor_engines(absolute)
     sizes = _sizes(files)
@@ -237,9 +239,9 @@ def analyse_paths(
                 options = dataclasses.replace(options, backend_keys=facts.backend_keys)
             if files[i].path in facts.program_pins:
                 options = dataclasses.replace(options, program_pin=facts.program_pins[files[i].path])
-            others = sorted(shown for path, shown in facts.float16_sources.items() if path != files[i].path)
-            if others:
-                options = dataclasses.replace(options, float16_elsewhere=others[0])
+            elsewhere = next((shown for shown, path in float16 if path != files[i].path), None)
+            if elsewhere is not None:
+                options = dataclasses.replace(options, float16_elsewhere=elsewhere)
             if facts.op_namespaces:
                 options = dataclasses.replace(options, op_namespaces=facts.op_namespaces)
             engine = engine_of(absolute[i], engines) if engines else None
