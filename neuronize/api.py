@@ -239,6 +239,8 @@ def analyse_paths(
                 options = dataclasses.replace(options, backend_keys=facts.backend_keys)
             if files[i].path in facts.program_pins:
                 options = dataclasses.replace(options, program_pin=facts.program_pins[files[i].path])
+            if files[i].path in facts.generator_partners:
+                options = dataclasses.replace(options, generator_partner=facts.generator_partners[files[i].path])
             elsewhere = next((shown for shown, path in float16 if path != files[i].path), None)
             if elsewhere is not None:
                 options = dataclasses.replace(options, float16_elsewhere=elsewhere)

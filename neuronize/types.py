@@ -151,6 +151,10 @@ class Options:
     #: another Python file of the run that makes float16 other than by an argument-less ``.half()``
     #: (neuronize/analysis/float16_sources.py), as shown; None where none does
     float16_elsewhere: str | None = None
+    #: why the file's device edits are as safe as NRN106's edit in another module: it hands its
+    #: device choice to a function there that makes a random generator on it
+    #: (neuronize/analysis/generator_makers.py), None where it does not
+    generator_partner: str | None = None
 
     def __post_init__(self) -> None:
         # Options(target="cpu") is a Target too (ValueError for a target that does not exist)

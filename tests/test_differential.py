@@ -7,7 +7,8 @@ argparse choices, ``.half()``, capability probes, kernel choice on ``x.is_cuda``
 ``torch.compile`` (plain, with CUDA's autotuning mode, with an Inductor option), a torchrun-style
 set-up with NCCL, ``set_device`` and TF32 (``launch.py``), and in ``choices.py`` what ``torch.cuda.is_available()`` decides: an assert, a backend by
 expression and by statement, a half dtype, a guarded and a flagged synchronize, an early exit,
-``.cuda()``...). Its suite runs on the four simulated hosts of ``neuronize verify``
+``.cuda()``...), and a sampler that seeds a random generator on its device through a helper of
+another module (``sampling.py``). Its suite runs on the four simulated hosts of ``neuronize verify``
 (neuronize/audit/child/hosts.py: plain CPU, the NVIDIA box the code was written for, a Neuron
 host, a Mac-like MPS host), once on the original and once on each of the six rewrites
 (``neuronize fix --target neuron|accelerator|cpu``, with and without ``--unsafe-fixes``). Every

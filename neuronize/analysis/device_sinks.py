@@ -22,7 +22,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import calls, dotted, found_functions, names, parameters
+from neuronize.analysis.project_functions import argument, calls, dotted, found_functions, names, params_in, parameters
 
 #: the library calls that take a device they parse themselves, and the keyword (and position) of it
 LIBRARY_SINKS: dict[str, tuple[str, int]] = {
@@ -74,9 +74,6 @@ def rejection(library_call: str) -> str:
     return _REJECTIONS.get(library_call.split(".")[0], _LOAD_ON_CPU)
 
 
-#: calls that pass a device on unchanged in meaning (``str(device)``, ``torch.device(device)``)
-_PASS_THROUGH = frozenset({"str", "device"})
-
 #: a consumer: its dotted name from the files' common folder, its parameters in order, the ones it
 #: hands to a library that rejects ``"neuron"``
 Sink = tuple[str, tuple[str, ...], tuple[str, ...]]
@@ -107,32 +104,15 @@ def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, 
             continue
         if called in LIBRARY_SINKS:
             keyword, position = LIBRARY_SINKS[called]
-            value = _argument(node, keyword, position)
-            fed.update(_params_in(value, params))
+            value = argument(node, keyword, position)
+            fed.update(params_in(value, params))
             continue
         consumer = sink_of(called, found.values())
         if consumer is not None:
             for name in consumer[2]:
-                value = _argument(node, name, consumer[1].index(name))
-                fed.update(_params_in(value, params))
+                value = argument(node, name, consumer[1].index(name))
+                fed.update(params_in(value, params))
     return (params, tuple(sorted(fed))) if fed else None
-
-
-def _argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
-    for given in call.keywords:
-        if given.arg == keyword:
-            return given.value
-    return call.args[position] if position < len(call.args) and not any(
-        isinstance(a, ast.Starred) for a in call.args[:position + 1]) else None
-
-
-def _params_in(value: ast.expr | None, params: tuple[str, ...]) -> set[str]:
-    """The parameter ``value`` is, as it is or through ``str()`` / ``torch.device()``."""
-    while isinstance(value, ast.Call) and len(value.args) == 1 and (
-            isinstance(value.func, ast.Name) and value.func.id in _PASS_THROUGH
-            or isinstance(value.func, ast.Attribute) and value.func.attr in _PASS_THROUGH):
-        value = value.args[0]
-    return {value.id} if isinstance(value, ast.Name) and value.id in params else set()
 
 
 def _asserted(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuronize.sources.discover import Discovered
 
 #: bumped when the stored form or the meaning of the facts changes without a code change
-_FORMAT = "facts-18"
+_FORMAT = "facts-19"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +81,9 @@ class ProjectFacts:
     #: the Python files that make float16 other than by an argument-less ``.half()``, each as shown
     #: (:mod:`neuronize.analysis.float16_sources`)
     float16_sources: dict[Path, str] = dataclasses.field(default_factory=dict)
+    #: the files that hand their device choice to a function of another module that makes a random
+    #: generator on it, and why (:mod:`neuronize.analysis.generator_makers`)
+    generator_partners: dict[Path, str] = dataclasses.field(default_factory=dict)
 
 
 def project_facts(files: Sequence[Discovered], cache: ResultCache | None = None) -> ProjectFacts:
@@ -120,6 +123,7 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
     from neuronize.analysis.custom_ops import compiled_namespace, defined_namespaces
     from neuronize.analysis.device_sinks import device_sinks
     from neuronize.analysis.float16_sources import float16_sources
+    from neuronize.analysis.generator_makers import generator_partners
     from neuronize.analysis.library_wrappers import library_wrappers
     from neuronize.analysis.placed_loaders import placed_loaders
     from neuronize.analysis.probe_flags import probe_flags
@@ -150,7 +154,8 @@ def _read_facts(paths: list[Path], relative: list[Path], data: list[bytes], pyth
                         exports(kernel_sources(graph, extensions, operators, made=False)), backend_keys(sources),
                         namespaces, kernel_servants(files_code, graph, kernels) | program_pins(files_code[:python], graph),
                         any(map(keeps_python2, sources)) or any(map(notebook_keeps_python2, data[python:])),
-                        float16_sources(zip(paths[:python], relative[:python], sources, strict=True)))
+                        float16_sources(zip(paths[:python], relative[:python], sources, strict=True)),
+                        generator_partners(files_code[:python]))
 
 
 def _key(cache: ResultCache, relative: Sequence[PurePath], data: Sequence[bytes], python: int) -> str:
@@ -187,9 +192,9 @@ def _encoded(facts: ProjectFacts, paths: list[Path]) -> bytes:
            for key in ("kernel_exports", "kernel_feeds")},
         "backend_keys": sorted(facts.backend_keys),
         "op_namespaces": sorted(facts.op_namespaces),
-        "program_pins": [[index[path], why] for path, why in facts.program_pins.items()],
         "python2": facts.python2,
-        "float16_sources": [[index[path], shown] for path, shown in facts.float16_sources.items()],
+        **{key: [[index[path], text] for path, text in getattr(facts, key).items()]
+           for key in ("program_pins", "float16_sources", "generator_partners")},
     }, separators=(",", ":")).encode()
 
 
@@ -207,8 +212,8 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
         setups = frozenset(_text(name) for name in data["cuda_setups"])
         keys = frozenset(_text(name) for name in data["backend_keys"])
         namespaces = frozenset(_text(name) for name in data["op_namespaces"])
-        pins, float16 = ({paths[_index(i, paths)]: _text(why) for i, why in data[key]}
-                         for key in ("program_pins", "float16_sources"))
+        pins, float16, partners = ({paths[_index(i, paths)]: _text(why) for i, why in data[key]}
+                                   for key in ("program_pins", "float16_sources", "generator_partners"))
         wrappers, sinks = (tuple((_text(name), tuple(map(_text, params)), tuple(map(_text, fed)))
                                  for name, params, fed in data[key]) for key in ("wrappers", "device_sinks"))
         exports, feeds = ({paths[_index(i, paths)]: tuple((_text(name), _text(importer)) for name, importer in names)
@@ -219,7 +224,7 @@ def _decoded(stored: bytes | None, paths: list[Path]) -> ProjectFacts | None:
     except (ValueError, KeyError, TypeError):  # a damaged entry is a miss, never a crash
         return None
     return ProjectFacts(kernels, checks, extensions, imported, flags, wrappers, loaders, sinks, setups, exports, feeds,
-                        keys, namespaces, pins, python2, float16)
+                        keys, namespaces, pins, python2, float16, partners)
 
 
 def _index(value: object, paths: list[Path]) -> int:

@@ -46,6 +46,28 @@ def calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
     return [node for node in ast.walk(function) if isinstance(node, ast.Call)]
 
 
+#: calls that pass a device on unchanged in meaning (``str(device)``, ``torch.device(device)``)
+_PASS_THROUGH = frozenset({"str", "device"})
+
+
+def argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
+    """The value ``call`` gives the parameter ``keyword`` (at ``position``), or None."""
+    for given in call.keywords:
+        if given.arg == keyword:
+            return given.value
+    return call.args[position] if position < len(call.args) and not any(
+        isinstance(a, ast.Starred) for a in call.args[:position + 1]) else None
+
+
+def params_in(value: ast.expr | None, params: tuple[str, ...]) -> set[str]:
+    """The parameter ``value`` is, as it is or through ``str()`` / ``torch.device()``."""
+    while isinstance(value, ast.Call) and len(value.args) == 1 and (
+            isinstance(value.func, ast.Name) and value.func.id in _PASS_THROUGH
+            or isinstance(value.func, ast.Attribute) and value.func.attr in _PASS_THROUGH):
+        value = value.args[0]
+    return {value.id} if isinstance(value, ast.Name) and value.id in params else set()
+
+
 def parsed(source: bytes, module: str) -> tuple[ast.Module, dict[str, str]] | None:
     """The module's tree and what its imports bind (:func:`imported_names`), or None where it does
     not parse (the file's own analysis says why)."""

@@ -60,7 +60,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import libcst as cst
 
@@ -121,17 +121,19 @@ def decide(located: Located[R], options: Options, suppressions: Sequence[Suppres
     kept_ids = {id(r) for r, _ in kept}
     held = {r.group: "" for r, _ in gated if r.group is not None and id(r) not in kept_ids}
     device = options.target.value
+    elsewhere = _pinned_elsewhere(options) if tree is not None else None
+    unsafe = {elsewhere.group: elsewhere.why} if elsewhere is not None and not elsewhere.held else {}
     if tree is not None:
         joined = _one_decision_joins(_regions_hold_moves(kept, tree.parents, device), tree.parents)
-        kept, grouped = _pins_hold_devices(joined, tree.parents, device, _pinned_elsewhere(options))
+        kept, grouped = _pins_hold_devices(joined, tree.parents, device, elsewhere)
         held = {**held, **grouped}
-    settled = _settle_groups(kept, held)
+    settled = _settle_groups(kept, held, unsafe=unsafe)
     if tree is None:
         return settled, unused
     chained, why = _chains_hold_what_follows(settled, tree.parents, device, accepts(options))
     if chained:  # settled again from before step 7, with the groups that now wait
         kept = [(dataclasses.replace(r, group=chained[i]), f) if i in chained else (r, f) for i, (r, f) in enumerate(kept)]
-        settled = _settle_groups(kept, {**held, **why})
+        settled = _settle_groups(kept, {**held, **why}, unsafe=unsafe)
     settled = _guards_follow_bodies(settled, tree.parents)
     # after the guards took their bodies' safety: a guard kept for its body keeps its siblings
     same_tests, groups = _same_tests_grouped(settled, tree.parents)
@@ -288,19 +290,23 @@ def _import_safe(located: Located[R], tree: Tree, imported: bool = False) -> Loc
 
 
 # -- step 7: edit groups -----------------------------------------------------------------------
-def _settle_groups(located: Located[R], held: dict[str, str], only: set[str] | None = None) -> Located[R]:
+def _settle_groups(located: Located[R], held: dict[str, str], only: set[str] | None = None,
+                   unsafe: dict[str, str] | None = None) -> Located[R]:
     """Edit groups (``group``, one per name in a file): each member takes the weakest safety of the
     group; when a member has no fix, or was suppressed (``held``: the group, and why if known), no
-    fix of the group is applied.
+    fix of the group is applied. ``unsafe``: groups as weak as an unsafe edit they need in another
+    file, and why.
     Findings name their group, so review treats it as one decision. ``only``: settle these groups
     (the others are settled already)."""
+    unsafe = unsafe or {}
     weakest: dict[str, Safety] = {}
     members: dict[str, int] = {}
     waits: dict[str, str] = {}  # a group held back -> the member without a fix it waits for
     for r, f in located:
         if r.group is not None and (only is None or r.group in only):
             own = r.safety if r.fixable and r.group not in held else Safety.REPORT_ONLY
-            weakest[r.group] = max(weakest.get(r.group, Safety.SAFE), own, key=_WEAKNESS.index)
+            floor = Safety.UNSAFE if r.group in unsafe else Safety.SAFE
+            weakest[r.group] = max(weakest.get(r.group, floor), own, key=_WEAKNESS.index)
             members[r.group] = members.get(r.group, 0) + 1
             if not r.fixable and r.group not in waits:
                 shown = f" (`{r.subject}`)" if r.subject is not None and len(r.subject) <= 60 else ""
@@ -308,7 +314,7 @@ def _settle_groups(located: Located[R], held: dict[str, str], only: set[str] | N
     settled: Located[R] = []
     for pair in located:
         r = pair[0]
-        if r.group not in members or (members[r.group] == 1 and r.group not in held):
+        if r.group not in members or (members[r.group] == 1 and r.group not in held and r.group not in unsafe):
             settled.append(pair)  # a group of one edit is that edit: nothing to say about it
             continue
         group = weakest[r.group]
@@ -318,7 +324,9 @@ def _settle_groups(located: Located[R], held: dict[str, str], only: set[str] | N
             why = waits.get(r.group) or held.get(r.group) or "another edit of the group cannot be made"
             pair = _changed(pair, hold=True, note=("group", f"edit group `{r.group}`: not applied, {why}"))
         elif group is not r.safety:
-            pair = _changed(pair, safety=group, note=("group", f"edit group `{r.group}`: {group}, like its weakest edit"))
+            like = (f"like the edit it needs in another file: {unsafe[r.group]}" if r.group in unsafe
+                    and group is Safety.UNSAFE else "like its weakest edit")
+            pair = _changed(pair, safety=group, note=("group", f"edit group `{r.group}`: {group}, {like}"))
         else:
             pair = _changed(pair, note=("group", f"edit group `{r.group}`"))
         settled.append((pair[0], dataclasses.replace(pair[1], group=r.group)))
@@ -739,20 +747,37 @@ CLASS_PINS = frozenset({LEGACY_TYPES})
 
 #: the edit group of the device edits of a file another program of the run pins (Options.program_pin)
 SHARED_WITH_PINNED = "devices of modules shared with programs whose placements stay"
+#: the edit group of the device edits of a file that hands its device choice to a function of
+#: another module that makes a random generator on it (Options.generator_partner)
+GENERATOR_ELSEWHERE = "devices handed to a random generator made in another module"
 
 
-def _pinned_elsewhere(options: Options) -> tuple[str, str] | None:
-    """The group that holds every device edit of the file because of a pin outside it, and why:
-    another cell of the notebook, or another program of the run that shares its modules."""
+class Elsewhere(NamedTuple):
+    """An edit group that holds every device edit of a file because of code outside it."""
+
+    group: str
+    why: str
+    #: True: the edits wait (not applied); False: they are made with ``--unsafe-fixes`` only, like
+    #: the unsafe edit they need in another file
+    held: bool = True
+
+
+def _pinned_elsewhere(options: Options) -> Elsewhere | None:
+    """The group that holds every device edit of the file because of code outside it, and why:
+    another cell of the notebook, another program of the run that shares its modules (the edits
+    wait), or a random generator another module makes on the file's device (they are unsafe)."""
     if options.notebook_pins is not None:
-        return options.notebook_pins, "it waits for the loading in another cell of the notebook, which is not fixed here"
+        return Elsewhere(options.notebook_pins,
+                         "it waits for the loading in another cell of the notebook, which is not fixed here")
     if options.program_pin is not None:
-        return SHARED_WITH_PINNED, options.program_pin
+        return Elsewhere(SHARED_WITH_PINNED, options.program_pin)
+    if options.generator_partner is not None:
+        return Elsewhere(GENERATOR_ELSEWHERE, options.generator_partner, held=False)
     return None
 
 
 def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
-                       elsewhere: tuple[str, str] | None = None) -> tuple[Located[R], dict[str, str]]:
+                       elsewhere: Elsewhere | None = None) -> tuple[Located[R], dict[str, str]]:
     """A report that pins a placement to CUDA with no edit to move it (``Report.pins``: a model
     placed on GPUs by its loader, a legacy CUDA tensor type) and the device edits of its function
     (of the whole file, where it is at module level: the module's functions and later cells use
@@ -769,7 +794,7 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     pins = [r for r, _ in located if r.pins is not None]  # a fixable one: the edits are made with it
     if not pins and elsewhere is None:
         return located, {}
-    names: dict[int, str] = {id(None): elsewhere[0]} if elsewhere is not None else {}  # id(None): module level
+    names: dict[int, str] = {id(None): elsewhere.group} if elsewhere is not None else {}  # id(None): module level
     pin_scopes = {id(r): None if r.pins in PROGRAM_PINS else _block_of(r.node, parents) if r.pins in BLOCK_PINS
                   else _one_way_of_placing(r, located, parents, device) or (
                       _class_of_method(r.node, parents) if r.pins in CLASS_PINS else _held_scope(r.node, parents))
@@ -803,8 +828,8 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
     taken = {group: next(iter(by)) for group, by in claims.items() if len(by) == 1 and by.keys() <= fixed}
     held = {group: f"one of its edits waits with edit group `{list(by)[-1]}`" for group, by in claims.items()
             if group not in taken}
-    if elsewhere is not None:
-        held[elsewhere[0]] = elsewhere[1]
+    if elsewhere is not None and elsewhere.held:
+        held[elsewhere.group] = elsewhere.why
     return [(dataclasses.replace(r, group=groups.get(id(r)) or taken[r.group]) if id(r) in groups or r.group in taken
              else r, f) for r, f in located], held
 

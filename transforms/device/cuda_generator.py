@@ -35,7 +35,9 @@ class CudaGenerator(Transform):
         Neuron only: `torch.Generator(device="cpu" if on_neuron() else device)`, every other host
         keeping its device. The device edits of the file are made only with it: made alone, they
         would hand the generator the Neuron device (a script often chooses its device at module
-        level and seeds a generator in a function).
+        level and seeds a generator in a function). So are those of a module that hands its device
+        choice to such a function of another module (`generator = set_seeds(seed, device=self.device)`):
+        they are unsafe, like this edit.
 
     Why on TorchNeuron:
         A generator on the Neuron device was reported unavailable, and random ops such as

@@ -6,7 +6,8 @@ must keep running on. Used by `neuronize verify` and by the differential test.
 ``cuda``
     The NVIDIA box the code was written for, as far as its Python code can tell: the
     ``audit --pretend-cuda`` stand-ins (``torch.cuda.is_available()`` is true, one device, Ampere
-    capability, ``torch.accelerator`` reports ``cuda``); placements on CUDA, CUDA autocast, NCCL
+    capability, ``torch.accelerator`` reports ``cuda``); placements on CUDA (random generators
+    too), CUDA autocast, NCCL
     and Inductor compiles go to the CPU, and every runtime call is recorded. No tensor is ever
     allocated on a GPU.
 ``neuron``
@@ -20,8 +21,8 @@ must keep running on. Used by `neuronize verify` and by the differential test.
     Trainium, and what the program still asks of CUDA is recorded.
 ``mps``
     A laptop whose accelerator is neither Neuron nor CUDA (a Mac): ``torch.backends.mps`` is
-    available and ``torch.accelerator`` reports one ``mps`` device; placements on ``"mps"`` go to
-    the CPU and are recorded. CUDA is absent.
+    available and ``torch.accelerator`` reports one ``mps`` device; placements on ``"mps"`` (random
+    generators too) go to the CPU and are recorded. CUDA is absent.
 
 The patched functions answer for the host only when the program calls them: PyTorch's own modules
 (Dynamo, the optimizers, DDP) query the same functions and would otherwise reach C++ code with no
