@@ -27,7 +27,7 @@ from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, in_fallback_test, reads_itself, unmoved_fallback,
     unserved_cuda_value, value_choice)
 from neuronize.transforms._helpers.device_choice import (
-    available_polarities, extended_check, idiom_branch, rebound_check, says_only_neuron)
+    available_polarities, available_side, extended_check, idiom_branch, rebound_check, says_only_neuron)
 from neuronize.transforms._helpers.messages import short
 
 _TARGETS = {
@@ -57,8 +57,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
 
         Where the check decides something, the rule looks at what it decides first:
 
-        - the guarded code (the `if` body and `else`, both branches of a conditional expression,
-          the code after `if not ...: raise/return` or an `assert`, every use of a flag the result
+        - the guarded code (the `if` body and `else`, the arm of a conditional expression taken
+          where CUDA is: `torch.bfloat16 if torch.cuda.is_available() else torch.float16` gains
+          Neuron, whose bf16 model the fallback's float16 would not meet; the code after `if not ...: raise/return` or an `assert`, every use of a flag the result
           is stored in, or of a switch the check sets: `if not torch.cuda.is_available(): fp16 =
           False`) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
           DeepSpeed, cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16
@@ -528,7 +529,10 @@ def _verdict(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> tupl
     """What the code a check decides holds (:func:`scan`), by where the check sits; and, for a
     stored check, the names that hold it (``"`use_gpu`"``), else ``""``."""
     if kind is Context.IFEXP:
-        return scan(ctx, [where]), ""
+        # widened, the check takes Neuron to the arm CUDA takes; the other arm (`... else
+        # torch.float16`) is what Neuron ran before, and leaves no code of its own on Neuron
+        side = available_side(ctx, where)  # type: ignore[arg-type]
+        return scan(ctx, [where] if side is None else [where.test, getattr(where, side)]), ""  # type: ignore[union-attr]
     if kind is Context.IF:
         # the switches it sets are read elsewhere: what they switch on is what it decides too
         switches = flag_uses(ctx, switched_flags(where), where)  # type: ignore[arg-type]
