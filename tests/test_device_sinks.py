@@ -55,7 +55,7 @@ def test_a_device_choice_that_reaches_one_stays_and_the_others_move(tmp_path):
     assert ((tmp_path / "serve.py").read_bytes(), (tmp_path / "app" / "weights.py").read_bytes()) == before
     assert b'"neuron" if on_neuron() else' in (tmp_path / "train.py").read_bytes()
     full = full_report(str(tmp_path))
-    assert "which rejects \"neuron\" (`app.weights.load_encoder` asserts CUDA for any device but the CPU, or" in full
+    assert "which rejects \"neuron\" (`app.weights.load_encoder` asserts CUDA for any device but the CPU, checks" in full
     assert "`read_weights(path, device=str(device))`, which rejects \"neuron\" (it parses the device itself)" in full
 
 
@@ -148,3 +148,29 @@ def test_a_helper_that_asserts_cuda_for_any_device_but_the_cpu_keeps_the_default
         assert neuronize("fix", "--no-cache", "-q", "--unsafe-fixes", str(tmp_path)).returncode in (0, 1)
         assert (tmp_path / "detector.py").read_bytes() == detector
 
+
+
+SCOPE = (b"import torch\n\n\nclass default_type:\n    def __init__(self, dtype=None, device=None):\n"
+         b"        assert device is None or device in [\"cpu\", \"cuda\"]\n        self.dtype, self.device = dtype, device\n\n"
+         b"    def __enter__(self):\n        torch.set_default_tensor_type(self.tensor_type())\n\n"
+         b"    def __exit__(self, *exc):\n        torch.set_default_tensor_type(torch.FloatTensor)\n\n"
+         b"    def tensor_type(self):\n        return {\"cpu\": torch.FloatTensor, \"cuda\": torch.cuda.FloatTensor}[self.device]\n")
+
+
+def test_a_class_that_checks_its_device_against_hosts_it_maps_to_legacy_cuda_types_keeps_what_it_is_given(tmp_path):
+    """A context manager that asserts its device is one it lists (CPU, CUDA) and maps each to a
+    legacy tensor type: the list gains no Neuron entry while the CUDA type stays (NRN105), so a
+    device handed to it stays CUDA's, defaults and literals alike, with the placements beside it;
+    a class that only validates (no legacy type) gains "neuron" in its list and rejects nothing."""
+    validating = SCOPE.replace(b"torch.cuda.FloatTensor", b"torch.FloatTensor")
+    found = device_sinks([(PurePath("util/types.py"), SCOPE), (PurePath("util/plain.py"), validating)])
+    assert found == (("util.types.default_type", ("dtype", "device"), ("device",)),)
+    (tmp_path / "util").mkdir()
+    (tmp_path / "util" / "types.py").write_bytes(SCOPE)
+    full = kept_and_reported(tmp_path, "build.py", (
+        b"import torch\nfrom util.types import default_type\n\n\ndef build(make, device=\"cuda\"):\n"
+        b"    with default_type(dtype=torch.bfloat16, device=device):\n        return make()\n\n\n"
+        b"def train(make, batch):\n    with default_type(device=\"cuda\"):\n        model = make()\n"
+        b"    return model(batch.cuda())\n"))
+    assert "which rejects \"neuron\" (`util.types.default_type` asserts CUDA for any device but the CPU, checks" in full
+    assert "kept: rejects \"neuron\" (`util.types.default_type`" in full

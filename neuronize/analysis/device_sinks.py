@@ -19,6 +19,7 @@ or a function found so far are parsed (with :mod:`ast`: read-only, and fast).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
@@ -56,6 +57,10 @@ LIBRARIES = (b"safetensors", b"ctranslate2", b"faster_whisper", b"lightning", b"
 _CUDA_ASSERT = b"torch.cuda.device_count()"
 #: what an assert that rejects any device but CUDA's asks: CUDA, and a count of CUDA devices
 _CUDA_COUNTED = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+#: the bytes of the legacy CUDA tensor types a function (or class) that validates its device may name
+_LEGACY_TYPES = tuple(b"cuda.%sTensor" % kind for kind in (b"Float", b"Half", b"BFloat16", b"Double", b"Long", b"Int",
+                                                            b"Byte", b"Bool"))
+_LEGACY_NAME = re.compile(r"[A-Z]\w*Tensor")
 _PARSES = 'rejects "neuron" (it parses the device itself)'
 _MMCV_SCATTER = ("cannot serve \"neuron\": its inference functions move each batch to the model's device only on "
                  "CUDA (mmcv's `scatter`), so a Neuron model would get CPU batches; keep CUDA or the CPU there, or "
@@ -84,8 +89,9 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
     bytes) that hand one of their parameters, as it is or through ``str()`` / ``torch.device()``,
     to the device of a :data:`LIBRARY_SINKS` call, or to that parameter of a function found so far
     (until nothing more is found)."""
-    found = found_functions(files, (*LIBRARIES, _CUDA_ASSERT), lambda function, module, imported, found: (
-        None if (sink := _sink(function, imported, found)) is None else (f"{module}.{function.name}", *sink)))
+    found = found_functions(files, (*LIBRARIES, _CUDA_ASSERT, *_LEGACY_TYPES), lambda function, module, imported, found: (
+        None if (sink := _sink(function, imported, found)) is None else (f"{module}.{function.name}", *sink)),
+        classes=True)
     return tuple(sorted(found.values()))
 
 
@@ -97,7 +103,7 @@ def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:
 def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
           found: dict[str, Sink]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     params = parameters(function)
-    fed = _asserted(function, imported, params)
+    fed = _asserted(function, imported, params) | _validated(function, params)
     for node in calls(function):
         called = dotted(node.func, imported)
         if called is None:
@@ -127,6 +133,31 @@ def _asserted(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[s
                 dotted(call.func, imported) for call in ast.walk(inner.test) if isinstance(call, ast.Call)}
                 for statement in node.body for inner in ast.walk(statement))}
 
+
+
+def _validated(function: ast.FunctionDef | ast.AsyncFunctionDef, params: tuple[str, ...]) -> set[str]:
+    """The parameters ``function`` (or a class, :func:`as_called`) asserts to be one of the hosts a
+    literal list names, CUDA among them and Neuron not (``assert device is None or device in
+    ["cpu", "cuda"]``), where it also names a legacy CUDA tensor type (``torch.cuda.FloatTensor``,
+    the type it sets for that device): the list gains no Neuron entry while that type stays (NRN105
+    holds its device edits), so ``"neuron"`` fails the assert."""
+    if not any(isinstance(n, ast.Attribute) and _LEGACY_NAME.fullmatch(n.attr) and isinstance(n.value, ast.Attribute)
+               and n.value.attr == "cuda" and isinstance(n.value.value, ast.Name) and n.value.value.id == "torch"
+               for n in ast.walk(function)):
+        return set()
+    return {compare.left.id for node in ast.walk(function) if isinstance(node, ast.Assert)
+            for compare in ast.walk(node.test) if isinstance(compare, ast.Compare) and len(compare.ops) == 1
+            and isinstance(compare.ops[0], ast.In) and isinstance(compare.left, ast.Name) and compare.left.id in params
+            and _hosts_without_neuron(compare.comparators[0])}
+
+
+def _hosts_without_neuron(listed: ast.expr) -> bool:
+    """``listed`` is a literal list of device names with CUDA among them and Neuron not."""
+    if not isinstance(listed, (ast.List, ast.Tuple, ast.Set)):
+        return False
+    names = [e.value for e in listed.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    hosts = {name.split(":")[0] for name in names}
+    return len(names) == len(listed.elts) and "cuda" in hosts and "neuron" not in hosts
 
 
 def _any_device_but_cpu(test: ast.expr, params: tuple[str, ...]) -> str | None:

@@ -6,6 +6,7 @@ as a file imports it, names one of them."""
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable, Iterable
 from pathlib import PurePath
 from typing import TypeVar
@@ -105,12 +106,27 @@ def dotted(node: ast.expr, imported: dict[str, str]) -> str | None:
     return None
 
 
-def found_functions(files: Iterable[tuple[PurePath, bytes]], words: Iterable[bytes], decide: Decide[T]) -> dict[str, T]:
+def as_called(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    """A class as the function a call of it is: named as the class, with the parameters of its
+    ``__init__`` after ``self``, and the whole class as its body (what ``__init__`` stores, the
+    other methods use); None without an ``__init__`` of its own."""
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None or not init.args.args:
+        return None
+    arguments = copy.copy(init.args)
+    arguments.args = init.args.args[1:]
+    return ast.FunctionDef(name=cls.name, args=arguments, body=cls.body, decorator_list=[], returns=None,
+                           type_comment=None, lineno=cls.lineno, col_offset=cls.col_offset)
+
+
+def found_functions(files: Iterable[tuple[PurePath, bytes]], words: Iterable[bytes], decide: Decide[T],
+                    classes: bool = False) -> dict[str, T]:
     """The module-level functions of ``files`` (a path relative to the files' common folder, the
     bytes) that ``decide`` gives a fact, by dotted name, found round by round until nothing more
     is: a function that calls one found in an earlier round may have one too. A file is parsed
     (once) only when it holds one of ``words``, then the last name of a function found in the
-    round before."""
+    round before. ``classes``: module-level classes too, each as the function a call of it is
+    (:func:`as_called`)."""
     pending = [(module_name(relative), source) for relative, source in files]
     trees: dict[str, tuple[ast.Module, dict[str, str]] | None] = {}
     found: dict[str, T] = {}
@@ -126,8 +142,10 @@ def found_functions(files: Iterable[tuple[PurePath, bytes]], words: Iterable[byt
             if entry is None:
                 continue  # the file's own analysis says why
             tree, imported = entry
-            for function in tree.body:
-                if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in tree.body:
+                function = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+                    as_called(node) if classes and isinstance(node, ast.ClassDef) else None
+                if function is None:
                     continue
                 name = f"{module}.{function.name}"
                 if name not in found and name not in more and (fact := decide(function, module, imported, found)) is not None:

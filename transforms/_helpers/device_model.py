@@ -749,13 +749,24 @@ def _kept_guard_around(ctx: FileContext, path: Sequence[cst.CSTNode]) -> cst.If 
 
 #: the pins of a CUDA device handed to a library that rejects ``"neuron"``: what it loads stays there
 LIBRARY_DEVICE_PINS = "devices beside a device a library parses itself"
+def _project_rejects(name: str) -> str:
+    """Why the function (or class) ``name`` of the project cannot take ``"neuron"`` (``Options.device_sinks``)."""
+    return (f"rejects \"neuron\" (`{name}` asserts CUDA for any device but the CPU, checks the device against a "
+            "list of hosts without Neuron that stays, or hands it to a library that parses it itself); give it a "
+            "Neuron path by hand")
+
+
+#: the pins of a CUDA device handed to the project's own code that rejects ``"neuron"``
+#: (``Options.device_sinks``): what it makes stays there
+PROJECT_DEVICE_PINS = "devices beside a device the project's code rejects for Neuron"
 
 
 def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | None:
     """Why the device ``call`` is given stays CUDA's: Triton kernels run on it (``use_triton=True``),
-    or the call is a library's that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`), whose
-    result stays on CUDA: then the placements beside it wait too (the pins, else None)."""
-    from neuronize.analysis.device_sinks import LIBRARY_SINKS, rejection
+    or the call is a library's that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`), or
+    a function (or class) of the project that does (``Options.device_sinks``), whose result stays
+    on CUDA: then the placements beside it wait too (the pins, else None)."""
+    from neuronize.analysis.device_sinks import LIBRARY_SINKS, rejection, sink_of
 
     kernels = triton_keyword(call)
     if kernels is not None:
@@ -763,6 +774,9 @@ def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | 
     qualified = ctx.qualify(call.func)
     if qualified in LIBRARY_SINKS:
         return f"kept: `{qualified}` {rejection(qualified)}", LIBRARY_DEVICE_PINS
+    sink = sink_of(qualified, ctx.options.device_sinks) if qualified is not None else None
+    if sink is not None and any(argument(call, p, sink[1].index(p)) is not None for p in sink[2]):
+        return f"kept: {_project_rejects(sink[0])}", PROJECT_DEVICE_PINS
     return None
 
 
@@ -794,8 +808,7 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             handed, what = [argument(node, name, position)], f"which {rejection(qualified)}"
         elif (sink := sink_of(qualified, sinks)) is not None:
             handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
-            what = (f"which rejects \"neuron\" (`{sink[0]}` asserts CUDA for any device but the CPU, or hands "
-                    "the device to a library that parses it itself); give it a Neuron path by hand")
+            what = f"which {_project_rejects(sink[0])}"
         else:
             continue
         if any(a is not None and string_value(a.value) not in OTHER_DEVICES for a in handed):
