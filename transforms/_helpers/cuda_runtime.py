@@ -627,3 +627,22 @@ def printed(ctx: FileContext, ref: CudaRef) -> bool:
         if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
             return False
     return False
+
+
+def cuda_named_answer(ctx: FileContext, ref: CudaRef) -> str | None:
+    """The function whose answer the reference is (``return torch.cuda.is_available()``, alone or
+    joined by ``and``/``or``/``not`` and comparisons), where the function's name says CUDA (``def
+    is_cuda_available():``): its callers read it as "CUDA is here", so it stays that. None
+    otherwise."""
+    chain = ctx.stack[::-1]  # the node being visited, then its ancestors
+    at = next((i for i, node in enumerate(chain) if node is ref.outer), None)
+    if at is None:
+        return None
+    at += 1
+    while at < len(chain) and isinstance(chain[at], (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison,
+                                                     cst.ComparisonTarget)):
+        at += 1  # part of the answer (`torch.cuda.is_available() and torch.cuda.device_count() > 0`)
+    if at >= len(chain) or not isinstance(chain[at], cst.Return):
+        return None
+    function = next((a for a in chain[at + 1:] if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    return function.name.value if isinstance(function, cst.FunctionDef) and "cuda" in function.name.value.lower() else None

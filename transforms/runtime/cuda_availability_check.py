@@ -17,7 +17,8 @@ from neuronize.transforms._helpers.cuda_guard import (
     Verdict, flag_marker, flag_uses, guarded_after, guarded_code, named_cuda_device, scan, switched_flags,
 )
 from neuronize.transforms._helpers.cuda_runtime import (
-    Context, CudaRef, _CudaApiRule, capability_probe, classify, printed, probe_kept, spelled, unused_import,
+    Context, CudaRef, _CudaApiRule, capability_probe, classify, cuda_named_answer, printed, probe_kept, spelled,
+    unused_import,
 )
 from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
@@ -106,7 +107,11 @@ class CudaAvailabilityCheck(_CudaApiRule):
         - `torch.cuda.device_count()` counting a loop over the devices whose body enters
           `torch.cuda.device(i)` (kept for CUDA): kept and reported;
         - a kept check that makes a tensor of a legacy CUDA type, else the same on the CPU, holds
-          the device edits of its file: on Neuron it makes the CPU's, which the moved model meets.
+          the device edits of its file: on Neuron it makes the CPU's, which the moved model meets;
+        - the answer of a function whose name says CUDA (`def is_cuda_available(): return
+          torch.cuda.is_available()`): kept and reported. Its callers read it as "CUDA is here"
+          (an environment report's "CUDA available", a choice of CUDA values), so widened it
+          would say yes on Neuron to code that then takes its CUDA path.
 
     Why on TorchNeuron:
         On Trainium `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0, so
@@ -274,10 +279,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.rewrite(ref, target, f"{head}: under torchrun each process sees one NeuronCore, index 0",
                          safety=Safety.UNSAFE, evidence=Evidence.SRC)
             return
-        if printed(self.ctx, ref):
-            self.report(ref.outer, f"{spelled(ref)} is printed or logged as a fact about CUDA: kept (a Neuron "
-                                   "check would print False on a CUDA host under a CUDA label); report the "
-                                   "Neuron device by hand if wanted", evidence=Evidence.INF)
+        fact = _fact_about_cuda(self.ctx, ref)
+        if fact is not None:
+            self.report(ref.outer, fact, evidence=Evidence.INF)
             return
         kind, where = classify(self.ctx, ref)
         if _answered_elsewhere(self.ctx, kind, where):
@@ -311,6 +315,20 @@ class CudaAvailabilityCheck(_CudaApiRule):
             self.rewrite(ref, target, f"{head}: {_ASSERT_WIDENED}", pins=verdict.pins)
         else:
             self.rewrite(ref, target, f"{head}: the guarded code is device-agnostic once migrated")
+
+
+def _fact_about_cuda(ctx: FileContext, ref: CudaRef) -> str | None:
+    """Why the reference stays, where it is a fact about CUDA: printed or logged, or the answer of
+    a function whose name says CUDA (:func:`cuda_named_answer`)."""
+    if printed(ctx, ref):
+        return (f"{spelled(ref)} is printed or logged as a fact about CUDA: kept (a Neuron check would print False "
+                "on a CUDA host under a CUDA label); report the Neuron device by hand if wanted")
+    named = cuda_named_answer(ctx, ref) if ref.fn in ("is_available", "device_count") else None
+    if named is None:
+        return None
+    return (f"{spelled(ref)} is what `{named}()` answers, and its name says CUDA: kept (widened, it would answer yes "
+            "on Neuron to callers that then take their CUDA path or report CUDA); give Neuron a check of its own "
+            "where they choose")
 
 
 def _answered_elsewhere(ctx: FileContext, kind: Context, where: cst.CSTNode | None) -> bool:
