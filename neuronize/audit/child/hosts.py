@@ -7,9 +7,8 @@ must keep running on. Used by `neuronize verify` and by the differential test.
     The NVIDIA box the code was written for, as far as its Python code can tell: the
     ``audit --pretend-cuda`` stand-ins (``torch.cuda.is_available()`` is true, one device, Ampere
     capability, ``torch.accelerator`` reports ``cuda``); placements on CUDA (random generators
-    too), CUDA autocast, NCCL
-    and Inductor compiles go to the CPU, and every runtime call is recorded. No tensor is ever
-    allocated on a GPU.
+    too), CUDA autocast, NCCL and Inductor compiles go to the CPU, and every runtime call is
+    recorded. No tensor is ever allocated on a GPU.
 ``neuron``
     A Trainium host as far as choosing and using a device goes. ``"privateuseone"`` is renamed
     ``"neuron"`` (``torch.device("neuron")``, ``torch.autocast("neuron")``,

@@ -52,7 +52,6 @@ def install(torch: Any, recorder: Recorder, pretend: bool, host: str | None = No
         recorder, "accelerator", name, fake, f"answers as the {host} host", real, touch=False)) if host else []
     _install_cuda_namespace(torch, recorder, pretend)
     _install_placements(torch, recorder, pretend, accelerator if accelerator != "cuda" else None)
-    _install_generator(torch, recorder, pretend, host == "mps")
     _install_amp(torch, recorder, pretend)
     _install_compile(torch, recorder, pretend)
     _install_distributed(torch, recorder, pretend)
@@ -261,13 +260,19 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool, host_devi
             return issubclass(sub, real)
 
     class Generator(real, metaclass=GeneratorMeta):  # type: ignore[misc, valid-type]
-        """torch.Generator, recording ``device="cuda"``; instances are the real class."""
+        """torch.Generator, recording ``device="cuda"``; instances are the real class. On the
+        simulated MPS host an MPS generator is made on the CPU, as its placements are (on the
+        simulated Neuron host a Neuron generator raises, as reported of TorchNeuron)."""
 
         def __new__(cls, device: Any = "cpu") -> Any:
             if is_cuda(device):
                 recorder.site("placement", f"torch.Generator(device={device!r})", redirect=redirect)
                 if pretend:
                     device = "cpu"
+            elif host_device == "mps" and device_type(device) == "mps":
+                recorder.site("device-placement", f"torch.Generator(device={device!r})",
+                              redirect="placed on the CPU", touch=False)
+                device = "cpu"
             return real(device)
 
     Generator.__module__, Generator.__qualname__ = "torch", "Generator"
@@ -306,40 +311,6 @@ def _install_placements(torch: Any, recorder: Recorder, pretend: bool, host_devi
 
 
 # -- mixed precision -----------------------------------------------------------------------------
-def _install_generator(torch: Any, recorder: Recorder, pretend: bool, mps: bool) -> None:
-    """``torch.Generator("cuda")`` recorded (made on the CPU when ``pretend``); on the simulated MPS
-    host, ``torch.Generator("mps")`` made on the CPU, as its placements are. (On the simulated Neuron
-    host a Neuron generator raises, as reported of TorchNeuron.) The class stays a subclass that
-    every generator is an instance of (``isinstance(torch.default_generator, torch.Generator)``
-    holds), since a Python function cannot stand in for a class."""
-    made = torch.Generator
-    redirect = "made on the CPU" if pretend else ""
-
-    class AnyGenerator(type(made)):  # type: ignore[misc]
-        def __instancecheck__(cls, instance: Any) -> bool:
-            return isinstance(instance, made)
-
-        def __subclasscheck__(cls, subclass: type) -> bool:
-            return issubclass(subclass, made)
-
-    class Generator(made, metaclass=AnyGenerator):  # type: ignore[misc, valid-type]
-        def __new__(cls, device: Any = "cpu") -> Any:
-            if is_cuda(device) or type(device) is int:
-                recorder.site("placement", f"torch.Generator({device!r})", redirect=redirect)
-                if pretend:
-                    device = "cpu"
-            elif mps and device_type(device) == "mps":
-                device = "cpu"
-            return made.__new__(cls, device)
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass  # the base class made it in __new__
-
-    Generator.__name__ = Generator.__qualname__ = "Generator"
-    Generator.__module__ = "torch"
-    torch.Generator = Generator
-
-
 def _install_amp(torch: Any, recorder: Recorder, pretend: bool) -> None:
     from torch.amp.autocast_mode import autocast
     from torch.amp.grad_scaler import GradScaler
