@@ -12,8 +12,12 @@ such a consumer, and so is a function that hands its device on to one
 choice would raise on Trainium if that choice became ``"neuron"``, so the choice stays (a
 consumer that blocks it, as the issue's standard says). So is a function that asserts CUDA, and
 counts CUDA devices, in a branch it takes for any device but the CPU (YOLOv5's ``select_device``:
-``elif device: assert torch.cuda.is_available() and torch.cuda.device_count() >= ...``). Only files that name one of the libraries, such an assert
-or a function found so far are parsed (with :mod:`ast`: read-only, and fast).
+``elif device: assert torch.cuda.is_available() and torch.cuda.device_count() >= ...``). So is a
+function or class that asserts its device is one of the hosts it lists, CUDA among them, and maps
+them to legacy CUDA tensor types (a ``default_tensor_type(dtype, device)`` context manager: ``assert
+device in ["cpu", "cuda"]`` beside ``torch.cuda.BFloat16Tensor``): its list gains no Neuron entry
+while that type stays. Only files that name one of the libraries, such an assert, a legacy CUDA
+tensor type or a function found so far are parsed (with :mod:`ast`: read-only, and fast).
 """
 
 from __future__ import annotations

@@ -749,16 +749,16 @@ def _kept_guard_around(ctx: FileContext, path: Sequence[cst.CSTNode]) -> cst.If 
 
 #: the pins of a CUDA device handed to a library that rejects ``"neuron"``: what it loads stays there
 LIBRARY_DEVICE_PINS = "devices beside a device a library parses itself"
+#: the pins of a CUDA device handed to the project's own code that rejects ``"neuron"``
+#: (``Options.device_sinks``): what it makes stays there
+PROJECT_DEVICE_PINS = "devices beside a device the project's code rejects for Neuron"
+
+
 def _project_rejects(name: str) -> str:
     """Why the function (or class) ``name`` of the project cannot take ``"neuron"`` (``Options.device_sinks``)."""
     return (f"rejects \"neuron\" (`{name}` asserts CUDA for any device but the CPU, checks the device against a "
             "list of hosts without Neuron that stays, or hands it to a library that parses it itself); give it a "
             "Neuron path by hand")
-
-
-#: the pins of a CUDA device handed to the project's own code that rejects ``"neuron"``
-#: (``Options.device_sinks``): what it makes stays there
-PROJECT_DEVICE_PINS = "devices beside a device the project's code rejects for Neuron"
 
 
 def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | None:
