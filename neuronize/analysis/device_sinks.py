@@ -23,11 +23,11 @@ tensor type or a function found so far are parsed (with :mod:`ast`: read-only, a
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from neuronize.analysis.project_functions import argument, calls, dotted, found_functions, names, params_in, parameters
+from neuronize.analysis.program_pins import legacy_cuda_type
+from neuronize.analysis.project_functions import argument, calls, dotted, found_functions, named_by, params_in, parameters
 
 #: the library calls that take a device they parse themselves, and the keyword (and position) of it
 LIBRARY_SINKS: dict[str, tuple[str, int]] = {
@@ -64,7 +64,6 @@ _CUDA_COUNTED = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"}
 #: the bytes of the legacy CUDA tensor types a function (or class) that validates its device may name
 _LEGACY_TYPES = tuple(b"cuda.%sTensor" % kind for kind in (b"Float", b"Half", b"BFloat16", b"Double", b"Long", b"Int",
                                                             b"Byte", b"Bool"))
-_LEGACY_NAME = re.compile(r"[A-Z]\w*Tensor")
 _PARSES = 'rejects "neuron" (it parses the device itself)'
 _MMCV_SCATTER = ("cannot serve \"neuron\": its inference functions move each batch to the model's device only on "
                  "CUDA (mmcv's `scatter`), so a Neuron model would get CPU batches; keep CUDA or the CPU there, or "
@@ -101,7 +100,7 @@ def device_sinks(files: Iterable[tuple[PurePath, bytes]]) -> tuple[Sink, ...]:
 
 def sink_of(qualified: str, sinks: Iterable[Sink]) -> Sink | None:
     """The consumer ``qualified`` (a call's name as imported) names, from any folder above it."""
-    return next((s for s in sinks if names(s[0], qualified)), None)
+    return named_by(qualified, sinks)
 
 
 def _sink(function: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
@@ -145,9 +144,7 @@ def _validated(function: ast.FunctionDef | ast.AsyncFunctionDef, params: tuple[s
     ["cpu", "cuda"]``), where it also names a legacy CUDA tensor type (``torch.cuda.FloatTensor``,
     the type it sets for that device): the list gains no Neuron entry while that type stays (NRN105
     holds its device edits), so ``"neuron"`` fails the assert."""
-    if not any(isinstance(n, ast.Attribute) and _LEGACY_NAME.fullmatch(n.attr) and isinstance(n.value, ast.Attribute)
-               and n.value.attr == "cuda" and isinstance(n.value.value, ast.Name) and n.value.value.id == "torch"
-               for n in ast.walk(function)):
+    if not any(legacy_cuda_type(node) for node in ast.walk(function)):
         return set()
     return {compare.left.id for node in ast.walk(function) if isinstance(node, ast.Assert)
             for compare in ast.walk(node.test) if isinstance(compare, ast.Compare) and len(compare.ops) == 1

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePath
 
 from neuronize.analysis.project_functions import (
-    argument, calls, dotted, found_functions, module_name, names, params_in, parameters, parsed)
+    argument, calls, dotted, found_functions, module_name, named_by, params_in, parameters, parsed)
 
 #: a maker: its dotted name from the files' common folder, its parameters in order, the ones that
 #: reach the generator's device, and its file as shown
@@ -71,15 +71,11 @@ def generator_makers(files: Iterable[tuple[PurePath, bytes]]) -> dict[str, Maker
             called = dotted(call.func, imported)
             if called == "torch.Generator":
                 fed |= params_in(argument(call, "device", 0), params)
-            elif called is not None and (maker := _named(called, found)) is not None:
+            elif called is not None and (maker := named_by(called, found.values())) is not None:
                 fed |= {p for handed in maker[2] for p in params_in(argument(call, handed, maker[1].index(handed)), params)}
         return (f"{module}.{function.name}", params, tuple(sorted(fed)), shown[module]) if fed else None
 
     return found_functions(listed, (b"Generator",), decide)
-
-
-def _named(qualified: str, makers: dict[str, Maker]) -> Maker | None:
-    return next((maker for name, maker in makers.items() if names(name, qualified)), None)
 
 
 def _maker_called(call: ast.Call, module: str, imported: dict[str, str], makers: dict[str, Maker]) -> Maker | None:
@@ -87,7 +83,7 @@ def _maker_called(call: ast.Call, module: str, imported: dict[str, str], makers:
     if isinstance(call.func, ast.Name) and call.func.id not in imported:
         return None  # a function of the module itself: NRN106's edit group in the file holds it
     called = dotted(call.func, imported)
-    maker = None if called is None else _named(called, makers)
+    maker = None if called is None else named_by(called, makers.values())
     if maker is None or maker[0].rsplit(".", 1)[0] == module:
         return None
     for handed in maker[2]:

@@ -145,8 +145,12 @@ def _legacy_type(call: ast.Call) -> str | None:
     """A legacy CUDA tensor type made (``torch.cuda.LongTensor(n)``) or cast to
     (``x.type(torch.cuda.FloatTensor)``); not a check (``isinstance(x, torch.cuda.FloatTensor)``)."""
     made = [call.func] if not (isinstance(call.func, ast.Attribute) and call.func.attr == "type") else call.args[:1]
-    for node in made:
-        if (isinstance(node, ast.Attribute) and _LEGACY_NAME.fullmatch(node.attr) and isinstance(node.value, ast.Attribute)
-                and node.value.attr == "cuda" and isinstance(node.value.value, ast.Name) and node.value.value.id == "torch"):
-            return f"torch.cuda.{node.attr}"
+    return next((named for node in made if (named := legacy_cuda_type(node)) is not None), None)
+
+
+def legacy_cuda_type(node: ast.AST) -> str | None:
+    """``node`` names a legacy CUDA tensor type (``torch.cuda.FloatTensor``): that name, else None."""
+    if (isinstance(node, ast.Attribute) and _LEGACY_NAME.fullmatch(node.attr) and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "cuda" and isinstance(node.value.value, ast.Name) and node.value.value.id == "torch"):
+        return f"torch.cuda.{node.attr}"
     return None

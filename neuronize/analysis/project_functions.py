@@ -12,6 +12,8 @@ from pathlib import PurePath
 from typing import TypeVar
 
 T = TypeVar("T")
+#: a fact about a function: a tuple whose first item is the function's dotted name
+Named = TypeVar("Named", bound=tuple)
 #: what a search asks of a module-level function: its fact given the module's dotted name, what the
 #: module's imports bind and the functions found so far (None: the function has none)
 Decide = Callable[[ast.FunctionDef | ast.AsyncFunctionDef, str, dict[str, str], dict[str, T]], T | None]
@@ -34,6 +36,12 @@ def names_one_of(qualified: str, functions: Iterable[str]) -> bool:
     """``qualified`` (a call's name as a file imports it) names one of ``functions`` (dotted names
     from the files' common folder, :func:`names`)."""
     return any(names(function, qualified) for function in functions)
+
+
+def named_by(qualified: str, facts: Iterable[Named]) -> Named | None:
+    """The first of ``facts`` (each a tuple whose first item is a function's dotted name from the
+    files' common folder) that ``qualified`` (a call's name as a file imports it) names (:func:`names`)."""
+    return next((fact for fact in facts if names(fact[0], qualified)), None)
 
 
 def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:

@@ -761,6 +761,12 @@ def _project_rejects(name: str) -> str:
             "Neuron path by hand")
 
 
+def _handed(call: cst.Call, sink: tuple[str, tuple[str, ...], tuple[str, ...]]) -> list[cst.Arg | None]:
+    """What ``call`` gives each parameter that the project's consumer ``sink`` hands to what rejects
+    ``"neuron"`` (``Options.device_sinks``)."""
+    return [argument(call, p, sink[1].index(p)) for p in sink[2]]
+
+
 def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | None:
     """Why the device ``call`` is given stays CUDA's: Triton kernels run on it (``use_triton=True``),
     or the call is a library's that rejects ``"neuron"`` (:data:`device_sinks.LIBRARY_SINKS`), or
@@ -775,7 +781,7 @@ def kept_argument(ctx: FileContext, call: cst.Call) -> tuple[str, str | None] | 
     if qualified in LIBRARY_SINKS:
         return f"kept: `{qualified}` {rejection(qualified)}", LIBRARY_DEVICE_PINS
     sink = sink_of(qualified, ctx.options.device_sinks) if qualified is not None else None
-    if sink is not None and any(argument(call, p, sink[1].index(p)) is not None for p in sink[2]):
+    if sink is not None and any(a is not None for a in _handed(call, sink)):
         return f"kept: {_project_rejects(sink[0])}", PROJECT_DEVICE_PINS
     return None
 
@@ -807,8 +813,7 @@ def _rejecting_consumer(ctx: FileContext) -> str | None:
             name, position = LIBRARY_SINKS[qualified]
             handed, what = [argument(node, name, position)], f"which {rejection(qualified)}"
         elif (sink := sink_of(qualified, sinks)) is not None:
-            handed = [argument(node, p, sink[1].index(p)) for p in sink[2]]
-            what = f"which {_project_rejects(sink[0])}"
+            handed, what = _handed(node, sink), f"which {_project_rejects(sink[0])}"
         else:
             continue
         if any(a is not None and string_value(a.value) not in OTHER_DEVICES for a in handed):

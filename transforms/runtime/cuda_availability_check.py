@@ -58,11 +58,12 @@ class CudaAvailabilityCheck(_CudaApiRule):
 
         Where the check decides something, the rule looks at what it decides first:
 
-        - the guarded code (the `if` body and `else`, the arm of a conditional expression taken
-          where CUDA is: `torch.bfloat16 if torch.cuda.is_available() else torch.float16` gains
-          Neuron, whose bf16 model the fallback's float16 would not meet; the code after `if not ...: raise/return` or an `assert`, every use of a flag the result
-          is stored in, or of a switch the check sets: `if not torch.cuda.is_available(): fp16 =
-          False`) uses a CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
+        - the guarded code (the `if` body and `else`; the arm of a conditional expression taken
+          where CUDA is, as the other arm is what Neuron ran already: `torch.bfloat16 if
+          torch.cuda.is_available() else torch.float16` gains Neuron; the code after `if not ...:
+          raise/return` or an `assert`, every use of a flag the result is stored in, or of a
+          switch the check sets: `if not torch.cuda.is_available(): fp16 = False`) uses a
+          CUDA-only path - flash-attn, xformers, bitsandbytes, apex, Triton,
           DeepSpeed, cuDNN or `torch.backends.cuda` flags, `DataParallel`, `GradScaler`, fp16
           (`.half()`, `torch.float16`), CUDA-only `torch.cuda` APIs: the check is kept and
           reported, because a Neuron-aware check would switch that path on (a memory statistic
