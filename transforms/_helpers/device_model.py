@@ -36,7 +36,9 @@ from neuronize.writing.device_name import chosen_from_device
 from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
-from neuronize.transforms._helpers.literals import cuda_literal, cuda_member, make_string, string_like, string_value
+from neuronize.transforms._helpers.literals import (
+    cuda_literal, cuda_member, make_string, string_like, string_template, string_value,
+)
 from neuronize.transforms._helpers.messages import short
 from neuronize.transforms._helpers.names import last_name, qualified_expr, target_name
 from neuronize.transforms._helpers.unplaced_module import unplaced_module
@@ -93,6 +95,9 @@ class DeviceModel:
     #: detections whose CUDA branch places the inputs of a module the file never places, and its
     #: name (:func:`unplaced_module.unplaced_module`): kept for CUDA, with no Neuron branch
     unplaced: list[tuple[cst.If, str]] = field(default_factory=list)
+    #: detections kept for CUDA because the file hands its device to a consumer that rejects
+    #: ``"neuron"``, and that consumer as a report names it (:func:`rejecting_consumer`)
+    refused: list[tuple[cst.If, str]] = field(default_factory=list)
     #: the flag tests (by id) whose body only calls the CUDA runtime (``torch.cuda.empty_cache()``)
     runtime_only_tests: set[int] = field(default_factory=set)
     #: id of a class of device rows without Neuron -> it with a Neuron member, and that member
@@ -150,8 +155,11 @@ def _build(ctx: FileContext) -> DeviceModel:
                 if else_is_cuda:
                     built.negated_links.add(id(link))
                 served = before is not None and asks_if_neuron(before.test) or _any_accelerator_first(ctx, links, link)
-                if served or rejecting_consumer(ctx) is not None:
-                    continue  # a Neuron branch in front already, or a consumer refusing one
+                if served:
+                    continue  # a Neuron branch in front already
+                if (refusing := rejecting_consumer(ctx)) is not None:
+                    built.refused.append((link, refusing))
+                    continue
                 if (consumer := unplaced_module(ctx, node, link)) is not None:
                     built.unplaced.append((link, consumer))
                 else:
@@ -795,8 +803,27 @@ def rejecting_consumer(ctx: FileContext) -> str | None:
     call as the report names it, or None."""
     key = ("rejecting-consumer", 0)
     if key not in ctx.memo:
-        ctx.memo[key] = _rejecting_consumer(ctx)
+        ctx.memo[key] = _rejecting_consumer(ctx) or _metric_named_by_device(ctx)
     return ctx.memo[key]
+
+
+#: a profiler metric named after a device kind (``cuda_time_total``, ``self_cpu_memory_usage``): torch's
+#: profiler tables know the metrics of cpu, cuda, xpu and privateuse1, and look up any other name as an
+#: attribute of the event, so ``"neuron_time_total"`` raises ``AttributeError``
+_DEVICE_METRIC = re.compile(r"^(?:self_)?\{\}_(?:time|time_total|memory_usage)$")
+
+
+def _metric_named_by_device(ctx: FileContext) -> str | None:
+    """A profiler metric the file names after its device (``sort_by=device + "_time_total"``): the
+    device choice, become ``"neuron"``, would name a metric the profiler does not have."""
+    if b"_time" not in ctx.source and b"_memory_usage" not in ctx.source:
+        return None
+    for node in iter_syntax(ctx.module):
+        if isinstance(node, (cst.BinaryOperation, cst.FormattedString)) \
+                and _DEVICE_METRIC.match(string_template(node) or ""):
+            return (f"`{short(node)}`, which names a profiler metric after it (the profiler knows those of "
+                    "`cpu`, `cuda`, `xpu` and `privateuse1`, none for `neuron`); name the metric by hand")
+    return None
 
 
 def _rejecting_consumer(ctx: FileContext) -> str | None:

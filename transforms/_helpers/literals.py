@@ -39,6 +39,19 @@ def string_value(node: cst.CSTNode) -> str | None:
     return None
 
 
+def string_template(node: cst.CSTNode) -> str | None:
+    """The text of a string built from literals and values (``"self_" + device + "_time_total"``,
+    ``f"{device}_time_total"``), each value written ``{}``; None where ``node`` builds no string."""
+    if isinstance(node, cst.FormattedString):
+        return "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        parts = [string_value(side) if string_value(side) is not None else string_template(side)
+                 for side in (node.left, node.right)]
+        if all(part is None for part in parts):
+            return None
+        return "".join("{}" if part is None else part for part in parts)
+    return None
+
 
 def string_values(node: cst.BaseExpression) -> list[str] | None:
     """The strings of a literal string, or of a list/tuple/set of literal strings, else None."""

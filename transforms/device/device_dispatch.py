@@ -8,7 +8,8 @@ from neuronize.transform import Evidence, Example, Safety, Transform
 from neuronize.analysis.walk import iter_syntax
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.device_model import (
-    DEVICE_CHOICE, HALF, choice_group, model, neuron_first_detection, registry_hosts, table_entry, with_neuron_branch)
+    DEVICE_CHOICE, HALF, choice_group, kept_for_consumer, model, neuron_first_detection, registry_hosts, table_entry,
+    with_neuron_branch)
 from neuronize.transforms._helpers.device_choice import INDEX_NOTE
 from neuronize.transforms._helpers.messages import short
 
@@ -155,6 +156,9 @@ class DeviceDispatch(Transform):
                         f"makes and never places: on CUDA they meet its weights on the CPU, and every other host ran "
                         f"it on the CPU; a Neuron branch would bring that failure to Trainium, so the choice stays; "
                         f"place `{consumer}` with its inputs by hand", evidence=Evidence.INF)
+        for link, consumer in found.refused:
+            self.report(link.test, f"choice `if {short(link.test)}:` {kept_for_consumer(consumer)}",
+                        evidence=Evidence.INF)
         for choice, arm, _ in found.flag_arms:
             assert arm.replacement is not None  # the model keeps the arms it could make
             self.fix(choice, arm.replacement, f"`{short(choice, 60)}` -> `{short(arm.replacement.body)} if <the "
