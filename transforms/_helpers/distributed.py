@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from neuronize.analysis.context import FileContext
+from neuronize.analysis.syntax import scoped_statements
+from neuronize.analysis.walk import iter_syntax
 from neuronize.transform import Evidence, ImportRequest, Safety, Transform
 from neuronize.transforms._helpers import per_target
 from neuronize.transforms._helpers.imports import guarded_torch_neuronx_import, import_anchor, has_main_block
@@ -51,6 +53,44 @@ def in_cuda_only_branch(ctx: FileContext) -> bool:
         if isinstance(parent, cst.IfExp) and child is parent.body and cuda_only_test(ctx, parent.test):
             return True
     return False
+
+
+#: the functions that start worker processes by index (``mp.spawn(train, nprocs=n)``): they set no
+#: ``LOCAL_RANK``, which torchrun sets and the Neuron process group pins each process's core by
+WORKER_SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+                           "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"})
+
+
+def worker_spawn(ctx: FileContext) -> cst.Call | None:
+    """The call that starts worker processes by index (:data:`WORKER_SPAWNS`) in the scope being
+    visited (its function, else the module), or in a function of the file that scope calls; None
+    where there is none."""
+    key = ("worker-spawns", 0)
+    if key not in ctx.memo:
+        ctx.memo[key] = _spawning_scopes(ctx) if b"spawn" in ctx.source else {}
+    scope = next((a for a in ctx.ancestors() if isinstance(a, cst.FunctionDef)), ctx.module)
+    return ctx.memo[key].get(id(scope))
+
+
+def _spawning_scopes(ctx: FileContext) -> dict[int, cst.Call]:
+    """id of each function (or the module) that spawns workers, itself or through a function of
+    the file it calls -> the spawning call."""
+    calls: dict[int, list[cst.Call]] = {}
+    functions: dict[str, int] = {}
+    for stmt, outer in scoped_statements(ctx.module.body):
+        if isinstance(stmt, cst.FunctionDef):
+            functions[stmt.name.value] = id(stmt)
+        else:
+            calls.setdefault(id(outer[-1] if outer else ctx.module), []).extend(
+                node for node in iter_syntax(stmt) if isinstance(node, cst.Call))
+    spawning = {scope: call for scope, found in calls.items() for call in reversed(found)
+                if ctx.qualify(call.func) in WORKER_SPAWNS}
+    for scope, found in calls.items():
+        callee = next((functions[c.func.value] for c in found if isinstance(c.func, cst.Name)
+                       and functions.get(c.func.value) in spawning), None)
+        if scope not in spawning and callee is not None:
+            spawning[scope] = spawning[callee]
+    return spawning
 
 
 def dist_function(qualified: str | None) -> str | None:

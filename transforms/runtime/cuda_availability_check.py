@@ -23,6 +23,7 @@ from neuronize.transforms._helpers.cuda_runtime import (
 from neuronize.transforms._helpers.literals import LEGACY_CUDA_TYPE, branches_mention_cuda, string_like, string_value
 from neuronize.transforms._helpers.cpu_target import cpu_answer
 from neuronize.transforms._helpers.compile import in_compile_setting
+from neuronize.transforms._helpers.distributed import worker_spawn
 from neuronize.decision.policy import BRANCH_ASSERT, DATA_CHOICE, REQUIRED_CUDA
 from neuronize.transforms._helpers.device_model import (
     bf16_choice, choice_group, cuda_device_context, feeds_detection, handed_on_flag, in_detection, in_fallback_test, reads_itself, unmoved_fallback,
@@ -107,6 +108,10 @@ class CudaAvailabilityCheck(_CudaApiRule):
           != "torch": backend = "torch"`): kept and reported, so Neuron falls back as the CPU does;
         - `torch.cuda.device_count()` counting a loop over the devices whose body enters
           `torch.cuda.device(i)` (kept for CUDA): kept and reported;
+        - `torch.cuda.device_count()` in a file that starts its workers by index
+          (`mp.spawn(worker, nprocs=n)`, `torch.multiprocessing.start_processes`): kept and
+          reported. Each Neuron worker needs a NeuronCore of its own, which the Neuron process
+          group pins from `LOCAL_RANK`: torchrun sets it, a spawn does not;
         - a kept check that makes a tensor of a legacy CUDA type, else the same on the CPU, holds
           the device edits of its file: on Neuron it makes the CPU's, which the moved model meets;
         - the answer of a function whose name says CUDA (`def is_cuda_available(): return
@@ -156,6 +161,8 @@ class CudaAvailabilityCheck(_CudaApiRule):
 
     Evidence:
         DOC: `torch.accelerator` code needs no change on Neuron. SRC: what the count and index mean.
+        DOC and SRC: the Neuron process group sets `NEURON_RT_VISIBLE_CORES` from `LOCAL_RANK`
+        (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/api/nrt-env-var-reference.html).
         INF: which guarded code is device-agnostic.
     """
 
@@ -477,10 +484,16 @@ def _index(expr: cst.BaseExpression) -> str | None:
 
 
 def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | None, verdict: Verdict) -> str | None:
-    """Why the check stays as it is, if it does: it guards a CUDA-only path (a Neuron-aware check
+    """Why the check stays as it is, if it does: it counts the workers a spawn starts, it guards a
+    CUDA-only path (a Neuron-aware check
     would switch it on), or code naming a CUDA value the placement rules move to the target's
     device (an extended check would send CUDA there too; "an accelerator is here" would send MPS
     to CUDA's value)."""
+    spawn = worker_spawn(ctx) if ref.fn == "device_count" else None
+    if spawn is not None:
+        return (f"{spelled(ref)} counts devices for the workers `{short(spawn.func)}` starts: kept, as each Neuron worker needs a "
+                "NeuronCore of its own, which the Neuron process group pins by `LOCAL_RANK`, set by torchrun and "
+                "not by a spawn; launch the workers with torchrun there (one per NeuronCore)")
     if verdict.marker is not None:
         return (f"{spelled(ref)} guards a CUDA-only path ({verdict.marker}): kept, a Neuron-aware check would "
                 "switch it on; migrate that path first")
