@@ -836,11 +836,12 @@ def _pins_hold_devices(located: Located[R], parents: Parents, device: str,
 
 def _one_way_of_placing(pin: Any, located: Located[R], parents: Parents, device: str) -> cst.BaseSuite | None:
     """The branch of an ``if`` chain that holds ``pin``, where another branch places the model
-    itself with an edit (``if num_gpus > 1:`` a loader spreads it over the GPUs, ``else:`` ``model =
-    ....half().cuda()``): the program chooses between the loader's placement and its own, so the
-    pin holds its branch only, and the edits elsewhere serve the other way. None where an edit
-    outside that branch moves its value outright: the CUDA box's tensors would leave the loader's
-    model in the pin's way."""
+    itself, with an edit or on a device an edit chose (``if num_gpus > 1:`` a loader spreads it over
+    the GPUs, ``else:`` ``model = ....half().cuda()``, or ``model.to(device=device)`` with a device
+    option whose default an edit moves): the program chooses between the loader's placement and its
+    own, so the pin holds its branch only, and the edits elsewhere serve the other way. None where
+    an edit outside that branch moves its value outright: the CUDA box's tensors would leave the
+    loader's model in the pin's way."""
     branch = _block_of(pin.node, parents)
     head = _chain_of(parents.get(id(branch)), parents)
     if not isinstance(branch, cst.BaseSuite) or head is None or _scope_of(head, parents) is not _scope_of(pin.node, parents):
@@ -848,12 +849,20 @@ def _one_way_of_placing(pin: Any, located: Located[R], parents: Parents, device:
     placing = [r for r, _ in located if r.fixable and r.pins is None and _places(r, device)]
     pinned = [r.node for r, _ in located if r.pins is not None]
     own_ways = [body for body in _branch_bodies(head) if body is not branch
-                and any(_inside(r.node, body, parents) for r in placing)
+                and (any(_inside(r.node, body, parents) for r in placing) or placing and _moves_itself(body))
                 and not any(_inside(node, body, parents) for node in pinned)]
     outside = [r for r in placing if not _inside(r.node, branch, parents)]
     if not own_ways or any(_moves_outright(r, device) for r in outside):
         return None
     return branch
+
+
+def _moves_itself(body: cst.BaseSuite) -> bool:
+    """``body`` moves a value onto a device by a value it reads (``model = model.to(device=device)``,
+    ``.to(args.device)``), not by a literal: the device it reads is what an edit elsewhere chose."""
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to"
+               and any(not isinstance(a.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
+                       for a in n.args) for n in iter_syntax(body))
 
 
 def _branch_bodies(head: cst.If) -> list[cst.BaseSuite]:
@@ -1002,8 +1011,9 @@ def _moves_outright(report: Any, device: str) -> bool:
     """``report``'s fix writes the target's ``device`` (``"neuron"``, ``"cpu"``) with no choice
     left for CUDA: no conditional expression in what it writes (a host-aware edit, ``"neuron" if
     <Neuron is here> else "cuda"``, keeps the CUDA box's device, so the string left beside it
-    still matches there)."""
-    return _writes_device(report, device) and not any(isinstance(n, cst.IfExp) for n in iter_syntax(report.replacement))
+    still matches there; a list of accepted devices that gains ``"neuron"`` keeps CUDA's entry)."""
+    return _writes_device(report, device) and not isinstance(report.replacement, (cst.List, cst.Tuple, cst.Set)) \
+        and not any(isinstance(n, cst.IfExp) for n in iter_syntax(report.replacement))
 
 
 def _places_on_cuda(node: cst.CSTNode) -> bool:
