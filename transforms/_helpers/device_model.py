@@ -61,7 +61,7 @@ class Dispatch:
     head: cst.If
     subject: str  # the device expression's source
     cuda: cst.If  # the link whose test names CUDA
-    devices: tuple[str, ...]  # every device type the chain names
+    devices: tuple[str, ...]  # every device type (or process-group backend) the chain names
     raises: bool  # its `else` raises: an unknown device is rejected
     served: bool  # it has a Neuron branch already, or runs only on CUDA and needs none
     neuron: cst.If | None = None
@@ -328,6 +328,32 @@ def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
     return None
 
 
+#: the hosts of the process-group backends a dispatch over the backend names (``if backend ==
+#: dist.Backend.NCCL: device = "cuda" elif backend == "gloo": device = "cpu"``)
+_BACKEND_HOSTS = {"nccl": "cuda", "gloo": "cpu", "mpi": "cpu", "neuron": "neuron"}
+
+
+def _backend_name(node: cst.BaseExpression) -> str | None:
+    """``"nccl"`` or ``dist.Backend.NCCL``: the backend's name, where it is one of :data:`_BACKEND_HOSTS`."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)) \
+            and last_name(node.value) == "Backend":
+        name: str | None = node.attr.value.lower()
+    else:
+        name = string_value(node)
+    return name if name in _BACKEND_HOSTS else None
+
+
+def _compared_backend(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
+    """``backend == dist.Backend.NCCL`` (``== "gloo"``): the compared expression's source and the
+    backend's name (its host in :data:`_BACKEND_HOSTS`). On Neuron the process group's backend is
+    ``"neuron"``, so a dispatch over it gains a branch of its own."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.Equal) \
+            and (name := _backend_name(test.comparisons[0].comparator)) is not None:
+        return _source(test.left), [name]
+    return None
+
+
 def _is_setting(test: cst.BaseExpression) -> bool:
     """``args.use_gpu``, ``not self.no_accel``: a setting read as it is, naming no CUDA of its own."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -363,7 +389,7 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
     no Neuron branch and is left as it is)."""
     subject, devices, cuda = None, [], None
     for link in links:
-        found = _compared(link.test)
+        found = _compared(link.test) or _compared_backend(link.test)
         if found is None:
             return None
         if subject is None:
@@ -371,11 +397,11 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
         elif found[0] != subject:
             return None
         devices.extend(found[1])
-        if found[1] == ["cuda"] and cuda is None:
+        if [_BACKEND_HOSTS.get(d, d) for d in found[1]] == ["cuda"] and cuda is None:
             cuda = link
     if subject is None or cuda is None:
         return None
-    if not any(d in OTHER_DEVICES for d in devices):
+    if not any(_BACKEND_HOSTS.get(d, d) in OTHER_DEVICES for d in devices):
         return None
     tail = links[-1].orelse
     raises = (isinstance(tail, cst.Else) and _only_raises(tail.body)) or (tail is None and raised_after)
@@ -511,6 +537,8 @@ class _ToNeuron(cst.CSTTransformer):
     def leave_Attribute(self, before: cst.Attribute, after: cst.Attribute) -> cst.BaseExpression:
         if after.attr.value in HALF and isinstance(after.value, cst.Name) and after.value.value == "torch":
             return after.with_changes(attr=cst.Name("bfloat16"))
+        if _backend_name(before) == "nccl":  # `Backend.NEURON` exists only once torch-neuronx registered it
+            return make_string("neuron")
         return after
 
     def leave_TrailingWhitespace(self, before: cst.TrailingWhitespace,

@@ -43,7 +43,11 @@ class DeviceDispatch(Transform):
         modelled on it (where the CUDA branch does more that stays CUDA's, such as setting
         `CUDA_VISIBLE_DEVICES`, and every branch sets one variable to a device, the Neuron branch
         sets that variable alone): CUDA device strings become
-        `"neuron"` and a half dtype (`torch.float16`) becomes `torch.bfloat16`. A table keyed by
+        `"neuron"` and a half dtype (`torch.float16`) becomes `torch.bfloat16`. A dispatch over
+        the process group's backend (`if backend == dist.Backend.NCCL: device = "cuda" elif
+        backend == "gloo": ...`) gets `elif backend == "neuron": ...` the same way: on Trainium
+        the backend is `"neuron"`, and `dist.Backend.NEURON` exists only once torch-neuronx has
+        registered it, so the test compares with the string. A table keyed by
         device type (`{"cuda": torch.float16, "cpu": torch.float32}`) gets a `"neuron"` entry
         after CUDA's, modelled on it the same way; so does a class whose members are device rows
         (`class Host(Enum): CPU = ("cpu", "gloo")`, `CUDA = ("cuda", "nccl")`, or plain
