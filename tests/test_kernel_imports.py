@@ -467,3 +467,25 @@ def test_a_build_of_cpp_extensions_only_makes_no_kernel_code():
     either = cpu_only.replace(b"extension = CppExtension", b"extension = CUDAExtension if cuda else CppExtension")
     assert declared_extensions([cpu_only]) == ()
     assert declared_extensions([either]) == ("vision._C",)
+
+
+def test_an_import_of_a_module_of_a_package_runs_the_packages_init(tmp_path):
+    # `from .comm import sync` in `moe/` runs `moe/__init__.py` first, which loads the extension
+    files = {
+        "moe/__init__.py": b"from .layers import MoE\nfrom .comm import sync\n",
+        "moe/layers.py": b"import torch\nimport moe_cuda\n",
+        "moe/comm.py": b"import torch\n\n\ndef sync():\n    torch.cuda.synchronize()\n",
+        "moe/ddp.py": b"import torch\nfrom .comm import sync\n",
+        "tools/models/__init__.py": b"",
+        "tools/__init__.py": b"import moe\n",
+        "demo.py": b"import torch\nfrom models import Net\n",  # the folder on sys.path: no `tools/__init__.py`
+    }
+    found = _kernel_bound(tmp_path, files)
+    assert found["moe/ddp.py"] == ("imports `moe`, which through the project's modules imports the compiled CUDA "
+                                   "extension `moe_cuda`")
+    assert set(found) == {"moe/__init__.py", "moe/layers.py", "moe/ddp.py", "tools/__init__.py"}
+    # a folder without `__init__.py` runs nothing: `model` is not the `model.py` of another folder
+    files["lab/model/meta.py"] = b"import torch\n"
+    files["other/model.py"] = b"import torch\nimport moe_cuda\n"
+    files["eval.py"] = b"import torch\nfrom model.meta import Meta\n"
+    assert "eval.py" not in _kernel_bound(tmp_path, files)

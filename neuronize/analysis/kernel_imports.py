@@ -8,7 +8,9 @@ script declares (``CUDAExtension(name=...)``) or calls a compiled extension's op
 (``torch.ops.<namespace>.<op>``). So does, for a migration, every module that unconditionally
 imports such a module of the project: the script that builds a model on those kernels cannot
 import on Neuron, so moving its devices breaks the NVIDIA box it runs on and gains nothing; the
-report names the import that blocks it instead. The functions and classes a module holding kernel
+report names the import that blocks it instead. An import of ``pkg.mod`` also runs
+``pkg/__init__.py``: a package whose ``__init__.py`` imports kernel code binds every module that
+imports one of its modules. The functions and classes a module holding kernel
 code imports from the project's other modules serve those kernels (:func:`kernel_exports`).
 
 Only imports at the start of a line (column 0) count: they run whenever the module is imported;
@@ -356,7 +358,9 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
                  operators: dict[Path, str] | None = None) -> dict[Path, str]:
     """For each file of ``graph`` that imports GPU-kernel code unconditionally, directly or through
     the project's modules, why (``imports `apps.model`, which through the project's modules imports
-    triton``); the files that hold it (:func:`kernel_sources`) among them. A module of its own
+    triton``); the files that hold it (:func:`kernel_sources`) among them. Importing a module of a
+    package runs the package's ``__init__.py`` first (``from .utils import comm`` in ``pkg/`` runs
+    ``pkg/__init__.py``), which may import kernel code itself. A module of its own
     package a function imports (``def traverse(*args): from ._backend import _C``, a lazy wrapper
     of the package's extension) counts when a compiled extension is behind it: each call runs its
     kernels. One behind which is only a kernel language (``def quantize(self): from .quantization
@@ -377,8 +381,8 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
         for path, names in imports.items():
             if path in reasons:
                 continue
-            for name, lazy in names:
-                bound = graph.module_for(name, path)
+            for name, lazy, bound in ((run, lazy, module) for imported, lazy in names
+                                      for run, module in _run_by(graph, imported, path)):
                 if lazy and bound is not None and origins.get(bound) in languages:
                     continue
                 if bound is not None and bound != path and bound in reasons:
@@ -399,6 +403,23 @@ def kernel_bound(graph: ImportGraph, extensions: tuple[str, ...] = (),
         if not more:
             return reasons | _importing_by_name(graph, reasons)
         reasons.update(more)
+
+
+def _run_by(graph: ImportGraph, name: str, importer: Path) -> Iterator[tuple[str, Path | None]]:
+    """The modules ``importer``'s import of ``name`` runs, each with its file: the module, then the
+    ``__init__.py`` of each package its dotted name goes through, innermost first, as found beside
+    the module (``import pkg.sub.mod`` runs ``pkg/__init__.py`` and ``pkg/sub/__init__.py``; a
+    folder without one is a namespace package, and so are the folders above it)."""
+    module = graph.module_for(name, importer)
+    yield name, module
+    if module is None:
+        return
+    folder = module.parent.parent if module.name == "__init__.py" else module.parent
+    parts = name.split(".")[:-1]
+    while parts and (init := folder / "__init__.py") in graph.files:
+        yield ".".join(parts), init
+        parts.pop()
+        folder = folder.parent
 
 
 def _importing_by_name(graph: ImportGraph, reasons: dict[Path, str]) -> dict[Path, str]:
