@@ -858,11 +858,13 @@ def _one_way_of_placing(pin: Any, located: Located[R], parents: Parents, device:
 
 
 def _moves_itself(body: cst.BaseSuite) -> bool:
-    """``body`` moves a value onto a device by a value it reads (``model = model.to(device=device)``,
-    ``.to(args.device)``), not by a literal: the device it reads is what an edit elsewhere chose."""
+    """``body`` moves a value onto a device it reads by a name that says so (``model =
+    model.to(device=device)``, ``.to(args.device)``), not a literal nor a dtype: the device it
+    reads is what an edit elsewhere chose."""
     return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to"
-               and any(not isinstance(a.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
-                       for a in n.args) for n in iter_syntax(body))
+               and any(a.keyword is not None and a.keyword.value == "device"
+                       or "device" in (dotted_name(a.value) or "").rpartition(".")[2].lower() for a in n.args)
+               for n in iter_syntax(body))
 
 
 def _branch_bodies(head: cst.If) -> list[cst.BaseSuite]:
