@@ -837,14 +837,15 @@ def rejecting_consumer(ctx: FileContext) -> str | None:
 
 #: a profiler metric named after a device kind (``cuda_time_total``, ``self_cpu_memory_usage``): torch's
 #: profiler tables know the metrics of cpu, cuda, xpu and privateuse1, and look up any other name as an
-#: attribute of the event, so ``"neuron_time_total"`` raises ``AttributeError``
-_DEVICE_METRIC = re.compile(r"^(?:self_)?\{\}_(?:time|time_total|memory_usage)$")
+#: attribute of the event, so ``"neuron_time_total"`` raises ``AttributeError`` (a bare ``f"{x}_time"``
+#: is as often a log key of the program's own)
+_DEVICE_METRIC = re.compile(r"^(?:self_)?\{\}_(?:time_total|memory_usage)$")
 
 
 def _metric_named_by_device(ctx: FileContext) -> str | None:
     """A profiler metric the file names after its device (``sort_by=device + "_time_total"``): the
     device choice, become ``"neuron"``, would name a metric the profiler does not have."""
-    if b"_time" not in ctx.source and b"_memory_usage" not in ctx.source:
+    if b"_time_total" not in ctx.source and b"_memory_usage" not in ctx.source:
         return None
     for node in iter_syntax(ctx.module):
         if isinstance(node, (cst.BinaryOperation, cst.FormattedString)) \
