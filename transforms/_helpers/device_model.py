@@ -33,7 +33,7 @@ from neuronize.transforms._helpers.device_choice import (
     LiteralEdit, asks_if_neuron, available_side, device_named, has_is_available, idiom_literal,
     neuron_arm, neuron_first, triton_keyword, with_choice)
 from neuronize.writing.device_name import chosen_from_device
-from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, nccl_backend
+from neuronize.transforms._helpers.distributed import PROCESS_GROUP, dist_function, names_nccl, nccl_backend
 from neuronize.transforms._helpers.device_variable import chosen_device
 from neuronize.transforms._helpers.hosts import DEVICE_CHOICE, device_choice_group
 from neuronize.transforms._helpers.literals import (
@@ -333,23 +333,21 @@ def _compared(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
 _BACKEND_HOSTS = {"nccl": "cuda", "gloo": "cpu", "mpi": "cpu", "neuron": "neuron"}
 
 
-def _backend_name(node: cst.BaseExpression) -> str | None:
+def _backend_name(ctx: FileContext, node: cst.BaseExpression) -> str | None:
     """``"nccl"`` or ``dist.Backend.NCCL``: the backend's name, where it is one of :data:`_BACKEND_HOSTS`."""
-    if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)) \
-            and last_name(node.value) == "Backend":
-        name: str | None = node.attr.value.lower()
-    else:
-        name = string_value(node)
+    qualified = ctx.qualify(node) if isinstance(node, cst.Attribute) else None
+    name = qualified.rpartition(".")[2].lower() if qualified is not None \
+        and qualified.startswith("torch.distributed.Backend.") else string_value(node)
     return name if name in _BACKEND_HOSTS else None
 
 
-def _compared_backend(test: cst.BaseExpression) -> tuple[str, list[str]] | None:
+def _compared_backend(ctx: FileContext, test: cst.BaseExpression) -> tuple[str, list[str]] | None:
     """``backend == dist.Backend.NCCL`` (``== "gloo"``): the compared expression's source and the
     backend's name (its host in :data:`_BACKEND_HOSTS`). On Neuron the process group's backend is
     ``"neuron"``, so a dispatch over it gains a branch of its own."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
             and isinstance(test.comparisons[0].operator, cst.Equal) \
-            and (name := _backend_name(test.comparisons[0].comparator)) is not None:
+            and (name := _backend_name(ctx, test.comparisons[0].comparator)) is not None:
         return _source(test.left), [name]
     return None
 
@@ -389,7 +387,7 @@ def _dispatch(ctx: FileContext, head: cst.If, links: list[cst.If], raised_after:
     no Neuron branch and is left as it is)."""
     subject, devices, cuda = None, [], None
     for link in links:
-        found = _compared(link.test) or _compared_backend(link.test)
+        found = _compared(link.test) or _compared_backend(ctx, link.test)
         if found is None:
             return None
         if subject is None:
@@ -429,7 +427,7 @@ def _add_neuron_sibling(ctx: FileContext, dispatch: Dispatch, links: Sequence[cs
     if consumer is not None:  # what the dispatch picks reaches a library that rejects "neuron"
         dispatch.blocked = f"this file hands its device to {consumer}"
         return
-    test = _neuron_copy(dispatch.cuda.test)
+    test = dispatch.cuda.test.visit(_ToNeuron(ctx))
     models: list[tuple[cst.If, cst.BaseSuite]] = [
         (link, link.body) for link in [dispatch.cuda, *(link for link in links if _names_only(link, "mps"))]]
     chosen = _chain_choice(dispatch.cuda, links)
@@ -537,8 +535,8 @@ class _ToNeuron(cst.CSTTransformer):
     def leave_Attribute(self, before: cst.Attribute, after: cst.Attribute) -> cst.BaseExpression:
         if after.attr.value in HALF and isinstance(after.value, cst.Name) and after.value.value == "torch":
             return after.with_changes(attr=cst.Name("bfloat16"))
-        if _backend_name(before) == "nccl":  # `Backend.NEURON` exists only once torch-neuronx registered it
-            return make_string("neuron")
+        if self.ctx is not None and names_nccl(self.ctx, before):  # `Backend.NEURON` exists only once
+            return make_string("neuron")  # torch-neuronx registered it
         return after
 
     def leave_TrailingWhitespace(self, before: cst.TrailingWhitespace,

@@ -45,7 +45,7 @@ def string_template(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.FormattedString):
         return "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        parts = [string_value(side) if string_value(side) is not None else string_template(side)
+        parts = [value if (value := string_value(side)) is not None else string_template(side)
                  for side in (node.left, node.right)]
         if all(part is None for part in parts):
             return None

@@ -108,9 +108,9 @@ class CudaAvailabilityCheck(_CudaApiRule):
           != "torch": backend = "torch"`): kept and reported, so Neuron falls back as the CPU does;
         - `torch.cuda.device_count()` counting a loop over the devices whose body enters
           `torch.cuda.device(i)` (kept for CUDA): kept and reported;
-        - `torch.cuda.device_count()` in a file that starts its workers by index
-          (`mp.spawn(worker, nprocs=n)`, `torch.multiprocessing.start_processes`): kept and
-          reported. Each Neuron worker needs a NeuronCore of its own, which the Neuron process
+        - `torch.cuda.device_count()` in a function (or the module) that starts workers by
+          index, itself or through a function of the file it calls (`mp.spawn(worker,
+          nprocs=n)`, `torch.multiprocessing.start_processes`): kept and reported. Each Neuron worker needs a NeuronCore of its own, which the Neuron process
           group pins from `LOCAL_RANK`: torchrun sets it, a spawn does not;
         - a kept check that makes a tensor of a legacy CUDA type, else the same on the CPU, holds
           the device edits of its file: on Neuron it makes the CPU's, which the moved model meets;
@@ -485,10 +485,9 @@ def _index(expr: cst.BaseExpression) -> str | None:
 
 def _kept(ctx: FileContext, ref: CudaRef, kind: Context, where: cst.CSTNode | None, verdict: Verdict) -> str | None:
     """Why the check stays as it is, if it does: it counts the workers a spawn starts, it guards a
-    CUDA-only path (a Neuron-aware check
-    would switch it on), or code naming a CUDA value the placement rules move to the target's
-    device (an extended check would send CUDA there too; "an accelerator is here" would send MPS
-    to CUDA's value)."""
+    CUDA-only path (a Neuron-aware check would switch it on), or code naming a CUDA value the
+    placement rules move to the target's device (an extended check would send CUDA there too; "an
+    accelerator is here" would send MPS to CUDA's value)."""
     spawn = worker_spawn(ctx) if ref.fn == "device_count" else None
     if spawn is not None:
         return (f"{spelled(ref)} counts devices for the workers `{short(spawn.func)}` starts: kept, as each Neuron worker needs a "
